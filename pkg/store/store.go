@@ -1,0 +1,282 @@
+// Package store defines Strata's two storage interfaces: ObjectStore, where segment
+// objects live, and MetaStore, the domain operations on the metadata tables (topics, the
+// index that sequences offsets, partitions, leases, commits, groups, members,
+// idempotency). Implementations live in sub-packages named after what they wrap
+// (s3, dynamo, local); storetest is the conformance suite every implementation must pass.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Errors every implementation must return (wrapped or as-is) so callers can branch with
+// errors.Is. Each backend maps its native errors to these in one place.
+var (
+	// ErrNotFound: the object, topic, group or row does not exist.
+	ErrNotFound = errors.New("store: not found")
+	// ErrExists: a put-if-absent found the key taken (object, topic).
+	ErrExists = errors.New("store: already exists")
+	// ErrConflict: an index entry already exists at the requested base offset. The error
+	// is a *ConflictError carrying the winner's entry.
+	ErrConflict = errors.New("store: index entry exists at base offset")
+	// ErrIdempotencyKeyUsed: the idempotency row for (key, partition) already exists.
+	// The error is an *IdempotencyError carrying the stored record.
+	ErrIdempotencyKeyUsed = errors.New("store: idempotency key already used")
+	// ErrLeaseHeld: a live lease is held by another member. The error is a *LeaseHeldError.
+	ErrLeaseHeld = errors.New("store: lease held by another member")
+	// ErrFenced: the caller is not the owner at that generation (obsolete or never was).
+	ErrFenced = errors.New("store: fenced")
+	// ErrStaleCommit: the commit is below the committed offset.
+	ErrStaleCommit = errors.New("store: stale commit")
+	// ErrGroupActive: a reset found a live lease of the group on the topic.
+	ErrGroupActive = errors.New("store: group has a live lease")
+	// ErrUnavailable: a retryable failure of the backend (throttling, timeout, 5xx).
+	ErrUnavailable = errors.New("store: unavailable")
+)
+
+// ConflictError is returned by PutIndexEntry when another entry holds the base offset.
+type ConflictError struct {
+	// Existing is the winner's entry, read from the failed conditional write.
+	Existing IndexEntry
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("store: index entry exists at %s/%d@%d (count %d)",
+		e.Existing.Topic, e.Existing.Partition, e.Existing.BaseOffset, e.Existing.Count)
+}
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// IdempotencyError is returned when the idempotency row already exists.
+type IdempotencyError struct {
+	Existing IdempotencyRecord
+}
+
+func (e *IdempotencyError) Error() string {
+	return fmt.Sprintf("store: idempotency key %q partition %d already used at offset %d",
+		e.Existing.Key, e.Existing.Partition, e.Existing.BaseOffset)
+}
+
+// Is makes errors.Is(err, ErrIdempotencyKeyUsed) true.
+func (e *IdempotencyError) Is(target error) bool { return target == ErrIdempotencyKeyUsed }
+
+// LeaseHeldError is returned when a live lease of another member blocks an acquire.
+type LeaseHeldError struct {
+	Owner     string
+	ExpiresAt time.Time
+}
+
+func (e *LeaseHeldError) Error() string {
+	return fmt.Sprintf("store: lease held by %q until %s", e.Owner, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+}
+
+// Is makes errors.Is(err, ErrLeaseHeld) true.
+func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
+
+// ObjectStore holds immutable segment objects.
+type ObjectStore interface {
+	// Put must store data under key only if no object has that key (If-None-Match: *),
+	// returning ErrExists otherwise; when it returns nil the object must be durable.
+	Put(ctx context.Context, key string, data []byte) error
+	// GetRange must return exactly length bytes starting at offset, or ErrNotFound when
+	// the object does not exist. A range past the end of the object is an error.
+	GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error)
+	// Delete must remove the object; deleting a missing object is not an error.
+	Delete(ctx context.Context, key string) error
+	// List must call fn for every object whose key starts with prefix, in key order,
+	// stopping at the first error fn returns.
+	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
+}
+
+// ObjectInfo describes a stored object.
+type ObjectInfo struct {
+	Key  string
+	Size int64
+}
+
+// Topic is a topic's configuration, fixed at creation.
+type Topic struct {
+	Name       string
+	Partitions int32
+	Retention  time.Duration
+	CreatedAt  time.Time
+}
+
+// IndexEntry maps a contiguous run of a partition's offsets to a block of a segment
+// object. Entries of a partition tile its offsets: entry n+1's BaseOffset is entry n's
+// BaseOffset+Count.
+type IndexEntry struct {
+	Topic      string
+	Partition  int32
+	BaseOffset int64
+	Count      int64
+	ObjectKey  string
+	// ByteOffset and ByteLength locate the block within the object.
+	ByteOffset int64
+	ByteLength int64
+	// MaxTimestamp is the largest record timestamp in the block.
+	MaxTimestamp time.Time
+	// AppendedAt is when the entry was written; retention counts from it.
+	AppendedAt time.Time
+	// ExpiresAt is the row's TTL (retention plus a grace); zero means none.
+	ExpiresAt time.Time
+}
+
+// End is the offset after the entry's last record.
+func (e IndexEntry) End() int64 { return e.BaseOffset + e.Count }
+
+// IdempotencyRecord remembers an append already done for (Key, Partition).
+type IdempotencyRecord struct {
+	Key       string
+	Partition int32
+	// BodyHash identifies the request body, so a reuse with another body is detected.
+	BodyHash   string
+	BaseOffset int64
+	Count      int64
+	ExpiresAt  time.Time
+}
+
+// TopicStore holds topic configurations.
+type TopicStore interface {
+	// CreateTopic must store t only if no topic has its name, else return ErrExists.
+	CreateTopic(ctx context.Context, t Topic) error
+	// GetTopic must return ErrNotFound for an unknown topic.
+	GetTopic(ctx context.Context, name string) (Topic, error)
+	// ListTopics must return every topic name in lexical order.
+	ListTopics(ctx context.Context) ([]string, error)
+}
+
+// IndexStore is the per-partition offset sequencer and the map from offsets to blocks.
+type IndexStore interface {
+	// PutIndexEntry must write e only if no entry of (topic, partition) has its
+	// BaseOffset, atomically with respect to concurrent callers; otherwise it must
+	// return a *ConflictError holding the existing entry and write nothing.
+	PutIndexEntry(ctx context.Context, e IndexEntry) error
+	// PutIndexEntryIdempotent must write e and rec together, each only if absent, or
+	// neither: a taken idempotency row returns *IdempotencyError (checked first), a
+	// taken base offset returns *ConflictError.
+	PutIndexEntryIdempotent(ctx context.Context, e IndexEntry, rec IdempotencyRecord) error
+	// LastIndexEntry must return the entry with the greatest BaseOffset of the
+	// partition, read strongly consistently; ok is false when the partition is empty.
+	LastIndexEntry(ctx context.Context, topic string, partition int32) (e IndexEntry, ok bool, err error)
+	// IndexEntries must return, in offset order, the entry containing offset from (the
+	// greatest BaseOffset <= from) if any, followed by later entries, at most limit.
+	IndexEntries(ctx context.Context, topic string, partition int32, from int64, limit int) ([]IndexEntry, error)
+	// GetIdempotency must return the record for (key, partition) or ErrNotFound.
+	GetIdempotency(ctx context.Context, key string, partition int32) (IdempotencyRecord, error)
+	// SetEntryExpiry must set the TTL of the entry at baseOffset; ErrNotFound if absent.
+	SetEntryExpiry(ctx context.Context, topic string, partition int32, baseOffset int64, expiresAt time.Time) error
+	// DeleteIndexEntry must remove the entry at baseOffset; a missing entry is not an error.
+	DeleteIndexEntry(ctx context.Context, topic string, partition int32, baseOffset int64) error
+}
+
+// PartitionStore holds per-partition state written by retention.
+type PartitionStore interface {
+	// LogStart must return the partition's log start offset, 0 if never set.
+	LogStart(ctx context.Context, topic string, partition int32) (int64, error)
+	// AdvanceLogStart must raise the log start offset to offset; it must never lower it
+	// (a lower offset is ignored, not an error).
+	AdvanceLogStart(ctx context.Context, topic string, partition int32, offset int64) error
+}
+
+// Assignment is the lease row of (group, topic, partition).
+type Assignment struct {
+	Group      string
+	Topic      string
+	Partition  int32
+	Owner      string // empty when released
+	Generation int64
+	ExpiresAt  time.Time
+}
+
+// Live reports whether the lease is held at now.
+func (a Assignment) Live(now time.Time) bool { return a.Owner != "" && now.Before(a.ExpiresAt) }
+
+// CommitRow is the committed position of (group, topic, partition).
+type CommitRow struct {
+	Group       string
+	Topic       string
+	Partition   int32
+	NextOffset  int64
+	Generation  int64
+	CommittedAt time.Time
+	Metadata    string
+}
+
+// GroupConfig is a consumer group's settings.
+type GroupConfig struct {
+	Name string
+	// ResetPolicy is "earliest", "latest" or "fail".
+	ResetPolicy     string
+	MaxAttempts     int
+	DeadLetterTopic string
+	CreatedAt       time.Time
+}
+
+// Member is a live participant of a group (long-running consumers heartbeat).
+type Member struct {
+	Group     string
+	ID        string
+	ExpiresAt time.Time
+}
+
+// LeaseStore holds assignments (generation-fenced leases) and commits.
+type LeaseStore interface {
+	// AcquireLease must take the lease for member when it has no owner, is expired at
+	// now, or is already member's, setting owner = member, expiry = expiresAt and
+	// generation = previous generation + 1 (1 for a new row) — also when member already
+	// held it, so a restarted member fences its own earlier incarnation. A live lease of
+	// another member must return *LeaseHeldError and change nothing.
+	AcquireLease(ctx context.Context, group, topic string, partition int32, member string, now, expiresAt time.Time) (Assignment, error)
+	// RenewLease must move the expiry only if owner = member and generation matches,
+	// else return ErrFenced and change nothing. (An expired lease nobody took over can
+	// still be renewed by its owner: no other member can have acted on it.)
+	RenewLease(ctx context.Context, group, topic string, partition int32, member string, generation int64, expiresAt time.Time) (Assignment, error)
+	// ReleaseLease must clear the owner only if owner = member and generation matches,
+	// else ErrFenced. The generation stays.
+	ReleaseLease(ctx context.Context, group, topic string, partition int32, member string, generation int64) error
+	// GetAssignment must return the row or ErrNotFound.
+	GetAssignment(ctx context.Context, group, topic string, partition int32) (Assignment, error)
+	// Commit must, atomically, check that the assignment's owner = member and its
+	// generation matches (else ErrFenced), and set the commit row's NextOffset only if
+	// nextOffset >= the current one (else ErrStaleCommit; equal is accepted).
+	Commit(ctx context.Context, c CommitRow, member string) error
+	// GetCommit must return the row or ErrNotFound.
+	GetCommit(ctx context.Context, group, topic string, partition int32) (CommitRow, error)
+	// ResetCommits must set the commit rows of the given partitions to the given
+	// offsets (regardless of the current ones) only if no lease of the group on topic is
+	// live at now, else ErrGroupActive.
+	ResetCommits(ctx context.Context, group, topic string, offsets map[int32]int64, now time.Time) error
+	// ListAssignments and ListCommits must return every row of the group, ordered by
+	// topic then partition; an unknown group yields an empty list.
+	ListAssignments(ctx context.Context, group string) ([]Assignment, error)
+	ListCommits(ctx context.Context, group string) ([]CommitRow, error)
+}
+
+// GroupStore holds group settings and member heartbeats.
+type GroupStore interface {
+	// EnsureGroup must create the group with cfg if absent and return the stored one.
+	EnsureGroup(ctx context.Context, cfg GroupConfig) (GroupConfig, error)
+	// GetGroup must return ErrNotFound for an unknown group.
+	GetGroup(ctx context.Context, name string) (GroupConfig, error)
+	// Heartbeat must upsert the member's expiry.
+	Heartbeat(ctx context.Context, m Member) error
+	// RemoveMember must delete the member; a missing one is not an error.
+	RemoveMember(ctx context.Context, group, id string) error
+	// LiveMembers must return the members whose expiry is after now, ordered by ID.
+	LiveMembers(ctx context.Context, group string, now time.Time) ([]Member, error)
+}
+
+// MetaStore is every metadata operation; backends implement all of it. Consumers should
+// depend on the narrowest of the interfaces it embeds.
+type MetaStore interface {
+	TopicStore
+	IndexStore
+	PartitionStore
+	LeaseStore
+	GroupStore
+}
