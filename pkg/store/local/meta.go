@@ -1,0 +1,628 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// Buckets, one per table of docs/DESIGN.md §3.
+const (
+	bucketTopics      = "topics"
+	bucketIndex       = "index"
+	bucketPartitions  = "partitions"
+	bucketAssignments = "assignments"
+	bucketCommits     = "commits"
+	bucketGroups      = "groups"
+	bucketMembers     = "members"
+	bucketIdempotency = "idempotency"
+)
+
+func allBuckets() []string {
+	return []string{bucketTopics, bucketIndex, bucketPartitions, bucketAssignments,
+		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency}
+}
+
+// openTimeout bounds the wait for bbolt's file lock, so a second process on the same
+// data directory fails instead of hanging.
+const openTimeout = 2 * time.Second
+
+// MetaStore implements store.MetaStore over one bbolt file. Each operation is one bbolt
+// read or write transaction; bbolt serialises writers and fsyncs every commit, so each
+// operation is atomic, durable when it returns, and conditional writes need no locking.
+type MetaStore struct {
+	db *bolt.DB
+}
+
+var _ store.MetaStore = (*MetaStore)(nil)
+
+// OpenMetaStore opens (creating if needed) the bbolt file at path and its buckets.
+func OpenMetaStore(path string) (*MetaStore, error) {
+	if path == "" {
+		return nil, errors.New("local: meta store path is empty")
+	}
+	dir := filepath.Dir(path)
+	if err := mkdirAllDurable(dir); err != nil {
+		return nil, fmt.Errorf("local: create meta store directory: %w", err)
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: openTimeout})
+	if err != nil {
+		if errors.Is(err, bolt.ErrTimeout) {
+			return nil, fmt.Errorf("local: open %s: locked by another process: %w", path, err)
+		}
+		return nil, fmt.Errorf("local: open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets() {
+			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = syncDir(dir) // make a newly created file's directory entry durable
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("local: open %s: %w", path, err)
+	}
+	return &MetaStore{db: db}, nil
+}
+
+// Close releases the file; operations after Close fail.
+func (m *MetaStore) Close() error {
+	if err := m.db.Close(); err != nil {
+		return fmt.Errorf("local: close meta store: %w", err)
+	}
+	return nil
+}
+
+func (m *MetaStore) update(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return m.db.Update(fn)
+}
+
+func (m *MetaStore) view(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return m.db.View(fn)
+}
+
+// CreateTopic stores t if no topic has its name, else returns store.ErrExists.
+func (m *MetaStore) CreateTopic(ctx context.Context, t store.Topic) error {
+	if t.Name == "" {
+		return errors.New("local: create topic: empty name")
+	}
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		key := []byte(t.Name)
+		if tx.Bucket([]byte(bucketTopics)).Get(key) != nil {
+			return fmt.Errorf("local: topic %q: %w", t.Name, store.ErrExists)
+		}
+		return putRec(tx, bucketTopics, key, topicToRec(t))
+	})
+}
+
+// GetTopic returns the topic or store.ErrNotFound.
+func (m *MetaStore) GetTopic(ctx context.Context, name string) (store.Topic, error) {
+	var out store.Topic
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		rec, ok, err := getRec[topicRec](tx, bucketTopics, []byte(name))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("local: topic %q: %w", name, store.ErrNotFound)
+		}
+		out = rec.toStore()
+		return nil
+	})
+	return out, err
+}
+
+// ListTopics returns every topic name in lexical (byte) order.
+func (m *MetaStore) ListTopics(ctx context.Context) ([]string, error) {
+	var names []string
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bucketTopics)).ForEach(func(k, _ []byte) error {
+			names = append(names, string(k))
+			return nil
+		})
+	})
+	return names, err
+}
+
+// PutIndexEntry writes e unless its base offset is taken, in which case it returns a
+// *store.ConflictError holding the existing entry.
+func (m *MetaStore) PutIndexEntry(ctx context.Context, e store.IndexEntry) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		return putIndexIfAbsent(tx, e)
+	})
+}
+
+// PutIndexEntryIdempotent writes e and rec together, each only if absent, or neither.
+func (m *MetaStore) PutIndexEntryIdempotent(ctx context.Context, e store.IndexEntry, rec store.IdempotencyRecord) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		ikey := idempotencyKey(rec.Key, rec.Partition)
+		existing, ok, err := getRec[idempotencyRec](tx, bucketIdempotency, ikey)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return &store.IdempotencyError{Existing: existing.toStore()}
+		}
+		if err := putIndexIfAbsent(tx, e); err != nil {
+			return err // the transaction rolls back; nothing is written
+		}
+		return putRec(tx, bucketIdempotency, ikey, idempotencyToRec(rec))
+	})
+}
+
+func putIndexIfAbsent(tx *bolt.Tx, e store.IndexEntry) error {
+	key := indexKey(e.Topic, e.Partition, e.BaseOffset)
+	existing, ok, err := getRec[indexRec](tx, bucketIndex, key)
+	if err != nil {
+		return err
+	}
+	if ok {
+		return &store.ConflictError{Existing: existing.toStore()}
+	}
+	return putRec(tx, bucketIndex, key, indexToRec(e))
+}
+
+// LastIndexEntry returns the partition's entry with the greatest base offset.
+func (m *MetaStore) LastIndexEntry(ctx context.Context, topic string, partition int32) (store.IndexEntry, bool, error) {
+	var (
+		out   store.IndexEntry
+		found bool
+	)
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		prefix := partitionKey(topic, partition)
+		c := tx.Bucket([]byte(bucketIndex)).Cursor()
+		k, v := seekLastBefore(c, prefixEnd(prefix))
+		if k == nil || !bytes.HasPrefix(k, prefix) {
+			return nil
+		}
+		var rec indexRec
+		if err := decodeRec(bucketIndex, k, v, &rec); err != nil {
+			return err
+		}
+		out, found = rec.toStore(), true
+		return nil
+	})
+	return out, found, err
+}
+
+// seekLastBefore positions c on the greatest key < end (the last key when end is nil).
+func seekLastBefore(c *bolt.Cursor, end []byte) ([]byte, []byte) {
+	if end == nil {
+		return c.Last()
+	}
+	if k, _ := c.Seek(end); k == nil {
+		return c.Last()
+	}
+	return c.Prev()
+}
+
+// IndexEntries returns the entry with the greatest base offset <= from, if any, and the
+// entries after it, at most limit in all.
+func (m *MetaStore) IndexEntries(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	var out []store.IndexEntry
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		prefix := partitionKey(topic, partition)
+		c := tx.Bucket([]byte(bucketIndex)).Cursor()
+		// Start at the greatest key <= from: the last key before from+1.
+		var k, v []byte
+		if from == 1<<63-1 {
+			k, v = seekLastBefore(c, prefixEnd(prefix))
+		} else {
+			k, v = seekLastBefore(c, indexKey(topic, partition, from+1))
+		}
+		if k == nil || !bytes.HasPrefix(k, prefix) {
+			// No entry at or below from: start at the partition's first entry.
+			k, v = c.Seek(prefix)
+		}
+		for ; k != nil && bytes.HasPrefix(k, prefix) && len(out) < limit; k, v = c.Next() {
+			var rec indexRec
+			if err := decodeRec(bucketIndex, k, v, &rec); err != nil {
+				return err
+			}
+			out = append(out, rec.toStore())
+		}
+		return nil
+	})
+	return out, err
+}
+
+// GetIdempotency returns the record of (key, partition) or store.ErrNotFound.
+func (m *MetaStore) GetIdempotency(ctx context.Context, key string, partition int32) (store.IdempotencyRecord, error) {
+	var out store.IdempotencyRecord
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		rec, ok, err := getRec[idempotencyRec](tx, bucketIdempotency, idempotencyKey(key, partition))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("local: idempotency key %q partition %d: %w", key, partition, store.ErrNotFound)
+		}
+		out = rec.toStore()
+		return nil
+	})
+	return out, err
+}
+
+// SetEntryExpiry sets the TTL of the entry at baseOffset, or returns store.ErrNotFound.
+func (m *MetaStore) SetEntryExpiry(ctx context.Context, topic string, partition int32, baseOffset int64, expiresAt time.Time) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		key := indexKey(topic, partition, baseOffset)
+		rec, ok, err := getRec[indexRec](tx, bucketIndex, key)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("local: index entry %s/%d@%d: %w", topic, partition, baseOffset, store.ErrNotFound)
+		}
+		rec.ExpiresAt = expiresAt.UTC()
+		return putRec(tx, bucketIndex, key, rec)
+	})
+}
+
+// DeleteIndexEntry removes the entry at baseOffset; a missing entry is not an error.
+func (m *MetaStore) DeleteIndexEntry(ctx context.Context, topic string, partition int32, baseOffset int64) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bucketIndex)).Delete(indexKey(topic, partition, baseOffset))
+	})
+}
+
+// DeleteExpired deletes the index entries and idempotency records whose ExpiresAt is set
+// and before now, standing in for DynamoDB's TTL deletion; it returns how many it
+// deleted. Callers keep the newest entry of a partition alive by extending its expiry,
+// exactly as they must on DynamoDB.
+func (m *MetaStore) DeleteExpired(ctx context.Context, now time.Time) (int, error) {
+	deleted := 0
+	err := m.update(ctx, func(tx *bolt.Tx) error {
+		deleted = 0
+		n, err := deleteExpired[indexRec](tx, bucketIndex, now, func(r indexRec) time.Time { return r.ExpiresAt })
+		if err != nil {
+			return err
+		}
+		deleted += n
+		n, err = deleteExpired[idempotencyRec](tx, bucketIdempotency, now, func(r idempotencyRec) time.Time { return r.ExpiresAt })
+		deleted += n
+		return err
+	})
+	return deleted, err
+}
+
+func deleteExpired[T any](tx *bolt.Tx, bucket string, now time.Time, expiry func(T) time.Time) (int, error) {
+	b := tx.Bucket([]byte(bucket))
+	var doomed [][]byte
+	err := b.ForEach(func(k, v []byte) error {
+		var rec T
+		if err := decodeRec(bucket, k, v, &rec); err != nil {
+			return err
+		}
+		if exp := expiry(rec); !exp.IsZero() && exp.Before(now) {
+			doomed = append(doomed, append([]byte(nil), k...))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, k := range doomed {
+		if err := b.Delete(k); err != nil {
+			return 0, fmt.Errorf("local: delete expired %s row: %w", bucket, err)
+		}
+	}
+	return len(doomed), nil
+}
+
+// LogStart returns the partition's log start offset, 0 if never set.
+func (m *MetaStore) LogStart(ctx context.Context, topic string, partition int32) (int64, error) {
+	var out int64
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		rec, _, err := getRec[partitionRec](tx, bucketPartitions, partitionKey(topic, partition))
+		out = rec.LogStartOffset
+		return err
+	})
+	return out, err
+}
+
+// AdvanceLogStart raises the log start offset to offset; a lower offset is ignored.
+func (m *MetaStore) AdvanceLogStart(ctx context.Context, topic string, partition int32, offset int64) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		key := partitionKey(topic, partition)
+		rec, _, err := getRec[partitionRec](tx, bucketPartitions, key)
+		if err != nil {
+			return err
+		}
+		if offset <= rec.LogStartOffset {
+			return nil
+		}
+		return putRec(tx, bucketPartitions, key, partitionRec{LogStartOffset: offset})
+	})
+}
+
+// AcquireLease takes the lease for member when it is free, expired at now, or already
+// member's, incrementing the generation; a live lease of another member is a
+// *store.LeaseHeldError.
+func (m *MetaStore) AcquireLease(ctx context.Context, group, topic string, partition int32, member string, now, expiresAt time.Time) (store.Assignment, error) {
+	if member == "" {
+		return store.Assignment{}, errors.New("local: acquire lease: empty member")
+	}
+	var out store.Assignment
+	err := m.update(ctx, func(tx *bolt.Tx) error {
+		key := groupTopicPartitionKey(group, topic, partition)
+		rec, _, err := getRec[assignmentRec](tx, bucketAssignments, key)
+		if err != nil {
+			return err
+		}
+		if cur := rec.toStore(); cur.Live(now) && cur.Owner != member {
+			return &store.LeaseHeldError{Owner: cur.Owner, ExpiresAt: cur.ExpiresAt}
+		}
+		rec = assignmentRec{
+			Group: group, Topic: topic, Partition: partition,
+			Owner: member, Generation: rec.Generation + 1, ExpiresAt: expiresAt.UTC(),
+		}
+		out = rec.toStore()
+		return putRec(tx, bucketAssignments, key, rec)
+	})
+	if err != nil {
+		return store.Assignment{}, err
+	}
+	return out, nil
+}
+
+// ownedLease returns the assignment row if member owns it at generation, else ErrFenced.
+func ownedLease(tx *bolt.Tx, group, topic string, partition int32, member string, generation int64) (assignmentRec, error) {
+	rec, ok, err := getRec[assignmentRec](tx, bucketAssignments, groupTopicPartitionKey(group, topic, partition))
+	if err != nil {
+		return rec, err
+	}
+	if !ok || member == "" || rec.Owner != member || rec.Generation != generation {
+		return rec, fmt.Errorf("local: lease %s/%s/%d: member %q generation %d: %w",
+			group, topic, partition, member, generation, store.ErrFenced)
+	}
+	return rec, nil
+}
+
+// RenewLease moves the expiry if member owns the lease at generation, else ErrFenced.
+func (m *MetaStore) RenewLease(ctx context.Context, group, topic string, partition int32, member string, generation int64, expiresAt time.Time) (store.Assignment, error) {
+	var out store.Assignment
+	err := m.update(ctx, func(tx *bolt.Tx) error {
+		rec, err := ownedLease(tx, group, topic, partition, member, generation)
+		if err != nil {
+			return err
+		}
+		rec.ExpiresAt = expiresAt.UTC()
+		out = rec.toStore()
+		return putRec(tx, bucketAssignments, groupTopicPartitionKey(group, topic, partition), rec)
+	})
+	if err != nil {
+		return store.Assignment{}, err
+	}
+	return out, nil
+}
+
+// ReleaseLease clears the owner if member owns the lease at generation, else ErrFenced;
+// the generation stays.
+func (m *MetaStore) ReleaseLease(ctx context.Context, group, topic string, partition int32, member string, generation int64) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		rec, err := ownedLease(tx, group, topic, partition, member, generation)
+		if err != nil {
+			return err
+		}
+		rec.Owner = ""
+		return putRec(tx, bucketAssignments, groupTopicPartitionKey(group, topic, partition), rec)
+	})
+}
+
+// GetAssignment returns the lease row or store.ErrNotFound.
+func (m *MetaStore) GetAssignment(ctx context.Context, group, topic string, partition int32) (store.Assignment, error) {
+	var out store.Assignment
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		rec, ok, err := getRec[assignmentRec](tx, bucketAssignments, groupTopicPartitionKey(group, topic, partition))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("local: assignment %s/%s/%d: %w", group, topic, partition, store.ErrNotFound)
+		}
+		out = rec.toStore()
+		return nil
+	})
+	return out, err
+}
+
+// Commit stores c if member owns the lease at c.Generation (else ErrFenced) and
+// c.NextOffset is not below the committed one (else ErrStaleCommit).
+func (m *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		if _, err := ownedLease(tx, c.Group, c.Topic, c.Partition, member, c.Generation); err != nil {
+			return err
+		}
+		key := groupTopicPartitionKey(c.Group, c.Topic, c.Partition)
+		cur, ok, err := getRec[commitRec](tx, bucketCommits, key)
+		if err != nil {
+			return err
+		}
+		if ok && c.NextOffset < cur.NextOffset {
+			return fmt.Errorf("local: commit %s/%s/%d: offset %d below committed %d: %w",
+				c.Group, c.Topic, c.Partition, c.NextOffset, cur.NextOffset, store.ErrStaleCommit)
+		}
+		return putRec(tx, bucketCommits, key, commitToRec(c))
+	})
+}
+
+// GetCommit returns the commit row or store.ErrNotFound.
+func (m *MetaStore) GetCommit(ctx context.Context, group, topic string, partition int32) (store.CommitRow, error) {
+	var out store.CommitRow
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		rec, ok, err := getRec[commitRec](tx, bucketCommits, groupTopicPartitionKey(group, topic, partition))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("local: commit %s/%s/%d: %w", group, topic, partition, store.ErrNotFound)
+		}
+		out = rec.toStore()
+		return nil
+	})
+	return out, err
+}
+
+// ResetCommits sets the commit rows of the given partitions to the given offsets unless
+// a lease of the group on topic is live at now (ErrGroupActive). A reset row keeps its
+// generation, drops its metadata and is stamped with now.
+func (m *MetaStore) ResetCommits(ctx context.Context, group, topic string, offsets map[int32]int64, now time.Time) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		prefix := appendString(appendString(nil, group), topic)
+		c := tx.Bucket([]byte(bucketAssignments)).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var rec assignmentRec
+			if err := decodeRec(bucketAssignments, k, v, &rec); err != nil {
+				return err
+			}
+			if a := rec.toStore(); a.Live(now) {
+				return fmt.Errorf("local: reset %s/%s: partition %d leased by %q until %s: %w",
+					group, topic, a.Partition, a.Owner, a.ExpiresAt.Format(time.RFC3339Nano), store.ErrGroupActive)
+			}
+		}
+		for partition, offset := range offsets {
+			key := groupTopicPartitionKey(group, topic, partition)
+			cur, _, err := getRec[commitRec](tx, bucketCommits, key)
+			if err != nil {
+				return err
+			}
+			rec := commitRec{
+				Group: group, Topic: topic, Partition: partition, NextOffset: offset,
+				Generation: cur.Generation, CommittedAt: now.UTC(),
+			}
+			if err := putRec(tx, bucketCommits, key, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// ListAssignments returns every lease row of the group, by topic then partition.
+func (m *MetaStore) ListAssignments(ctx context.Context, group string) ([]store.Assignment, error) {
+	var out []store.Assignment
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		return scanPrefix(tx, bucketAssignments, appendString(nil, group), func(rec assignmentRec) {
+			out = append(out, rec.toStore())
+		})
+	})
+	return out, err
+}
+
+// ListCommits returns every commit row of the group, by topic then partition.
+func (m *MetaStore) ListCommits(ctx context.Context, group string) ([]store.CommitRow, error) {
+	var out []store.CommitRow
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		return scanPrefix(tx, bucketCommits, appendString(nil, group), func(rec commitRec) {
+			out = append(out, rec.toStore())
+		})
+	})
+	return out, err
+}
+
+// scanPrefix decodes, in key order, every row of bucket whose key starts with prefix.
+func scanPrefix[T any](tx *bolt.Tx, bucket string, prefix []byte, fn func(T)) error {
+	c := tx.Bucket([]byte(bucket)).Cursor()
+	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+		var rec T
+		if err := decodeRec(bucket, k, v, &rec); err != nil {
+			return err
+		}
+		fn(rec)
+	}
+	return nil
+}
+
+// EnsureGroup creates the group with cfg if absent and returns the stored config.
+func (m *MetaStore) EnsureGroup(ctx context.Context, cfg store.GroupConfig) (store.GroupConfig, error) {
+	if cfg.Name == "" {
+		return store.GroupConfig{}, errors.New("local: ensure group: empty name")
+	}
+	var out store.GroupConfig
+	err := m.update(ctx, func(tx *bolt.Tx) error {
+		key := []byte(cfg.Name)
+		rec, ok, err := getRec[groupRec](tx, bucketGroups, key)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			rec = groupToRec(cfg)
+			if err := putRec(tx, bucketGroups, key, rec); err != nil {
+				return err
+			}
+		}
+		out = rec.toStore()
+		return nil
+	})
+	if err != nil {
+		return store.GroupConfig{}, err
+	}
+	return out, nil
+}
+
+// GetGroup returns the group's config or store.ErrNotFound.
+func (m *MetaStore) GetGroup(ctx context.Context, name string) (store.GroupConfig, error) {
+	var out store.GroupConfig
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		rec, ok, err := getRec[groupRec](tx, bucketGroups, []byte(name))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("local: group %q: %w", name, store.ErrNotFound)
+		}
+		out = rec.toStore()
+		return nil
+	})
+	return out, err
+}
+
+// Heartbeat upserts the member's expiry.
+func (m *MetaStore) Heartbeat(ctx context.Context, mem store.Member) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		rec := memberRec{Group: mem.Group, ID: mem.ID, ExpiresAt: mem.ExpiresAt.UTC()}
+		return putRec(tx, bucketMembers, memberKey(mem.Group, mem.ID), rec)
+	})
+}
+
+// RemoveMember deletes the member; a missing one is not an error.
+func (m *MetaStore) RemoveMember(ctx context.Context, group, id string) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bucketMembers)).Delete(memberKey(group, id))
+	})
+}
+
+// LiveMembers returns the group's members whose expiry is after now, ordered by ID.
+func (m *MetaStore) LiveMembers(ctx context.Context, group string, now time.Time) ([]store.Member, error) {
+	var out []store.Member
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		return scanPrefix(tx, bucketMembers, appendString(nil, group), func(rec memberRec) {
+			if rec.ExpiresAt.After(now) {
+				out = append(out, rec.toStore())
+			}
+		})
+	})
+	return out, err
+}

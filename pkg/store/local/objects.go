@@ -1,0 +1,381 @@
+// Package local is Strata's embedded backend: store.ObjectStore over a directory and
+// store.MetaStore over a bbolt file. Every write is fsync'd before it returns, so an
+// acknowledged write survives kill -9 and power loss.
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// ErrInvalidKey is returned for an object key that could name a path outside the store
+// directory or is otherwise unusable: empty, absolute, with an empty, "." or ".."
+// segment, a NUL byte, or too long.
+var ErrInvalidKey = errors.New("local: invalid object key")
+
+// ErrInvalidRange is returned by GetRange for a negative offset, a length below one
+// (S3 cannot express an empty range), or a range past the end of the object.
+var ErrInvalidRange = errors.New("local: invalid range")
+
+// On-disk names carry a prefix so that a key "a" (file f_a) and a key "a/b" (directory
+// d_a) never collide, and so temporary files (t_...) can never be mistaken for objects.
+const (
+	filePrefix = "f_"
+	dirPrefix  = "d_"
+	tmpPrefix  = "t_"
+	// maxKeyLen matches S3's limit; maxSegmentLen keeps prefixed names within NAME_MAX.
+	maxKeyLen     = 1024
+	maxSegmentLen = 255 - len(filePrefix)
+)
+
+// ObjectStore stores each object as one file under a root directory; key segments
+// separated by '/' become sub-directories.
+type ObjectStore struct {
+	root string
+	// durableDirs holds the directories whose entry in their parent this process has
+	// fsync'd, so the parent is synced once per directory rather than on every Put.
+	durableDirs sync.Map
+}
+
+var _ store.ObjectStore = (*ObjectStore)(nil)
+
+// NewObjectStore opens (creating if needed) an object store rooted at dir.
+func NewObjectStore(dir string) (*ObjectStore, error) {
+	if dir == "" {
+		return nil, errors.New("local: object store directory is empty")
+	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("local: object store directory %q: %w", dir, err)
+	}
+	if err := mkdirAllDurable(root); err != nil {
+		return nil, fmt.Errorf("local: create object store directory: %w", err)
+	}
+	return &ObjectStore{root: root}, nil
+}
+
+// Put stores data under key if no object has that key: it writes and fsyncs a temporary
+// file, hard-links it to the final name (link fails with EEXIST if the name is taken,
+// which makes put-if-absent atomic), removes the temporary name and fsyncs the directory.
+func (s *ObjectStore) Put(ctx context.Context, key string, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	segs, err := splitKey(key)
+	if err != nil {
+		return err
+	}
+	dir, err := s.ensureDir(segs[:len(segs)-1])
+	if err != nil {
+		return mapErr("put", key, err)
+	}
+	final := filepath.Join(dir, filePrefix+segs[len(segs)-1])
+	if _, err := os.Lstat(final); err == nil {
+		return mapErr("put", key, fs.ErrExist)
+	}
+	tmp, err := writeTemp(dir, data)
+	if err != nil {
+		return mapErr("put", key, err)
+	}
+	linkErr := os.Link(tmp, final)
+	rmErr := os.Remove(tmp)
+	if linkErr != nil {
+		return mapErr("put", key, linkErr)
+	}
+	if rmErr != nil {
+		return mapErr("put", key, fmt.Errorf("remove temporary file: %w", rmErr))
+	}
+	if err := syncDir(dir); err != nil {
+		return mapErr("put", key, err)
+	}
+	return nil
+}
+
+// writeTemp writes data to a new fsync'd temporary file in dir and returns its path.
+func writeTemp(dir string, data []byte) (string, error) {
+	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	if err != nil {
+		return "", err
+	}
+	name := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(name)
+		return "", err
+	}
+	return name, nil
+}
+
+// GetRange reads exactly length bytes at offset of the object. An invalid key is
+// store.ErrNotFound (and ErrInvalidKey), since no object can have it.
+func (s *ObjectStore) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if offset < 0 || length < 1 {
+		return nil, fmt.Errorf("local: get %q: invalid range (offset %d, length %d): %w", key, offset, length, ErrInvalidRange)
+	}
+	path, err := s.filePath(key)
+	if err != nil {
+		// No object can have an invalid key, so it is also not found.
+		return nil, fmt.Errorf("%w: %w", store.ErrNotFound, err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, mapErr("get", key, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, mapErr("get", key, err)
+	}
+	if offset > fi.Size() || length > fi.Size()-offset {
+		return nil, fmt.Errorf("local: get %q: range [%d, %d+%d) past end of object of %d bytes: %w",
+			key, offset, offset, length, fi.Size(), ErrInvalidRange)
+	}
+	buf := make([]byte, length)
+	n, err := f.ReadAt(buf, offset)
+	if n != len(buf) {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("local: get %q: read %d of %d bytes: %w", key, n, length, err)
+	}
+	return buf, nil
+}
+
+// Delete removes the object; a missing object is not an error.
+func (s *ObjectStore) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	path, err := s.filePath(key)
+	if err != nil {
+		return err
+	}
+	if err := os.Remove(path); err != nil {
+		if err = mapErr("delete", key, err); errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		return err
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		return mapErr("delete", key, err)
+	}
+	return nil
+}
+
+// List calls fn for every object whose key starts with prefix, in key order. It walks
+// only the directory named by prefix's part up to its last '/'.
+func (s *ObjectStore) List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	dirPart, rest := "", prefix
+	if i := strings.LastIndexByte(prefix, '/'); i >= 0 {
+		dirPart, rest = prefix[:i+1], prefix[i+1:]
+	}
+	dir := s.root
+	if dirPart != "" {
+		for _, seg := range strings.Split(dirPart[:len(dirPart)-1], "/") {
+			if validSegment(seg) != nil {
+				return nil // no valid key has this prefix
+			}
+			dir = filepath.Join(dir, dirPrefix+seg)
+		}
+	}
+	return s.walk(ctx, dir, dirPart, rest, fn)
+}
+
+// walk lists the objects under dir whose first segment starts with filter. Children are
+// visited by seg for files and seg+"/" for directories, which is exactly key order.
+func (s *ObjectStore) walk(ctx context.Context, dir, keyPrefix, filter string, fn func(store.ObjectInfo) error) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("local: list %q: %w", keyPrefix, err)
+	}
+	type child struct {
+		seg, sortKey string
+		entry        fs.DirEntry
+	}
+	children := make([]child, 0, len(entries))
+	for _, e := range entries {
+		name := e.Name()
+		var c child
+		switch {
+		case strings.HasPrefix(name, filePrefix) && e.Type().IsRegular():
+			c = child{seg: name[len(filePrefix):], entry: e}
+			c.sortKey = c.seg
+		case strings.HasPrefix(name, dirPrefix) && e.IsDir():
+			c = child{seg: name[len(dirPrefix):], entry: e}
+			c.sortKey = c.seg + "/"
+		default:
+			continue // temporary files and anything not ours
+		}
+		if strings.HasPrefix(c.seg, filter) {
+			children = append(children, c)
+		}
+	}
+	sort.Slice(children, func(i, j int) bool { return children[i].sortKey < children[j].sortKey })
+	for _, c := range children {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if c.entry.IsDir() {
+			if err := s.walk(ctx, filepath.Join(dir, c.entry.Name()), keyPrefix+c.seg+"/", "", fn); err != nil {
+				return err
+			}
+			continue
+		}
+		info, err := c.entry.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted since ReadDir
+		}
+		if err != nil {
+			return fmt.Errorf("local: list %q: %w", keyPrefix+c.seg, err)
+		}
+		if err := fn(store.ObjectInfo{Key: keyPrefix + c.seg, Size: info.Size()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// filePath validates key and returns the path of its file.
+func (s *ObjectStore) filePath(key string) (string, error) {
+	segs, err := splitKey(key)
+	if err != nil {
+		return "", err
+	}
+	parts := make([]string, 0, len(segs)+1)
+	parts = append(parts, s.root)
+	for _, seg := range segs[:len(segs)-1] {
+		parts = append(parts, dirPrefix+seg)
+	}
+	parts = append(parts, filePrefix+segs[len(segs)-1])
+	return filepath.Join(parts...), nil
+}
+
+// ensureDir creates the directories of segs under the root, making each new directory's
+// entry durable by fsyncing its parent.
+func (s *ObjectStore) ensureDir(segs []string) (string, error) {
+	cur := s.root
+	for _, seg := range segs {
+		next := filepath.Join(cur, dirPrefix+seg)
+		if _, ok := s.durableDirs.Load(next); !ok {
+			if err := os.Mkdir(next, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+				return "", err
+			}
+			// Synced even when it already existed: its creator may not have synced yet.
+			if err := syncDir(cur); err != nil {
+				return "", err
+			}
+			s.durableDirs.Store(next, struct{}{})
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+// splitKey validates key and returns its segments; a valid key never names a path
+// outside the root.
+func splitKey(key string) ([]string, error) {
+	switch {
+	case key == "":
+		return nil, fmt.Errorf("%w: empty", ErrInvalidKey)
+	case len(key) > maxKeyLen:
+		return nil, fmt.Errorf("%w: %d bytes, longer than %d", ErrInvalidKey, len(key), maxKeyLen)
+	case strings.HasPrefix(key, "/"):
+		return nil, fmt.Errorf("%w: %q is absolute", ErrInvalidKey, key)
+	}
+	segs := strings.Split(key, "/")
+	for _, seg := range segs {
+		if err := validSegment(seg); err != nil {
+			return nil, fmt.Errorf("%w: %q: %w", ErrInvalidKey, key, err)
+		}
+	}
+	return segs, nil
+}
+
+func validSegment(seg string) error {
+	switch {
+	case seg == "":
+		return errors.New("empty segment")
+	case seg == "." || seg == "..":
+		return fmt.Errorf("segment %q", seg)
+	case len(seg) > maxSegmentLen:
+		return fmt.Errorf("segment of %d bytes, longer than %d", len(seg), maxSegmentLen)
+	case strings.IndexByte(seg, 0) >= 0:
+		return errors.New("NUL byte")
+	}
+	return nil
+}
+
+// mapErr is the one place os errors become store sentinels.
+func mapErr(op, key string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
+		return fmt.Errorf("local: %s %q: %w (%w)", op, key, store.ErrNotFound, err)
+	case errors.Is(err, fs.ErrExist):
+		return fmt.Errorf("local: %s %q: %w (%w)", op, key, store.ErrExists, err)
+	default:
+		return fmt.Errorf("local: %s %q: %w", op, key, err)
+	}
+}
+
+// mkdirAllDurable is os.MkdirAll that also fsyncs the parent of every directory it
+// creates (and of dir itself), so the whole path survives a power loss.
+func mkdirAllDurable(dir string) error {
+	dir = filepath.Clean(dir)
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		return syncDir(filepath.Dir(dir))
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := mkdirAllDurable(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
+}
+
+// syncDir fsyncs a directory so the names created or removed in it are durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,191 @@
+package local
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// Stored values are JSON of the record types below rather than of the store structs, so
+// the on-disk format does not shift when a Go field is renamed. Times are stored in UTC.
+
+type topicRec struct {
+	Name       string        `json:"name"`
+	Partitions int32         `json:"partitions"`
+	Retention  time.Duration `json:"retention_ns"`
+	CreatedAt  time.Time     `json:"created_at"`
+}
+
+func topicToRec(t store.Topic) topicRec {
+	return topicRec{Name: t.Name, Partitions: t.Partitions, Retention: t.Retention, CreatedAt: t.CreatedAt.UTC()}
+}
+
+func (r topicRec) toStore() store.Topic {
+	return store.Topic{Name: r.Name, Partitions: r.Partitions, Retention: r.Retention, CreatedAt: r.CreatedAt}
+}
+
+type indexRec struct {
+	Topic        string    `json:"topic"`
+	Partition    int32     `json:"partition"`
+	BaseOffset   int64     `json:"base_offset"`
+	Count        int64     `json:"count"`
+	ObjectKey    string    `json:"object_key"`
+	ByteOffset   int64     `json:"byte_offset"`
+	ByteLength   int64     `json:"byte_length"`
+	MaxTimestamp time.Time `json:"max_timestamp"`
+	AppendedAt   time.Time `json:"appended_at"`
+	ExpiresAt    time.Time `json:"expires_at"`
+}
+
+func indexToRec(e store.IndexEntry) indexRec {
+	return indexRec{
+		Topic: e.Topic, Partition: e.Partition, BaseOffset: e.BaseOffset, Count: e.Count,
+		ObjectKey: e.ObjectKey, ByteOffset: e.ByteOffset, ByteLength: e.ByteLength,
+		MaxTimestamp: e.MaxTimestamp.UTC(), AppendedAt: e.AppendedAt.UTC(), ExpiresAt: e.ExpiresAt.UTC(),
+	}
+}
+
+func (r indexRec) toStore() store.IndexEntry {
+	return store.IndexEntry{
+		Topic: r.Topic, Partition: r.Partition, BaseOffset: r.BaseOffset, Count: r.Count,
+		ObjectKey: r.ObjectKey, ByteOffset: r.ByteOffset, ByteLength: r.ByteLength,
+		MaxTimestamp: r.MaxTimestamp, AppendedAt: r.AppendedAt, ExpiresAt: r.ExpiresAt,
+	}
+}
+
+type partitionRec struct {
+	LogStartOffset int64 `json:"log_start_offset"`
+}
+
+type idempotencyRec struct {
+	Key        string    `json:"key"`
+	Partition  int32     `json:"partition"`
+	BodyHash   string    `json:"body_hash"`
+	BaseOffset int64     `json:"base_offset"`
+	Count      int64     `json:"count"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+func idempotencyToRec(r store.IdempotencyRecord) idempotencyRec {
+	return idempotencyRec{
+		Key: r.Key, Partition: r.Partition, BodyHash: r.BodyHash,
+		BaseOffset: r.BaseOffset, Count: r.Count, ExpiresAt: r.ExpiresAt.UTC(),
+	}
+}
+
+func (r idempotencyRec) toStore() store.IdempotencyRecord {
+	return store.IdempotencyRecord{
+		Key: r.Key, Partition: r.Partition, BodyHash: r.BodyHash,
+		BaseOffset: r.BaseOffset, Count: r.Count, ExpiresAt: r.ExpiresAt,
+	}
+}
+
+type assignmentRec struct {
+	Group      string    `json:"group"`
+	Topic      string    `json:"topic"`
+	Partition  int32     `json:"partition"`
+	Owner      string    `json:"owner"`
+	Generation int64     `json:"generation"`
+	ExpiresAt  time.Time `json:"expires_at"`
+}
+
+func (r assignmentRec) toStore() store.Assignment {
+	return store.Assignment{
+		Group: r.Group, Topic: r.Topic, Partition: r.Partition,
+		Owner: r.Owner, Generation: r.Generation, ExpiresAt: r.ExpiresAt,
+	}
+}
+
+type commitRec struct {
+	Group       string    `json:"group"`
+	Topic       string    `json:"topic"`
+	Partition   int32     `json:"partition"`
+	NextOffset  int64     `json:"next_offset"`
+	Generation  int64     `json:"generation"`
+	CommittedAt time.Time `json:"committed_at"`
+	Metadata    string    `json:"metadata"`
+}
+
+func commitToRec(c store.CommitRow) commitRec {
+	return commitRec{
+		Group: c.Group, Topic: c.Topic, Partition: c.Partition, NextOffset: c.NextOffset,
+		Generation: c.Generation, CommittedAt: c.CommittedAt.UTC(), Metadata: c.Metadata,
+	}
+}
+
+func (r commitRec) toStore() store.CommitRow {
+	return store.CommitRow{
+		Group: r.Group, Topic: r.Topic, Partition: r.Partition, NextOffset: r.NextOffset,
+		Generation: r.Generation, CommittedAt: r.CommittedAt, Metadata: r.Metadata,
+	}
+}
+
+type groupRec struct {
+	Name            string    `json:"name"`
+	ResetPolicy     string    `json:"reset_policy"`
+	MaxAttempts     int       `json:"max_attempts"`
+	DeadLetterTopic string    `json:"dead_letter_topic"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
+func groupToRec(g store.GroupConfig) groupRec {
+	return groupRec{
+		Name: g.Name, ResetPolicy: g.ResetPolicy, MaxAttempts: g.MaxAttempts,
+		DeadLetterTopic: g.DeadLetterTopic, CreatedAt: g.CreatedAt.UTC(),
+	}
+}
+
+func (r groupRec) toStore() store.GroupConfig {
+	return store.GroupConfig{
+		Name: r.Name, ResetPolicy: r.ResetPolicy, MaxAttempts: r.MaxAttempts,
+		DeadLetterTopic: r.DeadLetterTopic, CreatedAt: r.CreatedAt,
+	}
+}
+
+type memberRec struct {
+	Group     string    `json:"group"`
+	ID        string    `json:"id"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+func (r memberRec) toStore() store.Member {
+	return store.Member{Group: r.Group, ID: r.ID, ExpiresAt: r.ExpiresAt}
+}
+
+// getRec decodes the value at key of the named bucket into a T; ok is false when the key
+// is absent.
+func getRec[T any](tx *bolt.Tx, bucket string, key []byte) (rec T, ok bool, err error) {
+	v := tx.Bucket([]byte(bucket)).Get(key)
+	if v == nil {
+		return rec, false, nil
+	}
+	if err := decodeRec(bucket, key, v, &rec); err != nil {
+		return rec, false, err
+	}
+	return rec, true, nil
+}
+
+// decodeRec decodes stored bytes, returning an error (never panicking) when they are not
+// a valid record.
+func decodeRec(bucket string, key, v []byte, rec any) error {
+	if err := json.Unmarshal(v, rec); err != nil {
+		return fmt.Errorf("local: decode %s row %x: %w", bucket, key, err)
+	}
+	return nil
+}
+
+// putRec encodes rec as the value at key of the named bucket.
+func putRec(tx *bolt.Tx, bucket string, key []byte, rec any) error {
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("local: encode %s row: %w", bucket, err)
+	}
+	if err := tx.Bucket([]byte(bucket)).Put(key, v); err != nil {
+		return fmt.Errorf("local: write %s row: %w", bucket, err)
+	}
+	return nil
+}
