@@ -3,6 +3,10 @@
 // index that sequences offsets, partitions, leases, commits, groups, members,
 // idempotency). Implementations live in sub-packages named after what they wrap
 // (s3, dynamo, local); storetest is the conformance suite every implementation must pass.
+//
+// Times are kept at millisecond precision: an implementation may truncate a stored time
+// to the millisecond, and callers should pass millisecond times. A zero time.Time (no
+// TTL, for example) must read back as the zero time, not as the Unix epoch.
 package store
 
 import (
@@ -77,18 +81,22 @@ func (e *LeaseHeldError) Error() string {
 // Is makes errors.Is(err, ErrLeaseHeld) true.
 func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
 
-// ObjectStore holds immutable segment objects.
+// ObjectStore holds immutable segment objects. Keys are opaque strings, as in S3: '/'
+// separates segments but means nothing else, so a key may name an object and prefix other
+// keys at once, a key that only prefixes others names no object, and List matches string
+// prefixes, not directories.
 type ObjectStore interface {
 	// Put must store data under key only if no object has that key (If-None-Match: *),
 	// returning ErrExists otherwise; when it returns nil the object must be durable.
 	Put(ctx context.Context, key string, data []byte) error
 	// GetRange must return exactly length bytes starting at offset, or ErrNotFound when
-	// the object does not exist. A range past the end of the object is an error.
+	// the object does not exist. A range past the end of the object, a negative offset or
+	// a length below 1 is an error other than ErrNotFound, never a short read.
 	GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error)
 	// Delete must remove the object; deleting a missing object is not an error.
 	Delete(ctx context.Context, key string) error
-	// List must call fn for every object whose key starts with prefix, in key order,
-	// stopping at the first error fn returns.
+	// List must call fn for every object whose key starts with prefix, in key order
+	// (byte-wise, as S3 lists), stopping at the first error fn returns and returning it.
 	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
 }
 
@@ -164,7 +172,8 @@ type IndexStore interface {
 	// partition, read strongly consistently; ok is false when the partition is empty.
 	LastIndexEntry(ctx context.Context, topic string, partition int32) (e IndexEntry, ok bool, err error)
 	// IndexEntries must return, in offset order, the entry containing offset from (the
-	// greatest BaseOffset <= from) if any, followed by later entries, at most limit.
+	// greatest BaseOffset <= from, even when from is at or past its End) if any, followed
+	// by later entries, at most limit (limit >= 1).
 	IndexEntries(ctx context.Context, topic string, partition int32, from int64, limit int) ([]IndexEntry, error)
 	// GetIdempotency must return the record for (key, partition) or ErrNotFound.
 	GetIdempotency(ctx context.Context, key string, partition int32) (IdempotencyRecord, error)
@@ -243,7 +252,8 @@ type LeaseStore interface {
 	GetAssignment(ctx context.Context, group, topic string, partition int32) (Assignment, error)
 	// Commit must, atomically, check that the assignment's owner = member and its
 	// generation matches (else ErrFenced), and set the commit row's NextOffset only if
-	// nextOffset >= the current one (else ErrStaleCommit; equal is accepted).
+	// nextOffset >= the current one (else ErrStaleCommit; equal is accepted). When both
+	// checks fail the error is ErrFenced: a fenced caller must learn it lost the lease.
 	Commit(ctx context.Context, c CommitRow, member string) error
 	// GetCommit must return the row or ErrNotFound.
 	GetCommit(ctx context.Context, group, topic string, partition int32) (CommitRow, error)

@@ -1,0 +1,596 @@
+package storetest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// memStore is a minimal in-memory reference implementation of both interfaces, used to
+// check that the suite passes a correct store and, with bugs injected, fails broken ones.
+type memStore struct {
+	bug string // name of the injected bug, "" for none
+
+	calls       atomic.Int64 // store calls made, for the suite's request budget
+	mu          sync.Mutex
+	objects     map[string][]byte
+	topics      map[string]store.Topic
+	index       map[tpKey]map[int64]store.IndexEntry
+	idem        map[idemKey]store.IdempotencyRecord
+	logStart    map[tpKey]int64
+	assignments map[gtp]store.Assignment
+	commits     map[gtp]store.CommitRow
+	groups      map[string]store.GroupConfig
+	members     map[string]map[string]store.Member
+}
+
+type tpKey struct {
+	topic     string
+	partition int32
+}
+
+type idemKey struct {
+	key       string
+	partition int32
+}
+
+func newMemStore(bug string) *memStore {
+	return &memStore{
+		bug:         bug,
+		objects:     map[string][]byte{},
+		topics:      map[string]store.Topic{},
+		index:       map[tpKey]map[int64]store.IndexEntry{},
+		idem:        map[idemKey]store.IdempotencyRecord{},
+		logStart:    map[tpKey]int64{},
+		assignments: map[gtp]store.Assignment{},
+		commits:     map[gtp]store.CommitRow{},
+		groups:      map[string]store.GroupConfig{},
+		members:     map[string]map[string]store.Member{},
+	}
+}
+
+// lock counts a store call and takes the store's lock.
+func (s *memStore) lock() {
+	s.calls.Add(1)
+	s.mu.Lock()
+}
+
+// racy widens the window between a check and its write, for the check-then-act bugs.
+func (s *memStore) racy() {
+	s.mu.Unlock()
+	time.Sleep(10 * time.Millisecond)
+	s.mu.Lock()
+}
+
+func (s *memStore) Put(_ context.Context, key string, data []byte) error {
+	s.lock()
+	defer s.mu.Unlock()
+	_, taken := s.objects[key]
+	if s.bug == "ObjectPutRace" {
+		s.racy()
+	}
+	if taken && s.bug != "ObjectPutOverwrites" {
+		return store.ErrExists
+	}
+	s.objects[key] = slices.Clone(data)
+	return nil
+}
+
+func (s *memStore) GetRange(_ context.Context, key string, offset, length int64) ([]byte, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	data, ok := s.objects[key]
+	if !ok {
+		return nil, store.ErrNotFound
+	}
+	size := int64(len(data))
+	if s.bug == "ObjectShortRead" && offset >= 0 && length > 0 && offset < size {
+		return slices.Clone(data[offset:min(size, offset+length)]), nil
+	}
+	if offset < 0 || length < 1 || offset > size || length > size-offset {
+		return nil, fmt.Errorf("range [%d, +%d) of a %d-byte object", offset, length, size)
+	}
+	return slices.Clone(data[offset : offset+length]), nil
+}
+
+func (s *memStore) Delete(_ context.Context, key string) error {
+	s.lock()
+	defer s.mu.Unlock()
+	if _, ok := s.objects[key]; !ok && s.bug == "ObjectDeleteMissingFails" {
+		return store.ErrNotFound
+	}
+	delete(s.objects, key)
+	return nil
+}
+
+func (s *memStore) List(_ context.Context, prefix string, fn func(store.ObjectInfo) error) error {
+	s.lock()
+	var infos []store.ObjectInfo
+	for k, v := range s.objects {
+		match := strings.HasPrefix(k, prefix)
+		if s.bug == "ObjectListPathPrefix" && prefix != "" && !strings.HasSuffix(prefix, "/") {
+			// Treats the prefix as a path: "a" matches "a" and "a/...", not "a-c".
+			match = k == prefix || strings.HasPrefix(k, prefix+"/")
+		}
+		if match {
+			infos = append(infos, store.ObjectInfo{Key: k, Size: int64(len(v))})
+		}
+	}
+	s.mu.Unlock()
+	sortKey := func(k string) string { return k }
+	if s.bug == "ObjectListDirOrder" {
+		// A directory walk: "a/..." sorts as "a" before "a-c".
+		sortKey = func(k string) string { return strings.ReplaceAll(k, "/", "\x00") }
+	}
+	slices.SortFunc(infos, func(a, b store.ObjectInfo) int { return strings.Compare(sortKey(a.Key), sortKey(b.Key)) })
+	for _, oi := range infos {
+		if err := fn(oi); err != nil && s.bug != "ObjectListIgnoresError" {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *memStore) CreateTopic(_ context.Context, t store.Topic) error {
+	s.lock()
+	defer s.mu.Unlock()
+	_, taken := s.topics[t.Name]
+	if s.bug == "CreateTopicRace" {
+		s.racy()
+	}
+	if taken {
+		return store.ErrExists
+	}
+	s.topics[t.Name] = t
+	return nil
+}
+
+func (s *memStore) GetTopic(_ context.Context, name string) (store.Topic, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	t, ok := s.topics[name]
+	if !ok {
+		return store.Topic{}, store.ErrNotFound
+	}
+	return t, nil
+}
+
+func (s *memStore) ListTopics(context.Context) ([]string, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.topics))
+	for n := range s.topics {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// storeTime is what a backend keeping milliseconds returns.
+func (s *memStore) storeTime(t time.Time) time.Time {
+	if t.IsZero() {
+		if s.bug == "ZeroTimeNotKept" {
+			return time.UnixMilli(0) // "0 means none" stored, read back as 1970
+		}
+		return time.Time{}
+	}
+	return time.UnixMilli(t.UnixMilli())
+}
+
+func (s *memStore) storeEntry(e store.IndexEntry) store.IndexEntry {
+	e.MaxTimestamp, e.AppendedAt, e.ExpiresAt = s.storeTime(e.MaxTimestamp), s.storeTime(e.AppendedAt), s.storeTime(e.ExpiresAt)
+	return e
+}
+
+func (s *memStore) partitionKey(topic string, partition int32) tpKey {
+	if s.bug == "IndexKeyCollides" {
+		// A "topic#partition" key built without the separator: "t1"/0 meets "t"/10.
+		return tpKey{topic: fmt.Sprintf("%s%d", topic, partition)}
+	}
+	return tpKey{topic, partition}
+}
+
+func (s *memStore) putEntryLocked(e store.IndexEntry) error {
+	k := s.partitionKey(e.Topic, e.Partition)
+	old, taken := s.index[k][e.BaseOffset]
+	if s.bug == "PutEntryRace" {
+		s.racy()
+	}
+	if taken && s.bug != "PutEntryOverwrites" {
+		if s.bug == "ConflictWithoutEntry" {
+			return &store.ConflictError{}
+		}
+		return &store.ConflictError{Existing: old}
+	}
+	if s.index[k] == nil {
+		s.index[k] = map[int64]store.IndexEntry{}
+	}
+	s.index[k][e.BaseOffset] = s.storeEntry(e)
+	return nil
+}
+
+func (s *memStore) PutIndexEntry(_ context.Context, e store.IndexEntry) error {
+	s.lock()
+	defer s.mu.Unlock()
+	return s.putEntryLocked(e)
+}
+
+func (s *memStore) PutIndexEntryIdempotent(_ context.Context, e store.IndexEntry, rec store.IdempotencyRecord) error {
+	s.lock()
+	defer s.mu.Unlock()
+	k := idemKey{rec.Key, rec.Partition}
+	if s.bug == "IdemKeyIgnoresPartition" {
+		k.partition = 0
+	}
+	if old, ok := s.idem[k]; ok {
+		if s.bug == "IdemWritesEntryAnyway" {
+			_ = s.putEntryLocked(e)
+		}
+		return &store.IdempotencyError{Existing: old}
+	}
+	if s.bug == "IdemWritesRecordFirst" {
+		rec.ExpiresAt = s.storeTime(rec.ExpiresAt)
+		s.idem[k] = rec
+	}
+	if err := s.putEntryLocked(e); err != nil {
+		return err
+	}
+	rec.ExpiresAt = s.storeTime(rec.ExpiresAt)
+	s.idem[k] = rec
+	return nil
+}
+
+// sortedEntries returns the partition's entries by base offset (or by the bug's order).
+func (s *memStore) sortedEntries(topic string, partition int32) []store.IndexEntry {
+	var es []store.IndexEntry
+	for _, e := range s.index[s.partitionKey(topic, partition)] {
+		es = append(es, e)
+	}
+	if s.bug == "IndexDecimalKeys" {
+		slices.SortFunc(es, func(a, b store.IndexEntry) int {
+			return strings.Compare(fmt.Sprint(a.BaseOffset), fmt.Sprint(b.BaseOffset))
+		})
+		return es
+	}
+	slices.SortFunc(es, func(a, b store.IndexEntry) int { return cmp.Compare(a.BaseOffset, b.BaseOffset) })
+	return es
+}
+
+func (s *memStore) LastIndexEntry(_ context.Context, topic string, partition int32) (store.IndexEntry, bool, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	es := s.sortedEntries(topic, partition)
+	if len(es) == 0 {
+		return store.IndexEntry{}, false, nil
+	}
+	return es[len(es)-1], true, nil
+}
+
+func (s *memStore) IndexEntries(_ context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	es := s.sortedEntries(topic, partition)
+	start := len(es)
+	for i, e := range es {
+		if e.BaseOffset > from {
+			start = i
+			break
+		}
+	}
+	switch s.bug {
+	case "EntriesNoContaining":
+	case "EntriesContainingByEnd":
+		if start > 0 && es[start-1].End() > from {
+			start--
+		}
+	default:
+		if start > 0 {
+			start--
+		}
+	}
+	out := es[start:]
+	if len(out) > limit && s.bug != "EntriesIgnoreLimit" {
+		out = out[:limit]
+	}
+	return slices.Clone(out), nil
+}
+
+func (s *memStore) GetIdempotency(_ context.Context, key string, partition int32) (store.IdempotencyRecord, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	k := idemKey{key, partition}
+	if s.bug == "IdemKeyIgnoresPartition" {
+		k.partition = 0
+	}
+	rec, ok := s.idem[k]
+	if !ok {
+		return store.IdempotencyRecord{}, store.ErrNotFound
+	}
+	return rec, nil
+}
+
+func (s *memStore) SetEntryExpiry(_ context.Context, topic string, partition int32, baseOffset int64, expiresAt time.Time) error {
+	s.lock()
+	defer s.mu.Unlock()
+	k := s.partitionKey(topic, partition)
+	e, ok := s.index[k][baseOffset]
+	if !ok {
+		if s.bug == "SetExpiryUpserts" {
+			if s.index[k] == nil {
+				s.index[k] = map[int64]store.IndexEntry{}
+			}
+			s.index[k][baseOffset] = store.IndexEntry{Topic: topic, Partition: partition, BaseOffset: baseOffset, ExpiresAt: expiresAt}
+		}
+		return store.ErrNotFound
+	}
+	e.ExpiresAt = s.storeTime(expiresAt)
+	s.index[k][baseOffset] = e
+	return nil
+}
+
+func (s *memStore) DeleteIndexEntry(_ context.Context, topic string, partition int32, baseOffset int64) error {
+	s.lock()
+	defer s.mu.Unlock()
+	delete(s.index[s.partitionKey(topic, partition)], baseOffset)
+	return nil
+}
+
+func (s *memStore) LogStart(_ context.Context, topic string, partition int32) (int64, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	return s.logStart[tpKey{topic, partition}], nil
+}
+
+func (s *memStore) AdvanceLogStart(_ context.Context, topic string, partition int32, offset int64) error {
+	s.lock()
+	defer s.mu.Unlock()
+	k := tpKey{topic, partition}
+	if offset > s.logStart[k] || s.bug == "LogStartLowers" {
+		s.logStart[k] = offset
+	}
+	return nil
+}
+
+func (s *memStore) live(a store.Assignment, now time.Time) bool {
+	if s.bug == "LeaseLiveAtExpiry" {
+		return a.Owner != "" && !now.After(a.ExpiresAt)
+	}
+	return a.Live(now)
+}
+
+func (s *memStore) AcquireLease(_ context.Context, group, topic string, partition int32, member string, now, expiresAt time.Time) (store.Assignment, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	k := gtp{group, topic, partition}
+	a, ok := s.assignments[k]
+	if s.bug == "AcquireRace" {
+		s.racy()
+	}
+	if ok && s.live(a, now) && a.Owner != member {
+		return store.Assignment{}, &store.LeaseHeldError{Owner: a.Owner, ExpiresAt: a.ExpiresAt}
+	}
+	if !ok || a.Owner != member || s.bug != "ReacquireKeepsGeneration" {
+		a.Generation++
+	}
+	a = store.Assignment{Group: group, Topic: topic, Partition: partition, Owner: member, Generation: a.Generation, ExpiresAt: s.storeTime(expiresAt)}
+	s.assignments[k] = a
+	return a, nil
+}
+
+func (s *memStore) RenewLease(_ context.Context, group, topic string, partition int32, member string, generation int64, expiresAt time.Time) (store.Assignment, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	k := gtp{group, topic, partition}
+	a, ok := s.assignments[k]
+	if !ok || a.Owner != member || (a.Generation != generation && s.bug != "RenewIgnoresGeneration") {
+		return store.Assignment{}, store.ErrFenced
+	}
+	a.ExpiresAt = s.storeTime(expiresAt)
+	s.assignments[k] = a
+	return a, nil
+}
+
+func (s *memStore) ReleaseLease(_ context.Context, group, topic string, partition int32, member string, generation int64) error {
+	s.lock()
+	defer s.mu.Unlock()
+	k := gtp{group, topic, partition}
+	a, ok := s.assignments[k]
+	if !ok || a.Owner != member || a.Generation != generation {
+		return store.ErrFenced
+	}
+	a.Owner = ""
+	if s.bug == "ReleaseResetsGeneration" {
+		a.Generation = 0
+	}
+	s.assignments[k] = a
+	return nil
+}
+
+func (s *memStore) GetAssignment(_ context.Context, group, topic string, partition int32) (store.Assignment, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	a, ok := s.assignments[gtp{group, topic, partition}]
+	if !ok {
+		return store.Assignment{}, store.ErrNotFound
+	}
+	return a, nil
+}
+
+func (s *memStore) Commit(_ context.Context, c store.CommitRow, member string) error {
+	s.lock()
+	defer s.mu.Unlock()
+	k := gtp{c.Group, c.Topic, c.Partition}
+	a := s.assignments[k]
+	fenced := a.Owner != member || a.Generation != c.Generation
+	if s.bug == "CommitChecksMemberOnly" {
+		fenced = a.Owner != member
+	}
+	if s.bug == "CommitRace" {
+		s.racy()
+	}
+	old, ok := s.commits[k]
+	if s.bug == "CommitStaleBeforeFence" && ok && c.NextOffset < old.NextOffset {
+		return store.ErrStaleCommit
+	}
+	if fenced {
+		return store.ErrFenced
+	}
+	if ok && (c.NextOffset < old.NextOffset || (c.NextOffset == old.NextOffset && s.bug == "CommitEqualIsStale")) {
+		return store.ErrStaleCommit
+	}
+	c.CommittedAt = s.storeTime(c.CommittedAt)
+	s.commits[k] = c
+	return nil
+}
+
+func (s *memStore) GetCommit(_ context.Context, group, topic string, partition int32) (store.CommitRow, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	c, ok := s.commits[gtp{group, topic, partition}]
+	if !ok {
+		return store.CommitRow{}, store.ErrNotFound
+	}
+	return c, nil
+}
+
+func (s *memStore) ResetCommits(_ context.Context, group, topic string, offsets map[int32]int64, now time.Time) error {
+	s.lock()
+	defer s.mu.Unlock()
+	if s.bug == "ResetWritesBeforeCheck" {
+		for p, o := range offsets {
+			s.commits[gtp{group, topic, p}] = store.CommitRow{Group: group, Topic: topic, Partition: p, NextOffset: o}
+		}
+	}
+	for k, a := range s.assignments {
+		if k.group == group && (k.topic == topic || s.bug == "ResetChecksAllTopics") && s.live(a, now) {
+			return store.ErrGroupActive
+		}
+	}
+	for p, o := range offsets {
+		k := gtp{group, topic, p}
+		c := s.commits[k]
+		if s.bug == "ResetNeverLowers" && o < c.NextOffset {
+			continue
+		}
+		c.Group, c.Topic, c.Partition, c.NextOffset = group, topic, p, o
+		s.commits[k] = c
+	}
+	return nil
+}
+
+func byTopicPartition(x, y gtp) int {
+	if c := strings.Compare(x.topic, y.topic); c != 0 {
+		return c
+	}
+	return cmp.Compare(x.partition, y.partition)
+}
+
+func (s *memStore) inGroup(k gtp, group string) bool {
+	if s.bug == "ListGroupByPrefix" {
+		return strings.HasPrefix(k.group, group)
+	}
+	return k.group == group
+}
+
+func (s *memStore) ListAssignments(_ context.Context, group string) ([]store.Assignment, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	var out []store.Assignment
+	for k, a := range s.assignments {
+		if s.inGroup(k, group) {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(x, y store.Assignment) int {
+		if s.bug == "ListPartitionsAsStrings" {
+			return strings.Compare(fmt.Sprint(x.Topic, x.Partition), fmt.Sprint(y.Topic, y.Partition))
+		}
+		return byTopicPartition(gtp{x.Group, x.Topic, x.Partition}, gtp{y.Group, y.Topic, y.Partition})
+	})
+	return out, nil
+}
+
+func (s *memStore) ListCommits(_ context.Context, group string) ([]store.CommitRow, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	var out []store.CommitRow
+	for k, c := range s.commits {
+		if s.inGroup(k, group) {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(x, y store.CommitRow) int {
+		return byTopicPartition(gtp{x.Group, x.Topic, x.Partition}, gtp{y.Group, y.Topic, y.Partition})
+	})
+	return out, nil
+}
+
+func (s *memStore) EnsureGroup(_ context.Context, cfg store.GroupConfig) (store.GroupConfig, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	old, ok := s.groups[cfg.Name]
+	if s.bug == "EnsureGroupRace" {
+		s.racy()
+	}
+	if ok && s.bug != "EnsureGroupOverwrites" {
+		return old, nil
+	}
+	cfg.CreatedAt = s.storeTime(cfg.CreatedAt)
+	s.groups[cfg.Name] = cfg
+	return cfg, nil
+}
+
+func (s *memStore) GetGroup(_ context.Context, name string) (store.GroupConfig, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	g, ok := s.groups[name]
+	if !ok {
+		return store.GroupConfig{}, store.ErrNotFound
+	}
+	return g, nil
+}
+
+func (s *memStore) Heartbeat(_ context.Context, m store.Member) error {
+	s.lock()
+	defer s.mu.Unlock()
+	if s.members[m.Group] == nil {
+		s.members[m.Group] = map[string]store.Member{}
+	}
+	if _, ok := s.members[m.Group][m.ID]; ok && s.bug == "HeartbeatInsertOnly" {
+		return nil
+	}
+	m.ExpiresAt = s.storeTime(m.ExpiresAt)
+	s.members[m.Group][m.ID] = m
+	return nil
+}
+
+func (s *memStore) RemoveMember(_ context.Context, group, id string) error {
+	s.lock()
+	defer s.mu.Unlock()
+	if _, ok := s.members[group][id]; !ok && s.bug == "RemoveMissingFails" {
+		return errors.New("no such member")
+	}
+	delete(s.members[group], id)
+	return nil
+}
+
+func (s *memStore) LiveMembers(_ context.Context, group string, now time.Time) ([]store.Member, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	var out []store.Member
+	for _, m := range s.members[group] {
+		if m.ExpiresAt.After(now) || (s.bug == "LiveMembersInclusive" && m.ExpiresAt.Equal(now)) {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.Member) int { return strings.Compare(a.ID, b.ID) })
+	return out, nil
+}

@@ -1,0 +1,553 @@
+package storetest
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+func metaStoreSections() []section[store.MetaStore] {
+	return []section[store.MetaStore]{
+		{"Topics", []testCase[store.MetaStore]{
+			{"CreateThenGet", testTopicCreateGet},
+			{"CreateExistingKeepsFirst", testTopicExists},
+			{"GetUnknown", testTopicUnknown},
+			{"ListSorted", testTopicList},
+		}},
+		{"Index", []testCase[store.MetaStore]{
+			{"FieldsRoundTrip", testIndexRoundTrip},
+			{"ConflictHoldsExisting", testIndexConflict},
+			{"LastOfEmptyPartition", testIndexLastEmpty},
+			{"OffsetsAcrossByteBoundaries", testIndexByteBoundaries},
+			{"EntriesFromContainingEntry", testIndexEntriesSemantics},
+			{"EntriesFromBeforeFirst", testIndexEntriesBeforeFirst},
+			{"PartitionsAndTopicsIsolated", testIndexIsolation},
+			{"SetEntryExpiry", testSetEntryExpiry},
+			{"DeleteIndexEntry", testDeleteIndexEntry},
+		}},
+		{"Idempotency", []testCase[store.MetaStore]{
+			{"BothWritten", testIdemBothWritten},
+			{"KeyTakenWritesNoEntry", testIdemKeyTaken},
+			{"BaseTakenWritesNoRecord", testIdemBaseTaken},
+			{"BothTakenReportsKey", testIdemBothTaken},
+			{"KeyIsPerPartition", testIdemPerPartition},
+			{"GetUnknown", testIdemUnknown},
+		}},
+		{"Partitions", []testCase[store.MetaStore]{
+			{"LogStartNeverLowers", testLogStart},
+		}},
+		{"Leases", []testCase[store.MetaStore]{
+			{"GetUnknown", testLeaseUnknown},
+			{"AcquireNew", testLeaseAcquireNew},
+			{"HeldByLiveOther", testLeaseHeld},
+			{"TakeOverExpired", testLeaseTakeOver},
+			{"ReacquireBySameMember", testLeaseReacquire},
+			{"Renew", testLeaseRenew},
+			{"Release", testLeaseRelease},
+		}},
+		{"Commits", []testCase[store.MetaStore]{
+			{"GetUnknown", testCommitUnknown},
+			{"OwnerCommitsMonotonic", testCommitMonotonic},
+			{"FencedChangesNothing", testCommitFenced},
+			{"ResetRefusedWhileLive", testResetLive},
+			{"ResetAfterExpiryOrRelease", testResetAllowed},
+			{"ListOrderedAndIsolated", testListAssignmentsCommits},
+		}},
+		{"Groups", []testCase[store.MetaStore]{
+			{"EnsureIdempotent", testEnsureGroup},
+			{"GetUnknown", testGroupUnknown},
+			{"MembersHeartbeatLiveRemove", testMembers},
+		}},
+		{"Races", []testCase[store.MetaStore]{
+			{"PutIndexEntrySameBase", testRacePutIndexEntry},
+			{"SequencerTilesOffsets", testRaceSequencer},
+			{"IdempotencyKeyOnce", testRaceIdempotency},
+			{"CreateTopicOnce", testRaceCreateTopic},
+			{"AcquireFreeLeaseOnce", testRaceAcquire},
+			{"FencedCommitNeverLands", testRaceCommit},
+			{"EnsureGroupAgrees", testRaceEnsureGroup},
+		}},
+	}
+}
+
+// --- topics ---
+
+func testTopicCreateGet(ctx context.Context, t *testing.T, m store.MetaStore) {
+	tp := store.Topic{Name: UniqueName(t, "t"), Partitions: 8, Retention: 36 * time.Hour, CreatedAt: at(0)}
+	must(t, "CreateTopic", m.CreateTopic(ctx, tp))
+	got, err := m.GetTopic(ctx, tp.Name)
+	must(t, "GetTopic", err)
+	if normTopic(got) != normTopic(tp) {
+		t.Fatalf("GetTopic = %+v, want %+v", got, tp)
+	}
+}
+
+func testTopicExists(ctx context.Context, t *testing.T, m store.MetaStore) {
+	name := UniqueName(t, "t")
+	first := store.Topic{Name: name, Partitions: 3, Retention: time.Hour, CreatedAt: at(0)}
+	must(t, "CreateTopic", m.CreateTopic(ctx, first))
+	second := store.Topic{Name: name, Partitions: 1024, Retention: 48 * time.Hour, CreatedAt: at(5000)}
+	wantErrIs(t, "CreateTopic of an existing name", m.CreateTopic(ctx, second), store.ErrExists)
+	got, err := m.GetTopic(ctx, name)
+	must(t, "GetTopic", err)
+	if normTopic(got) != normTopic(first) {
+		t.Fatalf("GetTopic after a refused create = %+v, want the first %+v", got, first)
+	}
+}
+
+func testTopicUnknown(ctx context.Context, t *testing.T, m store.MetaStore) {
+	name := UniqueName(t, "t")
+	must(t, "CreateTopic", m.CreateTopic(ctx, store.Topic{Name: name, Partitions: 1, Retention: time.Hour, CreatedAt: at(0)}))
+	for _, unknown := range []string{UniqueName(t, "t"), name + "x", name[:len(name)-1]} {
+		_, err := m.GetTopic(ctx, unknown)
+		wantErrIs(t, fmt.Sprintf("GetTopic(%q)", unknown), err, store.ErrNotFound)
+	}
+}
+
+func testTopicList(ctx context.Context, t *testing.T, m store.MetaStore) {
+	base := UniqueName(t, "t")
+	suffixes := []string{"-b", "-a.x", "0", "-a", "-c", ""}
+	for i, s := range suffixes {
+		must(t, "CreateTopic", m.CreateTopic(ctx, store.Topic{Name: base + s, Partitions: int32(i + 1), Retention: time.Hour, CreatedAt: at(int64(i))}))
+	}
+	names, err := m.ListTopics(ctx)
+	must(t, "ListTopics", err)
+	if !slices.IsSorted(names) {
+		t.Fatalf("ListTopics is not sorted: %q", names)
+	}
+	var ours []string
+	for _, n := range names {
+		if strings.HasPrefix(n, base) {
+			ours = append(ours, n)
+		}
+	}
+	want := []string{base, base + "-a", base + "-a.x", base + "-b", base + "-c", base + "0"}
+	if !slices.Equal(ours, want) {
+		t.Fatalf("ListTopics has %q of this test's topics, want %q", ours, want)
+	}
+}
+
+// --- index ---
+
+// entry returns a fully populated entry of [base, base+count) whose other fields are
+// derived from base, so a mixed-up row is noticed.
+func entry(topic string, partition int32, base, count int64) store.IndexEntry {
+	return store.IndexEntry{
+		Topic:        topic,
+		Partition:    partition,
+		BaseOffset:   base,
+		Count:        count,
+		ObjectKey:    fmt.Sprintf("v1/%s/obj-%d-%d", topic, partition, base),
+		ByteOffset:   base%4096 + 7,
+		ByteLength:   count*100 + 13,
+		MaxTimestamp: at(base%100000 + 1),
+		AppendedAt:   at(base%100000 + 2),
+		ExpiresAt:    at(base%100000 + 86_400_000),
+	}
+}
+
+// tiling returns entries of topic/partition covering [bases[0], end) with the given bases.
+func tiling(topic string, partition int32, end int64, bases ...int64) []store.IndexEntry {
+	es := make([]store.IndexEntry, len(bases))
+	for i, b := range bases {
+		next := end
+		if i+1 < len(bases) {
+			next = bases[i+1]
+		}
+		es[i] = entry(topic, partition, b, next-b)
+	}
+	return es
+}
+
+func putEntries(ctx context.Context, t *testing.T, m store.MetaStore, es ...store.IndexEntry) {
+	t.Helper()
+	for _, e := range es {
+		must(t, fmt.Sprintf("PutIndexEntry(%s/%d@%d)", e.Topic, e.Partition, e.BaseOffset), m.PutIndexEntry(ctx, e))
+	}
+}
+
+func wantLast(ctx context.Context, t *testing.T, m store.IndexStore, topic string, partition int32, want store.IndexEntry, wantOK bool) {
+	t.Helper()
+	got, ok, err := m.LastIndexEntry(ctx, topic, partition)
+	must(t, "LastIndexEntry", err)
+	if ok != wantOK || (ok && normEntry(got) != normEntry(want)) {
+		t.Fatalf("LastIndexEntry(%s/%d) = %+v, %v; want %+v, %v", topic, partition, got, ok, want, wantOK)
+	}
+}
+
+func wantIndexEntries(ctx context.Context, t *testing.T, m store.IndexStore, topic string, partition int32, from int64, limit int, want []store.IndexEntry) {
+	t.Helper()
+	got, err := m.IndexEntries(ctx, topic, partition, from, limit)
+	must(t, "IndexEntries", err)
+	wantEntries(t, fmt.Sprintf("IndexEntries(%s/%d, from %d, limit %d)", topic, partition, from, limit), got, want)
+}
+
+// containing is the reference for IndexEntries: the entry with the greatest base <=
+// from, if any, then the later ones, at most limit. es must be sorted.
+func containing(es []store.IndexEntry, from int64, limit int) []store.IndexEntry {
+	i, found := slices.BinarySearchFunc(es, from, func(e store.IndexEntry, off int64) int {
+		return cmp.Compare(e.BaseOffset, off)
+	})
+	if !found && i > 0 {
+		i--
+	}
+	out := es[i:]
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+func testIndexRoundTrip(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := UniqueName(t, "t")
+	e := entry(topic, 7, 0, 42)
+	e.ByteOffset, e.ByteLength = 1<<33+5, 6<<20
+	putEntries(ctx, t, m, e)
+	wantLast(ctx, t, m, topic, 7, e, true)
+	wantIndexEntries(ctx, t, m, topic, 7, 0, 10, []store.IndexEntry{e})
+
+	// A zero ExpiresAt means no TTL and must read back as the zero time.
+	noTTL := entry(topic, 7, 42, 1)
+	noTTL.ExpiresAt = time.Time{}
+	putEntries(ctx, t, m, noTTL)
+	wantLast(ctx, t, m, topic, 7, noTTL, true)
+	wantIndexEntries(ctx, t, m, topic, 7, 0, 10, []store.IndexEntry{e, noTTL})
+}
+
+func testIndexConflict(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := UniqueName(t, "t")
+	first := entry(topic, 0, 100, 5)
+	putEntries(ctx, t, m, first)
+	other := entry(topic, 0, 100, 9)
+	other.ObjectKey, other.ByteOffset, other.ExpiresAt = "v1/other", 1, time.Time{}
+	for _, e := range []store.IndexEntry{other, first} {
+		err := m.PutIndexEntry(ctx, e)
+		var ce *store.ConflictError
+		if !errors.As(err, &ce) {
+			t.Fatalf("PutIndexEntry at a taken base: %v, want a *ConflictError", err)
+		}
+		wantErrIs(t, "PutIndexEntry at a taken base", err, store.ErrConflict)
+		if normEntry(ce.Existing) != normEntry(first) {
+			t.Fatalf("ConflictError.Existing = %+v, want the stored %+v", ce.Existing, first)
+		}
+	}
+	wantLast(ctx, t, m, topic, 0, first, true)
+	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, []store.IndexEntry{first})
+}
+
+func testIndexLastEmpty(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := UniqueName(t, "t")
+	wantLast(ctx, t, m, topic, 0, store.IndexEntry{}, false)
+	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, nil)
+	putEntries(ctx, t, m, entry(topic, 1, 0, 3))
+	wantLast(ctx, t, m, topic, 0, store.IndexEntry{}, false)
+	wantLast(ctx, t, m, topic, 2, store.IndexEntry{}, false)
+	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, nil)
+}
+
+// testIndexByteBoundaries catches key encodings that do not sort numerically (decimal
+// strings, little-endian, sign or width mistakes) and lookups that read the wrong row.
+func testIndexByteBoundaries(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := UniqueName(t, "t")
+	const p = 3
+	es := tiling(topic, p, 1<<40+10,
+		0, 1, 9, 10, 11, 99, 100, 255, 256, 257, 65535, 65536, 1<<24, 1<<31, 1<<32, 1<<40, 1<<40+1)
+	// Put them out of order: LastIndexEntry must be the greatest base, not the newest put.
+	order := []int{5, 0, 16, 9, 2, 14, 7, 11, 1, 13, 3, 8, 15, 6, 10, 4, 12}
+	if len(order) != len(es) {
+		t.Fatalf("bad test: %d entries, %d in order", len(es), len(order))
+	}
+	var greatest store.IndexEntry
+	for _, i := range order {
+		putEntries(ctx, t, m, es[i])
+		if es[i].BaseOffset >= greatest.BaseOffset {
+			greatest = es[i]
+		}
+		wantLast(ctx, t, m, topic, p, greatest, true)
+	}
+	wantIndexEntries(ctx, t, m, topic, p, 0, 1000, es)
+	for _, e := range es {
+		for _, from := range []int64{e.BaseOffset - 1, e.BaseOffset} {
+			if from < 0 {
+				continue
+			}
+			wantIndexEntries(ctx, t, m, topic, p, from, 2, containing(es, from, 2))
+		}
+	}
+}
+
+func testIndexEntriesSemantics(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := UniqueName(t, "t")
+	es := tiling(topic, 0, 100, 0, 10, 15, 16)
+	putEntries(ctx, t, m, es[2], es[0], es[3], es[1])
+	for _, tc := range []struct {
+		from  int64
+		limit int
+		want  []store.IndexEntry
+	}{
+		{0, 10, es},
+		{0, 4, es},
+		{0, 3, es[:3]},
+		{0, 1, es[:1]},
+		{5, 10, es},      // inside the first entry
+		{9, 10, es},      // its last offset
+		{10, 10, es[1:]}, // a boundary starts at the entry there
+		{12, 2, es[1:3]},
+		{14, 1, es[1:2]},
+		{15, 10, es[2:]}, // a one-offset entry
+		{16, 10, es[3:]},
+		{99, 10, es[3:]},
+		// From the high watermark or past it, the greatest base <= from is still the last entry.
+		{100, 10, es[3:]},
+		{1 << 50, 10, es[3:]},
+	} {
+		wantIndexEntries(ctx, t, m, topic, 0, tc.from, tc.limit, tc.want)
+	}
+}
+
+func testIndexEntriesBeforeFirst(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := UniqueName(t, "t")
+	// Retention deleted the entries below 50: no entry contains 0..49.
+	es := tiling(topic, 1, 70, 50, 60)
+	putEntries(ctx, t, m, es...)
+	wantIndexEntries(ctx, t, m, topic, 1, 0, 10, es)
+	wantIndexEntries(ctx, t, m, topic, 1, 49, 10, es)
+	wantIndexEntries(ctx, t, m, topic, 1, 10, 1, es[:1])
+}
+
+// testIndexIsolation: topics whose names prefix each other and partitions whose
+// encodings share bytes (1, 10, 256) must not see each other's entries.
+func testIndexIsolation(ctx context.Context, t *testing.T, m store.MetaStore) {
+	base := UniqueName(t, "t")
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	parts := []tp{{base, 0}, {base, 1}, {base, 10}, {base, 256}, {base + "1", 0}, {base + "-1", 0}, {base + "0", 1}}
+	want := map[tp][]store.IndexEntry{}
+	for i, k := range parts {
+		es := tiling(k.topic, k.partition, int64(2*i+3), 0, int64(i+1))
+		putEntries(ctx, t, m, es...)
+		want[k] = es
+	}
+	for _, k := range parts {
+		es := want[k]
+		wantLast(ctx, t, m, k.topic, k.partition, es[len(es)-1], true)
+		wantIndexEntries(ctx, t, m, k.topic, k.partition, 0, 100, es)
+	}
+	wantLast(ctx, t, m, base, 2, store.IndexEntry{}, false)
+	wantLast(ctx, t, m, base+"2", 0, store.IndexEntry{}, false)
+}
+
+func testSetEntryExpiry(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := UniqueName(t, "t")
+	es := tiling(topic, 0, 30, 0, 10)
+	es[1].ExpiresAt = time.Time{}
+	putEntries(ctx, t, m, es...)
+
+	must(t, "SetEntryExpiry", m.SetEntryExpiry(ctx, topic, 0, 0, at(999_000)))
+	must(t, "SetEntryExpiry of an entry with no TTL", m.SetEntryExpiry(ctx, topic, 0, 10, at(888_000)))
+	es[0].ExpiresAt, es[1].ExpiresAt = at(999_000), at(888_000)
+	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, es)
+
+	// Missing entries: ErrNotFound, and no row appears (an upsert would create one).
+	for _, miss := range []struct {
+		topic     string
+		partition int32
+		base      int64
+	}{{topic, 0, 30}, {topic, 0, 5}, {topic, 1, 0}, {topic + "x", 0, 0}} {
+		err := m.SetEntryExpiry(ctx, miss.topic, miss.partition, miss.base, at(1))
+		wantErrIs(t, fmt.Sprintf("SetEntryExpiry(%s/%d@%d) of a missing entry", miss.topic, miss.partition, miss.base), err, store.ErrNotFound)
+	}
+	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, es)
+	wantLast(ctx, t, m, topic, 1, store.IndexEntry{}, false)
+	wantLast(ctx, t, m, topic+"x", 0, store.IndexEntry{}, false)
+}
+
+func testDeleteIndexEntry(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := UniqueName(t, "t")
+	es := tiling(topic, 0, 30, 0, 10, 20)
+	putEntries(ctx, t, m, es...)
+
+	must(t, "DeleteIndexEntry", m.DeleteIndexEntry(ctx, topic, 0, 20))
+	wantLast(ctx, t, m, topic, 0, es[1], true)
+	must(t, "DeleteIndexEntry again", m.DeleteIndexEntry(ctx, topic, 0, 20))
+	must(t, "DeleteIndexEntry of an offset inside an entry", m.DeleteIndexEntry(ctx, topic, 0, 5))
+	must(t, "DeleteIndexEntry of an unknown topic", m.DeleteIndexEntry(ctx, topic+"x", 0, 0))
+	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, es[:2])
+
+	must(t, "DeleteIndexEntry of the first", m.DeleteIndexEntry(ctx, topic, 0, 0))
+	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, es[1:2])
+
+	// The freed base can be written again.
+	again := entry(topic, 0, 20, 4)
+	again.ObjectKey = "v1/again"
+	putEntries(ctx, t, m, again)
+	wantLast(ctx, t, m, topic, 0, again, true)
+}
+
+// --- idempotency ---
+
+func record(key string, partition int32, e store.IndexEntry, hash string) store.IdempotencyRecord {
+	return store.IdempotencyRecord{
+		Key: key, Partition: partition, BodyHash: hash,
+		BaseOffset: e.BaseOffset, Count: e.Count, ExpiresAt: at(3_600_000),
+	}
+}
+
+func wantRecord(ctx context.Context, t *testing.T, m store.MetaStore, want store.IdempotencyRecord) {
+	t.Helper()
+	got, err := m.GetIdempotency(ctx, want.Key, want.Partition)
+	must(t, "GetIdempotency", err)
+	if normRecord(got) != normRecord(want) {
+		t.Fatalf("GetIdempotency = %+v, want %+v", got, want)
+	}
+}
+
+func wantIdemErr(t *testing.T, err error, existing store.IdempotencyRecord) {
+	t.Helper()
+	var ie *store.IdempotencyError
+	if !errors.As(err, &ie) {
+		t.Fatalf("PutIndexEntryIdempotent with a used key: %v, want an *IdempotencyError", err)
+	}
+	wantErrIs(t, "PutIndexEntryIdempotent with a used key", err, store.ErrIdempotencyKeyUsed)
+	if normRecord(ie.Existing) != normRecord(existing) {
+		t.Fatalf("IdempotencyError.Existing = %+v, want the stored %+v", ie.Existing, existing)
+	}
+}
+
+func wantConflictErr(t *testing.T, what string, err error, existing store.IndexEntry) {
+	t.Helper()
+	var ce *store.ConflictError
+	if !errors.As(err, &ce) {
+		t.Fatalf("%s: %v, want a *ConflictError", what, err)
+	}
+	wantErrIs(t, what, err, store.ErrConflict)
+	if normEntry(ce.Existing) != normEntry(existing) {
+		t.Fatalf("%s: ConflictError.Existing = %+v, want %+v", what, ce.Existing, existing)
+	}
+}
+
+func testIdemBothWritten(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic, key := UniqueName(t, "t"), UniqueName(t, "idem")
+	e := entry(topic, 2, 0, 5)
+	rec := record(key, 2, e, "sha256:aa")
+	must(t, "PutIndexEntryIdempotent", m.PutIndexEntryIdempotent(ctx, e, rec))
+	wantLast(ctx, t, m, topic, 2, e, true)
+	wantRecord(ctx, t, m, rec)
+}
+
+func testIdemKeyTaken(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic, key := UniqueName(t, "t"), UniqueName(t, "idem")
+	e := entry(topic, 0, 0, 5)
+	rec := record(key, 0, e, "sha256:aa")
+	must(t, "PutIndexEntryIdempotent", m.PutIndexEntryIdempotent(ctx, e, rec))
+
+	next := entry(topic, 0, 5, 3)
+	err := m.PutIndexEntryIdempotent(ctx, next, record(key, 0, next, "sha256:bb"))
+	wantIdemErr(t, err, rec)
+	wantLast(ctx, t, m, topic, 0, e, true)
+	wantIndexEntries(ctx, t, m, topic, 0, 5, 10, []store.IndexEntry{e})
+	wantRecord(ctx, t, m, rec)
+}
+
+func testIdemBaseTaken(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic, key := UniqueName(t, "t"), UniqueName(t, "idem")
+	e := entry(topic, 1, 0, 5)
+	putEntries(ctx, t, m, e)
+
+	mine := entry(topic, 1, 0, 2)
+	mine.ObjectKey = "v1/mine"
+	err := m.PutIndexEntryIdempotent(ctx, mine, record(key, 1, mine, "sha256:cc"))
+	wantConflictErr(t, "PutIndexEntryIdempotent at a taken base", err, e)
+	_, err = m.GetIdempotency(ctx, key, 1)
+	wantErrIs(t, "GetIdempotency after a conflict", err, store.ErrNotFound)
+	wantIndexEntries(ctx, t, m, topic, 1, 0, 10, []store.IndexEntry{e})
+
+	// The key is still free: the retry at the right base succeeds.
+	mine.BaseOffset = e.End()
+	rec := record(key, 1, mine, "sha256:cc")
+	must(t, "PutIndexEntryIdempotent at the next base", m.PutIndexEntryIdempotent(ctx, mine, rec))
+	wantRecord(ctx, t, m, rec)
+	wantIndexEntries(ctx, t, m, topic, 1, 0, 10, []store.IndexEntry{e, mine})
+}
+
+func testIdemBothTaken(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic, key := UniqueName(t, "t"), UniqueName(t, "idem")
+	e := entry(topic, 0, 0, 5)
+	rec := record(key, 0, e, "sha256:aa")
+	must(t, "PutIndexEntryIdempotent", m.PutIndexEntryIdempotent(ctx, e, rec))
+	again := entry(topic, 0, 0, 8)
+	again.ObjectKey = "v1/again"
+	wantIdemErr(t, m.PutIndexEntryIdempotent(ctx, again, record(key, 0, again, "sha256:aa")), rec)
+	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, []store.IndexEntry{e})
+}
+
+func testIdemPerPartition(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic, key := UniqueName(t, "t"), UniqueName(t, "idem")
+	var recs []store.IdempotencyRecord
+	for _, p := range []int32{0, 1, 10} {
+		_, err := m.GetIdempotency(ctx, key, p)
+		wantErrIs(t, fmt.Sprintf("GetIdempotency(partition %d) before", p), err, store.ErrNotFound)
+		e := entry(topic, p, 0, int64(p)+1)
+		rec := record(key, p, e, fmt.Sprintf("sha256:%d", p))
+		must(t, fmt.Sprintf("PutIndexEntryIdempotent(partition %d)", p), m.PutIndexEntryIdempotent(ctx, e, rec))
+		recs = append(recs, rec)
+	}
+	for _, rec := range recs {
+		wantRecord(ctx, t, m, rec)
+	}
+	// A key that extends another with "#1" is another key.
+	longer := key + "#1"
+	_, err := m.GetIdempotency(ctx, longer, 0)
+	wantErrIs(t, "GetIdempotency of a longer key", err, store.ErrNotFound)
+	e := entry(topic, 0, 1, 1)
+	rec := record(longer, 0, e, "sha256:longer")
+	must(t, "PutIndexEntryIdempotent with a longer key", m.PutIndexEntryIdempotent(ctx, e, rec))
+	wantRecord(ctx, t, m, rec)
+	wantRecord(ctx, t, m, recs[0])
+}
+
+func testIdemUnknown(ctx context.Context, t *testing.T, m store.MetaStore) {
+	_, err := m.GetIdempotency(ctx, UniqueName(t, "idem"), 0)
+	wantErrIs(t, "GetIdempotency of an unknown key", err, store.ErrNotFound)
+}
+
+// --- partitions ---
+
+func wantLogStart(ctx context.Context, t *testing.T, m store.MetaStore, topic string, partition int32, want int64) {
+	t.Helper()
+	got, err := m.LogStart(ctx, topic, partition)
+	must(t, "LogStart", err)
+	if got != want {
+		t.Fatalf("LogStart(%s/%d) = %d, want %d", topic, partition, got, want)
+	}
+}
+
+func testLogStart(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := UniqueName(t, "t")
+	wantLogStart(ctx, t, m, topic, 0, 0)
+	must(t, "AdvanceLogStart", m.AdvanceLogStart(ctx, topic, 0, 10))
+	wantLogStart(ctx, t, m, topic, 0, 10)
+	must(t, "AdvanceLogStart to a lower offset", m.AdvanceLogStart(ctx, topic, 0, 5))
+	wantLogStart(ctx, t, m, topic, 0, 10)
+	must(t, "AdvanceLogStart to the same offset", m.AdvanceLogStart(ctx, topic, 0, 10))
+	wantLogStart(ctx, t, m, topic, 0, 10)
+	must(t, "AdvanceLogStart", m.AdvanceLogStart(ctx, topic, 0, 256))
+	must(t, "AdvanceLogStart", m.AdvanceLogStart(ctx, topic, 0, 1<<40))
+	must(t, "AdvanceLogStart to a lower offset", m.AdvanceLogStart(ctx, topic, 0, 1<<32))
+	wantLogStart(ctx, t, m, topic, 0, 1<<40)
+
+	must(t, "AdvanceLogStart of another partition", m.AdvanceLogStart(ctx, topic, 10, 3))
+	wantLogStart(ctx, t, m, topic, 10, 3)
+	wantLogStart(ctx, t, m, topic, 1, 0)
+	wantLogStart(ctx, t, m, topic+"0", 0, 0)
+	wantLogStart(ctx, t, m, topic, 0, 1<<40)
+}
