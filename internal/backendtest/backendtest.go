@@ -1,0 +1,42 @@
+// Package backendtest runs a test body against every storage backend: the embedded one
+// (files + bbolt in a temp dir) and the AWS one (S3 + DynamoDB on the emulator, fresh
+// bucket prefix and tables per call). The AWS run fails, not skips, when the emulator
+// is required (STRATA_REQUIRE_EMULATOR=1) and absent.
+package backendtest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// Stores is one backend's pair of stores.
+type Stores struct {
+	Name    string
+	Objects store.ObjectStore
+	Meta    store.MetaStore
+}
+
+// Maker makes fresh stores for one test; cleanup is registered on t.
+type Maker func(ctx context.Context, t testing.TB) Stores
+
+// ForEach runs fn as a sub-test per backend.
+func ForEach(t *testing.T, fn func(t *testing.T, s Stores)) {
+	t.Helper()
+	for _, b := range All() {
+		t.Run(b.name, func(t *testing.T) {
+			fn(t, b.make(context.Background(), t))
+		})
+	}
+}
+
+type backend struct {
+	name string
+	make Maker
+}
+
+// All lists the backends; AWS last since it is the slowest.
+func All() []backend {
+	return []backend{{"local", Local}, {"aws", AWS}}
+}

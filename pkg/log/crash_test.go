@@ -1,0 +1,179 @@
+package log_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
+)
+
+var errCrash = errors.New("injected crash")
+
+// faultyObjects fails Put before or after the write reaches the store.
+type faultyObjects struct {
+	store.ObjectStore
+	mu         sync.Mutex
+	failBefore bool
+	failAfter  bool // the object is stored, the caller sees an error (lost response)
+}
+
+func (f *faultyObjects) Put(ctx context.Context, key string, data []byte) error {
+	f.mu.Lock()
+	before, after := f.failBefore, f.failAfter
+	f.mu.Unlock()
+	if before {
+		return errCrash
+	}
+	if err := f.ObjectStore.Put(ctx, key, data); err != nil {
+		return err
+	}
+	if after {
+		return errCrash
+	}
+	return nil
+}
+
+// faultyMeta lets the first okPuts index writes through, then fails the rest, either
+// before writing or after (a lost response).
+type faultyMeta struct {
+	store.MetaStore
+	mu        sync.Mutex
+	armed     bool
+	okPuts    int
+	lostReply bool
+}
+
+func (f *faultyMeta) gate() (pass bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.armed {
+		return true
+	}
+	if f.okPuts > 0 {
+		f.okPuts--
+		return true
+	}
+	return false
+}
+
+func (f *faultyMeta) PutIndexEntry(ctx context.Context, e store.IndexEntry) error {
+	if f.gate() {
+		return f.MetaStore.PutIndexEntry(ctx, e)
+	}
+	if f.lostReply {
+		if err := f.MetaStore.PutIndexEntry(ctx, e); err != nil {
+			return err
+		}
+	}
+	return errCrash
+}
+
+func (f *faultyMeta) PutIndexEntryIdempotent(ctx context.Context, e store.IndexEntry, r store.IdempotencyRecord) error {
+	if f.gate() {
+		return f.MetaStore.PutIndexEntryIdempotent(ctx, e, r)
+	}
+	if f.lostReply {
+		if err := f.MetaStore.PutIndexEntryIdempotent(ctx, e, r); err != nil {
+			return err
+		}
+	}
+	return errCrash
+}
+
+// TestCrashPoints fails an append at each step — before and after the object PUT, after
+// k of n partition commits, with the write applied or not — then retries with the same
+// Idempotency-Key on a fresh Log (a new process). No acknowledged record is lost, no
+// offset is reused, and after the retry every record is stored exactly once.
+func TestCrashPoints(t *testing.T) {
+	const partitions = 4
+	type step struct {
+		name                 string
+		objBefore, objAfter  bool
+		metaOK               int
+		metaArmed, lostReply bool
+	}
+	steps := []step{
+		{name: "object put fails", objBefore: true},
+		{name: "crash after object put", objAfter: true},
+	}
+	for k := 0; k < partitions; k++ {
+		steps = append(steps,
+			step{name: fmt.Sprintf("crash after %d of %d commits", k, partitions), metaArmed: true, metaOK: k},
+			step{name: fmt.Sprintf("reply lost after %d of %d commits", k, partitions), metaArmed: true, metaOK: k, lostReply: true})
+	}
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		setup := newLog(t, s)
+		mustTopic(t, setup, "crash", partitions)
+		acked := map[string]log.Result{} // value → where it was acknowledged
+		var stored int
+		for i, st := range steps {
+			fo := &faultyObjects{ObjectStore: s.Objects, failBefore: st.objBefore, failAfter: st.objAfter}
+			fm := &faultyMeta{MetaStore: s.Meta, armed: st.metaArmed, okPuts: st.metaOK, lostReply: st.lostReply}
+			crashy, err := log.New(log.Config{Objects: fo, Meta: fm})
+			if err != nil {
+				t.Fatal(err)
+			}
+			recs := make([]log.Record, 2*partitions)
+			for j := range recs {
+				p := int32(j % partitions)
+				recs[j] = log.Record{Partition: &p, Value: fmt.Appendf(nil, "step%d-rec%d", i, j)}
+			}
+			opt := log.AppendOptions{IdempotencyKey: fmt.Sprintf("crash-%d", i)}
+			res, err := crashy.Append(ctx, "crash", recs, opt)
+			if err == nil {
+				t.Fatalf("%s: the append must fail", st.name)
+			}
+			var ae *log.AppendError
+			if errors.As(err, &ae) {
+				for j, r := range ae.Results {
+					if r.Err == nil {
+						acked[string(recs[j].Value)] = r
+					}
+				}
+			} else if res != nil {
+				t.Fatalf("%s: a failed append returned results without an AppendError", st.name)
+			}
+			// The retry runs in a "new process": a fresh Log on the healthy stores.
+			retry := newLog(t, s)
+			res, err = retry.Append(ctx, "crash", recs, opt)
+			if err != nil {
+				t.Fatalf("%s: retry: %v", st.name, err)
+			}
+			for j, r := range res {
+				if prev, ok := acked[string(recs[j].Value)]; ok && prev != r {
+					t.Fatalf("%s: record %d acknowledged at %+v, retry says %+v", st.name, j, prev, r)
+				}
+				acked[string(recs[j].Value)] = r
+			}
+			stored += len(recs)
+		}
+		// Every acknowledged record is at its offset, and each exactly once.
+		seen := map[string]int{}
+		for p := int32(0); p < partitions; p++ {
+			recs := readAll(t, setup, "crash", p)
+			checkDense(t, recs)
+			for _, r := range recs {
+				seen[string(r.Value)]++
+			}
+			for v, a := range acked {
+				if a.Partition == p && string(recs[a.Offset].Value) != v {
+					t.Fatalf("acknowledged %q at %d/%d, found %q", v, p, a.Offset, recs[a.Offset].Value)
+				}
+			}
+		}
+		if len(seen) != stored {
+			t.Fatalf("%d distinct records stored, want %d", len(seen), stored)
+		}
+		for v, n := range seen {
+			if n != 1 {
+				t.Fatalf("record %q stored %d times", v, n)
+			}
+		}
+	})
+}
