@@ -1,0 +1,539 @@
+// Package consumer is the runtime a consumer Lambda or a long-running service uses to
+// work through one partition for a group: lease → poll → handle (in parallel, keys in
+// order when asked) → commit the contiguous completed prefix → renew → release.
+// Failed records are retried with backoff, then dead-lettered; a fenced commit or renew
+// stops work on the partition at once. It takes the log and the coordinator as
+// interfaces, so it runs in-process (log.Log, group.Coordinator) or over HTTP (pkg/client).
+package consumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/stratalog/strata/pkg/checkpoint"
+	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/segment"
+)
+
+// Log is what the consumer needs of the log. Errors must match log.ErrOffsetOutOfRange
+// (as a *log.OffsetOutOfRangeError) for an offset outside the partition's bounds.
+type Log interface {
+	Poll(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.PollResult, error)
+	Append(ctx context.Context, topic string, recs []log.Record, opt log.AppendOptions) ([]log.Result, error)
+	Bounds(ctx context.Context, topic string, partition int32) (logStart, highWatermark int64, err error)
+}
+
+// Coordinator is what the consumer needs of the group coordinator; errors must match
+// group.ErrFenced and group.ErrLeaseHeld.
+type Coordinator interface {
+	Acquire(ctx context.Context, grp, topic string, partition int32, member string, ttl time.Duration) (group.Lease, error)
+	Renew(ctx context.Context, grp, topic string, partition int32, member string, generation int64, ttl time.Duration) (group.Lease, error)
+	Release(ctx context.Context, grp, topic string, partition int32, member string, generation int64) error
+	Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64) error
+}
+
+// Handler handles one record; an error makes the consumer retry it, then dead-letter it.
+// It must honour ctx: a fenced partition cancels it.
+type Handler func(ctx context.Context, r Record) error
+
+// Record is a record with where it came from.
+type Record struct {
+	segment.Record
+	Topic     string
+	Partition int32
+	// Attempt is 1 on the first delivery in this process.
+	Attempt int
+}
+
+// Reset policies for an offset below the log start (or a new group).
+const (
+	ResetEarliest = "earliest"
+	ResetLatest   = "latest"
+	ResetFail     = "fail"
+)
+
+// Headers a dead-lettered record carries besides its own.
+const (
+	HeaderOriginTopic     = "strata-origin-topic"
+	HeaderOriginPartition = "strata-origin-partition"
+	HeaderOriginOffset    = "strata-origin-offset"
+	HeaderError           = "strata-error"
+	HeaderAttempts        = "strata-attempts"
+)
+
+// ErrResetPolicyFail is returned when the position fell outside the log and the policy
+// is "fail".
+var ErrResetPolicyFail = errors.New("consumer: position out of range and reset policy is fail")
+
+// Config configures a Consumer. Group, Topic, Member and Handler are required.
+type Config struct {
+	Group, Topic, Member string
+	Handler              Handler
+	// Workers handle records of one partition in parallel (default 1).
+	Workers int
+	// OrderedKeys hands all records of one key to the same worker, in offset order.
+	OrderedKeys bool
+	// MaxAttempts before dead-lettering (default 5); Backoff between attempts
+	// (default 50ms doubling to 2s).
+	MaxAttempts int
+	Backoff     func(attempt int) time.Duration
+	// DeadLetterTopic receives records that failed MaxAttempts times; when empty, such
+	// records are counted as dropped and skipped.
+	DeadLetterTopic string
+	// ResetPolicy applies when the position is below the log start or beyond the high
+	// watermark ("earliest" default, "latest", "fail"); a new group starts as it says.
+	ResetPolicy string
+	LeaseTTL    time.Duration // default 30s; renewed every TTL/3
+	PollRecords int           // default 500
+	PollWait    time.Duration // long-poll wait when caught up (default 1s)
+	// MaxInFlight bounds the window from the oldest incomplete record to the newest
+	// polled one (default 4 × PollRecords).
+	MaxInFlight int
+	// CommitInterval bounds how long completed work waits for a commit (default 1s).
+	CommitInterval time.Duration
+	Clock          func() time.Time
+}
+
+// Stats is what one run of a partition did.
+type Stats struct {
+	Handled      int64 // records whose handler succeeded
+	Retries      int64 // handler failures that were retried
+	DeadLettered int64
+	RecordsLost  int64 // skipped by a reset policy because retention had removed them
+	Committed    int64 // the last committed next offset
+	Fenced       bool
+}
+
+// Consumer runs partitions of one topic for one group member.
+type Consumer struct {
+	cfg   Config
+	log   Log
+	coord Coordinator
+}
+
+// New checks cfg and fills in its defaults.
+func New(l Log, c Coordinator, cfg Config) (*Consumer, error) {
+	if l == nil || c == nil || cfg.Handler == nil || cfg.Group == "" || cfg.Topic == "" || cfg.Member == "" {
+		return nil, errors.New("consumer: log, coordinator, Group, Topic, Member and Handler are required")
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 1
+	}
+	if cfg.MaxAttempts <= 0 {
+		cfg.MaxAttempts = 5
+	}
+	if cfg.Backoff == nil {
+		cfg.Backoff = func(a int) time.Duration { return min(50*time.Millisecond<<min(a-1, 6), 2*time.Second) }
+	}
+	switch cfg.ResetPolicy {
+	case "":
+		cfg.ResetPolicy = ResetEarliest
+	case ResetEarliest, ResetLatest, ResetFail:
+	default:
+		return nil, fmt.Errorf("consumer: unknown reset policy %q", cfg.ResetPolicy)
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = group.DefaultTTL
+	}
+	if cfg.PollRecords <= 0 {
+		cfg.PollRecords = 500
+	}
+	if cfg.PollWait <= 0 {
+		cfg.PollWait = time.Second
+	}
+	if cfg.MaxInFlight <= 0 {
+		cfg.MaxInFlight = 4 * cfg.PollRecords
+	}
+	if cfg.CommitInterval <= 0 {
+		cfg.CommitInterval = time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	return &Consumer{cfg: cfg, log: l, coord: c}, nil
+}
+
+// RunOptions bound one run of a partition.
+type RunOptions struct {
+	// UntilCaughtUp returns once every record below the high watermark seen is handled
+	// and committed (a Lambda invocation); otherwise the run follows the log until ctx ends.
+	UntilCaughtUp bool
+}
+
+// Run acquires the partition's lease and consumes it (see RunLease). A live lease of
+// another member returns group.ErrLeaseHeld: a duplicate invocation just exits.
+func (c *Consumer) Run(ctx context.Context, partition int32, opt RunOptions) (Stats, error) {
+	lease, err := c.coord.Acquire(ctx, c.cfg.Group, c.cfg.Topic, partition, c.cfg.Member, c.cfg.LeaseTTL)
+	if err != nil {
+		return Stats{}, fmt.Errorf("consumer: lease %s/%d: %w", c.cfg.Topic, partition, err)
+	}
+	return c.RunLease(ctx, lease, opt)
+}
+
+// RunLease consumes the partition of a lease already held. It returns when ctx ends
+// (after committing the contiguous completed prefix and releasing the lease), when
+// caught up if asked, or at once with group.ErrFenced when the partition moved to a
+// newer generation (then it commits nothing).
+func (c *Consumer) RunLease(ctx context.Context, lease group.Lease, opt RunOptions) (Stats, error) {
+	r := &run{c: c, lease: lease, p: lease.Partition, opt: opt}
+	return r.loop(ctx)
+}
+
+// run is one partition's state while it is consumed.
+type run struct {
+	c     *Consumer
+	lease group.Lease
+	p     int32
+	opt   RunOptions
+
+	tracker   *checkpoint.Tracker
+	stats     Stats
+	committed int64
+	fenced    atomic.Bool
+	workCtx   context.Context
+	cancel    context.CancelFunc
+	queues    []chan Record
+	wg        sync.WaitGroup
+	handled   atomic.Int64
+	retries   atomic.Int64
+	dead      atomic.Int64
+	workErr   chan error
+	// leaseUntil is the lease expiry (Unix ns) as last granted; workers start no record
+	// after it, so a process that was paused past its lease handles nothing until a
+	// renewal proves it still owns the partition.
+	leaseUntil atomic.Int64
+}
+
+func (r *run) loop(ctx context.Context) (Stats, error) {
+	cfg := r.c.cfg
+	start, err := r.startOffset(ctx)
+	if err != nil {
+		return r.finish(ctx, err)
+	}
+	r.tracker = checkpoint.New(start)
+	r.committed = start
+	if r.lease.Committed == nil || *r.lease.Committed != start {
+		// Record where a new group (or a reset) starts, so lag is measured from there.
+		if err := r.commit(ctx, start, true); err != nil {
+			return r.finish(ctx, err)
+		}
+	}
+	r.leaseUntil.Store(r.lease.ExpiresAt.UnixNano())
+	r.workCtx, r.cancel = context.WithCancel(ctx)
+	defer r.cancel()
+	r.workErr = make(chan error, cfg.Workers)
+	r.queues = make([]chan Record, cfg.Workers)
+	for i := range r.queues {
+		// Room for every record the loop may have in flight, so dispatch never blocks
+		// the loop that renews the lease and commits.
+		r.queues[i] = make(chan Record, cfg.MaxInFlight+cfg.PollRecords)
+		r.wg.Add(1)
+		go r.worker(r.queues[i])
+	}
+	fetch := start
+	lastRenew := cfg.Clock()
+	lastCommit := cfg.Clock()
+	for {
+		if ctx.Err() != nil {
+			return r.finish(ctx, nil)
+		}
+		select {
+		case err := <-r.workErr:
+			return r.finish(ctx, err)
+		default:
+		}
+		now := cfg.Clock()
+		if now.Sub(lastRenew) >= cfg.LeaseTTL/3 {
+			l, err := r.c.coord.Renew(ctx, cfg.Group, cfg.Topic, r.p, cfg.Member, r.lease.Generation, cfg.LeaseTTL)
+			if err != nil {
+				if errors.Is(err, group.ErrFenced) {
+					return r.finish(ctx, r.fence(err))
+				}
+				if now.After(r.lease.ExpiresAt) {
+					return r.finish(ctx, fmt.Errorf("consumer: lease expired while renew failed: %w", err))
+				}
+			} else {
+				r.lease.ExpiresAt = l.ExpiresAt
+				r.leaseUntil.Store(l.ExpiresAt.UnixNano())
+				lastRenew = now
+			}
+		}
+		if next := r.tracker.Next(); next > r.committed && now.Sub(lastCommit) >= cfg.CommitInterval {
+			if err := r.commit(ctx, next, false); err != nil {
+				return r.finish(ctx, err)
+			}
+			lastCommit = now
+		}
+		// Bound the window (polled minus committable), not just the records in flight:
+		// one stuck record must not let the window grow without limit.
+		if fetch-r.tracker.Next() >= int64(cfg.MaxInFlight) {
+			if err := sleep(ctx, 5*time.Millisecond); err != nil {
+				return r.finish(ctx, nil)
+			}
+			continue
+		}
+		wait := cfg.PollWait
+		if r.tracker.InFlight() > 0 {
+			wait = 0 // keep committing while work drains
+		}
+		res, err := r.c.log.Poll(ctx, cfg.Topic, r.p, fetch, log.PollOptions{MaxRecords: cfg.PollRecords, Wait: wait})
+		var oor *log.OffsetOutOfRangeError
+		switch {
+		case errors.As(err, &oor):
+			next, err := r.reposition(ctx, fetch, oor)
+			if err != nil {
+				return r.finish(ctx, err)
+			}
+			fetch = next
+			continue
+		case ctx.Err() != nil:
+			return r.finish(ctx, nil)
+		case err != nil:
+			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+				return r.finish(ctx, nil)
+			}
+			continue
+		}
+		for _, rec := range res.Records {
+			if err := r.tracker.Start(rec.Offset); err != nil {
+				return r.finish(ctx, fmt.Errorf("consumer: %w", err))
+			}
+			r.dispatch(Record{Record: rec, Topic: cfg.Topic, Partition: r.p})
+		}
+		fetch = res.NextOffset
+		if len(res.Records) == 0 && r.tracker.InFlight() > 0 {
+			if err := sleep(ctx, 2*time.Millisecond); err != nil {
+				return r.finish(ctx, nil)
+			}
+		}
+		if r.opt.UntilCaughtUp && fetch >= res.HighWatermark && r.tracker.InFlight() == 0 {
+			return r.finish(ctx, nil)
+		}
+	}
+}
+
+// startOffset is the committed offset, or where the reset policy starts a new group.
+func (r *run) startOffset(ctx context.Context) (int64, error) {
+	if r.lease.Committed != nil {
+		return *r.lease.Committed, nil
+	}
+	start, hw, err := r.c.log.Bounds(ctx, r.c.cfg.Topic, r.p)
+	if err != nil {
+		return 0, err
+	}
+	if r.c.cfg.ResetPolicy == ResetLatest {
+		return hw, nil
+	}
+	return start, nil
+}
+
+// reposition applies the reset policy when the fetch position left the log; it waits
+// for in-flight records first, so the tracker restarts cleanly.
+func (r *run) reposition(ctx context.Context, fetch int64, oor *log.OffsetOutOfRangeError) (int64, error) {
+	cfg := r.c.cfg
+	if cfg.ResetPolicy == ResetFail {
+		return 0, fmt.Errorf("%w: %w", ErrResetPolicyFail, oor)
+	}
+	for r.tracker.InFlight() > 0 {
+		if err := sleep(ctx, 2*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	next := oor.LogStartOffset
+	if cfg.ResetPolicy == ResetLatest || fetch > oor.HighWatermark {
+		next = oor.HighWatermark
+	}
+	if fetch < oor.LogStartOffset {
+		r.stats.RecordsLost += next - fetch
+	}
+	r.tracker.Reset(next)
+	if err := r.commit(ctx, next, true); err != nil {
+		return 0, err
+	}
+	return next, nil
+}
+
+// dispatch queues a record: by key when keys must stay in order, else round-robin.
+func (r *run) dispatch(rec Record) {
+	i := 0
+	if n := len(r.queues); n > 1 {
+		if r.c.cfg.OrderedKeys && rec.Key != nil {
+			i = int(log.PartitionForKey(rec.Key, int32(n)))
+		} else {
+			i = int(rec.Offset % int64(n))
+		}
+	}
+	select {
+	case r.queues[i] <- rec:
+	case <-r.workCtx.Done():
+	}
+}
+
+func (r *run) worker(q <-chan Record) {
+	defer r.wg.Done()
+	for {
+		select {
+		case <-r.workCtx.Done():
+			return
+		case rec := <-q:
+			if !r.awaitLease() || !r.handle(rec) {
+				return
+			}
+			if err := r.tracker.Done(rec.Offset); err != nil {
+				r.workErr <- fmt.Errorf("consumer: %w", err)
+				return
+			}
+		}
+	}
+}
+
+// awaitLease waits while the lease is expired by this process's clock; false means
+// the run is over.
+func (r *run) awaitLease() bool {
+	for r.c.cfg.Clock().UnixNano() >= r.leaseUntil.Load() {
+		if sleep(r.workCtx, time.Millisecond) != nil {
+			return false
+		}
+	}
+	return r.workCtx.Err() == nil
+}
+
+// handle runs the handler with retries, then dead-letters; false means stop (the
+// record is not complete and must not be marked done).
+func (r *run) handle(rec Record) bool {
+	cfg := r.c.cfg
+	var err error
+	for attempt := 1; attempt <= cfg.MaxAttempts; attempt++ {
+		rec.Attempt = attempt
+		if err = cfg.Handler(r.workCtx, rec); err == nil {
+			r.handled.Add(1)
+			return true
+		}
+		if r.workCtx.Err() != nil {
+			return false
+		}
+		if attempt < cfg.MaxAttempts {
+			r.retries.Add(1)
+			if sleep(r.workCtx, cfg.Backoff(attempt)) != nil {
+				return false
+			}
+		}
+	}
+	if cfg.DeadLetterTopic != "" {
+		if derr := r.deadLetter(rec, err); derr != nil {
+			if r.workCtx.Err() == nil {
+				r.workErr <- fmt.Errorf("consumer: dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, derr)
+			}
+			return false
+		}
+	}
+	r.dead.Add(1)
+	return true
+}
+
+func (r *run) deadLetter(rec Record, cause error) error {
+	hs := append([]segment.Header(nil), rec.Headers...)
+	hs = append(hs,
+		segment.Header{Key: HeaderOriginTopic, Value: []byte(rec.Topic)},
+		segment.Header{Key: HeaderOriginPartition, Value: []byte(strconv.Itoa(int(rec.Partition)))},
+		segment.Header{Key: HeaderOriginOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
+		segment.Header{Key: HeaderError, Value: []byte(cause.Error())},
+		segment.Header{Key: HeaderAttempts, Value: []byte(strconv.Itoa(rec.Attempt))},
+	)
+	ts := rec.Timestamp
+	// The idempotency key makes a redelivered poison record land in the dead-letter
+	// topic once, even after a crash between the append and the commit.
+	key := fmt.Sprintf("dlq:%s:%s:%d:%d", r.c.cfg.Group, rec.Topic, rec.Partition, rec.Offset)
+	if len(key) > 128 {
+		key = key[:128]
+	}
+	for attempt := 1; ; attempt++ {
+		_, err := r.c.log.Append(r.workCtx, r.c.cfg.DeadLetterTopic,
+			[]log.Record{{Key: rec.Key, Value: rec.Value, Headers: hs, Timestamp: &ts}},
+			log.AppendOptions{IdempotencyKey: key})
+		if err == nil || !errors.Is(err, log.ErrUnavailable) || attempt >= r.c.cfg.MaxAttempts {
+			return err
+		}
+		if err := sleep(r.workCtx, r.c.cfg.Backoff(attempt)); err != nil {
+			return err
+		}
+	}
+}
+
+// commit stores next as the group's position; force commits even when not above the
+// last commit (a reset moving backwards goes through the group's Reset, not here).
+func (r *run) commit(ctx context.Context, next int64, force bool) error {
+	if !force && next <= r.committed {
+		return nil
+	}
+	cfg := r.c.cfg
+	err := r.c.coord.Commit(ctx, cfg.Group, cfg.Topic, r.p, cfg.Member, r.lease.Generation, next)
+	if err != nil {
+		if errors.Is(err, group.ErrFenced) {
+			return r.fence(err)
+		}
+		return fmt.Errorf("consumer: commit %s/%d@%d: %w", cfg.Topic, r.p, next, err)
+	}
+	r.committed = next
+	r.stats.Committed = next
+	return nil
+}
+
+// fence stops all work on the partition at once.
+func (r *run) fence(err error) error {
+	r.fenced.Store(true)
+	if r.cancel != nil {
+		r.cancel()
+	}
+	return fmt.Errorf("consumer: %s/%d generation %d: %w", r.c.cfg.Topic, r.p, r.lease.Generation, err)
+}
+
+// finish stops the workers; unless fenced it commits the contiguous completed prefix
+// and releases the lease.
+func (r *run) finish(ctx context.Context, cause error) (Stats, error) {
+	if r.cancel != nil {
+		r.cancel()
+		r.wg.Wait()
+	}
+	r.stats.Handled = r.handled.Load()
+	r.stats.Retries = r.retries.Load()
+	r.stats.DeadLettered = r.dead.Load()
+	r.stats.Committed = r.committed
+	if r.fenced.Load() || errors.Is(cause, group.ErrFenced) {
+		r.stats.Fenced = true
+		return r.stats, cause
+	}
+	// The run's own context may be over; the last commit and release still matter.
+	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if r.tracker != nil {
+		if err := r.commit(bg, r.tracker.Next(), false); err != nil {
+			if errors.Is(err, group.ErrFenced) {
+				r.stats.Fenced = true
+			}
+			return r.stats, errors.Join(cause, err)
+		}
+	}
+	cfg := r.c.cfg
+	if err := r.c.coord.Release(bg, cfg.Group, cfg.Topic, r.p, cfg.Member, r.lease.Generation); err != nil && !errors.Is(err, group.ErrFenced) {
+		cause = errors.Join(cause, fmt.Errorf("consumer: release: %w", err))
+	}
+	return r.stats, cause
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
