@@ -1,0 +1,200 @@
+package httpapi
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/stratalog/strata/pkg/log"
+)
+
+// Operations a grant may allow (docs/API.md, "Authorization").
+const (
+	OpCreate   = "create"
+	OpDescribe = "describe"
+	OpAppend   = "append"
+	OpRead     = "read"
+	OpConsume  = "consume"
+	OpReset    = "reset"
+)
+
+var knownOps = map[string]bool{OpCreate: true, OpDescribe: true, OpAppend: true, OpRead: true, OpConsume: true, OpReset: true}
+
+// Authorizer maps Bearer tokens to principals and their grants, loaded from the JSON
+// file of `strata dev --auth`. It is immutable and safe for concurrent use.
+type Authorizer struct {
+	// byToken is keyed by the SHA-256 of the token, so a lookup's timing says nothing
+	// about how much of a guessed token matched.
+	byToken map[[sha256.Size]byte]*Principal
+}
+
+// Principal is an authenticated caller and what it may do.
+type Principal struct {
+	Name  string
+	all   bool // the anonymous principal of an open server
+	allow []grant
+}
+
+type grant struct {
+	resource string // "topic:orders", or the prefix of a wildcard ("topic:ord" for "topic:ord*")
+	prefix   bool
+	ops      map[string]bool
+}
+
+// anonymous is the principal of every call when auth is off: it may do anything.
+var anonymous = &Principal{Name: "", all: true}
+
+// Allowed reports whether p may do op on resource ("topic:NAME" or "group:NAME").
+func (p *Principal) Allowed(op, resource string) bool {
+	if p.all {
+		return true
+	}
+	for _, g := range p.allow {
+		if !g.ops[op] {
+			continue
+		}
+		if g.resource == resource || (g.prefix && strings.HasPrefix(resource, g.resource)) {
+			return true
+		}
+	}
+	return false
+}
+
+// authFile is the file format; unknown fields are refused so a typo never silently
+// grants or withholds.
+type authFile struct {
+	Principals map[string]struct {
+		Name  string `json:"name"`
+		Allow []struct {
+			Resource string   `json:"resource"`
+			Ops      []string `json:"ops"`
+		} `json:"allow"`
+	} `json:"principals"`
+}
+
+// LoadAuth reads and validates an auth file:
+//
+//	{"principals": {"<token>": {"name": "billing-svc", "allow": [
+//	  {"resource": "topic:orders", "ops": ["create", "describe", "append", "read"]},
+//	  {"resource": "group:billing", "ops": ["consume", "describe", "reset"]}]}}}
+func LoadAuth(path string) (*Authorizer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: read auth file: %w", err)
+	}
+	a, err := ParseAuth(data)
+	if err != nil {
+		return nil, fmt.Errorf("httpapi: auth file %s: %w", path, err)
+	}
+	return a, nil
+}
+
+// ParseAuth validates the JSON of an auth file (see LoadAuth).
+func ParseAuth(data []byte) (*Authorizer, error) {
+	var f authFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&f); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("trailing data after the JSON object")
+	}
+	if f.Principals == nil {
+		return nil, errors.New(`missing "principals"`)
+	}
+	a := &Authorizer{byToken: make(map[[sha256.Size]byte]*Principal, len(f.Principals))}
+	for token, pf := range f.Principals {
+		if token == "" || strings.ContainsAny(token, " \t\r\n") {
+			return nil, fmt.Errorf("principal %q: a token must be non-empty without whitespace", pf.Name)
+		}
+		if pf.Name == "" {
+			return nil, errors.New("a principal has no name")
+		}
+		p := &Principal{Name: pf.Name}
+		for _, al := range pf.Allow {
+			g, err := parseGrant(al.Resource, al.Ops)
+			if err != nil {
+				return nil, fmt.Errorf("principal %q: %w", pf.Name, err)
+			}
+			p.allow = append(p.allow, g)
+		}
+		a.byToken[sha256.Sum256([]byte(token))] = p
+	}
+	return a, nil
+}
+
+func parseGrant(resource string, ops []string) (grant, error) {
+	kind, name, ok := strings.Cut(resource, ":")
+	if !ok || (kind != "topic" && kind != "group") {
+		return grant{}, fmt.Errorf("resource %q must be topic:NAME or group:NAME", resource)
+	}
+	g := grant{resource: resource, ops: map[string]bool{}}
+	if rest, wild := strings.CutSuffix(name, "*"); wild {
+		if strings.Trim(rest, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._-") != "" {
+			return grant{}, fmt.Errorf("resource %q: a wildcard is a name prefix followed by one final *", resource)
+		}
+		g.resource, g.prefix = kind+":"+rest, true
+	} else if !log.ValidName(name) {
+		return grant{}, fmt.Errorf("resource %q: bad name", resource)
+	}
+	if len(ops) == 0 {
+		return grant{}, fmt.Errorf("resource %q: no ops", resource)
+	}
+	for _, op := range ops {
+		if !knownOps[op] {
+			return grant{}, fmt.Errorf("resource %q: unknown op %q (known: create, describe, append, read, consume, reset)", resource, op)
+		}
+		g.ops[op] = true
+	}
+	return g, nil
+}
+
+// authenticate returns the caller's principal: anonymous when auth is off, the token's
+// principal otherwise, or a 401.
+func (s *server) authenticate(r *http.Request) (*Principal, *apiError) {
+	if s.auth == nil {
+		return anonymous, nil
+	}
+	h := r.Header.Get("Authorization")
+	scheme, token, _ := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	if h == "" {
+		return nil, unauthorized("missing Authorization: Bearer token")
+	}
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return nil, unauthorized("Authorization must be a Bearer token")
+	}
+	p, ok := s.auth.byToken[sha256.Sum256([]byte(token))]
+	if !ok {
+		return nil, unauthorized("unknown token")
+	}
+	return p, nil
+}
+
+func unauthorized(msg string) *apiError {
+	return &apiError{status: http.StatusUnauthorized, code: codeUnauthorized, message: msg,
+		header: map[string]string{"WWW-Authenticate": `Bearer realm="strata"`}}
+}
+
+// need is one permission a request requires.
+type need struct{ op, resource string }
+
+func onTopic(op, topic string) need { return need{op, "topic:" + topic} }
+func onGroup(op, g string) need     { return need{op, "group:" + g} }
+
+// authorize returns a 403 unless p has every permission.
+func authorize(p *Principal, needs ...need) *apiError {
+	for _, n := range needs {
+		if !p.Allowed(n.op, n.resource) {
+			return &apiError{status: http.StatusForbidden, code: codeForbidden,
+				message: fmt.Sprintf("principal %q may not %s %s", p.Name, n.op, n.resource)}
+		}
+	}
+	return nil
+}

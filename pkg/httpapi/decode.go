@@ -1,0 +1,133 @@
+package httpapi
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+)
+
+// decodeBody decodes the request body as exactly one JSON value into v, refusing
+// unknown fields and trailing data. The body is cut at limit bytes before anything is
+// decoded: a larger body is a 413.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *apiError {
+	if r.ContentLength > limit {
+		return tooLarge(limit)
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return bodyError(err, limit)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if err == nil {
+			return invalid("malformed JSON: data after the JSON value")
+		}
+		return bodyError(err, limit)
+	}
+	return nil
+}
+
+func bodyError(err error, limit int64) *apiError {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge(limit)
+	case errors.Is(err, io.EOF):
+		return invalid("malformed JSON: empty body")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return invalid("malformed JSON: unexpected end of body")
+	}
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return invalid(fmt.Sprintf("malformed JSON at byte %d: %v", se.Offset, se))
+	case errors.As(err, &te):
+		if te.Field != "" {
+			return invalid(fmt.Sprintf("field %q: expected %s, got JSON %s", te.Field, te.Type, te.Value))
+		}
+		return invalid(fmt.Sprintf("expected %s, got JSON %s", te.Type, te.Value))
+	}
+	// Unknown fields and the like: encoding/json's message names the field.
+	return invalid("malformed JSON: " + err.Error())
+}
+
+func tooLarge(limit int64) *apiError {
+	return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge,
+		message: fmt.Sprintf("request body larger than %d bytes", limit)}
+}
+
+// decodeBase64 decodes standard, padded base64 (RFC 4648 §4).
+func decodeBase64(field, s string) ([]byte, *apiError) {
+	b, err := base64.StdEncoding.Strict().DecodeString(s)
+	if err != nil {
+		return nil, invalid(fmt.Sprintf("%s: bad base64 (standard encoding, padded): %v", field, err))
+	}
+	return b, nil
+}
+
+// query is a parsed query string that refuses unknown and repeated parameters.
+type query struct{ v url.Values }
+
+func parseQuery(raw string, known ...string) (query, *apiError) {
+	v, err := url.ParseQuery(raw)
+	if err != nil {
+		return query{}, invalid("malformed query string: " + err.Error())
+	}
+	allowed := make(map[string]bool, len(known))
+	for _, k := range known {
+		allowed[k] = true
+	}
+	for k, vs := range v {
+		if !allowed[k] {
+			return query{}, invalid(fmt.Sprintf("unknown query parameter %q", k))
+		}
+		if len(vs) > 1 {
+			return query{}, invalid(fmt.Sprintf("query parameter %q given %d times", k, len(vs)))
+		}
+	}
+	return query{v}, nil
+}
+
+// int64In returns the parameter's value, def when absent; a value that is not a decimal
+// integer in [lo, hi] is a 400.
+func (q query) int64In(name string, def, lo, hi int64) (int64, *apiError) {
+	s, ok := q.v[name]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.ParseInt(s[0], 10, 64)
+	if err != nil || n < lo || n > hi {
+		return 0, invalid(fmt.Sprintf("%s must be an integer in [%d, %d], got %q", name, lo, hi, s[0]))
+	}
+	return n, nil
+}
+
+func (q query) has(name string) bool { _, ok := q.v[name]; return ok }
+
+// partitionParam parses the {p} path segment; a range check against the topic is the
+// log's.
+func partitionParam(r *http.Request) (int32, *apiError) {
+	s := r.PathValue("p")
+	n, err := strconv.ParseInt(s, 10, 32)
+	if err != nil || n < 0 {
+		return 0, invalid(fmt.Sprintf("partition must be a non-negative integer, got %q", s))
+	}
+	return int32(n), nil
+}
+
+// firstError returns the first non-nil error.
+func firstError(errs ...*apiError) *apiError {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

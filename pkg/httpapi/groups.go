@@ -1,0 +1,293 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/stratalog/strata/pkg/group"
+)
+
+// Lease TTL bounds of the contract, in milliseconds.
+var (
+	minTTLMs = group.MinTTL.Milliseconds()
+	maxTTLMs = group.MaxTTL.Milliseconds()
+)
+
+type leaseRequest struct {
+	Member     *string `json:"member"`
+	TTLMs      *int64  `json:"ttl_ms"`
+	Generation *int64  `json:"generation"`
+}
+
+type leaseResponse struct {
+	Generation       int64  `json:"generation"`
+	LeaseExpiresAtMs int64  `json:"lease_expires_at_ms"`
+	CommittedOffset  *int64 `json:"committed_offset"`
+}
+
+type releaseRequest struct {
+	Member     *string `json:"member"`
+	Generation *int64  `json:"generation"`
+}
+
+type commitRequest struct {
+	Member     *string `json:"member"`
+	Generation *int64  `json:"generation"`
+	NextOffset *int64  `json:"next_offset"`
+}
+
+// partitionTarget is the {group}, {topic} and {p} of a partition route.
+type partitionTarget struct {
+	group, topic string
+	partition    int32
+}
+
+// consumeTarget authenticates, checks consume on the group and read on the topic, and
+// parses the partition.
+func (s *server) consumeTarget(r *http.Request) (partitionTarget, *apiError) {
+	t := partitionTarget{group: r.PathValue("group"), topic: r.PathValue("topic")}
+	p, e := s.authenticate(r)
+	if e != nil {
+		return t, e
+	}
+	if e := authorize(p, onGroup(OpConsume, t.group), onTopic(OpRead, t.topic)); e != nil {
+		return t, e
+	}
+	t.partition, e = partitionParam(r)
+	return t, e
+}
+
+func missing(fields ...string) *apiError {
+	return invalid(fmt.Sprintf("%s required", quoteFields(fields)))
+}
+
+func quoteFields(fields []string) string {
+	var b bytes.Buffer
+	for i, f := range fields {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%q", f)
+	}
+	if len(fields) == 1 {
+		b.WriteString(" is")
+	} else {
+		b.WriteString(" are")
+	}
+	return b.String()
+}
+
+func (s *server) lease(w http.ResponseWriter, r *http.Request) {
+	t, e := s.consumeTarget(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var req leaseRequest
+	if e := decodeBody(w, r, MaxSmallBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Member == nil {
+		writeError(w, missing("member"))
+		return
+	}
+	// Zero is the coordinator's "default": an explicit ttl_ms must be in range itself.
+	ttl := time.Duration(0)
+	if req.TTLMs != nil {
+		if *req.TTLMs < minTTLMs || *req.TTLMs > maxTTLMs {
+			writeError(w, invalid(fmt.Sprintf("ttl_ms must be %d–%d, got %d", minTTLMs, maxTTLMs, *req.TTLMs)))
+			return
+		}
+		ttl = time.Duration(*req.TTLMs) * time.Millisecond
+	}
+	var l group.Lease
+	var err error
+	if req.Generation != nil {
+		l, err = s.groups.Renew(r.Context(), t.group, t.topic, t.partition, *req.Member, *req.Generation, ttl)
+	} else {
+		l, err = s.groups.Acquire(r.Context(), t.group, t.topic, t.partition, *req.Member, ttl)
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, leaseResponse{Generation: l.Generation, LeaseExpiresAtMs: l.ExpiresAt.UnixMilli(), CommittedOffset: l.Committed})
+}
+
+func (s *server) release(w http.ResponseWriter, r *http.Request) {
+	t, e := s.consumeTarget(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var req releaseRequest
+	if e := decodeBody(w, r, MaxSmallBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Member == nil || req.Generation == nil {
+		writeError(w, missing("member", "generation"))
+		return
+	}
+	if err := s.groups.Release(r.Context(), t.group, t.topic, t.partition, *req.Member, *req.Generation); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *server) commit(w http.ResponseWriter, r *http.Request) {
+	t, e := s.consumeTarget(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var req commitRequest
+	if e := decodeBody(w, r, MaxSmallBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Member == nil || req.Generation == nil || req.NextOffset == nil {
+		writeError(w, missing("member", "generation", "next_offset"))
+		return
+	}
+	if err := s.groups.Commit(r.Context(), t.group, t.topic, t.partition, *req.Member, *req.Generation, *req.NextOffset); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int64{"committed_offset": *req.NextOffset})
+}
+
+type groupPartition struct {
+	Topic            string  `json:"topic"`
+	Partition        int32   `json:"partition"`
+	CommittedOffset  *int64  `json:"committed_offset"`
+	HighWatermark    int64   `json:"high_watermark"`
+	LagRecords       int64   `json:"lag_records"`
+	LagSeconds       float64 `json:"lag_seconds"`
+	Owner            *string `json:"owner"`
+	Generation       int64   `json:"generation"`
+	LeaseExpiresAtMs *int64  `json:"lease_expires_at_ms"`
+}
+
+type describeGroupResponse struct {
+	Group      string           `json:"group"`
+	Partitions []groupPartition `json:"partitions"`
+}
+
+func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
+	g := r.PathValue("group")
+	p, e := s.authenticate(r)
+	if e == nil {
+		e = authorize(p, onGroup(OpDescribe, g))
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	info, err := s.groups.Describe(r.Context(), g)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp := describeGroupResponse{Group: g, Partitions: make([]groupPartition, len(info.Partitions))}
+	for i, pi := range info.Partitions {
+		gp := groupPartition{
+			Topic:           pi.Topic,
+			Partition:       pi.Partition,
+			CommittedOffset: pi.Committed,
+			HighWatermark:   pi.HighWatermark,
+			LagRecords:      pi.LagRecords,
+			LagSeconds:      float64(pi.LagTime.Milliseconds()) / 1000,
+			Generation:      pi.Generation,
+		}
+		if pi.Owner != "" {
+			owner, exp := pi.Owner, pi.LeaseExpiresAt.UnixMilli()
+			gp.Owner, gp.LeaseExpiresAtMs = &owner, &exp
+		}
+		resp.Partitions[i] = gp
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+type resetRequest struct {
+	To json.RawMessage `json:"to"`
+}
+
+type resetPosition struct {
+	Offset      *int64 `json:"offset"`
+	TimestampMs *int64 `json:"timestamp_ms"`
+}
+
+type resetPartition struct {
+	Partition       int32 `json:"partition"`
+	CommittedOffset int64 `json:"committed_offset"`
+}
+
+func (s *server) reset(w http.ResponseWriter, r *http.Request) {
+	g, topic := r.PathValue("group"), r.PathValue("topic")
+	p, e := s.authenticate(r)
+	if e == nil {
+		e = authorize(p, onGroup(OpReset, g), onTopic(OpRead, topic))
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var req resetRequest
+	if e := decodeBody(w, r, MaxSmallBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	to, e := resetTarget(req.To)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	offsets, err := s.groups.Reset(r.Context(), g, topic, to)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]resetPartition, len(offsets))
+	for i, o := range offsets {
+		out[i] = resetPartition{Partition: o.Partition, CommittedOffset: o.Offset}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"partitions": out})
+}
+
+// resetTarget decodes "to": "earliest", "latest", {"offset": N} or {"timestamp_ms": T}.
+func resetTarget(raw json.RawMessage) (group.ResetTo, *apiError) {
+	const want = `"to" must be "earliest", "latest", {"offset": N} or {"timestamp_ms": T}`
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return group.ResetTo{}, invalid(`"to" is required`)
+	}
+	var word string
+	if err := json.Unmarshal(raw, &word); err == nil {
+		switch word {
+		case "earliest":
+			return group.ResetEarliest(), nil
+		case "latest":
+			return group.ResetLatest(), nil
+		}
+		return group.ResetTo{}, invalid(want)
+	}
+	var pos resetPosition
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&pos); err != nil || raw[0] != '{' || (pos.Offset == nil) == (pos.TimestampMs == nil) {
+		return group.ResetTo{}, invalid(want)
+	}
+	if pos.Offset != nil {
+		if *pos.Offset < 0 {
+			return group.ResetTo{}, invalid(fmt.Sprintf("offset must not be negative, got %d", *pos.Offset))
+		}
+		return group.ResetOffset(*pos.Offset), nil
+	}
+	return group.ResetTime(time.UnixMilli(*pos.TimestampMs)), nil
+}

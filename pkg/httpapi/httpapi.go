@@ -1,0 +1,227 @@
+// Package httpapi serves Strata's HTTP contract (docs/API.md) with net/http: topics,
+// append, poll, consumer groups, health and authorization. Handlers only decode,
+// authorize, call the log or the group coordinator, and encode the answer or map the
+// error; the rules live in pkg/log and pkg/group.
+package httpapi
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// Log is what the handlers need of the partitioned log (*log.Log implements it).
+type Log interface {
+	CreateTopic(ctx context.Context, name string, partitions int32, retention time.Duration) (store.Topic, error)
+	ListTopics(ctx context.Context) ([]string, error)
+	DescribeTopic(ctx context.Context, name string) (log.TopicInfo, error)
+	Append(ctx context.Context, topic string, recs []log.Record, opt log.AppendOptions) ([]log.Result, error)
+	Poll(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.PollResult, error)
+}
+
+// Groups is what the handlers need of the consumer-group coordinator
+// (*group.Coordinator implements it).
+type Groups interface {
+	Acquire(ctx context.Context, g, topic string, partition int32, member string, ttl time.Duration) (group.Lease, error)
+	Renew(ctx context.Context, g, topic string, partition int32, member string, generation int64, ttl time.Duration) (group.Lease, error)
+	Release(ctx context.Context, g, topic string, partition int32, member string, generation int64) error
+	Commit(ctx context.Context, g, topic string, partition int32, member string, generation, nextOffset int64) error
+	Describe(ctx context.Context, g string) (group.GroupInfo, error)
+	Reset(ctx context.Context, g, topic string, to group.ResetTo) ([]group.PartitionOffset, error)
+}
+
+// The real implementations satisfy the narrow interfaces.
+var (
+	_ Log    = (*log.Log)(nil)
+	_ Groups = (*group.Coordinator)(nil)
+)
+
+// Metrics receives one observation per request: the route pattern that served it
+// ("unmatched" when none did), the status code written and the handling time.
+// Implementations must be safe for concurrent use.
+type Metrics interface {
+	Request(route string, status int, elapsed time.Duration)
+}
+
+// NopMetrics discards every observation.
+type NopMetrics struct{}
+
+// Request implements Metrics.
+func (NopMetrics) Request(string, int, time.Duration) {}
+
+// Config holds a server's inputs. Log and Groups are required.
+type Config struct {
+	Log    Log
+	Groups Groups
+	// Auth enforces the per-topic and per-group ACLs; nil accepts every call.
+	Auth *Authorizer
+	// Quota is the per-principal produce quota; the zero value imposes none.
+	Quota Quota
+	// Metrics observes every request; NopMetrics when nil.
+	Metrics Metrics
+	// Clock returns the current time (quota refill, latency); time.Now when nil.
+	Clock func() time.Time
+	// Logger receives server-side failures (5xx); discarded when nil.
+	Logger *slog.Logger
+}
+
+// Request body limits, checked before decoding.
+const (
+	// MaxAppendBody bounds an append request body: the 6 MiB of decoded record bytes
+	// the contract allows take 8 MiB as base64, and up to 10,000 records add their JSON
+	// framing; anything larger cannot be a valid request. It stays below API Gateway's
+	// 10 MB payload limit.
+	MaxAppendBody = 9 << 20
+	// MaxSmallBody bounds every other request body.
+	MaxSmallBody = 64 << 10
+	// MaxPollBytes is the largest max_bytes a poll may ask for. As base64 in JSON, with
+	// up to 10,000 records' framing, 3 MiB of records stays below the 6 MB response
+	// limit of a Lambda behind API Gateway.
+	MaxPollBytes = 3 << 20
+	// MaxWait is the longest wait_ms of a poll.
+	MaxWait = log.MaxPollWait
+)
+
+// server holds the handlers' dependencies.
+type server struct {
+	log     Log
+	groups  Groups
+	auth    *Authorizer
+	quota   *quotas
+	metrics Metrics
+	now     func() time.Time
+	logger  *slog.Logger
+	mux     *http.ServeMux
+}
+
+// New returns the handler of the whole contract (everything but /metrics, which the
+// runtime mounts). It panics if Log or Groups is nil, a wiring bug.
+func New(cfg Config) http.Handler {
+	if cfg.Log == nil || cfg.Groups == nil {
+		panic("httpapi: Config.Log and Config.Groups are required")
+	}
+	s := &server{
+		log:     cfg.Log,
+		groups:  cfg.Groups,
+		auth:    cfg.Auth,
+		metrics: cfg.Metrics,
+		now:     cfg.Clock,
+		logger:  cfg.Logger,
+		mux:     http.NewServeMux(),
+	}
+	if s.metrics == nil {
+		s.metrics = NopMetrics{}
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.logger == nil {
+		s.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s.quota = newQuotas(cfg.Quota)
+
+	const gp = "/v1/groups/{group}/topics/{topic}/partitions/{p}"
+	s.mux.HandleFunc("GET /v1/health", s.health)
+	s.mux.HandleFunc("POST /v1/topics", s.createTopic)
+	s.mux.HandleFunc("GET /v1/topics", s.listTopics)
+	s.mux.HandleFunc("GET /v1/topics/{topic}", s.describeTopic)
+	s.mux.HandleFunc("POST /v1/topics/{topic}/records", s.appendRecords)
+	s.mux.HandleFunc("GET /v1/topics/{topic}/partitions/{p}/records", s.poll)
+	s.mux.HandleFunc("POST "+gp+"/lease", s.lease)
+	s.mux.HandleFunc("DELETE "+gp+"/lease", s.release)
+	s.mux.HandleFunc("POST "+gp+"/commit", s.commit)
+	s.mux.HandleFunc("GET /v1/groups/{group}", s.describeGroup)
+	s.mux.HandleFunc("POST /v1/groups/{group}/topics/{topic}/reset", s.reset)
+	return s
+}
+
+// ServeHTTP routes the request, answers unknown routes and methods with the error body,
+// and reports the request to Metrics.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := s.now()
+	sw := &statusWriter{ResponseWriter: w}
+	route := "unmatched"
+	if _, pattern := s.mux.Handler(r); pattern != "" {
+		s.mux.ServeHTTP(sw, r)
+		route = pattern
+	} else {
+		s.unmatched(sw, r)
+	}
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	s.metrics.Request(route, status, s.now().Sub(start))
+}
+
+// unmatched turns the mux's plain-text 404 and 405 into the contract's error body.
+func (s *server) unmatched(w http.ResponseWriter, r *http.Request) {
+	probe := &headerProbe{header: http.Header{}}
+	h, _ := s.mux.Handler(r)
+	h.ServeHTTP(probe, r)
+	if probe.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		writeError(w, &apiError{status: http.StatusMethodNotAllowed, code: codeMethodNotAllowed,
+			message: r.Method + " is not allowed on " + r.URL.Path})
+		return
+	}
+	writeError(w, &apiError{status: http.StatusNotFound, code: codeNotFound, message: "no route " + r.URL.Path})
+}
+
+func (s *server) health(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// statusWriter remembers the status code written.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// headerProbe captures the mux's own 404/405 answer without sending it.
+type headerProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *headerProbe) Header() http.Header         { return p.header }
+func (p *headerProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *headerProbe) WriteHeader(code int)        { p.status = code }
+
+// NewServer returns an http.Server for h with timeouts fit for the contract: the write
+// timeout (which runs from the end of the request header, so it covers reading the body,
+// handling and answering) outlasts the longest long poll (20 s) with room to spare.
+func NewServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      MaxWait + 40*time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+}

@@ -1,0 +1,229 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/segment"
+)
+
+// MaxIdempotencyKey is the longest Idempotency-Key header value.
+const MaxIdempotencyKey = 128
+
+// MaxTimestampMs is the largest timestamp_ms an append accepts (9999-12-31T23:59:59.999Z);
+// the smallest is 0. Beyond them times have no RFC 3339 form, which stores may need.
+const MaxTimestampMs = 253402300799999
+
+type appendRecord struct {
+	Key         *string           `json:"key"`
+	Value       *string           `json:"value"`
+	Headers     map[string]string `json:"headers"`
+	Partition   *int32            `json:"partition"`
+	TimestampMs *int64            `json:"timestamp_ms"`
+}
+
+type appendRequest struct {
+	Records []appendRecord `json:"records"`
+}
+
+// appendResult is one record's outcome: an offset, or (in a partial failure) an error.
+type appendResult struct {
+	Partition int32          `json:"partition"`
+	Offset    *int64         `json:"offset,omitempty"`
+	Error     map[string]any `json:"error,omitempty"`
+}
+
+func (s *server) appendRecords(w http.ResponseWriter, r *http.Request) {
+	topic := r.PathValue("topic")
+	p, e := s.authenticate(r)
+	if e == nil {
+		e = authorize(p, onTopic(OpAppend, topic))
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var opt log.AppendOptions
+	if keys := r.Header.Values("Idempotency-Key"); len(keys) > 0 {
+		if len(keys) > 1 || len(keys[0]) < 1 || len(keys[0]) > MaxIdempotencyKey {
+			writeError(w, invalid(fmt.Sprintf("Idempotency-Key must be one header of 1–%d characters", MaxIdempotencyKey)))
+			return
+		}
+		opt.IdempotencyKey = keys[0]
+	}
+	var req appendRequest
+	if e := decodeBody(w, r, MaxAppendBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	recs, size, e := toRecords(req.Records)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if e := s.quota.take(p.Name, size, s.now()); e != nil {
+		writeError(w, e)
+		return
+	}
+	results, err := s.log.Append(r.Context(), topic, recs, opt)
+	var partial *log.AppendError
+	if errors.As(err, &partial) {
+		s.logger.ErrorContext(r.Context(), "append partly failed", "topic", topic, "error", err)
+		ae := mapError(partial.Err)
+		ae.extra = map[string]any{"results": encodeResults(partial.Results)}
+		writeError(w, ae)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": encodeResults(results)})
+}
+
+// toRecords decodes the records' base64 fields and returns them with their total size
+// (key + value + header bytes). Limits and placement are the log's to check.
+func toRecords(in []appendRecord) ([]log.Record, int, *apiError) {
+	if len(in) == 0 {
+		return nil, 0, invalid(`"records" must hold at least one record`)
+	}
+	out := make([]log.Record, len(in))
+	size := 0
+	for i, ar := range in {
+		if ar.Value == nil {
+			return nil, 0, invalid(fmt.Sprintf("record %d: \"value\" is required", i))
+		}
+		var rec log.Record
+		var e *apiError
+		if rec.Value, e = decodeBase64(fmt.Sprintf("record %d: value", i), *ar.Value); e != nil {
+			return nil, 0, e
+		}
+		if ar.Key != nil {
+			if rec.Key, e = decodeBase64(fmt.Sprintf("record %d: key", i), *ar.Key); e != nil {
+				return nil, 0, e
+			}
+		}
+		if len(ar.Headers) > 0 {
+			// JSON objects are unordered: store headers sorted by name, so a retry of the
+			// same body is the same request for idempotency.
+			names := make([]string, 0, len(ar.Headers))
+			for k := range ar.Headers {
+				names = append(names, k)
+			}
+			sort.Strings(names)
+			rec.Headers = make([]segment.Header, len(names))
+			for j, k := range names {
+				v, e := decodeBase64(fmt.Sprintf("record %d: header %q", i, k), ar.Headers[k])
+				if e != nil {
+					return nil, 0, e
+				}
+				rec.Headers[j] = segment.Header{Key: k, Value: v}
+			}
+		}
+		if ts := ar.TimestampMs; ts != nil && (*ts < 0 || *ts > MaxTimestampMs) {
+			return nil, 0, invalid(fmt.Sprintf("record %d: timestamp_ms must be 0–%d, got %d", i, int64(MaxTimestampMs), *ts))
+		}
+		rec.Partition = ar.Partition
+		rec.Timestamp = ar.TimestampMs
+		out[i] = rec
+		size += segment.RecordSize(segment.Record{Key: rec.Key, Value: rec.Value, Headers: rec.Headers})
+	}
+	return out, size, nil
+}
+
+func encodeResults(rs []log.Result) []appendResult {
+	out := make([]appendResult, len(rs))
+	for i, r := range rs {
+		out[i].Partition = r.Partition
+		if r.Err != nil {
+			out[i].Error = errorObject(mapError(r.Err))
+			continue
+		}
+		o := r.Offset
+		out[i].Offset = &o
+	}
+	return out
+}
+
+type pollRecord struct {
+	Offset      int64             `json:"offset"`
+	TimestampMs int64             `json:"timestamp_ms"`
+	Key         []byte            `json:"key"`
+	Value       []byte            `json:"value"`
+	Headers     map[string][]byte `json:"headers"`
+}
+
+type pollResponse struct {
+	Records        []pollRecord `json:"records"`
+	NextOffset     int64        `json:"next_offset"`
+	HighWatermark  int64        `json:"high_watermark"`
+	LogStartOffset int64        `json:"log_start_offset"`
+}
+
+func (s *server) poll(w http.ResponseWriter, r *http.Request) {
+	topic := r.PathValue("topic")
+	p, e := s.authenticate(r)
+	if e == nil {
+		e = authorize(p, onTopic(OpRead, topic))
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	partition, e := partitionParam(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	q, e := parseQuery(r.URL.RawQuery, "offset", "max_records", "max_bytes", "wait_ms")
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if !q.has("offset") {
+		writeError(w, invalid(`query parameter "offset" is required`))
+		return
+	}
+	offset, e1 := q.int64In("offset", 0, 0, math.MaxInt64)
+	records, e2 := q.int64In("max_records", log.DefaultPollRecords, 1, log.MaxPollRecords)
+	bytes, e3 := q.int64In("max_bytes", log.DefaultPollBytes, 1, MaxPollBytes)
+	waitMs, e4 := q.int64In("wait_ms", 0, 0, MaxWait.Milliseconds())
+	if e := firstError(e1, e2, e3, e4); e != nil {
+		writeError(w, e)
+		return
+	}
+	opt := log.PollOptions{MaxRecords: int(records), MaxBytes: int(bytes), Wait: time.Duration(waitMs) * time.Millisecond}
+	res, err := s.log.Poll(r.Context(), topic, partition, offset, opt)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp := pollResponse{
+		Records:        make([]pollRecord, len(res.Records)),
+		NextOffset:     res.NextOffset,
+		HighWatermark:  res.HighWatermark,
+		LogStartOffset: res.LogStartOffset,
+	}
+	for i, rec := range res.Records {
+		h := make(map[string][]byte, len(rec.Headers))
+		for _, hd := range rec.Headers {
+			h[hd.Key] = nonNil(hd.Value)
+		}
+		resp.Records[i] = pollRecord{Offset: rec.Offset, TimestampMs: rec.Timestamp, Key: rec.Key, Value: nonNil(rec.Value), Headers: h}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+// nonNil makes an empty byte slice encode as "" rather than null (only a missing key is
+// null).
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

@@ -1,0 +1,119 @@
+package httpapi
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+)
+
+// maxRetentionMs keeps retention_ms * 1ms within a time.Duration.
+const maxRetentionMs = math.MaxInt64 / int64(time.Millisecond)
+
+type createTopicRequest struct {
+	Name        *string `json:"name"`
+	Partitions  *int32  `json:"partitions"`
+	RetentionMs *int64  `json:"retention_ms"`
+}
+
+type topicResponse struct {
+	Name        string `json:"name"`
+	Partitions  int32  `json:"partitions"`
+	RetentionMs int64  `json:"retention_ms"`
+}
+
+type partitionInfo struct {
+	Partition      int32 `json:"partition"`
+	LogStartOffset int64 `json:"log_start_offset"`
+	HighWatermark  int64 `json:"high_watermark"`
+}
+
+type describeTopicResponse struct {
+	topicResponse
+	PartitionInfo []partitionInfo `json:"partition_info"`
+}
+
+func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
+	p, e := s.authenticate(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var req createTopicRequest
+	if e := decodeBody(w, r, MaxSmallBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	switch {
+	case req.Name == nil:
+		writeError(w, invalid(`"name" is required`))
+		return
+	case req.Partitions == nil:
+		writeError(w, invalid(`"partitions" is required`))
+		return
+	}
+	// Zero is the log's "default": an explicit retention_ms must be in range itself.
+	retention := time.Duration(0)
+	if req.RetentionMs != nil {
+		if *req.RetentionMs < 1000 || *req.RetentionMs > maxRetentionMs {
+			writeError(w, invalid(fmt.Sprintf("retention_ms must be an integer from 1000 to %d", maxRetentionMs)))
+			return
+		}
+		retention = time.Duration(*req.RetentionMs) * time.Millisecond
+	}
+	if e := authorize(p, onTopic(OpCreate, *req.Name)); e != nil {
+		writeError(w, e)
+		return
+	}
+	t, err := s.log.CreateTopic(r.Context(), *req.Name, *req.Partitions, retention)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, topicResponse{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.Retention.Milliseconds()})
+}
+
+func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
+	p, e := s.authenticate(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	names, err := s.log.ListTopics(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	visible := make([]string, 0, len(names))
+	for _, n := range names {
+		if p.Allowed(OpDescribe, "topic:"+n) {
+			visible = append(visible, n)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string][]string{"topics": visible})
+}
+
+func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
+	topic := r.PathValue("topic")
+	p, e := s.authenticate(r)
+	if e == nil {
+		e = authorize(p, onTopic(OpDescribe, topic))
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	info, err := s.log.DescribeTopic(r.Context(), topic)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp := describeTopicResponse{
+		topicResponse: topicResponse{Name: info.Name, Partitions: info.Topic.Partitions, RetentionMs: info.Retention.Milliseconds()},
+		PartitionInfo: make([]partitionInfo, len(info.Partitions)),
+	}
+	for i, pi := range info.Partitions {
+		resp.PartitionInfo[i] = partitionInfo{Partition: pi.Partition, LogStartOffset: pi.LogStartOffset, HighWatermark: pi.HighWatermark}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
