@@ -1,0 +1,446 @@
+// Package client is Strata's Go SDK over the HTTP contract of docs/API.md: a Client with
+// one method per route, and a Producer that batches per partition, keeps key order and
+// retries idempotently.
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultUserAgent is sent unless WithUserAgent replaces it.
+const DefaultUserAgent = "strata-go-client/1"
+
+// Client calls one Strata endpoint. It is safe for concurrent use. A Client does not
+// retry: each method is one HTTP exchange (the Producer adds idempotent retries).
+type Client struct {
+	base      string
+	hc        *http.Client
+	token     string
+	userAgent string
+}
+
+// Option configures a Client.
+type Option func(*Client)
+
+// WithHTTPClient sets the HTTP client (transport, timeouts, or a request-signing
+// transport for API Gateway IAM auth). Its Timeout, if any, must exceed the longest
+// Poll wait. The default is a client without timeout: contexts bound each call.
+func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
+
+// WithToken sends "Authorization: Bearer token" on every request (strata dev --auth).
+func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+
+// WithUserAgent replaces the User-Agent header.
+func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
+
+// New returns a Client for baseURL (e.g. "http://127.0.0.1:4580" or an API Gateway stage
+// URL; a path prefix is kept).
+func New(baseURL string, opts ...Option) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil {
+		return nil, fmt.Errorf("strata: base URL: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("strata: base URL %q: want http(s)://host[:port][/prefix]", baseURL)
+	}
+	if u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("strata: base URL %q: no query or fragment allowed", baseURL)
+	}
+	c := &Client{base: strings.TrimRight(u.String(), "/"), hc: &http.Client{}, userAgent: DefaultUserAgent}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.hc == nil {
+		c.hc = &http.Client{}
+	}
+	return c, nil
+}
+
+// CreateTopic creates a topic and returns it; ErrTopicExists if the name is taken.
+func (c *Client) CreateTopic(ctx context.Context, name string, cfg TopicConfig) (*Topic, error) {
+	req := wireTopicCreate{Name: name, Partitions: cfg.Partitions}
+	if cfg.Retention != 0 {
+		ms := cfg.Retention.Milliseconds()
+		req.RetentionMs = &ms
+	}
+	var w wireTopic
+	if err := c.doJSON(ctx, http.MethodPost, "/v1/topics", nil, req, &w); err != nil {
+		return nil, fmt.Errorf("strata: create topic %q: %w", name, err)
+	}
+	return fromWireTopic(w), nil
+}
+
+// DescribeTopic returns a topic with each partition's log start offset and high
+// watermark; ErrNotFound if it does not exist.
+func (c *Client) DescribeTopic(ctx context.Context, name string) (*Topic, error) {
+	var w wireTopic
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/topics/"+seg(name), nil, nil, &w); err != nil {
+		return nil, fmt.Errorf("strata: describe topic %q: %w", name, err)
+	}
+	return fromWireTopic(w), nil
+}
+
+// ListTopics returns the names of the topics the caller may describe.
+func (c *Client) ListTopics(ctx context.Context) ([]string, error) {
+	var w wireTopicList
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/topics", nil, nil, &w); err != nil {
+		return nil, fmt.Errorf("strata: list topics: %w", err)
+	}
+	return w.Topics, nil
+}
+
+// AppendOptions are optional parameters of Append.
+type AppendOptions struct {
+	// IdempotencyKey (1–128 characters), when set, makes a retry with the same key and
+	// the same records return the first call's offsets and append nothing twice.
+	IdempotencyKey string
+}
+
+// Append appends records and returns where each landed, in request order, once they
+// are durable. When some partitions failed (503 with results), it returns the results
+// (failed ones with Err set) together with the *APIError. With an IdempotencyKey, Go's
+// HTTP transport may itself resend the request once if a kept-alive connection drops
+// before the answer; the key makes that safe. Without one, a transport error leaves it
+// unknown whether the records were appended.
+func (c *Client) Append(ctx context.Context, topic string, recs []Record, opt AppendOptions) ([]Result, error) {
+	body, err := encodeAppend(recs, nil)
+	if err != nil {
+		return nil, fmt.Errorf("strata: append to %q: %w", topic, err)
+	}
+	res, err := c.appendBody(ctx, topic, body, len(recs), opt.IdempotencyKey)
+	if err != nil {
+		return res, fmt.Errorf("strata: append to %q: %w", topic, err)
+	}
+	return res, nil
+}
+
+// encodeAppend encodes an append request body; partition, when non-nil, places every
+// record there.
+func encodeAppend(recs []Record, partition *int32) ([]byte, error) {
+	w := wireAppend{Records: make([]wireRecord, len(recs))}
+	for i, r := range recs {
+		w.Records[i] = toWire(r, partition)
+	}
+	return json.Marshal(w)
+}
+
+// appendBody sends a pre-encoded append body of n records, so a retry sends the very
+// same bytes.
+func (c *Client) appendBody(ctx context.Context, topic string, body []byte, n int, idemKey string) ([]Result, error) {
+	var hdr map[string]string
+	if idemKey != "" {
+		hdr = map[string]string{"Idempotency-Key": idemKey}
+	}
+	status, h, resp, err := c.exchange(ctx, http.MethodPost, "/v1/topics/"+seg(topic)+"/records", nil, body, hdr)
+	if err != nil {
+		return nil, err
+	}
+	if status/100 != 2 {
+		apiErr, partial := decodeAPIError(status, h, resp)
+		if len(partial) != n {
+			return nil, apiErr
+		}
+		return fromWireResults(partial), apiErr
+	}
+	var w wireAppendResponse
+	if err := decodeBody(resp, &w); err != nil {
+		return nil, err
+	}
+	if len(w.Results) != n {
+		return nil, fmt.Errorf("%w: %d results for %d records", ErrBadResponse, len(w.Results), n)
+	}
+	res := fromWireResults(w.Results)
+	for i, r := range res {
+		if r.Err != nil {
+			return nil, fmt.Errorf("%w: result %d of a 200 carries an error", ErrBadResponse, i)
+		}
+	}
+	return res, nil
+}
+
+func fromWireResults(ws []wireResult) []Result {
+	res := make([]Result, len(ws))
+	for i, w := range ws {
+		res[i].Partition = w.Partition
+		switch {
+		case w.Error != nil:
+			e := &APIError{}
+			e.fill(w.Error)
+			e.Status = statusForCode(e.Code)
+			res[i].Err = e
+		case w.Offset != nil:
+			res[i].Offset = *w.Offset
+		default:
+			res[i].Err = fmt.Errorf("%w: result %d has neither offset nor error", ErrBadResponse, i)
+		}
+	}
+	return res
+}
+
+// Poll reads records of one partition from offset. At the high watermark it returns no
+// records (after waiting up to opt.Wait); outside [log start, high watermark] it fails
+// with ErrOffsetOutOfRange, whose *APIError carries both bounds.
+func (c *Client) Poll(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (*PollResult, error) {
+	q := url.Values{"offset": {strconv.FormatInt(offset, 10)}}
+	if opt.MaxRecords != 0 {
+		q.Set("max_records", strconv.Itoa(opt.MaxRecords))
+	}
+	if opt.MaxBytes != 0 {
+		q.Set("max_bytes", strconv.Itoa(opt.MaxBytes))
+	}
+	if opt.Wait > 0 {
+		ms := (opt.Wait + time.Millisecond - 1) / time.Millisecond
+		q.Set("wait_ms", strconv.FormatInt(int64(ms), 10))
+	}
+	var w wirePollResponse
+	path := fmt.Sprintf("/v1/topics/%s/partitions/%d/records", seg(topic), partition)
+	if err := c.doJSON(ctx, http.MethodGet, path, q, nil, &w); err != nil {
+		return nil, fmt.Errorf("strata: poll %s/%d@%d: %w", topic, partition, offset, err)
+	}
+	res := &PollResult{NextOffset: w.NextOffset, HighWatermark: w.HighWatermark, LogStartOffset: w.LogStartOffset,
+		Records: make([]PolledRecord, len(w.Records))}
+	for i, wr := range w.Records {
+		r, err := fromWirePolled(wr)
+		if err != nil {
+			return nil, fmt.Errorf("strata: poll %s/%d@%d: %w: %v", topic, partition, offset, ErrBadResponse, err)
+		}
+		res.Records[i] = r
+	}
+	return res, nil
+}
+
+// Lease takes over the lease of (group, topic, partition) for member if it is free or
+// expired, incrementing the generation; ErrLeaseHeld (with Owner and LeaseExpiresAt on
+// the *APIError) if another member holds it. A zero ttl leaves the server default (30 s).
+func (c *Client) Lease(ctx context.Context, group, topic string, partition int32, member string, ttl time.Duration) (*Lease, error) {
+	l, err := c.lease(ctx, group, topic, partition, wireLeaseRequest{Member: member, TTLMs: ttlMs(ttl)})
+	if err != nil {
+		return nil, fmt.Errorf("strata: lease %s/%s/%d for %q: %w", group, topic, partition, member, err)
+	}
+	return l, nil
+}
+
+// RenewLease moves the expiry of member's lease at generation; ErrFenced if member no
+// longer holds it at that generation.
+func (c *Client) RenewLease(ctx context.Context, group, topic string, partition int32, member string, generation int64, ttl time.Duration) (*Lease, error) {
+	l, err := c.lease(ctx, group, topic, partition, wireLeaseRequest{Member: member, Generation: &generation, TTLMs: ttlMs(ttl)})
+	if err != nil {
+		return nil, fmt.Errorf("strata: renew lease %s/%s/%d gen %d for %q: %w", group, topic, partition, generation, member, err)
+	}
+	return l, nil
+}
+
+func ttlMs(ttl time.Duration) *int64 {
+	if ttl == 0 {
+		return nil
+	}
+	ms := ttl.Milliseconds()
+	return &ms
+}
+
+func (c *Client) lease(ctx context.Context, group, topic string, partition int32, req wireLeaseRequest) (*Lease, error) {
+	var w wireLease
+	if err := c.doJSON(ctx, http.MethodPost, groupPath(group, topic, partition, "lease"), nil, req, &w); err != nil {
+		return nil, err
+	}
+	return &Lease{Generation: w.Generation, ExpiresAt: time.UnixMilli(w.LeaseExpiresAtMs), CommittedOffset: w.CommittedOffset}, nil
+}
+
+// Release gives up member's lease at generation; ErrFenced if the generation is obsolete.
+func (c *Client) Release(ctx context.Context, group, topic string, partition int32, member string, generation int64) error {
+	err := c.doJSON(ctx, http.MethodDelete, groupPath(group, topic, partition, "lease"), nil,
+		wireRelease{Member: member, Generation: generation}, nil)
+	if err != nil {
+		return fmt.Errorf("strata: release %s/%s/%d gen %d for %q: %w", group, topic, partition, generation, member, err)
+	}
+	return nil
+}
+
+// Commit stores nextOffset (the next offset to read) as the group's position, fenced by
+// generation, and returns the committed offset. ErrFenced: not the owner at that
+// generation; ErrStaleCommit: below the committed offset; ErrBeyondHighWatermark: above
+// the high watermark.
+func (c *Client) Commit(ctx context.Context, group, topic string, partition int32, member string, generation, nextOffset int64) (int64, error) {
+	var w wireCommitResponse
+	err := c.doJSON(ctx, http.MethodPost, groupPath(group, topic, partition, "commit"), nil,
+		wireCommit{Member: member, Generation: generation, NextOffset: nextOffset}, &w)
+	if err != nil {
+		return 0, fmt.Errorf("strata: commit %s/%s/%d gen %d @%d: %w", group, topic, partition, generation, nextOffset, err)
+	}
+	return w.CommittedOffset, nil
+}
+
+// DescribeGroup returns the group's position and lease on every partition it has
+// leased or committed; ErrNotFound for an unknown group.
+func (c *Client) DescribeGroup(ctx context.Context, group string) (*Group, error) {
+	var w wireGroup
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/groups/"+seg(group), nil, nil, &w); err != nil {
+		return nil, fmt.Errorf("strata: describe group %q: %w", group, err)
+	}
+	g := &Group{Name: w.Group, Partitions: make([]GroupPartition, len(w.Partitions))}
+	for i, p := range w.Partitions {
+		gp := GroupPartition{Topic: p.Topic, Partition: p.Partition, CommittedOffset: p.CommittedOffset,
+			HighWatermark: p.HighWatermark, Generation: p.Generation}
+		if p.LagRecords != nil {
+			gp.LagRecords = *p.LagRecords
+		}
+		if p.LagSeconds != nil {
+			gp.LagSeconds = *p.LagSeconds
+		}
+		if p.Owner != nil {
+			gp.Owner = *p.Owner
+		}
+		if p.LeaseExpiresAtMs != nil {
+			gp.LeaseExpiresAt = time.UnixMilli(*p.LeaseExpiresAtMs)
+		}
+		g.Partitions[i] = gp
+	}
+	return g, nil
+}
+
+// ResetGroup sets the group's committed offset on every partition of topic.
+// ErrGroupActive if the group holds a live lease on the topic; ErrOffsetOutOfRange for
+// an offset outside a partition's readable range.
+func (c *Client) ResetGroup(ctx context.Context, group, topic string, to ResetTarget) ([]PartitionOffset, error) {
+	var w wireResetResponse
+	path := "/v1/groups/" + seg(group) + "/topics/" + seg(topic) + "/reset"
+	if err := c.doJSON(ctx, http.MethodPost, path, nil, wireReset{To: to}, &w); err != nil {
+		return nil, fmt.Errorf("strata: reset group %q on %q: %w", group, topic, err)
+	}
+	out := make([]PartitionOffset, len(w.Partitions))
+	for i, p := range w.Partitions {
+		out[i] = PartitionOffset{Partition: p.Partition, CommittedOffset: p.CommittedOffset}
+	}
+	return out, nil
+}
+
+// Health returns nil when the server answers {"status": "ok"}.
+func (c *Client) Health(ctx context.Context) error {
+	var w wireHealth
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/health", nil, nil, &w); err != nil {
+		return fmt.Errorf("strata: health: %w", err)
+	}
+	if w.Status != "ok" {
+		return fmt.Errorf("strata: health: %w: status %q", ErrBadResponse, w.Status)
+	}
+	return nil
+}
+
+func fromWireTopic(w wireTopic) *Topic {
+	t := &Topic{Name: w.Name, Partitions: w.Partitions, Retention: time.Duration(w.RetentionMs) * time.Millisecond}
+	for _, p := range w.PartitionInfo {
+		t.PartitionInfo = append(t.PartitionInfo, PartitionInfo(p))
+	}
+	return t
+}
+
+func groupPath(group, topic string, partition int32, op string) string {
+	return fmt.Sprintf("/v1/groups/%s/topics/%s/partitions/%d/%s", seg(group), seg(topic), partition, op)
+}
+
+// seg escapes one path segment (names are restricted, but a bad one must not change
+// the route).
+func seg(s string) string { return url.PathEscape(s) }
+
+// doJSON sends in (JSON, when non-nil) and decodes a 2xx answer into out (when
+// non-nil); a non-2xx answer is an *APIError.
+func (c *Client) doJSON(ctx context.Context, method, path string, q url.Values, in, out any) error {
+	var body []byte
+	if in != nil {
+		var err error
+		if body, err = json.Marshal(in); err != nil {
+			return err
+		}
+	}
+	status, h, resp, err := c.exchange(ctx, method, path, q, body, nil)
+	if err != nil {
+		return err
+	}
+	if status/100 != 2 {
+		apiErr, _ := decodeAPIError(status, h, resp)
+		return apiErr
+	}
+	if out == nil {
+		return nil
+	}
+	return decodeBody(resp, out)
+}
+
+func decodeBody(b []byte, out any) error {
+	if err := json.Unmarshal(b, out); err != nil {
+		return fmt.Errorf("%w: %v", ErrBadResponse, err)
+	}
+	return nil
+}
+
+// exchange makes one HTTP request and reads the whole answer (an error answer up to
+// maxErrorBody bytes).
+func (c *Client) exchange(ctx context.Context, method, path string, q url.Values, body []byte, hdr map[string]string) (int, http.Header, []byte, error) {
+	u := c.base + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.userAgent != "" {
+		req.Header.Set("User-Agent", c.userAgent)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	defer resp.Body.Close()
+	var r io.Reader = resp.Body
+	if resp.StatusCode/100 != 2 {
+		r = io.LimitReader(resp.Body, maxErrorBody)
+	}
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return 0, nil, nil, fmt.Errorf("read %s %s answer: %w", method, path, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	}
+	return resp.StatusCode, resp.Header, b, nil
+}
+
+// IsRetryable reports whether a failed call may be repeated as is: a 429 or 503 (or a
+// gateway's 502/504), a transport error or timeout, or a garbled answer. It is false for
+// other *APIErrors, for client-side validation errors and for a cancelled context.
+// Repeat an Append only with an Idempotency-Key.
+func IsRetryable(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var apiErr *APIError
+	if errors.As(err, &apiErr) {
+		return apiErr.Temporary()
+	}
+	return !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrPayloadTooLarge)
+}

@@ -1,0 +1,316 @@
+package client
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Error codes of the HTTP contract (docs/API.md, "Errors").
+const (
+	CodeInvalidRequest       = "invalid_request"
+	CodeUnauthorized         = "unauthorized"
+	CodeForbidden            = "forbidden"
+	CodeNotFound             = "not_found"
+	CodeTopicExists          = "topic_exists"
+	CodeLeaseHeld            = "lease_held"
+	CodeFenced               = "fenced"
+	CodeStaleCommit          = "stale_commit"
+	CodeGroupActive          = "group_active"
+	CodePayloadTooLarge      = "payload_too_large"
+	CodeOffsetOutOfRange     = "offset_out_of_range"
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodeBeyondHighWatermark  = "beyond_high_watermark"
+	CodeRateLimited          = "rate_limited"
+	CodeUnavailable          = "unavailable"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeInternal             = "internal"
+)
+
+// Sentinel errors, one per error code, so callers branch with errors.Is on an *APIError
+// (or on a client-side check that would have drawn the same answer from the server).
+var (
+	ErrInvalid              = errors.New("strata: invalid request")
+	ErrUnauthorized         = errors.New("strata: unauthorized")
+	ErrForbidden            = errors.New("strata: forbidden")
+	ErrNotFound             = errors.New("strata: not found")
+	ErrTopicExists          = errors.New("strata: topic exists")
+	ErrLeaseHeld            = errors.New("strata: lease held by another member")
+	ErrFenced               = errors.New("strata: fenced (obsolete generation or not the owner)")
+	ErrStaleCommit          = errors.New("strata: stale commit")
+	ErrGroupActive          = errors.New("strata: group has a live lease")
+	ErrPayloadTooLarge      = errors.New("strata: payload too large")
+	ErrOffsetOutOfRange     = errors.New("strata: offset out of range")
+	ErrIdempotencyKeyReused = errors.New("strata: idempotency key reused with a different body")
+	ErrBeyondHighWatermark  = errors.New("strata: commit beyond the high watermark")
+	ErrRateLimited          = errors.New("strata: rate limited")
+	ErrUnavailable          = errors.New("strata: unavailable")
+	ErrMethodNotAllowed     = errors.New("strata: method not allowed")
+	// ErrInternal is a server-side failure a retry will not fix (e.g. corrupt data).
+	ErrInternal = errors.New("strata: internal server error")
+)
+
+// ErrBadResponse is a 2xx answer that does not fit the contract (bad JSON, wrong result
+// count or partition, bad base64). It is retryable: a truncated answer looks the same.
+var ErrBadResponse = errors.New("strata: unexpected server answer")
+
+// sentinelForCode maps a contract error code to its sentinel.
+func sentinelForCode(code string) error {
+	switch code {
+	case CodeInvalidRequest:
+		return ErrInvalid
+	case CodeUnauthorized:
+		return ErrUnauthorized
+	case CodeForbidden:
+		return ErrForbidden
+	case CodeNotFound:
+		return ErrNotFound
+	case CodeTopicExists:
+		return ErrTopicExists
+	case CodeLeaseHeld:
+		return ErrLeaseHeld
+	case CodeFenced:
+		return ErrFenced
+	case CodeStaleCommit:
+		return ErrStaleCommit
+	case CodeGroupActive:
+		return ErrGroupActive
+	case CodePayloadTooLarge:
+		return ErrPayloadTooLarge
+	case CodeOffsetOutOfRange:
+		return ErrOffsetOutOfRange
+	case CodeIdempotencyKeyReused:
+		return ErrIdempotencyKeyReused
+	case CodeBeyondHighWatermark:
+		return ErrBeyondHighWatermark
+	case CodeRateLimited:
+		return ErrRateLimited
+	case CodeUnavailable:
+		return ErrUnavailable
+	case CodeMethodNotAllowed:
+		return ErrMethodNotAllowed
+	case CodeInternal:
+		return ErrInternal
+	}
+	return nil
+}
+
+// sentinelForStatus classifies an answer without a known code (a proxy's error page, a
+// newer server's code) by its status alone; 502 and 504 come from a gateway whose
+// backend failed or timed out, which a caller treats like 503.
+func sentinelForStatus(status int) error {
+	switch status {
+	case http.StatusBadRequest:
+		return ErrInvalid
+	case http.StatusUnauthorized:
+		return ErrUnauthorized
+	case http.StatusForbidden:
+		return ErrForbidden
+	case http.StatusNotFound:
+		return ErrNotFound
+	case http.StatusRequestEntityTooLarge:
+		return ErrPayloadTooLarge
+	case http.StatusRequestedRangeNotSatisfiable:
+		return ErrOffsetOutOfRange
+	case http.StatusTooManyRequests:
+		return ErrRateLimited
+	case http.StatusMethodNotAllowed:
+		return ErrMethodNotAllowed
+	case http.StatusInternalServerError:
+		return ErrInternal
+	case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return ErrUnavailable
+	}
+	return nil
+}
+
+// APIError is a non-2xx answer of the server, decoded from
+// {"error": {"code", "message", ...details}}.
+type APIError struct {
+	Status  int
+	Code    string
+	Message string
+	// Details holds the error object's other fields (numbers as json.Number), e.g.
+	// log_start_offset and high_watermark for offset_out_of_range, owner and
+	// lease_expires_at_ms for lease_held.
+	Details map[string]any
+	// RetryAfter is the Retry-After header's delay (429, sometimes 503); 0 when absent.
+	RetryAfter time.Duration
+}
+
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d", e.Status)
+	if e.Code != "" {
+		fmt.Fprintf(&b, " %s", e.Code)
+	}
+	if e.Message != "" {
+		fmt.Fprintf(&b, ": %s", e.Message)
+	}
+	return b.String()
+}
+
+// Is matches the sentinel of e's code, or of its status when the code is unknown.
+func (e *APIError) Is(target error) bool {
+	s := sentinelForCode(e.Code)
+	if s == nil {
+		s = sentinelForStatus(e.Status)
+	}
+	return s != nil && s == target
+}
+
+// Temporary reports whether the same request may succeed later: 429 and 503 (and a
+// gateway's 502/504).
+func (e *APIError) Temporary() bool {
+	return e.Is(ErrUnavailable) || e.Is(ErrRateLimited)
+}
+
+// LogStartOffset is the log_start_offset detail of offset_out_of_range.
+func (e *APIError) LogStartOffset() (int64, bool) { return e.detailInt("log_start_offset") }
+
+// HighWatermark is the high_watermark detail of offset_out_of_range.
+func (e *APIError) HighWatermark() (int64, bool) { return e.detailInt("high_watermark") }
+
+// Owner is the owner detail of lease_held: the member holding the lease.
+func (e *APIError) Owner() (string, bool) {
+	s, ok := e.Details["owner"].(string)
+	return s, ok
+}
+
+// LeaseExpiresAt is the lease_expires_at_ms detail of lease_held.
+func (e *APIError) LeaseExpiresAt() (time.Time, bool) {
+	ms, ok := e.detailInt("lease_expires_at_ms")
+	if !ok {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
+}
+
+func (e *APIError) detailInt(name string) (int64, bool) {
+	switch v := e.Details[name].(type) {
+	case json.Number:
+		n, err := v.Int64()
+		return n, err == nil
+	case float64:
+		return int64(v), v == float64(int64(v))
+	case int64:
+		return v, true
+	}
+	return 0, false
+}
+
+// wireError is the body of every non-2xx answer. Results is present on a partially
+// failed append.
+type wireError struct {
+	Error   map[string]any `json:"error"`
+	Results []wireResult   `json:"results,omitempty"`
+}
+
+// maxErrorBody bounds how much of an error answer is read.
+const maxErrorBody = 1 << 20
+
+// decodeAPIError builds the *APIError of a non-2xx answer with the given status,
+// headers and body. A body that is not the contract's error object still yields an
+// *APIError carrying the status (and the start of the body as its message). The second
+// result is the append results of a partial failure, if any.
+func decodeAPIError(status int, h http.Header, body []byte) (*APIError, []wireResult) {
+	e := &APIError{Status: status, RetryAfter: parseRetryAfter(h.Get("Retry-After"), time.Now())}
+	var w wireError
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&w); err != nil || w.Error == nil {
+		e.Message = strings.TrimSpace(string(truncate(body, 200)))
+		if e.Message == "" {
+			e.Message = http.StatusText(status)
+		}
+		return e, nil
+	}
+	e.fill(w.Error)
+	if e.Message == "" {
+		e.Message = http.StatusText(status)
+	}
+	return e, w.Results
+}
+
+// fill sets Code, Message and Details from a contract error object.
+func (e *APIError) fill(obj map[string]any) {
+	if c, ok := obj["code"].(string); ok {
+		e.Code = c
+	}
+	if m, ok := obj["message"].(string); ok {
+		e.Message = m
+	}
+	for k, v := range obj {
+		if k == "code" || k == "message" {
+			continue
+		}
+		if e.Details == nil {
+			e.Details = make(map[string]any)
+		}
+		e.Details[k] = v
+	}
+}
+
+// statusForCode is the status the contract gives a code; it lets a per-record error
+// inside a partial append failure (which carries no status) be an *APIError too.
+func statusForCode(code string) int {
+	switch code {
+	case CodeInvalidRequest:
+		return http.StatusBadRequest
+	case CodeUnauthorized:
+		return http.StatusUnauthorized
+	case CodeForbidden:
+		return http.StatusForbidden
+	case CodeNotFound:
+		return http.StatusNotFound
+	case CodeTopicExists, CodeLeaseHeld, CodeFenced, CodeStaleCommit, CodeGroupActive:
+		return http.StatusConflict
+	case CodePayloadTooLarge:
+		return http.StatusRequestEntityTooLarge
+	case CodeOffsetOutOfRange:
+		return http.StatusRequestedRangeNotSatisfiable
+	case CodeIdempotencyKeyReused, CodeBeyondHighWatermark:
+		return http.StatusUnprocessableEntity
+	case CodeRateLimited:
+		return http.StatusTooManyRequests
+	case CodeMethodNotAllowed:
+		return http.StatusMethodNotAllowed
+	case CodeInternal:
+		return http.StatusInternalServerError
+	}
+	return http.StatusServiceUnavailable
+}
+
+// maxRetryAfter caps a Retry-After delay, so a bogus header cannot park a producer.
+const maxRetryAfter = 24 * time.Hour
+
+// parseRetryAfter reads a Retry-After value: delay seconds or an HTTP date; 0 when
+// absent, malformed or in the past.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs <= 0 {
+			return 0
+		}
+		return time.Duration(min(secs, int64(maxRetryAfter/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(t.Sub(now), 0), maxRetryAfter)
+	}
+	return 0
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}

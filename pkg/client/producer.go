@@ -1,0 +1,549 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/stratalog/strata/pkg/log"
+)
+
+// Producer limits and defaults.
+const (
+	// MaxBatchBytes bounds ProducerConfig.BatchBytes so a batch's request body (base64
+	// and JSON included) stays under the server's 6 MiB request limit.
+	MaxBatchBytes = 5 << 20
+
+	DefaultBatchBytes   = 1 << 20
+	DefaultBatchRecords = 1000
+	DefaultMaxRetries   = 10
+	DefaultBackoff      = 100 * time.Millisecond
+	DefaultMaxBackoff   = 10 * time.Second
+	DefaultBufferBytes  = 32 << 20
+
+	// MaxTimestampMs is the largest record timestamp the server accepts (the end of 9999).
+	MaxTimestampMs = 253402300799999
+)
+
+// ErrProducerClosed is returned by Send after Close, and fails the records Close could
+// not deliver before its context ended.
+var ErrProducerClosed = errors.New("strata: producer closed")
+
+// ProducerConfig tunes a Producer; zero fields take the defaults above. Byte sizes count
+// a record's encoded size in the request body (base64 plus a little JSON).
+type ProducerConfig struct {
+	// Linger is how long a partition's first buffered record waits for more before its
+	// batch is sent. 0 sends as soon as the partition has no batch in flight (records
+	// arriving meanwhile still batch up).
+	Linger time.Duration
+	// BatchBytes and BatchRecords cap one request; reaching either sends at once.
+	BatchBytes   int
+	BatchRecords int
+	// MaxRetries bounds the retries of a batch after a 503, a 429, a transport error or
+	// a garbled answer; negative disables retries.
+	MaxRetries int
+	// Backoff is the first retry delay, doubled per attempt up to MaxBackoff, with
+	// jitter. A Retry-After header replaces it for that attempt.
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// Partitions is the topic's partition count; 0 describes the topic to learn it. It
+	// must be the server's count, or keys land elsewhere than the server would put them.
+	Partitions int32
+	// BufferBytes bounds the bytes of records sent but not yet acknowledged or failed;
+	// Send blocks while a record does not fit.
+	BufferBytes int
+}
+
+// ProducerStats are cumulative counters of a Producer.
+type ProducerStats struct {
+	Requests       int64 // append requests made, retries included
+	Retries        int64 // of those, retries
+	Batches        int64 // batches acknowledged
+	RecordsSent    int64 // records acknowledged
+	RecordsFailed  int64 // records whose future failed
+	MaxBatchRecord int64 // largest batch sent, in records
+}
+
+// Producer appends records to one topic in per-partition batches. A record goes to its
+// explicit partition, else to log.PartitionForKey of its key (the server's placement),
+// else round-robin. Each partition has at most one request in flight, and a batch is
+// retried with the same Idempotency-Key and body, so records of a partition are
+// appended exactly once and in Send order. Safe for concurrent use; Send order among
+// concurrent callers is the order in which Send buffers their records. Close it to stop
+// its goroutines.
+type Producer struct {
+	c      *Client
+	topic  string
+	cfg    ProducerConfig
+	nparts int32
+	parts  []*partQueue
+
+	ctx    context.Context // bounds in-flight sends; cancelled when Close gives up
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu       sync.Mutex // guards the fields below; taken before a partQueue's mu
+	buffered int
+	spaceCh  chan struct{} // closed and replaced whenever buffer space frees up
+	closed   bool
+	rr       uint32
+	failN    int64
+	firstErr error
+
+	requests, retries, batches, sent, failed, maxBatch atomic.Int64
+}
+
+// NewProducer returns a Producer for topic. With cfg.Partitions 0 it describes the topic
+// (hence the context).
+func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfig) (*Producer, error) {
+	if cfg.BatchBytes == 0 {
+		cfg.BatchBytes = DefaultBatchBytes
+	}
+	if cfg.BatchRecords == 0 {
+		cfg.BatchRecords = DefaultBatchRecords
+	}
+	if cfg.MaxRetries == 0 {
+		cfg.MaxRetries = DefaultMaxRetries
+	}
+	if cfg.Backoff == 0 {
+		cfg.Backoff = DefaultBackoff
+	}
+	if cfg.MaxBackoff == 0 {
+		cfg.MaxBackoff = DefaultMaxBackoff
+	}
+	if cfg.BufferBytes == 0 {
+		cfg.BufferBytes = DefaultBufferBytes
+	}
+	switch {
+	case cfg.BatchBytes < 0 || cfg.BatchBytes > MaxBatchBytes:
+		return nil, fmt.Errorf("%w: BatchBytes %d outside [1, %d]", ErrInvalid, cfg.BatchBytes, MaxBatchBytes)
+	case cfg.BatchRecords < 0 || cfg.BatchRecords > log.MaxRecordsPerBatch:
+		return nil, fmt.Errorf("%w: BatchRecords %d outside [1, %d]", ErrInvalid, cfg.BatchRecords, log.MaxRecordsPerBatch)
+	case cfg.Linger < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.BufferBytes < 0 || cfg.Partitions < 0:
+		return nil, fmt.Errorf("%w: negative producer setting", ErrInvalid)
+	}
+	if cfg.Partitions == 0 {
+		t, err := c.DescribeTopic(ctx, topic)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Partitions = t.Partitions
+		if cfg.Partitions <= 0 {
+			return nil, fmt.Errorf("strata: topic %q has %d partitions: %w", topic, cfg.Partitions, ErrBadResponse)
+		}
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	p := &Producer{c: c, topic: topic, cfg: cfg, nparts: cfg.Partitions, ctx: pctx, cancel: cancel,
+		spaceCh: make(chan struct{})}
+	p.parts = make([]*partQueue, cfg.Partitions)
+	for i := range p.parts {
+		p.parts[i] = &partQueue{p: p, id: int32(i), wake: make(chan struct{}, 1)}
+	}
+	return p, nil
+}
+
+// Future is the pending outcome of one sent record. A failure after a transport error
+// (the last attempt's answer lost) leaves it unknown whether the record was appended.
+type Future struct {
+	rec  Record
+	size int
+	seq  uint64
+	at   time.Time
+	done chan struct{}
+	res  Result
+	err  error
+}
+
+// Done is closed once the record is acknowledged or has failed.
+func (f *Future) Done() <-chan struct{} { return f.done }
+
+// Wait returns where the record landed, or why it failed; it returns ctx's error if ctx
+// ends first (the record may still be delivered).
+func (f *Future) Wait(ctx context.Context) (Result, error) {
+	select {
+	case <-f.done:
+		return f.res, f.err
+	case <-ctx.Done():
+		return Result{}, ctx.Err()
+	}
+}
+
+// Result is the outcome once Done is closed (zero and nil before).
+func (f *Future) Result() (Result, error) {
+	select {
+	case <-f.done:
+		return f.res, f.err
+	default:
+		return Result{}, nil
+	}
+}
+
+// Send buffers rec for its partition and returns its Future; rec's slices and map must
+// not change until the Future is done. Send blocks while the buffer is full (sending
+// what lingers, until space frees, ctx ends, or the producer closes); ctx bounds only
+// that wait, not delivery. A record over the server's 1 MiB limit, with an empty header
+// name, a timestamp before 1970 or after 9999, or a partition out of range fails at
+// once (ErrPayloadTooLarge, ErrInvalid) rather than failing its whole batch at the server.
+func (p *Producer) Send(ctx context.Context, rec Record) (*Future, error) {
+	if n := rec.Size(); n > log.MaxRecordBytes {
+		return nil, fmt.Errorf("%w: record is %d bytes, at most %d", ErrPayloadTooLarge, n, log.MaxRecordBytes)
+	}
+	for k := range rec.Headers {
+		if k == "" {
+			return nil, fmt.Errorf("%w: empty header name", ErrInvalid)
+		}
+	}
+	if ts := rec.Timestamp; !ts.IsZero() && (ts.UnixMilli() < 0 || ts.UnixMilli() > MaxTimestampMs) {
+		return nil, fmt.Errorf("%w: timestamp %v outside [1970, 9999]", ErrInvalid, ts)
+	}
+	if rec.Partition != nil && (*rec.Partition < 0 || *rec.Partition >= p.nparts) {
+		return nil, fmt.Errorf("%w: partition %d outside [0, %d)", ErrInvalid, *rec.Partition, p.nparts)
+	}
+	f := &Future{rec: rec, size: encodedSize(rec), done: make(chan struct{})}
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, ErrProducerClosed
+		}
+		if p.buffered == 0 || p.buffered+f.size <= p.cfg.BufferBytes {
+			p.buffered += f.size
+			p.parts[p.place(rec)].enqueue(f)
+			p.mu.Unlock()
+			return f, nil
+		}
+		ch := p.spaceCh
+		p.mu.Unlock()
+		// Space frees only as batches complete: stop lingering so it does.
+		for _, q := range p.parts {
+			q.flushAll()
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("strata: send to %q: waiting for buffer space: %w", p.topic, ctx.Err())
+		}
+	}
+}
+
+// place picks rec's partition; p.mu is held (for the round-robin counter).
+func (p *Producer) place(rec Record) int32 {
+	switch {
+	case rec.Partition != nil:
+		return *rec.Partition
+	case rec.Key != nil:
+		return log.PartitionForKey(rec.Key, p.nparts)
+	}
+	p.rr++
+	return int32((p.rr - 1) % uint32(p.nparts))
+}
+
+// SendSync sends rec and waits for its outcome.
+func (p *Producer) SendSync(ctx context.Context, rec Record) (Result, error) {
+	f, err := p.Send(ctx, rec)
+	if err != nil {
+		return Result{}, err
+	}
+	return f.Wait(ctx)
+}
+
+// Flush sends every buffered record without waiting for Linger and waits until all
+// records sent before the call are acknowledged or failed. It returns ctx's error if
+// ctx ends first; otherwise, if any record failed since the previous Flush, an error
+// counting them and wrapping the first failure (Futures tell which).
+func (p *Producer) Flush(ctx context.Context) error {
+	var waits []*Future
+	for _, q := range p.parts {
+		if f := q.flushAll(); f != nil {
+			waits = append(waits, f)
+		}
+	}
+	for _, f := range waits {
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return fmt.Errorf("strata: flush %q: %w", p.topic, ctx.Err())
+		}
+	}
+	p.mu.Lock()
+	n, first := p.failN, p.firstErr
+	p.failN, p.firstErr = 0, nil
+	p.mu.Unlock()
+	if n > 0 {
+		return fmt.Errorf("strata: flush %q: %d records failed since the last flush, first: %w", p.topic, n, first)
+	}
+	return nil
+}
+
+// Close stops accepting records, flushes, and stops the partition senders. If ctx ends
+// first, in-flight requests are abandoned and the undelivered records fail with
+// ErrProducerClosed (an abandoned request may still have been appended).
+func (p *Producer) Close(ctx context.Context) error {
+	p.mu.Lock()
+	already := p.closed
+	p.closed = true
+	close(p.spaceCh)
+	p.spaceCh = make(chan struct{})
+	p.mu.Unlock()
+	if already {
+		p.wg.Wait()
+		return nil
+	}
+	err := p.Flush(ctx)
+	if ctx.Err() != nil {
+		p.cancel()
+	}
+	for _, q := range p.parts {
+		q.stop()
+	}
+	p.wg.Wait()
+	p.cancel()
+	return err
+}
+
+// Stats returns the producer's counters.
+func (p *Producer) Stats() ProducerStats {
+	return ProducerStats{Requests: p.requests.Load(), Retries: p.retries.Load(), Batches: p.batches.Load(),
+		RecordsSent: p.sent.Load(), RecordsFailed: p.failed.Load(), MaxBatchRecord: p.maxBatch.Load()}
+}
+
+// partQueue is one partition's buffer and its sender goroutine, which sends one batch
+// at a time: that is what keeps one request in flight per partition.
+type partQueue struct {
+	p    *Producer
+	id   int32
+	wake chan struct{} // capacity 1: a pending wake-up for the sender
+
+	mu           sync.Mutex
+	buf          []*Future
+	bufBytes     int
+	seq          uint64  // seq of the last enqueued record
+	flushThrough uint64  // records up to this seq are sent without lingering
+	last         *Future // last enqueued record
+	started      bool
+	stopping     bool
+}
+
+func (q *partQueue) enqueue(f *Future) {
+	q.mu.Lock()
+	q.seq++
+	f.seq = q.seq
+	f.at = time.Now()
+	q.buf = append(q.buf, f)
+	q.bufBytes += f.size
+	q.last = f
+	if !q.started {
+		q.started = true
+		q.p.wg.Add(1)
+		go q.run()
+	}
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *partQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// flushAll marks every buffered record for immediate sending and returns the last
+// record enqueued (nil if none is pending): records of a partition complete in order,
+// so when it is done, all are.
+func (q *partQueue) flushAll() *Future {
+	q.mu.Lock()
+	f := q.last
+	q.flushThrough = q.seq
+	q.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	select {
+	case <-f.done:
+		return nil
+	default:
+	}
+	q.signal()
+	return f
+}
+
+func (q *partQueue) stop() {
+	q.mu.Lock()
+	q.stopping = true
+	q.mu.Unlock()
+	q.signal()
+}
+
+func (q *partQueue) run() {
+	defer q.p.wg.Done()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		batch, wait, exit := q.take(time.Now())
+		if exit {
+			return
+		}
+		if batch == nil {
+			if wait > 0 {
+				timer.Reset(wait)
+			}
+			select {
+			case <-q.wake:
+			case <-timer.C:
+			}
+			timer.Stop()
+			continue
+		}
+		q.p.sendBatch(q.id, batch)
+	}
+}
+
+// take removes the next batch if one is due (full, flushed, stopping, or lingered
+// long enough); otherwise it says how long until the linger ends (0: wait for a wake-up).
+func (q *partQueue) take(now time.Time) (batch []*Future, wait time.Duration, exit bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	cfg := &q.p.cfg
+	if len(q.buf) == 0 {
+		return nil, 0, q.stopping
+	}
+	due := q.buf[0].at.Add(cfg.Linger)
+	ready := q.stopping || len(q.buf) >= cfg.BatchRecords || q.bufBytes >= cfg.BatchBytes ||
+		q.buf[0].seq <= q.flushThrough || !now.Before(due)
+	if !ready {
+		return nil, due.Sub(now), false
+	}
+	n, size := 0, 0
+	for n < len(q.buf) && n < cfg.BatchRecords {
+		if n > 0 && size+q.buf[n].size > cfg.BatchBytes {
+			break
+		}
+		size += q.buf[n].size
+		n++
+	}
+	batch = slices.Clone(q.buf[:n])
+	clear(q.buf[:n])
+	q.buf = q.buf[n:]
+	q.bufBytes -= size
+	return batch, 0, false
+}
+
+// sendBatch appends one batch of partition part, retrying with the same
+// Idempotency-Key and body, then completes its futures and frees its buffer space.
+func (p *Producer) sendBatch(part int32, batch []*Future) {
+	recs := make([]Record, len(batch))
+	size := 0
+	for i, f := range batch {
+		recs[i] = f.rec
+		size += f.size
+	}
+	for m := p.maxBatch.Load(); int64(len(batch)) > m && !p.maxBatch.CompareAndSwap(m, int64(len(batch))); {
+		m = p.maxBatch.Load()
+	}
+	var results []Result
+	body, err := encodeAppend(recs, &part)
+	if err == nil {
+		key := ulid.Make().String()
+		for attempt := 0; ; attempt++ {
+			p.requests.Add(1)
+			results, err = p.c.appendBody(p.ctx, p.topic, body, len(batch), key)
+			if err == nil {
+				for i, r := range results {
+					if r.Partition != part {
+						err = fmt.Errorf("%w: record %d of a batch for partition %d landed on %d",
+							ErrBadResponse, i, part, r.Partition)
+						results = nil
+						break
+					}
+				}
+			}
+			if err == nil || p.ctx.Err() != nil || !IsRetryable(err) || attempt >= p.cfg.MaxRetries {
+				break
+			}
+			if !sleepCtx(p.ctx, p.retryDelay(attempt, err)) {
+				break
+			}
+			p.retries.Add(1)
+		}
+	}
+	if err != nil {
+		if p.ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", ErrProducerClosed, err)
+		}
+		err = fmt.Errorf("strata: produce to %s/%d: %w", p.topic, part, err)
+	} else {
+		p.batches.Add(1)
+	}
+	var nfail int64
+	for i, f := range batch {
+		switch {
+		case err == nil:
+			f.res = results[i]
+		case len(results) == len(batch) && results[i].Err == nil && results[i].Partition == part:
+			// Appended in a partially failed request whose retries ran out.
+			f.res = results[i]
+		default:
+			f.err = err
+			nfail++
+		}
+		f.rec = Record{}
+	}
+	// Counters and Flush's failure tally are updated before the futures complete, so
+	// whoever waits on a future sees them.
+	p.sent.Add(int64(len(batch)) - nfail)
+	p.failed.Add(nfail)
+	p.mu.Lock()
+	p.buffered -= size
+	close(p.spaceCh)
+	p.spaceCh = make(chan struct{})
+	if nfail > 0 {
+		if p.failN == 0 {
+			p.firstErr = err
+		}
+		p.failN += nfail
+	}
+	p.mu.Unlock()
+	for _, f := range batch {
+		close(f.done)
+	}
+}
+
+// retryDelay is the wait before retry attempt+1: the server's Retry-After if given,
+// else exponential backoff with jitter in [d/2, d].
+func (p *Producer) retryDelay(attempt int, err error) time.Duration {
+	var apiErr *APIError
+	if errors.As(err, &apiErr) && apiErr.RetryAfter > 0 {
+		return apiErr.RetryAfter
+	}
+	d := p.cfg.Backoff
+	for i := 0; i < attempt && d < p.cfg.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, p.cfg.MaxBackoff)
+	if d <= 1 {
+		return d
+	}
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)+1))
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}

@@ -1,0 +1,631 @@
+package client_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"pgregory.net/rapid"
+
+	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/log"
+)
+
+type tb interface {
+	Helper()
+	Fatalf(string, ...any)
+	Errorf(string, ...any)
+	Cleanup(func())
+}
+
+func newProducer(t tb, f *fakeServer, cfg client.ProducerConfig) *client.Producer {
+	t.Helper()
+	c, err := client.New(f.URL)
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	p, err := client.NewProducer(context.Background(), c, "orders", cfg)
+	if err != nil {
+		t.Fatalf("producer: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = p.Close(ctx)
+	})
+	return p
+}
+
+// sent is one record handed to Send and its future.
+type sent struct {
+	rec  client.Record
+	want int32 // the partition it must land on
+	fut  *client.Future
+}
+
+// checkDelivery asserts exactly-once, in-order delivery: every future succeeded at the
+// position where the fake holds its record; each partition's log is exactly the records
+// sent to it, in Send order; there was never more than one request in flight per
+// partition; and every retry reused its key's body byte for byte.
+func checkDelivery(t tb, f *fakeServer, all []sent) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	calls, logs, maxIn, _ := f.snapshot()
+	wantLog := map[int32][][]byte{}
+	for i, s := range all {
+		res, err := s.fut.Wait(ctx)
+		if err != nil {
+			t.Fatalf("record %d failed: %v\n%s", i, err, callsSummary(calls))
+		}
+		if res.Partition != s.want {
+			t.Fatalf("record %d landed on partition %d, want %d", i, res.Partition, s.want)
+		}
+		l := logs[res.Partition]
+		if res.Offset < 0 || res.Offset >= int64(len(l)) || !bytes.Equal(l[res.Offset].Value, s.rec.Value) {
+			t.Fatalf("record %d (%q): result %+v does not point at it", i, s.rec.Value, res)
+		}
+		wantLog[s.want] = append(wantLog[s.want], s.rec.Value)
+	}
+	for p, l := range logs {
+		if len(l) != len(wantLog[p]) {
+			t.Fatalf("partition %d holds %d records, %d were sent to it (duplicates or losses)\n%s",
+				p, len(l), len(wantLog[p]), callsSummary(calls))
+		}
+		for i, r := range l {
+			if !bytes.Equal(r.Value, wantLog[p][i]) {
+				t.Fatalf("partition %d offset %d holds %q, want %q (order broken)", p, i, r.Value, wantLog[p][i])
+			}
+		}
+	}
+	for p, m := range maxIn {
+		if m > 1 {
+			t.Fatalf("partition %d had %d requests in flight at once", p, m)
+		}
+	}
+	bodies := map[string][]byte{}
+	for i, c := range calls {
+		if c.Key == "" {
+			t.Fatalf("call %d has no Idempotency-Key", i)
+		}
+		if _, err := ulid.ParseStrict(c.Key); err != nil {
+			t.Fatalf("call %d key %q is not a ULID: %v", i, c.Key, err)
+		}
+		if len(c.Partitions) != 1 {
+			t.Fatalf("call %d spans partitions %v", i, c.Partitions)
+		}
+		if b, ok := bodies[c.Key]; ok && !bytes.Equal(b, c.Body) {
+			t.Fatalf("call %d reuses key %s with a different body", i, c.Key)
+		}
+		bodies[c.Key] = c.Body
+	}
+}
+
+// TestProducerRetryReusesKeyAndBody: a batch that meets a 503, a dropped answer (after
+// the fake appended it) and a 429 is sent four times with one Idempotency-Key and one
+// body, is appended once, and the 429's Retry-After is waited out.
+func TestProducerRetryReusesKeyAndBody(t *testing.T) {
+	f := newFake(t, 1)
+	f.retryAfter = "1"
+	f.inject = func(n int, _ appendCall) fault {
+		return [...]fault{fault503, faultDrop, fault429, faultNone, faultNone}[min(n, 4)]
+	}
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, Linger: 20 * time.Millisecond, Backoff: time.Millisecond})
+	var all []sent
+	for i := range 3 {
+		rec := client.Record{Key: []byte("k"), Value: fmt.Appendf(nil, "v%d", i)}
+		fut, err := p.Send(context.Background(), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, sent{rec: rec, fut: fut})
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkDelivery(t, f, all)
+	calls, logs, _, _ := f.snapshot()
+	if len(calls) != 4 {
+		t.Fatalf("%d calls, want 4 (503, drop, 429, ok):\n%s", len(calls), callsSummary(calls))
+	}
+	for i, c := range calls {
+		if c.Key != calls[0].Key || !bytes.Equal(c.Body, calls[0].Body) || c.Records != 3 {
+			t.Fatalf("call %d differs from call 0:\n%s", i, callsSummary(calls))
+		}
+	}
+	if len(logs[0]) != 3 {
+		t.Fatalf("log holds %d records, want 3", len(logs[0]))
+	}
+	if gap := calls[3].At.Sub(calls[2].At); gap < 900*time.Millisecond {
+		t.Fatalf("retry %v after a 429 with Retry-After: 1", gap)
+	}
+	if s := p.Stats(); s.Batches != 1 || s.RecordsSent != 3 || s.Retries < 2 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestFakeDetectsConcurrency is the control of the in-flight assertion: plain
+// concurrent Appends to one partition do overlap at the fake.
+func TestFakeDetectsConcurrency(t *testing.T) {
+	f := newFake(t, 1)
+	f.delay = 20 * time.Millisecond
+	c, _ := client.New(f.URL)
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			if _, err := c.Append(context.Background(), "orders", []client.Record{{Value: []byte("x")}}, client.AppendOptions{}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if _, _, maxIn, _ := f.snapshot(); maxIn[0] < 2 {
+		t.Fatalf("max in flight %d: the fake cannot see overlapping requests", maxIn[0])
+	}
+}
+
+// TestProducerOneInFlightPerPartition: 600 keyed records over 4 partitions with 25%
+// injected failures: at most one request per partition at any moment (while partitions
+// do run in parallel), and each partition's log is the Send order exactly once.
+func TestProducerOneInFlightPerPartition(t *testing.T) {
+	f := newFake(t, 4)
+	f.delay = 2 * time.Millisecond
+	rng := rand.New(rand.NewPCG(1, 2))
+	var rngMu sync.Mutex
+	f.inject = func(int, appendCall) fault {
+		rngMu.Lock()
+		defer rngMu.Unlock()
+		switch rng.IntN(12) {
+		case 0:
+			return fault503
+		case 1:
+			return faultDrop
+		case 2:
+			return fault429
+		}
+		return faultNone
+	}
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 4, BatchRecords: 7, Backoff: time.Millisecond,
+		MaxBackoff: 4 * time.Millisecond, MaxRetries: 50})
+	var all []sent
+	for i := range 600 {
+		key := fmt.Appendf(nil, "key-%d", i%37)
+		rec := client.Record{Key: key, Value: fmt.Appendf(nil, "%s/%d", key, i)}
+		fut, err := p.Send(context.Background(), rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, sent{rec: rec, want: log.PartitionForKey(key, 4), fut: fut})
+	}
+	if err := p.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	checkDelivery(t, f, all)
+	calls, _, _, maxTotal := f.snapshot()
+	if maxTotal < 2 {
+		t.Fatalf("never more than one request in flight overall: partitions did not run in parallel")
+	}
+	faults := 0
+	for _, c := range calls {
+		if c.Fault != faultNone {
+			faults++
+		}
+	}
+	if faults < 10 {
+		t.Fatalf("only %d faults injected in %d calls", faults, len(calls))
+	}
+	t.Logf("%d calls, %d faults, max %d in flight overall, stats %+v", len(calls), faults, maxTotal, p.Stats())
+}
+
+// TestProducerProperty: for random partition counts, batch sizes, lingers, record
+// placements (keyed, unkeyed, explicit) and fault sequences, delivery is exactly once,
+// in Send order per partition, one request in flight per partition, retries identical.
+func TestProducerProperty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		nparts := rapid.Int32Range(1, 4).Draw(rt, "partitions")
+		faults := rapid.SliceOfN(rapid.SampledFrom([]fault{faultNone, fault503, fault429, faultDrop}), 0, 12).Draw(rt, "faults")
+		f := newFake(rt, nparts)
+		f.inject = func(n int, _ appendCall) fault {
+			if n < len(faults) {
+				return faults[n]
+			}
+			return faultNone
+		}
+		cfg := client.ProducerConfig{
+			Partitions:   nparts,
+			BatchRecords: rapid.IntRange(1, 12).Draw(rt, "batchRecords"),
+			BatchBytes:   rapid.IntRange(200, 2000).Draw(rt, "batchBytes"),
+			Linger:       rapid.SampledFrom([]time.Duration{0, 500 * time.Microsecond, 2 * time.Millisecond}).Draw(rt, "linger"),
+			Backoff:      time.Millisecond, MaxBackoff: 2 * time.Millisecond, MaxRetries: 100,
+		}
+		p := newProducer(rt, f, cfg)
+		n := rapid.IntRange(1, 80).Draw(rt, "records")
+		var all []sent
+		rr := int32(0)
+		for i := range n {
+			rec := client.Record{Value: fmt.Appendf(nil, "v%d-%s", i, strings.Repeat("x", rapid.IntRange(0, 100).Draw(rt, "pad")))}
+			var want int32
+			switch kind := rapid.IntRange(0, 2).Draw(rt, "kind"); kind {
+			case 0:
+				rec.Key = fmt.Appendf(nil, "k%d", rapid.IntRange(0, 5).Draw(rt, "key"))
+				want = log.PartitionForKey(rec.Key, nparts)
+			case 1:
+				want = rr % nparts
+				rr++
+			case 2:
+				want = rapid.Int32Range(0, nparts-1).Draw(rt, "explicit")
+				rec.Partition = &want
+			}
+			fut, err := p.Send(context.Background(), rec)
+			if err != nil {
+				rt.Fatalf("send: %v", err)
+			}
+			all = append(all, sent{rec: rec, want: want, fut: fut})
+		}
+		if err := p.Flush(context.Background()); err != nil {
+			rt.Fatalf("flush: %v", err)
+		}
+		checkDelivery(rt, f, all)
+	})
+}
+
+// TestProducerLingerFlushesPartialBatch: a batch below its size limits goes out once
+// its first record has lingered, as one request, and not before.
+func TestProducerLingerFlushesPartialBatch(t *testing.T) {
+	f := newFake(t, 2)
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 2, Linger: 100 * time.Millisecond, BatchRecords: 100})
+	start := time.Now()
+	var futs []*client.Future
+	for i := range 3 {
+		fut, err := p.Send(context.Background(), client.Record{Partition: i32(1), Value: fmt.Appendf(nil, "%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		futs = append(futs, fut)
+	}
+	time.Sleep(40 * time.Millisecond)
+	if calls, _, _, _ := f.snapshot(); len(calls) != 0 {
+		t.Fatalf("sent after %v, before the linger ended", time.Since(start))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i, fut := range futs {
+		res, err := fut.Wait(ctx)
+		if err != nil || res.Partition != 1 || res.Offset != int64(i) {
+			t.Fatalf("record %d: %+v, %v", i, res, err)
+		}
+	}
+	calls, _, _, _ := f.snapshot()
+	if len(calls) != 1 || calls[0].Records != 3 {
+		t.Fatalf("want one request of 3 records:\n%s", callsSummary(calls))
+	}
+	if d := calls[0].At.Sub(start); d < 90*time.Millisecond || d > 2*time.Second {
+		t.Fatalf("partial batch sent %v after the first record, linger 100ms", d)
+	}
+}
+
+// TestProducerFullBatchSendsAtOnce: reaching BatchRecords or BatchBytes sends without
+// waiting for a long linger; the remainder waits for Flush.
+func TestProducerFullBatchSendsAtOnce(t *testing.T) {
+	f := newFake(t, 1)
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, Linger: time.Hour, BatchRecords: 4})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var last *client.Future
+	for i := range 4 {
+		var err error
+		if last, err = p.Send(ctx, client.Record{Value: fmt.Appendf(nil, "%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := last.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	// Each record takes ~200 encoded bytes; a 500-byte batch holds two.
+	g := newFake(t, 1)
+	q := newProducer(t, g, client.ProducerConfig{Partitions: 1, Linger: time.Hour, BatchBytes: 500})
+	val := bytes.Repeat([]byte("x"), 75)
+	var futs []*client.Future
+	for range 3 {
+		fut, err := q.Send(ctx, client.Record{Value: val})
+		if err != nil {
+			t.Fatal(err)
+		}
+		futs = append(futs, fut)
+	}
+	if _, err := futs[1].Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-futs[2].Done():
+		t.Fatal("the third record did not wait for its linger")
+	case <-time.After(30 * time.Millisecond):
+	}
+	if err := q.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls, _, _, _ := g.snapshot()
+	if len(calls) != 2 || calls[0].Records != 2 || calls[1].Records != 1 {
+		t.Fatalf("want batches of 2 then 1:\n%s", callsSummary(calls))
+	}
+}
+
+// TestProducerNonRetryableFailsBatch: a 400 fails the batch at once (one request), the
+// next batch of the partition still goes through, and Flush reports the failure once.
+func TestProducerNonRetryableFailsBatch(t *testing.T) {
+	f := newFake(t, 1)
+	f.inject = func(n int, _ appendCall) fault {
+		if n == 0 {
+			return fault400
+		}
+		return faultNone
+	}
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, Backoff: time.Millisecond})
+	ctx := context.Background()
+	if _, err := p.SendSync(ctx, client.Record{Value: []byte("a")}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("err = %v, want ErrInvalid", err)
+	}
+	if err := p.Flush(ctx); err == nil || !errors.Is(err, client.ErrInvalid) || !strings.Contains(err.Error(), "1 records failed") {
+		t.Fatalf("flush after a failure: %v", err)
+	}
+	res, err := p.SendSync(ctx, client.Record{Value: []byte("b")})
+	if err != nil || res.Offset != 0 {
+		t.Fatalf("next record: %+v, %v", res, err)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatalf("second flush: %v", err)
+	}
+	if calls, _, _, _ := f.snapshot(); len(calls) != 2 {
+		t.Fatalf("%d calls, want 2 (a 400 is not retried)", len(calls))
+	}
+	if s := p.Stats(); s.RecordsFailed != 1 || s.RecordsSent != 1 || s.Retries != 0 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestProducerRetriesExhausted: after MaxRetries the batch fails with the last error.
+func TestProducerRetriesExhausted(t *testing.T) {
+	f := newFake(t, 1)
+	f.inject = func(int, appendCall) fault { return fault503 }
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, MaxRetries: 2, Backoff: time.Millisecond})
+	_, err := p.SendSync(context.Background(), client.Record{Value: []byte("a")})
+	if !errors.Is(err, client.ErrUnavailable) {
+		t.Fatalf("err = %v", err)
+	}
+	if calls, _, _, _ := f.snapshot(); len(calls) != 3 {
+		t.Fatalf("%d calls, want 1 + 2 retries", len(calls))
+	}
+}
+
+// TestProducerPlacement: keyed records land where log.PartitionForKey puts them,
+// explicit partitions are kept, unkeyed ones go round-robin.
+func TestProducerPlacement(t *testing.T) {
+	f := newFake(t, 8)
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 8})
+	ctx := context.Background()
+	var all []sent
+	counts := map[int32]int{}
+	for i := range 64 {
+		var s sent
+		switch i % 3 {
+		case 0:
+			s.rec = client.Record{Key: fmt.Appendf(nil, "user-%d", i)}
+			s.want = log.PartitionForKey(s.rec.Key, 8)
+		case 1:
+			s.want = int32(i % 8)
+			s.rec = client.Record{Key: []byte("ignored"), Partition: i32(s.want)}
+		case 2:
+			s.want = -1
+		}
+		s.rec.Value = fmt.Appendf(nil, "v%d", i)
+		fut, err := p.Send(ctx, s.rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.fut = fut
+		all = append(all, s)
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range all {
+		res, err := s.fut.Wait(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.want >= 0 && res.Partition != s.want {
+			t.Fatalf("record %d on %d, want %d", i, res.Partition, s.want)
+		}
+		if s.want < 0 {
+			counts[res.Partition]++
+		}
+	}
+	for part := range int32(8) {
+		if c := counts[part]; c < 2 || c > 3 {
+			t.Fatalf("unkeyed records per partition %v: not round-robin", counts)
+		}
+	}
+}
+
+// TestProducerBufferBlocksSend: with the buffer full, Send waits and gives up with its
+// context; once space frees up, Send proceeds.
+func TestProducerBufferBlocksSend(t *testing.T) {
+	f := newFake(t, 1)
+	f.hold = make(chan struct{})
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, BufferBytes: 300})
+	ctx := context.Background()
+	first, err := p.Send(ctx, client.Record{Value: bytes.Repeat([]byte("a"), 100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	if _, err := p.Send(short, client.Record{Value: bytes.Repeat([]byte("b"), 100)}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("send into a full buffer: %v, want a deadline error", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := p.SendSync(ctx, client.Record{Value: []byte("c")})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		t.Fatalf("send returned %v while the buffer was full", err)
+	case <-time.After(30 * time.Millisecond):
+	}
+	close(f.hold)
+	wait, cancel2 := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel2()
+	if _, err := first.Wait(wait); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	_, logs, _, _ := f.snapshot()
+	if len(logs[0]) != 2 || logs[0][1].Value[0] != 'c' {
+		t.Fatalf("log holds %d records", len(logs[0]))
+	}
+}
+
+// TestProducerFullBufferOverridesLinger: a Send waiting for buffer space makes the
+// lingering records go, rather than stalling for the whole linger.
+func TestProducerFullBufferOverridesLinger(t *testing.T) {
+	f := newFake(t, 1)
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, Linger: time.Hour, BufferBytes: 300})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	first, err := p.Send(ctx, client.Record{Value: bytes.Repeat([]byte("a"), 100)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Send(ctx, client.Record{Value: bytes.Repeat([]byte("b"), 100)}); err != nil {
+		t.Fatalf("send into a full buffer of lingering records: %v", err)
+	}
+	if _, err := first.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestProducerCloseGivesUp: Close with an expiring context abandons a hung request,
+// fails its records with ErrProducerClosed, and refuses later sends.
+func TestProducerCloseGivesUp(t *testing.T) {
+	f := newFake(t, 1)
+	f.inject = func(int, appendCall) fault { return faultHang }
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1})
+	ctx := context.Background()
+	fut, err := p.Send(ctx, client.Record{Value: []byte("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if err := p.Close(short); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("close: %v", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("close took %v", d)
+	}
+	if _, err := fut.Result(); !errors.Is(err, client.ErrProducerClosed) {
+		t.Fatalf("abandoned record: %v", err)
+	}
+	if _, err := p.Send(ctx, client.Record{}); !errors.Is(err, client.ErrProducerClosed) {
+		t.Fatalf("send after close: %v", err)
+	}
+}
+
+// TestProducerCloseFlushes: Close delivers records still lingering.
+func TestProducerCloseFlushes(t *testing.T) {
+	f := newFake(t, 3)
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 3, Linger: time.Hour})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var futs []*client.Future
+	for i := range 9 {
+		fut, err := p.Send(ctx, client.Record{Value: fmt.Appendf(nil, "%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		futs = append(futs, fut)
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, fut := range futs {
+		if _, err := fut.Result(); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	if calls, _, _, _ := f.snapshot(); len(calls) != 3 {
+		t.Fatalf("%d calls, want one per partition", len(calls))
+	}
+}
+
+// TestProducerRejectsBadRecords: records the server would refuse fail at Send, before
+// they can fail a whole batch.
+func TestProducerRejectsBadRecords(t *testing.T) {
+	f := newFake(t, 2)
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 2})
+	ctx := context.Background()
+	big := client.Record{Key: []byte("k"), Value: make([]byte, log.MaxRecordBytes)}
+	if _, err := p.Send(ctx, big); !errors.Is(err, client.ErrPayloadTooLarge) {
+		t.Fatalf("oversized: %v", err)
+	}
+	if _, err := p.Send(ctx, client.Record{Headers: map[string][]byte{"": nil}}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("empty header name: %v", err)
+	}
+	if _, err := p.Send(ctx, client.Record{Partition: i32(2)}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("partition out of range: %v", err)
+	}
+	if _, err := p.Send(ctx, client.Record{Timestamp: time.UnixMilli(-1)}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("timestamp before 1970: %v", err)
+	}
+	if _, err := p.Send(ctx, client.Record{Timestamp: time.UnixMilli(client.MaxTimestampMs + 1)}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("timestamp after 9999: %v", err)
+	}
+	exact := client.Record{Key: []byte("k"), Value: make([]byte, log.MaxRecordBytes-1)}
+	if _, err := p.SendSync(ctx, exact); err != nil {
+		t.Fatalf("a record of exactly 1 MiB: %v", err)
+	}
+	if calls, _, _, _ := f.snapshot(); len(calls) != 1 {
+		t.Fatalf("%d calls, want 1", len(calls))
+	}
+}
+
+// TestNewProducerDescribesTopic: without Partitions, the producer learns the count.
+func TestNewProducerDescribesTopic(t *testing.T) {
+	f := newFake(t, 3)
+	c, _ := client.New(f.URL)
+	ctx := context.Background()
+	p, err := client.NewProducer(ctx, c, "orders", client.ProducerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close(ctx)
+	seen := map[int32]bool{}
+	for range 6 {
+		res, err := p.SendSync(ctx, client.Record{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen[res.Partition] = true
+	}
+	if len(seen) != 3 {
+		t.Fatalf("unkeyed records reached partitions %v, want all 3", seen)
+	}
+	if _, err := client.NewProducer(ctx, c, "missing", client.ProducerConfig{}); !errors.Is(err, client.ErrNotFound) {
+		t.Fatalf("unknown topic: %v", err)
+	}
+	if _, err := client.NewProducer(ctx, c, "orders", client.ProducerConfig{BatchRecords: log.MaxRecordsPerBatch + 1}); !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("too many records per batch: %v", err)
+	}
+}

@@ -1,0 +1,342 @@
+package client
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Record is one record to append.
+type Record struct {
+	// Key, when non-nil (even empty), makes the record keyed: without Partition it goes
+	// to log.PartitionForKey(Key, partitions). A nil Key is unkeyed.
+	Key     []byte
+	Value   []byte
+	Headers map[string][]byte
+	// Partition, when set, places the record explicitly.
+	Partition *int32
+	// Timestamp, when non-zero, is stored (in milliseconds) as is; otherwise the server
+	// uses the append time.
+	Timestamp time.Time
+}
+
+// Size is the record's size as the server counts it against the 1 MiB limit: key,
+// value, header names and header values, decoded.
+func (r Record) Size() int {
+	n := len(r.Key) + len(r.Value)
+	for k, v := range r.Headers {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// Result is where one appended record landed.
+type Result struct {
+	Partition int32
+	Offset    int64
+	// Err is set, and Offset meaningless, for a record whose partition failed in a
+	// partially failed append (Append then also returns an *APIError).
+	Err error
+}
+
+// PollOptions are optional limits of Poll; zero leaves the server default
+// (500 records, 1 MiB, no wait).
+type PollOptions struct {
+	MaxRecords int
+	MaxBytes   int
+	// Wait is how long the server may wait for a record when the offset is at the high
+	// watermark (rounded up to a millisecond, at most 20 s).
+	Wait time.Duration
+}
+
+// PolledRecord is one record read back.
+type PolledRecord struct {
+	Offset    int64
+	Timestamp time.Time
+	Key       []byte
+	Value     []byte
+	Headers   map[string][]byte
+}
+
+// PollResult is one Poll answer. NextOffset is the offset to poll next.
+type PollResult struct {
+	Records        []PolledRecord
+	NextOffset     int64
+	HighWatermark  int64
+	LogStartOffset int64
+}
+
+// TopicConfig is the settable part of a topic; a zero Retention leaves the server's
+// default (24 hours).
+type TopicConfig struct {
+	Partitions int32
+	Retention  time.Duration
+}
+
+// Topic describes a topic. PartitionInfo is filled by DescribeTopic.
+type Topic struct {
+	Name          string
+	Partitions    int32
+	Retention     time.Duration
+	PartitionInfo []PartitionInfo
+}
+
+// PartitionInfo is a partition's readable range.
+type PartitionInfo struct {
+	Partition      int32
+	LogStartOffset int64
+	HighWatermark  int64
+}
+
+// Lease is a granted or renewed lease of (group, topic, partition).
+type Lease struct {
+	Generation int64
+	ExpiresAt  time.Time
+	// CommittedOffset is the group's next offset to read, nil before the first commit.
+	CommittedOffset *int64
+}
+
+// Group describes a consumer group.
+type Group struct {
+	Name       string
+	Partitions []GroupPartition
+}
+
+// GroupPartition is a group's position on one partition. Owner is "" and
+// LeaseExpiresAt zero when no lease is live; Generation is the last one.
+type GroupPartition struct {
+	Topic           string
+	Partition       int32
+	CommittedOffset *int64
+	HighWatermark   int64
+	LagRecords      int64
+	LagSeconds      float64
+	Owner           string
+	Generation      int64
+	LeaseExpiresAt  time.Time
+}
+
+// PartitionOffset is a partition's committed offset after a reset.
+type PartitionOffset struct {
+	Partition       int32
+	CommittedOffset int64
+}
+
+// ResetTarget is where ResetGroup moves a group's committed offsets; build it with
+// ResetEarliest, ResetLatest, ResetToOffset or ResetToTime.
+type ResetTarget struct {
+	kind   string
+	offset int64
+	ts     time.Time
+}
+
+// ResetEarliest moves to each partition's log start offset.
+func ResetEarliest() ResetTarget { return ResetTarget{kind: "earliest"} }
+
+// ResetLatest moves to each partition's high watermark.
+func ResetLatest() ResetTarget { return ResetTarget{kind: "latest"} }
+
+// ResetToOffset moves every partition to offset n.
+func ResetToOffset(n int64) ResetTarget { return ResetTarget{kind: "offset", offset: n} }
+
+// ResetToTime moves to the first offset appended at or after t (else the high watermark).
+func ResetToTime(t time.Time) ResetTarget { return ResetTarget{kind: "timestamp", ts: t} }
+
+// MarshalJSON encodes the "to" value of the reset request.
+func (t ResetTarget) MarshalJSON() ([]byte, error) {
+	switch t.kind {
+	case "earliest", "latest":
+		return json.Marshal(t.kind)
+	case "offset":
+		return json.Marshal(map[string]int64{"offset": t.offset})
+	case "timestamp":
+		return json.Marshal(map[string]int64{"timestamp_ms": t.ts.UnixMilli()})
+	}
+	return nil, fmt.Errorf("%w: empty reset target", ErrInvalid)
+}
+
+// Wire types: the JSON shapes of docs/API.md. Bytes are base64 (std, padded) strings.
+
+type wireTopicCreate struct {
+	Name        string `json:"name"`
+	Partitions  int32  `json:"partitions"`
+	RetentionMs *int64 `json:"retention_ms,omitempty"`
+}
+
+type wireTopic struct {
+	Name          string              `json:"name"`
+	Partitions    int32               `json:"partitions"`
+	RetentionMs   int64               `json:"retention_ms"`
+	PartitionInfo []wirePartitionInfo `json:"partition_info,omitempty"`
+}
+
+type wirePartitionInfo struct {
+	Partition      int32 `json:"partition"`
+	LogStartOffset int64 `json:"log_start_offset"`
+	HighWatermark  int64 `json:"high_watermark"`
+}
+
+type wireTopicList struct {
+	Topics []string `json:"topics"`
+}
+
+type wireAppend struct {
+	Records []wireRecord `json:"records"`
+}
+
+type wireRecord struct {
+	Key         *string           `json:"key,omitempty"`
+	Value       string            `json:"value"`
+	Headers     map[string]string `json:"headers,omitempty"`
+	Partition   *int32            `json:"partition,omitempty"`
+	TimestampMs *int64            `json:"timestamp_ms,omitempty"`
+}
+
+type wireAppendResponse struct {
+	Results []wireResult `json:"results"`
+}
+
+type wireResult struct {
+	Partition int32          `json:"partition"`
+	Offset    *int64         `json:"offset,omitempty"`
+	Error     map[string]any `json:"error,omitempty"`
+}
+
+type wirePollResponse struct {
+	Records        []wirePolledRecord `json:"records"`
+	NextOffset     int64              `json:"next_offset"`
+	HighWatermark  int64              `json:"high_watermark"`
+	LogStartOffset int64              `json:"log_start_offset"`
+}
+
+type wirePolledRecord struct {
+	Offset      int64             `json:"offset"`
+	TimestampMs int64             `json:"timestamp_ms"`
+	Key         *string           `json:"key"`
+	Value       *string           `json:"value"`
+	Headers     map[string]string `json:"headers"`
+}
+
+type wireLeaseRequest struct {
+	Member     string `json:"member"`
+	Generation *int64 `json:"generation,omitempty"`
+	TTLMs      *int64 `json:"ttl_ms,omitempty"`
+}
+
+type wireLease struct {
+	Generation       int64  `json:"generation"`
+	LeaseExpiresAtMs int64  `json:"lease_expires_at_ms"`
+	CommittedOffset  *int64 `json:"committed_offset"`
+}
+
+type wireRelease struct {
+	Member     string `json:"member"`
+	Generation int64  `json:"generation"`
+}
+
+type wireCommit struct {
+	Member     string `json:"member"`
+	Generation int64  `json:"generation"`
+	NextOffset int64  `json:"next_offset"`
+}
+
+type wireCommitResponse struct {
+	CommittedOffset int64 `json:"committed_offset"`
+}
+
+type wireGroup struct {
+	Group      string               `json:"group"`
+	Partitions []wireGroupPartition `json:"partitions"`
+}
+
+type wireGroupPartition struct {
+	Topic            string   `json:"topic"`
+	Partition        int32    `json:"partition"`
+	CommittedOffset  *int64   `json:"committed_offset"`
+	HighWatermark    int64    `json:"high_watermark"`
+	LagRecords       *int64   `json:"lag_records"`
+	LagSeconds       *float64 `json:"lag_seconds"`
+	Owner            *string  `json:"owner"`
+	Generation       int64    `json:"generation"`
+	LeaseExpiresAtMs *int64   `json:"lease_expires_at_ms"`
+}
+
+type wireReset struct {
+	To ResetTarget `json:"to"`
+}
+
+type wireResetResponse struct {
+	Partitions []wireResetPartition `json:"partitions"`
+}
+
+type wireResetPartition struct {
+	Partition       int32 `json:"partition"`
+	CommittedOffset int64 `json:"committed_offset"`
+}
+
+type wireHealth struct {
+	Status string `json:"status"`
+}
+
+var b64 = base64.StdEncoding
+
+// toWire encodes a record; partition overrides r.Partition when non-nil.
+func toWire(r Record, partition *int32) wireRecord {
+	w := wireRecord{Value: b64.EncodeToString(r.Value), Partition: r.Partition}
+	if partition != nil {
+		w.Partition = partition
+	}
+	if r.Key != nil {
+		k := b64.EncodeToString(r.Key)
+		w.Key = &k
+	}
+	if len(r.Headers) > 0 {
+		w.Headers = make(map[string]string, len(r.Headers))
+		for k, v := range r.Headers {
+			w.Headers[k] = b64.EncodeToString(v)
+		}
+	}
+	if !r.Timestamp.IsZero() {
+		ms := r.Timestamp.UnixMilli()
+		w.TimestampMs = &ms
+	}
+	return w
+}
+
+func fromWirePolled(w wirePolledRecord) (PolledRecord, error) {
+	r := PolledRecord{Offset: w.Offset, Timestamp: time.UnixMilli(w.TimestampMs)}
+	var err error
+	if w.Key != nil {
+		if r.Key, err = b64.DecodeString(*w.Key); err != nil {
+			return r, fmt.Errorf("record %d key: %w", w.Offset, err)
+		}
+	}
+	if w.Value != nil {
+		if r.Value, err = b64.DecodeString(*w.Value); err != nil {
+			return r, fmt.Errorf("record %d value: %w", w.Offset, err)
+		}
+	}
+	if len(w.Headers) > 0 {
+		r.Headers = make(map[string][]byte, len(w.Headers))
+		for k, v := range w.Headers {
+			if r.Headers[k], err = b64.DecodeString(v); err != nil {
+				return r, fmt.Errorf("record %d header %q: %w", w.Offset, k, err)
+			}
+		}
+	}
+	return r, nil
+}
+
+// encodedSize is an upper bound of the bytes toWire(r) adds to a request body, so
+// batches stay under the 6 MiB request limit.
+func encodedSize(r Record) int {
+	const overhead = 96 // field names, quotes, partition, timestamp
+	n := overhead + base64Len(len(r.Key)) + base64Len(len(r.Value))
+	for k, v := range r.Headers {
+		n += 6*len(k) + 8 + base64Len(len(v)) // an escaped name character takes up to 6 bytes
+	}
+	return n
+}
+
+func base64Len(n int) int { return (n + 2) / 3 * 4 }
