@@ -7,9 +7,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-
 	"github.com/stratalog/strata/pkg/store/awstest"
 	"github.com/stratalog/strata/pkg/store/dynamo"
 	"github.com/stratalog/strata/pkg/store/local"
@@ -46,9 +43,12 @@ func AWS(ctx context.Context, t testing.TB) Stores {
 	}
 	t.Cleanup(func() {
 		ctx := context.WithoutCancel(ctx)
-		_ = s3store.DeletePrefix(ctx, s3c, cfg.Bucket, "")
-		_, _ = s3c.DeleteBucket(ctx, deleteBucketInput(cfg.Bucket))
-		_ = dynamo.Teardown(ctx, ddb, cfg)
+		if err := s3store.DeleteBucket(ctx, s3c, cfg.Bucket); err != nil {
+			t.Errorf("cleanup bucket %s: %v", cfg.Bucket, err)
+		}
+		if err := dynamo.Teardown(ctx, ddb, cfg); err != nil {
+			t.Errorf("cleanup tables %s*: %v", cfg.TablePrefix, err)
+		}
 	})
 	return Stores{Name: "aws", Objects: s3store.New(s3c, cfg.Bucket, ""), Meta: dynamo.New(ddb, cfg)}
 }
@@ -57,8 +57,4 @@ func randomID() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-func deleteBucketInput(bucket string) *awss3.DeleteBucketInput {
-	return &awss3.DeleteBucketInput{Bucket: aws.String(bucket)}
 }

@@ -293,6 +293,11 @@ func (l *Log) sequence(ctx context.Context, e store.IndexEntry, idem *store.Idem
 		var ce *store.ConflictError
 		var ie *store.IdempotencyError
 		switch {
+		case errors.As(err, &ce) && ce.Existing.ObjectKey == e.ObjectKey && ce.Existing.Partition == e.Partition &&
+			ce.Existing.ByteOffset == e.ByteOffset:
+			// Our own entry: the SDK retried a put whose response was lost.
+			l.noteHW(e.Topic, e.Partition, ce.Existing.End())
+			return ce.Existing.BaseOffset, nil
 		case errors.As(err, &ce):
 			l.metrics.SequencerConflict(e.Topic, e.Partition)
 			if end := ce.Existing.End(); end > hw && ce.Existing.BaseOffset == hw {

@@ -1,0 +1,298 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+func indexKey(topic string, partition int32, base int64) item {
+	return item{attrTP: avS(tpKey(topic, partition)), attrBaseOffset: avN(base)}
+}
+
+func indexItem(e store.IndexEntry) item {
+	it := indexKey(e.Topic, e.Partition, e.BaseOffset)
+	it[attrTopic] = avS(e.Topic)
+	it[attrPartition] = avN(int64(e.Partition))
+	it["count"] = avN(e.Count)
+	it["object_key"] = avS(e.ObjectKey)
+	it["byte_offset"] = avN(e.ByteOffset)
+	it["byte_length"] = avN(e.ByteLength)
+	setTime(it, "max_timestamp", e.MaxTimestamp)
+	setTime(it, "appended_at", e.AppendedAt)
+	setExpiry(it, "expires_at", e.ExpiresAt)
+	return it
+}
+
+func decodeIndex(it item) (store.IndexEntry, error) {
+	d := decoder{it: it}
+	e := store.IndexEntry{
+		Topic:        d.str(attrTopic, true),
+		Partition:    d.int32(attrPartition, true),
+		BaseOffset:   d.num(attrBaseOffset, true),
+		Count:        d.num("count", true),
+		ObjectKey:    d.str("object_key", false),
+		ByteOffset:   d.num("byte_offset", true),
+		ByteLength:   d.num("byte_length", true),
+		MaxTimestamp: d.time("max_timestamp"),
+		AppendedAt:   d.time("appended_at"),
+		ExpiresAt:    d.time("expires_at"),
+	}
+	return e, d.err
+}
+
+func decodeIndexItems(items []item) ([]store.IndexEntry, error) {
+	es := make([]store.IndexEntry, 0, len(items))
+	for _, it := range items {
+		e, err := decodeIndex(it)
+		if err != nil {
+			return nil, err
+		}
+		es = append(es, e)
+	}
+	return es, nil
+}
+
+// indexPutCondition is the condition of every put into the index: the sequencer's one
+// write succeeds only on a free (tp, base_offset) key. #bo names attrBaseOffset.
+const indexPutCondition = "attribute_not_exists(#bo)"
+
+// PutIndexEntry is the sequencer's single conditional put: the entry is written only if
+// its (tp, base_offset) key is free. A loser gets the winner's entry back from the failed
+// condition (ReturnValuesOnConditionCheckFailure ALL_OLD), so it can retry at the
+// winner's end without another read.
+//
+// The SDK retries a put whose response was lost; the retry then finds the caller's own
+// entry and reports it as a conflict. Callers recognise their own object key in
+// ConflictError.Existing.
+func (s *MetaStore) PutIndexEntry(ctx context.Context, e store.IndexEntry) error {
+	op := fmt.Sprintf("put index entry %s/%d@%d", e.Topic, e.Partition, e.BaseOffset)
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.index),
+		Item:                                indexItem(e),
+		ConditionExpression:                 aws.String(indexPutCondition),
+		ExpressionAttributeNames:            map[string]string{"#bo": attrBaseOffset},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return nil
+	}
+	err = mapError(op, err)
+	var cf *conditionFailed
+	if !errors.As(err, &cf) {
+		return err
+	}
+	return s.conflict(ctx, op, e, cf.item)
+}
+
+// conflict builds the *ConflictError for a put that found e's key taken, from the
+// winner's item when the failed write returned it, else from a consistent read.
+func (s *MetaStore) conflict(ctx context.Context, op string, e store.IndexEntry, old item) error {
+	if old == nil {
+		var err error
+		if old, err = s.getItem(ctx, op, s.index, indexKey(e.Topic, e.Partition, e.BaseOffset)); err != nil {
+			return err
+		}
+		if old == nil {
+			// Deleted between the write and the read: the key is free again, so retrying is right.
+			return fmt.Errorf("dynamo: %s: the entry holding the base offset vanished: %w", op, store.ErrUnavailable)
+		}
+	}
+	existing, err := decodeIndex(old)
+	if err != nil {
+		return fmt.Errorf("dynamo: %s: decode the existing entry: %w", op, err)
+	}
+	return &store.ConflictError{Existing: existing}
+}
+
+func idemKey(key string, partition int32) item { return item{attrKP: avS(kpKey(key, partition))} }
+
+func idemItem(r store.IdempotencyRecord) item {
+	it := idemKey(r.Key, r.Partition)
+	it["key"] = avS(r.Key)
+	it[attrPartition] = avN(int64(r.Partition))
+	it["body_hash"] = avS(r.BodyHash)
+	it[attrBaseOffset] = avN(r.BaseOffset)
+	it["count"] = avN(r.Count)
+	setExpiry(it, "expires_at", r.ExpiresAt)
+	return it
+}
+
+func decodeIdem(it item) (store.IdempotencyRecord, error) {
+	d := decoder{it: it}
+	r := store.IdempotencyRecord{
+		Key:        d.str("key", true),
+		Partition:  d.int32(attrPartition, true),
+		BodyHash:   d.str("body_hash", false),
+		BaseOffset: d.num(attrBaseOffset, true),
+		Count:      d.num("count", true),
+		ExpiresAt:  d.time("expires_at"),
+	}
+	return r, d.err
+}
+
+// PutIndexEntryIdempotent writes the idempotency row and the entry in one transaction,
+// each only if absent. The cancellation reasons say which condition failed; the
+// idempotency row's is reported first. Each failed put returns the existing item.
+func (s *MetaStore) PutIndexEntryIdempotent(ctx context.Context, e store.IndexEntry, rec store.IdempotencyRecord) error {
+	op := fmt.Sprintf("put index entry %s/%d@%d with idempotency key %q", e.Topic, e.Partition, e.BaseOffset, rec.Key)
+	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
+		TransactItems: []types.TransactWriteItem{
+			{Put: &types.Put{
+				TableName:                           aws.String(s.idem),
+				Item:                                idemItem(rec),
+				ConditionExpression:                 aws.String("attribute_not_exists(#kp)"),
+				ExpressionAttributeNames:            map[string]string{"#kp": attrKP},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+			{Put: &types.Put{
+				TableName:                           aws.String(s.index),
+				Item:                                indexItem(e),
+				ConditionExpression:                 aws.String(indexPutCondition),
+				ExpressionAttributeNames:            map[string]string{"#bo": attrBaseOffset},
+				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+			}},
+		},
+	})
+	if err == nil {
+		return nil
+	}
+	err = mapError(op, err)
+	var tx *txConditionFailed
+	if !errors.As(err, &tx) {
+		return err
+	}
+	if tx.failedAt(0) {
+		old := tx.items[0]
+		if old == nil {
+			if old, err = s.getItem(ctx, op, s.idem, idemKey(rec.Key, rec.Partition)); err != nil {
+				return err
+			}
+			if old == nil {
+				return fmt.Errorf("dynamo: %s: the idempotency row vanished: %w", op, store.ErrUnavailable)
+			}
+		}
+		existing, err := decodeIdem(old)
+		if err != nil {
+			return fmt.Errorf("dynamo: %s: decode the existing idempotency row: %w", op, err)
+		}
+		return &store.IdempotencyError{Existing: existing}
+	}
+	if tx.failedAt(1) {
+		return s.conflict(ctx, op, e, tx.items[1])
+	}
+	return fmt.Errorf("dynamo: %s: unexpected cancellation: %w", op, err)
+}
+
+// LastIndexEntry queries the partition's newest entry: descending, one item, consistent.
+func (s *MetaStore) LastIndexEntry(ctx context.Context, topic string, partition int32) (store.IndexEntry, bool, error) {
+	items, err := s.queryAll(ctx, fmt.Sprintf("last index entry of %s/%d", topic, partition), &dynamodb.QueryInput{
+		TableName:                 aws.String(s.index),
+		KeyConditionExpression:    aws.String("#tp = :tp"),
+		ExpressionAttributeNames:  map[string]string{"#tp": attrTP},
+		ExpressionAttributeValues: item{":tp": avS(tpKey(topic, partition))},
+		ScanIndexForward:          aws.Bool(false),
+	}, 1)
+	if err != nil || len(items) == 0 {
+		return store.IndexEntry{}, false, err
+	}
+	e, err := decodeIndex(items[0])
+	return e, err == nil, err
+}
+
+// IndexEntries is two queries: the greatest base <= from (descending, one item), then
+// the entries after from (ascending, up to the rest of limit).
+func (s *MetaStore) IndexEntries(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	op := fmt.Sprintf("index entries of %s/%d from %d", topic, partition, from)
+	names := map[string]string{"#tp": attrTP, "#bo": attrBaseOffset}
+	values := item{":tp": avS(tpKey(topic, partition)), ":from": avN(from)}
+	first, err := s.queryAll(ctx, op, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.index),
+		KeyConditionExpression:    aws.String("#tp = :tp AND #bo <= :from"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+		ScanIndexForward:          aws.Bool(false),
+	}, 1)
+	if err != nil {
+		return nil, err
+	}
+	if rest := limit - len(first); rest > 0 {
+		later, err := s.queryAll(ctx, op, &dynamodb.QueryInput{
+			TableName:                 aws.String(s.index),
+			KeyConditionExpression:    aws.String("#tp = :tp AND #bo > :from"),
+			ExpressionAttributeNames:  names,
+			ExpressionAttributeValues: values,
+			ScanIndexForward:          aws.Bool(true),
+		}, rest)
+		if err != nil {
+			return nil, err
+		}
+		first = append(first, later...)
+	}
+	if len(first) == 0 {
+		return nil, nil
+	}
+	return decodeIndexItems(first)
+}
+
+// GetIdempotency reads the (key, partition) row.
+func (s *MetaStore) GetIdempotency(ctx context.Context, key string, partition int32) (store.IdempotencyRecord, error) {
+	op := fmt.Sprintf("get idempotency key %q partition %d", key, partition)
+	it, err := s.getItem(ctx, op, s.idem, idemKey(key, partition))
+	if err != nil {
+		return store.IdempotencyRecord{}, err
+	}
+	if it == nil {
+		return store.IdempotencyRecord{}, fmt.Errorf("dynamo: %s: %w", op, store.ErrNotFound)
+	}
+	return decodeIdem(it)
+}
+
+// SetEntryExpiry updates the entry's expiry and TTL, only if the entry exists (an
+// unconditional update would create a bare row at that key).
+func (s *MetaStore) SetEntryExpiry(ctx context.Context, topic string, partition int32, baseOffset int64, expiresAt time.Time) error {
+	op := fmt.Sprintf("set expiry of %s/%d@%d", topic, partition, baseOffset)
+	in := &dynamodb.UpdateItemInput{
+		TableName:                aws.String(s.index),
+		Key:                      indexKey(topic, partition, baseOffset),
+		ConditionExpression:      aws.String("attribute_exists(#bo)"),
+		ExpressionAttributeNames: map[string]string{"#bo": attrBaseOffset, "#ea": "expires_at", "#ttl": attrTTL},
+	}
+	if expiresAt.IsZero() {
+		in.UpdateExpression = aws.String("REMOVE #ea, #ttl")
+	} else {
+		in.UpdateExpression = aws.String("SET #ea = :ea, #ttl = :ttl")
+		in.ExpressionAttributeValues = item{":ea": avN(expiresAt.UnixMilli()), ":ttl": avN(ttlSeconds(expiresAt))}
+	}
+	_, err := s.client.UpdateItem(ctx, in)
+	if err != nil {
+		err = mapError(op, err)
+		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
+			return fmt.Errorf("dynamo: %s: %w", op, store.ErrNotFound)
+		}
+		return err
+	}
+	return nil
+}
+
+// DeleteIndexEntry deletes the entry at baseOffset; DynamoDB deletes of a missing key succeed.
+func (s *MetaStore) DeleteIndexEntry(ctx context.Context, topic string, partition int32, baseOffset int64) error {
+	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+		TableName: aws.String(s.index),
+		Key:       indexKey(topic, partition, baseOffset),
+	})
+	if err != nil {
+		return mapError(fmt.Sprintf("delete index entry %s/%d@%d", topic, partition, baseOffset), err)
+	}
+	return nil
+}

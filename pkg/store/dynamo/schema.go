@@ -1,0 +1,125 @@
+package dynamo
+
+// This file is the one definition of Strata's DynamoDB tables (docs/DESIGN.md §3). The
+// emulator bootstrap (Bootstrap), the LocalStack init hook (generated from it, see
+// TestInitHookUpToDate) and the CDK stack all read it, so it is plain data with no SDK types.
+
+// AttrType is a DynamoDB scalar attribute type as the API spells it.
+type AttrType string
+
+// The scalar types key attributes use.
+const (
+	String AttrType = "S"
+	Number AttrType = "N"
+)
+
+// KeyAttr is a key attribute: its name and scalar type.
+type KeyAttr struct {
+	Name string
+	Type AttrType
+}
+
+// StreamView is a DynamoDB stream view type; "" means no stream.
+type StreamView string
+
+// NewImage streams each item as it is after the write (what dispatch reads).
+const NewImage StreamView = "NEW_IMAGE"
+
+// TableSchema describes one table. All tables are on-demand (PAY_PER_REQUEST).
+type TableSchema struct {
+	// Suffix is appended to Config.TablePrefix to form the table name.
+	Suffix string
+	// PartitionKey is the hash key; SortKey the range key, zero Name when none.
+	PartitionKey KeyAttr
+	SortKey      KeyAttr
+	// TTLAttribute, when set, holds epoch seconds after which DynamoDB may delete the item.
+	TTLAttribute string
+	// Stream is the stream view type of the table's stream, "" for none.
+	Stream StreamView
+	// PointInTimeRecovery is whether PITR is enabled (continuous backups).
+	PointInTimeRecovery bool
+}
+
+// Table name suffixes, one per table.
+const (
+	TopicsTable      = "topics"
+	IndexTable       = "index"
+	PartitionsTable  = "partitions"
+	AssignmentsTable = "assignments"
+	CommitsTable     = "commits"
+	GroupsTable      = "groups"
+	MembersTable     = "members"
+	IdempotencyTable = "idempotency"
+)
+
+// Attribute names shared by the schemas and the item codecs.
+const (
+	attrTopic      = "topic"
+	attrTP         = "tp" // "topic#partition", the index's partition key
+	attrBaseOffset = "base_offset"
+	attrPartition  = "partition"
+	attrGT         = "gt" // "group#topic", the assignments' and commits' partition key
+	attrGroup      = "group"
+	attrMember     = "member"
+	attrKP         = "kp" // "key#partition", the idempotency table's key
+	attrTTL        = "ttl"
+)
+
+// Tables returns the schema of every Strata table, in creation order.
+func Tables() []TableSchema {
+	return []TableSchema{
+		{
+			Suffix:              TopicsTable,
+			PartitionKey:        KeyAttr{attrTopic, String},
+			PointInTimeRecovery: true,
+		},
+		{
+			// The sequencer: one item per block of offsets, put only if its key is free.
+			Suffix:              IndexTable,
+			PartitionKey:        KeyAttr{attrTP, String},
+			SortKey:             KeyAttr{attrBaseOffset, Number},
+			TTLAttribute:        attrTTL,
+			Stream:              NewImage,
+			PointInTimeRecovery: true,
+		},
+		{
+			Suffix:              PartitionsTable,
+			PartitionKey:        KeyAttr{attrTopic, String},
+			SortKey:             KeyAttr{attrPartition, Number},
+			PointInTimeRecovery: true,
+		},
+		{
+			Suffix:              AssignmentsTable,
+			PartitionKey:        KeyAttr{attrGT, String},
+			SortKey:             KeyAttr{attrPartition, Number},
+			PointInTimeRecovery: true,
+		},
+		{
+			Suffix:              CommitsTable,
+			PartitionKey:        KeyAttr{attrGT, String},
+			SortKey:             KeyAttr{attrPartition, Number},
+			PointInTimeRecovery: true,
+		},
+		{
+			Suffix:              GroupsTable,
+			PartitionKey:        KeyAttr{attrGroup, String},
+			PointInTimeRecovery: true,
+		},
+		{
+			// Heartbeats of long-running members; expired rows are also removed by TTL.
+			Suffix:       MembersTable,
+			PartitionKey: KeyAttr{attrGroup, String},
+			SortKey:      KeyAttr{attrMember, String},
+			TTLAttribute: attrTTL,
+		},
+		{
+			Suffix:              IdempotencyTable,
+			PartitionKey:        KeyAttr{attrKP, String},
+			TTLAttribute:        attrTTL,
+			PointInTimeRecovery: true,
+		},
+	}
+}
+
+// TableName is the full name of the table with suffix under cfg's prefix.
+func (cfg Config) TableName(suffix string) string { return cfg.TablePrefix + suffix }

@@ -1,0 +1,166 @@
+// Package s3 implements store.ObjectStore on Amazon S3 (or an emulator) with
+// aws-sdk-go-v2: put-if-absent via If-None-Match, ranged GETs, paged listing.
+package s3
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// ErrRange is returned by GetRange when the requested range does not lie within the object.
+var ErrRange = errors.New("s3: range outside the object")
+
+// ObjectStore stores objects in one bucket under a key prefix. It is safe for concurrent use.
+type ObjectStore struct {
+	client *s3.Client
+	bucket string
+	prefix string
+}
+
+var _ store.ObjectStore = (*ObjectStore)(nil)
+
+// New returns an ObjectStore keeping objects in bucket, each S3 key being prefix+key.
+// The prefix isolates deployments or test runs sharing a bucket (end it with "/").
+func New(client *s3.Client, bucket, prefix string) *ObjectStore {
+	return &ObjectStore{client: client, bucket: bucket, prefix: prefix}
+}
+
+// Put stores data under key only if the key is free, using a conditional PutObject
+// (If-None-Match: *), which S3 evaluates atomically; a 200 means S3 has stored the
+// object durably.
+func (s *ObjectStore) Put(ctx context.Context, key string, data []byte) error {
+	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+		Bucket:        aws.String(s.bucket),
+		Key:           aws.String(s.prefix + key),
+		Body:          bytes.NewReader(data),
+		ContentLength: aws.Int64(int64(len(data))),
+		IfNoneMatch:   aws.String("*"),
+	})
+	if err != nil {
+		return mapError("put", key, err)
+	}
+	return nil
+}
+
+// GetRange returns exactly length bytes of key starting at offset, with one ranged GET.
+// An empty, negative or overflowing range is ErrRange (HTTP cannot express an empty one).
+func (s *ObjectStore) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
+	if offset < 0 || length < 1 || offset > math.MaxInt64-length {
+		return nil, fmt.Errorf("s3: get %q: invalid range offset %d length %d: %w", key, offset, length, ErrRange)
+	}
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+		Range:  aws.String(fmt.Sprintf("bytes=%d-%d", offset, offset+length-1)),
+	})
+	if err != nil {
+		return nil, mapError("get", key, err)
+	}
+	defer out.Body.Close()
+	// Read one byte more than asked: a server ignoring Range must not go unnoticed.
+	data, err := io.ReadAll(io.LimitReader(out.Body, length+1))
+	if err != nil {
+		return nil, mapError("get", key, err)
+	}
+	if int64(len(data)) != length {
+		return nil, fmt.Errorf("s3: get %q: range %d+%d returned %d bytes (past the end of the object?): %w",
+			key, offset, length, len(data), ErrRange)
+	}
+	return data, nil
+}
+
+// Delete removes key; S3 treats deleting a missing key as success.
+func (s *ObjectStore) Delete(ctx context.Context, key string) error {
+	_, err := s.client.DeleteObject(ctx, &s3.DeleteObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	})
+	if err != nil {
+		if err := mapError("delete", key, err); !errors.Is(err, store.ErrNotFound) {
+			return err
+		}
+	}
+	return nil
+}
+
+// List calls fn for every object whose key starts with prefix, in key order (S3 lists
+// keys in UTF-8 byte order, which is Go's string order), paging with ListObjectsV2.
+func (s *ObjectStore) List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {
+	p := s3.NewListObjectsV2Paginator(s.client, &s3.ListObjectsV2Input{
+		Bucket: aws.String(s.bucket),
+		Prefix: aws.String(s.prefix + prefix),
+	})
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return mapError("list", prefix, err)
+		}
+		for _, o := range page.Contents {
+			key, ok := strings.CutPrefix(aws.ToString(o.Key), s.prefix)
+			if !ok {
+				return fmt.Errorf("s3: list %q: key %q outside prefix %q", prefix, aws.ToString(o.Key), s.prefix)
+			}
+			if err := fn(store.ObjectInfo{Key: key, Size: aws.ToInt64(o.Size)}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// mapError is the one place where S3's native errors become store errors: a missing key
+// is store.ErrNotFound, a failed or conflicting If-None-Match is store.ErrExists, an
+// unsatisfiable range is ErrRange, and throttling, 5xx and network failures (after the
+// SDK's own retries) are store.ErrUnavailable. The native error stays in the chain.
+func mapError(op, key string, err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("s3: %s %q: %w", op, key, err)
+	}
+	var apiErr smithy.APIError
+	if errors.As(err, &apiErr) {
+		switch apiErr.ErrorCode() {
+		case "NoSuchBucket":
+			return fmt.Errorf("s3: %s %q: bucket missing (run the bootstrap): %w", op, key, err)
+		case "NoSuchKey", "NotFound":
+			return fmt.Errorf("s3: %s %q: %w: %w", op, key, store.ErrNotFound, err)
+		case "PreconditionFailed", "ConditionalRequestConflict":
+			return fmt.Errorf("s3: %s %q: %w: %w", op, key, store.ErrExists, err)
+		case "InvalidRange":
+			return fmt.Errorf("s3: %s %q: %w: %w", op, key, ErrRange, err)
+		case "SlowDown", "Throttling", "ThrottlingException", "RequestTimeout", "RequestTimeTooSkewed",
+			"ServiceUnavailable", "InternalError":
+			return fmt.Errorf("s3: %s %q: %w: %w", op, key, store.ErrUnavailable, err)
+		}
+	}
+	var respErr *awshttp.ResponseError
+	if errors.As(err, &respErr) {
+		switch status := respErr.HTTPStatusCode(); {
+		case status == 404:
+			return fmt.Errorf("s3: %s %q: %w: %w", op, key, store.ErrNotFound, err)
+		case status == 412:
+			return fmt.Errorf("s3: %s %q: %w: %w", op, key, store.ErrExists, err)
+		case status == 416:
+			return fmt.Errorf("s3: %s %q: %w: %w", op, key, ErrRange, err)
+		case status == 429 || status >= 500:
+			return fmt.Errorf("s3: %s %q: %w: %w", op, key, store.ErrUnavailable, err)
+		}
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("s3: %s %q: %w: %w", op, key, store.ErrUnavailable, err)
+	}
+	return fmt.Errorf("s3: %s %q: %w", op, key, err)
+}
