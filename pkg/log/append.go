@@ -64,6 +64,11 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	if k := opt.IdempotencyKey; k != "" && (len(k) > 128) {
 		return nil, invalidf("Idempotency-Key must be 1–128 characters")
 	}
+	// Keys are scoped to the topic: the same key on two topics names two requests.
+	idemKey := ""
+	if opt.IdempotencyKey != "" {
+		idemKey = topic + "#" + opt.IdempotencyKey
+	}
 	groups := groupByPartition(parts)
 	now := l.now()
 	nowMs := now.UnixMilli()
@@ -71,9 +76,9 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	results := make([]Result, len(recs))
 	var bodyHash string
 	pending := groups
-	if opt.IdempotencyKey != "" {
+	if idemKey != "" {
 		bodyHash = hashBody(recs, parts)
-		pending, err = l.replayIdempotent(ctx, opt.IdempotencyKey, bodyHash, groups, results)
+		pending, err = l.replayIdempotent(ctx, idemKey, bodyHash, groups, results)
 		if err != nil {
 			return nil, err
 		}
@@ -127,8 +132,8 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 				ExpiresAt: time.UnixMilli(nowMs).Add(t.Retention + retentionGrace),
 			}
 			var idem *store.IdempotencyRecord
-			if opt.IdempotencyKey != "" {
-				idem = &store.IdempotencyRecord{Key: opt.IdempotencyKey, Partition: g.partition, BodyHash: bodyHash,
+			if idemKey != "" {
+				idem = &store.IdempotencyRecord{Key: idemKey, Partition: g.partition, BodyHash: bodyHash,
 					Count: int64(len(g.idx)), ExpiresAt: e.ExpiresAt}
 			}
 			base, err := l.sequence(ctx, e, idem)

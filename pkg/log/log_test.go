@@ -371,6 +371,11 @@ func TestIdempotentAppend(t *testing.T) {
 		if after := hws(t, l, "t"); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Fatalf("reuse moved high watermarks %v → %v", before, after)
 		}
+		// The same key on another topic is another request.
+		mustTopic(t, l, "t2", 4)
+		if _, err := l.Append(ctx, "t2", other, opt); err != nil {
+			t.Fatalf("same key on another topic: %v", err)
+		}
 		total := 0
 		for p := int32(0); p < 4; p++ {
 			total += len(readAll(t, l, "t", p))
