@@ -1,0 +1,240 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"time"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// BalancerConfig wires a Balancer. Every field is required except Clock (time.Now).
+type BalancerConfig struct {
+	Store  Store
+	Group  string
+	Topic  string
+	Member string
+	// Partitions is the topic's partition count.
+	Partitions int32
+	// TTL is both the lease TTL and the member heartbeat TTL; step at least every
+	// TTL/3 so neither lapses.
+	TTL   time.Duration
+	Clock func() time.Time
+}
+
+// Balancer spreads a topic's partitions over a group's live members, the way the
+// Kinesis Client Library does: each member heartbeats, takes free or expired leases up
+// to its fair share ceil(P / live members), and hands back extras over the share for
+// its caller to commit and release. It is a step function: the caller calls Step once
+// per renew interval, so there are no goroutines or sleeps inside and tests drive it
+// with a fake clock. It never takes a live lease from another member: an overloaded
+// member hands its extras back at its own next step, and a dead member's partitions
+// move once its leases and heartbeat expire. It is not safe for concurrent use.
+type Balancer struct {
+	cfg     BalancerConfig
+	start   int32 // where this member starts scanning, spreading members' first picks
+	ensured bool
+	held    map[int32]Lease
+	takes   int64
+}
+
+// NewBalancer checks cfg and returns a Balancer holding nothing.
+func NewBalancer(cfg BalancerConfig) (*Balancer, error) {
+	if cfg.Store == nil {
+		return nil, invalidf("balancer needs a store")
+	}
+	if err := checkNames(cfg.Group, cfg.Topic, 0); err != nil {
+		return nil, err
+	}
+	if err := checkMember(cfg.Member, 0, false); err != nil {
+		return nil, err
+	}
+	if cfg.Partitions < 1 {
+		return nil, invalidf("partition count %d is not positive", cfg.Partitions)
+	}
+	if cfg.TTL <= 0 {
+		return nil, invalidf("ttl %s is not positive", cfg.TTL)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	h := fnv.New32a()
+	h.Write([]byte(cfg.Member))
+	return &Balancer{
+		cfg:   cfg,
+		start: int32(h.Sum32() % uint32(cfg.Partitions)),
+		held:  map[int32]Lease{},
+	}, nil
+}
+
+// StepResult is what one Step did and what the caller must do next.
+type StepResult struct {
+	// Acquired are the leases taken by this step, with their committed offsets.
+	Acquired []Lease
+	// Lost are partitions whose renewal was fenced: another member owns them now, so
+	// the caller must stop processing them and must not commit them.
+	Lost []int32
+	// Release are leases held over the fair share: the caller should commit their
+	// progress, then call Balancer.Release. They stay held (and renewed) until then.
+	Release []Lease
+	// LiveMembers and FairShare are what this step saw.
+	LiveMembers int
+	FairShare   int
+	// Takes is the number of ownership changes this step made (the rebalance metric).
+	Takes int
+}
+
+// Step heartbeats the member, renews its leases, takes free or expired leases up to
+// its fair share and reports any extras to release. An error leaves the Balancer
+// consistent; the caller retries at the next interval.
+func (b *Balancer) Step(ctx context.Context) (StepResult, error) {
+	var res StepResult
+	cfg := b.cfg
+	now := cfg.Clock()
+	exp := now.Add(cfg.TTL)
+	if !b.ensured {
+		if err := createGroupIfAbsent(ctx, cfg.Store, cfg.Group, now); err != nil {
+			return res, err
+		}
+		b.ensured = true
+	}
+	if err := cfg.Store.Heartbeat(ctx, store.Member{Group: cfg.Group, ID: cfg.Member, ExpiresAt: exp}); err != nil {
+		return res, fmt.Errorf("group: heartbeat of %q in %s: %w", cfg.Member, cfg.Group, err)
+	}
+	for _, p := range b.heldPartitions() {
+		l := b.held[p]
+		a, err := cfg.Store.RenewLease(ctx, cfg.Group, cfg.Topic, p, cfg.Member, l.Generation, exp)
+		if errors.Is(err, store.ErrFenced) {
+			delete(b.held, p)
+			res.Lost = append(res.Lost, p)
+			continue
+		}
+		if err != nil {
+			return res, fmt.Errorf("group: renew %s %s/%d: %w", cfg.Group, cfg.Topic, p, err)
+		}
+		l.ExpiresAt = a.ExpiresAt
+		b.held[p] = l
+	}
+	members, err := cfg.Store.LiveMembers(ctx, cfg.Group, now)
+	if err != nil {
+		return res, fmt.Errorf("group: live members of %s: %w", cfg.Group, err)
+	}
+	res.LiveMembers = max(len(members), 1)
+	share := (int(cfg.Partitions) + res.LiveMembers - 1) / res.LiveMembers
+	res.FairShare = share
+	if len(b.held) < share {
+		if err := b.take(ctx, now, exp, share, &res); err != nil {
+			return res, err
+		}
+	}
+	if extra := len(b.held) - share; extra > 0 {
+		ps := b.heldPartitions()
+		for _, p := range ps[len(ps)-extra:] {
+			res.Release = append(res.Release, b.held[p])
+		}
+	}
+	return res, nil
+}
+
+// take acquires free or expired leases (or this member's own, from an earlier
+// incarnation) until the member holds share of them.
+func (b *Balancer) take(ctx context.Context, now, exp time.Time, share int, res *StepResult) error {
+	cfg := b.cfg
+	rows, err := cfg.Store.ListAssignments(ctx, cfg.Group)
+	if err != nil {
+		return fmt.Errorf("group: list leases of %s: %w", cfg.Group, err)
+	}
+	busy := map[int32]bool{}
+	for _, a := range rows {
+		if a.Topic == cfg.Topic && a.Live(now) && a.Owner != cfg.Member {
+			busy[a.Partition] = true
+		}
+	}
+	for i := range cfg.Partitions {
+		if len(b.held) >= share {
+			break
+		}
+		p := (b.start + i) % cfg.Partitions
+		if _, mine := b.held[p]; mine || busy[p] {
+			continue
+		}
+		a, err := cfg.Store.AcquireLease(ctx, cfg.Group, cfg.Topic, p, cfg.Member, now, exp)
+		if errors.Is(err, store.ErrLeaseHeld) {
+			continue // another member took it since the listing
+		}
+		if err != nil {
+			return fmt.Errorf("group: acquire %s %s/%d: %w", cfg.Group, cfg.Topic, p, err)
+		}
+		b.takes++
+		res.Takes++
+		committed, err := committedOffset(ctx, cfg.Store, cfg.Group, cfg.Topic, p)
+		if err != nil {
+			// Without its position the caller cannot process it: hand it back now
+			// rather than sit on it until the lease expires.
+			if rerr := cfg.Store.ReleaseLease(ctx, cfg.Group, cfg.Topic, p, cfg.Member, a.Generation); rerr != nil {
+				return errors.Join(err, rerr)
+			}
+			return err
+		}
+		l := leaseOf(a, committed)
+		b.held[p] = l
+		res.Acquired = append(res.Acquired, l)
+	}
+	return nil
+}
+
+// Release gives up the lease of partition (after the caller committed its progress).
+// A fenced release (someone else owns it already) also drops it and returns ErrFenced.
+func (b *Balancer) Release(ctx context.Context, partition int32) error {
+	l, ok := b.held[partition]
+	if !ok {
+		return invalidf("partition %d is not held by %q", partition, b.cfg.Member)
+	}
+	err := b.cfg.Store.ReleaseLease(ctx, b.cfg.Group, b.cfg.Topic, partition, b.cfg.Member, l.Generation)
+	if err == nil || errors.Is(err, store.ErrFenced) {
+		delete(b.held, partition)
+	}
+	if err != nil {
+		return fmt.Errorf("group: release %s %s/%d: %w", b.cfg.Group, b.cfg.Topic, partition, err)
+	}
+	return nil
+}
+
+// Leave releases every held lease (commit first) and removes the member, so the others
+// rebalance at their next step instead of waiting for expiries.
+func (b *Balancer) Leave(ctx context.Context) error {
+	var errs []error
+	for _, p := range b.heldPartitions() {
+		if err := b.Release(ctx, p); err != nil && !errors.Is(err, store.ErrFenced) {
+			errs = append(errs, err)
+		}
+	}
+	if err := b.cfg.Store.RemoveMember(ctx, b.cfg.Group, b.cfg.Member); err != nil {
+		errs = append(errs, fmt.Errorf("group: remove member %q of %s: %w", b.cfg.Member, b.cfg.Group, err))
+	}
+	return errors.Join(errs...)
+}
+
+// Held returns the leases this member holds, by partition.
+func (b *Balancer) Held() []Lease {
+	out := make([]Lease, 0, len(b.held))
+	for _, p := range b.heldPartitions() {
+		out = append(out, b.held[p])
+	}
+	return out
+}
+
+// Takes is the number of ownership changes this Balancer has made since it was built.
+func (b *Balancer) Takes() int64 { return b.takes }
+
+func (b *Balancer) heldPartitions() []int32 {
+	ps := make([]int32, 0, len(b.held))
+	for p := range b.held {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool { return ps[i] < ps[j] })
+	return ps
+}

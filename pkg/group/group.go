@@ -1,0 +1,551 @@
+// Package group coordinates consumer groups on top of the metadata tables: generation-
+// fenced leases of (group, topic, partition), commits of the next offset to read (never
+// above the high watermark, never backwards), describe with lag, reset of a topic's
+// positions, and a step-driven balancer that spreads partitions over live members.
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// Lease TTL limits of the API contract (docs/API.md): a zero TTL means DefaultTTL.
+const (
+	DefaultTTL = 30 * time.Second
+	MinTTL     = 100 * time.Millisecond
+	MaxTTL     = 5 * time.Minute
+)
+
+// Settings a group gets when its first lease (or reset) creates it.
+const (
+	DefaultResetPolicy     = "earliest"
+	DefaultMaxAttempts     = 5
+	DefaultDeadLetterTopic = ""
+)
+
+// Store is what the coordinator needs of the metadata tables; store.MetaStore has it.
+type Store interface {
+	store.LeaseStore
+	store.GroupStore
+}
+
+// Offsets is what the coordinator needs of the log: partition counts, bounds and the
+// time index used for lag and timestamp resets.
+type Offsets interface {
+	// Partitions returns the partition count of topic; an unknown topic is an error
+	// wrapping store.ErrNotFound.
+	Partitions(ctx context.Context, topic string) (int32, error)
+	// Bounds returns the partition's log start offset and high watermark.
+	Bounds(ctx context.Context, topic string, partition int32) (logStart, highWatermark int64, err error)
+	// AppendedAt returns the append time of the record at offset (below the HW).
+	AppendedAt(ctx context.Context, topic string, partition int32, offset int64) (time.Time, error)
+	// OffsetForTime returns the first offset appended at or after t, else the HW.
+	OffsetForTime(ctx context.Context, topic string, partition int32, t time.Time) (int64, error)
+}
+
+// Lease is a member's hold on (group, topic, partition) at a generation.
+type Lease struct {
+	Group      string
+	Topic      string
+	Partition  int32
+	Member     string
+	Generation int64
+	ExpiresAt  time.Time
+	// Committed is the next offset to read, nil before the group's first commit.
+	Committed *int64
+}
+
+// Coordinator runs the group operations. Its only state is the set of groups it has
+// seen exist (groups are never deleted), so any number of Coordinators, in any number
+// of processes, may share one store. It is safe for concurrent use.
+type Coordinator struct {
+	store   Store
+	offsets Offsets
+	now     func() time.Time
+	// known holds the names of groups known to exist, sparing a read per Acquire.
+	known sync.Map
+}
+
+// New returns a Coordinator over st and off; clock nil means time.Now.
+func New(st Store, off Offsets, clock func() time.Time) *Coordinator {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Coordinator{store: st, offsets: off, now: clock}
+}
+
+// ensureGroup creates the group unless this Coordinator has seen it exist.
+func (c *Coordinator) ensureGroup(ctx context.Context, group string, now time.Time) error {
+	if _, ok := c.known.Load(group); ok {
+		return nil
+	}
+	if err := createGroupIfAbsent(ctx, c.store, group, now); err != nil {
+		return err
+	}
+	c.known.Store(group, struct{}{})
+	return nil
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
+
+// validName reports whether s is a valid topic or group name.
+func validName(s string) bool { return nameRE.MatchString(s) }
+
+// validMember reports whether s is 1–200 printable ASCII characters.
+func validMember(s string) bool {
+	if len(s) == 0 || len(s) > 200 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < 0x20 || s[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+func checkNames(group, topic string, partition int32) error {
+	if !validName(group) {
+		return invalidf("bad group name %q", group)
+	}
+	if !validName(topic) {
+		return invalidf("bad topic name %q", topic)
+	}
+	if partition < 0 {
+		return invalidf("negative partition %d", partition)
+	}
+	return nil
+}
+
+func checkMember(member string, generation int64, needGeneration bool) error {
+	if !validMember(member) {
+		return invalidf("bad member name %q", member)
+	}
+	if needGeneration && generation < 1 {
+		return invalidf("generation %d is not positive", generation)
+	}
+	return nil
+}
+
+func leaseTTL(ttl time.Duration) (time.Duration, error) {
+	if ttl == 0 {
+		return DefaultTTL, nil
+	}
+	if ttl < MinTTL || ttl > MaxTTL {
+		return 0, invalidf("ttl %s outside [%s, %s]", ttl, MinTTL, MaxTTL)
+	}
+	return ttl, nil
+}
+
+// checkPartition checks that topic exists and has partition.
+func (c *Coordinator) checkPartition(ctx context.Context, topic string, partition int32) error {
+	n, err := c.offsets.Partitions(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("group: topic %q: %w", topic, err)
+	}
+	if partition >= n {
+		return invalidf("partition %d outside [0, %d) of topic %q", partition, n, topic)
+	}
+	return nil
+}
+
+// createGroupIfAbsent creates the group with the default settings unless it exists (read
+// first: a conditional put that fails still costs a write).
+func createGroupIfAbsent(ctx context.Context, st Store, group string, now time.Time) error {
+	_, err := st.GetGroup(ctx, group)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("group %q: %w", group, err)
+	}
+	_, err = st.EnsureGroup(ctx, store.GroupConfig{
+		Name:            group,
+		ResetPolicy:     DefaultResetPolicy,
+		MaxAttempts:     DefaultMaxAttempts,
+		DeadLetterTopic: DefaultDeadLetterTopic,
+		CreatedAt:       now,
+	})
+	if err != nil {
+		return fmt.Errorf("group: create %q: %w", group, err)
+	}
+	return nil
+}
+
+// committedOffset returns the next offset to read, nil before the first commit.
+func committedOffset(ctx context.Context, st Store, group, topic string, partition int32) (*int64, error) {
+	row, err := st.GetCommit(ctx, group, topic, partition)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("group: read commit of %s %s/%d: %w", group, topic, partition, err)
+	}
+	o := row.NextOffset
+	return &o, nil
+}
+
+func leaseOf(a store.Assignment, committed *int64) Lease {
+	return Lease{
+		Group:      a.Group,
+		Topic:      a.Topic,
+		Partition:  a.Partition,
+		Member:     a.Owner,
+		Generation: a.Generation,
+		ExpiresAt:  a.ExpiresAt,
+		Committed:  committed,
+	}
+}
+
+// Acquire takes the lease of (group, topic, partition) for member for ttl when it is
+// free, expired or already member's, incrementing the generation (a member re-acquiring
+// fences its own earlier incarnation), and creates the group on its first lease. A live
+// lease of another member is ErrLeaseHeld (a *LeaseHeldError).
+func (c *Coordinator) Acquire(ctx context.Context, group, topic string, partition int32, member string, ttl time.Duration) (Lease, error) {
+	if err := checkNames(group, topic, partition); err != nil {
+		return Lease{}, err
+	}
+	if err := checkMember(member, 0, false); err != nil {
+		return Lease{}, err
+	}
+	ttl, err := leaseTTL(ttl)
+	if err != nil {
+		return Lease{}, err
+	}
+	if err := c.checkPartition(ctx, topic, partition); err != nil {
+		return Lease{}, err
+	}
+	now := c.now()
+	if err := c.ensureGroup(ctx, group, now); err != nil {
+		return Lease{}, err
+	}
+	a, err := c.store.AcquireLease(ctx, group, topic, partition, member, now, now.Add(ttl))
+	if err != nil {
+		return Lease{}, fmt.Errorf("group: acquire %s %s/%d for %q: %w", group, topic, partition, member, err)
+	}
+	committed, err := committedOffset(ctx, c.store, group, topic, partition)
+	if err != nil {
+		return Lease{}, err
+	}
+	return leaseOf(a, committed), nil
+}
+
+// Renew moves the expiry of member's lease at generation to now + ttl; any other owner
+// or generation is ErrFenced. An expired lease nobody took over can still be renewed.
+func (c *Coordinator) Renew(ctx context.Context, group, topic string, partition int32, member string, generation int64, ttl time.Duration) (Lease, error) {
+	if err := checkNames(group, topic, partition); err != nil {
+		return Lease{}, err
+	}
+	if err := checkMember(member, generation, true); err != nil {
+		return Lease{}, err
+	}
+	ttl, err := leaseTTL(ttl)
+	if err != nil {
+		return Lease{}, err
+	}
+	now := c.now()
+	a, err := c.store.RenewLease(ctx, group, topic, partition, member, generation, now.Add(ttl))
+	if err != nil {
+		return Lease{}, fmt.Errorf("group: renew %s %s/%d for %q gen %d: %w", group, topic, partition, member, generation, err)
+	}
+	committed, err := committedOffset(ctx, c.store, group, topic, partition)
+	if err != nil {
+		return Lease{}, err
+	}
+	return leaseOf(a, committed), nil
+}
+
+// Release frees member's lease at generation (the generation stays); any other owner or
+// generation is ErrFenced.
+func (c *Coordinator) Release(ctx context.Context, group, topic string, partition int32, member string, generation int64) error {
+	if err := checkNames(group, topic, partition); err != nil {
+		return err
+	}
+	if err := checkMember(member, generation, true); err != nil {
+		return err
+	}
+	if err := c.store.ReleaseLease(ctx, group, topic, partition, member, generation); err != nil {
+		return fmt.Errorf("group: release %s %s/%d for %q gen %d: %w", group, topic, partition, member, generation, err)
+	}
+	return nil
+}
+
+// Commit stores nextOffset (the next offset to read) as the group's position, only if
+// member owns the lease at generation (else ErrFenced) and nextOffset is not below the
+// committed one (else ErrStaleCommit; equal is accepted). An offset above the high
+// watermark is refused before the store is touched: the HW only grows, so a later
+// commit of the same offset may succeed.
+func (c *Coordinator) Commit(ctx context.Context, group, topic string, partition int32, member string, generation, nextOffset int64) error {
+	if err := checkNames(group, topic, partition); err != nil {
+		return err
+	}
+	if err := checkMember(member, generation, true); err != nil {
+		return err
+	}
+	if nextOffset < 0 {
+		return invalidf("negative offset %d", nextOffset)
+	}
+	if err := c.checkPartition(ctx, topic, partition); err != nil {
+		return err
+	}
+	_, hw, err := c.offsets.Bounds(ctx, topic, partition)
+	if err != nil {
+		return fmt.Errorf("group: bounds of %s/%d: %w", topic, partition, err)
+	}
+	if nextOffset > hw {
+		return &BeyondHighWatermarkError{Topic: topic, Partition: partition, Offset: nextOffset, HighWatermark: hw}
+	}
+	row := store.CommitRow{
+		Group:       group,
+		Topic:       topic,
+		Partition:   partition,
+		NextOffset:  nextOffset,
+		Generation:  generation,
+		CommittedAt: c.now(),
+	}
+	if err := c.store.Commit(ctx, row, member); err != nil {
+		return fmt.Errorf("group: commit %s %s/%d@%d for %q gen %d: %w", group, topic, partition, nextOffset, member, generation, err)
+	}
+	return nil
+}
+
+// Committed returns the group's next offset to read of (topic, partition), nil before
+// the first commit.
+func (c *Coordinator) Committed(ctx context.Context, group, topic string, partition int32) (*int64, error) {
+	if err := checkNames(group, topic, partition); err != nil {
+		return nil, err
+	}
+	return committedOffset(ctx, c.store, group, topic, partition)
+}
+
+// GroupInfo is the state of a group: its settings and every partition it has leased
+// or committed.
+type GroupInfo struct {
+	Config     store.GroupConfig
+	Partitions []PartitionInfo
+}
+
+// PartitionInfo is a group's position and lease on one partition.
+type PartitionInfo struct {
+	Topic     string
+	Partition int32
+	// Committed is the next offset to read, nil before the first commit.
+	Committed      *int64
+	LogStartOffset int64
+	HighWatermark  int64
+	// LagRecords is HW − committed, or HW − log start when nothing is committed.
+	LagRecords int64
+	// LagTime is how long ago the first unread record was appended; zero without lag.
+	LagTime time.Duration
+	// Owner and LeaseExpiresAt are set only while a lease is live.
+	Owner          string
+	LeaseExpiresAt time.Time
+	// Generation is the last lease generation, 0 if never leased.
+	Generation int64
+}
+
+// Describe returns the group's settings and, ordered by topic then partition, the
+// position, lag and live lease of every partition it has leased or committed. An
+// unknown group is ErrNotFound.
+func (c *Coordinator) Describe(ctx context.Context, group string) (GroupInfo, error) {
+	if !validName(group) {
+		return GroupInfo{}, invalidf("bad group name %q", group)
+	}
+	cfg, err := c.store.GetGroup(ctx, group)
+	if err != nil {
+		return GroupInfo{}, fmt.Errorf("group %q: %w", group, err)
+	}
+	as, err := c.store.ListAssignments(ctx, group)
+	if err != nil {
+		return GroupInfo{}, fmt.Errorf("group: list leases of %q: %w", group, err)
+	}
+	cs, err := c.store.ListCommits(ctx, group)
+	if err != nil {
+		return GroupInfo{}, fmt.Errorf("group: list commits of %q: %w", group, err)
+	}
+	type key struct {
+		topic     string
+		partition int32
+	}
+	rows := map[key]*PartitionInfo{}
+	get := func(topic string, p int32) *PartitionInfo {
+		k := key{topic, p}
+		if rows[k] == nil {
+			rows[k] = &PartitionInfo{Topic: topic, Partition: p}
+		}
+		return rows[k]
+	}
+	now := c.now()
+	for _, a := range as {
+		pi := get(a.Topic, a.Partition)
+		pi.Generation = a.Generation
+		if a.Live(now) {
+			pi.Owner = a.Owner
+			pi.LeaseExpiresAt = a.ExpiresAt
+		}
+	}
+	for _, cr := range cs {
+		o := cr.NextOffset
+		get(cr.Topic, cr.Partition).Committed = &o
+	}
+	info := GroupInfo{Config: cfg, Partitions: make([]PartitionInfo, 0, len(rows))}
+	for _, pi := range rows {
+		if err := c.fillLag(ctx, pi, now); err != nil {
+			return GroupInfo{}, err
+		}
+		info.Partitions = append(info.Partitions, *pi)
+	}
+	sort.Slice(info.Partitions, func(i, j int) bool {
+		a, b := info.Partitions[i], info.Partitions[j]
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+	return info, nil
+}
+
+// fillLag sets the bounds and the lag of pi.
+func (c *Coordinator) fillLag(ctx context.Context, pi *PartitionInfo, now time.Time) error {
+	start, hw, err := c.offsets.Bounds(ctx, pi.Topic, pi.Partition)
+	if err != nil {
+		return fmt.Errorf("group: bounds of %s/%d: %w", pi.Topic, pi.Partition, err)
+	}
+	pi.LogStartOffset, pi.HighWatermark = start, hw
+	next := start
+	if pi.Committed != nil {
+		next = *pi.Committed
+	}
+	pi.LagRecords = max(hw-next, 0)
+	if pi.LagRecords == 0 {
+		return nil
+	}
+	// Records below the log start are gone; the oldest unread one still there is at it.
+	at, err := c.offsets.AppendedAt(ctx, pi.Topic, pi.Partition, max(next, start))
+	if err != nil {
+		return fmt.Errorf("group: append time of %s/%d@%d: %w", pi.Topic, pi.Partition, max(next, start), err)
+	}
+	pi.LagTime = max(now.Sub(at), 0)
+	return nil
+}
+
+// ResetTo says where Reset moves a group's positions.
+type ResetTo struct {
+	kind   resetKind
+	offset int64
+	at     time.Time
+}
+
+type resetKind int
+
+const (
+	resetNone resetKind = iota
+	resetEarliest
+	resetLatest
+	resetOffset
+	resetTime
+)
+
+// ResetEarliest moves every position to its partition's log start offset.
+func ResetEarliest() ResetTo { return ResetTo{kind: resetEarliest} }
+
+// ResetLatest moves every position to its partition's high watermark.
+func ResetLatest() ResetTo { return ResetTo{kind: resetLatest} }
+
+// ResetOffset moves every position to offset, which must lie within each partition's
+// [log start, high watermark].
+func ResetOffset(offset int64) ResetTo { return ResetTo{kind: resetOffset, offset: offset} }
+
+// ResetTime moves every position to the first offset appended at or after t, else the
+// high watermark.
+func ResetTime(t time.Time) ResetTo { return ResetTo{kind: resetTime, at: t} }
+
+func (r ResetTo) String() string {
+	switch r.kind {
+	case resetEarliest:
+		return "earliest"
+	case resetLatest:
+		return "latest"
+	case resetOffset:
+		return fmt.Sprintf("offset %d", r.offset)
+	case resetTime:
+		return "time " + r.at.UTC().Format(time.RFC3339Nano)
+	}
+	return "none"
+}
+
+// PartitionOffset is a partition's position after a reset.
+type PartitionOffset struct {
+	Partition int32
+	Offset    int64
+}
+
+// Reset sets the group's committed offset of every partition of topic as to says, all
+// at once, creating the group if it does not exist. It is refused with ErrGroupActive
+// while any lease of the group on topic is live, and with an *OffsetOutOfRangeError when
+// an explicit offset lies outside a partition's bounds; either way nothing changes.
+func (c *Coordinator) Reset(ctx context.Context, group, topic string, to ResetTo) ([]PartitionOffset, error) {
+	if err := checkNames(group, topic, 0); err != nil {
+		return nil, err
+	}
+	if to.kind == resetNone {
+		return nil, invalidf("no reset target")
+	}
+	if to.kind == resetOffset && to.offset < 0 {
+		return nil, invalidf("negative offset %d", to.offset)
+	}
+	n, err := c.offsets.Partitions(ctx, topic)
+	if err != nil {
+		return nil, fmt.Errorf("group: topic %q: %w", topic, err)
+	}
+	offsets := make(map[int32]int64, n)
+	out := make([]PartitionOffset, 0, n)
+	for p := range n {
+		o, err := c.resetOffset(ctx, topic, p, to)
+		if err != nil {
+			return nil, err
+		}
+		offsets[p] = o
+		out = append(out, PartitionOffset{Partition: p, Offset: o})
+	}
+	now := c.now()
+	if err := c.ensureGroup(ctx, group, now); err != nil {
+		return nil, err
+	}
+	if err := c.store.ResetCommits(ctx, group, topic, offsets, now); err != nil {
+		return nil, fmt.Errorf("group: reset %s on %q to %s: %w", group, topic, to, err)
+	}
+	return out, nil
+}
+
+// resetOffset computes the target position of one partition.
+func (c *Coordinator) resetOffset(ctx context.Context, topic string, p int32, to ResetTo) (int64, error) {
+	start, hw, err := c.offsets.Bounds(ctx, topic, p)
+	if err != nil {
+		return 0, fmt.Errorf("group: bounds of %s/%d: %w", topic, p, err)
+	}
+	switch to.kind {
+	case resetEarliest:
+		return start, nil
+	case resetLatest:
+		return hw, nil
+	case resetOffset:
+		if to.offset < start || to.offset > hw {
+			return 0, &OffsetOutOfRangeError{Topic: topic, Partition: p, Offset: to.offset, LogStartOffset: start, HighWatermark: hw}
+		}
+		return to.offset, nil
+	default:
+		o, err := c.offsets.OffsetForTime(ctx, topic, p, to.at)
+		if err != nil {
+			return 0, fmt.Errorf("group: offset for time in %s/%d: %w", topic, p, err)
+		}
+		return min(max(o, start), hw), nil
+	}
+}
