@@ -78,7 +78,7 @@ func runDemoSize(ctx context.Context, w io.Writer, size demoSize) error {
 	}
 
 	d := &demo{w: w, rt: rt, c: c, sink: newIdempotentSink(), size: size}
-	fmt.Fprintln(w, "\nconsuming: billing (4 workers per partition, idempotent sink) and shipping (deliberately slow)")
+	fmt.Fprintln(w, "\nconsuming: billing (in-process, 4 workers per partition, idempotent sink) and shipping (over HTTP, deliberately slow)")
 	shipCtx, stopShipping := context.WithCancel(ctx)
 	var shipWG sync.WaitGroup
 	shipWG.Add(1)
@@ -245,11 +245,14 @@ func (d *demo) runBilling(ctx context.Context) error {
 	return nil
 }
 
-// runShipping handles records slowly (2ms each, one worker per partition) until ctx ends.
+// runShipping handles records slowly (2ms each, one worker per partition) until ctx
+// ends. Unlike billing (in-process, as a consumer Lambda runs), it consumes over the
+// HTTP API, as a remote service would.
 func (d *demo) runShipping(ctx context.Context) {
+	remote := client.NewConsumerAdapter(d.c)
 	var wg sync.WaitGroup
 	for p := int32(0); p < demoPartitions; p++ {
-		cons, err := consumer.New(d.rt.Log(), d.rt.Coordinator(), consumer.Config{Group: "shipping", Topic: demoTopic,
+		cons, err := consumer.New(remote, remote, consumer.Config{Group: "shipping", Topic: demoTopic,
 			Member: fmt.Sprintf("shipping-%d", p), LeaseTTL: demoLeaseTTL, PollWait: 100 * time.Millisecond,
 			Handler: func(ctx context.Context, r consumer.Record) error {
 				select {

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratalog/strata/pkg/client"
+)
+
+func newGroupsCmd(o *options) *cobra.Command {
+	cmd := &cobra.Command{Use: "groups", Short: "Describe and reset consumer groups"}
+	cmd.AddCommand(newGroupsDescribeCmd(o), newGroupsResetCmd(o))
+	return cmd
+}
+
+// groupPartitionJSON is a group's partition as --json prints it (the API's fields).
+type groupPartitionJSON struct {
+	Topic            string  `json:"topic"`
+	Partition        int32   `json:"partition"`
+	CommittedOffset  *int64  `json:"committed_offset"`
+	HighWatermark    int64   `json:"high_watermark"`
+	LagRecords       int64   `json:"lag_records"`
+	LagSeconds       float64 `json:"lag_seconds"`
+	Owner            *string `json:"owner"`
+	Generation       int64   `json:"generation"`
+	LeaseExpiresAtMs *int64  `json:"lease_expires_at_ms"`
+}
+
+func newGroupsDescribeCmd(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe GROUP",
+		Short: "Show a group's committed offset, lag and lease on every partition it uses",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			g, err := c.DescribeGroup(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				ps := make([]groupPartitionJSON, len(g.Partitions))
+				for i, p := range g.Partitions {
+					ps[i] = groupPartitionJSON{Topic: p.Topic, Partition: p.Partition, CommittedOffset: p.CommittedOffset,
+						HighWatermark: p.HighWatermark, LagRecords: p.LagRecords, LagSeconds: p.LagSeconds, Generation: p.Generation}
+					if p.Owner != "" {
+						owner := p.Owner
+						ps[i].Owner = &owner
+					}
+					if !p.LeaseExpiresAt.IsZero() {
+						ms := p.LeaseExpiresAt.UnixMilli()
+						ps[i].LeaseExpiresAtMs = &ms
+					}
+				}
+				return printJSON(w, struct {
+					Group      string               `json:"group"`
+					Partitions []groupPartitionJSON `json:"partitions"`
+				}{g.Name, ps})
+			}
+			tb := newTable(w, "TOPIC", "PARTITION", "COMMITTED", "HIGH_WATERMARK", "LAG", "LAG_SECONDS", "OWNER", "GENERATION", "LEASE_EXPIRES")
+			for _, p := range g.Partitions {
+				owner := p.Owner
+				if owner == "" {
+					owner = "-"
+				}
+				tb.row(p.Topic, p.Partition, orDash(p.CommittedOffset), p.HighWatermark, p.LagRecords,
+					strconv.FormatFloat(p.LagSeconds, 'f', 3, 64), owner, p.Generation, timeOrDash(p.LeaseExpiresAt))
+			}
+			return tb.flush()
+		},
+	}
+}
+
+func newGroupsResetCmd(o *options) *cobra.Command {
+	var topic, to, toTime string
+	cmd := &cobra.Command{
+		Use:   "reset GROUP --topic TOPIC (--to earliest|latest|OFFSET | --to-time RFC3339)",
+		Short: "Move a group's committed offsets on every partition of a topic",
+		Long: `Set GROUP's committed offset on every partition of --topic: to the log start
+(earliest), the high watermark (latest), an explicit OFFSET, or the first record
+appended at or after --to-time. Refused while any member holds a live lease on the topic.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			target, err := resetTarget(to, toTime)
+			if err != nil {
+				return err
+			}
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			res, err := c.ResetGroup(cmd.Context(), args[0], topic, target)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				type row struct {
+					Partition       int32 `json:"partition"`
+					CommittedOffset int64 `json:"committed_offset"`
+				}
+				rows := make([]row, len(res))
+				for i, p := range res {
+					rows[i] = row(p)
+				}
+				return printJSON(w, map[string]any{"partitions": rows})
+			}
+			tb := newTable(w, "PARTITION", "COMMITTED")
+			for _, p := range res {
+				tb.row(p.Partition, p.CommittedOffset)
+			}
+			return tb.flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&topic, "topic", "", "topic whose positions move (required)")
+	f.StringVar(&to, "to", "", "earliest, latest or an offset")
+	f.StringVar(&toTime, "to-time", "", "RFC 3339 time: the first record appended at or after it")
+	_ = cmd.MarkFlagRequired("topic")
+	cmd.MarkFlagsMutuallyExclusive("to", "to-time")
+	cmd.MarkFlagsOneRequired("to", "to-time")
+	return cmd
+}
+
+// resetTarget parses --to or --to-time.
+func resetTarget(to, toTime string) (client.ResetTarget, error) {
+	if toTime != "" {
+		t, err := time.Parse(time.RFC3339Nano, toTime)
+		if err != nil {
+			return client.ResetTarget{}, fmt.Errorf("--to-time: %w", err)
+		}
+		return client.ResetToTime(t), nil
+	}
+	switch to {
+	case "earliest":
+		return client.ResetEarliest(), nil
+	case "latest":
+		return client.ResetLatest(), nil
+	case "":
+		return client.ResetTarget{}, errors.New("one of --to or --to-time is required")
+	}
+	n, err := strconv.ParseInt(to, 10, 64)
+	if err != nil || n < 0 {
+		return client.ResetTarget{}, fmt.Errorf("--to must be earliest, latest or a non-negative offset, got %q", to)
+	}
+	return client.ResetToOffset(n), nil
+}

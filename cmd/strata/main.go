@@ -1,0 +1,75 @@
+// Command strata is Strata's command-line tool: `strata dev` runs a whole node locally
+// (docs/API.md, "Local runtime"), and the other commands manage topics and consumer
+// groups, produce and consume over the HTTP API of any Strata endpoint.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratalog/strata/pkg/client"
+)
+
+// Environment variables that set the defaults of --url and --token.
+const (
+	envURL   = "STRATA_URL"
+	envToken = "STRATA_TOKEN"
+)
+
+const defaultURL = "http://127.0.0.1:4580"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := newRootCmd().ExecuteContext(ctx)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "strata:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the flags every API command shares.
+type options struct {
+	url   string
+	token string
+	json  bool
+}
+
+// newRootCmd builds the whole command tree; tests run it with their own args and
+// writers.
+func newRootCmd() *cobra.Command {
+	o := &options{}
+	root := &cobra.Command{
+		Use:           "strata",
+		Short:         "Strata: a partitioned, retained log on S3 and DynamoDB",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	pf := root.PersistentFlags()
+	pf.StringVar(&o.url, "url", envOr(envURL, defaultURL), "Strata endpoint (env "+envURL+")")
+	pf.StringVar(&o.token, "token", os.Getenv(envToken), "bearer token for `strata dev --auth` (env "+envToken+")")
+	pf.BoolVar(&o.json, "json", false, "print JSON instead of tables")
+	root.AddCommand(newDevCmd(), newTopicsCmd(o), newProduceCmd(o), newConsumeCmd(o), newGroupsCmd(o), newDemoCmd())
+	return root
+}
+
+// client returns a Client for --url and --token.
+func (o *options) client() (*client.Client, error) {
+	var opts []client.Option
+	if o.token != "" {
+		opts = append(opts, client.WithToken(o.token))
+	}
+	return client.New(o.url, opts...)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

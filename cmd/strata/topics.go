@@ -1,0 +1,134 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratalog/strata/pkg/client"
+)
+
+func newTopicsCmd(o *options) *cobra.Command {
+	cmd := &cobra.Command{Use: "topics", Short: "Create, describe and list topics"}
+	cmd.AddCommand(newTopicsCreateCmd(o), newTopicsDescribeCmd(o), newTopicsListCmd(o))
+	return cmd
+}
+
+// topicJSON is a topic as --json prints it (the API's field names).
+type topicJSON struct {
+	Name          string              `json:"name"`
+	Partitions    int32               `json:"partitions"`
+	RetentionMs   int64               `json:"retention_ms"`
+	PartitionInfo []partitionInfoJSON `json:"partition_info,omitempty"`
+}
+
+type partitionInfoJSON struct {
+	Partition      int32 `json:"partition"`
+	LogStartOffset int64 `json:"log_start_offset"`
+	HighWatermark  int64 `json:"high_watermark"`
+}
+
+func toTopicJSON(t *client.Topic) topicJSON {
+	out := topicJSON{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.Retention.Milliseconds()}
+	for _, p := range t.PartitionInfo {
+		out.PartitionInfo = append(out.PartitionInfo, partitionInfoJSON(p))
+	}
+	return out
+}
+
+func newTopicsCreateCmd(o *options) *cobra.Command {
+	var (
+		partitions int32
+		retention  time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "create NAME",
+		Short: "Create a topic",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.CreateTopic(cmd.Context(), args[0], client.TopicConfig{Partitions: partitions, Retention: retention})
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				return printJSON(w, toTopicJSON(t))
+			}
+			tb := newTable(w, "NAME", "PARTITIONS", "RETENTION")
+			tb.row(t.Name, t.Partitions, t.Retention)
+			return tb.flush()
+		},
+	}
+	cmd.Flags().Int32Var(&partitions, "partitions", 1, "number of partitions (1-1024)")
+	cmd.Flags().DurationVar(&retention, "retention", 0, "how long records are kept, e.g. 24h (default: the server's, 24h)")
+	return cmd
+}
+
+func newTopicsDescribeCmd(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "describe NAME",
+		Short: "Show a topic and each partition's log start offset and high watermark",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.DescribeTopic(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				return printJSON(w, toTopicJSON(t))
+			}
+			tb := newTable(w, "NAME", "PARTITIONS", "RETENTION")
+			tb.row(t.Name, t.Partitions, t.Retention)
+			if err := tb.flush(); err != nil {
+				return err
+			}
+			if _, err := w.Write([]byte("\n")); err != nil {
+				return err
+			}
+			tb = newTable(w, "PARTITION", "LOG_START", "HIGH_WATERMARK", "RECORDS")
+			for _, p := range t.PartitionInfo {
+				tb.row(p.Partition, p.LogStartOffset, p.HighWatermark, p.HighWatermark-p.LogStartOffset)
+			}
+			return tb.flush()
+		},
+	}
+}
+
+func newTopicsListCmd(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the topics the caller may describe",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			names, err := c.ListTopics(cmd.Context())
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				if names == nil {
+					names = []string{}
+				}
+				return printJSON(w, map[string][]string{"topics": names})
+			}
+			tb := newTable(w, "NAME")
+			for _, n := range names {
+				tb.row(n)
+			}
+			return tb.flush()
+		},
+	}
+}

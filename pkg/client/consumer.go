@@ -1,0 +1,218 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/segment"
+)
+
+// ConsumerAdapter runs pkg/consumer over HTTP: it implements consumer.Log (Poll,
+// Append, Bounds) and consumer.Coordinator (Acquire, Renew, Release, Commit) with a
+// Client, and turns the contract's error codes back into the sentinels pkg/consumer
+// branches on (group.ErrFenced, group.ErrLeaseHeld as a *group.LeaseHeldError,
+// log.ErrOffsetOutOfRange as a *log.OffsetOutOfRangeError, log.ErrUnavailable). The
+// Client's own sentinels and *APIError stay reachable with errors.Is and errors.As.
+type ConsumerAdapter struct {
+	c *Client
+}
+
+// NewConsumerAdapter returns the adapter over c.
+func NewConsumerAdapter(c *Client) *ConsumerAdapter { return &ConsumerAdapter{c: c} }
+
+// Poll implements consumer.Log. A wait above the contract's 20 s is cut to 20 s.
+func (a *ConsumerAdapter) Poll(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.PollResult, error) {
+	res, err := a.c.Poll(ctx, topic, partition, offset, PollOptions{
+		MaxRecords: opt.MaxRecords, MaxBytes: opt.MaxBytes, Wait: min(opt.Wait, log.MaxPollWait)})
+	if err != nil {
+		return log.PollResult{}, a.logError(ctx, topic, partition, offset, err)
+	}
+	out := log.PollResult{NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset,
+		Records: make([]segment.Record, len(res.Records))}
+	for i, r := range res.Records {
+		out.Records[i] = toSegmentRecord(r)
+	}
+	return out, nil
+}
+
+// Append implements consumer.Log. Header order is not kept (the contract carries
+// headers as a JSON object), and of repeated header names the last one wins. A partial
+// failure is a *log.AppendError holding every record's outcome.
+func (a *ConsumerAdapter) Append(ctx context.Context, topic string, recs []log.Record, opt log.AppendOptions) ([]log.Result, error) {
+	in := make([]Record, len(recs))
+	for i, r := range recs {
+		in[i] = Record{Key: r.Key, Value: r.Value, Partition: r.Partition}
+		if r.Timestamp != nil {
+			in[i].Timestamp = time.UnixMilli(*r.Timestamp)
+		}
+		if len(r.Headers) > 0 {
+			in[i].Headers = make(map[string][]byte, len(r.Headers))
+			for _, h := range r.Headers {
+				in[i].Headers[h.Key] = h.Value
+			}
+		}
+	}
+	res, err := a.c.Append(ctx, topic, in, AppendOptions{IdempotencyKey: opt.IdempotencyKey})
+	if err != nil && len(res) != len(recs) {
+		return nil, a.logError(ctx, topic, 0, 0, err)
+	}
+	out := make([]log.Result, len(res))
+	for i, r := range res {
+		out[i] = log.Result{Partition: r.Partition, Offset: r.Offset}
+		if r.Err != nil {
+			out[i].Err = a.logError(ctx, topic, r.Partition, 0, r.Err)
+		}
+	}
+	if err != nil {
+		return nil, &log.AppendError{Results: out, Err: a.logError(ctx, topic, 0, 0, err)}
+	}
+	return out, nil
+}
+
+// Bounds implements consumer.Log by describing the topic.
+func (a *ConsumerAdapter) Bounds(ctx context.Context, topic string, partition int32) (logStart, highWatermark int64, err error) {
+	t, err := a.c.DescribeTopic(ctx, topic)
+	if err != nil {
+		return 0, 0, a.logError(ctx, topic, partition, 0, err)
+	}
+	for _, p := range t.PartitionInfo {
+		if p.Partition == partition {
+			return p.LogStartOffset, p.HighWatermark, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("%w: partition %d of %q (%d partitions)", log.ErrInvalid, partition, topic, t.Partitions)
+}
+
+// Acquire implements consumer.Coordinator.
+func (a *ConsumerAdapter) Acquire(ctx context.Context, grp, topic string, partition int32, member string, ttl time.Duration) (group.Lease, error) {
+	l, err := a.c.Lease(ctx, grp, topic, partition, member, ttl)
+	if err != nil {
+		return group.Lease{}, groupError(err)
+	}
+	return group.Lease{Group: grp, Topic: topic, Partition: partition, Member: member,
+		Generation: l.Generation, ExpiresAt: l.ExpiresAt, Committed: l.CommittedOffset}, nil
+}
+
+// Renew implements consumer.Coordinator.
+func (a *ConsumerAdapter) Renew(ctx context.Context, grp, topic string, partition int32, member string, generation int64, ttl time.Duration) (group.Lease, error) {
+	l, err := a.c.RenewLease(ctx, grp, topic, partition, member, generation, ttl)
+	if err != nil {
+		return group.Lease{}, groupError(err)
+	}
+	return group.Lease{Group: grp, Topic: topic, Partition: partition, Member: member,
+		Generation: l.Generation, ExpiresAt: l.ExpiresAt, Committed: l.CommittedOffset}, nil
+}
+
+// Release implements consumer.Coordinator.
+func (a *ConsumerAdapter) Release(ctx context.Context, grp, topic string, partition int32, member string, generation int64) error {
+	if err := a.c.Release(ctx, grp, topic, partition, member, generation); err != nil {
+		return groupError(err)
+	}
+	return nil
+}
+
+// Commit implements consumer.Coordinator.
+func (a *ConsumerAdapter) Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64) error {
+	if _, err := a.c.Commit(ctx, grp, topic, partition, member, generation, nextOffset); err != nil {
+		err = groupError(err)
+		var beyond *group.BeyondHighWatermarkError
+		if errors.As(err, &beyond) {
+			beyond.Topic, beyond.Partition, beyond.Offset = topic, partition, nextOffset
+		}
+		return err
+	}
+	return nil
+}
+
+// toSegmentRecord converts a polled record; headers come sorted by name, since the
+// contract does not keep their order.
+func toSegmentRecord(r PolledRecord) segment.Record {
+	out := segment.Record{Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli(), Key: r.Key, Value: r.Value}
+	if out.Value == nil {
+		out.Value = []byte{}
+	}
+	if len(r.Headers) > 0 {
+		out.Headers = make([]segment.Header, 0, len(r.Headers))
+		for k, v := range r.Headers {
+			out.Headers = append(out.Headers, segment.Header{Key: k, Value: v})
+		}
+		sort.Slice(out.Headers, func(i, j int) bool { return out.Headers[i].Key < out.Headers[j].Key })
+	}
+	return out
+}
+
+// logError maps a Client error of a log call to pkg/log's sentinels. An
+// offset_out_of_range answer becomes a *log.OffsetOutOfRangeError with both bounds (read
+// from the answer, or by describing the topic if the answer lacks them).
+func (a *ConsumerAdapter) logError(ctx context.Context, topic string, partition int32, offset int64, err error) error {
+	var apiErr *APIError
+	switch {
+	case errors.Is(err, ErrOffsetOutOfRange):
+		oor := &log.OffsetOutOfRangeError{Offset: offset}
+		start, okS := int64(0), false
+		hw, okH := int64(0), false
+		if errors.As(err, &apiErr) {
+			start, okS = apiErr.LogStartOffset()
+			hw, okH = apiErr.HighWatermark()
+		}
+		if !okS || !okH {
+			var berr error
+			if start, hw, berr = a.Bounds(ctx, topic, partition); berr != nil {
+				return fmt.Errorf("%w (bounds unknown: %w): %w", log.ErrUnavailable, berr, err)
+			}
+		}
+		oor.LogStartOffset, oor.HighWatermark = start, hw
+		return fmt.Errorf("%w: %w", oor, err)
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("%w: %w", log.ErrTopicNotFound, err)
+	case errors.Is(err, ErrInvalid):
+		return fmt.Errorf("%w: %w", log.ErrInvalid, err)
+	case errors.Is(err, ErrPayloadTooLarge):
+		return fmt.Errorf("%w: %w", log.ErrTooLarge, err)
+	case errors.Is(err, ErrIdempotencyKeyReused):
+		return fmt.Errorf("%w: %w", log.ErrIdempotencyKeyReused, err)
+	case errors.Is(err, ErrInternal):
+		return fmt.Errorf("%w: %w", log.ErrCorrupt, err)
+	case IsRetryable(err) && ctx.Err() == nil:
+		return fmt.Errorf("%w: %w", log.ErrUnavailable, err)
+	}
+	return err
+}
+
+// groupError maps a Client error of a coordinator call to pkg/group's sentinels.
+func groupError(err error) error {
+	var apiErr *APIError
+	switch {
+	case errors.Is(err, ErrFenced):
+		return fmt.Errorf("%w: %w", group.ErrFenced, err)
+	case errors.Is(err, ErrLeaseHeld):
+		held := &group.LeaseHeldError{}
+		if errors.As(err, &apiErr) {
+			held.Owner, _ = apiErr.Owner()
+			held.ExpiresAt, _ = apiErr.LeaseExpiresAt()
+		}
+		return fmt.Errorf("%w: %w", held, err)
+	case errors.Is(err, ErrStaleCommit):
+		return fmt.Errorf("%w: %w", group.ErrStaleCommit, err)
+	case errors.Is(err, ErrGroupActive):
+		return fmt.Errorf("%w: %w", group.ErrGroupActive, err)
+	case errors.Is(err, ErrBeyondHighWatermark):
+		beyond := &group.BeyondHighWatermarkError{}
+		if errors.As(err, &apiErr) {
+			beyond.HighWatermark, _ = apiErr.detailInt("high_watermark")
+		}
+		return fmt.Errorf("%w: %w", beyond, err)
+	case errors.Is(err, ErrNotFound):
+		return fmt.Errorf("%w: %w", group.ErrNotFound, err)
+	case errors.Is(err, ErrInvalid):
+		return fmt.Errorf("%w: %w", group.ErrInvalid, err)
+	case IsRetryable(err):
+		return fmt.Errorf("%w: %w", group.ErrUnavailable, err)
+	}
+	return err
+}
