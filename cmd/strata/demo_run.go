@@ -180,21 +180,23 @@ func (d *demo) runBilling(ctx context.Context) error {
 	errs := make(chan error, demoPartitions+1)
 	var wg sync.WaitGroup
 	for p := int32(1); p < demoPartitions; p++ {
-		cons, err := mk(fmt.Sprintf("billing-%d", p), d.rt.Coordinator(), handler)
+		cons, err := mk(fmt.Sprintf("billing-%d", p), d.rt.Groups(), handler)
 		if err != nil {
 			return err
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := cons.Run(ctx, p, consumer.RunOptions{UntilCaughtUp: true}); err != nil {
+			st, err := cons.Run(ctx, p, consumer.RunOptions{UntilCaughtUp: true})
+			d.rt.Metrics().ConsumerRun("billing", demoTopic, st)
+			if err != nil {
 				errs <- err
 			}
 		}()
 	}
 
 	// Partition 0: its consumer dies (no final commit, no release) mid-batch.
-	victim := &killable{Coordinator: d.rt.Coordinator()}
+	victim := &killable{Coordinator: d.rt.Groups()}
 	var seenByVictim atomic.Int64
 	killCtx, kill := context.WithCancel(ctx)
 	victimHandler := func(ctx context.Context, r consumer.Record) error {
@@ -218,14 +220,15 @@ func (d *demo) runBilling(ctx context.Context) error {
 	fmt.Fprintf(d.w, "killed billing-0 mid-batch after handling %d records; its last commit is offset %d\n",
 		seenByVictim.Load(), *committed)
 
-	replacement, err := mk("billing-0b", d.rt.Coordinator(), handler)
+	replacement, err := mk("billing-0b", d.rt.Groups(), handler)
 	if err != nil {
 		return err
 	}
 	waitStart := time.Now()
 	for {
-		_, err := replacement.Run(ctx, 0, consumer.RunOptions{UntilCaughtUp: true})
+		st, err := replacement.Run(ctx, 0, consumer.RunOptions{UntilCaughtUp: true})
 		if !errors.Is(err, group.ErrLeaseHeld) {
+			d.rt.Metrics().ConsumerRun("billing", demoTopic, st)
 			if err != nil {
 				return err
 			}
