@@ -200,8 +200,9 @@ func (d *demo) runBilling(ctx context.Context) error {
 	var seenByVictim atomic.Int64
 	killCtx, kill := context.WithCancel(ctx)
 	victimHandler := func(ctx context.Context, r consumer.Record) error {
-		if seenByVictim.Add(1) == d.size.KillAfter {
-			victim.kill()
+		// Die mid-batch, once at least one commit went through, so the replay starts
+		// from a real checkpoint.
+		if seenByVictim.Add(1) >= d.size.KillAfter && victim.lastCommit.Load() > 0 && victim.dead.CompareAndSwap(false, true) {
 			kill()
 		}
 		return handler(ctx, r)
@@ -348,12 +349,11 @@ func (d *demo) summary(ctx context.Context, appended int64, took time.Duration) 
 // consumer's final commit and release never reach the store, as after kill -9.
 type killable struct {
 	consumer.Coordinator
-	dead atomic.Bool
+	dead       atomic.Bool
+	lastCommit atomic.Int64
 }
 
 var errKilled = errors.New("process killed")
-
-func (k *killable) kill() { k.dead.Store(true) }
 
 func (k *killable) Renew(ctx context.Context, g, t string, p int32, m string, gen int64, ttl time.Duration) (group.Lease, error) {
 	if k.dead.Load() {
@@ -366,7 +366,11 @@ func (k *killable) Commit(ctx context.Context, g, t string, p int32, m string, g
 	if k.dead.Load() {
 		return errKilled
 	}
-	return k.Coordinator.Commit(ctx, g, t, p, m, gen, next)
+	if err := k.Coordinator.Commit(ctx, g, t, p, m, gen, next); err != nil {
+		return err
+	}
+	k.lastCommit.Store(next)
+	return nil
 }
 
 func (k *killable) Release(ctx context.Context, g, t string, p int32, m string, gen int64) error {
