@@ -266,6 +266,9 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 		}
 		if next := r.tracker.Next(); next > r.committed && now.Sub(lastCommit) >= cfg.CommitInterval {
 			if err := r.commit(ctx, next, false); err != nil {
+				if ctx.Err() != nil && !r.fenced.Load() {
+					return r.finish(ctx, nil) // stopping: finish commits without ctx
+				}
 				return r.finish(ctx, err)
 			}
 			lastCommit = now
@@ -288,6 +291,9 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 		case errors.As(err, &oor):
 			next, err := r.reposition(ctx, fetch, oor)
 			if err != nil {
+				if ctx.Err() != nil && !r.fenced.Load() {
+					return r.finish(ctx, nil)
+				}
 				return r.finish(ctx, err)
 			}
 			fetch = next
