@@ -84,7 +84,7 @@ type Config struct {
 	MaxAttempts int
 	Backoff     func(attempt int) time.Duration
 	// DeadLetterTopic receives records that failed MaxAttempts times; when empty, such
-	// records are counted as dropped and skipped.
+	// records are skipped and counted in Stats.Dropped.
 	DeadLetterTopic string
 	// ResetPolicy applies when the position is below the log start or beyond the high
 	// watermark ("earliest" default, "latest", "fail"); a new group starts as it says.
@@ -105,6 +105,7 @@ type Stats struct {
 	Handled      int64 // records whose handler succeeded
 	Retries      int64 // handler failures that were retried
 	DeadLettered int64
+	Dropped      int64 // failed MaxAttempts times with no dead-letter topic configured
 	RecordsLost  int64 // skipped by a reset policy because retention had removed them
 	Committed    int64 // the last committed next offset
 	Fenced       bool
@@ -203,6 +204,7 @@ type run struct {
 	handled   atomic.Int64
 	retries   atomic.Int64
 	dead      atomic.Int64
+	dropped   atomic.Int64
 	workErr   chan error
 	// leaseUntil is the lease expiry (Unix ns) as last granted; workers start no record
 	// after it, so a process that was paused past its lease handles nothing until a
@@ -431,13 +433,15 @@ func (r *run) handle(rec Record) bool {
 			}
 		}
 	}
-	if cfg.DeadLetterTopic != "" {
-		if derr := r.deadLetter(rec, err); derr != nil {
-			if r.workCtx.Err() == nil {
-				r.workErr <- fmt.Errorf("consumer: dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, derr)
-			}
-			return false
+	if cfg.DeadLetterTopic == "" {
+		r.dropped.Add(1)
+		return true
+	}
+	if derr := r.deadLetter(rec, err); derr != nil {
+		if r.workCtx.Err() == nil {
+			r.workErr <- fmt.Errorf("consumer: dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, derr)
 		}
+		return false
 	}
 	r.dead.Add(1)
 	return true
@@ -510,6 +514,7 @@ func (r *run) finish(ctx context.Context, cause error) (Stats, error) {
 	r.stats.Handled = r.handled.Load()
 	r.stats.Retries = r.retries.Load()
 	r.stats.DeadLettered = r.dead.Load()
+	r.stats.Dropped = r.dropped.Load()
 	r.stats.Committed = r.committed
 	if r.fenced.Load() || errors.Is(cause, group.ErrFenced) {
 		r.stats.Fenced = true

@@ -409,3 +409,23 @@ func TestBehindLogStartAppliesResetPolicy(t *testing.T) {
 		}
 	})
 }
+
+// TestPoisonRecordWithoutDeadLetterTopicIsDropped: with no dead-letter topic the record
+// is skipped and counted as dropped, and the partition still moves on.
+func TestPoisonRecordWithoutDeadLetterTopicIsDropped(t *testing.T) {
+	s := backendtest.Local(context.Background(), t)
+	f := newFixture(t, s, "orders", 4)
+	c := f.consumer(t, "billing", "m-1", func(_ context.Context, r consumer.Record) error {
+		if r.Offset == 1 {
+			return errors.New("boom")
+		}
+		return nil
+	}, func(c *consumer.Config) { c.MaxAttempts = 2 })
+	st, err := c.Run(context.Background(), 0, consumer.RunOptions{UntilCaughtUp: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Dropped != 1 || st.DeadLettered != 0 || st.Handled != 3 || f.committed(t, "billing") != 4 {
+		t.Fatalf("stats %+v committed %d", st, f.committed(t, "billing"))
+	}
+}

@@ -61,7 +61,7 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	if err != nil {
 		return nil, err
 	}
-	if k := opt.IdempotencyKey; k != "" && (len(k) > 128) {
+	if len(opt.IdempotencyKey) > 128 {
 		return nil, invalidf("Idempotency-Key must be 1–128 characters")
 	}
 	// Keys are scoped to the topic: the same key on two topics names two requests.
@@ -151,6 +151,7 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	var firstErr error
 	for i, g := range pending {
 		if errs[i] == nil {
+			l.notifier.notify(tpKey{topic, g.partition})
 			continue
 		}
 		if errors.Is(errs[i], ErrIdempotencyKeyReused) {
@@ -168,9 +169,6 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 			firstErr = fmt.Errorf("%w: %w", ErrUnavailable, firstErr)
 		}
 		return results, &AppendError{Results: results, Err: firstErr}
-	}
-	for _, g := range pending {
-		l.notifier.notify(tpKey{topic, g.partition})
 	}
 	l.metrics.Appended(topic, len(recs), nbytes, l.now().Sub(start))
 	return results, nil
