@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
+	"unicode"
 
 	"github.com/stratalog/strata/pkg/log"
 )
@@ -102,7 +104,7 @@ func ParseAuth(data []byte) (*Authorizer, error) {
 	if err := dec.Decode(&f); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
-	if dec.More() {
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, errors.New("trailing data after the JSON object")
 	}
 	if f.Principals == nil {
@@ -110,8 +112,10 @@ func ParseAuth(data []byte) (*Authorizer, error) {
 	}
 	a := &Authorizer{byToken: make(map[[sha256.Size]byte]*Principal, len(f.Principals))}
 	for token, pf := range f.Principals {
-		if token == "" || strings.ContainsAny(token, " \t\r\n") {
-			return nil, fmt.Errorf("principal %q: a token must be non-empty without whitespace", pf.Name)
+		// authenticate trims Unicode spaces and a header cannot carry control characters,
+		// so a token holding either could never be presented.
+		if token == "" || strings.IndexFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
+			return nil, fmt.Errorf("principal %q: a token must be non-empty without whitespace or control characters", pf.Name)
 		}
 		if pf.Name == "" {
 			return nil, errors.New("a principal has no name")

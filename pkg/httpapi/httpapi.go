@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"path"
+	"strings"
 	"time"
 
 	"github.com/stratalog/strata/pkg/group"
@@ -147,7 +149,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
 	sw := &statusWriter{ResponseWriter: w}
 	route := "unmatched"
-	if _, pattern := s.mux.Handler(r); pattern != "" {
+	// A path ServeMux would clean (".", "..", "//") gets its redirect, which is no answer
+	// of the contract: such a path names no route.
+	if _, pattern := s.mux.Handler(r); pattern != "" && canonicalPath(r.URL.EscapedPath()) {
 		s.mux.ServeHTTP(sw, r)
 		route = pattern
 	} else {
@@ -158,6 +162,19 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	s.metrics.Request(route, status, s.now().Sub(start))
+}
+
+// canonicalPath reports whether p is already in the form ServeMux redirects to: rooted,
+// without "." or ".." segments or repeated slashes.
+func canonicalPath(p string) bool {
+	if p == "" || p[0] != '/' {
+		return false
+	}
+	c := path.Clean(p)
+	if strings.HasSuffix(p, "/") && c != "/" {
+		c += "/"
+	}
+	return c == p
 }
 
 // unmatched turns the mux's plain-text 404 and 405 into the contract's error body.

@@ -70,11 +70,11 @@ func durationMillis(d time.Duration) string {
 func parseDurationMillis(s string) (time.Duration, error) {
 	digits, neg := strings.CutPrefix(s, "-")
 	whole, frac, hasFrac := strings.Cut(digits, ".")
-	if hasFrac && (frac == "" || len(frac) > 6) {
+	if hasFrac && (frac == "" || len(frac) > 6 || strings.Trim(frac, "0123456789") != "") {
 		return 0, fmt.Errorf("bad millisecond fraction in %q", s)
 	}
 	ms, err := strconv.ParseInt(whole, 10, 64)
-	if err != nil || ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) {
+	if err != nil || ms < 0 || ms > math.MaxInt64/int64(time.Millisecond) || neg && strings.IndexAny(whole, "+-") == 0 {
 		return 0, fmt.Errorf("bad milliseconds %q", s)
 	}
 	var ns int64
@@ -86,6 +86,9 @@ func parseDurationMillis(s string) (time.Duration, error) {
 	msPart := time.Duration(ms) * time.Millisecond
 	if neg {
 		// Subtract the parts one by one: their sum can exceed math.MaxInt64 (for math.MinInt64).
+		if -int64(msPart) < math.MinInt64+ns {
+			return 0, fmt.Errorf("milliseconds %q overflow a duration", s)
+		}
 		return -msPart - time.Duration(ns), nil
 	}
 	if ns > math.MaxInt64-int64(msPart) {
