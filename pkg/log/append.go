@@ -57,12 +57,12 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	if err != nil {
 		return nil, err
 	}
-	parts, err := l.place(t, recs)
-	if err != nil {
-		return nil, err
-	}
 	if len(opt.IdempotencyKey) > 128 {
 		return nil, invalidf("Idempotency-Key must be 1–128 characters")
+	}
+	parts, err := l.place(t, recs, opt.IdempotencyKey)
+	if err != nil {
+		return nil, err
 	}
 	// Keys are scoped to the topic: the same key on two topics names two requests.
 	idemKey := ""
@@ -184,8 +184,10 @@ type partGroup struct {
 	idx       []int // indexes into the request, in request order
 }
 
-// place validates the records and returns each one's partition.
-func (l *Log) place(t store.Topic, recs []Record) ([]int32, error) {
+// place validates the records and returns each one's partition. Unkeyed records go
+// round-robin, except in an idempotent request, where their placement derives from the
+// idempotency key so that a retry places them exactly as the first attempt did.
+func (l *Log) place(t store.Topic, recs []Record, idempotencyKey string) ([]int32, error) {
 	if len(recs) == 0 {
 		return nil, invalidf("records must not be empty")
 	}
@@ -213,6 +215,8 @@ func (l *Log) place(t store.Topic, recs []Record) ([]int32, error) {
 			parts[i] = *r.Partition
 		case r.Key != nil:
 			parts[i] = PartitionForKey(r.Key, t.Partitions)
+		case idempotencyKey != "":
+			parts[i] = PartitionForKey(fmt.Appendf(nil, "%s#%d", idempotencyKey, i), t.Partitions)
 		default:
 			l.mu.Lock()
 			parts[i] = int32(l.rr % uint32(t.Partitions))

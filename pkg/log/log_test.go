@@ -371,6 +371,17 @@ func TestIdempotentAppend(t *testing.T) {
 		if after := hws(t, l, "t"); fmt.Sprint(after) != fmt.Sprint(before) {
 			t.Fatalf("reuse moved high watermarks %v → %v", before, after)
 		}
+		// Unkeyed records of an idempotent request land where the first attempt put them.
+		unkeyed := []log.Record{{Value: []byte("u1")}, {Value: []byte("u2")}, {Value: []byte("u3")}}
+		uopt := log.AppendOptions{IdempotencyKey: "req-unkeyed"}
+		u1, err := l.Append(ctx, "t", unkeyed, uopt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u2, err := l.Append(ctx, "t", unkeyed, uopt)
+		if err != nil || fmt.Sprint(u1) != fmt.Sprint(u2) {
+			t.Fatalf("retry of unkeyed records: %v %v, first %v", u2, err, u1)
+		}
 		// The same key on another topic is another request.
 		mustTopic(t, l, "t2", 4)
 		if _, err := l.Append(ctx, "t2", other, opt); err != nil {
@@ -380,8 +391,8 @@ func TestIdempotentAppend(t *testing.T) {
 		for p := int32(0); p < 4; p++ {
 			total += len(readAll(t, l, "t", p))
 		}
-		if total != 3 {
-			t.Fatalf("%d records stored, want 3", total)
+		if total != 6 {
+			t.Fatalf("%d records stored, want 6", total)
 		}
 	})
 }
