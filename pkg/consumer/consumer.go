@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/stratalog/strata/internal/ctxtime"
 	"github.com/stratalog/strata/pkg/checkpoint"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
@@ -278,7 +279,7 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 		// Bound the window (polled minus committable), not just the records in flight:
 		// one stuck record must not let the window grow without limit.
 		if fetch-r.tracker.Next() >= int64(cfg.MaxInFlight) {
-			if err := sleep(ctx, 5*time.Millisecond); err != nil {
+			if err := ctxtime.Sleep(ctx, 5*time.Millisecond); err != nil {
 				return r.finish(ctx, nil)
 			}
 			continue
@@ -303,7 +304,7 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 		case ctx.Err() != nil:
 			return r.finish(ctx, nil)
 		case err != nil:
-			if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			if err := ctxtime.Sleep(ctx, 100*time.Millisecond); err != nil {
 				return r.finish(ctx, nil)
 			}
 			continue
@@ -316,7 +317,7 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 		}
 		fetch = res.NextOffset
 		if len(res.Records) == 0 && r.tracker.InFlight() > 0 {
-			if err := sleep(ctx, 2*time.Millisecond); err != nil {
+			if err := ctxtime.Sleep(ctx, 2*time.Millisecond); err != nil {
 				return r.finish(ctx, nil)
 			}
 		}
@@ -349,7 +350,7 @@ func (r *run) reposition(ctx context.Context, fetch int64, oor *log.OffsetOutOfR
 		return 0, fmt.Errorf("%w: %w", ErrResetPolicyFail, oor)
 	}
 	for r.tracker.InFlight() > 0 {
-		if err := sleep(ctx, 2*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, 2*time.Millisecond); err != nil {
 			return 0, err
 		}
 	}
@@ -405,7 +406,7 @@ func (r *run) worker(q <-chan Record) {
 // the run is over.
 func (r *run) awaitLease() bool {
 	for r.c.cfg.Clock().UnixNano() >= r.leaseUntil.Load() {
-		if sleep(r.workCtx, time.Millisecond) != nil {
+		if ctxtime.Sleep(r.workCtx, time.Millisecond) != nil {
 			return false
 		}
 	}
@@ -428,7 +429,7 @@ func (r *run) handle(rec Record) bool {
 		}
 		if attempt < cfg.MaxAttempts {
 			r.retries.Add(1)
-			if sleep(r.workCtx, cfg.Backoff(attempt)) != nil {
+			if ctxtime.Sleep(r.workCtx, cfg.Backoff(attempt)) != nil {
 				return false
 			}
 		}
@@ -470,7 +471,7 @@ func (r *run) deadLetter(rec Record, cause error) error {
 		if err == nil || !errors.Is(err, log.ErrUnavailable) || attempt >= r.c.cfg.MaxAttempts {
 			return err
 		}
-		if err := sleep(r.workCtx, r.c.cfg.Backoff(attempt)); err != nil {
+		if err := ctxtime.Sleep(r.workCtx, r.c.cfg.Backoff(attempt)); err != nil {
 			return err
 		}
 	}
@@ -536,15 +537,4 @@ func (r *run) finish(ctx context.Context, cause error) (Stats, error) {
 		cause = errors.Join(cause, fmt.Errorf("consumer: release: %w", err))
 	}
 	return r.stats, cause
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/stratalog/strata/internal/ctxtime"
 	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/store"
 )
@@ -314,7 +315,7 @@ func (l *Log) sequence(ctx context.Context, e store.IndexEntry, idem *store.Idem
 				return 0, err
 			}
 			if attempt > 0 {
-				if err := sleepCtx(ctx, backoff(attempt)); err != nil {
+				if err := ctxtime.Sleep(ctx, backoff(attempt)); err != nil {
 					return 0, err
 				}
 			}
@@ -338,17 +339,6 @@ func (l *Log) sequence(ctx context.Context, e store.IndexEntry, idem *store.Idem
 // producer's batching keeps rare (docs/TRADEOFFS.md).
 func backoff(int) time.Duration {
 	return time.Duration(rand.Int64N(int64(2*time.Millisecond))) + time.Microsecond
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // hashBody identifies an append request for idempotency: partition, given timestamp,
