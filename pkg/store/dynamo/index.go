@@ -64,6 +64,18 @@ func decodeIndexItems(items []item) ([]store.IndexEntry, error) {
 // write succeeds only on a free (tp, base_offset) key. #bo names attrBaseOffset.
 const indexPutCondition = "attribute_not_exists(#bo)"
 
+// indexPut is the sequencer's conditional put of e, alone or inside a transaction: it
+// returns the existing item when the key is taken.
+func (s *MetaStore) indexPut(e store.IndexEntry) *types.Put {
+	return &types.Put{
+		TableName:                           aws.String(s.index),
+		Item:                                indexItem(e),
+		ConditionExpression:                 aws.String(indexPutCondition),
+		ExpressionAttributeNames:            map[string]string{"#bo": attrBaseOffset},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+}
+
 // PutIndexEntry is the sequencer's single conditional put: the entry is written only if
 // its (tp, base_offset) key is free. A loser gets the winner's entry back from the failed
 // condition (ReturnValuesOnConditionCheckFailure ALL_OLD), so it can retry at the
@@ -74,12 +86,13 @@ const indexPutCondition = "attribute_not_exists(#bo)"
 // ConflictError.Existing.
 func (s *MetaStore) PutIndexEntry(ctx context.Context, e store.IndexEntry) error {
 	op := fmt.Sprintf("put index entry %s/%d@%d", e.Topic, e.Partition, e.BaseOffset)
+	p := s.indexPut(e)
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                           aws.String(s.index),
-		Item:                                indexItem(e),
-		ConditionExpression:                 aws.String(indexPutCondition),
-		ExpressionAttributeNames:            map[string]string{"#bo": attrBaseOffset},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		TableName:                           p.TableName,
+		Item:                                p.Item,
+		ConditionExpression:                 p.ConditionExpression,
+		ExpressionAttributeNames:            p.ExpressionAttributeNames,
+		ReturnValuesOnConditionCheckFailure: p.ReturnValuesOnConditionCheckFailure,
 	})
 	if err == nil {
 		return nil
@@ -152,13 +165,7 @@ func (s *MetaStore) PutIndexEntryIdempotent(ctx context.Context, e store.IndexEn
 				ExpressionAttributeNames:            map[string]string{"#kp": attrKP},
 				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 			}},
-			{Put: &types.Put{
-				TableName:                           aws.String(s.index),
-				Item:                                indexItem(e),
-				ConditionExpression:                 aws.String(indexPutCondition),
-				ExpressionAttributeNames:            map[string]string{"#bo": attrBaseOffset},
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}},
+			{Put: s.indexPut(e)},
 		},
 	})
 	if err == nil {
