@@ -10,6 +10,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/stratalog/strata/internal/clocktest"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/store"
 )
@@ -19,7 +20,7 @@ import (
 type cluster struct {
 	t          rapid.TB
 	st         store.MetaStore
-	clock      *fakeClock
+	clock      *clocktest.Clock
 	group      string
 	partitions int32
 	ttl        time.Duration

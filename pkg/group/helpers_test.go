@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/internal/clocktest"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/store/local"
@@ -47,25 +48,7 @@ func localStore(t testing.TB) store.MetaStore {
 // t0 is the fake clocks' origin: whole milliseconds, so every backend stores it exactly.
 var t0 = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
 
-// fakeClock is a manually advanced clock shared by the parties of a test.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *fakeClock { return &fakeClock{now: t0} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func newClock() *clocktest.Clock { return clocktest.New(t0) }
 
 // fakeOffsets is an in-memory group.Offsets: per partition a log start and the append
 // time of every offset (the HW is their count).
@@ -191,7 +174,7 @@ func (s *countingStore) ResetCommits(ctx context.Context, g, topic string, offse
 type fixture struct {
 	st    *countingStore
 	off   *fakeOffsets
-	clock *fakeClock
+	clock *clocktest.Clock
 	c     *group.Coordinator
 }
 

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/internal/clocktest"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/log"
@@ -234,24 +235,6 @@ func (c *corruptObjects) GetRange(ctx context.Context, key string, off, n int64)
 	return b, err
 }
 
-// clock is a settable time for the group coordinator (lease expiry).
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // env is a server over real pkg/log and pkg/group on the embedded backend (files and
 // bbolt), with switchable faults in front of the stores.
 type env struct {
@@ -260,7 +243,7 @@ type env struct {
 	log     *log.Log
 	meta    *faultyMeta
 	objects *corruptObjects
-	clock   *clock
+	clock   *clocktest.Clock
 }
 
 type option func(*httpapi.Config)
@@ -275,7 +258,7 @@ func newEnv(t testing.TB, opts ...option) *env {
 		t:       t,
 		meta:    &faultyMeta{MetaStore: st.Meta, failPartitions: map[int32]bool{}},
 		objects: &corruptObjects{ObjectStore: st.Objects},
-		clock:   &clock{now: time.Now()},
+		clock:   clocktest.New(time.Now()),
 	}
 	var err error
 	e.log, err = log.New(log.Config{Objects: e.objects, Meta: e.meta, RecheckInterval: 50 * time.Millisecond})
