@@ -48,10 +48,15 @@ table "${prefix}topics" \
 	--key-schema AttributeName=topic,KeyType=HASH
 pitr "${prefix}topics"
 
+table "${prefix}sequencer" \
+	--attribute-definitions AttributeName=tp,AttributeType=S \
+	--key-schema AttributeName=tp,KeyType=HASH \
+	--stream-specification StreamEnabled=true,StreamViewType=NEW_IMAGE
+pitr "${prefix}sequencer"
+
 table "${prefix}index" \
 	--attribute-definitions AttributeName=tp,AttributeType=S AttributeName=base_offset,AttributeType=N \
-	--key-schema AttributeName=tp,KeyType=HASH AttributeName=base_offset,KeyType=RANGE \
-	--stream-specification StreamEnabled=true,StreamViewType=NEW_IMAGE
+	--key-schema AttributeName=tp,KeyType=HASH AttributeName=base_offset,KeyType=RANGE
 ttl "${prefix}index" ttl
 pitr "${prefix}index"
 

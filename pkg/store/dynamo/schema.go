@@ -22,7 +22,8 @@ type KeyAttr struct {
 // StreamView is a DynamoDB stream view type; "" means no stream.
 type StreamView string
 
-// NewImage streams each item as it is after the write (what dispatch reads).
+// NewImage streams each item as it is after the write (what dispatch reads: every
+// commit of the sequencer table, in order per partition).
 const NewImage StreamView = "NEW_IMAGE"
 
 // TableSchema describes one table. All tables are on-demand (PAY_PER_REQUEST).
@@ -44,6 +45,7 @@ type TableSchema struct {
 const (
 	TopicsTable      = "topics"
 	IndexTable       = "index"
+	SequencerTable   = "sequencer"
 	PartitionsTable  = "partitions"
 	AssignmentsTable = "assignments"
 	CommitsTable     = "commits"
@@ -74,12 +76,21 @@ func Tables() []TableSchema {
 			PointInTimeRecovery: true,
 		},
 		{
-			// The sequencer: one item per block of offsets, put only if its key is free.
+			// The sequencer: one item per partition, its counter (the high watermark, never
+			// expiring) and the newest commit's payload. Every commit is one update, so the
+			// stream holds every commit exactly once, in order per partition; dispatch
+			// reads it to materialise index entries and to wake consumers.
+			Suffix:              SequencerTable,
+			PartitionKey:        KeyAttr{attrTP, String},
+			Stream:              NewImage,
+			PointInTimeRecovery: true,
+		},
+		{
+			// The index: one write-once item per committed block of offsets.
 			Suffix:              IndexTable,
 			PartitionKey:        KeyAttr{attrTP, String},
 			SortKey:             KeyAttr{attrBaseOffset, Number},
 			TTLAttribute:        attrTTL,
-			Stream:              NewImage,
 			PointInTimeRecovery: true,
 		},
 		{

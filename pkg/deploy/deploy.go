@@ -1,0 +1,135 @@
+// Package deploy is the one definition of the names a Strata deployment shares between
+// its Lambda functions (functions/*) and its infrastructure (infra/): function names,
+// environment variables, and the JSON shapes of the configuration the stack hands the
+// functions. Table names and schemas live in pkg/store/dynamo/schema.go. It holds names
+// and plain data only: no behaviour, no SDK types, so infra can import it cheaply.
+package deploy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Function names: each is the directory under functions/, the asset directory under
+// build/functions/, and the construct id of the function in the stack.
+const (
+	// FunctionAPI serves the HTTP contract (docs/API.md) behind API Gateway.
+	FunctionAPI = "api"
+	// FunctionDispatch reads the sequencer table's stream (materialising index entries
+	// and invoking consumers) and, on a schedule, sweeps for lagging partitions.
+	FunctionDispatch = "dispatch"
+	// FunctionRetention runs the retention pass on a schedule.
+	FunctionRetention = "retention"
+	// FunctionConsumer is the example order consumer.
+	FunctionConsumer = "consumer"
+)
+
+// Functions returns every function name, in build order.
+func Functions() []string {
+	return []string{FunctionAPI, FunctionDispatch, FunctionRetention, FunctionConsumer}
+}
+
+// Environment variables the functions read and the stack sets. `strata dev --backend
+// aws` reads the same names for the same settings. The SDK's own AWS_ENDPOINT_URL points
+// every client at an emulator.
+const (
+	// EnvBucket names the segment bucket.
+	EnvBucket = "STRATA_BUCKET"
+	// EnvObjectPrefix is prepended to every segment object key (default none).
+	EnvObjectPrefix = "STRATA_OBJECT_PREFIX"
+	// EnvTablePrefix is prepended to every table suffix of dynamo.Tables().
+	EnvTablePrefix = "STRATA_TABLE_PREFIX"
+	// EnvGrants holds the API's grants keyed by principal ARN pattern (JSON, the auth
+	// file's grant format); unset or empty means every admitted principal may do all.
+	EnvGrants = "STRATA_GRANTS"
+	// EnvSubscriptions holds the dispatch subscriptions (JSON, []Subscription).
+	EnvSubscriptions = "STRATA_SUBSCRIPTIONS"
+	// EnvTopic and EnvGroup name what a consumer function consumes.
+	EnvTopic = "STRATA_TOPIC"
+	EnvGroup = "STRATA_GROUP"
+	// EnvBusinessTable names the example consumer's business table.
+	EnvBusinessTable = "STRATA_BUSINESS_TABLE"
+	// EnvMetricsNamespace is the CloudWatch namespace of the functions' EMF metrics.
+	EnvMetricsNamespace = "STRATA_METRICS_NAMESPACE"
+)
+
+// MetricsNamespace is the default CloudWatch namespace of Strata's metrics.
+const MetricsNamespace = "Strata"
+
+// SegmentKeyPrefix is the prefix of every segment object key (before EnvObjectPrefix is
+// applied): objects are "v1/<topic>/<ULID>".
+const SegmentKeyPrefix = "v1/"
+
+// Subscription binds a consumer function to a topic and group: dispatch invokes Function
+// for each partition of Topic where Group has lag and no live lease, as a Lambda event
+// source mapping would.
+type Subscription struct {
+	Topic string `json:"topic"`
+	Group string `json:"group"`
+	// Function is the consumer function's name or ARN.
+	Function string `json:"function"`
+}
+
+// ConsumerEvent is the payload dispatch sends a consumer function (asynchronous invoke).
+type ConsumerEvent struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Group     string `json:"group"`
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
+
+// Validate reports whether s names a valid topic, group and function.
+func (s Subscription) Validate() error {
+	switch {
+	case !nameRE.MatchString(s.Topic):
+		return fmt.Errorf("deploy: subscription topic %q is not a valid name", s.Topic)
+	case !nameRE.MatchString(s.Group):
+		return fmt.Errorf("deploy: subscription group %q is not a valid name", s.Group)
+	case strings.TrimSpace(s.Function) == "" || len(s.Function) > 256:
+		return errors.New("deploy: subscription function must be a function name or ARN")
+	}
+	return nil
+}
+
+// ParseSubscriptions decodes the value of EnvSubscriptions; empty means none.
+func ParseSubscriptions(raw string) ([]Subscription, error) {
+	if strings.TrimSpace(raw) == "" {
+		return nil, nil
+	}
+	var subs []Subscription
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&subs); err != nil {
+		return nil, fmt.Errorf("deploy: %s: %w", EnvSubscriptions, err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("deploy: %s: trailing data after the list", EnvSubscriptions)
+	}
+	seen := map[[2]string]bool{}
+	for _, s := range subs {
+		if err := s.Validate(); err != nil {
+			return nil, err
+		}
+		k := [2]string{s.Topic, s.Group}
+		if seen[k] {
+			return nil, fmt.Errorf("deploy: %s: topic %q and group %q subscribed twice", EnvSubscriptions, s.Topic, s.Group)
+		}
+		seen[k] = true
+	}
+	return subs, nil
+}
+
+// EncodeSubscriptions is the inverse of ParseSubscriptions (what the stack sets).
+func EncodeSubscriptions(subs []Subscription) (string, error) {
+	for _, s := range subs {
+		if err := s.Validate(); err != nil {
+			return "", err
+		}
+	}
+	b, err := json.Marshal(subs)
+	return string(b), err
+}
