@@ -295,14 +295,19 @@ func (l *Log) Materialize(ctx context.Context, states []store.SeqState) (int, er
 				delete(commits, e.BaseOffset)
 			}
 		}
+		n := 0
 		for _, c := range commits {
 			if _, err := l.materialize(ctx, c); err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			written++
+			n++
 		}
-		l.notifier.notify(k)
+		if n > 0 {
+			l.metrics.CommitsMaterialized(k.topic, n)
+			l.notifier.notify(k)
+		}
+		written += n
 	}
 	return written, errors.Join(errs...)
 }

@@ -29,7 +29,7 @@ type Metrics struct {
 	appendLatency   *prometheus.HistogramVec
 	recordsAppended *prometheus.CounterVec
 	bytesAppended   *prometheus.CounterVec
-	seqConflicts    *prometheus.CounterVec
+	materialized    *prometheus.CounterVec
 
 	requests        *prometheus.CounterVec
 	requestDuration *prometheus.HistogramVec
@@ -60,7 +60,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: latencyBuckets}, []string{"topic"}),
 		recordsAppended: counter("records_appended_total", "Records appended and acknowledged.", "topic"),
 		bytesAppended:   counter("bytes_appended_total", "Record bytes (key, value, headers) appended and acknowledged.", "topic"),
-		seqConflicts:    counter("sequencer_conflicts_total", "Lost races for a partition's next offset (each one is retried).", "topic"),
+		materialized:    counter("commits_materialized_total", "Index entries written from the sequencer's stream for commits whose appender stopped before writing them.", "topic"),
 
 		requests: counter("http_requests_total", "HTTP requests by route pattern and status code.", "route", "code"),
 		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace,
@@ -86,7 +86,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "ttl_rows_deleted_total", Help: "Expired index and idempotency rows removed by the embedded backend's TTL sweep."}),
 	}
 	for _, c := range []prometheus.Collector{
-		m.appendLatency, m.recordsAppended, m.bytesAppended, m.seqConflicts,
+		m.appendLatency, m.recordsAppended, m.bytesAppended, m.materialized,
 		m.requests, m.requestDuration, m.fencedCommits, m.rebalances,
 		m.handled, m.retries, m.deadLettered, m.recordsLost,
 		m.retentionRuns, m.retentionExpired, m.entriesDeleted, m.objectsDeleted, m.ttlDeleted,
@@ -105,10 +105,10 @@ func (m *Metrics) Appended(topic string, records, bytes int, ackLatency time.Dur
 	m.bytesAppended.WithLabelValues(topic).Add(float64(bytes))
 }
 
-// SequencerConflict implements log.Metrics. The partition is not a label: a topic may
-// have 1,024 of them, and the contention per topic is what an operator acts on.
-func (m *Metrics) SequencerConflict(topic string, _ int32) {
-	m.seqConflicts.WithLabelValues(topic).Inc()
+// CommitsMaterialized implements log.Metrics. The partition is not a label: a topic may
+// have 1,024 of them.
+func (m *Metrics) CommitsMaterialized(topic string, n int) {
+	m.materialized.WithLabelValues(topic).Add(float64(n))
 }
 
 // Request implements httpapi.Metrics.
