@@ -67,7 +67,7 @@ type scriptedBalancer struct {
 	steps     []func(ctx context.Context) (group.StepResult, error)
 	calls     int
 	held      map[int32]bool
-	badRelase int
+	badRelease int
 }
 
 func (b *scriptedBalancer) Step(ctx context.Context) (group.StepResult, error) {
@@ -95,7 +95,7 @@ func (b *scriptedBalancer) Release(_ context.Context, p int32) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if !b.held[p] {
-		b.badRelase++
+		b.badRelease++
 		return fmt.Errorf("partition %d is not held: %w", p, group.ErrInvalid)
 	}
 	delete(b.held, p)
@@ -193,8 +193,8 @@ func TestRunMemberSurvivesALostPartition(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("RunMember returned %v when its context ended, want nil", err)
 	}
-	if bal.badRelase != 0 {
-		t.Fatalf("RunMember released a partition the balancer no longer held %d times", bal.badRelase)
+	if bal.badRelease != 0 {
+		t.Fatalf("RunMember released a partition the balancer no longer held %d times", bal.badRelease)
 	}
 	if out := logs.String(); !bytes.Contains([]byte(out), []byte("partition run ended")) || !bytes.Contains([]byte(out), []byte("fenced")) {
 		t.Fatalf("the fenced run's end was not logged:\n%s", out)
