@@ -330,7 +330,11 @@ type LeaseStore interface {
 	GetCommit(ctx context.Context, group, topic string, partition int32) (CommitRow, error)
 	// ResetCommits must set the commit rows of the given partitions to the given
 	// offsets (regardless of the current ones) only if no lease of the group on topic is
-	// live at now, else ErrGroupActive.
+	// live at now, else ErrGroupActive and change nothing. In the same atomic operation it
+	// must fence every earlier generation of the group on topic: every assignment row of
+	// (group, topic), and a row for every partition reset, gets generation + 1 (1 for a
+	// new row) and no owner. An owner whose lease lapsed while nobody took the partition
+	// over could otherwise renew and commit at its old generation, undoing the reset.
 	ResetCommits(ctx context.Context, group, topic string, offsets map[int32]int64, now time.Time) error
 	// ListAssignments and ListCommits must return every row of the group, ordered by
 	// topic then partition; an unknown group yields an empty list.

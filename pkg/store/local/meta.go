@@ -452,10 +452,13 @@ func (m *MetaStore) GetCommit(ctx context.Context, group, topic string, partitio
 
 // ResetCommits sets the commit rows of the given partitions to the given offsets unless
 // a lease of the group on topic is live at now (ErrGroupActive). A reset row keeps its
-// generation, drops its metadata and is stamped with now.
+// generation, drops its metadata and is stamped with now. In the same transaction every
+// assignment row of (group, topic), and one for each partition reset, moves to the next
+// generation with no owner, fencing any earlier owner whose lease lapsed.
 func (m *MetaStore) ResetCommits(ctx context.Context, group, topic string, offsets map[int32]int64, now time.Time) error {
 	return m.update(ctx, func(tx *bolt.Tx) error {
 		prefix := appendString(appendString(nil, group), topic)
+		rows := map[int32]assignmentRec{}
 		c := tx.Bucket([]byte(bucketAssignments)).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var rec assignmentRec
@@ -465,6 +468,19 @@ func (m *MetaStore) ResetCommits(ctx context.Context, group, topic string, offse
 			if a := rec.toStore(); a.Live(now) {
 				return fmt.Errorf("local: reset %s/%s: partition %d leased by %q until %s: %w",
 					group, topic, a.Partition, a.Owner, a.ExpiresAt.Format(time.RFC3339Nano), store.ErrGroupActive)
+			}
+			rows[rec.Partition] = rec
+		}
+		for partition := range offsets {
+			if _, ok := rows[partition]; !ok {
+				rows[partition] = assignmentRec{Group: group, Topic: topic, Partition: partition}
+			}
+		}
+		for partition, rec := range rows {
+			rec.Owner = ""
+			rec.Generation++
+			if err := putRec(tx, bucketAssignments, groupTopicPartitionKey(group, topic, partition), rec); err != nil {
+				return err
 			}
 		}
 		for partition, offset := range offsets {

@@ -513,6 +513,23 @@ func (s *memStore) ResetCommits(_ context.Context, group, topic string, offsets 
 			return store.ErrGroupActive
 		}
 	}
+	if s.bug != "ResetKeepsGenerations" {
+		fence := map[gtp]bool{}
+		for k := range s.assignments {
+			if k.group == group && k.topic == topic {
+				fence[k] = true
+			}
+		}
+		for p := range offsets {
+			fence[gtp{group, topic, p}] = true
+		}
+		for k := range fence {
+			a := s.assignments[k]
+			a.Group, a.Topic, a.Partition, a.Owner = group, topic, k.partition, ""
+			a.Generation++
+			s.assignments[k] = a
+		}
+	}
 	for p, o := range offsets {
 		k := gtp{group, topic, p}
 		c := s.commits[k]

@@ -57,6 +57,7 @@ func metaStoreSections() []section[store.MetaStore] {
 			{"FencedChangesNothing", testCommitFenced},
 			{"ResetRefusedWhileLive", testResetLive},
 			{"ResetAfterExpiryOrRelease", testResetAllowed},
+			{"ResetFencesLapsedOwner", testResetFences},
 			{"ListOrderedAndIsolated", testListAssignmentsCommits},
 		}},
 		{"Groups", []testCase[store.MetaStore]{

@@ -101,6 +101,7 @@ func TestMutants(t *testing.T) {
 		"ResetWritesBeforeCheck":   "MetaStore/Commits/ResetRefusedWhileLive",
 		"ResetChecksAllTopics":     "MetaStore/Commits/ResetAfterExpiryOrRelease",
 		"ResetNeverLowers":         "MetaStore/Commits/ResetAfterExpiryOrRelease",
+		"ResetKeepsGenerations":    "MetaStore/Commits/ResetFencesLapsedOwner",
 		"ListGroupByPrefix":        "MetaStore/Commits/ListOrderedAndIsolated",
 		"ListPartitionsAsStrings":  "MetaStore/Commits/ListOrderedAndIsolated",
 		"EnsureGroupOverwrites":    "MetaStore/Groups/EnsureIdempotent",
