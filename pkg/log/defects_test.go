@@ -39,7 +39,9 @@ func TestIdempotencyKeyRaceWithTwoBodies(t *testing.T) {
 			var errs [2]error
 			var wg sync.WaitGroup
 			for b := range bodies {
-				wg.Go(func() { res[b], errs[b] = hosts[b].Append(ctx, "race", bodies[b], log.AppendOptions{IdempotencyKey: key}) })
+				wg.Go(func() {
+					res[b], errs[b] = hosts[b].Append(ctx, "race", bodies[b], log.AppendOptions{IdempotencyKey: key})
+				})
 			}
 			wg.Wait()
 			winner := -1
