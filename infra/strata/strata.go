@@ -8,6 +8,7 @@
 package strata
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -56,6 +57,12 @@ type Props struct {
 	// and the bucket's lifecycle rule expires segment objects a day after it, as the
 	// backstop of the retention function. Default: 7 days.
 	MaxRetention time.Duration
+
+	// APIGrants is the api's per-topic and per-group grants keyed by principal ARN
+	// pattern (STRATA_GRANTS, JSON in the auth file's grant format). Default none: every
+	// principal IAM admits may do everything it may invoke (GrantProduce and GrantConsume
+	// confine principals to routes of their topics and groups).
+	APIGrants string
 
 	// Memory sizes in MiB. Defaults: api 1024 (2048 on managed instances), dispatch
 	// 256, retention 256.
@@ -238,6 +245,9 @@ func (p Props) withDefaults() (Props, error) {
 		}
 	}
 	defDur(&a.AppendLatencyP99, time.Second, "Alarms.AppendLatencyP99", time.Millisecond)
+	if p.APIGrants != "" && !json.Valid([]byte(p.APIGrants)) {
+		errs = append(errs, errors.New("strata: Props.APIGrants is not valid JSON"))
+	}
 	if p.RemovalPolicy == "" {
 		p.RemovalPolicy = awscdk.RemovalPolicy_RETAIN
 	}
@@ -377,6 +387,9 @@ func (s *Strata) newFunction(name string, memory int, extra []awsiam.PolicyState
 		env[EnvDefaultPartitions] = jsii.String(strconv.Itoa(s.props.DefaultPartitions))
 		env[EnvDefaultRetentionMS] = jsii.String(strconv.FormatInt(s.props.DefaultRetention.Milliseconds(), 10))
 		env[EnvMaxRetentionMS] = jsii.String(strconv.FormatInt(s.props.MaxRetention.Milliseconds(), 10))
+		if s.props.APIGrants != "" {
+			env[deploy.EnvGrants] = jsii.String(s.props.APIGrants)
+		}
 	}
 	if name == deploy.FunctionDispatch {
 		env[deploy.EnvSubscriptions] = jsii.String("[]") // Subscribe fills it in

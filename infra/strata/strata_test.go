@@ -61,6 +61,7 @@ func synth() error {
 	s, err := strata.New(st, "Log", strata.Props{
 		AssetDir:     dir,
 		TablePrefix:  "t-",
+		APIGrants:    `{"arn:aws:iam::123456789012:role/billing-*":[{"resource":"topic:orders","ops":["read"]}]}`,
 		ObjectPrefix: "p/",
 		ManagedInstances: &strata.ManagedInstances{
 			TargetCPUUtilization: 60, PerEnvironmentMaxConcurrency: 64, MaxVCPUs: 32, MinEnvironments: 2, MaxEnvironments: 8,
@@ -167,6 +168,7 @@ func TestPropsValidation(t *testing.T) {
 		{"negative threshold", strata.Props{AssetDir: "x", Alarms: strata.AlarmThresholds{LagSeconds: -1}}, "negative"},
 		{"instance memory", strata.Props{AssetDir: "x", ManagedInstances: &strata.ManagedInstances{MemoryGiBPerVCPU: 1}}, "MemoryGiBPerVCPU"},
 		{"environments", strata.Props{AssetDir: "x", ManagedInstances: &strata.ManagedInstances{MinEnvironments: 5, MaxEnvironments: 2}}, "MinEnvironments"},
+		{"grants", strata.Props{AssetDir: "x", APIGrants: "{"}, "APIGrants"},
 		{"cpu target", strata.Props{AssetDir: "x", ManagedInstances: &strata.ManagedInstances{TargetCPUUtilization: 120}}, "TargetCPUUtilization"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -189,7 +191,7 @@ func TestTablePrefixAndObjectPrefix(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := api.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
-	if env[deploy.EnvTablePrefix] != "t-" || env[deploy.EnvObjectPrefix] != "p/" {
+	if env[deploy.EnvTablePrefix] != "t-" || env[deploy.EnvObjectPrefix] != "p/" || !strings.Contains(fmt.Sprint(env[deploy.EnvGrants]), "billing-*") {
 		t.Errorf("api environment %v", env)
 	}
 	_, b, _ := tpl.Find("AWS::S3::Bucket", "OwnershipControls", map[string]any{"Rules": []any{map[string]any{"ObjectOwnership": "BucketOwnerEnforced"}}})
