@@ -634,6 +634,19 @@ func TestFromContext(t *testing.T) {
 	}
 }
 
+// TestContextKeysDocumented: every setting the app reads is in infra/README.md.
+func TestContextKeysDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range stack.ContextKeys() {
+		if !strings.Contains(string(readme), "`"+k+"`") {
+			t.Errorf("context key %s is not in infra/README.md", k)
+		}
+	}
+}
+
 func asList(v any) []any {
 	if l, ok := v.([]any); ok {
 		return l
