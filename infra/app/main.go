@@ -18,13 +18,15 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	if err := run(&awscdk.AppProps{}); err != nil {
 		fmt.Fprintln(os.Stderr, "strata app:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
+// run synthesizes the app; props carries what tests set (context), the CLI's settings
+// come from the environment as usual.
+func run(props *awscdk.AppProps) error {
 	wd, err := os.Getwd()
 	if err != nil {
 		return err
@@ -35,7 +37,6 @@ func run() error {
 	}
 	// cdk.json runs the app in infra/ (go -C infra), while the CLI names its output
 	// directory relative to the repository root, where it runs: resolve it there.
-	props := &awscdk.AppProps{}
 	if out := os.Getenv("CDK_OUTDIR"); out != "" && !filepath.IsAbs(out) {
 		props.Outdir = jsii.String(filepath.Join(root, out))
 	}
