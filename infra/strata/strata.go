@@ -12,8 +12,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -169,7 +171,7 @@ func New(scope constructs.Construct, id string, props Props) (*Strata, error) {
 	s.newBucket()
 	s.newTables()
 	for _, name := range []string{deploy.FunctionAPI, deploy.FunctionDispatch, deploy.FunctionRetention} {
-		s.Functions[name] = s.newFunction(name, p.memory(name), nil)
+		s.Functions[name] = s.newFunction(name, p.memory(name))
 	}
 	s.newAPI()
 	s.newDispatchSources()
@@ -245,6 +247,12 @@ func (p Props) withDefaults() (Props, error) {
 		}
 	}
 	defDur(&a.AppendLatencyP99, time.Second, "Alarms.AppendLatencyP99", time.Millisecond)
+	if !tablePrefixRE.MatchString(p.TablePrefix) {
+		errs = append(errs, fmt.Errorf("strata: Props.TablePrefix %q: want at most 200 of A-Z a-z 0-9 _ . -", p.TablePrefix))
+	}
+	if strings.ContainsAny(p.ObjectPrefix, "*?") || len(p.ObjectPrefix) > 512 {
+		errs = append(errs, fmt.Errorf("strata: Props.ObjectPrefix %q: no * or ? (they would widen the IAM grants), at most 512 bytes", p.ObjectPrefix))
+	}
 	if p.APIGrants != "" && !json.Valid([]byte(p.APIGrants)) {
 		errs = append(errs, errors.New("strata: Props.APIGrants is not valid JSON"))
 	}
@@ -261,6 +269,9 @@ func (p Props) withDefaults() (Props, error) {
 	}
 	return p, errors.Join(errs...)
 }
+
+// tablePrefixRE is what DynamoDB allows in table names, short enough for any suffix.
+var tablePrefixRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,200}$`)
 
 func (p Props) memory(name string) int {
 	switch name {
@@ -360,8 +371,8 @@ func (s *Strata) commonEnv() map[string]*string {
 }
 
 // newFunction creates one of Strata's own functions with its own role, which gets only
-// its log group's write rights, the table rights TableAccess lists for it and extra.
-func (s *Strata) newFunction(name string, memory int, extra []awsiam.PolicyStatement) awslambda.Function {
+// its log group's write rights and the rights tableStatements lists for it.
+func (s *Strata) newFunction(name string, memory int) awslambda.Function {
 	scope := constructs.NewConstruct(s, jsii.String("Fn-"+name))
 	logs := awslogs.NewLogGroup(scope, jsii.String("Logs"), &awslogs.LogGroupProps{
 		Retention:     s.props.LogRetention,
@@ -377,9 +388,6 @@ func (s *Strata) newFunction(name string, memory int, extra []awsiam.PolicyState
 		Resources: &[]*string{logs.LogGroupArn()},
 	}))
 	for _, st := range s.tableStatements(name) {
-		role.AddToPrincipalPolicy(st)
-	}
-	for _, st := range extra {
 		role.AddToPrincipalPolicy(st)
 	}
 	env := s.commonEnv()

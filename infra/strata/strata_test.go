@@ -169,6 +169,8 @@ func TestPropsValidation(t *testing.T) {
 		{"instance memory", strata.Props{AssetDir: "x", ManagedInstances: &strata.ManagedInstances{MemoryGiBPerVCPU: 1}}, "MemoryGiBPerVCPU"},
 		{"environments", strata.Props{AssetDir: "x", ManagedInstances: &strata.ManagedInstances{MinEnvironments: 5, MaxEnvironments: 2}}, "MinEnvironments"},
 		{"grants", strata.Props{AssetDir: "x", APIGrants: "{"}, "APIGrants"},
+		{"table prefix", strata.Props{AssetDir: "x", TablePrefix: "a b"}, "TablePrefix"},
+		{"object prefix", strata.Props{AssetDir: "x", ObjectPrefix: "a*"}, "ObjectPrefix"},
 		{"cpu target", strata.Props{AssetDir: "x", ManagedInstances: &strata.ManagedInstances{TargetCPUUtilization: 120}}, "TargetCPUUtilization"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
