@@ -64,7 +64,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
 	full := true
-	for _, f := range []string{"test.run", "test.skip", "test.fuzz"} {
+	for _, f := range []string{"test.run", "test.skip", "test.fuzz", "test.list"} {
 		if fl := flag.Lookup(f); fl != nil && fl.Value.String() != "" {
 			full = false
 		}
