@@ -21,8 +21,13 @@ import (
 func checkStrict(data []byte, t reflect.Type) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber() // never parse numbers as floats: 1e400 is encoding/json's to refuse
-	return walkStrict(dec, t, "")
+	return walkStrict(dec, t, "", 0)
 }
+
+// maxDepth bounds the nesting the walk follows. No request nests deeper than five
+// levels; the limit keeps a body of millions of '[' from recursing as deep (Decoder.Token
+// has no depth limit of its own, unlike Decode).
+const maxDepth = 32
 
 // strictError is a departure checkStrict found; its message names the member's path.
 type strictError struct{ msg string }
@@ -34,7 +39,7 @@ var rawMessageType = reflect.TypeFor[json.RawMessage]()
 // walkStrict reads one value from dec; t is the type it decodes into (nil when unknown,
 // e.g. a type mismatch that encoding/json will report afterwards). at is the value's
 // path for messages ("records[2].headers").
-func walkStrict(dec *json.Decoder, t reflect.Type, at string) error {
+func walkStrict(dec *json.Decoder, t reflect.Type, at string, depth int) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -48,6 +53,9 @@ func walkStrict(dec *json.Decoder, t reflect.Type, at string) error {
 	d, ok := tok.(json.Delim)
 	if !ok {
 		return nil // a scalar: its type is encoding/json's to check
+	}
+	if depth >= maxDepth {
+		return &strictError{fmt.Sprintf("%s: nested more than %d levels deep", name(at), maxDepth)}
 	}
 	if t == rawMessageType {
 		t = nil
@@ -85,7 +93,7 @@ func walkStrict(dec *json.Decoder, t reflect.Type, at string) error {
 				}
 				vt = ft
 			}
-			if err := walkStrict(dec, vt, path); err != nil {
+			if err := walkStrict(dec, vt, path, depth+1); err != nil {
 				return err
 			}
 		}
@@ -95,7 +103,7 @@ func walkStrict(dec *json.Decoder, t reflect.Type, at string) error {
 			elem = t.Elem()
 		}
 		for i := 0; dec.More(); i++ {
-			if err := walkStrict(dec, elem, fmt.Sprintf("%s[%d]", at, i)); err != nil {
+			if err := walkStrict(dec, elem, fmt.Sprintf("%s[%d]", at, i), depth+1); err != nil {
 				return err
 			}
 		}

@@ -71,3 +71,18 @@ func TestStrictBodies(t *testing.T) {
 	e.call("POST", "/v1/groups/g2/topics/t/reset", `{"to": {"timestamp_ms": 0}}`).want(t, 200)
 	e.call("POST", "/v1/groups/g2/topics/t/reset", `{"to": {"timestamp_ms": 253402300799999}}`).want(t, 200)
 }
+
+// TestStrictDepth: a body nested deeper than any request is a 400, however deep (the
+// walk must not recurse once per '['), and a shallow one still decodes.
+func TestStrictDepth(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("t", 1)
+	for _, n := range []int{33, 10_000, 1 << 20} {
+		body := strings.Repeat("[", n) + strings.Repeat("]", n)
+		e.call("POST", "/v1/topics/t/records", `{"records": `+body+`}`).want(t, 400, "invalid_request")
+		if n < 10_000 {
+			e.call("POST", "/v1/topics", strings.Repeat(`{"name":`, n)).want(t, 400, "invalid_request")
+		}
+	}
+	e.call("POST", "/v1/groups/g/topics/t/reset", `{"to": {"offset": 0}}`).want(t, 200)
+}
