@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // oracleFile is the test's own reading of an auth file.
@@ -28,9 +30,13 @@ type oracleFile struct {
 // kind and a name prefix ending in one final '*'.
 var resourceRE = regexp.MustCompile(`^(topic|group):([A-Za-z0-9][A-Za-z0-9._-]{0,199}|[A-Za-z0-9._-]*\*)$`)
 
-// exactShape reports whether data has no null, no member given twice and no member name
-// outside the auth file's own (matched exactly, unlike encoding/json).
+// exactShape reports whether data is valid UTF-8 with no null, no member given twice and
+// no member name outside the auth file's own (matched exactly, unlike encoding/json).
 func exactShape(data []byte) bool {
+	// I-JSON (RFC 7493): valid UTF-8 (escapes included) and unique names.
+	if !jsontext.Value(data).IsValid() {
+		return false
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	var walk func() bool

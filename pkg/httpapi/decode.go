@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // decodeBody decodes the request body as exactly one JSON value into v (decodeStrict:
@@ -49,6 +51,10 @@ func bodyError(err error, limit int64) *apiError {
 	}
 	if errors.Is(err, errTrailing) {
 		return invalid("malformed JSON: data after the JSON value")
+	}
+	var jse *jsontext.SyntacticError
+	if errors.As(err, &jse) {
+		return invalid(fmt.Sprintf("malformed JSON at byte %d: %v", jse.ByteOffset, jse.Err))
 	}
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError

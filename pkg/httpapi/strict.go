@@ -9,59 +9,64 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // checkStrict walks one JSON document against the Go type it will be decoded into and
 // refuses what encoding/json lets through although the contract does not: a member name
 // that matches a field only up to case ({"Name": ...} for "name"), a member given twice,
-// and null anywhere (no field of a request takes null; encoding/json would read it as
-// "omitted"). Types are left to encoding/json, which reports them with the field's name;
-// so is everything inside a json.RawMessage, whose own decoder checks it. The walk stops
-// at the first departure or syntax error and returns it.
+// null anywhere (no field of a request takes null; encoding/json would read it as
+// "omitted") and invalid UTF-8 (which encoding/json would replace). The tokenizer is
+// jsontext's (github.com/go-json-experiment/json), which refuses repeated names and
+// invalid UTF-8 itself and reads scalars without allocating. Types are left to
+// encoding/json, which reports them with the field's name; so is everything inside a
+// json.RawMessage, whose own decoder checks it. The walk stops at the first departure or
+// syntax error and returns it.
 func checkStrict(data []byte, t reflect.Type) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber() // never parse numbers as floats: 1e400 is encoding/json's to refuse
-	return walkStrict(dec, t, "", 0)
+	dec := jsontext.NewDecoder(bytes.NewReader(data))
+	return walkStrict(dec, t)
 }
 
 // maxDepth bounds the nesting the walk follows. No request nests deeper than five
-// levels; the limit keeps a body of millions of '[' from recursing as deep (Decoder.Token
-// has no depth limit of its own, unlike Decode).
+// levels; refusing more keeps a body of millions of '[' cheap.
 const maxDepth = 32
 
-// strictError is a departure checkStrict found; its message names the member's path.
+// strictError is a departure checkStrict found; its message names the member's place.
 type strictError struct{ msg string }
 
 func (e *strictError) Error() string { return e.msg }
 
+func strictFail(dec *jsontext.Decoder, format string, args ...any) error {
+	return &strictError{name(string(dec.StackPointer())) + ": " + fmt.Sprintf(format, args...)}
+}
+
 var rawMessageType = reflect.TypeFor[json.RawMessage]()
 
 // walkStrict reads one value from dec; t is the type it decodes into (nil when unknown,
-// e.g. a type mismatch that encoding/json will report afterwards). at is the value's
-// path for messages ("records[2].headers").
-func walkStrict(dec *json.Decoder, t reflect.Type, at string, depth int) error {
+// e.g. a type mismatch that encoding/json will report afterwards).
+func walkStrict(dec *jsontext.Decoder, t reflect.Type) error {
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	tok, err := dec.Token()
+	tok, err := dec.ReadToken()
 	if err != nil {
 		return err
 	}
-	if tok == nil {
-		return &strictError{fmt.Sprintf("%s: null is not a valid value (omit the field instead)", name(at))}
+	kind := tok.Kind()
+	if kind == 'n' {
+		return strictFail(dec, "null is not a valid value (omit the field instead)")
 	}
-	d, ok := tok.(json.Delim)
-	if !ok {
+	if kind != '{' && kind != '[' {
 		return nil // a scalar: its type is encoding/json's to check
 	}
-	if depth >= maxDepth {
-		return &strictError{fmt.Sprintf("%s: nested more than %d levels deep", name(at), maxDepth)}
+	if dec.StackDepth() > maxDepth {
+		return strictFail(dec, "nested more than %d levels deep", maxDepth)
 	}
 	if t == rawMessageType {
 		t = nil
 	}
-	switch d {
-	case '{':
+	if kind == '{' {
 		var fields map[string]reflect.Type
 		var elem reflect.Type
 		switch {
@@ -70,53 +75,45 @@ func walkStrict(dec *json.Decoder, t reflect.Type, at string, depth int) error {
 		case t != nil && t.Kind() == reflect.Map:
 			elem = t.Elem()
 		}
-		seen := map[string]bool{}
-		for dec.More() {
-			kt, err := dec.Token()
+		for dec.PeekKind() != '}' {
+			kt, err := dec.ReadToken()
 			if err != nil {
 				return err
 			}
-			k, _ := kt.(string) // the decoder only returns strings as member names
-			path := at + "." + k
-			if at == "" {
-				path = k
-			}
-			if seen[k] {
-				return &strictError{fmt.Sprintf("%s: member given twice", name(path))}
-			}
-			seen[k] = true
 			vt := elem
 			if fields != nil {
+				k := kt.String()
 				ft, known := fields[k]
 				if !known {
-					return &strictError{fmt.Sprintf("unknown field %s%s", name(path), caseHint(fields, k))}
+					return &strictError{"unknown field " + name(string(dec.StackPointer())) + caseHint(fields, k)}
 				}
 				vt = ft
 			}
-			if err := walkStrict(dec, vt, path, depth+1); err != nil {
+			if err := walkStrict(dec, vt); err != nil {
 				return err
 			}
 		}
-	case '[':
+	} else {
 		var elem reflect.Type
 		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
 			elem = t.Elem()
 		}
-		for i := 0; dec.More(); i++ {
-			if err := walkStrict(dec, elem, fmt.Sprintf("%s[%d]", at, i), depth+1); err != nil {
+		for dec.PeekKind() != ']' {
+			if err := walkStrict(dec, elem); err != nil {
 				return err
 			}
 		}
 	}
-	_, err = dec.Token() // the closing delimiter
+	_, err = dec.ReadToken() // the closing delimiter
 	return err
 }
 
-func name(path string) string {
-	if path == "" {
+// name renders a JSON pointer for a message ("the body" for the root).
+func name(pointer string) string {
+	if pointer == "" {
 		return "the body"
 	}
-	return fmt.Sprintf("%q", path)
+	return fmt.Sprintf("%q", pointer)
 }
 
 // caseHint points at the field a name matches only up to case.

@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// TestStrictBodies: a member name matched only up to case, a member given twice and a
-// null anywhere are 400 on every route with a body (encoding/json alone accepts all
-// three), and change nothing: no topic, no record, no lease, no commit.
+// TestStrictBodies: a member name matched only up to case, a member given twice, a null
+// anywhere and invalid UTF-8 (a byte, or a lone surrogate escape) are 400 on every route
+// with a body (encoding/json alone accepts all four), and change nothing: no topic, no
+// record, no lease, no commit.
 func TestStrictBodies(t *testing.T) {
 	e := newEnv(t)
 	e.createTopic("t", 2)
@@ -34,6 +35,8 @@ func TestStrictBodies(t *testing.T) {
 		{"POST", "/v1/topics/t/records", `{"records": [{"value": "` + v + `", "headers": {"h": "` + v + `", "h": "` + v + `"}}]}`},
 		{"POST", "/v1/topics/t/records", `{"records": [{"value": "` + v + `", "partition": null}]}`},
 		{"POST", "/v1/topics/t/records", `{"records": [{"value": "` + v + `", "timestamp_ms": null}]}`},
+		{"POST", "/v1/topics/t/records", `{"records": [{"value": "` + v + `", "headers": {"\ud800": "` + v + `"}}]}`},
+		{"POST", "/v1/topics/t/records", "{\"records\": [{\"value\": \"" + v + "\", \"headers\": {\"h\xff\": \"" + v + "\"}}]}"},
 		{"POST", "/v1/topics/t/records", `{"records": [null]}`},
 		{"POST", "/v1/topics/t/records", `{"records": null}`},
 		{"POST", "/v1/topics/t/records", `{"records": [{"value": "` + v + `", "value": "` + v + `"}]}`},
