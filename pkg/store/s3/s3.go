@@ -68,9 +68,13 @@ func (s *ObjectStore) Put(ctx context.Context, key string, data []byte) error {
 	}
 	same, verr := s.holds(ctx, key, data)
 	switch {
+	case verr != nil && ctx.Err() != nil:
+		return fmt.Errorf("s3: put %q: a retry found the key taken, then: %w", key, verr)
 	case verr != nil:
-		// Whether the object is ours is unknown: neither success nor ErrExists is true.
-		return fmt.Errorf("s3: put %q: a retry found the key taken and reading it back failed: %w", key, verr)
+		// Whether the object is ours is unknown (a 409 may mean our first attempt is still
+		// completing, so even "no such key" proves nothing): neither success nor ErrExists
+		// is true, and ErrNotFound would read as a missing topic upstream. Retryable.
+		return fmt.Errorf("s3: put %q: a retry found the key taken and reading it back failed (%v): %w", key, verr, store.ErrUnavailable)
 	case same:
 		return nil
 	}

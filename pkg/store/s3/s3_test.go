@@ -203,12 +203,16 @@ func (lostAnswer) Error() string        { return "test: answer lost after the re
 func (lostAnswer) RetryableError() bool { return true }
 
 // loseAnswers returns a client whose first n PutObject attempts reach the emulator and
-// are applied there, but whose answers are replaced by a retryable error.
-func loseAnswers(ctx context.Context, t *testing.T, n int32) *awss3.Client {
+// are applied there, but whose answers are replaced by a retryable error; with failGets,
+// every GetObject fails before it is sent.
+func loseAnswers(ctx context.Context, t *testing.T, n int32, failGets ...bool) *awss3.Client {
 	var left atomic.Int32
 	left.Store(n)
 	lose := middleware.FinalizeMiddlewareFunc("TestLoseAnswer",
 		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			if awsmiddleware.GetOperationName(ctx) == "GetObject" && len(failGets) > 0 && failGets[0] {
+				return middleware.FinalizeOutput{}, middleware.Metadata{}, errors.New("test: GetObject refused")
+			}
 			out, md, err := next.HandleFinalize(ctx, in)
 			if awsmiddleware.GetOperationName(ctx) == "PutObject" && left.Add(-1) >= 0 {
 				return middleware.FinalizeOutput{}, md, lostAnswer{}
@@ -273,6 +277,14 @@ func TestRetryOfAppliedPut(t *testing.T) {
 	o = s3.New(loseAnswers(ctx, t, 1), testBucket, prefix)
 	if err := o.Put(ctx, "theirs-same-size", data); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("retried Put over another object of the same size: %v, want ErrExists", err)
+	}
+	// The retry finds the key taken and the object cannot be read back: whose it is is
+	// unknown, so neither success nor ErrExists, and never ErrNotFound (a missing topic
+	// upstream); a retryable ErrUnavailable.
+	o = s3.New(loseAnswers(ctx, t, 1, true), testBucket, prefix)
+	err = o.Put(ctx, "unverifiable", data)
+	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("retried Put whose object cannot be read back: %v, want ErrUnavailable only", err)
 	}
 	// No retry: an identical object already there was put by an earlier call.
 	if err := plain.Put(ctx, "ours", data); !errors.Is(err, store.ErrExists) {
