@@ -37,6 +37,8 @@ type strictError struct{ msg string }
 
 func (e *strictError) Error() string { return e.msg }
 
+// strictFail returns a strictError about the value dec has just read, named by its JSON
+// pointer.
 func strictFail(dec *jsontext.Decoder, format string, args ...any) error {
 	return &strictError{name(string(dec.StackPointer())) + ": " + fmt.Sprintf(format, args...)}
 }

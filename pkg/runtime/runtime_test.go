@@ -327,9 +327,16 @@ func TestRetentionLoop(t *testing.T) {
 	if _, err := c.Poll(ctx, "short", 0, 0, client.PollOptions{}); !errors.Is(err, client.ErrOffsetOutOfRange) {
 		t.Fatalf("poll of an expired offset: %v", err)
 	}
-	_, body := get(t, rt.URL()+"/metrics", "")
-	if !strings.Contains(body, `strata_retention_records_expired_total 2`) || !strings.Contains(body, `strata_retention_runs_total{result="ok"}`) {
-		t.Fatalf("retention metrics missing:\n%s", body)
+	// The pass records its metrics after it has moved the log start: wait for them.
+	for {
+		_, body := get(t, rt.URL()+"/metrics", "")
+		if strings.Contains(body, `strata_retention_records_expired_total 2`) && strings.Contains(body, `strata_retention_runs_total{result="ok"}`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retention metrics missing:\n%s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
