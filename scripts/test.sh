@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The project's test command (README): go vet, then every package's tests against the AWS
-# emulator on 127.0.0.1:4566. If nothing answers there, it starts the moto launcher
-# (localstack/start.sh) and stops it on exit; an emulator already running (moto or
-# LocalStack) is used as is and left running.
+# emulator on 127.0.0.1:4566, then every fuzz target for a few seconds on top of its
+# committed corpus (scripts/fuzz.sh, about a minute), then Schemathesis against a real
+# `strata dev` (scripts/schemathesis.sh, 75 s). If nothing answers on the emulator's port,
+# it starts the moto launcher (localstack/start.sh) and stops it on exit; an emulator
+# already running (moto or LocalStack) is used as is and left running.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -34,5 +36,9 @@ fi
 go vet ./...
 # No -race on the whole tree: too slow on 2 cores.
 go test -count=1 -timeout 15m ./...
+# Bounded: 2 s per fuzz target, 75 s of Schemathesis (each script installs nothing but
+# its own pinned tool, once).
+STRATA_FUZZTIME="${STRATA_FUZZTIME:-2s}" bash scripts/fuzz.sh
+STRATA_SCHEMATHESIS_SECONDS="${STRATA_SCHEMATHESIS_SECONDS:-75}" bash scripts/schemathesis.sh
 # The CDK stack is its own Go module (infra/go.mod): its tests, an offline synth and cfn-lint.
 bash infra/test.sh

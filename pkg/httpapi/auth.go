@@ -1,12 +1,9 @@
 package httpapi
 
 import (
-	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -23,8 +20,15 @@ const (
 	OpRead     = "read"
 	OpConsume  = "consume"
 	OpReset    = "reset"
+	// OpMetrics on ResourceCluster lets a principal read /metrics, which names every
+	// topic and group and their lags.
+	OpMetrics = "metrics"
 )
 
+// ResourceCluster is the resource of node-wide operations (OpMetrics).
+const ResourceCluster = "cluster"
+
+// knownOps are the operations a grant on a topic or a group may allow.
 var knownOps = map[string]bool{OpCreate: true, OpDescribe: true, OpAppend: true, OpRead: true, OpConsume: true, OpReset: true}
 
 // Authorizer maps Bearer tokens to principals and their grants, loaded from the JSON
@@ -51,7 +55,8 @@ type grant struct {
 // anonymous is the principal of every call when auth is off: it may do anything.
 var anonymous = &Principal{Name: "", all: true}
 
-// Allowed reports whether p may do op on resource ("topic:NAME" or "group:NAME").
+// Allowed reports whether p may do op on resource ("topic:NAME", "group:NAME" or
+// "cluster").
 func (p *Principal) Allowed(op, resource string) bool {
 	if p.all {
 		return true
@@ -99,13 +104,8 @@ func LoadAuth(path string) (*Authorizer, error) {
 // ParseAuth validates the JSON of an auth file (see LoadAuth).
 func ParseAuth(data []byte) (*Authorizer, error) {
 	var f authFile
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
+	if err := decodeStrict(data, &f); err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, errors.New("trailing data after the JSON object")
 	}
 	if f.Principals == nil {
 		return nil, errors.New(`missing "principals"`)
@@ -134,9 +134,20 @@ func ParseAuth(data []byte) (*Authorizer, error) {
 }
 
 func parseGrant(resource string, ops []string) (grant, error) {
+	if resource == ResourceCluster {
+		if len(ops) == 0 {
+			return grant{}, fmt.Errorf("resource %q: no ops", resource)
+		}
+		for _, op := range ops {
+			if op != OpMetrics {
+				return grant{}, fmt.Errorf("resource %q: unknown op %q (known: metrics)", resource, op)
+			}
+		}
+		return grant{resource: resource, ops: map[string]bool{OpMetrics: true}}, nil
+	}
 	kind, name, ok := strings.Cut(resource, ":")
 	if !ok || (kind != "topic" && kind != "group") {
-		return grant{}, fmt.Errorf("resource %q must be topic:NAME or group:NAME", resource)
+		return grant{}, fmt.Errorf("resource %q must be topic:NAME, group:NAME or cluster", resource)
 	}
 	g := grant{resource: resource, ops: map[string]bool{}}
 	if rest, wild := strings.CutSuffix(name, "*"); wild {

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // oracleFile is the test's own reading of an auth file.
@@ -28,10 +30,86 @@ type oracleFile struct {
 // kind and a name prefix ending in one final '*'.
 var resourceRE = regexp.MustCompile(`^(topic|group):([A-Za-z0-9][A-Za-z0-9._-]{0,199}|[A-Za-z0-9._-]*\*)$`)
 
-// oracleParse decodes data strictly (one JSON value, no unknown fields) and reports
-// whether it is a valid auth file.
+// exactShape reports whether data is valid UTF-8 with no null, no member given twice and
+// no member name outside the auth file's own (matched exactly, unlike encoding/json).
+func exactShape(data []byte) bool {
+	// I-JSON (RFC 7493): valid UTF-8 (escapes included) and unique names.
+	if !jsontext.Value(data).IsValid() {
+		return false
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var walk func() bool
+	walk = func() bool {
+		tok, err := dec.Token()
+		if err != nil || tok == nil {
+			return false
+		}
+		if d, ok := tok.(json.Delim); ok {
+			seen := map[string]bool{}
+			for dec.More() {
+				if d == '{' {
+					k, err := dec.Token()
+					if err != nil || seen[k.(string)] {
+						return false
+					}
+					seen[k.(string)] = true
+				}
+				if !walk() {
+					return false
+				}
+			}
+			_, err := dec.Token()
+			return err == nil
+		}
+		return true
+	}
+	if !walk() {
+		return false
+	}
+	var v any
+	if json.Unmarshal(data, &v) != nil {
+		return false
+	}
+	only := func(m any, names ...string) bool {
+		o, ok := m.(map[string]any)
+		if !ok {
+			return true // a wrong type is encoding/json's to refuse
+		}
+		for k := range o {
+			if !contains(names, k) {
+				return false
+			}
+		}
+		return true
+	}
+	if !only(v, "principals") {
+		return false
+	}
+	top, _ := v.(map[string]any)
+	ps, _ := top["principals"].(map[string]any)
+	for _, p := range ps {
+		if !only(p, "name", "allow") {
+			return false
+		}
+		pm, _ := p.(map[string]any)
+		gs, _ := pm["allow"].([]any)
+		for _, g := range gs {
+			if !only(g, "resource", "ops") {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// oracleParse decodes data strictly (one JSON value, exact names, no null, no member
+// twice, no unknown fields) and reports whether it is a valid auth file.
 func oracleParse(data []byte) (oracleFile, bool) {
 	var f oracleFile
+	if !exactShape(data) {
+		return f, false
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil || f.Principals == nil {
@@ -46,11 +124,12 @@ func oracleParse(data []byte) (oracleFile, bool) {
 			return f, false
 		}
 		for _, g := range p.Allow {
-			if !resourceRE.MatchString(g.Resource) || len(g.Ops) == 0 {
+			cluster := g.Resource == "cluster"
+			if !cluster && !resourceRE.MatchString(g.Resource) || len(g.Ops) == 0 {
 				return f, false
 			}
 			for _, op := range g.Ops {
-				if !knownOps[op] {
+				if cluster && op != "metrics" || !cluster && !knownOps[op] {
 					return f, false
 				}
 			}
@@ -89,6 +168,11 @@ func FuzzParseAuth(f *testing.F) {
 		`{"principals": {"t\u00a0": {"name": "n"}}}`,
 		`{"principals": {"": {"name": "n"}}}`,
 		`{"principals": {"t": {"name": ""}}}`,
+		`{"principals": {"t": {"name": "n", "allow": [{"resource": "cluster", "ops": ["metrics"]}, {"resource": "topic:*", "ops": ["read"]}]}}}`,
+		`{"principals": {"t": {"name": "n", "allow": [{"resource": "cluster", "ops": ["read"]}]}}}`,
+		`{"principals": {"t": {"name": "n", "allow": [{"resource": "topic:*", "ops": ["metrics"]}]}}}`,
+		`{"principals": {"t": {"name": "n", "allow": null}}}`,
+		`{"principals": {"t": {"name": "n", "allow": [{"resource": "topic:a", "ops": ["read"], "Ops": ["append"]}]}}}`,
 		`{"principals": {}} {}`,
 		`{"principals": {}}]`,
 		`{"principals": {}}}`,
@@ -126,7 +210,7 @@ func FuzzParseAuth(f *testing.F) {
 				t.Fatalf("token %q (principal %q) does not authenticate: %v", token, wp.Name, e)
 			}
 			for _, res := range probes(wp.Allow) {
-				for _, op := range []string{OpCreate, OpDescribe, OpAppend, OpRead, OpConsume, OpReset, "write", ""} {
+				for _, op := range []string{OpCreate, OpDescribe, OpAppend, OpRead, OpConsume, OpReset, OpMetrics, "write", ""} {
 					expect := false
 					for _, g := range wp.Allow {
 						if !contains(g.Ops, op) {
@@ -160,7 +244,8 @@ func probes(allow []struct {
 	Resource string   `json:"resource"`
 	Ops      []string `json:"ops"`
 }) []string {
-	set := map[string]bool{"topic:orders": true, "group:billing": true, "topic:": true, "group:": true, "orders": true}
+	set := map[string]bool{"topic:orders": true, "group:billing": true, "topic:": true, "group:": true, "orders": true,
+		"cluster": true, "cluster:": true, "topic:cluster": true}
 	for _, g := range allow {
 		r := g.Resource
 		set[r] = true

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -9,25 +10,26 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
-// decodeBody decodes the request body as exactly one JSON value into v, refusing
-// unknown fields and trailing data. The body is cut at limit bytes before anything is
-// decoded: a larger body is a 413.
+// decodeBody decodes the request body as exactly one JSON value into v (decodeStrict:
+// names matched exactly, no null, no member twice, no unknown field, no trailing data).
+// The body is cut at limit bytes before anything is decoded: a larger body is a 413.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *apiError {
 	if r.ContentLength > limit {
 		return tooLarge(limit)
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	dec := json.NewDecoder(r.Body)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
+	var buf bytes.Buffer
+	if r.ContentLength > 0 {
+		buf.Grow(int(r.ContentLength))
+	}
+	if _, err := buf.ReadFrom(r.Body); err != nil {
 		return bodyError(err, limit)
 	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if err == nil {
-			return invalid("malformed JSON: data after the JSON value")
-		}
+	if err := decodeStrict(buf.Bytes(), v); err != nil {
 		return bodyError(err, limit)
 	}
 	return nil
@@ -42,6 +44,17 @@ func bodyError(err error, limit int64) *apiError {
 		return invalid("malformed JSON: empty body")
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return invalid("malformed JSON: unexpected end of body")
+	}
+	var strict *strictError
+	if errors.As(err, &strict) {
+		return invalid(strict.msg)
+	}
+	if errors.Is(err, errTrailing) {
+		return invalid("malformed JSON: data after the JSON value")
+	}
+	var jse *jsontext.SyntacticError
+	if errors.As(err, &jse) {
+		return invalid(fmt.Sprintf("malformed JSON at byte %d: %v", jse.ByteOffset, jse.Err))
 	}
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError

@@ -278,9 +278,7 @@ func resetTarget(raw json.RawMessage) (group.ResetTo, *apiError) {
 		return group.ResetTo{}, invalid(want)
 	}
 	var pos resetPosition
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&pos); err != nil || raw[0] != '{' || (pos.Offset == nil) == (pos.TimestampMs == nil) {
+	if err := decodeStrict(raw, &pos); err != nil || raw[0] != '{' || (pos.Offset == nil) == (pos.TimestampMs == nil) {
 		return group.ResetTo{}, invalid(want)
 	}
 	if pos.Offset != nil {
@@ -288,6 +286,9 @@ func resetTarget(raw json.RawMessage) (group.ResetTo, *apiError) {
 			return group.ResetTo{}, invalid(fmt.Sprintf("offset must not be negative, got %d", *pos.Offset))
 		}
 		return group.ResetOffset(*pos.Offset), nil
+	}
+	if ts := *pos.TimestampMs; ts < 0 || ts > MaxTimestampMs {
+		return group.ResetTo{}, invalid(fmt.Sprintf("timestamp_ms must be 0–%d, got %d", int64(MaxTimestampMs), ts))
 	}
 	return group.ResetTime(time.UnixMilli(*pos.TimestampMs)), nil
 }

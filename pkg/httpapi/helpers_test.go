@@ -64,7 +64,7 @@ func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
 	full := true
-	for _, f := range []string{"test.run", "test.skip", "test.fuzz"} {
+	for _, f := range []string{"test.run", "test.skip", "test.fuzz", "test.list"} {
 		if fl := flag.Lookup(f); fl != nil && fl.Value.String() != "" {
 			full = false
 		}
@@ -250,6 +250,9 @@ type option func(*httpapi.Config)
 
 func withAuth(a *httpapi.Authorizer) option { return func(c *httpapi.Config) { c.Auth = a } }
 func withQuota(q httpapi.Quota) option      { return func(c *httpapi.Config) { c.Quota = q } }
+func withMetricsHandler(h http.Handler) option {
+	return func(c *httpapi.Config) { c.MetricsHandler = h }
+}
 
 func newEnv(t testing.TB, opts ...option) *env {
 	t.Helper()
@@ -269,6 +272,10 @@ func newEnv(t testing.TB, opts ...option) *env {
 		Log:     e.log,
 		Groups:  group.New(e.meta, e.log, e.clock.Now),
 		Metrics: seen,
+		MetricsHandler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+			_, _ = w.Write([]byte("strata_test 1\n"))
+		}),
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -331,7 +338,7 @@ func (e *env) call(method, path string, body any, header ...string) *resp {
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, req)
 	r := &resp{status: w.Code, header: w.Header(), raw: w.Body.Bytes()}
-	if len(r.raw) > 0 {
+	if len(r.raw) > 0 && strings.HasPrefix(w.Header().Get("Content-Type"), "application/json") {
 		if err := json.Unmarshal(r.raw, &r.body); err != nil {
 			e.t.Errorf("%s %s: answer is not a JSON object: %v: %q", method, path, err, r.raw)
 		}
@@ -358,7 +365,7 @@ func (e *env) checkDocumented(req *http.Request, r *resp) {
 		return // no such route: the fallback answered
 	}
 	var body any
-	if len(r.raw) > 0 {
+	if r.body != nil {
 		body = map[string]any(r.body)
 	}
 	if err := doc.checkAnswer(req.Method, req.URL.Path, r.status, body, len(r.raw) > 0); err != nil {

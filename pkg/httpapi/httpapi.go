@@ -71,6 +71,10 @@ type Config struct {
 	Clock func() time.Time
 	// Logger receives server-side failures (5xx); discarded when nil.
 	Logger *slog.Logger
+	// MetricsHandler, when set, is served at GET /metrics to principals allowed
+	// OpMetrics on ResourceCluster (anyone when auth is off): its text names every topic
+	// and group, which the API hides from a principal without rights.
+	MetricsHandler http.Handler
 }
 
 // Request body limits, checked before decoding.
@@ -100,10 +104,13 @@ type server struct {
 	now     func() time.Time
 	logger  *slog.Logger
 	mux     *http.ServeMux
+	promH   http.Handler
 }
 
-// New returns the handler of the whole contract (everything but /metrics, which the
-// runtime mounts). It panics if Log or Groups is nil, a wiring bug.
+// New returns the handler of the whole contract, /metrics included when
+// Config.MetricsHandler is set. It is meant to be the server's only handler: no outer
+// http.ServeMux, whose redirects of non-canonical paths are no answer of the contract.
+// It panics if Log or Groups is nil, a wiring bug.
 func New(cfg Config) http.Handler {
 	if cfg.Log == nil || cfg.Groups == nil {
 		panic("httpapi: Config.Log and Config.Groups are required")
@@ -116,6 +123,7 @@ func New(cfg Config) http.Handler {
 		now:     cfg.Clock,
 		logger:  cfg.Logger,
 		mux:     http.NewServeMux(),
+		promH:   cfg.MetricsHandler,
 	}
 	if s.metrics == nil {
 		s.metrics = NopMetrics{}
@@ -140,6 +148,9 @@ func New(cfg Config) http.Handler {
 	s.mux.HandleFunc("POST "+gp+"/commit", s.commit)
 	s.mux.HandleFunc("GET /v1/groups/{group}", s.describeGroup)
 	s.mux.HandleFunc("POST /v1/groups/{group}/topics/{topic}/reset", s.reset)
+	if s.promH != nil {
+		s.mux.HandleFunc("GET /metrics", s.serveMetrics)
+	}
 	return s
 }
 
@@ -195,6 +206,20 @@ func (s *server) health(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// serveMetrics serves the Prometheus text to a principal allowed OpMetrics on the
+// cluster.
+func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	p, e := s.authenticate(r)
+	if e == nil {
+		e = authorize(p, need{OpMetrics, ResourceCluster})
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	s.promH.ServeHTTP(w, r)
+}
+
 // statusWriter remembers the status code written.
 type statusWriter struct {
 	http.ResponseWriter
@@ -240,5 +265,8 @@ func NewServer(addr string, h http.Handler) *http.Server {
 		WriteTimeout:      MaxWait + 40*time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
+		// "OPTIONS *" reaches the handler, which answers it as no route, like any other
+		// path that names none.
+		DisableGeneralOptionsHandler: true,
 	}
 }

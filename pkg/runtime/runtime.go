@@ -187,18 +187,18 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		}
 	}
 	r.stopping, r.stopPolls = context.WithCancel(context.Background())
-	api := httpapi.New(httpapi.Config{
-		Log:     drainingLog{Log: r.log, stopping: r.stopping},
-		Groups:  r.groups,
-		Auth:    auth,
-		Quota:   cfg.Quota,
-		Metrics: m,
-		Logger:  r.logger,
+	// The API handler is the whole server, /metrics included: an outer ServeMux would
+	// answer a non-canonical path ("//", ".", "..") with its own 307 redirect before the
+	// contract's handler saw it, and /metrics needs the API's authorization.
+	r.handler = httpapi.New(httpapi.Config{
+		Log:            drainingLog{Log: r.log, stopping: r.stopping},
+		Groups:         r.groups,
+		Auth:           auth,
+		Quota:          cfg.Quota,
+		Metrics:        m,
+		Logger:         r.logger,
+		MetricsHandler: metrics.Handler(r.registry),
 	})
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metrics.Handler(r.registry))
-	mux.Handle("/", api)
-	r.handler = mux
 
 	var lc net.ListenConfig
 	r.ln, err = lc.Listen(ctx, "tcp", cfg.Addr)

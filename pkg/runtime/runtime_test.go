@@ -195,12 +195,15 @@ func TestShutdownFinishesInFlightRequest(t *testing.T) {
 	}
 }
 
-// TestAuth: with an auth file, API calls need a known token; health and /metrics do not.
+// TestAuth: with an auth file, API calls need a known token; health does not; /metrics
+// needs a token whose principal has "metrics" on "cluster" (it names every topic and
+// group, which the API hides from a principal without rights).
 func TestAuth(t *testing.T) {
 	ctx := context.Background()
 	authFile := filepath.Join(t.TempDir(), "auth.json")
 	err := os.WriteFile(authFile, []byte(`{"principals": {"s3cret": {"name": "ops", "allow": [
-		{"resource": "topic:*", "ops": ["create", "describe", "append", "read"]}]}}}`), 0o600)
+		{"resource": "topic:*", "ops": ["create", "describe", "append", "read"]}]},
+		"prom": {"name": "prometheus", "allow": [{"resource": "cluster", "ops": ["metrics"]}]}}}`), 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,14 +215,88 @@ func TestAuth(t *testing.T) {
 	if _, err := authed.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := authed.Append(ctx, "t", []client.Record{{Value: []byte("v")}}, client.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := authed.DescribeGroup(ctx, "g"); !errors.Is(err, client.ErrForbidden) {
 		t.Fatalf("describe a group without the grant: %v", err)
 	}
-	for _, path := range []string{"/v1/health", "/metrics"} {
-		if code, _ := get(t, rt.URL()+path, ""); code != 200 {
-			t.Fatalf("%s without a token: %d", path, code)
+	if code, _ := get(t, rt.URL()+"/v1/health", ""); code != 200 {
+		t.Fatalf("/v1/health without a token: %d", code)
+	}
+	for _, c := range []struct {
+		token string
+		code  int
+	}{{"", 401}, {"wrong", 401}, {"s3cret", 403}, {"prom", 200}} {
+		code, body := get(t, rt.URL()+"/metrics", c.token)
+		if code != c.code {
+			t.Fatalf("/metrics with token %q: %d, want %d: %s", c.token, code, c.code, body)
+		}
+		if leaks := strings.Contains(body, `topic="t"`); leaks != (c.code == 200) {
+			t.Fatalf("/metrics with token %q (%d) names topic t: %v: %s", c.token, code, leaks, body)
 		}
 	}
+}
+
+// TestNonCanonicalPaths: the assembled server (not only the API handler) answers a path
+// with "//", "." or ".." segments 404 with the JSON error body, never a redirect, and a
+// POST to such a path appends nothing (a client following a redirect would re-send it).
+func TestNonCanonicalPaths(t *testing.T) {
+	ctx := context.Background()
+	rt, c, _ := start(t, runtime.Config{DataDir: t.TempDir()})
+	if _, err := c.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"records": [{"value": "dg==", "partition": 0}]}`
+	for _, tc := range []struct{ method, path string }{
+		{"POST", "//v1/topics/t/records"},
+		{"POST", "/v1//topics/t/records"},
+		{"POST", "/v1/topics/./t/records"},
+		{"POST", "/v1/topics/x/../t/records"},
+		{"POST", "/v1/topics/t/records/."},
+		{"POST", "/v1/topics/t/records/"},
+		{"POST", "/v1/topics/%2e%2e/t/records"},
+		{"GET", "/v1/topics/t/partitions/0/../0/records?offset=0"},
+		{"GET", "//metrics"},
+		{"GET", "/./metrics"},
+		{"GET", "/v1/./health"},
+		{"GET", "//v1/topics"},
+		{"OPTIONS", "*"},
+	} {
+		raw := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+			tc.method, tc.path, len(body), body)
+		code, hdr, got := rawRequest(t, rt.Addr(), raw)
+		if code != http.StatusNotFound || hdr.Get("Location") != "" || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") ||
+			!strings.Contains(got, `"code":"not_found"`) {
+			t.Errorf("%s %s: %d Location=%q Content-Type=%q %q; want 404 with the JSON not_found body",
+				tc.method, tc.path, code, hdr.Get("Location"), hdr.Get("Content-Type"), got)
+		}
+	}
+	res, err := c.Poll(ctx, "t", 0, 0, client.PollOptions{})
+	if err != nil || res.HighWatermark != 0 {
+		t.Fatalf("after the refused requests the partition holds %+v, %v; want nothing appended", res, err)
+	}
+}
+
+// rawRequest writes raw on a new connection to addr and reads one answer.
+func rawRequest(t testing.TB, addr, raw string) (int, http.Header, string) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := io.WriteString(conn, raw); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("read answer to %.60q: %v", raw, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
 }
 
 // TestRetentionLoop: the loop advances the log start past expired records, and the
@@ -250,9 +327,16 @@ func TestRetentionLoop(t *testing.T) {
 	if _, err := c.Poll(ctx, "short", 0, 0, client.PollOptions{}); !errors.Is(err, client.ErrOffsetOutOfRange) {
 		t.Fatalf("poll of an expired offset: %v", err)
 	}
-	_, body := get(t, rt.URL()+"/metrics", "")
-	if !strings.Contains(body, `strata_retention_records_expired_total 2`) || !strings.Contains(body, `strata_retention_runs_total{result="ok"}`) {
-		t.Fatalf("retention metrics missing:\n%s", body)
+	// The pass records its metrics after it has moved the log start: wait for them.
+	for {
+		_, body := get(t, rt.URL()+"/metrics", "")
+		if strings.Contains(body, `strata_retention_records_expired_total 2`) && strings.Contains(body, `strata_retention_runs_total{result="ok"}`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retention metrics missing:\n%s", body)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

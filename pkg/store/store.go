@@ -94,7 +94,9 @@ func (e *LeaseHeldError) Is(target error) bool { return target == ErrLeaseHeld }
 // prefixes, not directories.
 type ObjectStore interface {
 	// Put must store data under key only if no object has that key (If-None-Match: *),
-	// returning ErrExists otherwise; when it returns nil the object must be durable.
+	// returning ErrExists otherwise; when it returns nil the object must be durable. An
+	// object this same call stored (a retry of an attempt whose answer was lost) is not
+	// "another object": Put must then return nil, never ErrExists.
 	Put(ctx context.Context, key string, data []byte) error
 	// GetRange must return exactly length bytes starting at offset, or ErrNotFound when
 	// the object does not exist. A range past the end of the object, a negative offset or

@@ -11,11 +11,13 @@ import (
 	"math"
 	"net"
 	"strings"
+	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/stratalog/strata/pkg/store"
 )
@@ -41,18 +43,76 @@ func New(client *s3.Client, bucket, prefix string) *ObjectStore {
 // Put stores data under key only if the key is free, using a conditional PutObject
 // (If-None-Match: *), which S3 evaluates atomically; a 200 means S3 has stored the
 // object durably.
+//
+// The SDK retries a PutObject whose answer was lost (a timeout, a reset connection, a
+// 5xx after S3 applied it); the retry then finds the key taken by the first attempt and
+// gets 412 PreconditionFailed (or 409 ConditionalRequestConflict while the first is
+// still completing). When this call made more than one attempt and the stored object is
+// byte-identical to data, the object is this call's own and Put returns nil. A conflict
+// on the first attempt stays ErrExists: the key was taken before this call.
 func (s *ObjectStore) Put(ctx context.Context, key string, data []byte) error {
+	var attempts atomic.Int32
 	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(s.prefix + key),
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
 		IfNoneMatch:   aws.String("*"),
+	}, countAttempts(&attempts))
+	if err == nil {
+		return nil
+	}
+	err = mapError("put", key, err)
+	if !errors.Is(err, store.ErrExists) || attempts.Load() < 2 {
+		return err
+	}
+	same, verr := s.holds(ctx, key, data)
+	switch {
+	case verr != nil && ctx.Err() != nil:
+		return fmt.Errorf("s3: put %q: a retry found the key taken, then: %w", key, verr)
+	case verr != nil:
+		// Whether the object is ours is unknown (a 409 may mean our first attempt is still
+		// completing, so even "no such key" proves nothing): neither success nor ErrExists
+		// is true, and ErrNotFound would read as a missing topic upstream. Retryable.
+		return fmt.Errorf("s3: put %q: a retry found the key taken and reading it back failed (%v): %w", key, verr, store.ErrUnavailable)
+	case same:
+		return nil
+	}
+	return err
+}
+
+// holds reports whether key holds exactly data.
+func (s *ObjectStore) holds(ctx context.Context, key string, data []byte) (bool, error) {
+	out, err := s.client.GetObject(ctx, &s3.GetObjectInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
 	})
 	if err != nil {
-		return mapError("put", key, err)
+		return false, mapError("get", key, err)
 	}
-	return nil
+	defer out.Body.Close()
+	if out.ContentLength != nil && *out.ContentLength != int64(len(data)) {
+		return false, nil
+	}
+	got, err := io.ReadAll(io.LimitReader(out.Body, int64(len(data))+1))
+	if err != nil {
+		return false, mapError("get", key, err)
+	}
+	return bytes.Equal(got, data), nil
+}
+
+// countAttempts counts the attempts of one operation: a Finalize middleware placed after
+// the SDK's retry loop runs once per attempt.
+func countAttempts(n *atomic.Int32) func(*s3.Options) {
+	return func(o *s3.Options) {
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Finalize.Insert(middleware.FinalizeMiddlewareFunc("StrataCountAttempts",
+				func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+					n.Add(1)
+					return next.HandleFinalize(ctx, in)
+				}), "Retry", middleware.After)
+		})
+	}
 }
 
 // GetRange returns exactly length bytes of key starting at offset, with one ranged GET.

@@ -1,6 +1,7 @@
 package s3_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -8,12 +9,15 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
 	"github.com/stratalog/strata/pkg/store"
@@ -188,5 +192,106 @@ func TestDeleteBucket(t *testing.T) {
 	}
 	if err := s3.DeleteBucket(ctx, client, bucket); err != nil {
 		t.Fatalf("DeleteBucket of a missing bucket: %v", err)
+	}
+}
+
+// lostAnswer is the error a request whose answer was dropped on the way back yields;
+// the SDK's retryer retries it, as it would a timeout or a reset connection.
+type lostAnswer struct{}
+
+func (lostAnswer) Error() string        { return "test: answer lost after the request was applied" }
+func (lostAnswer) RetryableError() bool { return true }
+
+// loseAnswers returns a client whose first n PutObject attempts reach the emulator and
+// are applied there, but whose answers are replaced by a retryable error; with failGets,
+// every GetObject fails before it is sent.
+func loseAnswers(ctx context.Context, t *testing.T, n int32, failGets ...bool) *awss3.Client {
+	var left atomic.Int32
+	left.Store(n)
+	lose := middleware.FinalizeMiddlewareFunc("TestLoseAnswer",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			if awsmiddleware.GetOperationName(ctx) == "GetObject" && len(failGets) > 0 && failGets[0] {
+				return middleware.FinalizeOutput{}, middleware.Metadata{}, errors.New("test: GetObject refused")
+			}
+			out, md, err := next.HandleFinalize(ctx, in)
+			if awsmiddleware.GetOperationName(ctx) == "PutObject" && left.Add(-1) >= 0 {
+				return middleware.FinalizeOutput{}, md, lostAnswer{}
+			}
+			return out, md, err
+		})
+	return awss3.NewFromConfig(awstest.Config(ctx, t), func(o *awss3.Options) {
+		o.UsePathStyle = true
+		o.APIOptions = append(o.APIOptions, func(st *middleware.Stack) error {
+			return st.Finalize.Add(lose, middleware.After)
+		})
+	})
+}
+
+// TestRetryOfAppliedPut (defect 9): when the SDK retries a PutObject whose first attempt
+// was applied but whose answer was lost, the retry's 412 must not fail the Put: the
+// object under the key is byte-for-byte the one this call wrote. A retry that finds
+// other bytes under the key is still ErrExists, and so is a conflict on a first attempt.
+func TestRetryOfAppliedPut(t *testing.T) {
+	ctx := t.Context()
+	if err := s3.CreateBucket(ctx, awstest.S3Client(ctx, t), testBucket); err != nil {
+		t.Fatal(err)
+	}
+	prefix := randomPrefix(t)
+	t.Cleanup(func() {
+		if err := s3.DeletePrefix(context.Background(), awstest.S3Client(context.Background(), t), testBucket, prefix); err != nil {
+			t.Error(err)
+		}
+	})
+	plain := s3.New(awstest.S3Client(ctx, t), testBucket, prefix)
+	data := bytes.Repeat([]byte("segment "), 1000)
+
+	// The first attempt is applied, its answer lost; the retry gets 412.
+	o := s3.New(loseAnswers(ctx, t, 1), testBucket, prefix)
+	if err := o.Put(ctx, "ours", data); err != nil {
+		t.Fatalf("Put whose first answer was lost: %v, want nil (the object is ours)", err)
+	}
+	got, err := plain.GetRange(ctx, "ours", 0, int64(len(data)))
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("object after the retried Put: %d bytes, %v", len(got), err)
+	}
+	// Two answers lost: the third attempt still finds its own object.
+	o = s3.New(loseAnswers(ctx, t, 2), testBucket, prefix)
+	if err := o.Put(ctx, "ours-twice", data); err != nil {
+		t.Fatalf("Put whose first two answers were lost: %v", err)
+	}
+
+	// Someone else's object under the key: every attempt is refused, the answer of the
+	// first is lost, the retry's 412 stands because the bytes differ.
+	if err := plain.Put(ctx, "theirs", []byte("other bytes")); err != nil {
+		t.Fatal(err)
+	}
+	o = s3.New(loseAnswers(ctx, t, 1), testBucket, prefix)
+	if err := o.Put(ctx, "theirs", data); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("retried Put over another object: %v, want ErrExists", err)
+	}
+	// Same length, other bytes: still not ours.
+	same := bytes.Repeat([]byte("SEGMENT "), 1000)
+	if err := plain.Put(ctx, "theirs-same-size", same); err != nil {
+		t.Fatal(err)
+	}
+	o = s3.New(loseAnswers(ctx, t, 1), testBucket, prefix)
+	if err := o.Put(ctx, "theirs-same-size", data); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("retried Put over another object of the same size: %v, want ErrExists", err)
+	}
+	// The retry finds the key taken and the object cannot be read back: whose it is is
+	// unknown, so neither success nor ErrExists, and never ErrNotFound (a missing topic
+	// upstream); a retryable ErrUnavailable.
+	o = s3.New(loseAnswers(ctx, t, 1, true), testBucket, prefix)
+	err = o.Put(ctx, "unverifiable", data)
+	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("retried Put whose object cannot be read back: %v, want ErrUnavailable only", err)
+	}
+	// No retry: an identical object already there was put by an earlier call.
+	if err := plain.Put(ctx, "ours", data); !errors.Is(err, store.ErrExists) {
+		t.Fatalf("second Put of identical bytes without a retry: %v, want ErrExists", err)
+	}
+	got, err = plain.GetRange(ctx, "theirs", 0, 11)
+	if err != nil || string(got) != "other bytes" {
+		t.Fatalf("the refused Put changed another object: %q, %v", got, err)
 	}
 }

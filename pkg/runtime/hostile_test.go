@@ -1,0 +1,446 @@
+package runtime_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/runtime"
+)
+
+// hostileCase is one request of the hostile table, written byte for byte on its own
+// connection to the real server.
+type hostileCase struct {
+	name string
+	// raw is the whole request; body, when set, is streamed after raw by a goroutine
+	// (for bodies the server may stop reading).
+	raw  string
+	body func(w io.Writer)
+	// halfClose closes the write side after raw, as a client that sent less than its
+	// Content-Length and gave up.
+	halfClose bool
+	status    int
+	// codes are the acceptable error codes; none means net/http's own plain answer
+	// (not HTTP/1.1 at all), which docs/API.md lists as outside the contract.
+	codes []string
+}
+
+func req(method, target, body string, headers ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: strata\r\nConnection: close\r\n", method, target)
+	for _, h := range headers {
+		b.WriteString(h + "\r\n")
+	}
+	if body != "" || method == "POST" || method == "DELETE" {
+		fmt.Fprintf(&b, "Content-Type: application/json\r\nContent-Length: %d\r\n", len(body))
+	}
+	b.WriteString("\r\n")
+	b.WriteString(body)
+	return b.String()
+}
+
+func hostileTable() []hostileCase {
+	const (
+		gp       = "/v1/groups/g/topics/t/partitions/0"
+		invalid  = "invalid_request"
+		tooLarge = "payload_too_large"
+		notFound = "not_found"
+	)
+	v := `"dg=="`
+	appendPath := "/v1/topics/t/records"
+	rec := func(fields string) string { return `{"records": [{"value": ` + v + fields + `}]}` }
+	big := strings.Repeat("A", (1<<20+2)/3*4+4) // 1 MiB + 5 bytes decoded
+	many := `{"records": [` + strings.Repeat(`{"value": ""},`, 10_000) + `{"value": ""}]}`
+	return []hostileCase{
+		// Oversized.
+		{name: "append Content-Length 10 MiB, body never sent", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\nContent-Length: 10485760\r\n\r\n", status: 413, codes: []string{tooLarge}},
+		{name: "append chunked body of 9.5 MiB", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+			body: func(w io.Writer) {
+				chunk := strings.Repeat(" ", 64<<10)
+				for range 152 {
+					if _, err := fmt.Fprintf(w, "%x\r\n%s\r\n", len(chunk), chunk); err != nil {
+						return
+					}
+				}
+				_, _ = io.WriteString(w, "0\r\n\r\n")
+			}, status: 413, codes: []string{tooLarge}},
+		{name: "create topic body over 64 KiB", raw: req("POST", "/v1/topics", `{"name": "x", "partitions": 1}`+strings.Repeat(" ", 64<<10)), status: 413, codes: []string{tooLarge}},
+		{name: "lease body over 64 KiB", raw: req("POST", gp+"/lease", `{"member": "`+strings.Repeat("m", 70_000)+`"}`), status: 413, codes: []string{tooLarge}},
+		{name: "record over 1 MiB", raw: req("POST", appendPath, `{"records": [{"value": "`+big+`"}]}`), status: 413, codes: []string{tooLarge}},
+		{name: "10,001 records", raw: req("POST", appendPath, many), status: 413, codes: []string{tooLarge}},
+		{name: "Expect: 100-continue with 1 GiB", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nExpect: 100-continue\r\nContent-Length: 1073741824\r\n\r\n", status: 413, codes: []string{tooLarge}},
+		// Truncated.
+		{name: "truncated JSON", raw: req("POST", appendPath, `{"records": [{"value": "dg=="`), status: 400, codes: []string{invalid}},
+		{name: "body shorter than Content-Length", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Length: 100\r\n\r\n{\"records\": [", halfClose: true, status: 400, codes: []string{invalid}},
+		{name: "empty body", raw: req("POST", appendPath, ""), status: 400, codes: []string{invalid}},
+		{name: "bad chunked encoding", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", status: 400, codes: []string{invalid}},
+		// Wrong types.
+		{name: "name a number", raw: req("POST", "/v1/topics", `{"name": 5, "partitions": 1}`), status: 400, codes: []string{invalid}},
+		{name: "partitions a string", raw: req("POST", "/v1/topics", `{"name": "x", "partitions": "1"}`), status: 400, codes: []string{invalid}},
+		{name: "records an object", raw: req("POST", appendPath, `{"records": {"value": "dg=="}}`), status: 400, codes: []string{invalid}},
+		{name: "body an array", raw: req("POST", "/v1/topics", `[]`), status: 400, codes: []string{invalid}},
+		{name: "null field", raw: req("POST", "/v1/topics", `{"name": "x", "partitions": 1, "retention_ms": null}`), status: 400, codes: []string{invalid}},
+		{name: "field name in capitals", raw: req("POST", "/v1/topics", `{"NAME": "x", "partitions": 1}`), status: 400, codes: []string{invalid}},
+		{name: "member twice", raw: req("POST", "/v1/topics", `{"name": "x", "name": "y", "partitions": 1}`), status: 400, codes: []string{invalid}},
+		{name: "value not base64", raw: req("POST", appendPath, `{"records": [{"value": "not base64!"}]}`), status: 400, codes: []string{invalid}},
+		{name: "value URL-safe base64", raw: req("POST", appendPath, `{"records": [{"value": "-_8="}]}`), status: 400, codes: []string{invalid}},
+		{name: "value unpadded base64", raw: req("POST", appendPath, `{"records": [{"value": "dg"}]}`), status: 400, codes: []string{invalid}},
+		{name: "empty header name", raw: req("POST", appendPath, rec(`, "headers": {"": "dg=="}`)), status: 400, codes: []string{invalid}},
+		{name: "byte-order mark", raw: req("POST", "/v1/topics", "\ufeff"+`{"name": "x", "partitions": 1}`), status: 400, codes: []string{invalid}},
+		{name: "nested 1M deep", raw: req("POST", appendPath, `{"records": `+strings.Repeat("[", 1<<20)), status: 400, codes: []string{invalid}},
+		{name: "trailing data", raw: req("POST", "/v1/topics", `{"name": "x", "partitions": 1} {}`), status: 400, codes: []string{invalid}},
+		// Huge numbers.
+		{name: "partitions 1e400", raw: req("POST", "/v1/topics", `{"name": "x", "partitions": 1e400}`), status: 400, codes: []string{invalid}},
+		{name: "partitions 2^64", raw: req("POST", "/v1/topics", `{"name": "x", "partitions": 18446744073709551616}`), status: 400, codes: []string{invalid}},
+		{name: "retention_ms beyond int64", raw: req("POST", "/v1/topics", `{"name": "x", "partitions": 1, "retention_ms": 9223372036854775808}`), status: 400, codes: []string{invalid}},
+		{name: "retention_ms beyond its maximum", raw: req("POST", "/v1/topics", `{"name": "x", "partitions": 1, "retention_ms": 9223372036855}`), status: 400, codes: []string{invalid}},
+		{name: "timestamp_ms 1e20", raw: req("POST", appendPath, rec(`, "timestamp_ms": 1e20`)), status: 400, codes: []string{invalid}},
+		{name: "timestamp_ms -1", raw: req("POST", appendPath, rec(`, "timestamp_ms": -1`)), status: 400, codes: []string{invalid}},
+		{name: "record partition 2^31", raw: req("POST", appendPath, rec(`, "partition": 2147483648`)), status: 400, codes: []string{invalid}},
+		{name: "record partition beyond the topic", raw: req("POST", appendPath, rec(`, "partition": 2147483647`)), status: 400, codes: []string{invalid}},
+		{name: "poll offset 2^64", raw: req("GET", "/v1/topics/t/partitions/0/records?offset=18446744073709551616", ""), status: 400, codes: []string{invalid}},
+		{name: "poll partition 2^40", raw: req("GET", "/v1/topics/t/partitions/1099511627776/records?offset=0", ""), status: 400, codes: []string{invalid}},
+		{name: "poll offset -1", raw: req("GET", "/v1/topics/t/partitions/0/records?offset=-1", ""), status: 400, codes: []string{invalid}},
+		{name: "poll offset beyond the high watermark", raw: req("GET", "/v1/topics/t/partitions/0/records?offset=9223372036854775807", ""), status: 416, codes: []string{"offset_out_of_range"}},
+		{name: "poll wait_ms 20001", raw: req("GET", "/v1/topics/t/partitions/0/records?offset=0&wait_ms=20001", ""), status: 400, codes: []string{invalid}},
+		{name: "poll offset twice", raw: req("GET", "/v1/topics/t/partitions/0/records?offset=0&offset=1", ""), status: 400, codes: []string{invalid}},
+		{name: "poll bad escape in query", raw: req("GET", "/v1/topics/t/partitions/0/records?offset=%zz", ""), status: 400, codes: []string{invalid}},
+		{name: "lease ttl_ms below int64", raw: req("POST", gp+"/lease", `{"member": "m", "ttl_ms": -9223372036854775809}`), status: 400, codes: []string{invalid}},
+		{name: "commit next_offset 1e19", raw: req("POST", gp+"/commit", `{"member": "m", "generation": 1, "next_offset": 10000000000000000000}`), status: 400, codes: []string{invalid}},
+		{name: "reset timestamp_ms -1", raw: req("POST", "/v1/groups/g/topics/t/reset", `{"to": {"timestamp_ms": -1}}`), status: 400, codes: []string{invalid}},
+		// Unicode and traversal in names and paths.
+		{name: "topic ../../etc", raw: req("POST", "/v1/topics", `{"name": "../../etc", "partitions": 1}`), status: 400, codes: []string{invalid}},
+		{name: "topic ..", raw: req("POST", "/v1/topics", `{"name": "..", "partitions": 1}`), status: 400, codes: []string{invalid}},
+		{name: "topic with a slash", raw: req("POST", "/v1/topics", `{"name": "a/b", "partitions": 1}`), status: 400, codes: []string{invalid}},
+		{name: "topic with NUL", raw: req("POST", "/v1/topics", `{"name": "t\u0000", "partitions": 1}`), status: 400, codes: []string{invalid}},
+		{name: "topic ørders", raw: req("POST", "/v1/topics", `{"name": "ørders", "partitions": 1}`), status: 400, codes: []string{invalid}},
+		{name: "topic with invalid UTF-8", raw: req("POST", "/v1/topics", "{\"name\": \"t\xff\xfe\", \"partitions\": 1}"), status: 400, codes: []string{invalid}},
+		{name: "topic with RTL override", raw: req("POST", "/v1/topics", `{"name": "t\u202egpj", "partitions": 1}`), status: 400, codes: []string{invalid}},
+		{name: "topic of 201 characters", raw: req("POST", "/v1/topics", `{"name": "`+strings.Repeat("n", 201)+`", "partitions": 1}`), status: 400, codes: []string{invalid}},
+		{name: "member with é", raw: req("POST", gp+"/lease", `{"member": "mé"}`), status: 400, codes: []string{invalid}},
+		{name: "member with a newline", raw: req("POST", gp+"/lease", `{"member": "m\n"}`), status: 400, codes: []string{invalid}},
+		{name: "path topic %2e%2e%2fetc", raw: req("POST", "/v1/topics/%2e%2e%2fetc/records", rec("")), status: 404, codes: []string{notFound}},
+		{name: "path topic ..%2F..%2Fetc", raw: req("GET", "/v1/topics/..%2F..%2Fetc", ""), status: 404, codes: []string{notFound}},
+		{name: "path topic %00", raw: req("GET", "/v1/topics/%00", ""), status: 404, codes: []string{notFound}},
+		{name: "path topic %C3%B8", raw: req("GET", "/v1/topics/%C3%B8/partitions/0/records?offset=0", ""), status: 404, codes: []string{notFound}},
+		{name: "path topic %FF", raw: req("GET", "/v1/topics/%FF", ""), status: 404, codes: []string{notFound}},
+		{name: "path group a%2Fb", raw: req("GET", "/v1/groups/a%2Fb", ""), status: 400, codes: []string{invalid, notFound}},
+		{name: "path with ..", raw: req("POST", "/v1/topics/x/../t/records", rec("")), status: 404, codes: []string{notFound}},
+		{name: "path with //", raw: req("GET", "//v1/topics", ""), status: 404, codes: []string{notFound}},
+		{name: "path with backslash", raw: req("GET", "/v1/topics/..\\..\\etc", ""), status: 404, codes: []string{notFound}},
+		{name: "absolute-form target", raw: req("GET", "http://other/v1/topics/t", ""), status: 200},
+		{name: "unknown route", raw: req("GET", "/v2/topics", ""), status: 404, codes: []string{notFound}},
+		{name: "OPTIONS *", raw: req("OPTIONS", "*", ""), status: 404, codes: []string{notFound}},
+		{name: "PUT on topics", raw: req("PUT", "/v1/topics", "{}"), status: 405, codes: []string{"method_not_allowed"}},
+		// Headers.
+		{name: "Idempotency-Key of 129", raw: req("POST", appendPath, rec(""), "Idempotency-Key: "+strings.Repeat("k", 129)), status: 400, codes: []string{invalid}},
+		{name: "Idempotency-Key twice", raw: req("POST", appendPath, rec(""), "Idempotency-Key: a", "Idempotency-Key: b"), status: 400, codes: []string{invalid}},
+		// Not HTTP/1.1 at all: answered by net/http, documented as outside the contract.
+		{name: "garbage request line", raw: "HELLO\r\n\r\n", status: 400},
+		{name: "header section over 64 KiB", raw: "GET /v1/health HTTP/1.1\r\nHost: s\r\nX-Big: " + strings.Repeat("b", 80<<10) + "\r\n\r\n", status: 431},
+		{name: "Content-Length not a number", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Length: abc\r\n\r\n", status: 400},
+		{name: "two different Content-Lengths", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n{}", status: 400},
+	}
+}
+
+// sendRaw writes c on a new connection and reads the one answer.
+func sendRaw(t *testing.T, addr string, c hostileCase) (int, http.Header, []byte) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := io.WriteString(conn, c.raw); err != nil {
+			return
+		}
+		if c.body != nil {
+			c.body(conn)
+		}
+		if c.halfClose {
+			_ = conn.(*net.TCPConn).CloseWrite()
+		}
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("%s: no answer: %v", c.name, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	_ = conn.Close()
+	<-done
+	return resp.StatusCode, resp.Header, b
+}
+
+// memStats returns the live heap after a collection, the goroutine count and the
+// resident set of the process (client and server both: this test runs them in one).
+func memStats() (heap uint64, goroutines int, rss uint64) {
+	goruntime.GC()
+	goruntime.GC() // the second frees what the first's finalizers released
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
+	if b, err := os.ReadFile("/proc/self/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
+				kb, _ := strconv.ParseUint(f[1], 10, 64)
+				rss = kb << 10
+			}
+		}
+	}
+	return m.HeapAlloc, goruntime.NumGoroutine(), rss
+}
+
+// TestHostileInput drives the assembled server (runtime.Open + Serve on a real port)
+// with the hostile table, then with slow headers, slow bodies, idle connections and
+// thousands of parked long polls at once. Every request of the contract is answered as
+// docs/API.md says with the JSON error body and changes nothing; the server stays
+// healthy throughout, its slow and idle connections are cut by the header timeout, the
+// parked polls all wake on one append, and the heap and goroutines come back down.
+func TestHostileInput(t *testing.T) {
+	ctx := context.Background()
+	rt, c, _ := start(t, runtime.Config{DataDir: t.TempDir()})
+	if _, err := c.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	p0 := int32(0)
+	if _, err := c.Append(ctx, "t", []client.Record{{Value: []byte("seed"), Partition: &p0}}, client.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	heap0, gor0, rss0 := memStats()
+
+	// The table.
+	for _, hc := range hostileTable() {
+		status, hdr, body := sendRaw(t, rt.Addr(), hc)
+		if status != hc.status {
+			t.Errorf("%s: %d, want %d: %.200q", hc.name, status, hc.status, body)
+			continue
+		}
+		if len(hc.codes) == 0 || status < 300 {
+			continue
+		}
+		var eb struct {
+			Error struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") || json.Unmarshal(body, &eb) != nil ||
+			eb.Error.Message == "" || !containsStr(hc.codes, eb.Error.Code) {
+			t.Errorf("%s: %d %q %.200q; want the JSON error body with code %v", hc.name, status, hdr.Get("Content-Type"), body, hc.codes)
+		}
+	}
+	// Nothing the table sent changed anything.
+	names, err := c.ListTopics(ctx)
+	if err != nil || len(names) != 1 || names[0] != "t" {
+		t.Fatalf("topics after the hostile table: %v, %v; want only t", names, err)
+	}
+	info, err := c.DescribeTopic(ctx, "t")
+	if err != nil || len(info.PartitionInfo) != 2 || info.PartitionInfo[0].HighWatermark != 1 || info.PartitionInfo[1].HighWatermark != 0 {
+		t.Fatalf("topic t after the hostile table: %+v, %v; want high watermarks 1 and 0", info, err)
+	}
+	if _, err := c.DescribeGroup(ctx, "g"); err == nil {
+		t.Fatal("group g exists after the hostile table, which never leased")
+	}
+
+	// Slow headers, slow bodies and idle connections, all at once, with parked polls.
+	const slowConns, idleConns = 100, 500
+	polls := 2000
+	if raceEnabled {
+		polls = 1000 // about 5 goroutines each, client and server
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, cn := range conns {
+			_ = cn.Close()
+		}
+	}()
+	dial := func() net.Conn {
+		cn, err := net.DialTimeout("tcp", rt.Addr(), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, cn)
+		return cn
+	}
+	slowHeaders := make([]net.Conn, 0, slowConns)
+	for range slowConns {
+		cn := dial()
+		_, _ = io.WriteString(cn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: s\r\n")
+		slowHeaders = append(slowHeaders, cn)
+	}
+	slowBodies := make([]net.Conn, 0, slowConns)
+	for range slowConns {
+		cn := dial()
+		_, _ = io.WriteString(cn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: s\r\nContent-Length: 1000\r\n\r\n{")
+		slowBodies = append(slowBodies, cn)
+	}
+	idle := make([]net.Conn, 0, idleConns)
+	for range idleConns {
+		idle = append(idle, dial())
+	}
+	stopDrip := make(chan struct{})
+	var dripWG sync.WaitGroup
+	dripWG.Add(1)
+	go func() { // a byte of the slow headers and bodies every 500 ms
+		defer dripWG.Done()
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stopDrip:
+				return
+			case <-tick.C:
+				for _, cn := range append(slowHeaders[:len(slowHeaders):len(slowHeaders)], slowBodies...) {
+					_ = cn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+					_, _ = cn.Write([]byte(" "))
+				}
+			}
+		}
+	}()
+
+	tr := &http.Transport{MaxIdleConnsPerHost: polls, MaxConnsPerHost: 0}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: 40 * time.Second}
+	type pollAnswer struct {
+		status int
+		n      int
+		err    error
+	}
+	answers := make(chan pollAnswer, polls)
+	var started atomic.Int32
+	for range polls {
+		go func() {
+			started.Add(1)
+			resp, err := hc.Get(rt.URL() + "/v1/topics/t/partitions/0/records?offset=1&wait_ms=20000")
+			if err != nil {
+				answers <- pollAnswer{err: err}
+				return
+			}
+			defer resp.Body.Close()
+			var pr struct {
+				Records []json.RawMessage `json:"records"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&pr)
+			answers <- pollAnswer{status: resp.StatusCode, n: len(pr.Records), err: err}
+		}()
+	}
+	// Let the polls park, then check the server answers at once while all of it is open.
+	time.Sleep(3 * time.Second)
+	heapPeak, gorPeak, rssPeak := memStats()
+	t0 := time.Now()
+	if err := c.Health(ctx); err != nil {
+		t.Fatalf("health with %d parked polls and %d slow or idle connections: %v", polls, 2*slowConns+idleConns, err)
+	}
+	if took := time.Since(t0); took > 2*time.Second {
+		t.Errorf("health took %v under load", took)
+	}
+	select {
+	case a := <-answers:
+		t.Fatalf("a parked poll answered before any append: %+v", a)
+	default:
+	}
+
+	// The header timeout (10 s) cuts slow headers, slow bodies' neighbours and idle
+	// connections: wait for every slow-header and idle connection to be closed.
+	deadline := time.Now().Add(15 * time.Second)
+	closed := 0
+	for _, cn := range append(slowHeaders[:len(slowHeaders):len(slowHeaders)], idle...) {
+		_ = cn.SetReadDeadline(deadline)
+		var b [512]byte
+		for {
+			_, err := cn.Read(b[:])
+			if err != nil {
+				if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+					closed++
+				}
+				break
+			}
+		}
+	}
+	if closed != slowConns+idleConns {
+		t.Errorf("%d of %d slow-header and idle connections closed by the server within 15 s", closed, slowConns+idleConns)
+	}
+	close(stopDrip)
+	dripWG.Wait()
+
+	// One append wakes every parked poll with the record.
+	if _, err := c.Append(ctx, "t", []client.Record{{Value: []byte("wake"), Partition: &p0}}, client.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	woke, bad := 0, 0
+	timeout := time.After(30 * time.Second)
+	for range polls {
+		select {
+		case a := <-answers:
+			if a.err == nil && a.status == 200 && a.n == 1 {
+				woke++
+			} else if bad++; bad <= 3 {
+				t.Errorf("parked poll: %+v", a)
+			}
+		case <-timeout:
+			t.Fatalf("%d of %d parked polls answered within 30 s of the append", woke+bad, polls)
+		}
+	}
+	if woke != polls {
+		t.Errorf("%d of %d parked polls woke with the record", woke, polls)
+	}
+
+	// Afterwards: healthy, and the memory and goroutines came back down.
+	for _, cn := range conns {
+		_ = cn.Close()
+	}
+	tr.CloseIdleConnections()
+	res, err := c.Poll(ctx, "t", 0, 0, client.PollOptions{})
+	if err != nil || len(res.Records) != 2 {
+		t.Fatalf("poll after the storm: %+v, %v", res, err)
+	}
+	var heap1, rss1 uint64
+	var gor1 int
+	for range 50 { // connections wind down asynchronously
+		heap1, gor1, rss1 = memStats()
+		if gor1 <= gor0+20 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	const mib = 1 << 20
+	t.Logf("live heap: %.1f MiB before, %.1f MiB with %d parked polls and %d slow or idle connections, %.1f MiB after; "+
+		"goroutines %d, %d, %d; RSS %.0f, %.0f, %.0f MiB (client and server in one process)",
+		float64(heap0)/mib, float64(heapPeak)/mib, polls, 2*slowConns+idleConns, float64(heap1)/mib,
+		gor0, gorPeak, gor1, float64(rss0)/mib, float64(rssPeak)/mib, float64(rss1)/mib)
+	if heapPeak > 512*mib {
+		t.Errorf("live heap %.0f MiB under load, want under 512 MiB", float64(heapPeak)/mib)
+	}
+	if heap1 > heap0+64*mib {
+		t.Errorf("live heap %.0f MiB after the storm, %.0f MiB before: more than 64 MiB kept", float64(heap1)/mib, float64(heap0)/mib)
+	}
+	if gor1 > gor0+20 {
+		t.Errorf("%d goroutines after the storm, %d before", gor1, gor0)
+	}
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
