@@ -233,6 +233,25 @@ func (f *function) checkEvent(ev Event) error {
 	return nil
 }
 
+// errIdle is the cause of a run's end after an idle wait.
+var errIdle = errors.New("lambdaconsumer: idle")
+
+// idleLog tells the invocation when a long poll (made only when nothing is in flight)
+// came back empty: the partition stayed idle for a whole IdleWait.
+type idleLog struct {
+	consumer.Log
+	idle func()
+}
+
+// Poll implements consumer.Log.
+func (l idleLog) Poll(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.PollResult, error) {
+	res, err := l.Log.Poll(ctx, topic, partition, offset, opt)
+	if err == nil && opt.Wait > 0 && len(res.Records) == 0 {
+		l.idle()
+	}
+	return res, err
+}
+
 // member names this invocation in the lease: the request id, unique per invocation, so
 // a duplicate invocation never shares a lease.
 func member(ctx context.Context) string {
@@ -259,22 +278,26 @@ func (f *function) invoke(ctx context.Context, ev Event) (Result, error) {
 	if !ok {
 		deadline = f.cfg.Clock().Add(f.cfg.MaxDuration)
 	}
-	workCtx, cancel := context.WithDeadline(ctx, deadline.Add(-f.cfg.DeadlineMargin))
-	defer cancel()
+	deadlineCtx, cancelDeadline := context.WithDeadline(ctx, deadline.Add(-f.cfg.DeadlineMargin))
+	defer cancelDeadline()
+	// An idle wait that brings nothing ends the run: the consumer then commits, releases
+	// and returns, as it does at the deadline.
+	workCtx, stop := context.WithCancelCause(deadlineCtx)
+	defer stop(nil)
+	idle := idleLog{Log: b.Log, idle: func() { stop(errIdle) }}
 
-	c, err := consumer.New(b.Log, b.Groups, consumer.Config{
+	c, err := consumer.New(idle, b.Groups, consumer.Config{
 		Group: ev.Group, Topic: ev.Topic, Member: member(ctx), Handler: consumer.Handler(f.handle),
 		Workers: f.cfg.Workers, OrderedKeys: f.cfg.OrderedKeys,
 		MaxAttempts: f.cfg.MaxAttempts, Backoff: f.cfg.Backoff, DeadLetterTopic: f.cfg.DeadLetterTopic,
 		ResetPolicy: f.cfg.ResetPolicy, LeaseTTL: f.cfg.LeaseTTL, PollRecords: f.cfg.PollRecords,
-		// Once caught up, each poll waits up to IdleWait for more; a wait that brings
-		// nothing ends the run (RunOptions.UntilCaughtUp).
+		// The consumer long-polls (PollWait) only when nothing is in flight: caught up.
 		PollWait: f.cfg.IdleWait, Clock: f.cfg.Clock,
 	})
 	if err != nil {
 		return res, fmt.Errorf("%w: %w", ErrBadEvent, err)
 	}
-	st, err := c.Run(workCtx, ev.Partition, consumer.RunOptions{UntilCaughtUp: true})
+	st, err := c.Run(workCtx, ev.Partition, consumer.RunOptions{})
 	if errors.Is(err, group.ErrLeaseHeld) {
 		res.LeaseHeld = true
 		return res, nil
@@ -283,7 +306,7 @@ func (f *function) invoke(ctx context.Context, ev Event) (Result, error) {
 	res.Fenced = st.Fenced
 	res.Handled, res.Retries, res.DeadLetter, res.Dropped, res.Lost = st.Handled, st.Retries, st.DeadLettered, st.Dropped, st.RecordsLost
 	res.Committed = st.Committed
-	res.StoppedAtDeadline = workCtx.Err() != nil && ctx.Err() == nil
+	res.StoppedAtDeadline = !errors.Is(context.Cause(workCtx), errIdle)
 	if st.Fenced {
 		// Another invocation owns the partition now; failing would make Lambda retry
 		// this one, which could only be fenced again.
