@@ -380,6 +380,36 @@ func TestDuplicateConsumerInvocation(t *testing.T) {
 	checkExactlyOnce(t, d, api, orders)
 }
 
+// TestConsumerDeadlineMidBatch: an invocation whose deadline arrives mid-batch commits
+// its contiguous prefix and releases; the next invocation resumes exactly there.
+func TestConsumerDeadlineMidBatch(t *testing.T) {
+	d := newDeployment(t)
+	api := startRIE(t, deploy.FunctionAPI, d.env())
+	// A 4 s function timeout leaves 1 s of work before the consumer's 3 s margin.
+	short := startRIE(t, deploy.FunctionConsumer, d.env(deploy.EnvTopic+"=orders", deploy.EnvGroup+"=billing", "AWS_LAMBDA_FUNCTION_TIMEOUT=4"))
+	long := startRIE(t, deploy.FunctionConsumer, d.env(deploy.EnvTopic+"=orders", deploy.EnvGroup+"=billing"))
+	call(t, api, 201, httpEvent(t, "POST", "/v1/topics", "", map[string]any{"name": "orders", "partitions": 1}, nil), nil)
+	orders := appendOrders(t, api, 0, 4, 500)
+
+	ev, _ := json.Marshal(deploy.ConsumerEvent{Topic: "orders", Partition: 0, Group: "billing"})
+	var first consumerResult
+	short.mustInvoke(t, ev, &first)
+	if !first.StoppedAtDeadline || first.Committed <= 0 || first.Committed >= int64(orders) {
+		t.Fatalf("first invocation %+v: want it stopped by its deadline mid-batch", first)
+	}
+	a, err := dynamo.New(d.ddb, d.cfg).GetAssignment(context.Background(), "billing", "orders", 0)
+	if err != nil || a.Owner != "" {
+		t.Errorf("after the deadline the lease is %+v (%v), want released", a, err)
+	}
+	var second consumerResult
+	long.mustInvoke(t, ev, &second)
+	t.Logf("first invocation: %+v; second: %+v", first, second)
+	if second.Handled != int64(orders)-first.Committed || second.Committed != int64(orders) {
+		t.Errorf("second invocation %+v: want it to resume at %d and handle the remaining %d", second, first.Committed, int64(orders)-first.Committed)
+	}
+	checkExactlyOnce(t, d, api, orders)
+}
+
 // waitForLease waits until some member holds a live lease on orders/0 for billing.
 func waitForLease(t *testing.T, d *deployment) {
 	t.Helper()
