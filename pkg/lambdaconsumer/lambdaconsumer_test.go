@@ -24,7 +24,7 @@ type node struct {
 	coord  *group.Coordinator
 }
 
-func newNode(t *testing.T, partitions int32, retentionTime time.Duration, records int) *node {
+func newNode(t testing.TB, partitions int32, retentionTime time.Duration, records int) *node {
 	t.Helper()
 	s := backendtest.Local(context.Background(), t)
 	l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta})
@@ -39,7 +39,7 @@ func newNode(t *testing.T, partitions int32, retentionTime time.Duration, record
 	return n
 }
 
-func (n *node) append(t *testing.T, records int) {
+func (n *node) append(t testing.TB, records int) {
 	t.Helper()
 	p := int32(0)
 	for i := range records {
