@@ -175,7 +175,8 @@ func (d *demo) runBilling(ctx context.Context) error {
 	mk := func(member string, coord consumer.Coordinator, h consumer.Handler) (*consumer.Consumer, error) {
 		return consumer.New(d.rt.Log(), coord, consumer.Config{Group: "billing", Topic: demoTopic, Member: member,
 			Handler: h, Workers: 4, OrderedKeys: true, DeadLetterTopic: demoTopic + ".dlq",
-			LeaseTTL: demoLeaseTTL, CommitInterval: 200 * time.Millisecond, PollWait: 100 * time.Millisecond})
+			LeaseTTL: demoLeaseTTL, CommitInterval: 200 * time.Millisecond, PollWait: 100 * time.Millisecond,
+			Metrics: d.rt.Metrics()})
 	}
 	errs := make(chan error, demoPartitions+1)
 	var wg sync.WaitGroup
@@ -187,9 +188,7 @@ func (d *demo) runBilling(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := cons.Run(ctx, p, consumer.RunOptions{UntilCaughtUp: true})
-			d.rt.Metrics().ConsumerRun("billing", demoTopic, st)
-			if err != nil {
+			if _, err := cons.Run(ctx, p, consumer.RunOptions{UntilCaughtUp: true}); err != nil {
 				errs <- err
 			}
 		}()
@@ -227,9 +226,8 @@ func (d *demo) runBilling(ctx context.Context) error {
 	}
 	waitStart := time.Now()
 	for {
-		st, err := replacement.Run(ctx, 0, consumer.RunOptions{UntilCaughtUp: true})
+		_, err := replacement.Run(ctx, 0, consumer.RunOptions{UntilCaughtUp: true})
 		if !errors.Is(err, group.ErrLeaseHeld) {
-			d.rt.Metrics().ConsumerRun("billing", demoTopic, st)
 			if err != nil {
 				return err
 			}

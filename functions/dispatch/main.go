@@ -44,9 +44,10 @@ func main() {
 		Leases:        rt.Meta(),
 		Offsets:       rt.Log(),
 		Invoker:       asyncInvoker{client: awslambda.NewFromConfig(awsCfg)},
+		Materializer:  lambdafn.LogMaterializer{Log: rt.Log()},
 	})
 	if err != nil {
 		fatal(err)
 	}
-	lambda.Start(lambdafn.NewDispatch(d, lambdafn.DecodeSequencerItem, emf.New(os.Stdout, lambdafn.MetricsNamespace(), nil)))
+	lambda.Start(lambdafn.NewDispatch(d, lambdafn.DecodeSequencerImage, emf.New(os.Stdout, lambdafn.MetricsNamespace(), nil)))
 }

@@ -141,7 +141,7 @@ func (d *deployment) streamBatch(t *testing.T) []byte {
 		}
 	}
 	if len(recs) == 0 {
-		recs = d.sequencerImages(t, arn(desc.Table.LatestStreamArn))
+		t.Fatal("the sequencer table's stream holds no records")
 	}
 	b, err := json.Marshal(events.DynamoDBEvent{Records: recs})
 	if err != nil {
@@ -181,41 +181,6 @@ func lambdaRecord(t *testing.T, r streamtypes.Record, arn string) events.DynamoD
 		}
 	}
 	return rec
-}
-
-func arn(p *string) string { return aws.ToString(p) }
-
-// sequencerImages stands in for the stream while appends do not yet write the sequencer
-// table (the index-as-sequencer format before issue 7 lands): one INSERT per partition
-// carrying what the sequencer item would hold (topic, partition, next_offset = HW).
-func (d *deployment) sequencerImages(t *testing.T, streamARN string) []events.DynamoDBEventRecord {
-	t.Helper()
-	t.Log("the sequencer table's stream holds no records (appends do not write it yet): using images of the partitions' bounds")
-	meta := dynamo.New(d.ddb, d.cfg)
-	var recs []events.DynamoDBEventRecord
-	for p := int32(0); ; p++ {
-		e, ok, err := meta.LastIndexEntry(context.Background(), "orders", p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !ok {
-			break
-		}
-		tp := fmt.Sprintf("orders#%d", p)
-		recs = append(recs, events.DynamoDBEventRecord{
-			AWSRegion: awstest.Region, EventID: tp, EventName: "INSERT", EventSource: "aws:dynamodb", EventVersion: "1.1",
-			EventSourceArn: streamARN,
-			Change: events.DynamoDBStreamRecord{
-				Keys: map[string]events.DynamoDBAttributeValue{"tp": events.NewStringAttribute(tp)},
-				NewImage: map[string]events.DynamoDBAttributeValue{
-					"tp": events.NewStringAttribute(tp), "topic": events.NewStringAttribute("orders"),
-					"partition": events.NewNumberAttribute(fmt.Sprint(p)), "next_offset": events.NewNumberAttribute(fmt.Sprint(e.BaseOffset + e.Count)),
-				},
-				StreamViewType: "NEW_IMAGE",
-			},
-		})
-	}
-	return recs
 }
 
 type groupInfo struct {

@@ -16,6 +16,9 @@ type Stores struct {
 	Name    string
 	Objects store.ObjectStore
 	Meta    store.MetaStore
+	// Commits reads the sequencer's commit stream until ctx ends (the materialiser's
+	// input); nil for a backend that materialises every commit atomically (local).
+	Commits func(ctx context.Context, fn func(context.Context, []store.SeqState) error) error
 }
 
 // Maker makes fresh stores for one test; cleanup is registered on t.

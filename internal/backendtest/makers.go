@@ -7,6 +7,11 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
 	"github.com/stratalog/strata/pkg/store/awstest"
 	"github.com/stratalog/strata/pkg/store/dynamo"
 	"github.com/stratalog/strata/pkg/store/local"
@@ -31,26 +36,35 @@ func Local(ctx context.Context, t testing.TB) Stores {
 
 // AWS makes a fresh bucket and tables (random prefix) on the emulator and removes them
 // when the test ends.
-func AWS(ctx context.Context, t testing.TB) Stores {
+func AWS(ctx context.Context, t testing.TB) Stores { return AWSWith(ctx, t, nil) }
+
+// AWSWith is AWS with the clients' configuration adjusted by adjust (e.g. a request
+// counter or an injected fault) when it is not nil.
+func AWSWith(ctx context.Context, t testing.TB, adjust func(*aws.Config)) Stores {
 	t.Helper()
 	awstest.Endpoint(t) // skips or fails when the emulator is absent
-	s3c := awstest.S3Client(ctx, t)
-	ddb := awstest.DynamoDBClient(ctx, t)
+	cfg := awstest.Config(ctx, t)
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	s3c := s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = true })
+	ddb := dynamodb.NewFromConfig(cfg)
 	id := randomID()
-	cfg := dynamo.Config{TablePrefix: "t" + id + "-", Bucket: "strata-test-" + id}
-	if err := dynamo.Bootstrap(ctx, ddb, s3c, cfg); err != nil {
+	dcfg := dynamo.Config{TablePrefix: "t" + id + "-", Bucket: "strata-test-" + id}
+	if err := dynamo.Bootstrap(ctx, ddb, s3c, dcfg); err != nil {
 		t.Fatalf("bootstrap: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx := context.WithoutCancel(ctx)
-		if err := s3store.DeleteBucket(ctx, s3c, cfg.Bucket); err != nil {
-			t.Errorf("cleanup bucket %s: %v", cfg.Bucket, err)
+		if err := s3store.DeleteBucket(ctx, s3c, dcfg.Bucket); err != nil {
+			t.Errorf("cleanup bucket %s: %v", dcfg.Bucket, err)
 		}
-		if err := dynamo.Teardown(ctx, ddb, cfg); err != nil {
-			t.Errorf("cleanup tables %s*: %v", cfg.TablePrefix, err)
+		if err := dynamo.Teardown(ctx, ddb, dcfg); err != nil {
+			t.Errorf("cleanup tables %s*: %v", dcfg.TablePrefix, err)
 		}
 	})
-	return Stores{Name: "aws", Objects: s3store.New(s3c, cfg.Bucket, ""), Meta: dynamo.New(ddb, cfg)}
+	return Stores{Name: "aws", Objects: s3store.New(s3c, dcfg.Bucket, ""), Meta: dynamo.New(ddb, dcfg),
+		Commits: dynamo.NewCommitStream(ddb, dynamodbstreams.NewFromConfig(cfg), dcfg).Run}
 }
 
 func randomID() string {

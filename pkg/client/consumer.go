@@ -18,12 +18,48 @@ import (
 // branches on (group.ErrFenced, group.ErrLeaseHeld as a *group.LeaseHeldError,
 // log.ErrOffsetOutOfRange as a *log.OffsetOutOfRangeError, log.ErrUnavailable). The
 // Client's own sentinels and *APIError stay reachable with errors.Is and errors.As.
+//
+// The ExpiresAt of the leases Acquire and Renew return is a local deadline, not the
+// server's expiry: this process's clock read just before the request was sent, plus the
+// TTL. The server's expiry is later by at least the request's transit, so the deadline
+// is safe, and it never mixes the two machines' clocks: a client clock ahead of the
+// server's does not make every lease look expired, nor one behind make a lapsed lease
+// look live.
 type ConsumerAdapter struct {
-	c *Client
+	c   *Client
+	now func() time.Time
+}
+
+// AdapterOption configures a ConsumerAdapter.
+type AdapterOption func(*ConsumerAdapter)
+
+// WithAdapterClock sets the clock lease deadlines are measured on (default time.Now,
+// whose readings carry the monotonic clock). Give pkg/consumer the same clock.
+func WithAdapterClock(now func() time.Time) AdapterOption {
+	return func(a *ConsumerAdapter) {
+		if now != nil {
+			a.now = now
+		}
+	}
 }
 
 // NewConsumerAdapter returns the adapter over c.
-func NewConsumerAdapter(c *Client) *ConsumerAdapter { return &ConsumerAdapter{c: c} }
+func NewConsumerAdapter(c *Client, opts ...AdapterOption) *ConsumerAdapter {
+	a := &ConsumerAdapter{c: c, now: time.Now}
+	for _, o := range opts {
+		o(a)
+	}
+	return a
+}
+
+// deadline is the local lease deadline of a request sent at sent for ttl (zero: the
+// contract's default).
+func deadline(sent time.Time, ttl time.Duration) time.Time {
+	if ttl == 0 {
+		ttl = group.DefaultTTL
+	}
+	return sent.Add(ttl)
+}
 
 // Poll implements consumer.Log. A wait above the contract's 20 s is cut to 20 s.
 func (a *ConsumerAdapter) Poll(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.PollResult, error) {
@@ -88,24 +124,26 @@ func (a *ConsumerAdapter) Bounds(ctx context.Context, topic string, partition in
 	return 0, 0, fmt.Errorf("%w: partition %d of %q (%d partitions)", log.ErrInvalid, partition, topic, t.Partitions)
 }
 
-// Acquire implements consumer.Coordinator.
+// Acquire implements consumer.Coordinator; ExpiresAt is the local deadline.
 func (a *ConsumerAdapter) Acquire(ctx context.Context, grp, topic string, partition int32, member string, ttl time.Duration) (group.Lease, error) {
+	sent := a.now()
 	l, err := a.c.Lease(ctx, grp, topic, partition, member, ttl)
 	if err != nil {
 		return group.Lease{}, groupError(err)
 	}
 	return group.Lease{Group: grp, Topic: topic, Partition: partition, Member: member,
-		Generation: l.Generation, ExpiresAt: l.ExpiresAt, Committed: l.CommittedOffset}, nil
+		Generation: l.Generation, ExpiresAt: deadline(sent, ttl), Committed: l.CommittedOffset}, nil
 }
 
-// Renew implements consumer.Coordinator.
+// Renew implements consumer.Coordinator; ExpiresAt is the local deadline.
 func (a *ConsumerAdapter) Renew(ctx context.Context, grp, topic string, partition int32, member string, generation int64, ttl time.Duration) (group.Lease, error) {
+	sent := a.now()
 	l, err := a.c.RenewLease(ctx, grp, topic, partition, member, generation, ttl)
 	if err != nil {
 		return group.Lease{}, groupError(err)
 	}
 	return group.Lease{Group: grp, Topic: topic, Partition: partition, Member: member,
-		Generation: l.Generation, ExpiresAt: l.ExpiresAt, Committed: l.CommittedOffset}, nil
+		Generation: l.Generation, ExpiresAt: deadline(sent, ttl), Committed: l.CommittedOffset}, nil
 }
 
 // Release implements consumer.Coordinator.

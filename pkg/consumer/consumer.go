@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -72,6 +73,13 @@ const (
 // is "fail".
 var ErrResetPolicyFail = errors.New("consumer: position out of range and reset policy is fail")
 
+// Metrics receives what each run of a partition did; *metrics.Metrics implements it.
+// Implementations must be safe for concurrent use.
+type Metrics interface {
+	// ConsumerRun is called once when a run of a partition ends, however it ends.
+	ConsumerRun(group, topic string, s Stats)
+}
+
 // Config configures a Consumer. Group, Topic, Member and Handler are required.
 type Config struct {
 	Group, Topic, Member string
@@ -92,13 +100,25 @@ type Config struct {
 	ResetPolicy string
 	LeaseTTL    time.Duration // default 30s; renewed every TTL/3
 	PollRecords int           // default 500
-	PollWait    time.Duration // long-poll wait when caught up (default 1s)
+	// PollWait is the long-poll wait when caught up (default 1s, or TTL/3 if shorter). A
+	// poll delays the next renewal by up to its wait, so it must be at most LeaseTTL/3;
+	// New refuses a longer one rather than let the lease lapse between renewals.
+	PollWait time.Duration
 	// MaxInFlight bounds the window from the oldest incomplete record to the newest
 	// polled one (default 4 × PollRecords).
 	MaxInFlight int
 	// CommitInterval bounds how long completed work waits for a commit (default 1s).
 	CommitInterval time.Duration
-	Clock          func() time.Time
+	// Clock is this process's clock (default time.Now). The lease is tracked on it alone,
+	// as a local deadline: the clock's reading when the acquire or renew request was sent
+	// plus LeaseTTL. The server's expiry is never compared with it, so a clock skewed
+	// from the server's neither starves the consumer nor lets a zombie work longer.
+	Clock func() time.Time
+	// Logger receives what RunMember would otherwise drop: failed balancer steps,
+	// releases and runs that ended on their own (default slog.Default()).
+	Logger *slog.Logger
+	// Metrics, when set, receives every run's Stats (Run, RunLease and RunMember's runs).
+	Metrics Metrics
 }
 
 // Stats is what one run of a partition did.
@@ -146,8 +166,12 @@ func New(l Log, c Coordinator, cfg Config) (*Consumer, error) {
 	if cfg.PollRecords <= 0 {
 		cfg.PollRecords = 500
 	}
-	if cfg.PollWait <= 0 {
-		cfg.PollWait = time.Second
+	switch {
+	case cfg.PollWait <= 0:
+		cfg.PollWait = min(time.Second, cfg.LeaseTTL/3)
+	case cfg.PollWait > cfg.LeaseTTL/3:
+		return nil, fmt.Errorf("consumer: lease TTL %s too short for poll wait %s: a poll delays the renewal every TTL/3 by up to its wait, so the wait must be at most TTL/3",
+			cfg.LeaseTTL, cfg.PollWait)
 	}
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 4 * cfg.PollRecords
@@ -157,6 +181,9 @@ func New(l Log, c Coordinator, cfg Config) (*Consumer, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
 	return &Consumer{cfg: cfg, log: l, coord: c}, nil
 }
@@ -171,20 +198,38 @@ type RunOptions struct {
 // Run acquires the partition's lease and consumes it (see RunLease). A live lease of
 // another member returns group.ErrLeaseHeld: a duplicate invocation just exits.
 func (c *Consumer) Run(ctx context.Context, partition int32, opt RunOptions) (Stats, error) {
+	sent := c.cfg.Clock()
 	lease, err := c.coord.Acquire(ctx, c.cfg.Group, c.cfg.Topic, partition, c.cfg.Member, c.cfg.LeaseTTL)
 	if err != nil {
 		return Stats{}, fmt.Errorf("consumer: lease %s/%d: %w", c.cfg.Topic, partition, err)
 	}
-	return c.RunLease(ctx, lease, opt)
+	return c.runLease(ctx, lease, sent.Add(c.cfg.LeaseTTL), opt)
 }
 
 // RunLease consumes the partition of a lease already held. It returns when ctx ends
 // (after committing the contiguous completed prefix and releasing the lease), when
 // caught up if asked, or at once with group.ErrFenced when the partition moved to a
 // newer generation (then it commits nothing).
+//
+// lease.ExpiresAt must be a deadline on the consumer's Clock, as group.Balancer's
+// leases (it computes the expiry before sending) and the HTTP adapter's are; it is
+// capped at now + LeaseTTL.
 func (c *Consumer) RunLease(ctx context.Context, lease group.Lease, opt RunOptions) (Stats, error) {
-	r := &run{c: c, lease: lease, p: lease.Partition, opt: opt}
-	return r.loop(ctx)
+	deadline := c.cfg.Clock().Add(c.cfg.LeaseTTL)
+	if lease.ExpiresAt.Before(deadline) {
+		deadline = lease.ExpiresAt
+	}
+	return c.runLease(ctx, lease, deadline, opt)
+}
+
+func (c *Consumer) runLease(ctx context.Context, lease group.Lease, deadline time.Time, opt RunOptions) (Stats, error) {
+	r := &run{c: c, lease: lease, p: lease.Partition, opt: opt, base: c.cfg.Clock()}
+	r.setDeadline(deadline)
+	st, err := r.loop(ctx)
+	if c.cfg.Metrics != nil {
+		c.cfg.Metrics.ConsumerRun(c.cfg.Group, c.cfg.Topic, st)
+	}
+	return st, err
 }
 
 // run is one partition's state while it is consumed.
@@ -207,11 +252,20 @@ type run struct {
 	dead      atomic.Int64
 	dropped   atomic.Int64
 	workErr   chan error
-	// leaseUntil is the lease expiry (Unix ns) as last granted; workers start no record
-	// after it, so a process that was paused past its lease handles nothing until a
-	// renewal proves it still owns the partition.
+	// base is the Clock's reading when the run began and leaseUntil the local lease
+	// deadline as nanoseconds after it (Time.Sub uses the monotonic clock when both
+	// readings have one, as time.Now's do). Workers start no record past the deadline,
+	// so a process that was paused past its lease handles nothing until a renewal
+	// proves it still owns the partition.
+	base       time.Time
 	leaseUntil atomic.Int64
 }
+
+// setDeadline records the local lease deadline.
+func (r *run) setDeadline(t time.Time) { r.leaseUntil.Store(int64(t.Sub(r.base))) }
+
+// leaseLapsed reports whether the local lease deadline is at or before now.
+func (r *run) leaseLapsed(now time.Time) bool { return int64(now.Sub(r.base)) >= r.leaseUntil.Load() }
 
 func (r *run) loop(ctx context.Context) (Stats, error) {
 	cfg := r.c.cfg
@@ -227,7 +281,6 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 			return r.finish(ctx, err)
 		}
 	}
-	r.leaseUntil.Store(r.lease.ExpiresAt.UnixNano())
 	r.workCtx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
 	r.workErr = make(chan error, cfg.Workers)
@@ -252,19 +305,22 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 		default:
 		}
 		now := cfg.Clock()
-		if now.Sub(lastRenew) >= cfg.LeaseTTL/3 {
+		if now.Sub(lastRenew) >= cfg.LeaseTTL/3 || r.leaseLapsed(now) {
+			// The deadline counts from before the request: the server's expiry is later
+			// by at least the request's transit, whatever either clock says.
+			sent := cfg.Clock()
 			l, err := r.c.coord.Renew(ctx, cfg.Group, cfg.Topic, r.p, cfg.Member, r.lease.Generation, cfg.LeaseTTL)
 			if err != nil {
 				if errors.Is(err, group.ErrFenced) {
 					return r.finish(ctx, r.fence(err))
 				}
-				if now.After(r.lease.ExpiresAt) {
+				if r.leaseLapsed(cfg.Clock()) {
 					return r.finish(ctx, fmt.Errorf("consumer: lease expired while renew failed: %w", err))
 				}
 			} else {
 				r.lease.ExpiresAt = l.ExpiresAt
-				r.leaseUntil.Store(l.ExpiresAt.UnixNano())
-				lastRenew = now
+				r.setDeadline(sent.Add(cfg.LeaseTTL))
+				lastRenew = sent
 			}
 		}
 		if next := r.tracker.Next(); next > r.committed && now.Sub(lastCommit) >= cfg.CommitInterval {
@@ -402,10 +458,9 @@ func (r *run) worker(q <-chan Record) {
 	}
 }
 
-// awaitLease waits while the lease is expired by this process's clock; false means
-// the run is over.
+// awaitLease waits while the local lease deadline is past; false means the run is over.
 func (r *run) awaitLease() bool {
-	for r.c.cfg.Clock().UnixNano() >= r.leaseUntil.Load() {
+	for r.leaseLapsed(r.c.cfg.Clock()) {
 		if ctxtime.Sleep(r.workCtx, time.Millisecond) != nil {
 			return false
 		}

@@ -30,10 +30,10 @@ type Commit struct {
 	Payload any
 }
 
-// Materializer makes a commit readable (writes its index entry when missing). It must be
-// idempotent: a stream batch is retried whole after any failure.
+// Materializer makes a batch's commits readable (writes their index entries where
+// missing). It must be idempotent: a stream batch is retried whole after any failure.
 type Materializer interface {
-	Materialize(ctx context.Context, c Commit) error
+	Materialize(ctx context.Context, commits []Commit) error
 }
 
 // Invoker starts a consumer function. It must return once the invocation is accepted
@@ -104,7 +104,7 @@ func New(cfg Config) (*Dispatcher, error) {
 // and the EMF metrics report.
 type Stats struct {
 	Commits      int // commits in the batch
-	Materialized int // commits materialised
+	Materialized int // commits handed to the Materializer
 	Candidates   int // (subscription, partition) pairs considered after coalescing
 	LeaseChecks  int // assignment reads
 	CommitReads  int // commit-row reads
@@ -134,7 +134,7 @@ type candidate struct {
 	logStart  int64
 }
 
-// HandleCommits materialises every commit of a stream batch, in order, then invokes the
+// HandleCommits materialises the commits of a stream batch, then invokes the
 // consumers it woke: one lease check and at most one invocation per (group, partition)
 // of the batch, whatever the number of commits. A materialisation error stops the batch
 // before any invocation (the stream retries it whole); invocation errors are joined and
@@ -146,13 +146,13 @@ func (d *Dispatcher) HandleCommits(ctx context.Context, commits []Commit) (Stats
 		partition int32
 	}
 	newest := map[tp]int64{}
-	for _, c := range commits {
-		if d.cfg.Materializer != nil {
-			if err := d.cfg.Materializer.Materialize(ctx, c); err != nil {
-				return st, fmt.Errorf("dispatch: materialise %s/%d@%d: %w", c.Topic, c.Partition, c.HighWatermark, err)
-			}
-			st.Materialized++
+	if d.cfg.Materializer != nil && len(commits) > 0 {
+		if err := d.cfg.Materializer.Materialize(ctx, commits); err != nil {
+			return st, fmt.Errorf("dispatch: materialise the batch: %w", err)
 		}
+		st.Materialized = len(commits)
+	}
+	for _, c := range commits {
 		k := tp{c.Topic, c.Partition}
 		if hw, ok := newest[k]; !ok || c.HighWatermark > hw {
 			newest[k] = c.HighWatermark

@@ -83,7 +83,7 @@ func (r *recorder) sorted() []string {
 
 type failingMaterializer struct{ calls int }
 
-func (f *failingMaterializer) Materialize(context.Context, dispatch.Commit) error {
+func (f *failingMaterializer) Materialize(context.Context, []dispatch.Commit) error {
 	f.calls++
 	return errors.New("index write failed")
 }
@@ -93,9 +93,11 @@ type countingMaterializer struct {
 	hws []int64
 }
 
-func (c *countingMaterializer) Materialize(_ context.Context, cm dispatch.Commit) error {
+func (c *countingMaterializer) Materialize(_ context.Context, cs []dispatch.Commit) error {
 	c.mu.Lock()
-	c.hws = append(c.hws, cm.HighWatermark)
+	for _, cm := range cs {
+		c.hws = append(c.hws, cm.HighWatermark)
+	}
 	c.mu.Unlock()
 	return nil
 }
@@ -234,7 +236,7 @@ func TestMaterializeFirst(t *testing.T) {
 	n.topic(t, "orders", 1)
 	commits := n.appendN(t, "orders", 0, 4)
 
-	t.Run("every commit is materialised, in order, before dispatch", func(t *testing.T) {
+	t.Run("the batch is materialised, in order, before dispatch", func(t *testing.T) {
 		m := &countingMaterializer{}
 		inv := &recorder{}
 		d, err := dispatch.New(dispatch.Config{Subscriptions: subs("orders", "g", "fn"), Leases: n.meta, Invoker: inv, Materializer: m})

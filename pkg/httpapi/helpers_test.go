@@ -119,7 +119,7 @@ func openAPIMissing() ([]string, error) {
 }
 
 // faultyMeta is the real metadata store with switchable failures: any operation fails
-// with store.ErrUnavailable while down is set, and PutIndexEntry fails for the
+// with store.ErrUnavailable while down is set, and the sequencer's commit fails for the
 // partitions in failPartitions.
 type faultyMeta struct {
 	store.MetaStore
@@ -162,21 +162,21 @@ func (f *faultyMeta) ListTopics(ctx context.Context) ([]string, error) {
 	return f.MetaStore.ListTopics(ctx)
 }
 
-func (f *faultyMeta) PutIndexEntry(ctx context.Context, e store.IndexEntry) error {
+func (f *faultyMeta) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqCommit, error) {
 	if err := f.fail(); err != nil {
-		return err
+		return store.SeqCommit{}, err
 	}
-	if f.failPartition(e.Partition) {
-		return fmt.Errorf("injected for partition %d: %w", e.Partition, store.ErrUnavailable)
+	if f.failPartition(c.Entry.Partition) {
+		return store.SeqCommit{}, fmt.Errorf("injected for partition %d: %w", c.Entry.Partition, store.ErrUnavailable)
 	}
-	return f.MetaStore.PutIndexEntry(ctx, e)
+	return f.MetaStore.Sequence(ctx, c)
 }
 
-func (f *faultyMeta) LastIndexEntry(ctx context.Context, topic string, p int32) (store.IndexEntry, bool, error) {
+func (f *faultyMeta) Sequencer(ctx context.Context, topic string, p int32) (store.SeqState, error) {
 	if err := f.fail(); err != nil {
-		return store.IndexEntry{}, false, err
+		return store.SeqState{}, err
 	}
-	return f.MetaStore.LastIndexEntry(ctx, topic, p)
+	return f.MetaStore.Sequencer(ctx, topic, p)
 }
 
 func (f *faultyMeta) GetGroup(ctx context.Context, name string) (store.GroupConfig, error) {

@@ -73,9 +73,7 @@ type Backend struct {
 }
 
 // Metrics receives each invocation's consumer statistics (emf.Sink has it).
-type Metrics interface {
-	ConsumerRun(group, topic string, s consumer.Stats)
-}
+type Metrics = consumer.Metrics
 
 // Config configures the function. Every field has a default.
 type Config struct {
@@ -99,7 +97,7 @@ type Config struct {
 	// PollRecords bounds one poll (default 500).
 	PollRecords int
 	// IdleWait is how long an invocation waits for more records once caught up before
-	// it releases the partition and returns (default 2s; at most 20s).
+	// it releases the partition and returns (default 2s; at most 20s and LeaseTTL/3).
 	IdleWait time.Duration
 	// DeadlineMargin is how long before the function's deadline the invocation stops
 	// taking records, to commit and release (default 3s).
@@ -193,6 +191,8 @@ func newFunction(cfg Config, handle Handle) *function {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = group.DefaultTTL
 	}
+	// A long poll delays the lease's renewal by up to its wait (pkg/consumer).
+	cfg.IdleWait = min(cfg.IdleWait, cfg.LeaseTTL/3)
 	return &function{cfg: cfg, handle: handle}
 }
 
@@ -292,17 +292,16 @@ func (f *function) invoke(ctx context.Context, ev Event) (Result, error) {
 		MaxAttempts: f.cfg.MaxAttempts, Backoff: f.cfg.Backoff, DeadLetterTopic: f.cfg.DeadLetterTopic,
 		ResetPolicy: f.cfg.ResetPolicy, LeaseTTL: f.cfg.LeaseTTL, PollRecords: f.cfg.PollRecords,
 		// The consumer long-polls (PollWait) only when nothing is in flight: caught up.
-		PollWait: f.cfg.IdleWait, Clock: f.cfg.Clock,
+		PollWait: f.cfg.IdleWait, Clock: f.cfg.Clock, Metrics: f.cfg.Metrics,
 	})
 	if err != nil {
-		return res, fmt.Errorf("%w: %w", ErrBadEvent, err)
+		return res, fmt.Errorf("lambdaconsumer: configuration: %w", err)
 	}
 	st, err := c.Run(workCtx, ev.Partition, consumer.RunOptions{})
 	if errors.Is(err, group.ErrLeaseHeld) {
 		res.LeaseHeld = true
 		return res, nil
 	}
-	f.cfg.Metrics.ConsumerRun(ev.Group, ev.Topic, st)
 	res.Fenced = st.Fenced
 	res.Handled, res.Retries, res.DeadLetter, res.Dropped, res.Lost = st.Handled, st.Retries, st.DeadLettered, st.Dropped, st.RecordsLost
 	res.Committed = st.Committed

@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stratalog/strata/pkg/dispatch"
+	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/metrics/emf"
 	"github.com/stratalog/strata/pkg/retention"
+	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/store/dynamo"
 )
 
 // ErrUnknownEvent is returned for a payload that is none of the events a function takes.
@@ -171,39 +173,40 @@ func (x *Retention) Invoke(ctx context.Context, payload []byte) ([]byte, error) 
 	return json.Marshal(st)
 }
 
-// DecodeSequencerItem decodes the fields dispatch needs from a sequencer item: topic,
-// partition and next_offset (the high watermark after the commit). It carries no
-// payload to materialise; a store decoder that does replaces it.
-func DecodeSequencerItem(it map[string]types.AttributeValue) (dispatch.Commit, error) {
-	str := func(name string) (string, error) {
-		v, ok := it[name].(*types.AttributeValueMemberS)
+// DecodeSequencerImage decodes a sequencer item's stream image (dynamo's decoder) into
+// a commit whose payload is the item's store.SeqState, for LogMaterializer.
+func DecodeSequencerImage(it map[string]types.AttributeValue) (dispatch.Commit, error) {
+	st, err := dynamo.DecodeSequencerImage(it)
+	if err != nil {
+		return dispatch.Commit{}, err
+	}
+	// The store's decoder checks types and offsets; a partition or topic no append can
+	// have written must not reach dispatch either.
+	if st.Partition < 0 || !log.ValidName(st.Topic) {
+		return dispatch.Commit{}, fmt.Errorf("sequencer item names topic %q partition %d", st.Topic, st.Partition)
+	}
+	return dispatch.Commit{Topic: st.Topic, Partition: st.Partition, HighWatermark: st.NextOffset, Payload: st}, nil
+}
+
+// LogMaterializer writes the index entries of a batch's commits through the log
+// (log.Log.Materialize: idempotent, only entries still missing).
+type LogMaterializer struct {
+	Log interface {
+		Materialize(ctx context.Context, states []store.SeqState) (int, error)
+	}
+}
+
+// Materialize implements dispatch.Materializer; every commit's payload must be the
+// store.SeqState DecodeSequencerImage put there.
+func (m LogMaterializer) Materialize(ctx context.Context, commits []dispatch.Commit) error {
+	states := make([]store.SeqState, 0, len(commits))
+	for _, c := range commits {
+		st, ok := c.Payload.(store.SeqState)
 		if !ok {
-			return "", fmt.Errorf("attribute %q missing or not a string", name)
+			return fmt.Errorf("lambdafn: commit %s/%d@%d carries no sequencer state", c.Topic, c.Partition, c.HighWatermark)
 		}
-		return v.Value, nil
+		states = append(states, st)
 	}
-	num := func(name string, bits int) (int64, error) {
-		v, ok := it[name].(*types.AttributeValueMemberN)
-		if !ok {
-			return 0, fmt.Errorf("attribute %q missing or not a number", name)
-		}
-		n, err := strconv.ParseInt(v.Value, 10, bits)
-		if err != nil || n < 0 {
-			return 0, fmt.Errorf("attribute %q: %q is not a non-negative integer", name, v.Value)
-		}
-		return n, nil
-	}
-	topic, err := str("topic")
-	if err != nil {
-		return dispatch.Commit{}, err
-	}
-	p, err := num("partition", 32)
-	if err != nil {
-		return dispatch.Commit{}, err
-	}
-	hw, err := num("next_offset", 64)
-	if err != nil {
-		return dispatch.Commit{}, err
-	}
-	return dispatch.Commit{Topic: topic, Partition: int32(p), HighWatermark: hw}, nil
+	_, err := m.Log.Materialize(ctx, states)
+	return err
 }

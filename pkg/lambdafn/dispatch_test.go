@@ -21,6 +21,7 @@ import (
 	"github.com/stratalog/strata/pkg/metrics/emf"
 	"github.com/stratalog/strata/pkg/retention"
 	"github.com/stratalog/strata/pkg/runtime"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 type recorder struct {
@@ -40,10 +41,17 @@ type materialized struct {
 	got []string
 }
 
-func (m *materialized) Materialize(_ context.Context, c dispatch.Commit) error {
+func (m *materialized) Materialize(_ context.Context, cs []dispatch.Commit) error {
 	m.mu.Lock()
-	m.got = append(m.got, fmt.Sprintf("%s/%d@%d", c.Topic, c.Partition, c.HighWatermark))
-	m.mu.Unlock()
+	defer m.mu.Unlock()
+	for _, c := range cs {
+		st, ok := c.Payload.(store.SeqState)
+		if !ok || st.Last == nil {
+			return fmt.Errorf("commit %+v carries no sequencer state", c)
+		}
+		m.got = append(m.got, fmt.Sprintf("%s/%d@%d [%d,%d) %s", c.Topic, c.Partition, c.HighWatermark,
+			st.Last.Entry.BaseOffset, st.Last.Entry.End(), st.Last.Entry.ObjectKey))
+	}
 	return nil
 }
 
@@ -68,7 +76,7 @@ func newDispatch(t *testing.T, m dispatch.Materializer) (*lambdafn.Dispatch, *re
 		t.Fatal(err)
 	}
 	sink := &bytesSink{}
-	return lambdafn.NewDispatch(d, lambdafn.DecodeSequencerItem, emf.New(sink, "Strata", nil)), inv, rt, sink
+	return lambdafn.NewDispatch(d, lambdafn.DecodeSequencerImage, emf.New(sink, "Strata", nil)), inv, rt, sink
 }
 
 type bytesSink struct {
@@ -96,7 +104,11 @@ func TestDispatchStreamFixture(t *testing.T) {
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"orders/0@2", "orders/1@2", "orders/0@5"}; !reflect.DeepEqual(m.got, want) {
+	if want := []string{
+		"orders/0@2 [0,2) v1/orders/01JDZ8W6Q3N4V5X7Y9Z0A1B2C3",
+		"orders/1@2 [0,2) v1/orders/01JDZ8W6Q3N4V5X7Y9Z0A1B2C3",
+		"orders/0@5 [2,5) v1/orders/01JDZ8W7R8S9T0U1V2W3X4Y5Z6",
+	}; !reflect.DeepEqual(m.got, want) {
 		t.Errorf("materialised %v, want %v", m.got, want)
 	}
 	sort.Strings(inv.calls)
@@ -263,7 +275,7 @@ func FuzzDispatchInvoke(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	h := lambdafn.NewDispatch(d, lambdafn.DecodeSequencerItem, nil)
+	h := lambdafn.NewDispatch(d, lambdafn.DecodeSequencerImage, nil)
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		inv.mu.Lock()
 		before := len(inv.calls)
@@ -279,4 +291,39 @@ func FuzzDispatchInvoke(f *testing.F) {
 			t.Fatalf("invalid result %q", out)
 		}
 	})
+}
+
+// TestLogMaterializer: a commit whose appender stopped before writing its index entry
+// (the entry is missing) is made readable from its sequencer state.
+func TestLogMaterializer(t *testing.T) {
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(ctx) })
+	api := lambdafn.NewAPI(rt.Handler(), nil)
+	invoke(t, api, fixture(t, "apigw-v2-create-topic.json"))
+	invoke(t, api, fixture(t, "apigw-v2-append.json"))
+	st, err := rt.Meta().Sequencer(ctx, "orders", 0)
+	if err != nil || st.Last == nil {
+		t.Fatalf("sequencer state %+v, %v", st, err)
+	}
+	if err := rt.Meta().DeleteIndexEntry(ctx, "orders", 0, st.Last.Entry.BaseOffset); err != nil {
+		t.Fatal(err)
+	}
+	c := dispatch.Commit{Topic: "orders", Partition: 0, HighWatermark: st.NextOffset, Payload: st}
+	m := lambdafn.LogMaterializer{Log: rt.Log()}
+	for range 2 { // idempotent
+		if err := m.Materialize(ctx, []dispatch.Commit{c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	es, err := rt.Meta().IndexEntries(ctx, "orders", 0, st.Last.Entry.BaseOffset, 10)
+	if err != nil || len(es) != 1 || es[0].ObjectKey != st.Last.Entry.ObjectKey {
+		t.Fatalf("index after materialising: %+v, %v", es, err)
+	}
+	if err := m.Materialize(ctx, []dispatch.Commit{{Topic: "orders", Payload: "not a state"}}); err == nil {
+		t.Error("a commit without a sequencer state was accepted")
+	}
 }

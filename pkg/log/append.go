@@ -8,14 +8,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/stratalog/strata/internal/ctxtime"
 	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/store"
 )
@@ -79,6 +77,9 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	pending := groups
 	if idemKey != "" {
 		bodyHash = hashBody(recs, parts)
+		if err := l.claimRequest(ctx, idemKey, bodyHash, len(recs), now.Add(t.Retention+retentionGrace)); err != nil {
+			return nil, err
+		}
 		pending, err = l.replayIdempotent(ctx, idemKey, bodyHash, groups, results)
 		if err != nil {
 			return nil, err
@@ -118,26 +119,27 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	if err := l.objects.Put(ctx, key, obj); err != nil {
 		return nil, storeErr(fmt.Errorf("put segment object: %w", err))
 	}
+	// An object is only ever committed within commitWindow of its name's time, so
+	// retention, which deletes objects by that time plus a larger margin, never deletes
+	// one that an entry at or above the log start still refers to.
+	cctx, cancel, err := l.commitContext(ctx, now)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
 
-	// Sequence each partition's block; partitions are independent, so in parallel.
+	// Commit each partition's block; partitions are independent, so in parallel.
 	errs := make([]error, len(pending))
 	var wg sync.WaitGroup
 	for i, g := range pending {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			e := store.IndexEntry{
 				Topic: topic, Partition: g.partition, Count: int64(len(g.idx)), ObjectKey: key,
 				ByteOffset: blocks[i].offset, ByteLength: blocks[i].length,
 				MaxTimestamp: time.UnixMilli(blocks[i].maxTs), AppendedAt: time.UnixMilli(nowMs),
 				ExpiresAt: time.UnixMilli(nowMs).Add(t.Retention + retentionGrace),
 			}
-			var idem *store.IdempotencyRecord
-			if idemKey != "" {
-				idem = &store.IdempotencyRecord{Key: idemKey, Partition: g.partition, BodyHash: bodyHash,
-					Count: int64(len(g.idx)), ExpiresAt: e.ExpiresAt}
-			}
-			base, err := l.sequence(ctx, e, idem)
+			base, err := l.commit(cctx, store.SeqCommit{Entry: e, IdempotencyKey: idemKey, BodyHash: bodyHash})
 			if err != nil {
 				errs[i] = err
 				return
@@ -145,7 +147,7 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 			for j, ri := range g.idx {
 				results[ri] = Result{Partition: g.partition, Offset: base + int64(j)}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 
@@ -174,6 +176,102 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	l.metrics.Appended(topic, len(recs), nbytes, l.now().Sub(start))
 	return results, nil
 }
+
+// commitContext bounds the commits of an object stamped at objectTime to the commit
+// window, refusing outright when the window has passed (a stalled append).
+func (l *Log) commitContext(ctx context.Context, objectTime time.Time) (context.Context, context.CancelFunc, error) {
+	left := l.commitWindow - l.now().Sub(objectTime)
+	if left <= 0 {
+		return nil, nil, fmt.Errorf("%w: the append stalled %s after writing its object; nothing was committed",
+			ErrUnavailable, l.now().Sub(objectTime).Round(time.Millisecond))
+	}
+	cctx, cancel := context.WithTimeout(ctx, left)
+	return cctx, cancel, nil
+}
+
+// commit assigns the block its offsets with one sequencer add (no race to lose), then
+// materialises the index entry (unless the store did so atomically) and returns the base
+// offset the caller acknowledges: its own, or the canonical one of an idempotent append
+// another attempt committed first.
+func (l *Log) commit(ctx context.Context, c store.SeqCommit) (int64, error) {
+	c, err := l.meta.Sequence(ctx, c)
+	if err != nil {
+		return 0, storeErr(fmt.Errorf("commit %s/%d: %w", c.Entry.Topic, c.Entry.Partition, err))
+	}
+	if !c.Materialized {
+		if c, err = l.materialize(ctx, c); err != nil {
+			return 0, err
+		}
+	}
+	if c.IdempotencyKey == "" || c.Claim == nil || !c.Entry.Duplicate {
+		return c.Entry.BaseOffset, nil
+	}
+	// Another attempt of this request committed the partition first: its offsets are
+	// the answer, ours are indexed as a duplicate that readers skip.
+	if c.Claim.BodyHash != c.BodyHash || c.Claim.Count != c.Entry.Count {
+		return 0, fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, c.IdempotencyKey)
+	}
+	return c.Claim.BaseOffset, nil
+}
+
+// materialize writes a commit's index entry, first claiming its idempotency key when it
+// has one (a commit that finds the key claimed by another is marked a duplicate). The
+// appender and the stream materialiser may both run it for one commit; the claim and the
+// entry are write-once and decided the same way by both, so either order is right.
+func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqCommit, error) {
+	e := &c.Entry
+	if c.IdempotencyKey != "" {
+		claim := store.IdempotencyRecord{Key: c.IdempotencyKey, Partition: e.Partition, BodyHash: c.BodyHash,
+			BaseOffset: e.BaseOffset, Count: e.Count, ExpiresAt: e.ExpiresAt}
+		err := l.meta.ClaimIdempotency(ctx, claim)
+		var ie *store.IdempotencyError
+		switch {
+		case errors.As(err, &ie):
+			claim = ie.Existing
+			e.Duplicate = claim.BaseOffset != e.BaseOffset
+		case err != nil:
+			return c, storeErr(fmt.Errorf("claim idempotency key of %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
+		}
+		c.Claim = &claim
+	}
+	err := l.meta.PutIndexEntry(ctx, *e)
+	var ce *store.ConflictError
+	switch {
+	case err == nil:
+	case errors.As(err, &ce) && ce.Existing.ObjectKey == e.ObjectKey && ce.Existing.ByteOffset == e.ByteOffset:
+		// Written already, by the materialiser or by an SDK retry whose answer was lost.
+	case errors.As(err, &ce):
+		return c, fmt.Errorf("%w: %s/%d@%d: the sequencer assigned an offset another entry holds (%s)",
+			ErrCorrupt, e.Topic, e.Partition, e.BaseOffset, ce.Existing.ObjectKey)
+	default:
+		return c, storeErr(fmt.Errorf("index entry %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
+	}
+	return c, nil
+}
+
+// claimRequest records which body an idempotency key names, before anything is written:
+// a key reused with another body is refused while nothing of it exists, and two
+// concurrent requests with one key and different bodies cannot each win some partitions.
+func (l *Log) claimRequest(ctx context.Context, key, bodyHash string, count int, expires time.Time) error {
+	err := l.meta.ClaimIdempotency(ctx, store.IdempotencyRecord{Key: key, Partition: requestClaim,
+		BodyHash: bodyHash, BaseOffset: -1, Count: int64(count), ExpiresAt: expires})
+	var ie *store.IdempotencyError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ie):
+		if ie.Existing.BodyHash != bodyHash {
+			return fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, key)
+		}
+		return nil
+	default:
+		return storeErr(fmt.Errorf("claim idempotency key: %w", err))
+	}
+}
+
+// requestClaim is the partition number under which an idempotency key's request-level
+// claim (its body hash) is stored, beside the per-partition claims.
+const requestClaim = -1
 
 type blockRef struct {
 	offset, length int64
@@ -265,80 +363,6 @@ func (l *Log) replayIdempotent(ctx context.Context, key, bodyHash string, groups
 		}
 	}
 	return pending, nil
-}
-
-// sequence claims offsets for one partition's block: a conditional put of the index
-// entry at the high watermark, retried at the winner's end after a lost race.
-func (l *Log) sequence(ctx context.Context, e store.IndexEntry, idem *store.IdempotencyRecord) (int64, error) {
-	// Appends through this Log take turns per partition: only one of them could win
-	// each offset anyway, so racing would only waste conditional writes.
-	unlock, err := l.lockPartition(ctx, tpKey{e.Topic, e.Partition})
-	if err != nil {
-		return 0, err
-	}
-	defer unlock()
-	hw, ok := l.cachedHW(e.Topic, e.Partition)
-	if !ok {
-		if hw, err = l.readHW(ctx, e.Topic, e.Partition); err != nil {
-			return 0, err
-		}
-	}
-	deadline := time.Now().Add(l.seqLimit)
-	attempt := 0
-	for ; time.Now().Before(deadline); attempt++ {
-		e.BaseOffset = hw
-		var err error
-		if idem != nil {
-			idem.BaseOffset = hw
-			err = l.meta.PutIndexEntryIdempotent(ctx, e, *idem)
-		} else {
-			err = l.meta.PutIndexEntry(ctx, e)
-		}
-		if err == nil {
-			l.noteHW(e.Topic, e.Partition, e.End())
-			return hw, nil
-		}
-		var ce *store.ConflictError
-		var ie *store.IdempotencyError
-		switch {
-		case errors.As(err, &ce) && ce.Existing.ObjectKey == e.ObjectKey && ce.Existing.Partition == e.Partition &&
-			ce.Existing.ByteOffset == e.ByteOffset:
-			// Our own entry: the SDK retried a put whose response was lost.
-			l.noteHW(e.Topic, e.Partition, ce.Existing.End())
-			return ce.Existing.BaseOffset, nil
-		case errors.As(err, &ce):
-			l.metrics.SequencerConflict(e.Topic, e.Partition)
-			if end := ce.Existing.End(); end > hw && ce.Existing.BaseOffset == hw {
-				hw = end
-				l.noteHW(e.Topic, e.Partition, hw)
-			} else if hw, err = l.readHW(ctx, e.Topic, e.Partition); err != nil {
-				return 0, err
-			}
-			if attempt > 0 {
-				if err := ctxtime.Sleep(ctx, backoff(attempt)); err != nil {
-					return 0, err
-				}
-			}
-		case errors.As(err, &ie):
-			// A concurrent retry of the same request won: same body, same offsets.
-			if ie.Existing.BodyHash != idem.BodyHash || ie.Existing.Count != idem.Count {
-				return 0, fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, idem.Key)
-			}
-			return ie.Existing.BaseOffset, nil
-		default:
-			return 0, storeErr(err)
-		}
-	}
-	return 0, fmt.Errorf("%w: partition %s/%d: sequencer contention after %d attempts", ErrUnavailable, e.Topic, e.Partition, attempt)
-}
-
-// backoff is a short random delay (up to 2ms) between lost races. It does not grow:
-// exponential backoff starves the oldest waiters (each loss makes them sit out longer
-// while newcomers win), whereas a flat jitter gives every contender the same odds at
-// each offset; the cost is one failed conditional write per loser per round, which the
-// producer's batching keeps rare (docs/TRADEOFFS.md).
-func backoff(int) time.Duration {
-	return time.Duration(rand.Int64N(int64(2*time.Millisecond))) + time.Microsecond
 }
 
 // hashBody identifies an append request for idempotency: partition, given timestamp,

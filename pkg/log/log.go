@@ -26,6 +26,8 @@ const (
 	// retentionGrace is added to a topic's retention for the index entries' TTL, so
 	// DynamoDB never deletes an entry the retention job still needs.
 	retentionGrace = 24 * time.Hour
+	// DefaultCommitWindow is the default of Config.CommitWindow.
+	DefaultCommitWindow = time.Minute
 )
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
@@ -36,8 +38,8 @@ func ValidName(s string) bool { return nameRE.MatchString(s) }
 // Meta is what the log needs of the metadata tables.
 type Meta interface {
 	store.TopicStore
+	store.SequencerStore
 	store.IndexStore
-	store.PartitionStore
 }
 
 // Config wires a Log. Objects and Meta are required.
@@ -54,28 +56,30 @@ type Config struct {
 	// appends made by other processes (default 200ms); appends through this Log wake
 	// it at once.
 	RecheckInterval time.Duration
-	// SequencerTimeout bounds how long one partition of an append keeps losing races
-	// for the next offset before failing with ErrUnavailable (default 30s, inside API
-	// Gateway's 29s integration limit plus the caller's retry).
-	SequencerTimeout time.Duration
+	// CommitWindow bounds the time from an append's object name (its ULID time) to its
+	// last commit (default 1m); an append stalled longer fails with nothing committed.
+	// It must stay below the retention job's ObjectMargin, which relies on it.
+	CommitWindow time.Duration
+	// GapWait bounds how long a poll waits at an offset whose commit is not yet
+	// materialised in the index (default 2s) before answering with no records.
+	GapWait time.Duration
 }
 
 // Log is safe for concurrent use.
 type Log struct {
-	objects  store.ObjectStore
-	meta     Meta
-	now      func() time.Time
-	metrics  Metrics
-	pollPar  int
-	recheck  time.Duration
-	seqLimit time.Duration
-	notifier *notifier
+	objects      store.ObjectStore
+	meta         Meta
+	now          func() time.Time
+	metrics      Metrics
+	pollPar      int
+	recheck      time.Duration
+	commitWindow time.Duration
+	gapWait      time.Duration
+	notifier     *notifier
 
 	mu     sync.Mutex
-	topics map[string]store.Topic  // immutable configs, cached
-	hw     map[tpKey]int64         // last known high watermark per partition (a hint)
-	rr     uint32                  // round-robin cursor for unkeyed records
-	seqs   map[tpKey]chan struct{} // per-partition turn of the sequencer
+	topics map[string]store.Topic // immutable configs, cached
+	rr     uint32                 // round-robin cursor for unkeyed records
 }
 
 type tpKey struct {
@@ -89,17 +93,16 @@ func New(cfg Config) (*Log, error) {
 		return nil, errors.New("log: Config.Objects and Config.Meta are required")
 	}
 	l := &Log{
-		objects:  cfg.Objects,
-		meta:     cfg.Meta,
-		now:      cfg.Clock,
-		metrics:  cfg.Metrics,
-		pollPar:  cfg.PollParallelism,
-		recheck:  cfg.RecheckInterval,
-		seqLimit: cfg.SequencerTimeout,
-		notifier: newNotifier(),
-		topics:   map[string]store.Topic{},
-		hw:       map[tpKey]int64{},
-		seqs:     map[tpKey]chan struct{}{},
+		objects:      cfg.Objects,
+		meta:         cfg.Meta,
+		now:          cfg.Clock,
+		metrics:      cfg.Metrics,
+		pollPar:      cfg.PollParallelism,
+		recheck:      cfg.RecheckInterval,
+		commitWindow: cfg.CommitWindow,
+		gapWait:      cfg.GapWait,
+		notifier:     newNotifier(),
+		topics:       map[string]store.Topic{},
 	}
 	if l.now == nil {
 		l.now = time.Now
@@ -110,8 +113,11 @@ func New(cfg Config) (*Log, error) {
 	if l.pollPar <= 0 {
 		l.pollPar = 8
 	}
-	if l.seqLimit <= 0 {
-		l.seqLimit = 30 * time.Second
+	if l.commitWindow <= 0 {
+		l.commitWindow = DefaultCommitWindow
+	}
+	if l.gapWait <= 0 {
+		l.gapWait = 2 * time.Second
 	}
 	if l.recheck <= 0 {
 		l.recheck = 200 * time.Millisecond
@@ -234,51 +240,14 @@ func (l *Log) checkPartition(ctx context.Context, topic string, partition int32)
 	return nil
 }
 
-// bounds reads the log start and the high watermark (the end of the newest index
-// entry, read strongly consistently).
+// bounds reads the log start and the high watermark from the partition's sequencer
+// item: one strongly consistent read, and the high watermark never moves back.
 func (l *Log) bounds(ctx context.Context, topic string, partition int32) (int64, int64, error) {
-	hw, err := l.readHW(ctx, topic, partition)
-	if err != nil {
-		return 0, 0, err
-	}
-	start, err := l.meta.LogStart(ctx, topic, partition)
+	st, err := l.meta.Sequencer(ctx, topic, partition)
 	if err != nil {
 		return 0, 0, storeErr(err)
 	}
-	if start > hw {
-		start = hw
-	}
-	return start, hw, nil
-}
-
-func (l *Log) readHW(ctx context.Context, topic string, partition int32) (int64, error) {
-	e, ok, err := l.meta.LastIndexEntry(ctx, topic, partition)
-	if err != nil {
-		return 0, storeErr(err)
-	}
-	var hw int64
-	if ok {
-		hw = e.End()
-	}
-	l.noteHW(topic, partition, hw)
-	return hw, nil
-}
-
-// noteHW raises the cached high-watermark hint.
-func (l *Log) noteHW(topic string, partition int32, hw int64) {
-	k := tpKey{topic, partition}
-	l.mu.Lock()
-	if hw > l.hw[k] {
-		l.hw[k] = hw
-	}
-	l.mu.Unlock()
-}
-
-func (l *Log) cachedHW(topic string, partition int32) (int64, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	hw, ok := l.hw[tpKey{topic, partition}]
-	return hw, ok
+	return st.LogStart, st.NextOffset, nil
 }
 
 // storeErr maps a store failure that is not a domain outcome to ErrUnavailable.
@@ -289,19 +258,80 @@ func storeErr(err error) error {
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
 
-// lockPartition waits for the partition's sequencer turn (or ctx) and returns its release.
-func (l *Log) lockPartition(ctx context.Context, k tpKey) (func(), error) {
-	l.mu.Lock()
-	c, ok := l.seqs[k]
-	if !ok {
-		c = make(chan struct{}, 1)
-		l.seqs[k] = c
+// Materialize writes the index entries of the commits in states — sequencer items as the
+// sequencer table's stream carries them — that are not in the index yet: the commits of
+// appenders that stopped between their commit and their index write. It is idempotent
+// and safe beside running appenders, and returns how many entries it wrote. The dispatch
+// function runs it on every stream batch; `strata dev --backend aws` runs it in-process.
+func (l *Log) Materialize(ctx context.Context, states []store.SeqState) (int, error) {
+	byPart := map[tpKey]map[int64]store.SeqCommit{}
+	for _, st := range states {
+		c := st.Last
+		if c == nil || c.Entry.End() <= st.LogStart {
+			continue // no commit, or one retention has already moved past
+		}
+		k := tpKey{st.Topic, st.Partition}
+		if byPart[k] == nil {
+			byPart[k] = map[int64]store.SeqCommit{}
+		}
+		byPart[k][c.Entry.BaseOffset] = *c
 	}
-	l.mu.Unlock()
-	select {
-	case c <- struct{}{}:
-		return func() { <-c }, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	written := 0
+	var errs []error
+	for k, commits := range byPart {
+		first := int64(-1)
+		for base := range commits {
+			if first < 0 || base < first {
+				first = base
+			}
+		}
+		existing, err := l.meta.IndexEntries(ctx, k.topic, k.partition, first, len(commits)+1)
+		if err != nil {
+			errs = append(errs, storeErr(err))
+			continue
+		}
+		for _, e := range existing {
+			if c, ok := commits[e.BaseOffset]; ok && c.Entry.ObjectKey == e.ObjectKey && c.Entry.ByteOffset == e.ByteOffset {
+				delete(commits, e.BaseOffset)
+			}
+		}
+		n := 0
+		for _, c := range commits {
+			if _, err := l.materialize(ctx, c); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			n++
+		}
+		if n > 0 {
+			l.metrics.CommitsMaterialized(k.topic, n)
+			l.notifier.notify(k)
+		}
+		written += n
 	}
+	return written, errors.Join(errs...)
+}
+
+// Migrate upgrades every partition of every topic to the counter sequencer (a counter
+// seeded from the newest index entry's end where none exists yet). It is idempotent;
+// the stores also seed a partition on first use, so it only shortens the window in which
+// a partition of the old format could lose its newest entries to TTL before its counter
+// exists.
+func (l *Log) Migrate(ctx context.Context) error {
+	names, err := l.meta.ListTopics(ctx)
+	if err != nil {
+		return storeErr(err)
+	}
+	for _, name := range names {
+		t, err := l.Topic(ctx, name)
+		if err != nil {
+			return err
+		}
+		for p := int32(0); p < t.Partitions; p++ {
+			if _, err := l.meta.Sequencer(ctx, name, p); err != nil {
+				return storeErr(fmt.Errorf("migrate %s/%d: %w", name, p, err))
+			}
+		}
+	}
+	return nil
 }

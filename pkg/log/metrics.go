@@ -7,8 +7,9 @@ import "time"
 type Metrics interface {
 	// Appended is called once per successful append.
 	Appended(topic string, records, bytes int, ackLatency time.Duration)
-	// SequencerConflict is called for every lost race on a partition's next offset.
-	SequencerConflict(topic string, partition int32)
+	// CommitsMaterialized is called with the number of index entries Materialize wrote:
+	// commits whose appender stopped between its commit and its index write.
+	CommitsMaterialized(topic string, n int)
 }
 
 // NopMetrics discards everything.
@@ -17,5 +18,5 @@ type NopMetrics struct{}
 // Appended implements Metrics.
 func (NopMetrics) Appended(string, int, int, time.Duration) {}
 
-// SequencerConflict implements Metrics.
-func (NopMetrics) SequencerConflict(string, int32) {}
+// CommitsMaterialized implements Metrics.
+func (NopMetrics) CommitsMaterialized(string, int) {}

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratalog/strata/internal/ctxtime"
 	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/store"
 )
@@ -66,11 +67,26 @@ func (l *Log) Poll(ctx context.Context, topic string, partition int32, offset in
 		defer t.Stop()
 		deadline = t.C
 	}
+	var gapSince time.Time
 	for {
 		// Subscribe before reading, so an append between the read and the wait wakes us.
 		woken := l.notifier.wait(tpKey{topic, partition})
 		res, err := l.pollOnce(ctx, topic, partition, offset, opt)
-		if err != nil || len(res.Records) > 0 || deadline == nil {
+		if errors.Is(err, errNotMaterialized) {
+			// Committed but not yet in the index: the appender's entry write or the
+			// materialiser is moments away. Wait for it, never skip it.
+			if gapSince.IsZero() {
+				gapSince = time.Now()
+			}
+			if time.Since(gapSince) >= l.gapWait {
+				return res, nil
+			}
+			if err := ctxtime.Sleep(ctx, 20*time.Millisecond); err != nil {
+				return PollResult{}, err
+			}
+			continue
+		}
+		if err != nil || len(res.Records) > 0 || res.NextOffset > offset || deadline == nil {
 			return res, err
 		}
 		recheck := time.NewTimer(l.recheck)
@@ -88,6 +104,10 @@ func (l *Log) Poll(ctx context.Context, topic string, partition int32, offset in
 	}
 }
 
+// errNotMaterialized: the offset asked for lies below the high watermark but its index
+// entry is not written yet. pollOnce returns it with the partition's bounds in the result.
+var errNotMaterialized = errors.New("log: commit not yet materialised")
+
 func (l *Log) pollOnce(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (PollResult, error) {
 	start, hw, err := l.bounds(ctx, topic, partition)
 	if err != nil {
@@ -104,19 +124,37 @@ func (l *Log) pollOnce(ctx context.Context, topic string, partition int32, offse
 	if err != nil {
 		return PollResult{}, err
 	}
+	if len(entries) == 0 {
+		// No entry holds offset. Retention may have moved the log start past it since
+		// we read the bounds (then the answer is out of range); otherwise its commit is
+		// not materialised yet.
+		if s, h, berr := l.bounds(ctx, topic, partition); berr == nil && offset < s {
+			return PollResult{}, &OffsetOutOfRangeError{Offset: offset, LogStartOffset: s, HighWatermark: h}
+		}
+		return res, errNotMaterialized
+	}
 	blocks, err := l.readBlocks(ctx, entries)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			// Retention may have deleted the objects since we read the log start.
-			if s, _, berr := l.bounds(ctx, topic, partition); berr == nil && offset < s {
-				return PollResult{}, &OffsetOutOfRangeError{Offset: offset, LogStartOffset: s, HighWatermark: hw}
+			if s, h, berr := l.bounds(ctx, topic, partition); berr == nil && offset < s {
+				return PollResult{}, &OffsetOutOfRangeError{Offset: offset, LogStartOffset: s, HighWatermark: h}
 			}
 			return PollResult{}, fmt.Errorf("%w: segment object of %s/%d missing below the log start: %w", ErrCorrupt, topic, partition, err)
 		}
 		return PollResult{}, err
 	}
 	bytes := 0
-	for _, recs := range blocks {
+	for i, recs := range blocks {
+		if entries[i].Duplicate {
+			// An idempotent append's second commit: its offsets exist, its records are
+			// another attempt's, which readers get at the canonical offsets.
+			if len(res.Records) == opt.MaxRecords {
+				return res, nil
+			}
+			res.NextOffset = entries[i].End()
+			continue
+		}
 		for _, r := range recs {
 			if r.Offset < offset {
 				continue
@@ -133,8 +171,8 @@ func (l *Log) pollOnce(ctx context.Context, topic string, partition int32, offse
 	return res, nil
 }
 
-// entriesFor reads the index entries covering offset onwards, enough for the budget,
-// and checks that they tile the offsets with no gap.
+// entriesFor reads the index entries covering offset onwards, enough for the budget. It
+// stops at the first gap: offsets whose commit is not yet materialised are never skipped.
 func (l *Log) entriesFor(ctx context.Context, topic string, partition int32, offset, hw int64, opt PollOptions) ([]store.IndexEntry, error) {
 	var out []store.IndexEntry
 	next := offset
@@ -144,19 +182,21 @@ func (l *Log) entriesFor(ctx context.Context, topic string, partition int32, off
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		if len(page) == 0 {
-			return nil, fmt.Errorf("%w: %s/%d: no index entry at offset %d below high watermark %d", ErrCorrupt, topic, partition, next, hw)
-		}
 		for _, e := range page {
 			if e.BaseOffset >= hw || records >= int64(opt.MaxRecords) || bytes >= int64(opt.MaxBytes) {
-				break
+				return out, nil
 			}
-			if e.BaseOffset > next || e.End() <= next || e.Count <= 0 {
-				return nil, fmt.Errorf("%w: %s/%d: index entry [%d, %d) does not continue at offset %d", ErrCorrupt, topic, partition, e.BaseOffset, e.End(), next)
+			if e.End() <= next {
+				continue // below offset: an entry the page starts with that ends before it
+			}
+			if e.BaseOffset > next || e.Count <= 0 {
+				return out, nil // a gap: the commit at next is not materialised yet
 			}
 			out = append(out, e)
-			records += e.End() - next
-			bytes += e.ByteLength
+			if !e.Duplicate {
+				records += e.End() - next
+				bytes += e.ByteLength
+			}
 			next = e.End()
 		}
 		if len(page) < entriesPerPage {
@@ -174,6 +214,9 @@ func (l *Log) readBlocks(ctx context.Context, entries []store.IndexEntry) ([][]s
 	sem := make(chan struct{}, l.pollPar)
 	var wg sync.WaitGroup
 	for i, e := range entries {
+		if e.Duplicate {
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
@@ -235,6 +278,10 @@ func (l *Log) OffsetForTime(ctx context.Context, topic string, partition int32, 
 			break
 		}
 		for _, e := range page {
+			if e.Duplicate {
+				next = e.End()
+				continue
+			}
 			if !e.AppendedAt.Before(t) {
 				return max(e.BaseOffset, start), nil
 			}

@@ -29,7 +29,7 @@ type Metrics struct {
 	appendLatency   *prometheus.HistogramVec
 	recordsAppended *prometheus.CounterVec
 	bytesAppended   *prometheus.CounterVec
-	seqConflicts    *prometheus.CounterVec
+	materialized    *prometheus.CounterVec
 
 	requests        *prometheus.CounterVec
 	requestDuration *prometheus.HistogramVec
@@ -40,6 +40,7 @@ type Metrics struct {
 	handled      *prometheus.CounterVec
 	retries      *prometheus.CounterVec
 	deadLettered *prometheus.CounterVec
+	dropped      *prometheus.CounterVec
 	recordsLost  *prometheus.CounterVec
 
 	retentionRuns    *prometheus.CounterVec
@@ -60,7 +61,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Buckets: latencyBuckets}, []string{"topic"}),
 		recordsAppended: counter("records_appended_total", "Records appended and acknowledged.", "topic"),
 		bytesAppended:   counter("bytes_appended_total", "Record bytes (key, value, headers) appended and acknowledged.", "topic"),
-		seqConflicts:    counter("sequencer_conflicts_total", "Lost races for a partition's next offset (each one is retried).", "topic"),
+		materialized:    counter("commits_materialized_total", "Index entries written from the sequencer's stream for commits whose appender stopped before writing them.", "topic"),
 
 		requests: counter("http_requests_total", "HTTP requests by route pattern and status code.", "route", "code"),
 		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: Namespace,
@@ -72,7 +73,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 
 		handled:      counter("consumer_records_handled_total", "Records a consumer handler completed.", "group", "topic"),
 		retries:      counter("consumer_poison_retries_total", "Handler failures that were retried.", "group", "topic"),
-		deadLettered: counter("consumer_dead_lettered_total", "Records that failed every attempt and were dead-lettered (or dropped).", "group", "topic"),
+		deadLettered: counter("consumer_dead_lettered_total", "Records that failed every attempt and were dead-lettered.", "group", "topic"),
+		dropped:      counter("consumer_dropped_total", "Records that failed every attempt and were skipped: no dead-letter topic was configured.", "group", "topic"),
 		recordsLost:  counter("consumer_records_lost_total", "Records a consumer skipped because retention removed them before they were read.", "group", "topic"),
 
 		retentionRuns: counter("retention_runs_total", "Retention passes by result (ok or error).", "result"),
@@ -86,9 +88,9 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "ttl_rows_deleted_total", Help: "Expired index and idempotency rows removed by the embedded backend's TTL sweep."}),
 	}
 	for _, c := range []prometheus.Collector{
-		m.appendLatency, m.recordsAppended, m.bytesAppended, m.seqConflicts,
+		m.appendLatency, m.recordsAppended, m.bytesAppended, m.materialized,
 		m.requests, m.requestDuration, m.fencedCommits, m.rebalances,
-		m.handled, m.retries, m.deadLettered, m.recordsLost,
+		m.handled, m.retries, m.deadLettered, m.dropped, m.recordsLost,
 		m.retentionRuns, m.retentionExpired, m.entriesDeleted, m.objectsDeleted, m.ttlDeleted,
 	} {
 		if err := reg.Register(c); err != nil {
@@ -105,10 +107,10 @@ func (m *Metrics) Appended(topic string, records, bytes int, ackLatency time.Dur
 	m.bytesAppended.WithLabelValues(topic).Add(float64(bytes))
 }
 
-// SequencerConflict implements log.Metrics. The partition is not a label: a topic may
-// have 1,024 of them, and the contention per topic is what an operator acts on.
-func (m *Metrics) SequencerConflict(topic string, _ int32) {
-	m.seqConflicts.WithLabelValues(topic).Inc()
+// CommitsMaterialized implements log.Metrics. The partition is not a label: a topic may
+// have 1,024 of them.
+func (m *Metrics) CommitsMaterialized(topic string, n int) {
+	m.materialized.WithLabelValues(topic).Add(float64(n))
 }
 
 // Request implements httpapi.Metrics.
@@ -117,12 +119,16 @@ func (m *Metrics) Request(route string, status int, elapsed time.Duration) {
 	m.requestDuration.WithLabelValues(route).Observe(elapsed.Seconds())
 }
 
-// ConsumerRun adds what one consumer run of a partition did (consumer.Stats are per
-// run, so call it once when Run returns).
+var _ consumer.Metrics = (*Metrics)(nil)
+
+// ConsumerRun implements consumer.Metrics: it adds what one consumer run of a partition
+// did. Set the Metrics as consumer.Config.Metrics and every run (Run, RunLease and
+// RunMember's) reports itself once, when it ends.
 func (m *Metrics) ConsumerRun(group, topic string, s consumer.Stats) {
 	m.handled.WithLabelValues(group, topic).Add(float64(s.Handled))
 	m.retries.WithLabelValues(group, topic).Add(float64(s.Retries))
 	m.deadLettered.WithLabelValues(group, topic).Add(float64(s.DeadLettered))
+	m.dropped.WithLabelValues(group, topic).Add(float64(s.Dropped))
 	m.recordsLost.WithLabelValues(group, topic).Add(float64(s.RecordsLost))
 }
 

@@ -1,9 +1,9 @@
 // Package retention expires a topic's old records (DESIGN.md §4 Retention): it advances
 // each partition's log start offset past index entries older than the topic's
-// retention, deletes those entries and the expired segment objects, and keeps the newest
-// entry of every partition alive, since it defines the high watermark. The local
-// runtime runs it on a timer; the serverless runtime wraps the same Job in a scheduled
-// function.
+// retention, and deletes those entries and the expired segment objects. The high
+// watermark lives in the partition's sequencer counter, which retention never touches,
+// so any entry may go. The local runtime runs it on a timer; the serverless runtime wraps
+// the same Job in a scheduled function.
 package retention
 
 import (
@@ -21,10 +21,9 @@ import (
 // Meta is what retention needs of the metadata tables.
 type Meta interface {
 	store.TopicStore
-	store.PartitionStore
-	LastIndexEntry(ctx context.Context, topic string, partition int32) (store.IndexEntry, bool, error)
+	AdvanceLogStart(ctx context.Context, topic string, partition int32, offset int64) error
+	Sequencer(ctx context.Context, topic string, partition int32) (store.SeqState, error)
 	IndexEntries(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error)
-	SetEntryExpiry(ctx context.Context, topic string, partition int32, baseOffset int64, expiresAt time.Time) error
 	DeleteIndexEntry(ctx context.Context, topic string, partition int32, baseOffset int64) error
 }
 
@@ -40,11 +39,10 @@ type Job struct {
 	Objects Objects
 	// Clock returns the current time; time.Now when nil.
 	Clock func() time.Time
-	// Grace is added to retention for index entries' TTL (default 24h); the newest
-	// entry's TTL is extended when less than half of it is left.
-	Grace time.Duration
-	// ObjectMargin delays deleting a segment object past its entries' expiry (default
-	// 5m), so an entry appended by a host whose clock lagged is never left without data.
+	// ObjectMargin delays deleting a segment object past its name's time plus retention
+	// (default 5m). The log commits an object only within its commit window (1m) of that
+	// time, so by then every entry referring to it is below the log start; the rest of
+	// the margin covers clock skew between hosts.
 	ObjectMargin time.Duration
 }
 
@@ -53,7 +51,6 @@ type Stats struct {
 	RecordsExpired  int64
 	EntriesDeleted  int
 	ObjectsDeleted  int
-	TTLsExtended    int
 	PartitionsMoved int
 }
 
@@ -65,10 +62,6 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 	now := time.Now
 	if j.Clock != nil {
 		now = j.Clock
-	}
-	grace := j.Grace
-	if grace <= 0 {
-		grace = 24 * time.Hour
 	}
 	var st Stats
 	names, err := j.Meta.ListTopics(ctx)
@@ -86,7 +79,7 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 		cutoff := at.Add(-t.Retention)
 		ok := true
 		for p := int32(0); p < t.Partitions; p++ {
-			if err := j.partition(ctx, t, p, at, cutoff, grace, &st); err != nil {
+			if err := j.partition(ctx, t, p, cutoff, &st); err != nil {
 				errs = append(errs, fmt.Errorf("retention: %s/%d: %w", name, p, err))
 				ok = false
 			}
@@ -105,35 +98,50 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 }
 
 // partition advances one partition's log start past its expired entries and deletes
-// those entries, never the newest one.
-func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now, cutoff time.Time, grace time.Duration, st *Stats) error {
-	last, ok, err := j.Meta.LastIndexEntry(ctx, t.Name, p)
-	if err != nil || !ok {
-		return err
-	}
-	start, err := j.Meta.LogStart(ctx, t.Name, p)
+// them. Offsets below the first entry at or after the log start whose entries are gone
+// (DynamoDB's TTL after a long outage) or not yet materialised count as expired only when
+// a later expired commit proves them older than the cutoff: the first entry found, or
+// the counter's newest commit when no entry is left.
+func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time.Time, st *Stats) error {
+	seq, err := j.Meta.Sequencer(ctx, t.Name, p)
 	if err != nil {
 		return err
 	}
+	start, end := seq.LogStart, seq.NextOffset
 	newStart := start
 	var expired []store.IndexEntry
-	for from := start; from < last.End(); {
+	for from := start; from < end; {
 		page, err := j.Meta.IndexEntries(ctx, t.Name, p, from, pageSize)
 		if err != nil {
 			return err
 		}
-		done := len(page) == 0
+		done := true
 		for _, e := range page {
+			if e.End() <= from {
+				if e.End() <= start {
+					expired = append(expired, e) // below the log start: left by an earlier pass
+				}
+				continue
+			}
 			if e.AppendedAt.After(cutoff) {
-				done = true
 				break
 			}
 			expired = append(expired, e)
 			newStart = max(newStart, e.End())
 			from = e.End()
+			done = false
 		}
 		if done || len(page) < pageSize {
 			break
+		}
+	}
+	if len(expired) == 0 && newStart < end && seq.Last != nil && !seq.Last.Entry.AppendedAt.After(cutoff) {
+		// Nothing indexed at or after the log start, and the newest commit is expired:
+		// every offset below the high watermark is.
+		if es, err := j.Meta.IndexEntries(ctx, t.Name, p, start, 2); err == nil && !anyAtOrAfter(es, start) {
+			newStart = end
+		} else if err != nil {
+			return err
 		}
 	}
 	if newStart > start {
@@ -144,21 +152,21 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now, cutoff
 		st.PartitionsMoved++
 	}
 	for _, e := range expired {
-		if e.BaseOffset == last.BaseOffset {
-			continue // the newest entry is the high watermark: it stays.
-		}
 		if err := j.Meta.DeleteIndexEntry(ctx, t.Name, p, e.BaseOffset); err != nil {
 			return err
 		}
 		st.EntriesDeleted++
 	}
-	if !last.ExpiresAt.IsZero() && last.ExpiresAt.Sub(now) < grace/2 {
-		if err := j.Meta.SetEntryExpiry(ctx, t.Name, p, last.BaseOffset, now.Add(t.Retention+grace)); err != nil {
-			return err
-		}
-		st.TTLsExtended++
-	}
 	return nil
+}
+
+func anyAtOrAfter(es []store.IndexEntry, offset int64) bool {
+	for _, e := range es {
+		if e.End() > offset {
+			return true
+		}
+	}
+	return false
 }
 
 // objects deletes the topic's segment objects written before cutoff: their entries were

@@ -19,6 +19,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
 	"github.com/prometheus/client_golang/prometheus"
@@ -141,6 +142,10 @@ type Runtime struct {
 	stopPolls  context.CancelFunc
 	stopRetain context.CancelFunc
 	retainDone chan struct{}
+	// commits reads the sequencer's stream (aws backend only): the in-process
+	// materialiser, as the dispatch function is in AWS.
+	commits         *dynamo.CommitStream
+	materialiseDone chan struct{}
 
 	listening    bool
 	mu           sync.Mutex
@@ -177,6 +182,8 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	r.stopRetain = cancel
 	r.retainDone = make(chan struct{})
 	go r.retentionLoop(retainCtx)
+	r.materialiseDone = make(chan struct{})
+	go r.materialiseLoop(retainCtx)
 	return r, nil
 }
 
@@ -222,6 +229,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
+	if err := r.log.Migrate(ctx); err != nil {
+		return nil, fmt.Errorf("runtime: upgrade to the counter sequencer: %w", err)
+	}
 	r.coord = group.New(r.meta, r.log, nil)
 	r.groups = m.WrapGroups(r.coord)
 	if err := r.registry.Register(metrics.NewLagCollector(r.groups, 0)); err != nil {
@@ -248,7 +258,9 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	r.handler = mux
 	r.stopRetain = func() {}
 	r.retainDone = make(chan struct{})
-	close(r.retainDone) // no loop until Open starts one
+	close(r.retainDone) // no loops until Open starts them
+	r.materialiseDone = make(chan struct{})
+	close(r.materialiseDone)
 	ok = true
 	return r, nil
 }
@@ -298,7 +310,34 @@ func (r *Runtime) openAWS(ctx context.Context) error {
 	}
 	r.objects = s3store.New(s3c, dcfg.Bucket, ac.Prefix)
 	r.meta = dynamo.New(ddb, dcfg)
+	r.commits = dynamo.NewCommitStream(ddb, dynamodbstreams.NewFromConfig(awsCfg), dcfg)
 	return nil
+}
+
+// materialiseLoop indexes the commits of appenders that stopped between their commit
+// and their index write, from the sequencer table's stream (aws backend; the embedded
+// backend commits and indexes in one transaction).
+func (r *Runtime) materialiseLoop(ctx context.Context) {
+	defer close(r.materialiseDone)
+	if r.commits == nil {
+		return
+	}
+	for ctx.Err() == nil {
+		err := r.commits.Run(ctx, func(ctx context.Context, batch []store.SeqState) error {
+			_, err := r.log.Materialize(ctx, batch)
+			if err != nil && ctx.Err() == nil {
+				r.logger.Warn("materialising commits failed; the batch is retried", "error", err)
+			}
+			return err
+		})
+		if err != nil && ctx.Err() == nil {
+			r.logger.Error("reading the sequencer stream failed; retrying", "error", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
 }
 
 // sdkLogger sends the SDK's log lines (by default printed to stderr, e.g. one per
@@ -415,6 +454,11 @@ func (r *Runtime) Close(ctx context.Context) error {
 		case <-r.retainDone:
 		case <-ctx.Done():
 			r.closeErr = fmt.Errorf("runtime: retention pass still running: %w", ctx.Err())
+		}
+		select {
+		case <-r.materialiseDone:
+		case <-ctx.Done():
+			r.closeErr = errors.Join(r.closeErr, fmt.Errorf("runtime: materialiser still running: %w", ctx.Err()))
 		}
 		r.closeErr = errors.Join(r.closeErr, r.closeStores())
 	})

@@ -39,6 +39,13 @@ var (
 	ErrGroupActive = errors.New("store: group has a live lease")
 	// ErrUnavailable: a retryable failure of the backend (throttling, timeout, 5xx).
 	ErrUnavailable = errors.New("store: unavailable")
+	// ErrCommitUnknown: a sequencer commit whose outcome the backend cannot know (the
+	// request may have been applied, its answer lost, and the partition committed again
+	// since). The caller must not retry the commit: an add is not idempotent. If it was
+	// applied, the materialiser indexes it from the stream like any other commit.
+	ErrCommitUnknown = errors.New("store: sequencer commit outcome unknown")
+	// ErrBeyondEnd: a log start above the partition's high watermark.
+	ErrBeyondEnd = errors.New("store: offset beyond the high watermark")
 )
 
 // ConflictError is returned by PutIndexEntry when another entry holds the base offset.
@@ -132,6 +139,9 @@ type IndexEntry struct {
 	AppendedAt time.Time
 	// ExpiresAt is the row's TTL (retention plus a grace); zero means none.
 	ExpiresAt time.Time
+	// Duplicate marks the block of an idempotent append whose key another commit
+	// claimed first: its offsets exist (offsets stay dense) but readers skip its records.
+	Duplicate bool
 }
 
 // End is the offset after the entry's last record.
@@ -148,9 +158,68 @@ type IdempotencyRecord struct {
 	ExpiresAt  time.Time
 }
 
+// SeqCommit is one append's commit to one partition (identified, like its attempt, by
+// Entry's object key and byte offset, which no other commit shares): the counter add that assigns the
+// block its offsets, and the payload the sequencer keeps (and streams) so that the index
+// entry can be written by whoever gets there first — the appender or the materialiser.
+type SeqCommit struct {
+	// Entry is the committed block. Sequence sets Entry.BaseOffset; Entry.Duplicate is
+	// decided when the entry is materialised.
+	Entry IndexEntry
+	// IdempotencyKey ("topic#key") and BodyHash are set for an idempotent append.
+	IdempotencyKey string
+	BodyHash       string
+	// Seq is the partition's commit number, from 1 (set by Sequence).
+	Seq int64
+	// Materialized reports that the backend wrote the index entry (and claimed the
+	// idempotency key) atomically with the commit, so nothing is left to do.
+	Materialized bool
+	// Claim is the idempotency record that owns (IdempotencyKey, partition) after a
+	// materialised idempotent commit: this commit's own, or an earlier attempt's (then
+	// Entry.Duplicate is true).
+	Claim *IdempotencyRecord
+}
+
+// SeqState is a partition's sequencer item.
+type SeqState struct {
+	Topic     string
+	Partition int32
+	// NextOffset is the high watermark: the next offset a commit assigns. It never
+	// moves back and never expires.
+	NextOffset int64
+	// NextSeq is the number of commits so far.
+	NextSeq int64
+	// LogStart is the first readable offset (retention raises it, never above NextOffset).
+	LogStart int64
+	// Last is the newest commit, nil before the first.
+	Last *SeqCommit
+}
+
+// SequencerStore is the per-partition offset counter: commits never race to lose, they
+// queue on one atomic add per partition.
+type SequencerStore interface {
+	// Sequence must atomically add c.Entry.Count to the partition's next offset, count
+	// the commit and record c as the newest commit, and return c with Entry.BaseOffset
+	// set to the next offset before the add and Seq set. A partition without a counter
+	// must first be seeded from its index (its newest entry's end; the migration from
+	// the index-as-sequencer format) exactly as Sequencer does. A backend that can write
+	// the index entry and the idempotency claim in the same atomic step may do so and
+	// set Materialized (and Claim). An outcome the backend cannot know must return
+	// ErrCommitUnknown, never a blind retry of the add.
+	Sequence(ctx context.Context, c SeqCommit) (SeqCommit, error)
+	// Sequencer must return the partition's state read strongly consistently, seeding a
+	// missing counter first as Sequence does (a partition never written reads as zeros).
+	Sequencer(ctx context.Context, topic string, partition int32) (SeqState, error)
+	// ClaimIdempotency must store rec only if (rec.Key, rec.Partition) has no record,
+	// else return *IdempotencyError with the stored one and change nothing.
+	ClaimIdempotency(ctx context.Context, rec IdempotencyRecord) error
+}
+
 // TopicStore holds topic configurations.
 type TopicStore interface {
-	// CreateTopic must store t only if no topic has its name, else return ErrExists.
+	// CreateTopic must store t only if no topic has its name, else return ErrExists. It
+	// should also create its partitions' sequencer counters at zero (a counter it does
+	// not create is seeded on first use).
 	CreateTopic(ctx context.Context, t Topic) error
 	// GetTopic must return ErrNotFound for an unknown topic.
 	GetTopic(ctx context.Context, name string) (Topic, error)
@@ -162,14 +231,14 @@ type TopicStore interface {
 type IndexStore interface {
 	// PutIndexEntry must write e only if no entry of (topic, partition) has its
 	// BaseOffset, atomically with respect to concurrent callers; otherwise it must
-	// return a *ConflictError holding the existing entry and write nothing.
+	// return a *ConflictError holding the existing entry and write nothing. Entries are
+	// write-once: the sequencer assigns each base offset to one commit, so the only
+	// conflict in normal operation is the appender and the materialiser writing the
+	// same commit.
 	PutIndexEntry(ctx context.Context, e IndexEntry) error
-	// PutIndexEntryIdempotent must write e and rec together, each only if absent, or
-	// neither: a taken idempotency row returns *IdempotencyError (checked first), a
-	// taken base offset returns *ConflictError.
-	PutIndexEntryIdempotent(ctx context.Context, e IndexEntry, rec IdempotencyRecord) error
 	// LastIndexEntry must return the entry with the greatest BaseOffset of the
 	// partition, read strongly consistently; ok is false when the partition is empty.
+	// It is not the high watermark (entries expire; see SequencerStore).
 	LastIndexEntry(ctx context.Context, topic string, partition int32) (e IndexEntry, ok bool, err error)
 	// IndexEntries must return, in offset order, the entry containing offset from (the
 	// greatest BaseOffset <= from, even when from is at or past its End) if any, followed
@@ -183,12 +252,14 @@ type IndexStore interface {
 	DeleteIndexEntry(ctx context.Context, topic string, partition int32, baseOffset int64) error
 }
 
-// PartitionStore holds per-partition state written by retention.
+// PartitionStore holds the log start offset, written by retention. It lives on the
+// partition's sequencer item, beside the high watermark it must never pass.
 type PartitionStore interface {
 	// LogStart must return the partition's log start offset, 0 if never set.
 	LogStart(ctx context.Context, topic string, partition int32) (int64, error)
-	// AdvanceLogStart must raise the log start offset to offset; it must never lower it
-	// (a lower offset is ignored, not an error).
+	// AdvanceLogStart must raise the log start offset to offset without touching the
+	// high watermark; it must never lower it (a lower offset is ignored, not an error)
+	// and must refuse an offset above the high watermark with ErrBeyondEnd.
 	AdvanceLogStart(ctx context.Context, topic string, partition int32, offset int64) error
 }
 
@@ -259,7 +330,11 @@ type LeaseStore interface {
 	GetCommit(ctx context.Context, group, topic string, partition int32) (CommitRow, error)
 	// ResetCommits must set the commit rows of the given partitions to the given
 	// offsets (regardless of the current ones) only if no lease of the group on topic is
-	// live at now, else ErrGroupActive.
+	// live at now, else ErrGroupActive and change nothing. In the same atomic operation it
+	// must fence every earlier generation of the group on topic: every assignment row of
+	// (group, topic), and a row for every partition reset, gets generation + 1 (1 for a
+	// new row) and no owner. An owner whose lease lapsed while nobody took the partition
+	// over could otherwise renew and commit at its old generation, undoing the reset.
 	ResetCommits(ctx context.Context, group, topic string, offsets map[int32]int64, now time.Time) error
 	// ListAssignments and ListCommits must return every row of the group, ordered by
 	// topic then partition; an unknown group yields an empty list.
@@ -285,6 +360,7 @@ type GroupStore interface {
 // depend on the narrowest of the interfaces it embeds.
 type MetaStore interface {
 	TopicStore
+	SequencerStore
 	IndexStore
 	PartitionStore
 	LeaseStore

@@ -100,12 +100,13 @@ const (
 	AppendAckLatency     = "strata_append_ack_latency_seconds"
 	RecordsAppended      = "strata_records_appended_total"
 	BytesAppended        = "strata_bytes_appended_total"
-	SequencerConflicts   = "strata_sequencer_conflicts_total"
+	CommitsMaterialized  = "strata_commits_materialized_total"
 	HTTPRequests         = "strata_http_requests_total"
 	HTTPRequestDuration  = "strata_http_request_duration_seconds"
 	RecordsHandled       = "strata_consumer_records_handled_total"
 	PoisonRetries        = "strata_consumer_poison_retries_total"
 	DeadLettered         = "strata_consumer_dead_lettered_total"
+	Dropped              = "strata_consumer_dropped_total"
 	RecordsLost          = "strata_consumer_records_lost_total"
 	FencedCommits        = "strata_fenced_commits_total"
 	RetentionRuns        = "strata_retention_runs_total"
@@ -126,9 +127,9 @@ func (s *Sink) Appended(topic string, records, bytes int, ackLatency time.Durati
 		Metric{BytesAppended, UnitBytes, float64(bytes)})
 }
 
-// SequencerConflict implements log.Metrics (by topic, as pkg/metrics).
-func (s *Sink) SequencerConflict(topic string, _ int32) {
-	s.Emit([][2]string{{"topic", topic}}, Metric{SequencerConflicts, UnitCount, 1})
+// CommitsMaterialized implements log.Metrics (by topic, as pkg/metrics).
+func (s *Sink) CommitsMaterialized(topic string, n int) {
+	s.Emit([][2]string{{"topic", topic}}, Metric{CommitsMaterialized, UnitCount, float64(n)})
 }
 
 // Request implements httpapi.Metrics: the request counter by route and code, the
@@ -138,12 +139,14 @@ func (s *Sink) Request(route string, status int, elapsed time.Duration) {
 	s.Emit([][2]string{{"route", route}}, Metric{HTTPRequestDuration, UnitSeconds, elapsed.Seconds()})
 }
 
-// ConsumerRun adds what one consumer run did, by group and topic (as pkg/metrics).
+// ConsumerRun implements consumer.Metrics: what one consumer run did, by group and
+// topic (as pkg/metrics).
 func (s *Sink) ConsumerRun(group, topic string, st consumer.Stats) {
 	ms := []Metric{
 		{RecordsHandled, UnitCount, float64(st.Handled)},
 		{PoisonRetries, UnitCount, float64(st.Retries)},
 		{DeadLettered, UnitCount, float64(st.DeadLettered)},
+		{Dropped, UnitCount, float64(st.Dropped)},
 		{RecordsLost, UnitCount, float64(st.RecordsLost)},
 	}
 	if st.Fenced {

@@ -25,16 +25,16 @@ func TestSameNamesAsPrometheus(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	s := emf.New(&buf, "Strata", func() time.Time { return time.UnixMilli(1796092200000) })
-	st := consumer.Stats{Handled: 3, Retries: 1, DeadLettered: 1, RecordsLost: 2}
+	st := consumer.Stats{Handled: 3, Retries: 1, DeadLettered: 1, RecordsLost: 2, Dropped: 1}
 	for _, sink := range []interface {
 		Appended(string, int, int, time.Duration)
-		SequencerConflict(string, int32)
+		CommitsMaterialized(string, int)
 		Request(string, int, time.Duration)
 		ConsumerRun(string, string, consumer.Stats)
 		RetentionRun(retention.Stats, error)
 	}{m, s} {
 		sink.Appended("orders", 2, 10, time.Millisecond)
-		sink.SequencerConflict("orders", 0)
+		sink.CommitsMaterialized("orders", 1)
 		sink.Request("POST /v1/topics", 201, time.Millisecond)
 		sink.ConsumerRun("billing", "orders", st)
 		sink.RetentionRun(retention.Stats{RecordsExpired: 4}, nil)

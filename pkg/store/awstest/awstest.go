@@ -16,6 +16,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
@@ -115,6 +116,12 @@ func Config(ctx context.Context, t testing.TB) aws.Config {
 func S3Client(ctx context.Context, t testing.TB) *s3.Client {
 	t.Helper()
 	return s3.NewFromConfig(Config(ctx, t), func(o *s3.Options) { o.UsePathStyle = true })
+}
+
+// StreamsClient returns a DynamoDB Streams client for the emulator.
+func StreamsClient(ctx context.Context, t testing.TB) *dynamodbstreams.Client {
+	t.Helper()
+	return dynamodbstreams.NewFromConfig(Config(ctx, t))
 }
 
 // DynamoDBClient returns a DynamoDB client for the emulator.

@@ -25,7 +25,7 @@ type MetaStore struct {
 	client *dynamodb.Client
 	cfg    Config
 	// Table names.
-	topics, index, partitions, assignments, commits, groups, members, idem string
+	topics, sequencer, index, partitions, assignments, commits, groups, members, idem string
 }
 
 var _ store.MetaStore = (*MetaStore)(nil)
@@ -37,6 +37,7 @@ func New(client *dynamodb.Client, cfg Config) *MetaStore {
 		client:      client,
 		cfg:         cfg,
 		topics:      cfg.TableName(TopicsTable),
+		sequencer:   cfg.TableName(SequencerTable),
 		index:       cfg.TableName(IndexTable),
 		partitions:  cfg.TableName(PartitionsTable),
 		assignments: cfg.TableName(AssignmentsTable),
@@ -101,6 +102,7 @@ func (s *MetaStore) CreateTopic(ctx context.Context, t store.Topic) error {
 		}
 		return err
 	}
+	s.seedNewTopic(ctx, t)
 	return nil
 }
 
@@ -155,36 +157,16 @@ func partitionKey(topic string, partition int32) item {
 	return item{attrTopic: avS(topic), attrPartition: avN(int64(partition))}
 }
 
-// LogStart reads the partition's log start offset, 0 when the row does not exist.
-func (s *MetaStore) LogStart(ctx context.Context, topic string, partition int32) (int64, error) {
-	it, err := s.getItem(ctx, fmt.Sprintf("log start of %s/%d", topic, partition), s.partitions, partitionKey(topic, partition))
+// legacyLogStart reads the log start offset of the index-as-sequencer format (the
+// partitions table), 0 when the row does not exist; only the migration reads it.
+func (s *MetaStore) legacyLogStart(ctx context.Context, topic string, partition int32) (int64, error) {
+	it, err := s.getItem(ctx, fmt.Sprintf("legacy log start of %s/%d", topic, partition), s.partitions, partitionKey(topic, partition))
 	if err != nil || it == nil {
 		return 0, err
 	}
 	d := decoder{it: it}
 	off := d.num("log_start_offset", false)
 	return off, d.err
-}
-
-// AdvanceLogStart sets the log start offset only if offset is above the stored one; a
-// failed condition means it already is at or past offset, which is success.
-func (s *MetaStore) AdvanceLogStart(ctx context.Context, topic string, partition int32, offset int64) error {
-	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.partitions),
-		Key:                       partitionKey(topic, partition),
-		UpdateExpression:          aws.String("SET #ls = :o"),
-		ConditionExpression:       aws.String("attribute_not_exists(#ls) OR #ls < :o"),
-		ExpressionAttributeNames:  map[string]string{"#ls": "log_start_offset"},
-		ExpressionAttributeValues: item{":o": avN(offset)},
-	})
-	if err != nil {
-		err = mapError(fmt.Sprintf("advance log start of %s/%d", topic, partition), err)
-		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
-			return nil
-		}
-		return err
-	}
-	return nil
 }
 
 // --- groups and members ---

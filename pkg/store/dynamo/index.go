@@ -28,6 +28,9 @@ func indexItem(e store.IndexEntry) item {
 	setTime(it, "max_timestamp", e.MaxTimestamp)
 	setTime(it, "appended_at", e.AppendedAt)
 	setExpiry(it, "expires_at", e.ExpiresAt)
+	if e.Duplicate {
+		it["duplicate"] = &types.AttributeValueMemberBOOL{Value: true}
+	}
 	return it
 }
 
@@ -44,6 +47,7 @@ func decodeIndex(it item) (store.IndexEntry, error) {
 		MaxTimestamp: d.time("max_timestamp"),
 		AppendedAt:   d.time("appended_at"),
 		ExpiresAt:    d.time("expires_at"),
+		Duplicate:    d.boolean("duplicate"),
 	}
 	return e, d.err
 }
@@ -149,53 +153,6 @@ func decodeIdem(it item) (store.IdempotencyRecord, error) {
 		ExpiresAt:  d.time("expires_at"),
 	}
 	return r, d.err
-}
-
-// PutIndexEntryIdempotent writes the idempotency row and the entry in one transaction,
-// each only if absent. The cancellation reasons say which condition failed; the
-// idempotency row's is reported first. Each failed put returns the existing item.
-func (s *MetaStore) PutIndexEntryIdempotent(ctx context.Context, e store.IndexEntry, rec store.IdempotencyRecord) error {
-	op := fmt.Sprintf("put index entry %s/%d@%d with idempotency key %q", e.Topic, e.Partition, e.BaseOffset, rec.Key)
-	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
-		TransactItems: []types.TransactWriteItem{
-			{Put: &types.Put{
-				TableName:                           aws.String(s.idem),
-				Item:                                idemItem(rec),
-				ConditionExpression:                 aws.String("attribute_not_exists(#kp)"),
-				ExpressionAttributeNames:            map[string]string{"#kp": attrKP},
-				ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
-			}},
-			{Put: s.indexPut(e)},
-		},
-	})
-	if err == nil {
-		return nil
-	}
-	err = mapError(op, err)
-	var tx *txConditionFailed
-	if !errors.As(err, &tx) {
-		return err
-	}
-	if tx.failedAt(0) {
-		old := tx.items[0]
-		if old == nil {
-			if old, err = s.getItem(ctx, op, s.idem, idemKey(rec.Key, rec.Partition)); err != nil {
-				return err
-			}
-			if old == nil {
-				return fmt.Errorf("dynamo: %s: the idempotency row vanished: %w", op, store.ErrUnavailable)
-			}
-		}
-		existing, err := decodeIdem(old)
-		if err != nil {
-			return fmt.Errorf("dynamo: %s: decode the existing idempotency row: %w", op, err)
-		}
-		return &store.IdempotencyError{Existing: existing}
-	}
-	if tx.failedAt(1) {
-		return s.conflict(ctx, op, e, tx.items[1])
-	}
-	return fmt.Errorf("dynamo: %s: unexpected cancellation: %w", op, err)
 }
 
 // LastIndexEntry queries the partition's newest entry: descending, one item, consistent.

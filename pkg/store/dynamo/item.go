@@ -175,3 +175,15 @@ func (d *decoder) duration(name string) time.Duration {
 	}
 	return 0
 }
+
+// boolean returns the boolean attribute name, false when absent.
+func (d *decoder) boolean(name string) bool {
+	switch v := d.it[name].(type) {
+	case *types.AttributeValueMemberBOOL:
+		return v.Value
+	case nil:
+	default:
+		d.fail(name, "not a boolean (%T)", v)
+	}
+	return false
+}

@@ -243,11 +243,13 @@ func (s *MetaStore) GetCommit(ctx context.Context, group, topic string, partitio
 }
 
 // ResetCommits sets the commit rows of the given partitions in a transaction that also
-// holds a ConditionCheck "no live lease" on the assignment row of every partition of the
+// updates, on condition "no live lease", the assignment row of every partition of the
 // group on topic: those that exist (one consistent query finds them) and those being
-// reset (a missing row passes the check, and a concurrent acquire fails the transaction).
-// A reset of every partition, as the API does, thus cannot miss a lease taken meanwhile.
-// The commit rows keep their generation; their metadata is removed.
+// reset (a missing row passes the condition and is created, and a concurrent acquire
+// fails the transaction). Each of those rows moves to the next generation with no owner,
+// so an owner whose lease lapsed is fenced: its renew and commit at the old generation
+// fail. A reset of every partition, as the API does, thus cannot miss a lease taken
+// meanwhile. The commit rows keep their generation; their metadata is removed.
 //
 // A transaction holds at most Config.MaxTransactItems (DynamoDB: 100) items, that is 50
 // partitions with commit rows. A larger reset runs as consecutive transactions, each
@@ -305,12 +307,17 @@ func (s *MetaStore) ResetCommits(ctx context.Context, group, topic string, offse
 	}
 	maxItems := s.cfg.maxTransactItems()
 	for _, p := range partitions {
-		items := []types.TransactWriteItem{{ConditionCheck: &types.ConditionCheck{
-			TableName:                 aws.String(s.assignments),
-			Key:                       gtpKey(group, topic, p),
-			ConditionExpression:       aws.String(leaseFree),
-			ExpressionAttributeNames:  map[string]string{"#owner": attrOwner, "#exp": attrLeaseExp},
-			ExpressionAttributeValues: item{":now": avN(now.UnixMilli())},
+		items := []types.TransactWriteItem{{Update: &types.Update{
+			TableName:           aws.String(s.assignments),
+			Key:                 gtpKey(group, topic, p),
+			UpdateExpression:    aws.String("SET #gen = if_not_exists(#gen, :zero) + :one, #group = :group, #topic = :topic REMOVE #owner"),
+			ConditionExpression: aws.String(leaseFree),
+			ExpressionAttributeNames: map[string]string{
+				"#owner": attrOwner, "#exp": attrLeaseExp, "#gen": attrGeneration, "#group": attrGroup, "#topic": attrTopic,
+			},
+			ExpressionAttributeValues: item{
+				":now": avN(now.UnixMilli()), ":zero": avN(0), ":one": avN(1), ":group": avS(group), ":topic": avS(topic),
+			},
 		}}}
 		if off, ok := offsets[p]; ok {
 			items = append(items, types.TransactWriteItem{Update: &types.Update{

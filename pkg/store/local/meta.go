@@ -23,11 +23,12 @@ const (
 	bucketGroups      = "groups"
 	bucketMembers     = "members"
 	bucketIdempotency = "idempotency"
+	bucketSequencer   = "sequencer"
 )
 
 func allBuckets() []string {
 	return []string{bucketTopics, bucketIndex, bucketPartitions, bucketAssignments,
-		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency}
+		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency, bucketSequencer}
 }
 
 // openTimeout bounds the wait for bbolt's file lock, so a second process on the same
@@ -65,7 +66,7 @@ func OpenMetaStore(path string) (*MetaStore, error) {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		return nil
+		return migrate(tx)
 	})
 	if err == nil {
 		err = syncDir(dir) // make a newly created file's directory entry durable
@@ -109,7 +110,15 @@ func (m *MetaStore) CreateTopic(ctx context.Context, t store.Topic) error {
 		if tx.Bucket([]byte(bucketTopics)).Get(key) != nil {
 			return fmt.Errorf("local: topic %q: %w", t.Name, store.ErrExists)
 		}
-		return putRec(tx, bucketTopics, key, topicToRec(t))
+		if err := putRec(tx, bucketTopics, key, topicToRec(t)); err != nil {
+			return err
+		}
+		for p := int32(0); p < t.Partitions; p++ {
+			if _, err := seqLocked(tx, t.Name, p); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
 
@@ -147,24 +156,6 @@ func (m *MetaStore) ListTopics(ctx context.Context) ([]string, error) {
 func (m *MetaStore) PutIndexEntry(ctx context.Context, e store.IndexEntry) error {
 	return m.update(ctx, func(tx *bolt.Tx) error {
 		return putIndexIfAbsent(tx, e)
-	})
-}
-
-// PutIndexEntryIdempotent writes e and rec together, each only if absent, or neither.
-func (m *MetaStore) PutIndexEntryIdempotent(ctx context.Context, e store.IndexEntry, rec store.IdempotencyRecord) error {
-	return m.update(ctx, func(tx *bolt.Tx) error {
-		ikey := idempotencyKey(rec.Key, rec.Partition)
-		existing, ok, err := getRec[idempotencyRec](tx, bucketIdempotency, ikey)
-		if err != nil {
-			return err
-		}
-		if ok {
-			return &store.IdempotencyError{Existing: existing.toStore()}
-		}
-		if err := putIndexIfAbsent(tx, e); err != nil {
-			return err // the transaction rolls back; nothing is written
-		}
-		return putRec(tx, bucketIdempotency, ikey, idempotencyToRec(rec))
 	})
 }
 
@@ -331,32 +322,6 @@ func deleteExpired[T any](tx *bolt.Tx, bucket string, now time.Time, expiry func
 	return len(doomed), nil
 }
 
-// LogStart returns the partition's log start offset, 0 if never set.
-func (m *MetaStore) LogStart(ctx context.Context, topic string, partition int32) (int64, error) {
-	var out int64
-	err := m.view(ctx, func(tx *bolt.Tx) error {
-		rec, _, err := getRec[partitionRec](tx, bucketPartitions, partitionKey(topic, partition))
-		out = rec.LogStartOffset
-		return err
-	})
-	return out, err
-}
-
-// AdvanceLogStart raises the log start offset to offset; a lower offset is ignored.
-func (m *MetaStore) AdvanceLogStart(ctx context.Context, topic string, partition int32, offset int64) error {
-	return m.update(ctx, func(tx *bolt.Tx) error {
-		key := partitionKey(topic, partition)
-		rec, _, err := getRec[partitionRec](tx, bucketPartitions, key)
-		if err != nil {
-			return err
-		}
-		if offset <= rec.LogStartOffset {
-			return nil
-		}
-		return putRec(tx, bucketPartitions, key, partitionRec{LogStartOffset: offset})
-	})
-}
-
 // AcquireLease takes the lease for member when it is free, expired at now, or already
 // member's, incrementing the generation; a live lease of another member is a
 // *store.LeaseHeldError.
@@ -487,10 +452,13 @@ func (m *MetaStore) GetCommit(ctx context.Context, group, topic string, partitio
 
 // ResetCommits sets the commit rows of the given partitions to the given offsets unless
 // a lease of the group on topic is live at now (ErrGroupActive). A reset row keeps its
-// generation, drops its metadata and is stamped with now.
+// generation, drops its metadata and is stamped with now. In the same transaction every
+// assignment row of (group, topic), and one for each partition reset, moves to the next
+// generation with no owner, fencing any earlier owner whose lease lapsed.
 func (m *MetaStore) ResetCommits(ctx context.Context, group, topic string, offsets map[int32]int64, now time.Time) error {
 	return m.update(ctx, func(tx *bolt.Tx) error {
 		prefix := appendString(appendString(nil, group), topic)
+		rows := map[int32]assignmentRec{}
 		c := tx.Bucket([]byte(bucketAssignments)).Cursor()
 		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
 			var rec assignmentRec
@@ -500,6 +468,19 @@ func (m *MetaStore) ResetCommits(ctx context.Context, group, topic string, offse
 			if a := rec.toStore(); a.Live(now) {
 				return fmt.Errorf("local: reset %s/%s: partition %d leased by %q until %s: %w",
 					group, topic, a.Partition, a.Owner, a.ExpiresAt.Format(time.RFC3339Nano), store.ErrGroupActive)
+			}
+			rows[rec.Partition] = rec
+		}
+		for partition := range offsets {
+			if _, ok := rows[partition]; !ok {
+				rows[partition] = assignmentRec{Group: group, Topic: topic, Partition: partition}
+			}
+		}
+		for partition, rec := range rows {
+			rec.Owner = ""
+			rec.Generation++
+			if err := putRec(tx, bucketAssignments, groupTopicPartitionKey(group, topic, partition), rec); err != nil {
+				return err
 			}
 		}
 		for partition, offset := range offsets {

@@ -209,12 +209,15 @@ func TestIndexEntriesMatchModel(t *testing.T) {
 	})
 }
 
+func seqErr(_ store.SeqCommit, err error) error { return err }
+
 // fill writes one row to every table.
 func fill(ctx context.Context, t testing.TB, m *MetaStore) {
 	t.Helper()
 	steps := []error{
 		m.CreateTopic(ctx, store.Topic{Name: "orders", Partitions: 4, Retention: time.Hour, CreatedAt: t0}),
-		m.PutIndexEntryIdempotent(ctx, entry("orders", 1, 0, 3), store.IdempotencyRecord{Key: "k", Partition: 1, BodyHash: "h", Count: 3, ExpiresAt: t0.Add(time.Hour)}),
+		seqErr(m.Sequence(ctx, store.SeqCommit{Entry: entry("orders", 1, 0, 3)})),
+		m.ClaimIdempotency(ctx, store.IdempotencyRecord{Key: "k", Partition: 1, BodyHash: "h", Count: 3, ExpiresAt: t0.Add(time.Hour)}),
 		m.AdvanceLogStart(ctx, "orders", 1, 2),
 	}
 	a, err := m.AcquireLease(ctx, "g", "orders", 1, "m-1", t0, t0.Add(time.Minute))
@@ -279,7 +282,7 @@ func TestCorruptRowsAreErrors(t *testing.T) {
 	ctx := context.Background()
 	m, _ := openMeta(t)
 	fill(ctx, t, m)
-	for _, garbage := range [][]byte{{}, []byte("{"), []byte(`{"count":"x","log_start_offset":"x","created_at":"x","group":1}`), {0xff, 0x00}, []byte("null")} {
+	for _, garbage := range [][]byte{{}, []byte("{"), []byte(`{"count":"x","log_start_offset":"x","next_offset":"x","created_at":"x","group":1}`), {0xff, 0x00}, []byte("null")} {
 		err := m.db.Update(func(tx *bolt.Tx) error {
 			for _, name := range allBuckets() {
 				b := tx.Bucket([]byte(name))
@@ -378,7 +381,7 @@ func TestDeleteExpired(t *testing.T) {
 			e.ExpiresAt = t0.Add(time.Duration(base) * time.Second)
 		}
 		rec := store.IdempotencyRecord{Key: fmt.Sprint(base), BaseOffset: base, Count: 1, ExpiresAt: e.ExpiresAt}
-		if err := m.PutIndexEntryIdempotent(ctx, e, rec); err != nil {
+		if err := errors.Join(m.PutIndexEntry(ctx, e), m.ClaimIdempotency(ctx, rec)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -39,6 +39,7 @@ type indexRec struct {
 	MaxTimestamp time.Time `json:"max_timestamp"`
 	AppendedAt   time.Time `json:"appended_at"`
 	ExpiresAt    time.Time `json:"expires_at"`
+	Duplicate    bool      `json:"duplicate,omitempty"`
 }
 
 func indexToRec(e store.IndexEntry) indexRec {
@@ -46,6 +47,7 @@ func indexToRec(e store.IndexEntry) indexRec {
 		Topic: e.Topic, Partition: e.Partition, BaseOffset: e.BaseOffset, Count: e.Count,
 		ObjectKey: e.ObjectKey, ByteOffset: e.ByteOffset, ByteLength: e.ByteLength,
 		MaxTimestamp: e.MaxTimestamp.UTC(), AppendedAt: e.AppendedAt.UTC(), ExpiresAt: e.ExpiresAt.UTC(),
+		Duplicate: e.Duplicate,
 	}
 }
 
@@ -54,6 +56,7 @@ func (r indexRec) toStore() store.IndexEntry {
 		Topic: r.Topic, Partition: r.Partition, BaseOffset: r.BaseOffset, Count: r.Count,
 		ObjectKey: r.ObjectKey, ByteOffset: r.ByteOffset, ByteLength: r.ByteLength,
 		MaxTimestamp: r.MaxTimestamp, AppendedAt: r.AppendedAt, ExpiresAt: r.ExpiresAt,
+		Duplicate: r.Duplicate,
 	}
 }
 

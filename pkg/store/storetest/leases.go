@@ -325,6 +325,9 @@ func testResetLive(ctx context.Context, t *testing.T, m store.MetaStore) {
 	wantCommitOffset(ctx, t, m, k0, 10)
 	wantNoCommit(ctx, t, m, k1)
 	wantNoCommit(ctx, t, m, k2)
+	wantAssignment(ctx, t, m, k0, lease(k0, "m-1", 1, 30_000)) // a refused reset fences nothing
+	wantAssignment(ctx, t, m, k1, lease(k1, "", 1, 30_000))
+	wantNoAssignment(ctx, t, m, k2)
 	// At exactly the expiry the lease is no longer live.
 	must(t, "ResetCommits at the expiry", m.ResetCommits(ctx, k0.group, k0.topic, offsets, at(30_000)))
 	wantCommitOffset(ctx, t, m, k0, 3)
@@ -352,12 +355,64 @@ func testResetAllowed(ctx context.Context, t *testing.T, m store.MetaStore) {
 	wantCommitOffset(ctx, t, m, k2, 0) // created
 	wantCommit(ctx, t, m, k3, commitRow(k3, 7, 1, 100, "keep"))
 
-	// Commits continue from the reset offsets.
-	acquire(ctx, t, m, k0, "m-2", 40_000, 70_000)
-	wantErrIs(t, "Commit below the reset offset", m.Commit(ctx, commitRow(k0, 4, 2, 41_000, ""), "m-2"), store.ErrStaleCommit)
-	must(t, "Commit at the reset offset", m.Commit(ctx, commitRow(k0, 5, 2, 41_000, ""), "m-2"))
-	must(t, "Commit above the reset offset", m.Commit(ctx, commitRow(k0, 6, 2, 42_000, ""), "m-2"))
-	wantCommit(ctx, t, m, k0, commitRow(k0, 6, 2, 42_000, ""))
+	// Commits continue from the reset offsets (the reset moved generation 1 to 2).
+	gen := acquire(ctx, t, m, k0, "m-2", 40_000, 70_000).Generation
+	if gen != 3 {
+		t.Fatalf("AcquireLease after a reset: generation %d, want 3", gen)
+	}
+	wantErrIs(t, "Commit below the reset offset", m.Commit(ctx, commitRow(k0, 4, gen, 41_000, ""), "m-2"), store.ErrStaleCommit)
+	must(t, "Commit at the reset offset", m.Commit(ctx, commitRow(k0, 5, gen, 41_000, ""), "m-2"))
+	must(t, "Commit above the reset offset", m.Commit(ctx, commitRow(k0, 6, gen, 42_000, ""), "m-2"))
+	wantCommit(ctx, t, m, k0, commitRow(k0, 6, gen, 42_000, ""))
+}
+
+// wantFencedRow fails t unless the assignment row of k has no owner and generation gen.
+func wantFencedRow(ctx context.Context, t *testing.T, m store.MetaStore, k gtp, gen int64) {
+	t.Helper()
+	a, err := m.GetAssignment(ctx, k.group, k.topic, k.partition)
+	must(t, "GetAssignment", err)
+	if a.Owner != "" || a.Generation != gen || a.Group != k.group || a.Topic != k.topic || a.Partition != k.partition {
+		t.Fatalf("GetAssignment after a reset = %+v, want no owner at generation %d", a, gen)
+	}
+}
+
+// testResetFences: a reset makes every earlier generation of the group on the topic
+// obsolete, so an owner whose lease lapsed (paused, nobody took over) can neither renew
+// nor commit at its old generation and undo the reset.
+func testResetFences(ctx context.Context, t *testing.T, m store.MetaStore) {
+	k0 := newGTP(t)
+	k1, k2 := gtp{k0.group, k0.topic, 1}, gtp{k0.group, k0.topic, 2}
+	other := gtp{k0.group, k0.topic + "x", 0}
+	acquire(ctx, t, m, k0, "m-1", 0, 30_000) // lapses: m-1 is paused
+	must(t, "Commit", m.Commit(ctx, commitRow(k0, 10, 1, 100, ""), "m-1"))
+	acquire(ctx, t, m, k1, "m-2", 0, 30_000)
+	must(t, "ReleaseLease", m.ReleaseLease(ctx, k1.group, k1.topic, k1.partition, "m-2", 1))
+	acquire(ctx, t, m, other, "m-3", 0, 900_000)
+
+	must(t, "ResetCommits", m.ResetCommits(ctx, k0.group, k0.topic, map[int32]int64{0: 0, 1: 0, 2: 0}, at(40_000)))
+	wantFencedRow(ctx, t, m, k0, 2)
+	wantFencedRow(ctx, t, m, k1, 2)
+	wantFencedRow(ctx, t, m, k2, 1) // created by the reset
+	wantAssignment(ctx, t, m, other, lease(other, "m-3", 1, 900_000))
+
+	// The paused owner wakes up: every call at its old generation is fenced.
+	_, err := m.RenewLease(ctx, k0.group, k0.topic, k0.partition, "m-1", 1, at(70_000))
+	wantErrIs(t, "RenewLease at the generation before the reset", err, store.ErrFenced)
+	wantErrIs(t, "Commit at the generation before the reset",
+		m.Commit(ctx, commitRow(k0, 20, 1, 41_000, ""), "m-1"), store.ErrFenced)
+	wantErrIs(t, "ReleaseLease at the generation before the reset",
+		m.ReleaseLease(ctx, k0.group, k0.topic, k0.partition, "m-1", 1), store.ErrFenced)
+	wantCommitOffset(ctx, t, m, k0, 0)
+	wantFencedRow(ctx, t, m, k0, 2)
+
+	// Leases taken after the reset work from the next generation.
+	if a := acquire(ctx, t, m, k0, "m-1", 41_000, 71_000); a.Generation != 3 {
+		t.Fatalf("AcquireLease after the reset: generation %d, want 3", a.Generation)
+	}
+	must(t, "Commit after re-acquiring", m.Commit(ctx, commitRow(k0, 1, 3, 42_000, ""), "m-1"))
+	if a := acquire(ctx, t, m, k2, "m-2", 41_000, 71_000); a.Generation != 2 {
+		t.Fatalf("AcquireLease of a partition first leased after the reset: generation %d, want 2", a.Generation)
+	}
 }
 
 func testListAssignmentsCommits(ctx context.Context, t *testing.T, m store.MetaStore) {

@@ -25,7 +25,7 @@ type memStore struct {
 	topics      map[string]store.Topic
 	index       map[tpKey]map[int64]store.IndexEntry
 	idem        map[idemKey]store.IdempotencyRecord
-	logStart    map[tpKey]int64
+	seq         map[tpKey]store.SeqState
 	assignments map[gtp]store.Assignment
 	commits     map[gtp]store.CommitRow
 	groups      map[string]store.GroupConfig
@@ -49,7 +49,7 @@ func newMemStore(bug string) *memStore {
 		topics:      map[string]store.Topic{},
 		index:       map[tpKey]map[int64]store.IndexEntry{},
 		idem:        map[idemKey]store.IdempotencyRecord{},
-		logStart:    map[tpKey]int64{},
+		seq:         map[tpKey]store.SeqState{},
 		assignments: map[gtp]store.Assignment{},
 		commits:     map[gtp]store.CommitRow{},
 		groups:      map[string]store.GroupConfig{},
@@ -223,29 +223,64 @@ func (s *memStore) PutIndexEntry(_ context.Context, e store.IndexEntry) error {
 	return s.putEntryLocked(e)
 }
 
-func (s *memStore) PutIndexEntryIdempotent(_ context.Context, e store.IndexEntry, rec store.IdempotencyRecord) error {
+func (s *memStore) ClaimIdempotency(_ context.Context, rec store.IdempotencyRecord) error {
 	s.lock()
 	defer s.mu.Unlock()
 	k := idemKey{rec.Key, rec.Partition}
 	if s.bug == "IdemKeyIgnoresPartition" {
 		k.partition = 0
 	}
-	if old, ok := s.idem[k]; ok {
-		if s.bug == "IdemWritesEntryAnyway" {
-			_ = s.putEntryLocked(e)
-		}
+	if old, ok := s.idem[k]; ok && s.bug != "IdemClaimOverwrites" {
 		return &store.IdempotencyError{Existing: old}
-	}
-	if s.bug == "IdemWritesRecordFirst" {
-		rec.ExpiresAt = s.storeTime(rec.ExpiresAt)
-		s.idem[k] = rec
-	}
-	if err := s.putEntryLocked(e); err != nil {
-		return err
 	}
 	rec.ExpiresAt = s.storeTime(rec.ExpiresAt)
 	s.idem[k] = rec
 	return nil
+}
+
+// seqLocked returns the partition's counter, seeding it from the index when absent.
+func (s *memStore) seqLocked(topic string, partition int32) store.SeqState {
+	k := tpKey{topic, partition}
+	st, ok := s.seq[k]
+	if !ok {
+		st = store.SeqState{Topic: topic, Partition: partition}
+		if es := s.sortedEntries(topic, partition); len(es) > 0 && s.bug != "SeedIgnoresIndex" {
+			st.NextOffset = es[len(es)-1].End()
+		}
+		s.seq[k] = st
+	}
+	if s.bug == "HWFromIndex" {
+		st.NextOffset = 0
+		if es := s.sortedEntries(topic, partition); len(es) > 0 {
+			st.NextOffset = es[len(es)-1].End()
+		}
+	}
+	return st
+}
+
+// Sequence adds to the counter and leaves the index entry to the caller, as DynamoDB does.
+func (s *memStore) Sequence(_ context.Context, c store.SeqCommit) (store.SeqCommit, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	st := s.seqLocked(c.Entry.Topic, c.Entry.Partition)
+	if s.bug == "SequenceRace" {
+		s.racy()
+	}
+	c.Entry.BaseOffset = st.NextOffset
+	st.NextOffset += c.Entry.Count
+	st.NextSeq++
+	c.Seq = st.NextSeq
+	last := c
+	last.Entry = s.storeEntry(c.Entry)
+	st.Last = &last
+	s.seq[tpKey{c.Entry.Topic, c.Entry.Partition}] = st
+	return c, nil
+}
+
+func (s *memStore) Sequencer(_ context.Context, topic string, partition int32) (store.SeqState, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	return s.seqLocked(topic, partition), nil
 }
 
 // sortedEntries returns the partition's entries by base offset (or by the bug's order).
@@ -346,16 +381,20 @@ func (s *memStore) DeleteIndexEntry(_ context.Context, topic string, partition i
 func (s *memStore) LogStart(_ context.Context, topic string, partition int32) (int64, error) {
 	s.lock()
 	defer s.mu.Unlock()
-	return s.logStart[tpKey{topic, partition}], nil
+	return s.seqLocked(topic, partition).LogStart, nil
 }
 
 func (s *memStore) AdvanceLogStart(_ context.Context, topic string, partition int32, offset int64) error {
 	s.lock()
 	defer s.mu.Unlock()
-	k := tpKey{topic, partition}
-	if offset > s.logStart[k] || s.bug == "LogStartLowers" {
-		s.logStart[k] = offset
+	st := s.seqLocked(topic, partition)
+	if offset > st.NextOffset && s.bug != "LogStartPastEnd" {
+		return store.ErrBeyondEnd
 	}
+	if offset > st.LogStart || s.bug == "LogStartLowers" {
+		st.LogStart = offset
+	}
+	s.seq[tpKey{topic, partition}] = st
 	return nil
 }
 
@@ -472,6 +511,23 @@ func (s *memStore) ResetCommits(_ context.Context, group, topic string, offsets 
 	for k, a := range s.assignments {
 		if k.group == group && (k.topic == topic || s.bug == "ResetChecksAllTopics") && s.live(a, now) {
 			return store.ErrGroupActive
+		}
+	}
+	if s.bug != "ResetKeepsGenerations" {
+		fence := map[gtp]bool{}
+		for k := range s.assignments {
+			if k.group == group && k.topic == topic {
+				fence[k] = true
+			}
+		}
+		for p := range offsets {
+			fence[gtp{group, topic, p}] = true
+		}
+		for k := range fence {
+			a := s.assignments[k]
+			a.Group, a.Topic, a.Partition, a.Owner = group, topic, k.partition, ""
+			a.Generation++
+			s.assignments[k] = a
 		}
 	}
 	for p, o := range offsets {

@@ -32,16 +32,15 @@ func metaStoreSections() []section[store.MetaStore] {
 			{"SetEntryExpiry", testSetEntryExpiry},
 			{"DeleteIndexEntry", testDeleteIndexEntry},
 		}},
+		{"Sequencer", sequencerCases()},
 		{"Idempotency", []testCase[store.MetaStore]{
-			{"BothWritten", testIdemBothWritten},
-			{"KeyTakenWritesNoEntry", testIdemKeyTaken},
-			{"BaseTakenWritesNoRecord", testIdemBaseTaken},
-			{"BothTakenReportsKey", testIdemBothTaken},
+			{"ClaimOnce", testIdemClaimOnce},
 			{"KeyIsPerPartition", testIdemPerPartition},
 			{"GetUnknown", testIdemUnknown},
 		}},
 		{"Partitions", []testCase[store.MetaStore]{
 			{"LogStartNeverLowers", testLogStart},
+			{"LogStartNeverPassesEnd", testLogStartBeyondEnd},
 		}},
 		{"Leases", []testCase[store.MetaStore]{
 			{"GetUnknown", testLeaseUnknown},
@@ -58,6 +57,7 @@ func metaStoreSections() []section[store.MetaStore] {
 			{"FencedChangesNothing", testCommitFenced},
 			{"ResetRefusedWhileLive", testResetLive},
 			{"ResetAfterExpiryOrRelease", testResetAllowed},
+			{"ResetFencesLapsedOwner", testResetFences},
 			{"ListOrderedAndIsolated", testListAssignmentsCommits},
 		}},
 		{"Groups", []testCase[store.MetaStore]{
@@ -68,6 +68,7 @@ func metaStoreSections() []section[store.MetaStore] {
 		{"Races", []testCase[store.MetaStore]{
 			{"PutIndexEntrySameBase", testRacePutIndexEntry},
 			{"SequencerTilesOffsets", testRaceSequencer},
+			{"SequencerAgainstSeeding", testRaceSequencerSeed},
 			{"IdempotencyKeyOnce", testRaceIdempotency},
 			{"CreateTopicOnce", testRaceCreateTopic},
 			{"AcquireFreeLeaseOnce", testRaceAcquire},
@@ -415,9 +416,9 @@ func wantIdemErr(t *testing.T, err error, existing store.IdempotencyRecord) {
 	t.Helper()
 	var ie *store.IdempotencyError
 	if !errors.As(err, &ie) {
-		t.Fatalf("PutIndexEntryIdempotent with a used key: %v, want an *IdempotencyError", err)
+		t.Fatalf("ClaimIdempotency with a used key: %v, want an *IdempotencyError", err)
 	}
-	wantErrIs(t, "PutIndexEntryIdempotent with a used key", err, store.ErrIdempotencyKeyUsed)
+	wantErrIs(t, "ClaimIdempotency with a used key", err, store.ErrIdempotencyKeyUsed)
 	if normRecord(ie.Existing) != normRecord(existing) {
 		t.Fatalf("IdempotencyError.Existing = %+v, want the stored %+v", ie.Existing, existing)
 	}
@@ -435,59 +436,13 @@ func wantConflictErr(t *testing.T, what string, err error, existing store.IndexE
 	}
 }
 
-func testIdemBothWritten(ctx context.Context, t *testing.T, m store.MetaStore) {
+func testIdemClaimOnce(ctx context.Context, t *testing.T, m store.MetaStore) {
 	topic, key := UniqueName(t, "t"), UniqueName(t, "idem")
-	e := entry(topic, 2, 0, 5)
-	rec := record(key, 2, e, "sha256:aa")
-	must(t, "PutIndexEntryIdempotent", m.PutIndexEntryIdempotent(ctx, e, rec))
-	wantLast(ctx, t, m, topic, 2, e, true)
+	rec := record(key, 2, entry(topic, 2, 0, 5), "sha256:aa")
+	must(t, "ClaimIdempotency", m.ClaimIdempotency(ctx, rec))
 	wantRecord(ctx, t, m, rec)
-}
-
-func testIdemKeyTaken(ctx context.Context, t *testing.T, m store.MetaStore) {
-	topic, key := UniqueName(t, "t"), UniqueName(t, "idem")
-	e := entry(topic, 0, 0, 5)
-	rec := record(key, 0, e, "sha256:aa")
-	must(t, "PutIndexEntryIdempotent", m.PutIndexEntryIdempotent(ctx, e, rec))
-
-	next := entry(topic, 0, 5, 3)
-	err := m.PutIndexEntryIdempotent(ctx, next, record(key, 0, next, "sha256:bb"))
-	wantIdemErr(t, err, rec)
-	wantLast(ctx, t, m, topic, 0, e, true)
-	wantIndexEntries(ctx, t, m, topic, 0, 5, 10, []store.IndexEntry{e})
+	wantIdemErr(t, m.ClaimIdempotency(ctx, record(key, 2, entry(topic, 2, 5, 3), "sha256:bb")), rec)
 	wantRecord(ctx, t, m, rec)
-}
-
-func testIdemBaseTaken(ctx context.Context, t *testing.T, m store.MetaStore) {
-	topic, key := UniqueName(t, "t"), UniqueName(t, "idem")
-	e := entry(topic, 1, 0, 5)
-	putEntries(ctx, t, m, e)
-
-	mine := entry(topic, 1, 0, 2)
-	mine.ObjectKey = "v1/mine"
-	err := m.PutIndexEntryIdempotent(ctx, mine, record(key, 1, mine, "sha256:cc"))
-	wantConflictErr(t, "PutIndexEntryIdempotent at a taken base", err, e)
-	_, err = m.GetIdempotency(ctx, key, 1)
-	wantErrIs(t, "GetIdempotency after a conflict", err, store.ErrNotFound)
-	wantIndexEntries(ctx, t, m, topic, 1, 0, 10, []store.IndexEntry{e})
-
-	// The key is still free: the retry at the right base succeeds.
-	mine.BaseOffset = e.End()
-	rec := record(key, 1, mine, "sha256:cc")
-	must(t, "PutIndexEntryIdempotent at the next base", m.PutIndexEntryIdempotent(ctx, mine, rec))
-	wantRecord(ctx, t, m, rec)
-	wantIndexEntries(ctx, t, m, topic, 1, 0, 10, []store.IndexEntry{e, mine})
-}
-
-func testIdemBothTaken(ctx context.Context, t *testing.T, m store.MetaStore) {
-	topic, key := UniqueName(t, "t"), UniqueName(t, "idem")
-	e := entry(topic, 0, 0, 5)
-	rec := record(key, 0, e, "sha256:aa")
-	must(t, "PutIndexEntryIdempotent", m.PutIndexEntryIdempotent(ctx, e, rec))
-	again := entry(topic, 0, 0, 8)
-	again.ObjectKey = "v1/again"
-	wantIdemErr(t, m.PutIndexEntryIdempotent(ctx, again, record(key, 0, again, "sha256:aa")), rec)
-	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, []store.IndexEntry{e})
 }
 
 func testIdemPerPartition(ctx context.Context, t *testing.T, m store.MetaStore) {
@@ -498,7 +453,7 @@ func testIdemPerPartition(ctx context.Context, t *testing.T, m store.MetaStore) 
 		wantErrIs(t, fmt.Sprintf("GetIdempotency(partition %d) before", p), err, store.ErrNotFound)
 		e := entry(topic, p, 0, int64(p)+1)
 		rec := record(key, p, e, fmt.Sprintf("sha256:%d", p))
-		must(t, fmt.Sprintf("PutIndexEntryIdempotent(partition %d)", p), m.PutIndexEntryIdempotent(ctx, e, rec))
+		must(t, fmt.Sprintf("ClaimIdempotency(partition %d)", p), m.ClaimIdempotency(ctx, rec))
 		recs = append(recs, rec)
 	}
 	for _, rec := range recs {
@@ -510,7 +465,7 @@ func testIdemPerPartition(ctx context.Context, t *testing.T, m store.MetaStore) 
 	wantErrIs(t, "GetIdempotency of a longer key", err, store.ErrNotFound)
 	e := entry(topic, 0, 1, 1)
 	rec := record(longer, 0, e, "sha256:longer")
-	must(t, "PutIndexEntryIdempotent with a longer key", m.PutIndexEntryIdempotent(ctx, e, rec))
+	must(t, "ClaimIdempotency with a longer key", m.ClaimIdempotency(ctx, rec))
 	wantRecord(ctx, t, m, rec)
 	wantRecord(ctx, t, m, recs[0])
 }
@@ -534,6 +489,7 @@ func wantLogStart(ctx context.Context, t *testing.T, m store.MetaStore, topic st
 func testLogStart(ctx context.Context, t *testing.T, m store.MetaStore) {
 	topic := UniqueName(t, "t")
 	wantLogStart(ctx, t, m, topic, 0, 0)
+	commit(ctx, t, m, entry(topic, 0, 0, 300))
 	must(t, "AdvanceLogStart", m.AdvanceLogStart(ctx, topic, 0, 10))
 	wantLogStart(ctx, t, m, topic, 0, 10)
 	must(t, "AdvanceLogStart to a lower offset", m.AdvanceLogStart(ctx, topic, 0, 5))
@@ -541,13 +497,28 @@ func testLogStart(ctx context.Context, t *testing.T, m store.MetaStore) {
 	must(t, "AdvanceLogStart to the same offset", m.AdvanceLogStart(ctx, topic, 0, 10))
 	wantLogStart(ctx, t, m, topic, 0, 10)
 	must(t, "AdvanceLogStart", m.AdvanceLogStart(ctx, topic, 0, 256))
-	must(t, "AdvanceLogStart", m.AdvanceLogStart(ctx, topic, 0, 1<<40))
-	must(t, "AdvanceLogStart to a lower offset", m.AdvanceLogStart(ctx, topic, 0, 1<<32))
-	wantLogStart(ctx, t, m, topic, 0, 1<<40)
+	must(t, "AdvanceLogStart to the end", m.AdvanceLogStart(ctx, topic, 0, 300))
+	must(t, "AdvanceLogStart to a lower offset", m.AdvanceLogStart(ctx, topic, 0, 100))
+	wantLogStart(ctx, t, m, topic, 0, 300)
+	wantNextOffset(ctx, t, m, topic, 0, 300)
 
+	commit(ctx, t, m, entry(topic, 10, 0, 3))
 	must(t, "AdvanceLogStart of another partition", m.AdvanceLogStart(ctx, topic, 10, 3))
 	wantLogStart(ctx, t, m, topic, 10, 3)
 	wantLogStart(ctx, t, m, topic, 1, 0)
 	wantLogStart(ctx, t, m, topic+"0", 0, 0)
-	wantLogStart(ctx, t, m, topic, 0, 1<<40)
+	wantLogStart(ctx, t, m, topic, 0, 300)
+}
+
+// testLogStartBeyondEnd: the log start never passes the high watermark, and moving it
+// never moves the high watermark.
+func testLogStartBeyondEnd(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := UniqueName(t, "t")
+	err := m.AdvanceLogStart(ctx, topic, 0, 1)
+	wantErrIs(t, "AdvanceLogStart of an empty partition", err, store.ErrBeyondEnd)
+	commit(ctx, t, m, entry(topic, 0, 0, 4))
+	err = m.AdvanceLogStart(ctx, topic, 0, 5)
+	wantErrIs(t, "AdvanceLogStart past the end", err, store.ErrBeyondEnd)
+	wantLogStart(ctx, t, m, topic, 0, 0)
+	wantNextOffset(ctx, t, m, topic, 0, 4)
 }

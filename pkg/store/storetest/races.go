@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -50,11 +51,12 @@ func testRacePutIndexEntry(ctx context.Context, t *testing.T, m store.MetaStore)
 	wantIndexEntries(ctx, t, m, topic, 0, 0, 100, es[w:w+1])
 }
 
-// testRaceSequencer: appenders racing on one partition with the read-last-then-put loop
-// must tile its offsets densely, each append landing exactly once.
+// testRaceSequencer: appenders committing concurrently to one partition must get
+// disjoint ranges that tile its offsets densely from 0, each in its own commit order, and
+// their materialised entries must tile the index.
 func testRaceSequencer(ctx context.Context, t *testing.T, m store.MetaStore) {
 	topic := UniqueName(t, "t")
-	const writers, each = 8, 20
+	const writers, each = 8, 10
 	got := make([][]store.IndexEntry, writers)
 	errs := make([]error, writers)
 	race(writers, func(w int) {
@@ -96,33 +98,57 @@ func testRaceSequencer(ctx context.Context, t *testing.T, m store.MetaStore) {
 			total += put.Count
 		}
 	}
-	wantLast(ctx, t, m, topic, 0, all[len(all)-1], true)
-	if end := all[len(all)-1].End(); end != total {
-		t.Fatalf("log ends at %d, the appends hold %d offsets", end, total)
+	wantNextOffset(ctx, t, m, topic, 0, total)
+	st, err := m.Sequencer(ctx, topic, 0)
+	must(t, "Sequencer", err)
+	if st.NextSeq != writers*each {
+		t.Fatalf("NextSeq = %d after %d commits", st.NextSeq, writers*each)
 	}
+}
+
+// testRaceSequencerSeed: the first commits to a partition that has legacy index entries
+// but no counter race to seed it; every commit must land after the legacy entries.
+func testRaceSequencerSeed(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := UniqueName(t, "t")
+	legacy := entry(topic, 0, 0, 7)
+	putEntries(ctx, t, m, legacy)
+	const n = 6
+	bases := make([]int64, n)
+	errs := make([]error, n)
+	race(n, func(i int) {
+		e := entry(topic, 0, 0, 1)
+		e.ObjectKey = fmt.Sprintf("seed-%d", i)
+		put, err := AppendEntry(ctx, m, e)
+		bases[i], errs[i] = put.BaseOffset, err
+	})
+	must(t, "concurrent first commits", errors.Join(errs...))
+	slices.Sort(bases)
+	for i, b := range bases {
+		if b != legacy.End()+int64(i) {
+			t.Fatalf("first commits after a legacy index ending at %d got bases %v", legacy.End(), bases)
+		}
+	}
+	wantNextOffset(ctx, t, m, topic, 0, legacy.End()+n)
 }
 
 func testRaceIdempotency(ctx context.Context, t *testing.T, m store.MetaStore) {
 	topic, key := UniqueName(t, "t"), UniqueName(t, "idem")
 	const n = 8
-	es := make([]store.IndexEntry, n)
 	recs := make([]store.IdempotencyRecord, n)
 	errs := make([]error, n)
-	for i := range es {
-		es[i] = entry(topic, 0, int64(10*i), 5)
-		recs[i] = record(key, 0, es[i], fmt.Sprintf("sha256:%d", i))
+	for i := range recs {
+		recs[i] = record(key, 0, entry(topic, 0, int64(10*i), 5), fmt.Sprintf("sha256:%d", i))
 	}
 	race(n, func(i int) {
-		errs[i] = retryUnavailable(func() error { return m.PutIndexEntryIdempotent(ctx, es[i], recs[i]) })
+		errs[i] = retryUnavailable(func() error { return m.ClaimIdempotency(ctx, recs[i]) })
 	})
-	w := oneWinner(t, "PutIndexEntryIdempotent with one key", errs)
+	w := oneWinner(t, "ClaimIdempotency with one key", errs)
 	for i, err := range errs {
 		if i != w {
 			wantIdemErr(t, err, recs[w])
 		}
 	}
 	wantRecord(ctx, t, m, recs[w])
-	wantIndexEntries(ctx, t, m, topic, 0, 0, 100, es[w:w+1])
 }
 
 func testRaceCreateTopic(ctx context.Context, t *testing.T, m store.MetaStore) {

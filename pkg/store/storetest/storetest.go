@@ -123,46 +123,33 @@ func UniqueName(t testing.TB, kind string) string {
 	return fmt.Sprintf("%s-%s-%s", kind, base, hex.EncodeToString(b[:]))
 }
 
-// maxAppendAttempts bounds AppendEntry's retries so a broken store fails instead of spinning.
-const maxAppendAttempts = 1000
-
-// AppendEntry writes e at the high watermark of its partition the way an appender
-// sequences: read the last entry, put at its end, and after a lost race retry at the
-// winner's end (or re-read). It returns e with the BaseOffset it got.
-func AppendEntry(ctx context.Context, idx store.IndexStore, e store.IndexEntry) (store.IndexEntry, error) {
-	next, err := highWatermark(ctx, idx, e.Topic, e.Partition)
+// AppendEntry commits e to its partition's sequencer and, when the store did not
+// materialise the commit itself, writes the index entry as the appender does. It returns
+// e with the BaseOffset it got.
+func AppendEntry(ctx context.Context, m interface {
+	store.SequencerStore
+	store.IndexStore
+}, e store.IndexEntry) (store.IndexEntry, error) {
+	var c store.SeqCommit
+	err := retryUnavailable(func() error {
+		var err error
+		c, err = m.Sequence(ctx, store.SeqCommit{Entry: e})
+		return err
+	})
 	if err != nil {
-		return e, err
+		return e, fmt.Errorf("commit: %w", err)
 	}
-	for range maxAppendAttempts {
-		e.BaseOffset = next
-		err := idx.PutIndexEntry(ctx, e)
+	if !c.Materialized {
+		err := retryUnavailable(func() error { return m.PutIndexEntry(ctx, c.Entry) })
 		var ce *store.ConflictError
-		switch {
-		case err == nil:
-			return e, nil
-		case errors.As(err, &ce) && ce.Existing.End() > next:
-			next = ce.Existing.End()
-		case errors.Is(err, store.ErrConflict), errors.Is(err, store.ErrUnavailable):
-			if next, err = highWatermark(ctx, idx, e.Topic, e.Partition); err != nil {
-				return e, err
-			}
-		default:
-			return e, fmt.Errorf("append at %d: %w", next, err)
+		if errors.As(err, &ce) && ce.Existing.ObjectKey == c.Entry.ObjectKey && ce.Existing.ByteOffset == c.Entry.ByteOffset {
+			err = nil
+		}
+		if err != nil {
+			return c.Entry, fmt.Errorf("index entry at %d: %w", c.Entry.BaseOffset, err)
 		}
 	}
-	return e, fmt.Errorf("append to %s/%d: no free offset after %d attempts", e.Topic, e.Partition, maxAppendAttempts)
-}
-
-func highWatermark(ctx context.Context, idx store.IndexStore, topic string, partition int32) (int64, error) {
-	last, ok, err := idx.LastIndexEntry(ctx, topic, partition)
-	if err != nil {
-		return 0, fmt.Errorf("last index entry: %w", err)
-	}
-	if !ok {
-		return 0, nil
-	}
-	return last.End(), nil
+	return c.Entry, nil
 }
 
 // CheckTiling reports the first way entries fail to tile the offsets [first base, end):

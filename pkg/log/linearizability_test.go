@@ -1,0 +1,291 @@
+package log_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+
+	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// The linearizability check of the log: concurrent clients append single records to ONE
+// partition, some through appenders that crash at a random step (before or after the
+// commit, or between the commit and the index write), while others poll and read the
+// high watermark. The history must be explained by a sequential log: a poll returns a
+// prefix of the log from its offset with the high watermark of one instant, and an
+// append whose appender crashed may have happened (once, at one instant) or not.
+
+const (
+	seqClients   = 5
+	seqOpsPerCli = 3
+	seqHistories = 200
+)
+
+type seqKind int
+
+const (
+	seqAppend seqKind = iota
+	seqPoll
+	seqHW
+)
+
+type seqInput struct {
+	kind   seqKind
+	value  string // append
+	offset int64  // poll
+}
+
+type seqOutput struct {
+	unknown bool     // append: the appender crashed; it may or may not have happened
+	offset  int64    // append: the acknowledged offset
+	values  []string // poll: the records returned
+	hw      int64    // poll, hw: the high watermark
+	err     bool     // the call failed outright
+}
+
+// seqModel's state is the log's values joined by "\x00" (comparable, as porcupine needs).
+var seqModel = porcupine.NondeterministicModel{
+	Init: func() []any { return []any{""} },
+	Step: func(state, input, output any) []any {
+		s := state.(string)
+		var vals []string
+		if s != "" {
+			vals = strings.Split(s, "\x00")
+		}
+		in, out := input.(seqInput), output.(seqOutput)
+		switch in.kind {
+		case seqAppend:
+			next := strings.Join(append(vals[:len(vals):len(vals)], in.value), "\x00")
+			switch {
+			case out.unknown:
+				return []any{s, next}
+			case out.err:
+				return []any{s}
+			case out.offset == int64(len(vals)):
+				return []any{next}
+			}
+			return nil
+		case seqPoll:
+			if out.err || out.hw != int64(len(vals)) || in.offset+int64(len(out.values)) > out.hw {
+				return nil
+			}
+			for i, v := range out.values {
+				if vals[in.offset+int64(i)] != v {
+					return nil
+				}
+			}
+			return []any{s}
+		case seqHW:
+			if out.err || out.hw != int64(len(vals)) {
+				return nil
+			}
+			return []any{s}
+		}
+		return nil
+	},
+	DescribeOperation: func(input, output any) string {
+		in, out := input.(seqInput), output.(seqOutput)
+		switch in.kind {
+		case seqAppend:
+			if out.unknown {
+				return fmt.Sprintf("append(%s) -> crashed", in.value)
+			}
+			return fmt.Sprintf("append(%s) -> %d", in.value, out.offset)
+		case seqPoll:
+			return fmt.Sprintf("poll(%d) -> %v hw %d", in.offset, out.values, out.hw)
+		}
+		return fmt.Sprintf("hw -> %d", out.hw)
+	},
+}
+
+// crashingMeta crashes an appender at one step, chosen by mode: 1 the commit is
+// refused, 2 the commit is applied and its answer lost, 3 the index write fails.
+type crashingMeta struct {
+	store.MetaStore
+	mode int
+}
+
+func (c crashingMeta) Sequence(ctx context.Context, sc store.SeqCommit) (store.SeqCommit, error) {
+	switch c.mode {
+	case 1:
+		return store.SeqCommit{}, errCrash
+	case 2:
+		if _, err := c.MetaStore.Sequence(ctx, sc); err != nil {
+			return store.SeqCommit{}, err
+		}
+		return store.SeqCommit{}, errCrash
+	}
+	return c.MetaStore.Sequence(ctx, sc)
+}
+
+func (c crashingMeta) PutIndexEntry(ctx context.Context, e store.IndexEntry) error {
+	if c.mode == 3 {
+		return errCrash
+	}
+	return c.MetaStore.PutIndexEntry(ctx, e)
+}
+
+// TestLinearizableWithCrashedAppenders checks 200 histories per backend.
+func TestLinearizableWithCrashedAppenders(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		reader, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, GapWait: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		materialiser(t, s, reader)
+		var clock atomic.Int64
+		tick := func() int64 { return clock.Add(1) }
+		crashes := 0
+		for h := range seqHistories {
+			topic := fmt.Sprintf("lin-%d", h)
+			mustTopic(t, reader, topic, 1)
+			rng := rand.New(rand.NewPCG(uint64(h), 7))
+			var mu sync.Mutex
+			var ops []porcupine.Operation
+			var wg sync.WaitGroup
+			for c := range seqClients {
+				seed := rng.Uint64()
+				wg.Go(func() {
+					r := rand.New(rand.NewPCG(seed, uint64(c)))
+					for i := range seqOpsPerCli {
+						in, out, call, ret := runSeqOp(ctx, t, s, reader, topic, r, fmt.Sprintf("c%d-%d", c, i), tick)
+						mu.Lock()
+						ops = append(ops, porcupine.Operation{ClientId: c, Input: in, Output: out, Call: call, Return: ret})
+						if out.unknown {
+							crashes++
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			wg.Wait()
+			// A crashed append may take effect any time after its call.
+			end := tick()
+			for i := range ops {
+				if ops[i].Output.(seqOutput).unknown {
+					ops[i].Return = end
+				}
+			}
+			res, info := porcupine.CheckOperationsVerbose(seqModel.ToModel(), ops, 10*time.Second)
+			if res != porcupine.Ok {
+				t.Fatalf("history %d is not linearizable (%v): %+v", h, res, describe(ops))
+			}
+			_ = info
+		}
+		t.Logf("%d histories of %d calls, %d crashed appends: 0 violations", seqHistories, seqClients*seqOpsPerCli, crashes)
+	})
+}
+
+func runSeqOp(ctx context.Context, t *testing.T, s backendtest.Stores, reader *log.Log, topic string, r *rand.Rand, value string,
+	tick func() int64) (seqInput, seqOutput, int64, int64) {
+	switch k := r.IntN(10); {
+	case k < 5:
+		in := seqInput{kind: seqAppend, value: value}
+		mode := 0
+		if r.IntN(4) == 0 {
+			mode = 1 + r.IntN(3)
+		}
+		l, err := log.New(log.Config{Objects: s.Objects, Meta: crashingMeta{s.Meta, mode}, GapWait: 100 * time.Millisecond})
+		if err != nil {
+			t.Error(err)
+		}
+		call := tick()
+		res, err := l.Append(ctx, topic, []log.Record{{Value: []byte(value)}}, log.AppendOptions{})
+		ret := tick()
+		switch {
+		case err != nil && mode == 0:
+			t.Errorf("append without an injected crash failed: %v", err)
+			return in, seqOutput{err: true}, call, ret
+		case err != nil:
+			return in, seqOutput{unknown: true}, call, ret
+		case mode == 1:
+			t.Errorf("an append whose commit was refused succeeded")
+		}
+		return in, seqOutput{offset: res[0].Offset}, call, ret
+	case k < 8:
+		_, hw, err := reader.Bounds(ctx, topic, 0)
+		if err != nil {
+			t.Error(err)
+		}
+		in := seqInput{kind: seqPoll, offset: r.Int64N(hw + 1)}
+		call := tick()
+		res, err := reader.Poll(ctx, topic, 0, in.offset, log.PollOptions{})
+		ret := tick()
+		out := seqOutput{hw: res.HighWatermark, err: err != nil}
+		for _, rec := range res.Records {
+			out.values = append(out.values, string(rec.Value))
+		}
+		if err != nil && !errors.Is(err, log.ErrOffsetOutOfRange) {
+			t.Errorf("poll: %v", err)
+		}
+		return in, out, call, ret
+	default:
+		call := tick()
+		_, hw, err := reader.Bounds(ctx, topic, 0)
+		ret := tick()
+		return seqInput{kind: seqHW}, seqOutput{hw: hw, err: err != nil}, call, ret
+	}
+}
+
+func describe(ops []porcupine.Operation) []string {
+	out := make([]string, len(ops))
+	for i, op := range ops {
+		out[i] = fmt.Sprintf("[%d,%d] %s", op.Call, op.Return, seqModel.DescribeOperation(op.Input, op.Output))
+	}
+	return out
+}
+
+// TestLinearizabilityModelRejects: the model is not vacuous — it rejects a reused
+// offset, a poll that skips a record, and a high watermark that moves back.
+func TestLinearizabilityModelRejects(t *testing.T) {
+	m := seqModel.ToModel()
+	op := func(call, ret int64, in seqInput, out seqOutput) porcupine.Operation {
+		return porcupine.Operation{Input: in, Output: out, Call: call, Return: ret}
+	}
+	cases := map[string][]porcupine.Operation{
+		"offset reused": {
+			op(1, 2, seqInput{kind: seqAppend, value: "a"}, seqOutput{offset: 0}),
+			op(3, 4, seqInput{kind: seqAppend, value: "b"}, seqOutput{offset: 0}),
+		},
+		"record skipped": {
+			op(1, 2, seqInput{kind: seqAppend, value: "a"}, seqOutput{offset: 0}),
+			op(3, 4, seqInput{kind: seqAppend, value: "b"}, seqOutput{offset: 1}),
+			op(5, 6, seqInput{kind: seqPoll, offset: 0}, seqOutput{values: []string{"b"}, hw: 2}),
+		},
+		"high watermark moved back": {
+			op(1, 2, seqInput{kind: seqAppend, value: "a"}, seqOutput{offset: 0}),
+			op(3, 4, seqInput{kind: seqHW}, seqOutput{hw: 1}),
+			op(5, 6, seqInput{kind: seqHW}, seqOutput{hw: 0}),
+		},
+		"a crashed append seen twice": {
+			op(1, 9, seqInput{kind: seqAppend, value: "a"}, seqOutput{unknown: true}),
+			op(2, 3, seqInput{kind: seqPoll, offset: 0}, seqOutput{values: []string{"a"}, hw: 1}),
+			op(4, 5, seqInput{kind: seqAppend, value: "b"}, seqOutput{offset: 1}),
+			op(6, 7, seqInput{kind: seqPoll, offset: 0}, seqOutput{values: []string{"a", "b", "a"}, hw: 3}),
+		},
+	}
+	for name, ops := range cases {
+		if porcupine.CheckOperations(m, ops) {
+			t.Errorf("%s: the model accepted a history it must reject", name)
+		}
+	}
+	ok := []porcupine.Operation{
+		op(1, 9, seqInput{kind: seqAppend, value: "a"}, seqOutput{unknown: true}),
+		op(2, 3, seqInput{kind: seqAppend, value: "b"}, seqOutput{offset: 0}),
+		op(4, 5, seqInput{kind: seqPoll, offset: 0}, seqOutput{values: []string{"b", "a"}, hw: 2}),
+	}
+	if !porcupine.CheckOperations(m, ok) {
+		t.Error("the model rejected a crashed append that took effect after another")
+	}
+}

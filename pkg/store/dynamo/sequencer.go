@@ -1,0 +1,368 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// Attributes of the sequencer item (one per partition, key attrTP). The newest commit's
+// payload is kept under c_* names so the stream carries everything the materialiser
+// needs; the item stays well under 1 KB (DynamoDB bills an update on the larger of the
+// old and new item).
+const (
+	attrNextSeq  = "next_seq"
+	attrLogStart = "log_start"
+	attrCCount   = "c_count"
+	attrCObject  = "c_obj"
+	attrCByteOff = "c_boff"
+	attrCByteLen = "c_blen"
+	attrCMaxTs   = "c_maxts"
+	attrCAt      = "c_at"
+	attrCExpires = "c_exp"
+	attrCIdem    = "c_idem"
+	attrCHash    = "c_hash"
+)
+
+func seqKey(topic string, partition int32) item { return item{attrTP: avS(tpKey(topic, partition))} }
+
+// DecodeSequencerImage decodes a sequencer item, as GetItem returns it or as a stream
+// record's NEW_IMAGE carries it (convert the stream's attribute values first). The
+// dispatch function and the in-process stream reader materialise State.Last from it.
+func DecodeSequencerImage(it map[string]types.AttributeValue) (store.SeqState, error) {
+	d := decoder{it: it}
+	st := store.SeqState{
+		Topic:      d.str(attrTopic, true),
+		Partition:  d.int32(attrPartition, true),
+		NextOffset: d.num(attrNextOffset, true),
+		NextSeq:    d.num(attrNextSeq, false),
+		LogStart:   d.num(attrLogStart, false),
+	}
+	if _, ok := it[attrCObject]; ok && d.err == nil {
+		count := d.num(attrCCount, true)
+		c := &store.SeqCommit{
+			Entry: store.IndexEntry{
+				Topic: st.Topic, Partition: st.Partition, BaseOffset: st.NextOffset - count, Count: count,
+				ObjectKey: d.str(attrCObject, true), ByteOffset: d.num(attrCByteOff, true), ByteLength: d.num(attrCByteLen, true),
+				MaxTimestamp: d.time(attrCMaxTs), AppendedAt: d.time(attrCAt), ExpiresAt: d.time(attrCExpires),
+			},
+			IdempotencyKey: d.str(attrCIdem, false),
+			BodyHash:       d.str(attrCHash, false),
+			Seq:            st.NextSeq,
+		}
+		if count < 1 || c.Entry.BaseOffset < 0 {
+			d.fail(attrCCount, "%d does not fit next_offset %d", count, st.NextOffset)
+		}
+		st.Last = c
+	}
+	if d.err == nil && (st.NextOffset < 0 || st.LogStart < 0 || st.LogStart > st.NextOffset || st.NextSeq < 0) {
+		d.fail(attrLogStart, "bounds [%d, %d) out of order", st.LogStart, st.NextOffset)
+	}
+	if d.err != nil {
+		return store.SeqState{}, d.err
+	}
+	return st, nil
+}
+
+// commitRetryer retries a sequencer add only after errors that prove the request was
+// not applied (throttling, a transaction in progress on the item). Anything else — a
+// timeout, a 5xx, a broken connection — may have been applied with its answer lost, and
+// an add is not idempotent, so it is resolved by reading the item instead.
+func commitRetryer() aws.Retryer {
+	return retry.NewStandard(func(o *retry.StandardOptions) {
+		o.MaxAttempts = 5
+		o.MaxBackoff = 200 * time.Millisecond
+		o.RateLimiter = ratelimit.None
+		o.Retryables = []retry.IsErrorRetryable{retry.IsErrorRetryableFunc(func(err error) aws.Ternary {
+			var apiErr smithy.APIError
+			if errors.As(err, &apiErr) && refusedCode(apiErr.ErrorCode()) {
+				return aws.TrueTernary
+			}
+			return aws.FalseTernary
+		})}
+	})
+}
+
+// refusedCode reports whether an error code means DynamoDB refused the request before
+// applying it and it may be sent again: throttling, or a transaction holding the item.
+func refusedCode(code string) bool {
+	switch code {
+	case "ProvisionedThroughputExceededException", "RequestLimitExceeded", "ThrottlingException",
+		"TransactionConflictException":
+		return true
+	}
+	return false
+}
+
+// notApplied reports whether DynamoDB answered the request without applying it.
+func notApplied(err error) bool {
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch code := apiErr.ErrorCode(); code {
+	case "ConditionalCheckFailedException", "ValidationException", "ResourceNotFoundException",
+		"AccessDeniedException", "UnrecognizedClientException":
+		return true
+	default:
+		return refusedCode(code)
+	}
+}
+
+// Sequence is one UpdateItem: ADD the block's count to next_offset and 1 to next_seq,
+// SET the c_* payload, on condition that the counter exists; the new next_offset minus
+// the count is the block's base. A missing counter is seeded (migration) and the add
+// tried once more. An answer that may have been lost is resolved by reading the item:
+// the commit is ours when the item's newest payload is our block.
+func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqCommit, error) {
+	e := c.Entry
+	op := fmt.Sprintf("commit %s/%d (%d records)", e.Topic, e.Partition, e.Count)
+	if e.Count < 1 {
+		return store.SeqCommit{}, fmt.Errorf("dynamo: %s: count must be positive", op)
+	}
+	set := "SET #co = :obj, #cb = :boff, #cl = :blen, #cc = :n, #cm = :mts, #ca = :at, #ce = :exp"
+	names := map[string]string{"#no": attrNextOffset, "#ns": attrNextSeq, "#co": attrCObject, "#cb": attrCByteOff,
+		"#cl": attrCByteLen, "#cc": attrCCount, "#cm": attrCMaxTs, "#ca": attrCAt, "#ce": attrCExpires,
+		"#ci": attrCIdem, "#ch": attrCHash}
+	values := item{":n": avN(e.Count), ":one": avN(1), ":obj": avS(e.ObjectKey), ":boff": avN(e.ByteOffset),
+		":blen": avN(e.ByteLength), ":mts": avN(e.MaxTimestamp.UnixMilli()), ":at": avN(e.AppendedAt.UnixMilli()),
+		":exp": avN(e.ExpiresAt.UnixMilli())}
+	remove := ""
+	if c.IdempotencyKey != "" {
+		set += ", #ci = :idem, #ch = :hash"
+		values[":idem"], values[":hash"] = avS(c.IdempotencyKey), avS(c.BodyHash)
+	} else {
+		remove = " REMOVE #ci, #ch"
+	}
+	in := &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.sequencer),
+		Key:                       seqKey(e.Topic, e.Partition),
+		UpdateExpression:          aws.String("ADD #no :n, #ns :one " + set + remove),
+		ConditionExpression:       aws.String("attribute_exists(#no)"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+		ReturnValues:              types.ReturnValueAllNew,
+	}
+	for seeded := false; ; seeded = true {
+		out, err := s.client.UpdateItem(ctx, in, func(o *dynamodb.Options) { o.Retryer = commitRetryer() })
+		if err == nil {
+			st, err := DecodeSequencerImage(out.Attributes)
+			if err != nil || st.Last == nil {
+				return store.SeqCommit{}, fmt.Errorf("dynamo: %s: decode the updated counter: %w", op, err)
+			}
+			c.Entry.BaseOffset, c.Seq = st.Last.Entry.BaseOffset, st.NextSeq
+			c.Entry.Duplicate, c.Materialized, c.Claim = false, false, nil
+			return c, nil
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) && !seeded {
+			if _, err := s.Sequencer(ctx, e.Topic, e.Partition); err != nil {
+				return store.SeqCommit{}, err
+			}
+			continue
+		}
+		if notApplied(err) {
+			return store.SeqCommit{}, mapError(op, err)
+		}
+		return s.resolveCommit(ctx, op, c, err)
+	}
+}
+
+// resolveCommit decides a commit whose answer may have been lost: it was applied if the
+// counter's newest payload is its block; otherwise its fate is unknown (it may have been
+// applied and overtaken), and the caller must not retry it.
+func (s *MetaStore) resolveCommit(ctx context.Context, op string, c store.SeqCommit, cause error) (store.SeqCommit, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	it, err := s.getItem(rctx, op, s.sequencer, seqKey(c.Entry.Topic, c.Entry.Partition))
+	if err == nil && it != nil {
+		st, derr := DecodeSequencerImage(it)
+		if derr == nil && st.Last != nil && st.Last.Entry.ObjectKey == c.Entry.ObjectKey && st.Last.Entry.ByteOffset == c.Entry.ByteOffset {
+			c.Entry.BaseOffset, c.Seq = st.Last.Entry.BaseOffset, st.NextSeq
+			c.Entry.Duplicate, c.Materialized, c.Claim = false, false, nil
+			return c, nil
+		}
+	}
+	return store.SeqCommit{}, fmt.Errorf("dynamo: %s: %w: %w: %w", op, store.ErrCommitUnknown, store.ErrUnavailable, mapError(op, cause))
+}
+
+// Sequencer reads the partition's counter strongly consistently. A partition without
+// one is seeded: next_offset from its newest index entry's end and log_start from the
+// legacy partitions table, put only if absent, so the upgrade is idempotent and a
+// concurrent seeder or commit wins.
+func (s *MetaStore) Sequencer(ctx context.Context, topic string, partition int32) (store.SeqState, error) {
+	op := fmt.Sprintf("sequencer of %s/%d", topic, partition)
+	for attempt := 0; attempt < 3; attempt++ {
+		it, err := s.getItem(ctx, op, s.sequencer, seqKey(topic, partition))
+		if err != nil {
+			return store.SeqState{}, err
+		}
+		if it != nil {
+			st, err := DecodeSequencerImage(it)
+			if err != nil {
+				return store.SeqState{}, fmt.Errorf("dynamo: %s: %w", op, err)
+			}
+			return st, nil
+		}
+		if err := s.seed(ctx, topic, partition); err != nil {
+			return store.SeqState{}, err
+		}
+	}
+	return store.SeqState{}, fmt.Errorf("dynamo: %s: seeded counter not readable: %w", op, store.ErrUnavailable)
+}
+
+// seedNewTopic creates the counters of a new topic's partitions at zero, so its first
+// appends pay no seeding. It is best effort: a counter it misses is seeded on first use.
+func (s *MetaStore) seedNewTopic(ctx context.Context, t store.Topic) {
+	const workers = 16
+	next := make(chan int32)
+	var wg sync.WaitGroup
+	for range min(workers, int(t.Partitions)) {
+		wg.Go(func() {
+			for p := range next {
+				_ = s.putCounter(ctx, t.Name, p, 0, 0)
+			}
+		})
+	}
+	for p := int32(0); p < t.Partitions; p++ {
+		next <- p
+	}
+	close(next)
+	wg.Wait()
+}
+
+func (s *MetaStore) seed(ctx context.Context, topic string, partition int32) error {
+	var next int64
+	last, ok, err := s.LastIndexEntry(ctx, topic, partition)
+	if err != nil {
+		return err
+	}
+	if ok {
+		next = last.End()
+	}
+	start, err := s.legacyLogStart(ctx, topic, partition)
+	if err != nil {
+		return err
+	}
+	return s.putCounter(ctx, topic, partition, next, min(start, next))
+}
+
+// putCounter creates a partition's counter only if it has none.
+func (s *MetaStore) putCounter(ctx context.Context, topic string, partition int32, next, logStart int64) error {
+	op := fmt.Sprintf("seed sequencer of %s/%d", topic, partition)
+	it := seqKey(topic, partition)
+	it[attrTopic] = avS(topic)
+	it[attrPartition] = avN(int64(partition))
+	it[attrNextOffset] = avN(next)
+	it[attrNextSeq] = avN(0)
+	it[attrLogStart] = avN(logStart)
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                aws.String(s.sequencer),
+		Item:                     it,
+		ConditionExpression:      aws.String("attribute_not_exists(#tp)"),
+		ExpressionAttributeNames: map[string]string{"#tp": attrTP},
+	})
+	if err != nil {
+		err = mapError(op, err)
+		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
+			return nil // seeded by someone else
+		}
+		return err
+	}
+	return nil
+}
+
+// ClaimIdempotency puts the idempotency row only if absent; a taken key returns the
+// stored row from the failed condition (ALL_OLD).
+func (s *MetaStore) ClaimIdempotency(ctx context.Context, rec store.IdempotencyRecord) error {
+	op := fmt.Sprintf("claim idempotency key %q partition %d", rec.Key, rec.Partition)
+	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.idem),
+		Item:                                idemItem(rec),
+		ConditionExpression:                 aws.String("attribute_not_exists(#kp)"),
+		ExpressionAttributeNames:            map[string]string{"#kp": attrKP},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return nil
+	}
+	err = mapError(op, err)
+	var cf *conditionFailed
+	if !errors.As(err, &cf) {
+		return err
+	}
+	old := cf.item
+	if old == nil {
+		if old, err = s.getItem(ctx, op, s.idem, idemKey(rec.Key, rec.Partition)); err != nil {
+			return err
+		}
+		if old == nil {
+			return fmt.Errorf("dynamo: %s: the idempotency row vanished: %w", op, store.ErrUnavailable)
+		}
+	}
+	existing, err := decodeIdem(old)
+	if err != nil {
+		return fmt.Errorf("dynamo: %s: decode the existing idempotency row: %w", op, err)
+	}
+	return &store.IdempotencyError{Existing: existing}
+}
+
+// LogStart reads the log start from the partition's counter.
+func (s *MetaStore) LogStart(ctx context.Context, topic string, partition int32) (int64, error) {
+	st, err := s.Sequencer(ctx, topic, partition)
+	return st.LogStart, err
+}
+
+// AdvanceLogStart raises log_start on the counter on condition that it is below the new
+// value and the high watermark is not; it never touches next_offset.
+func (s *MetaStore) AdvanceLogStart(ctx context.Context, topic string, partition int32, offset int64) error {
+	op := fmt.Sprintf("advance log start of %s/%d to %d", topic, partition, offset)
+	for seeded := false; ; seeded = true {
+		_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                           aws.String(s.sequencer),
+			Key:                                 seqKey(topic, partition),
+			UpdateExpression:                    aws.String("SET #ls = :ls"),
+			ConditionExpression:                 aws.String("attribute_exists(#no) AND #ls < :ls AND #no >= :ls"),
+			ExpressionAttributeNames:            map[string]string{"#ls": attrLogStart, "#no": attrNextOffset},
+			ExpressionAttributeValues:           item{":ls": avN(offset)},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		})
+		if err == nil {
+			return nil
+		}
+		err = mapError(op, err)
+		var cf *conditionFailed
+		if !errors.As(err, &cf) {
+			return err
+		}
+		if cf.item == nil {
+			if seeded {
+				return fmt.Errorf("dynamo: %s: counter missing after seeding: %w", op, store.ErrUnavailable)
+			}
+			if _, err := s.Sequencer(ctx, topic, partition); err != nil {
+				return err
+			}
+			continue
+		}
+		st, derr := DecodeSequencerImage(cf.item)
+		switch {
+		case derr != nil:
+			return fmt.Errorf("dynamo: %s: %w", op, derr)
+		case offset <= st.LogStart:
+			return nil
+		default:
+			return fmt.Errorf("dynamo: %s: above the high watermark %d: %w", op, st.NextOffset, store.ErrBeyondEnd)
+		}
+	}
+}

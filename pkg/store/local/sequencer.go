@@ -1,0 +1,187 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// seqRec is a partition's sequencer row: the counter, the log start and the newest commit.
+type seqRec struct {
+	Topic      string        `json:"topic"`
+	Partition  int32         `json:"partition"`
+	NextOffset int64         `json:"next_offset"`
+	NextSeq    int64         `json:"next_seq"`
+	LogStart   int64         `json:"log_start"`
+	Last       *seqCommitRec `json:"last,omitempty"`
+}
+
+type seqCommitRec struct {
+	Entry          indexRec `json:"entry"`
+	IdempotencyKey string   `json:"idempotency_key,omitempty"`
+	BodyHash       string   `json:"body_hash,omitempty"`
+	Seq            int64    `json:"seq"`
+}
+
+func (r seqRec) toStore() store.SeqState {
+	st := store.SeqState{Topic: r.Topic, Partition: r.Partition, NextOffset: r.NextOffset, NextSeq: r.NextSeq, LogStart: r.LogStart}
+	if r.Last != nil {
+		st.Last = &store.SeqCommit{Entry: r.Last.Entry.toStore(), IdempotencyKey: r.Last.IdempotencyKey, BodyHash: r.Last.BodyHash, Seq: r.Last.Seq}
+	}
+	return st
+}
+
+// seqLocked returns the partition's sequencer row, seeding it inside tx when absent:
+// from the newest index entry's end and the legacy partitions row, which is how the
+// index-as-sequencer format is upgraded (idempotently: an existing row is kept).
+func seqLocked(tx *bolt.Tx, topic string, partition int32) (seqRec, error) {
+	key := partitionKey(topic, partition)
+	rec, ok, err := getRec[seqRec](tx, bucketSequencer, key)
+	if err != nil || ok {
+		return rec, err
+	}
+	rec = seqRec{Topic: topic, Partition: partition}
+	c := tx.Bucket([]byte(bucketIndex)).Cursor()
+	if k, v := seekLastBefore(c, prefixEnd(key)); k != nil && bytes.HasPrefix(k, key) {
+		var last indexRec
+		if err := decodeRec(bucketIndex, k, v, &last); err != nil {
+			return rec, err
+		}
+		rec.NextOffset = last.BaseOffset + last.Count
+	}
+	legacy, _, err := getRec[partitionRec](tx, bucketPartitions, key)
+	if err != nil {
+		return rec, err
+	}
+	rec.LogStart = min(legacy.LogStartOffset, rec.NextOffset)
+	if tx.Writable() {
+		err = putRec(tx, bucketSequencer, key, rec)
+	}
+	return rec, err
+}
+
+// migrate seeds the sequencer row of every partition of every topic (run on open).
+func migrate(tx *bolt.Tx) error {
+	return tx.Bucket([]byte(bucketTopics)).ForEach(func(k, v []byte) error {
+		var t topicRec
+		if err := json.Unmarshal(v, &t); err != nil {
+			return fmt.Errorf("local: migrate: decode topic %q: %w", k, err)
+		}
+		for p := int32(0); p < t.Partitions; p++ {
+			if _, err := seqLocked(tx, t.Name, p); err != nil {
+				return fmt.Errorf("local: migrate %s/%d: %w", t.Name, p, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Sequence adds the block to the partition's counter and writes its index entry and
+// idempotency claim in the same transaction, so a local commit is always materialised.
+func (m *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqCommit, error) {
+	err := m.update(ctx, func(tx *bolt.Tx) error {
+		st, err := seqLocked(tx, c.Entry.Topic, c.Entry.Partition)
+		if err != nil {
+			return err
+		}
+		c.Entry.BaseOffset = st.NextOffset
+		c.Entry.Duplicate = false
+		st.NextOffset += c.Entry.Count
+		st.NextSeq++
+		c.Seq = st.NextSeq
+		c.Claim = nil
+		if c.IdempotencyKey != "" {
+			claim := store.IdempotencyRecord{Key: c.IdempotencyKey, Partition: c.Entry.Partition, BodyHash: c.BodyHash,
+				BaseOffset: c.Entry.BaseOffset, Count: c.Entry.Count, ExpiresAt: c.Entry.ExpiresAt}
+			ikey := idempotencyKey(claim.Key, claim.Partition)
+			existing, ok, err := getRec[idempotencyRec](tx, bucketIdempotency, ikey)
+			if err != nil {
+				return err
+			}
+			if ok {
+				claim = existing.toStore()
+				c.Entry.Duplicate = true
+			} else if err := putRec(tx, bucketIdempotency, ikey, idempotencyToRec(claim)); err != nil {
+				return err
+			}
+			c.Claim = &claim
+		}
+		if err := putIndexIfAbsent(tx, c.Entry); err != nil {
+			return fmt.Errorf("local: the counter of %s/%d is behind its index: %w", c.Entry.Topic, c.Entry.Partition, err)
+		}
+		st.Last = &seqCommitRec{Entry: indexToRec(c.Entry), IdempotencyKey: c.IdempotencyKey, BodyHash: c.BodyHash, Seq: c.Seq}
+		return putRec(tx, bucketSequencer, partitionKey(c.Entry.Topic, c.Entry.Partition), st)
+	})
+	if err != nil {
+		return store.SeqCommit{}, err
+	}
+	c.Materialized = true
+	return c, nil
+}
+
+// Sequencer returns the partition's sequencer row, seeding it first when absent.
+func (m *MetaStore) Sequencer(ctx context.Context, topic string, partition int32) (store.SeqState, error) {
+	var rec seqRec
+	found := false
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		var err error
+		rec, found, err = getRec[seqRec](tx, bucketSequencer, partitionKey(topic, partition))
+		return err
+	})
+	if err == nil && !found {
+		err = m.update(ctx, func(tx *bolt.Tx) error {
+			var err error
+			rec, err = seqLocked(tx, topic, partition)
+			return err
+		})
+	}
+	if err != nil {
+		return store.SeqState{}, err
+	}
+	return rec.toStore(), nil
+}
+
+// ClaimIdempotency stores rec unless its (key, partition) has a record already.
+func (m *MetaStore) ClaimIdempotency(ctx context.Context, rec store.IdempotencyRecord) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		ikey := idempotencyKey(rec.Key, rec.Partition)
+		existing, ok, err := getRec[idempotencyRec](tx, bucketIdempotency, ikey)
+		if err != nil {
+			return err
+		}
+		if ok {
+			return &store.IdempotencyError{Existing: existing.toStore()}
+		}
+		return putRec(tx, bucketIdempotency, ikey, idempotencyToRec(rec))
+	})
+}
+
+// LogStart returns the partition's log start offset, 0 if never set.
+func (m *MetaStore) LogStart(ctx context.Context, topic string, partition int32) (int64, error) {
+	st, err := m.Sequencer(ctx, topic, partition)
+	return st.LogStart, err
+}
+
+// AdvanceLogStart raises the log start offset on the sequencer row; a lower offset is
+// ignored and one above the high watermark refused.
+func (m *MetaStore) AdvanceLogStart(ctx context.Context, topic string, partition int32, offset int64) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		st, err := seqLocked(tx, topic, partition)
+		if err != nil {
+			return err
+		}
+		if offset <= st.LogStart {
+			return nil
+		}
+		if offset > st.NextOffset {
+			return fmt.Errorf("local: log start %d of %s/%d above its high watermark %d: %w", offset, topic, partition, st.NextOffset, store.ErrBeyondEnd)
+		}
+		st.LogStart = offset
+		return putRec(tx, bucketSequencer, partitionKey(topic, partition), st)
+	})
+}
