@@ -82,6 +82,26 @@ func (t *Tracker) Start(offset int64) error {
 	return nil
 }
 
+// Skip starts and completes at once every offset from the next one due up to to
+// (exclusive): offsets the log holds no record for that a reader must pass, such as an
+// idempotent append's duplicate commit. A to at or below the next offset due does nothing.
+func (t *Tracker) Skip(to int64) error {
+	for {
+		t.mu.Lock()
+		o := t.end
+		t.mu.Unlock()
+		if o >= to {
+			return nil
+		}
+		if err := t.Start(o); err != nil {
+			return err
+		}
+		if err := t.Done(o); err != nil {
+			return err
+		}
+	}
+}
+
 // Done records that offset was completed, in any order. An offset not started
 // since the last New or Reset is ErrNotStarted; one already completed is
 // ErrAlreadyDone. Neither changes anything.

@@ -336,3 +336,30 @@ func TestConcurrentWorkers(t *testing.T) {
 		t.Fatalf("InFlight() = %d, want 0", tr.InFlight())
 	}
 }
+
+// TestSkipPassesOffsetsWithoutRecords: skipped offsets complete at once, so the prefix
+// passes them as soon as every started offset before them is done.
+func TestSkipPassesOffsetsWithoutRecords(t *testing.T) {
+	tr := New(10)
+	if err := tr.Start(10); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Skip(13); err != nil {
+		t.Fatal(err)
+	}
+	if err := tr.Start(13); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Next() != 10 || tr.InFlight() != 2 {
+		t.Fatalf("next %d in flight %d, want 10 and 2", tr.Next(), tr.InFlight())
+	}
+	if err := tr.Done(10); err != nil {
+		t.Fatal(err)
+	}
+	if tr.Next() != 13 {
+		t.Fatalf("next %d after 10 completed, want 13 (11 and 12 skipped)", tr.Next())
+	}
+	if err := tr.Skip(12); err != nil || tr.Next() != 13 {
+		t.Fatalf("Skip below the next offset due changed something: %v, next %d", err, tr.Next())
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 type fixture struct {
@@ -429,3 +430,53 @@ func TestPoisonRecordWithoutDeadLetterTopicIsDropped(t *testing.T) {
 		t.Fatalf("stats %+v committed %d", st, f.committed(t, "billing"))
 	}
 }
+
+// TestDuplicateCommitsAreSkipped: an idempotent append committed twice (the retry of an
+// append whose answer was lost) leaves a duplicate block that readers skip; the consumer
+// handles every record once and its commit passes the duplicate's offsets.
+func TestDuplicateCommitsAreSkipped(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		f := newFixture(t, s, "orders", 2)
+		key := "orders#retry-1"
+		e := store.IndexEntry{Topic: "orders", Partition: 0, Count: 1}
+		// Two commits of one request (the first attempt's block and the retry's) written
+		// straight to the store, then a normal record after them.
+		res, err := f.log.Append(ctx, "orders", []log.Record{{Value: []byte("first"), Partition: i32(0)}}, log.AppendOptions{IdempotencyKey: "retry-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ent, err := s.Meta.IndexEntries(ctx, "orders", 0, res[0].Offset, 1)
+		if err != nil || len(ent) != 1 {
+			t.Fatalf("entry of the first attempt: %v, %v", ent, err)
+		}
+		e = ent[0]
+		e.ByteOffset = ent[0].ByteOffset // same block, a second commit of it
+		dup, err := s.Meta.Sequence(ctx, store.SeqCommit{Entry: e, IdempotencyKey: key, BodyHash: "other-attempt"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !dup.Materialized {
+			dup.Entry.Duplicate = true
+			if err := s.Meta.PutIndexEntry(ctx, dup.Entry); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := f.log.Append(ctx, "orders", []log.Record{{Value: []byte("after"), Partition: i32(0)}}, log.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var got seen
+		c := f.consumer(t, "billing", "m-1", func(_ context.Context, r consumer.Record) error { got.add(r.Offset); return nil }, nil)
+		if _, err := c.Run(ctx, 0, consumer.RunOptions{UntilCaughtUp: true}); err != nil {
+			t.Fatal(err)
+		}
+		if want := []int64{0, 1, 2, 4}; !slices.Equal(got.get(), want) {
+			t.Fatalf("handled offsets %v, want %v (3 is the duplicate)", got.get(), want)
+		}
+		if c := f.committed(t, "billing"); c != 5 {
+			t.Fatalf("committed %d, want 5 (past the duplicate)", c)
+		}
+	})
+}
+
+func i32(v int32) *int32 { return &v }

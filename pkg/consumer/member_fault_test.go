@@ -63,10 +63,10 @@ func (c *scriptedCoord) Commit(context.Context, string, string, int32, string, i
 // scriptedBalancer plays the steps it is given, one per call, then blocks until ctx
 // ends; like group.Balancer, releasing a partition it does not hold is an error.
 type scriptedBalancer struct {
-	mu        sync.Mutex
-	steps     []func(ctx context.Context) (group.StepResult, error)
-	calls     int
-	held      map[int32]bool
+	mu         sync.Mutex
+	steps      []func(ctx context.Context) (group.StepResult, error)
+	calls      int
+	held       map[int32]bool
 	badRelease int
 }
 
