@@ -305,7 +305,7 @@ func (f *function) invoke(ctx context.Context, ev Event) (Result, error) {
 	res.Fenced = st.Fenced
 	res.Handled, res.Retries, res.DeadLetter, res.Dropped, res.Lost = st.Handled, st.Retries, st.DeadLettered, st.Dropped, st.RecordsLost
 	res.Committed = st.Committed
-	res.StoppedAtDeadline = !errors.Is(context.Cause(workCtx), errIdle)
+	res.StoppedAtDeadline = errors.Is(context.Cause(workCtx), context.DeadlineExceeded)
 	if st.Fenced {
 		// Another invocation owns the partition now; failing would make Lambda retry
 		// this one, which could only be fenced again.
