@@ -38,7 +38,31 @@ type API struct {
 // principals.Authorizer() (runtime.Config.Auth); nil principals means every caller API
 // Gateway admitted may do everything.
 func NewAPI(h http.Handler, principals *Principals) *API {
-	return &API{adapter: httpadapter.NewV2(h), principals: principals}
+	return &API{adapter: httpadapter.NewV2(restoreHeaders(h)), principals: principals}
+}
+
+// unsplitHeaders are the headers whose value the handler must see exactly as API
+// Gateway delivered it: the proxy splits every header it does not know as single-valued
+// at its commas, which would turn an Idempotency-Key holding a comma into two.
+var unsplitHeaders = []string{"Idempotency-Key"}
+
+type eventHeadersKey struct{}
+
+// restoreHeaders sets the unsplit headers from the event's own header map, which Serve
+// puts in the request's context.
+func restoreHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if raw, ok := r.Context().Value(eventHeadersKey{}).(map[string]string); ok {
+			for _, name := range unsplitHeaders {
+				for k, v := range raw {
+					if strings.EqualFold(k, name) {
+						r.Header.Set(name, v)
+					}
+				}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // Invoke implements lambda.Handler. A payload that is not an API Gateway v2 event is an
@@ -80,7 +104,7 @@ func (a *API) Serve(ctx context.Context, req events.APIGatewayV2HTTPRequest) eve
 	if a.principals != nil {
 		req.Headers["authorization"] = "Bearer " + a.principals.token(callerARN(req))
 	}
-	resp, err := a.adapter.ProxyWithContext(ctx, req)
+	resp, err := a.adapter.ProxyWithContext(context.WithValue(ctx, eventHeadersKey{}, req.Headers), req)
 	if err != nil {
 		return errorResponse(http.StatusInternalServerError, "internal", "the request could not be served")
 	}

@@ -183,6 +183,33 @@ func TestAPIPayloadLimit(t *testing.T) {
 	}
 }
 
+// TestAPIIdempotencyKeyWithComma: the handler sees the header as the client sent it
+// (the proxy would split it at the comma): a retry appends nothing twice.
+func TestAPIIdempotencyKeyWithComma(t *testing.T) {
+	api := newAPI(t, nil)
+	invoke(t, api, fixture(t, "apigw-v2-create-topic.json"))
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(fixture(t, "apigw-v2-append.json"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev.Headers["idempotency-key"] = "batch-7, retry-safe"
+	var offsets []string
+	for range 2 {
+		resp := api.Serve(context.Background(), ev)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+		}
+		offsets = append(offsets, resp.Body)
+	}
+	if offsets[0] != offsets[1] {
+		t.Errorf("the retry answered %s, the first %s", offsets[1], offsets[0])
+	}
+	ev.Headers["idempotency-key"] = "batch-7, other"
+	if resp := api.Serve(context.Background(), ev); resp.StatusCode != 200 || resp.Body == offsets[0] {
+		t.Errorf("another key answered %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
 func TestAPIRefusesOtherEvents(t *testing.T) {
 	api := newAPI(t, nil)
 	for _, name := range []string{"scheduled-event.json", "ddb-stream-sequencer.json"} {
