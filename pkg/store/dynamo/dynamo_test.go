@@ -85,9 +85,7 @@ func TestConformance(t *testing.T) {
 	storetest.RunConformanceTests(t, newHarness)
 }
 
-// TestConditionalPutRace races conditional puts at one base offset, round after round,
-// half of them plain PutIndexEntry and half PutIndexEntryIdempotent transactions (which
-// moto runs as snapshot, apply, restore-on-failure). Through the serialising launcher
+// TestConditionalPutRace races conditional puts at one base offset, round after round. Through the serialising launcher
 // (localstack/moto_server.py) exactly one put per round wins, every loser is told the
 // winner's entry and nothing of a loser is stored. Against moto's own threaded server
 // (moto_server.py --no-lock) this fails within a few rounds: a failed transaction restores
@@ -280,5 +278,42 @@ func TestEmulatorReturnsOldItem(t *testing.T) {
 	var tce *types.TransactionCanceledException
 	if !errors.As(err, &tce) || len(tce.CancellationReasons) != 1 || len(tce.CancellationReasons[0].Item) == 0 {
 		t.Fatalf("conditional transaction: %v, want a cancellation reason with the old item", err)
+	}
+}
+
+// TestMigrationFromIndexFormat: a table set written by the release whose index was the
+// sequencer (index entries, a log start in the partitions table, no sequencer items) is
+// upgraded on first use: the counter continues after the newest entry, the log start
+// carries over, and a second read changes nothing.
+func TestMigrationFromIndexFormat(t *testing.T) {
+	m, client, cfg := newStore(t, dynamo.Config{})
+	ctx := t.Context()
+	for _, e := range []store.IndexEntry{
+		{Topic: "old", Partition: 3, BaseOffset: 0, Count: 4, ObjectKey: "v1/old/a", ByteLength: 10},
+		{Topic: "old", Partition: 3, BaseOffset: 4, Count: 2, ObjectKey: "v1/old/b", ByteLength: 10},
+	} {
+		if err := m.PutIndexEntry(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName: aws.String(cfg.TableName(dynamo.PartitionsTable)),
+		Item: map[string]types.AttributeValue{
+			"topic": &types.AttributeValueMemberS{Value: "old"}, "partition": &types.AttributeValueMemberN{Value: "3"},
+			"log_start_offset": &types.AttributeValueMemberN{Value: "4"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		st, err := m.Sequencer(ctx, "old", 3)
+		if err != nil || st.NextOffset != 6 || st.LogStart != 4 || st.Last != nil {
+			t.Fatalf("migrated sequencer = %+v, %v; want next 6, log start 4", st, err)
+		}
+	}
+	c, err := m.Sequence(ctx, store.SeqCommit{Entry: store.IndexEntry{Topic: "old", Partition: 3, Count: 1, ObjectKey: "v1/old/c", ByteLength: 5}})
+	if err != nil || c.Entry.BaseOffset != 6 || c.Seq != 1 {
+		t.Fatalf("first commit after migration = base %d seq %d, %v; want 6 and 1", c.Entry.BaseOffset, c.Seq, err)
 	}
 }

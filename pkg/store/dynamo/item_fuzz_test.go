@@ -21,6 +21,8 @@ var fuzzAttrs = []string{
 	attrKP, "key", "body_hash", attrTTL, attrGT, attrGroup, attrOwner, attrGeneration, attrLeaseExp,
 	attrNextOffset, "committed_at", "metadata", "reset_policy", "max_attempts", "dead_letter_topic",
 	attrMember, "log_start_offset",
+	attrNextSeq, attrLogStart, attrCCount, attrCObject, attrCByteOff, attrCByteLen, attrCMaxTs, attrCAt,
+	attrCExpires, attrCIdem, attrCHash,
 }
 
 // fuzzItem builds an item from fuzz bytes: kinds[i] picks the type of attribute i (absent
@@ -84,6 +86,9 @@ func FuzzDecodeItem(f *testing.F) {
 		{attrGT: avS("g#t"), attrGroup: avS("g"), attrTopic: avS("t"), attrPartition: avN(1), attrNextOffset: avN(5), attrGeneration: avN(4), "committed_at": avN(at.UnixMilli()), "metadata": avS("m")},
 		{attrGroup: avS("g"), "reset_policy": avS("earliest"), "max_attempts": avN(3), "dead_letter_topic": avS("dlq"), "created_at": avN(at.UnixMilli())},
 		{attrGroup: avS("g"), attrMember: avS("m-1"), "expires_at": avN(at.UnixMilli())},
+		{attrTP: avS("t#3"), attrTopic: avS("t"), attrPartition: avN(3), attrNextOffset: avN(43), attrNextSeq: avN(9),
+			attrLogStart: avN(2), attrCCount: avN(2), attrCObject: avS("v1/t/x"), attrCByteOff: avN(10), attrCByteLen: avN(99),
+			attrCMaxTs: avN(at.UnixMilli()), attrCAt: avN(at.UnixMilli()), attrCExpires: avN(at.UnixMilli()), attrCIdem: avS("t#k"), attrCHash: avS("h")},
 	} {
 		kinds, values := encodeFuzzItem(it)
 		f.Add(kinds, values)
@@ -151,6 +156,13 @@ func FuzzDecodeItem(f *testing.F) {
 		if g, err := decodeGroup(it); err == nil {
 			if int64(g.MaxAttempts) != decodedNum(it, "max_attempts") {
 				t.Fatalf("max_attempts %v decoded as %d", it["max_attempts"], g.MaxAttempts)
+			}
+		} else {
+			checkDecodeError(t, err)
+		}
+		if st, err := DecodeSequencerImage(it); err == nil {
+			if st.LogStart < 0 || st.LogStart > st.NextOffset || (st.Last != nil && (st.Last.Entry.BaseOffset < 0 || st.Last.Entry.End() != st.NextOffset)) {
+				t.Fatalf("sequencer image decoded out of bounds: %+v", st)
 			}
 		} else {
 			checkDecodeError(t, err)

@@ -1,0 +1,219 @@
+// Package stack is the Strata stack that cdk.json deploys: one Strata deployment (the
+// construct of infra/strata) and the example order consumer of functions/consumer
+// subscribed through it, configured from CDK context (Config, FromContext).
+package stack
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/stratalog/strata/infra/strata"
+	"github.com/stratalog/strata/pkg/deploy"
+)
+
+// BusinessKey is the partition key of the example consumer's business table: the
+// record's "topic/partition/offset", so a replay never applies an effect twice.
+const BusinessKey = "id"
+
+// Config is the stack's configuration; FromContext reads it from CDK context
+// ("strata:<name>" keys, see infra/README.md).
+type Config struct {
+	StackName string
+	// AssetDir holds <function>/bootstrap for every function.
+	AssetDir string
+	// Props of the Strata deployment (AssetDir is set from the field above).
+	Props strata.Props
+	// ExampleTopic and ExampleGroup are what the example consumer consumes.
+	ExampleTopic, ExampleGroup string
+}
+
+// contextKeys lists every context key FromContext reads, with its meaning.
+var contextKeys = map[string]string{
+	"strata:stackName":             "stack name (default Strata)",
+	"strata:defaultPartitions":     "partitions of a topic created without a count (default 4)",
+	"strata:defaultRetentionHours": "retention of a topic created without one (default 24)",
+	"strata:maxRetentionDays":      "longest topic retention; the bucket expires objects a day later (default 7)",
+	"strata:apiMemory":             "api function memory, MiB (default 1024; 2048 on managed instances)",
+	"strata:dispatchMemory":        "dispatch function memory, MiB (default 256)",
+	"strata:retentionMemory":       "retention function memory, MiB (default 256)",
+	"strata:lagSecondsAlarm":       "consumer lag alarm threshold, seconds (default 300)",
+	"strata:deadLetterAlarm":       "dead-lettered records alarm threshold per 5 minutes (default 1)",
+	"strata:errorsAlarm":           "function errors alarm threshold per 5 minutes (default 1)",
+	"strata:throttlesAlarm":        "function throttles alarm threshold per 5 minutes (default 1)",
+	"strata:appendP99AlarmMs":      "append latency p99 alarm threshold, ms (default 1000)",
+	"strata:removal":               "retain (default) or destroy: what deleting the stack does to the bucket and tables",
+	"strata:managedInstances":      "true runs the api function on Lambda Managed Instances (default false: on-demand)",
+	"strata:exampleTopic":          "topic of the example order consumer (default orders)",
+	"strata:exampleGroup":          "group of the example order consumer (default order-consumer)",
+	"strata:assetDir":              "where the function assets are (default build/functions; read by infra/app)",
+	"strata:requireAssets":         "true refuses to synthesize with placeholder assets (read by infra/app)",
+}
+
+// ContextKeys returns the context keys FromContext reads and what each means.
+func ContextKeys() map[string]string {
+	out := make(map[string]string, len(contextKeys))
+	for k, v := range contextKeys {
+		out[k] = v
+	}
+	return out
+}
+
+// FromContext reads Config from the app's context; assetDir is where the assets are.
+// A value that does not parse is an error naming the key.
+func FromContext(node constructs.Node, assetDir string) (Config, error) {
+	get := func(key string) (string, bool) {
+		v := node.TryGetContext(jsii.String(key))
+		if v == nil {
+			return "", false
+		}
+		return fmt.Sprint(v), true
+	}
+	var err error
+	num := func(key string) float64 {
+		s, ok := get(key)
+		if !ok || err != nil {
+			return 0
+		}
+		f, perr := strconv.ParseFloat(s, 64)
+		if perr != nil || f < 0 {
+			err = fmt.Errorf("stack: context %s = %q: want a non-negative number", key, s)
+		}
+		return f
+	}
+	str := func(key, def string) string {
+		if s, ok := get(key); ok && s != "" {
+			return s
+		}
+		return def
+	}
+	cfg := Config{
+		StackName:    str("strata:stackName", "Strata"),
+		AssetDir:     assetDir,
+		ExampleTopic: str("strata:exampleTopic", "orders"),
+		ExampleGroup: str("strata:exampleGroup", "order-consumer"),
+	}
+	p := &cfg.Props
+	p.AssetDir = assetDir
+	p.DefaultPartitions = int(num("strata:defaultPartitions"))
+	p.DefaultRetention = time.Duration(num("strata:defaultRetentionHours") * float64(time.Hour))
+	p.MaxRetention = time.Duration(num("strata:maxRetentionDays") * float64(24*time.Hour))
+	p.APIMemoryMiB = int(num("strata:apiMemory"))
+	p.DispatchMemoryMiB = int(num("strata:dispatchMemory"))
+	p.RetentionMemoryMiB = int(num("strata:retentionMemory"))
+	p.Alarms = strata.AlarmThresholds{
+		LagSeconds:       num("strata:lagSecondsAlarm"),
+		DeadLettered:     num("strata:deadLetterAlarm"),
+		FunctionErrors:   num("strata:errorsAlarm"),
+		Throttles:        num("strata:throttlesAlarm"),
+		AppendLatencyP99: time.Duration(num("strata:appendP99AlarmMs") * float64(time.Millisecond)),
+	}
+	switch r := str("strata:removal", "retain"); r {
+	case "retain":
+		p.RemovalPolicy = awscdk.RemovalPolicy_RETAIN
+	case "destroy":
+		p.RemovalPolicy = awscdk.RemovalPolicy_DESTROY
+	default:
+		err = fmt.Errorf("stack: context strata:removal = %q: want retain or destroy", r)
+	}
+	switch m := str("strata:managedInstances", "false"); m {
+	case "false":
+	case "true":
+		p.ManagedInstances = &strata.ManagedInstances{}
+	default:
+		err = fmt.Errorf("stack: context strata:managedInstances = %q: want true or false", m)
+	}
+	return cfg, err
+}
+
+// Stack is the synthesized stack's parts, for tests and outputs.
+type Stack struct {
+	Stack         awscdk.Stack
+	Strata        *strata.Strata
+	Consumer      awslambda.Function
+	BusinessTable awsdynamodb.Table
+}
+
+// New adds the Strata stack to app.
+func New(app constructs.Construct, cfg Config) (*Stack, error) {
+	st := awscdk.NewStack(app, jsii.String(cfg.StackName), &awscdk.StackProps{
+		Description: jsii.String("Strata: a serverless partitioned log (S3 segments, DynamoDB sequencing, Lambda)"),
+	})
+	s, err := strata.New(st, "Strata", cfg.Props)
+	if err != nil {
+		return nil, err
+	}
+	out := &Stack{Stack: st, Strata: s}
+	out.BusinessTable, out.Consumer = exampleConsumer(st, cfg)
+	if err := s.Subscribe(out.Consumer, cfg.ExampleTopic, cfg.ExampleGroup, nil); err != nil {
+		return nil, err
+	}
+	for id, v := range map[string]*string{
+		"ApiUrl":        s.API.ApiEndpoint(),
+		"BucketName":    s.Bucket.BucketName(),
+		"TablePrefix":   jsii.String(s.TablePrefix()),
+		"BusinessTable": out.BusinessTable.TableName(),
+		"DashboardName": s.Dashboard.DashboardName(),
+	} {
+		awscdk.NewCfnOutput(st, jsii.String(id), &awscdk.CfnOutputProps{Value: v})
+	}
+	return out, nil
+}
+
+// exampleConsumer is the order consumer of functions/consumer, a user's function as any
+// other: its own role (its logs and conditional puts into its business table), and the
+// Strata rights Subscribe grants.
+func exampleConsumer(scope constructs.Construct, cfg Config) (awsdynamodb.Table, awslambda.Function) {
+	business := awsdynamodb.NewTable(scope, jsii.String("OrdersTable"), &awsdynamodb.TableProps{
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(BusinessKey), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		RemovalPolicy: cfg.Props.RemovalPolicy,
+	})
+	logs := awslogs.NewLogGroup(scope, jsii.String("OrderConsumerLogs"), &awslogs.LogGroupProps{
+		Retention:     awslogs.RetentionDays_TWO_WEEKS,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	role := awsiam.NewRole(scope, jsii.String("OrderConsumerRole"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("Strata example order consumer"),
+	})
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("OwnLogs"),
+		Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
+		Resources: &[]*string{logs.LogGroupArn()},
+	}))
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("BusinessTable"),
+		Actions:   jsii.Strings("dynamodb:PutItem"),
+		Resources: &[]*string{business.TableArn()},
+	}))
+	fn := awslambda.NewFunction(scope, jsii.String("OrderConsumer"), &awslambda.FunctionProps{
+		Description:   jsii.String("Strata example order consumer (functions/consumer)"),
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(cfg.AssetDir, deploy.FunctionConsumer)), nil),
+		MemorySize:    jsii.Number(256),
+		Timeout:       awscdk.Duration_Minutes(jsii.Number(5)),
+		Role:          role,
+		LogGroup:      logs,
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+		Environment:   &map[string]*string{deploy.EnvBusinessTable: business.TableName()},
+		// dispatch re-invokes a partition that still has lag; Lambda's own async
+		// retries would only find the lease held.
+		RetryAttempts: jsii.Number(0),
+	})
+	return business, fn
+}

@@ -1,0 +1,671 @@
+package stack_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/stratalog/strata/infra/internal/assets"
+	"github.com/stratalog/strata/infra/internal/tmpl"
+	"github.com/stratalog/strata/infra/stack"
+	"github.com/stratalog/strata/infra/strata"
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/store/dynamo"
+)
+
+// The stack is synthesized once (jsii synthesis takes seconds) and every test reads the
+// same template.
+var tpl *tmpl.Template
+
+func TestMain(m *testing.M) {
+	err := synth()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "synth:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	jsii.Close()
+	os.Exit(code)
+}
+
+func synth() error {
+	dir, err := assets.Placeholders()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	out, err := os.MkdirTemp("", "strata-cdk-out-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(out)
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
+	cfg, err := stack.FromContext(app.Node(), dir)
+	if err != nil {
+		return err
+	}
+	st, err := stack.New(app, cfg)
+	if err != nil {
+		return err
+	}
+	if tpl, err = tmpl.New(assertions.Template_FromStack(st.Stack, nil)); err != nil {
+		return err
+	}
+	return tpl.Export("stack-default")
+}
+
+// table returns the logical id of the Strata table with suffix.
+func table(t *testing.T, suffix string) string {
+	t.Helper()
+	id, _, err := tpl.Find("AWS::DynamoDB::Table", "TableName", "Strata-"+suffix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+// function returns the logical id and properties of the function with description desc.
+func function(t *testing.T, desc string) (string, map[string]any) {
+	t.Helper()
+	id, r, err := tpl.Find("AWS::Lambda::Function", "Description", desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id, r.Properties
+}
+
+func bucket(t *testing.T) string {
+	t.Helper()
+	ids := tpl.OfType("AWS::S3::Bucket")
+	if len(ids) != 1 {
+		t.Fatalf("buckets: %v, want one", ids)
+	}
+	return ids[0]
+}
+
+func TestBucket(t *testing.T) {
+	b := bucket(t)
+	tmpl.Check(t, "bucket", func() {
+		tpl.A.HasResourceProperties(jsii.String("AWS::S3::Bucket"), map[string]any{
+			"BucketEncryption": map[string]any{"ServerSideEncryptionConfiguration": []any{
+				map[string]any{"ServerSideEncryptionByDefault": map[string]any{"SSEAlgorithm": "AES256"}}}},
+			"PublicAccessBlockConfiguration": map[string]any{
+				"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true},
+			"LifecycleConfiguration": map[string]any{"Rules": []any{
+				// the longest retention (7 days) plus a day: the retention function's backstop
+				map[string]any{"Id": "retention-backstop", "Prefix": deploy.SegmentKeyPrefix, "ExpirationInDays": 8, "Status": "Enabled"},
+				map[string]any{"Id": "abort-incomplete-uploads", "AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": 1}, "Status": "Enabled"},
+			}},
+		})
+	})
+	// The bucket policy denies every request without TLS, to the bucket and its objects.
+	if _, _, err := tpl.Find("AWS::S3::BucketPolicy", "Bucket", map[string]any{"Ref": b}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := tpl.AllStatements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var denies int
+	for id, sts := range all {
+		if tpl.Resources[id].Type != "AWS::S3::BucketPolicy" {
+			continue
+		}
+		for _, st := range sts {
+			if st.Effect == "Deny" && slices.Equal(st.Actions, []string{"s3:*"}) &&
+				reflect.DeepEqual(st.Condition, map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}}) &&
+				len(st.Resources) == 2 && tmpl.Join(st.Resources[0]) == "<GetAtt:"+b+".Arn>" && tmpl.Join(st.Resources[1]) == "<GetAtt:"+b+".Arn>/*" {
+				denies++
+			}
+		}
+	}
+	if denies != 1 {
+		t.Errorf("bucket policy: %d statements denying non-TLS access to the bucket and its objects, want 1", denies)
+	}
+}
+
+func TestTables(t *testing.T) {
+	tmpl.Check(t, "table count", func() {
+		// Strata's tables and the example consumer's business table.
+		tpl.A.ResourceCountIs(jsii.String("AWS::DynamoDB::Table"), jsii.Number(float64(len(dynamo.Tables())+1)))
+	})
+	for _, ts := range dynamo.Tables() {
+		t.Run(ts.Suffix, func(t *testing.T) {
+			p := tpl.Resources[table(t, ts.Suffix)].Properties
+			keys := []any{map[string]any{"AttributeName": ts.PartitionKey.Name, "KeyType": "HASH"}}
+			attrs := []any{map[string]any{"AttributeName": ts.PartitionKey.Name, "AttributeType": string(ts.PartitionKey.Type)}}
+			if ts.SortKey.Name != "" {
+				keys = append(keys, map[string]any{"AttributeName": ts.SortKey.Name, "KeyType": "RANGE"})
+				attrs = append(attrs, map[string]any{"AttributeName": ts.SortKey.Name, "AttributeType": string(ts.SortKey.Type)})
+			}
+			want := map[string]any{
+				"KeySchema":                        keys,
+				"AttributeDefinitions":             attrs,
+				"BillingMode":                      "PAY_PER_REQUEST",
+				"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": ts.PointInTimeRecovery},
+			}
+			if ts.TTLAttribute != "" {
+				want["TimeToLiveSpecification"] = map[string]any{"AttributeName": ts.TTLAttribute, "Enabled": true}
+			}
+			if ts.Stream != "" {
+				want["StreamSpecification"] = map[string]any{"StreamViewType": string(ts.Stream)}
+			}
+			for k, v := range want {
+				if got := p[k]; !jsonEqual(got, v) {
+					t.Errorf("%s = %s, want %s", k, js(got), js(v))
+				}
+			}
+			for _, k := range []string{"TimeToLiveSpecification", "StreamSpecification", "ProvisionedThroughput"} {
+				if _, wanted := want[k]; !wanted && p[k] != nil {
+					t.Errorf("%s = %s, want none", k, js(p[k]))
+				}
+			}
+		})
+	}
+}
+
+func TestFunctions(t *testing.T) {
+	tmpl.Check(t, "function count", func() {
+		tpl.A.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(4))
+	})
+	b := bucket(t)
+	for _, name := range []string{deploy.FunctionAPI, deploy.FunctionDispatch, deploy.FunctionRetention} {
+		_, p := function(t, "Strata "+name)
+		for k, want := range map[string]any{
+			"Runtime": "provided.al2023", "Architectures": []any{"arm64"}, "Handler": "bootstrap",
+		} {
+			if !jsonEqual(p[k], want) {
+				t.Errorf("%s: %s = %s, want %s", name, k, js(p[k]), js(want))
+			}
+		}
+		env := p["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if got := tmpl.Join(env[deploy.EnvBucket]); got != "<Ref:"+b+">" {
+			t.Errorf("%s: %s = %s", name, deploy.EnvBucket, got)
+		}
+		if got := env[deploy.EnvTablePrefix]; got != "Strata-" {
+			t.Errorf("%s: %s = %v", name, deploy.EnvTablePrefix, got)
+		}
+	}
+	_, api := function(t, "Strata api")
+	env := api["Environment"].(map[string]any)["Variables"].(map[string]any)
+	for k, want := range map[string]string{
+		strata.EnvDefaultPartitions: "4", strata.EnvDefaultRetentionMS: "86400000", strata.EnvMaxRetentionMS: "604800000",
+	} {
+		if env[k] != want {
+			t.Errorf("api: %s = %v, want %s", k, env[k], want)
+		}
+	}
+	if api["CapacityProviderConfig"] != nil {
+		t.Error("api runs on a capacity provider by default; want on-demand")
+	}
+	tmpl.Check(t, "no capacity provider by default", func() {
+		tpl.A.ResourceCountIs(jsii.String("AWS::Lambda::CapacityProvider"), jsii.Number(0))
+		tpl.A.ResourceCountIs(jsii.String("AWS::EC2::VPC"), jsii.Number(0))
+	})
+}
+
+func TestHTTPAPI(t *testing.T) {
+	apiFn, _ := function(t, "Strata api")
+	integrations := tpl.OfType("AWS::ApiGatewayV2::Integration")
+	if len(integrations) != 1 {
+		t.Fatalf("integrations %v, want one", integrations)
+	}
+	ip := tpl.Resources[integrations[0]].Properties
+	if ip["IntegrationType"] != "AWS_PROXY" || ip["PayloadFormatVersion"] != "2.0" ||
+		tmpl.Join(ip["IntegrationUri"]) != "<GetAtt:"+apiFn+".Arn>" {
+		t.Errorf("integration %s: want AWS_PROXY, payload 2.0, the api function", js(ip))
+	}
+	routes := map[string]string{}
+	for _, id := range tpl.OfType("AWS::ApiGatewayV2::Route") {
+		p := tpl.Resources[id].Properties
+		routes[p["RouteKey"].(string)] = fmt.Sprint(p["AuthorizationType"])
+	}
+	want := map[string]string{
+		"POST /v1/topics":                 "AWS_IAM",
+		"GET /v1/topics":                  "AWS_IAM",
+		"GET /v1/topics/{topic}":          "AWS_IAM",
+		"POST /v1/topics/{topic}/records": "AWS_IAM",
+		"GET /v1/topics/{topic}/partitions/{partition}/records":                 "AWS_IAM",
+		"POST /v1/groups/{group}/topics/{topic}/partitions/{partition}/lease":   "AWS_IAM",
+		"DELETE /v1/groups/{group}/topics/{topic}/partitions/{partition}/lease": "AWS_IAM",
+		"POST /v1/groups/{group}/topics/{topic}/partitions/{partition}/commit":  "AWS_IAM",
+		"GET /v1/groups/{group}":                       "AWS_IAM",
+		"POST /v1/groups/{group}/topics/{topic}/reset": "AWS_IAM",
+		"$default":       "AWS_IAM", // unknown routes reach the api's own 404/405, still signed
+		"GET /v1/health": "NONE",
+	}
+	if !reflect.DeepEqual(routes, want) {
+		t.Errorf("routes:\n got %v\nwant %v", routes, want)
+	}
+}
+
+func TestStreamMapping(t *testing.T) {
+	dispatch, _ := function(t, "Strata dispatch")
+	seq := table(t, dynamo.SequencerTable)
+	ids := tpl.OfType("AWS::Lambda::EventSourceMapping")
+	if len(ids) != 1 {
+		t.Fatalf("event source mappings %v, want one", ids)
+	}
+	p := tpl.Resources[ids[0]].Properties
+	queues := tpl.OfType("AWS::SQS::Queue")
+	if len(queues) != 1 {
+		t.Fatalf("queues %v, want one", queues)
+	}
+	want := map[string]any{
+		"FunctionName":               map[string]any{"Ref": dispatch},
+		"EventSourceArn":             map[string]any{"Fn::GetAtt": []any{seq, "StreamArn"}},
+		"StartingPosition":           "TRIM_HORIZON",
+		"BatchSize":                  100,
+		"BisectBatchOnFunctionError": true,
+		"MaximumRetryAttempts":       5,
+		"MaximumRecordAgeInSeconds":  3600,
+		"ParallelizationFactor":      1,
+		"DestinationConfig": map[string]any{"OnFailure": map[string]any{
+			"Destination": map[string]any{"Fn::GetAtt": []any{queues[0], "Arn"}}}},
+	}
+	for k, v := range want {
+		if !jsonEqual(p[k], v) {
+			t.Errorf("%s = %s, want %s", k, js(p[k]), js(v))
+		}
+	}
+}
+
+func TestSchedules(t *testing.T) {
+	dispatch, _ := function(t, "Strata dispatch")
+	retention, _ := function(t, "Strata retention")
+	got := map[string]string{}
+	for _, id := range tpl.OfType("AWS::Events::Rule") {
+		p := tpl.Resources[id].Properties
+		targets := p["Targets"].([]any)
+		if len(targets) != 1 {
+			t.Fatalf("rule %s: %d targets", id, len(targets))
+		}
+		fn, _ := tmpl.GetAtt(targets[0].(map[string]any)["Arn"], "Arn")
+		got[fn] = fmt.Sprint(p["ScheduleExpression"])
+	}
+	want := map[string]string{dispatch: "rate(1 minute)", retention: "rate(5 minutes)"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("schedules %v, want %v", got, want)
+	}
+}
+
+// TestSubscription: the example consumer subscribed through the construct is in
+// dispatch's subscriptions, dispatch may invoke it, and it gets its environment.
+func TestSubscription(t *testing.T) {
+	consumer, cp := function(t, "Strata example order consumer (functions/consumer)")
+	_, dp := function(t, "Strata dispatch")
+	env := dp["Environment"].(map[string]any)["Variables"].(map[string]any)
+	raw := tmpl.Join(env[deploy.EnvSubscriptions])
+	subs, err := deploy.ParseSubscriptions(raw)
+	if err != nil {
+		t.Fatalf("%s: %v", raw, err)
+	}
+	want := []deploy.Subscription{{Topic: "orders", Group: "order-consumer", Function: "<Ref:" + consumer + ">"}}
+	if !reflect.DeepEqual(subs, want) {
+		t.Errorf("subscriptions %v, want %v", subs, want)
+	}
+	cenv := cp["Environment"].(map[string]any)["Variables"].(map[string]any)
+	for k, v := range map[string]string{deploy.EnvTopic: "orders", deploy.EnvGroup: "order-consumer", deploy.EnvTablePrefix: "Strata-"} {
+		if cenv[k] != v {
+			t.Errorf("consumer %s = %v, want %s", k, cenv[k], v)
+		}
+	}
+	if cenv[deploy.EnvBusinessTable] == nil || cenv[deploy.EnvBucket] == nil {
+		t.Errorf("consumer environment %s lacks the business table or bucket", js(cenv))
+	}
+	if got := cp["Architectures"]; !jsonEqual(got, []any{"arm64"}) {
+		t.Errorf("consumer architectures %v", got)
+	}
+}
+
+// roleOf returns the role logical id of the function with description desc.
+func roleOf(t *testing.T, desc string) string {
+	t.Helper()
+	_, p := function(t, desc)
+	role, ok := tmpl.GetAtt(p["Role"], "Arn")
+	if !ok {
+		t.Fatalf("%s: role %v", desc, p["Role"])
+	}
+	return role
+}
+
+// TestStrataRoles: each of Strata's functions has its own role, which reaches exactly
+// the tables and actions TableAccess lists for it, its own log group, and the bucket
+// prefixes and other resources it uses — nothing else.
+func TestStrataRoles(t *testing.T) {
+	b := bucket(t)
+	consumer, _ := function(t, "Strata example order consumer (functions/consumer)")
+	queue := tpl.OfType("AWS::SQS::Queue")[0]
+	tableIDs := map[string]string{}
+	for _, ts := range dynamo.Tables() {
+		tableIDs[table(t, ts.Suffix)] = ts.Suffix
+	}
+	objects := "<GetAtt:" + b + ".Arn>/" + deploy.SegmentKeyPrefix + "*"
+	bucketArn := "<GetAtt:" + b + ".Arn>"
+	prefixOnly := map[string]any{"StringLike": map[string]any{"s3:prefix": []any{deploy.SegmentKeyPrefix + "*"}}}
+	others := map[string][]string{ // "actions on resources [condition]" beyond tables and logs
+		deploy.FunctionAPI: {
+			"s3:GetObject,s3:PutObject on " + objects,
+			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
+		},
+		deploy.FunctionDispatch: {
+			"dynamodb:DescribeStream,dynamodb:GetRecords,dynamodb:GetShardIterator on <GetAtt:" + table(t, dynamo.SequencerTable) + ".StreamArn>",
+			"dynamodb:ListStreams on *", // ListStreams has no resource-level permissions
+			"lambda:InvokeFunction on <GetAtt:" + consumer + ".Arn>",
+			"sqs:GetQueueAttributes,sqs:GetQueueUrl,sqs:SendMessage on <GetAtt:" + queue + ".Arn>",
+		},
+		deploy.FunctionRetention: {
+			"s3:DeleteObject on " + objects,
+			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
+		},
+	}
+	roles := map[string]bool{}
+	for name, access := range strata.TableAccess() {
+		t.Run(name, func(t *testing.T) {
+			role := roleOf(t, "Strata "+name)
+			roles[role] = true
+			sts, managed, err := tpl.RoleStatements(role)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(managed) > 0 {
+				t.Errorf("managed policies %v, want none", managed)
+			}
+			gotTables := map[string][]string{}
+			var gotOthers []string
+			logs := 0
+			for _, st := range sts {
+				if st.Effect != "Allow" {
+					t.Errorf("statement %+v: want Allow only", st)
+				}
+				if len(st.Resources) == 1 {
+					if id, ok := tmpl.GetAtt(st.Resources[0], "Arn"); ok {
+						if suffix, isTable := tableIDs[id]; isTable {
+							if st.Condition != nil {
+								t.Errorf("table %s: condition %v", suffix, st.Condition)
+							}
+							gotTables[suffix] = append(gotTables[suffix], st.Actions...)
+							continue
+						}
+						if tpl.Resources[id].Type == "AWS::Logs::LogGroup" && slices.Equal(st.Actions, []string{"logs:CreateLogStream", "logs:PutLogEvents"}) {
+							_, fp := function(t, "Strata "+name)
+							lg, _ := fp["LoggingConfig"].(map[string]any)
+							if !jsonEqual(lg["LogGroup"], map[string]any{"Ref": id}) {
+								t.Errorf("log statement on %s, which is not the function's log group", id)
+							}
+							logs++
+							continue
+						}
+					}
+				}
+				acts := slices.Clone(st.Actions)
+				sort.Strings(acts)
+				var res []string
+				for _, r := range st.Resources {
+					res = append(res, tmpl.Join(r))
+				}
+				s := strings.Join(acts, ",") + " on " + strings.Join(res, ",")
+				if st.Condition != nil {
+					s += " " + js(st.Condition)
+				}
+				gotOthers = append(gotOthers, s)
+			}
+			if logs != 1 {
+				t.Errorf("%d statements on the function's own log group, want 1", logs)
+			}
+			wantTables := map[string][]string{}
+			for suffix, a := range access {
+				wantTables[suffix] = accessActions(a)
+			}
+			for suffix := range gotTables {
+				sort.Strings(gotTables[suffix])
+			}
+			if !reflect.DeepEqual(gotTables, wantTables) {
+				t.Errorf("table rights:\n got %v\nwant %v", gotTables, wantTables)
+			}
+			sort.Strings(gotOthers)
+			want := slices.Clone(others[name])
+			sort.Strings(want)
+			if !slices.Equal(gotOthers, want) {
+				t.Errorf("other rights:\n got %q\nwant %q", gotOthers, want)
+			}
+		})
+	}
+	if len(roles) != 3 {
+		t.Errorf("roles %v: want one per function", roles)
+	}
+}
+
+func accessActions(a strata.Access) []string {
+	var out []string
+	if a.Read {
+		out = append(out, "dynamodb:GetItem", "dynamodb:Query")
+	}
+	if a.Scan {
+		out = append(out, "dynamodb:Scan")
+	}
+	if a.Write {
+		out = append(out, "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestConsumerRights: a user function subscribed through the construct gets exactly the
+// rights the consumer library needs for its topic and group, confined to their rows.
+func TestConsumerRights(t *testing.T) {
+	b := bucket(t)
+	role := roleOf(t, "Strata example order consumer (functions/consumer)")
+	sts, managed, err := tpl.RoleStatements(role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(managed) > 0 {
+		t.Errorf("managed policies %v", managed)
+	}
+	lead := func(keys ...string) string {
+		l := make([]any, len(keys))
+		for i, k := range keys {
+			l[i] = k
+		}
+		return js(map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": l}})
+	}
+	tbl := func(suffix string) string { return "<GetAtt:" + table(t, suffix) + ".Arn>" }
+	want := []string{
+		"ConsumerTopic: dynamodb:GetItem on " + tbl(dynamo.TopicsTable) + " " + lead("orders"),
+		"ConsumerSequencer: dynamodb:GetItem,dynamodb:Query on " + tbl(dynamo.SequencerTable) + " " + lead("orders#*"),
+		"ConsumerIndex: dynamodb:GetItem,dynamodb:Query on " + tbl(dynamo.IndexTable) + " " + lead("orders#*"),
+		"ConsumerPartitions: dynamodb:GetItem,dynamodb:Query on " + tbl(dynamo.PartitionsTable) + " " + lead("orders"),
+		"ConsumerLeases: dynamodb:ConditionCheckItem,dynamodb:GetItem,dynamodb:Query,dynamodb:UpdateItem on " + tbl(dynamo.AssignmentsTable) + " " + lead("order-consumer#orders"),
+		"ConsumerCommits: dynamodb:GetItem,dynamodb:Query,dynamodb:UpdateItem on " + tbl(dynamo.CommitsTable) + " " + lead("order-consumer#orders"),
+		"ConsumerGroup: dynamodb:GetItem,dynamodb:PutItem on " + tbl(dynamo.GroupsTable) + " " + lead("order-consumer"),
+		"ConsumerSegments: s3:GetObject on <GetAtt:" + b + ".Arn>/v1/orders/*",
+	}
+	var got []string
+	for _, st := range sts {
+		if st.Sid == "OwnLogs" || st.Sid == "BusinessTable" { // the user's own, not the construct's
+			continue
+		}
+		acts := slices.Clone(st.Actions)
+		sort.Strings(acts)
+		var res []string
+		for _, r := range st.Resources {
+			res = append(res, tmpl.Join(r))
+		}
+		s := st.Sid + ": " + strings.Join(acts, ",") + " on " + strings.Join(res, ",")
+		if st.Condition != nil {
+			s += " " + js(st.Condition)
+		}
+		got = append(got, s)
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("consumer rights:\n got %q\nwant %q", got, want)
+	}
+	for _, st := range sts {
+		if slices.Contains(st.Actions, "dynamodb:Scan") {
+			t.Errorf("%s grants Scan, which dynamodb:LeadingKeys cannot confine", st.Sid)
+		}
+	}
+}
+
+// TestNoWildcardActions: no Allow statement anywhere in the template has a wildcard
+// action. (The bucket and queue policies deny s3:* and sqs:* without TLS: a Deny.)
+func TestNoWildcardActions(t *testing.T) {
+	all, err := tpl.AllStatements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for id, sts := range all {
+		for _, st := range sts {
+			n++
+			if st.Effect != "Allow" {
+				continue
+			}
+			for _, a := range st.Actions {
+				if strings.ContainsAny(a, "*?") {
+					t.Errorf("%s: statement %q allows wildcard action %s", id, st.Sid, a)
+				}
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no statements found")
+	}
+	for _, id := range tpl.OfType("AWS::IAM::Role") {
+		if m := tpl.Resources[id].Properties["ManagedPolicyArns"]; m != nil {
+			t.Errorf("role %s has managed policies %v", id, m)
+		}
+	}
+}
+
+func TestAlarmsAndDashboard(t *testing.T) {
+	type alarm struct{ metric, stat, dims string }
+	got := map[alarm]float64{}
+	for _, id := range tpl.OfType("AWS::CloudWatch::Alarm") {
+		p := tpl.Resources[id].Properties
+		if ms, ok := p["Metrics"].([]any); ok { // a labelled metric: one MetricStat
+			if len(ms) != 1 {
+				t.Fatalf("alarm %s: %d metrics", id, len(ms))
+			}
+			stat := ms[0].(map[string]any)["MetricStat"].(map[string]any)
+			m := stat["Metric"].(map[string]any)
+			p = map[string]any{"Statistic": stat["Stat"], "Namespace": m["Namespace"], "MetricName": m["MetricName"],
+				"Dimensions": m["Dimensions"], "Threshold": p["Threshold"],
+				"TreatMissingData": p["TreatMissingData"], "ComparisonOperator": p["ComparisonOperator"]}
+		}
+		stat := fmt.Sprint(p["Statistic"])
+		if p["ExtendedStatistic"] != nil {
+			stat = fmt.Sprint(p["ExtendedStatistic"])
+		}
+		if p["TreatMissingData"] != "notBreaching" || p["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" {
+			t.Errorf("alarm %s: %v %v", id, p["TreatMissingData"], p["ComparisonOperator"])
+		}
+		var dims []string
+		for _, d := range asList(p["Dimensions"]) {
+			m := d.(map[string]any)
+			dims = append(dims, fmt.Sprintf("%v=%s", m["Name"], tmpl.Join(m["Value"])))
+		}
+		sort.Strings(dims)
+		got[alarm{fmt.Sprint(p["Namespace"]) + "/" + fmt.Sprint(p["MetricName"]), stat, strings.Join(dims, ",")}] = p["Threshold"].(float64)
+	}
+	fn := func(desc string) string { id, _ := function(t, desc); return "FunctionName=<Ref:" + id + ">" }
+	queue := tpl.OfType("AWS::SQS::Queue")[0]
+	qname := "QueueName=<GetAtt:" + queue + ".QueueName>"
+	sub := "group=order-consumer,topic=orders"
+	want := map[alarm]float64{
+		{"Strata/" + strata.MetricLagSeconds, "Maximum", sub}:            300,
+		{"Strata/" + strata.MetricDeadLettered, "Sum", sub}:              1,
+		{"Strata/" + strata.MetricAppendLatency, "p99", ""}:              1,
+		{"AWS/SQS/ApproximateNumberOfMessagesVisible", "Maximum", qname}: 1,
+	}
+	for _, d := range []string{"Strata api", "Strata dispatch", "Strata retention", "Strata example order consumer (functions/consumer)"} {
+		want[alarm{"AWS/Lambda/Errors", "Sum", fn(d)}] = 1
+		want[alarm{"AWS/Lambda/Throttles", "Sum", fn(d)}] = 1
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("alarms:\n got %v\nwant %v", got, want)
+	}
+	tmpl.Check(t, "dashboard", func() {
+		tpl.A.ResourceCountIs(jsii.String("AWS::CloudWatch::Dashboard"), jsii.Number(1))
+	})
+	body := tmpl.Join(tpl.Resources[tpl.OfType("AWS::CloudWatch::Dashboard")[0]].Properties["DashboardBody"])
+	for _, w := range []string{strata.MetricLagSeconds, strata.MetricDeadLettered, strata.MetricAppendLatency, "Errors", "Throttles", "p99"} {
+		if !strings.Contains(body, w) {
+			t.Errorf("dashboard lacks %s", w)
+		}
+	}
+}
+
+func TestFromContext(t *testing.T) {
+	for _, tc := range []struct {
+		ctx     map[string]any
+		wantErr string
+	}{
+		{map[string]any{"strata:removal": "delete"}, "strata:removal"},
+		{map[string]any{"strata:managedInstances": "yes"}, "strata:managedInstances"},
+		{map[string]any{"strata:defaultPartitions": "many"}, "strata:defaultPartitions"},
+		{map[string]any{"strata:apiMemory": -1}, "strata:apiMemory"},
+		{map[string]any{"strata:defaultPartitions": 8, "strata:managedInstances": true, "strata:removal": "destroy"}, ""},
+	} {
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx})
+		cfg, err := stack.FromContext(app.Node(), "/assets")
+		switch {
+		case tc.wantErr == "" && err != nil:
+			t.Errorf("%v: %v", tc.ctx, err)
+		case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+			t.Errorf("%v: error %v, want one naming %s", tc.ctx, err, tc.wantErr)
+		case tc.wantErr == "":
+			if cfg.Props.DefaultPartitions != 8 || cfg.Props.ManagedInstances == nil || cfg.Props.RemovalPolicy != awscdk.RemovalPolicy_DESTROY || cfg.Props.AssetDir != "/assets" {
+				t.Errorf("%v: config %+v", tc.ctx, cfg.Props)
+			}
+		}
+	}
+}
+
+// TestContextKeysDocumented: every setting the app reads is in infra/README.md.
+func TestContextKeysDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range stack.ContextKeys() {
+		if !strings.Contains(string(readme), "`"+k+"`") {
+			t.Errorf("context key %s is not in infra/README.md", k)
+		}
+	}
+}
+
+func asList(v any) []any {
+	if l, ok := v.([]any); ok {
+		return l
+	}
+	if v == nil {
+		return nil
+	}
+	return []any{v}
+}
+
+func js(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// jsonEqual compares after a JSON round trip, so 100 equals float64(100).
+func jsonEqual(a, b any) bool {
+	var x, y any
+	_ = json.Unmarshal([]byte(js(a)), &x)
+	_ = json.Unmarshal([]byte(js(b)), &y)
+	return reflect.DeepEqual(x, y)
+}

@@ -1,0 +1,97 @@
+package strata
+
+import (
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/store/dynamo"
+)
+
+// DynamoDB actions, grouped by what a role does with a table. No wildcard action is ever
+// granted: each statement lists the exact API calls the store makes (a transaction's
+// items are authorised by the action of each item: Put, Update, ConditionCheck).
+var (
+	// tableRead is point reads and queries by key.
+	tableRead = []string{"dynamodb:GetItem", "dynamodb:Query"}
+	// tableScan lists a whole table (ListTopics, and ListAssignments/ListCommits, which
+	// scan with a filter on the group: docs/DESIGN.md §3).
+	tableScan = []string{"dynamodb:Scan"}
+	// tableWrite is conditional puts, updates, deletes and transaction condition checks.
+	tableWrite = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}
+)
+
+// Access is what one role may do with one table.
+type Access struct {
+	Read, Scan, Write bool
+}
+
+// actions lists the DynamoDB actions of a, in a stable order.
+func (a Access) actions() []string {
+	var out []string
+	if a.Read {
+		out = append(out, tableRead...)
+	}
+	if a.Scan {
+		out = append(out, tableScan...)
+	}
+	if a.Write {
+		out = append(out, tableWrite...)
+	}
+	return out
+}
+
+var (
+	r   = Access{Read: true}
+	rs  = Access{Read: true, Scan: true}
+	rw  = Access{Read: true, Write: true}
+	rws = Access{Read: true, Scan: true, Write: true}
+)
+
+// TableAccess is the one statement of which Strata function uses which table how (keys
+// are table suffixes of dynamo.Tables()); each function's role is built from it and the
+// tests check the roles against it. It follows the stores' operations the functions run:
+//
+//   - api serves the whole HTTP contract (docs/API.md): topics, appends through the
+//     sequencer (with idempotency rows), polls (index and log start), leases, commits,
+//     resets and group describes (which scan assignments and commits). Members are the
+//     balancer's, which runs beside long-running consumers, never behind the API.
+//   - dispatch reads the sequencer's stream, materialises index entries, and decides
+//     from topics, high watermarks, commits and leases whom to invoke (reads only).
+//   - retention advances log starts, extends and deletes index entries, and reads the
+//     topics and high watermarks it works from.
+//
+// A subscribed consumer function's rights are narrower still (consumerStatements): the
+// rows of its own topic and group only.
+func TableAccess() map[string]map[string]Access {
+	return map[string]map[string]Access{
+		deploy.FunctionAPI: {
+			dynamo.TopicsTable:      rws,
+			dynamo.SequencerTable:   rw,
+			dynamo.IndexTable:       rw,
+			dynamo.PartitionsTable:  r,
+			dynamo.AssignmentsTable: rws,
+			dynamo.CommitsTable:     rws,
+			dynamo.GroupsTable:      rw,
+			dynamo.IdempotencyTable: rw,
+		},
+		deploy.FunctionDispatch: {
+			dynamo.TopicsTable:      rs,
+			dynamo.SequencerTable:   r,
+			dynamo.IndexTable:       rw,
+			dynamo.PartitionsTable:  r,
+			dynamo.AssignmentsTable: r,
+			dynamo.CommitsTable:     r,
+		},
+		deploy.FunctionRetention: {
+			dynamo.TopicsTable:     rs,
+			dynamo.SequencerTable:  r,
+			dynamo.IndexTable:      rw,
+			dynamo.PartitionsTable: rw,
+		},
+	}
+}
+
+// S3 actions on segment objects (keys under the object prefix + deploy.SegmentKeyPrefix).
+var (
+	objectRead   = []string{"s3:GetObject"}
+	objectWrite  = []string{"s3:PutObject"}
+	objectDelete = []string{"s3:DeleteObject"}
+)

@@ -1,0 +1,122 @@
+package strata
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/stratalog/strata/pkg/deploy"
+)
+
+// ManagedInstances runs the api function on Lambda Managed Instances: many invocations
+// share one execution environment, so concurrent appends coalesce through the log's group
+// commit into fewer segment objects and commits (cheaper per append), at the price of
+// instances that run while the deployment is idle (docs/TRADEOFFS.md). The capacity
+// provider lives in a VPC of its own with isolated subnets only (no NAT gateway, nothing
+// billed idle) and gateway endpoints for S3 and DynamoDB, the only services the api calls.
+// Zero fields mean the defaults.
+type ManagedInstances struct {
+	// MaxVCPUs caps the capacity provider's scaling. Default 16.
+	MaxVCPUs int
+	// TargetCPUUtilization, when set (1–100), replaces the automatic scaling with CPU
+	// target tracking at that percentage.
+	TargetCPUUtilization float64
+	// PerEnvironmentMaxConcurrency is how many invocations one execution environment
+	// runs at once (AWS_LAMBDA_MAX_CONCURRENCY in the function). Default 32.
+	PerEnvironmentMaxConcurrency int
+	// MemoryGiBPerVCPU of an execution environment, 2 to 8. Default 2.
+	MemoryGiBPerVCPU float64
+	// MinEnvironments and MaxEnvironments bound the execution environments of the
+	// published version. Defaults: 1 and 4.
+	MinEnvironments, MaxEnvironments int
+	// MaxAZs is how many Availability Zones the VPC spans. Default 2.
+	MaxAZs int
+}
+
+func (m *ManagedInstances) withDefaults() error {
+	var errs []error
+	def := func(v *int, d, lo, hi int, name string) {
+		if *v == 0 {
+			*v = d
+		}
+		if *v < lo || *v > hi {
+			errs = append(errs, fmt.Errorf("strata: ManagedInstances.%s = %d, want %d to %d", name, *v, lo, hi))
+		}
+	}
+	def(&m.MaxVCPUs, 16, 2, 15000, "MaxVCPUs")
+	def(&m.PerEnvironmentMaxConcurrency, 32, 1, 1600, "PerEnvironmentMaxConcurrency")
+	def(&m.MinEnvironments, 1, 0, 15000, "MinEnvironments")
+	def(&m.MaxEnvironments, 4, 1, 15000, "MaxEnvironments")
+	def(&m.MaxAZs, 2, 1, 6, "MaxAZs")
+	if m.MemoryGiBPerVCPU == 0 {
+		m.MemoryGiBPerVCPU = 2
+	}
+	if m.MemoryGiBPerVCPU < 2 || m.MemoryGiBPerVCPU > 8 {
+		errs = append(errs, fmt.Errorf("strata: ManagedInstances.MemoryGiBPerVCPU = %v, want 2 to 8", m.MemoryGiBPerVCPU))
+	}
+	if m.TargetCPUUtilization < 0 || m.TargetCPUUtilization > 100 {
+		errs = append(errs, fmt.Errorf("strata: ManagedInstances.TargetCPUUtilization = %v, want 1 to 100", m.TargetCPUUtilization))
+	}
+	if m.MinEnvironments > m.MaxEnvironments {
+		errs = append(errs, errors.New("strata: ManagedInstances.MinEnvironments exceeds MaxEnvironments"))
+	}
+	return errors.Join(errs...)
+}
+
+// ManagedAPI is what the ManagedInstances option creates.
+type ManagedAPI struct {
+	VPC              awsec2.Vpc
+	SecurityGroup    awsec2.SecurityGroup
+	CapacityProvider awslambda.CapacityProvider
+}
+
+func (s *Strata) newCapacityProvider(m ManagedInstances) {
+	scope := constructs.NewConstruct(s, jsii.String("ManagedInstances"))
+	vpc := awsec2.NewVpc(scope, jsii.String("Vpc"), &awsec2.VpcProps{
+		MaxAzs:      jsii.Number(float64(m.MaxAZs)),
+		NatGateways: jsii.Number(0),
+		SubnetConfiguration: &[]*awsec2.SubnetConfiguration{{
+			Name:       jsii.String("isolated"),
+			SubnetType: awsec2.SubnetType_PRIVATE_ISOLATED,
+			CidrMask:   jsii.Number(20),
+		}},
+		GatewayEndpoints: &map[string]*awsec2.GatewayVpcEndpointOptions{
+			"S3":       {Service: awsec2.GatewayVpcEndpointAwsService_S3()},
+			"DynamoDB": {Service: awsec2.GatewayVpcEndpointAwsService_DYNAMODB()},
+		},
+		RestrictDefaultSecurityGroup: jsii.Bool(false),
+	})
+	sg := awsec2.NewSecurityGroup(scope, jsii.String("Instances"), &awsec2.SecurityGroupProps{
+		Vpc:              vpc,
+		Description:      jsii.String("Strata api managed instances: HTTPS out to the S3 and DynamoDB gateway endpoints"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	sg.AddEgressRule(awsec2.Peer_AnyIpv4(), awsec2.Port_Tcp(jsii.Number(443)), jsii.String("HTTPS to S3 and DynamoDB (gateway endpoints)"), nil)
+	scaling := awslambda.ScalingOptions_Auto()
+	if m.TargetCPUUtilization > 0 {
+		scaling = awslambda.ScalingOptions_Manual(&[]awslambda.TargetTrackingScalingPolicy{
+			awslambda.TargetTrackingScalingPolicy_CpuUtilization(jsii.Number(m.TargetCPUUtilization)),
+		})
+	}
+	subnets := vpc.IsolatedSubnets()
+	cp := awslambda.NewCapacityProvider(scope, jsii.String("CapacityProvider"), &awslambda.CapacityProviderProps{
+		Subnets:        subnets,
+		SecurityGroups: &[]awsec2.ISecurityGroup{sg},
+		Architectures:  &[]awslambda.Architecture{awslambda.Architecture_ARM_64()},
+		MaxVCpuCount:   jsii.Number(float64(m.MaxVCPUs)),
+		ScalingOptions: scaling,
+	})
+	cp.AddFunction(s.Functions[deploy.FunctionAPI], &awslambda.CapacityProviderFunctionOptions{
+		PerExecutionEnvironmentMaxConcurrency: jsii.Number(float64(m.PerEnvironmentMaxConcurrency)),
+		ExecutionEnvironmentMemoryGiBPerVCpu:  jsii.Number(m.MemoryGiBPerVCPU),
+		LatestPublishedScalingConfig: &awslambda.LatestPublishedScalingConfig{
+			MinExecutionEnvironments: jsii.Number(float64(m.MinEnvironments)),
+			MaxExecutionEnvironments: jsii.Number(float64(m.MaxEnvironments)),
+		},
+	})
+	s.Managed = &ManagedAPI{VPC: vpc, SecurityGroup: sg, CapacityProvider: cp}
+}

@@ -1,0 +1,111 @@
+package strata
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/stratalog/strata/pkg/deploy"
+)
+
+// Metric names the functions emit in CloudWatch embedded metric format under
+// deploy.MetricsNamespace: the Prometheus names of pkg/metrics without the "strata_"
+// namespace prefix. The alarms read these dimension sets: append latency without
+// dimensions (all topics), consumer lag and dead letters per {group, topic} (the largest
+// lag over the topic's partitions). The functions' EMF sink must emit those sets.
+const (
+	MetricAppendLatency = "append_ack_latency_seconds"
+	MetricLagSeconds    = "consumer_lag_seconds"
+	MetricDeadLettered  = "consumer_dead_lettered_total"
+	DimensionGroup      = "group"
+	DimensionTopic      = "topic"
+)
+
+var fiveMinutes = awscdk.Duration_Minutes(jsii.Number(5))
+
+func strataMetric(name, statistic string, dims map[string]*string) awscloudwatch.Metric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace:     jsii.String(deploy.MetricsNamespace),
+		MetricName:    jsii.String(name),
+		Statistic:     jsii.String(statistic),
+		Period:        fiveMinutes,
+		DimensionsMap: &dims,
+	})
+}
+
+// alarm creates an alarm at or above threshold, missing data not breaching (an idle
+// deployment emits nothing and is healthy), with the deployment's alarm actions.
+func (s *Strata) alarm(scope constructs.Construct, id, description string, m awscloudwatch.IMetric, threshold float64) {
+	a := awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
+		Metric:             m,
+		Threshold:          jsii.Number(threshold),
+		EvaluationPeriods:  jsii.Number(1),
+		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		AlarmDescription:   jsii.String(description),
+	})
+	if len(s.props.AlarmActions) > 0 {
+		a.AddAlarmAction(s.props.AlarmActions...)
+	}
+	s.Alarms = append(s.Alarms, a)
+}
+
+// newObservability creates the dashboard and the deployment-wide alarms: errors and
+// throttles of each function, append latency p99, stream batches dispatch gave up on.
+func (s *Strata) newObservability() {
+	scope := constructs.NewConstruct(s, jsii.String("Monitoring"))
+	s.Dashboard = awscloudwatch.NewDashboard(scope, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{})
+	var errs, throttles []awscloudwatch.IMetric
+	for _, name := range []string{deploy.FunctionAPI, deploy.FunctionDispatch, deploy.FunctionRetention} {
+		e, t := s.functionAlarms(scope, name, name, s.Functions[name])
+		errs, throttles = append(errs, e), append(throttles, t)
+	}
+	p99 := strataMetric(MetricAppendLatency, "p99", map[string]*string{})
+	s.alarm(scope, "AppendLatencyP99", "Strata append acknowledgement latency p99 (seconds)",
+		p99, s.props.Alarms.AppendLatencyP99.Seconds())
+	failures := s.StreamFailures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
+		Period: fiveMinutes, Statistic: jsii.String("Maximum")})
+	s.alarm(scope, "StreamFailures", "Stream batches dispatch gave up on (the sweep re-dispatches; inspect the queue)", failures, 1)
+	s.Dashboard.AddWidgets(
+		graph("Function errors", errs),
+		graph("Function throttles", throttles),
+		graph("Append latency p99 (s)", []awscloudwatch.IMetric{p99}),
+		graph("Stream batches failed", []awscloudwatch.IMetric{failures}),
+	)
+}
+
+// functionAlarms adds the error and throttle alarms of fn and returns their metrics.
+func (s *Strata) functionAlarms(scope constructs.Construct, id, label string, fn awslambda.IFunction) (errs, throttles awscloudwatch.IMetric) {
+	opts := &awscloudwatch.MetricOptions{Period: fiveMinutes, Statistic: jsii.String("Sum"), Label: jsii.String(label)}
+	errs, throttles = fn.MetricErrors(opts), fn.MetricThrottles(opts)
+	s.alarm(scope, "Errors-"+id, "Errors of the "+label+" function", errs, s.props.Alarms.FunctionErrors)
+	s.alarm(scope, "Throttles-"+id, "Throttles of the "+label+" function", throttles, s.props.Alarms.Throttles)
+	return errs, throttles
+}
+
+// observeSubscription adds the lag, dead-letter, error and throttle alarms and a
+// dashboard row for a subscribed consumer function.
+func (s *Strata) observeSubscription(fn awslambda.IFunction, topic, group string) {
+	scope := constructs.NewConstruct(s, jsii.String("Subscription-"+group+"-"+topic))
+	dims := map[string]*string{DimensionGroup: jsii.String(group), DimensionTopic: jsii.String(topic)}
+	lag := strataMetric(MetricLagSeconds, "Maximum", dims)
+	dead := strataMetric(MetricDeadLettered, "Sum", dims)
+	s.alarm(scope, "LagSeconds", "Consumer lag in seconds of group "+group+" on topic "+topic, lag, s.props.Alarms.LagSeconds)
+	s.alarm(scope, "DeadLettered", "Records dead-lettered by group "+group+" on topic "+topic, dead, s.props.Alarms.DeadLettered)
+	errs, throttles := s.functionAlarms(scope, "consumer", "consumer "+group+"/"+topic, fn)
+	s.Dashboard.AddWidgets(
+		graph("Lag seconds "+group+"/"+topic, []awscloudwatch.IMetric{lag}),
+		graph("Dead-lettered "+group+"/"+topic, []awscloudwatch.IMetric{dead}),
+		graph("Consumer errors, throttles "+group+"/"+topic, []awscloudwatch.IMetric{errs, throttles}),
+	)
+}
+
+func graph(title string, metrics []awscloudwatch.IMetric) awscloudwatch.GraphWidget {
+	return awscloudwatch.NewGraphWidget(&awscloudwatch.GraphWidgetProps{
+		Title: jsii.String(title),
+		Left:  &metrics,
+		Width: jsii.Number(6),
+	})
+}

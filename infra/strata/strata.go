@@ -1,0 +1,571 @@
+// Package strata is the AWS CDK construct of one Strata deployment (docs/DESIGN.md):
+// the segment bucket, the tables of pkg/store/dynamo's schema, the api, dispatch and
+// retention functions, the HTTP API with IAM authorization, the stream event source
+// mapping and schedules of dispatch and retention, alarms and a dashboard. Users import
+// it in their own CDK apps, subscribe their own functions to a topic and group with
+// Subscribe (as aws-lambda-event-sources does for native sources) and give principals
+// produce and consume rights with GrantProduce and GrantConsume.
+package strata
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/store/dynamo"
+)
+
+// Props configures one Strata deployment. The zero value of every field but AssetDir
+// means its documented default.
+type Props struct {
+	// AssetDir holds each function's Lambda asset as <AssetDir>/<name>/bootstrap, the
+	// layout scripts/build-functions.sh writes to build/functions. Required.
+	AssetDir string
+	// TablePrefix is prepended to every table suffix (STRATA_TABLE_PREFIX). Default: the
+	// stack name and "-", so two deployments in one account never share a table.
+	TablePrefix string
+	// ObjectPrefix is prepended to every segment object key (STRATA_OBJECT_PREFIX).
+	ObjectPrefix string
+
+	// DefaultPartitions and DefaultRetention are what the api gives a topic created
+	// without them. Defaults: 4 and 24 hours (docs/API.md).
+	DefaultPartitions int
+	DefaultRetention  time.Duration
+	// MaxRetention is the longest retention a topic may ask for: the api refuses more,
+	// and the bucket's lifecycle rule expires segment objects a day after it, as the
+	// backstop of the retention function. Default: 7 days.
+	MaxRetention time.Duration
+
+	// APIGrants is the api's per-topic and per-group grants keyed by principal ARN
+	// pattern (STRATA_GRANTS, JSON in the auth file's grant format). Default none: every
+	// principal IAM admits may do everything it may invoke (GrantProduce and GrantConsume
+	// confine principals to routes of their topics and groups).
+	APIGrants string
+
+	// Memory sizes in MiB. Defaults: api 1024 (2048 on managed instances), dispatch
+	// 256, retention 256.
+	APIMemoryMiB, DispatchMemoryMiB, RetentionMemoryMiB int
+
+	// SweepInterval schedules dispatch's sweep for lagging partitions a stream batch
+	// missed (default 1 minute); RetentionInterval the retention pass (default 5 minutes).
+	SweepInterval, RetentionInterval time.Duration
+
+	// Stream event source mapping of dispatch on the sequencer table's stream. Defaults:
+	// batch size 100, 5 retries, records older than 1 hour go to the failure queue.
+	StreamBatchSize    int
+	StreamRetries      int
+	StreamMaxRecordAge time.Duration
+
+	// Alarms: the thresholds (see Alarms for what each watches). Defaults: lag 300 s,
+	// 1 dead-lettered record, 1 function error, 1 throttle, append p99 1 s.
+	Alarms AlarmThresholds
+	// AlarmActions are added to every alarm (e.g. an SNS topic action). Default none.
+	AlarmActions []awscloudwatch.IAlarmAction
+
+	// RemovalPolicy applies to the bucket and the tables. Default RETAIN: deleting the
+	// stack keeps the data (infra/README.md, "Removal").
+	RemovalPolicy awscdk.RemovalPolicy
+	// LogRetention of every function's log group. Default two weeks.
+	LogRetention awslogs.RetentionDays
+
+	// ManagedInstances, when set, runs the api function on Lambda Managed Instances
+	// (a capacity provider in its own VPC) instead of on-demand. Default: on-demand.
+	ManagedInstances *ManagedInstances
+}
+
+// AlarmThresholds are the alarms' thresholds; zero means the default.
+type AlarmThresholds struct {
+	// LagSeconds: the age of a subscribed group's oldest unread record.
+	LagSeconds float64
+	// DeadLettered: records a subscribed group dead-lettered (or dropped) in 5 minutes.
+	DeadLettered float64
+	// FunctionErrors and Throttles: per function, in 5 minutes.
+	FunctionErrors, Throttles float64
+	// AppendLatencyP99: the 99th percentile of append acknowledgement latency.
+	AppendLatencyP99 time.Duration
+}
+
+// Environment variables the stack sets beyond pkg/deploy's (to be added there by the
+// functions' owner; the api reads them).
+const (
+	// EnvDefaultPartitions is the partition count of a topic created without one.
+	EnvDefaultPartitions = "STRATA_DEFAULT_PARTITIONS"
+	// EnvDefaultRetentionMS is the retention of a topic created without one.
+	EnvDefaultRetentionMS = "STRATA_DEFAULT_RETENTION_MS"
+	// EnvMaxRetentionMS is the longest retention a topic may have (the bucket's
+	// lifecycle rule expires objects a day after it).
+	EnvMaxRetentionMS = "STRATA_MAX_RETENTION_MS"
+)
+
+// Strata is one deployment. Its fields are for reading (dashboards, outputs, further
+// grants); change the deployment through Props, Subscribe and the Grant methods.
+type Strata struct {
+	constructs.Construct
+
+	// Bucket holds the segment objects.
+	Bucket awss3.Bucket
+	// Tables maps each table suffix of dynamo.Tables() to its table.
+	Tables map[string]awsdynamodb.Table
+	// Functions maps each of api, dispatch and retention to its function.
+	Functions map[string]awslambda.Function
+	// API is the HTTP API (IAM authorization) in front of the api function.
+	API awsapigatewayv2.HttpApi
+	// StreamFailures receives the descriptions of stream batches dispatch failed on
+	// after its retries (the event source mapping's on-failure destination).
+	StreamFailures awssqs.Queue
+	// Dashboard shows lag, dead letters, errors, throttles and append latency.
+	Dashboard awscloudwatch.Dashboard
+	// Alarms lists every alarm, in creation order.
+	Alarms []awscloudwatch.Alarm
+	// Managed is the capacity provider of the api function and its VPC; nil on demand.
+	Managed *ManagedAPI
+
+	props         Props
+	tablePrefix   string
+	subscriptions []deploy.Subscription
+	subscribed    map[[2]string]bool
+}
+
+// New creates a Strata deployment in scope. Invalid props are an error; nothing is
+// added to scope then.
+func New(scope constructs.Construct, id string, props Props) (*Strata, error) {
+	p, err := props.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	s := &Strata{
+		Tables:     map[string]awsdynamodb.Table{},
+		Functions:  map[string]awslambda.Function{},
+		props:      p,
+		subscribed: map[[2]string]bool{},
+	}
+	constructs.NewConstruct_Override(s, scope, jsii.String(id))
+	s.tablePrefix = p.TablePrefix
+	if s.tablePrefix == "" {
+		s.tablePrefix = *awscdk.Stack_Of(scope).StackName() + "-"
+	}
+	s.newBucket()
+	s.newTables()
+	for _, name := range []string{deploy.FunctionAPI, deploy.FunctionDispatch, deploy.FunctionRetention} {
+		s.Functions[name] = s.newFunction(name, p.memory(name))
+	}
+	s.newAPI()
+	s.newDispatchSources()
+	s.newRetentionSchedule()
+	if p.ManagedInstances != nil {
+		s.newCapacityProvider(*p.ManagedInstances)
+	}
+	s.newObservability()
+	return s, nil
+}
+
+func (p Props) withDefaults() (Props, error) {
+	var errs []error
+	if p.AssetDir == "" {
+		errs = append(errs, errors.New("strata: Props.AssetDir is required (the directory scripts/build-functions.sh writes)"))
+	}
+	def := func(v *int, d int, name string, lo, hi int) {
+		if *v == 0 {
+			*v = d
+		}
+		if *v < lo || *v > hi {
+			errs = append(errs, fmt.Errorf("strata: Props.%s = %d, want %d to %d", name, *v, lo, hi))
+		}
+	}
+	defDur := func(v *time.Duration, d time.Duration, name string, lo time.Duration) {
+		if *v == 0 {
+			*v = d
+		}
+		if *v < lo {
+			errs = append(errs, fmt.Errorf("strata: Props.%s = %v, want at least %v", name, *v, lo))
+		}
+	}
+	if p.ManagedInstances != nil && p.APIMemoryMiB == 0 {
+		p.APIMemoryMiB = 2048 // the smallest function on managed instances
+	}
+	def(&p.DefaultPartitions, 4, "DefaultPartitions", 1, 1024)
+	def(&p.APIMemoryMiB, 1024, "APIMemoryMiB", 128, 10240)
+	def(&p.DispatchMemoryMiB, 256, "DispatchMemoryMiB", 128, 10240)
+	def(&p.RetentionMemoryMiB, 256, "RetentionMemoryMiB", 128, 10240)
+	def(&p.StreamBatchSize, 100, "StreamBatchSize", 1, 10000)
+	if p.StreamRetries == 0 {
+		p.StreamRetries = 5
+	}
+	if p.StreamRetries < 0 || p.StreamRetries > 10000 {
+		errs = append(errs, fmt.Errorf("strata: Props.StreamRetries = %d, want 0 to 10000", p.StreamRetries))
+	}
+	defDur(&p.DefaultRetention, 24*time.Hour, "DefaultRetention", time.Second)
+	defDur(&p.MaxRetention, 7*24*time.Hour, "MaxRetention", time.Second)
+	defDur(&p.SweepInterval, time.Minute, "SweepInterval", time.Minute)
+	defDur(&p.RetentionInterval, 5*time.Minute, "RetentionInterval", time.Minute)
+	defDur(&p.StreamMaxRecordAge, time.Hour, "StreamMaxRecordAge", time.Minute)
+	if p.StreamMaxRecordAge > 7*24*time.Hour {
+		errs = append(errs, fmt.Errorf("strata: Props.StreamMaxRecordAge = %v, want at most 7 days", p.StreamMaxRecordAge))
+	}
+	if p.DefaultRetention > p.MaxRetention {
+		errs = append(errs, fmt.Errorf("strata: Props.DefaultRetention %v exceeds MaxRetention %v", p.DefaultRetention, p.MaxRetention))
+	}
+	for _, iv := range []time.Duration{p.SweepInterval, p.RetentionInterval} {
+		if iv%time.Minute != 0 {
+			errs = append(errs, fmt.Errorf("strata: schedule interval %v is not a whole number of minutes", iv))
+		}
+	}
+	a := &p.Alarms
+	for _, t := range []struct {
+		v *float64
+		d float64
+	}{{&a.LagSeconds, 300}, {&a.DeadLettered, 1}, {&a.FunctionErrors, 1}, {&a.Throttles, 1}} {
+		if *t.v == 0 {
+			*t.v = t.d
+		}
+		if *t.v < 0 {
+			errs = append(errs, fmt.Errorf("strata: alarm threshold %v is negative", *t.v))
+		}
+	}
+	defDur(&a.AppendLatencyP99, time.Second, "Alarms.AppendLatencyP99", time.Millisecond)
+	if !tablePrefixRE.MatchString(p.TablePrefix) {
+		errs = append(errs, fmt.Errorf("strata: Props.TablePrefix %q: want at most 200 of A-Z a-z 0-9 _ . -", p.TablePrefix))
+	}
+	if strings.ContainsAny(p.ObjectPrefix, "*?") || len(p.ObjectPrefix) > 512 {
+		errs = append(errs, fmt.Errorf("strata: Props.ObjectPrefix %q: no * or ? (they would widen the IAM grants), at most 512 bytes", p.ObjectPrefix))
+	}
+	if p.APIGrants != "" && !json.Valid([]byte(p.APIGrants)) {
+		errs = append(errs, errors.New("strata: Props.APIGrants is not valid JSON"))
+	}
+	if p.RemovalPolicy == "" {
+		p.RemovalPolicy = awscdk.RemovalPolicy_RETAIN
+	}
+	if p.LogRetention == "" {
+		p.LogRetention = awslogs.RetentionDays_TWO_WEEKS
+	}
+	if m := p.ManagedInstances; m != nil {
+		if err := m.withDefaults(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return p, errors.Join(errs...)
+}
+
+// tablePrefixRE is what DynamoDB allows in table names, short enough for any suffix.
+var tablePrefixRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,200}$`)
+
+func (p Props) memory(name string) int {
+	switch name {
+	case deploy.FunctionAPI:
+		return p.APIMemoryMiB
+	case deploy.FunctionDispatch:
+		return p.DispatchMemoryMiB
+	default:
+		return p.RetentionMemoryMiB
+	}
+}
+
+// TableName is the full name of the table with the given suffix.
+func (s *Strata) TableName(suffix string) string { return s.tablePrefix + suffix }
+
+// TablePrefix is the deployment's STRATA_TABLE_PREFIX.
+func (s *Strata) TablePrefix() string { return s.tablePrefix }
+
+// Subscriptions returns the subscriptions made so far (what STRATA_SUBSCRIPTIONS holds).
+func (s *Strata) Subscriptions() []deploy.Subscription { return slices.Clone(s.subscriptions) }
+
+// segmentPrefix is the key prefix of every segment object.
+func (s *Strata) segmentPrefix() string { return s.props.ObjectPrefix + deploy.SegmentKeyPrefix }
+
+func (s *Strata) newBucket() {
+	s.Bucket = awss3.NewBucket(s, jsii.String("Segments"), &awss3.BucketProps{
+		Encryption:        awss3.BucketEncryption_S3_MANAGED,
+		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
+		EnforceSSL:        jsii.Bool(true),
+		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
+		RemovalPolicy:     s.props.RemovalPolicy,
+		LifecycleRules: &[]*awss3.LifecycleRule{
+			{
+				Id:         jsii.String("retention-backstop"),
+				Prefix:     jsii.String(s.segmentPrefix()),
+				Expiration: awscdk.Duration_Days(jsii.Number(backstopDays(s.props.MaxRetention))),
+			},
+			{
+				Id:                                  jsii.String("abort-incomplete-uploads"),
+				AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
+			},
+		},
+	})
+}
+
+// backstopDays is the age in whole days after which the lifecycle rule expires a segment
+// object: the longest retention rounded up, plus a day of grace for the retention
+// function, which deletes objects itself first.
+func backstopDays(maxRetention time.Duration) float64 {
+	day := 24 * time.Hour
+	return float64((maxRetention+day-1)/day + 1)
+}
+
+func (s *Strata) newTables() {
+	for _, ts := range dynamo.Tables() {
+		tp := &awsdynamodb.TableProps{
+			TableName:    jsii.String(s.TableName(ts.Suffix)),
+			PartitionKey: attribute(ts.PartitionKey),
+			BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+			PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+				PointInTimeRecoveryEnabled: jsii.Bool(ts.PointInTimeRecovery),
+			},
+			RemovalPolicy: s.props.RemovalPolicy,
+		}
+		if ts.SortKey.Name != "" {
+			tp.SortKey = attribute(ts.SortKey)
+		}
+		if ts.TTLAttribute != "" {
+			tp.TimeToLiveAttribute = jsii.String(ts.TTLAttribute)
+		}
+		if ts.Stream != "" {
+			tp.Stream = awsdynamodb.StreamViewType(ts.Stream)
+		}
+		s.Tables[ts.Suffix] = awsdynamodb.NewTable(s, jsii.String("Table-"+ts.Suffix), tp)
+	}
+}
+
+func attribute(k dynamo.KeyAttr) *awsdynamodb.Attribute {
+	t := awsdynamodb.AttributeType_STRING
+	if k.Type == dynamo.Number {
+		t = awsdynamodb.AttributeType_NUMBER
+	}
+	return &awsdynamodb.Attribute{Name: jsii.String(k.Name), Type: t}
+}
+
+// commonEnv is the environment every function that reaches the stores gets.
+func (s *Strata) commonEnv() map[string]*string {
+	env := map[string]*string{
+		deploy.EnvBucket:           s.Bucket.BucketName(),
+		deploy.EnvTablePrefix:      jsii.String(s.tablePrefix),
+		deploy.EnvMetricsNamespace: jsii.String(deploy.MetricsNamespace),
+	}
+	if s.props.ObjectPrefix != "" {
+		env[deploy.EnvObjectPrefix] = jsii.String(s.props.ObjectPrefix)
+	}
+	return env
+}
+
+// newFunction creates one of Strata's own functions with its own role, which gets only
+// its log group's write rights and the rights tableStatements lists for it.
+func (s *Strata) newFunction(name string, memory int) awslambda.Function {
+	scope := constructs.NewConstruct(s, jsii.String("Fn-"+name))
+	logs := awslogs.NewLogGroup(scope, jsii.String("Logs"), &awslogs.LogGroupProps{
+		Retention:     s.props.LogRetention,
+		RemovalPolicy: awscdk.RemovalPolicy_DESTROY,
+	})
+	role := awsiam.NewRole(scope, jsii.String("Role"), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String("Strata " + name + " function: least privilege"),
+	})
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("OwnLogs"),
+		Actions:   jsii.Strings("logs:CreateLogStream", "logs:PutLogEvents"),
+		Resources: &[]*string{logs.LogGroupArn()},
+	}))
+	for _, st := range s.tableStatements(name) {
+		role.AddToPrincipalPolicy(st)
+	}
+	env := s.commonEnv()
+	if name == deploy.FunctionAPI {
+		env[EnvDefaultPartitions] = jsii.String(strconv.Itoa(s.props.DefaultPartitions))
+		env[EnvDefaultRetentionMS] = jsii.String(strconv.FormatInt(s.props.DefaultRetention.Milliseconds(), 10))
+		env[EnvMaxRetentionMS] = jsii.String(strconv.FormatInt(s.props.MaxRetention.Milliseconds(), 10))
+		if s.props.APIGrants != "" {
+			env[deploy.EnvGrants] = jsii.String(s.props.APIGrants)
+		}
+	}
+	if name == deploy.FunctionDispatch {
+		env[deploy.EnvSubscriptions] = jsii.String("[]") // Subscribe fills it in
+	}
+	timeout := 30 * time.Second
+	switch name {
+	case deploy.FunctionDispatch:
+		timeout = time.Minute
+	case deploy.FunctionRetention:
+		timeout = 5 * time.Minute
+	}
+	return awslambda.NewFunction(scope, jsii.String("Function"), &awslambda.FunctionProps{
+		Description:   jsii.String("Strata " + name),
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		Code:          awslambda.Code_FromAsset(jsii.String(filepath.Join(s.props.AssetDir, name)), nil),
+		MemorySize:    jsii.Number(float64(memory)),
+		Timeout:       awscdk.Duration_Seconds(jsii.Number(timeout.Seconds())),
+		Role:          role,
+		LogGroup:      logs,
+		Environment:   &env,
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+	})
+}
+
+// tableStatements are the DynamoDB and S3 statements of Strata's own function name.
+func (s *Strata) tableStatements(name string) []awsiam.PolicyStatement {
+	var out []awsiam.PolicyStatement
+	access := TableAccess()[name]
+	for _, ts := range dynamo.Tables() { // schema order: stable templates
+		a, ok := access[ts.Suffix]
+		if !ok {
+			continue
+		}
+		out = append(out, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("Table" + sidPart(ts.Suffix)),
+			Actions:   jsii.Strings(a.actions()...),
+			Resources: &[]*string{s.Tables[ts.Suffix].TableArn()},
+		}))
+	}
+	objects := s.Bucket.ArnForObjects(jsii.String(s.segmentPrefix() + "*"))
+	switch name {
+	case deploy.FunctionAPI:
+		out = append(out,
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:       jsii.String("SegmentsReadWrite"),
+				Actions:   jsii.Strings(append(slices.Clone(objectRead), objectWrite...)...),
+				Resources: &[]*string{objects},
+			}),
+			// Without s3:ListBucket, S3 answers a GET of a missing key 403 instead of 404,
+			// and a poll racing retention would be an internal error, not "not found".
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:       jsii.String("SegmentsList"),
+				Actions:   jsii.Strings("s3:ListBucket"),
+				Resources: &[]*string{s.Bucket.BucketArn()},
+				Conditions: &map[string]any{
+					"StringLike": map[string]any{"s3:prefix": []string{s.segmentPrefix() + "*"}},
+				},
+			}))
+	case deploy.FunctionRetention:
+		out = append(out,
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:       jsii.String("SegmentsDelete"),
+				Actions:   jsii.Strings(objectDelete...),
+				Resources: &[]*string{objects},
+			}),
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:       jsii.String("SegmentsList"),
+				Actions:   jsii.Strings("s3:ListBucket"),
+				Resources: &[]*string{s.Bucket.BucketArn()},
+				Conditions: &map[string]any{
+					"StringLike": map[string]any{"s3:prefix": []string{s.segmentPrefix() + "*"}},
+				},
+			}))
+	}
+	return out
+}
+
+// sidPart makes a table suffix usable in a statement id (alphanumeric).
+func sidPart(suffix string) string {
+	b := []byte(suffix)
+	if len(b) > 0 && b[0] >= 'a' && b[0] <= 'z' {
+		b[0] -= 'a' - 'A'
+	}
+	return string(b)
+}
+
+// apiRoutes are the routes of docs/API.md, in its order.
+var apiRoutes = []struct {
+	method awsapigatewayv2.HttpMethod
+	path   string
+}{
+	{awsapigatewayv2.HttpMethod_POST, "/v1/topics"},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/topics"},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/topics/{topic}"},
+	{awsapigatewayv2.HttpMethod_POST, "/v1/topics/{topic}/records"},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/topics/{topic}/partitions/{partition}/records"},
+	{awsapigatewayv2.HttpMethod_POST, "/v1/groups/{group}/topics/{topic}/partitions/{partition}/lease"},
+	{awsapigatewayv2.HttpMethod_DELETE, "/v1/groups/{group}/topics/{topic}/partitions/{partition}/lease"},
+	{awsapigatewayv2.HttpMethod_POST, "/v1/groups/{group}/topics/{topic}/partitions/{partition}/commit"},
+	{awsapigatewayv2.HttpMethod_GET, "/v1/groups/{group}"},
+	{awsapigatewayv2.HttpMethod_POST, "/v1/groups/{group}/topics/{topic}/reset"},
+}
+
+// newAPI creates the HTTP API: every route of docs/API.md with IAM authorization, the
+// health check without, and an IAM-authorized $default route so that an unknown path or
+// method gets the contract's own 404/405 from the api function.
+func (s *Strata) newAPI() {
+	fn := s.Functions[deploy.FunctionAPI]
+	integration := awsapigatewayv2integrations.NewHttpLambdaIntegration(jsii.String("Api"), fn,
+		&awsapigatewayv2integrations.HttpLambdaIntegrationProps{
+			PayloadFormatVersion: awsapigatewayv2.PayloadFormatVersion_VERSION_2_0(),
+		})
+	s.API = awsapigatewayv2.NewHttpApi(s, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiProps{
+		Description:        jsii.String("Strata HTTP API (docs/API.md), IAM authorization"),
+		DefaultIntegration: integration,
+		DefaultAuthorizer:  awsapigatewayv2authorizers.NewHttpIamAuthorizer(),
+	})
+	for _, r := range apiRoutes {
+		s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+			Path:        jsii.String(r.path),
+			Methods:     &[]awsapigatewayv2.HttpMethod{r.method},
+			Integration: integration,
+		})
+	}
+	s.API.AddRoutes(&awsapigatewayv2.AddRoutesOptions{
+		Path:        jsii.String("/v1/health"),
+		Methods:     &[]awsapigatewayv2.HttpMethod{awsapigatewayv2.HttpMethod_GET},
+		Integration: integration,
+		Authorizer:  awsapigatewayv2.NewHttpNoneAuthorizer(),
+	})
+}
+
+// newDispatchSources attaches dispatch to the sequencer table's stream (every commit,
+// in order per partition) and to the sweep schedule.
+func (s *Strata) newDispatchSources() {
+	fn := s.Functions[deploy.FunctionDispatch]
+	s.StreamFailures = awssqs.NewQueue(s, jsii.String("StreamFailures"), &awssqs.QueueProps{
+		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
+		EnforceSSL:      jsii.Bool(true),
+		RetentionPeriod: awscdk.Duration_Days(jsii.Number(14)),
+	})
+	fn.AddEventSource(awslambdaeventsources.NewDynamoEventSource(s.Tables[dynamo.SequencerTable],
+		&awslambdaeventsources.DynamoEventSourceProps{
+			StartingPosition:      awslambda.StartingPosition_TRIM_HORIZON,
+			BatchSize:             jsii.Number(float64(s.props.StreamBatchSize)),
+			MaxBatchingWindow:     awscdk.Duration_Seconds(jsii.Number(0)),
+			BisectBatchOnError:    jsii.Bool(true),
+			RetryAttempts:         jsii.Number(float64(s.props.StreamRetries)),
+			MaxRecordAge:          awscdk.Duration_Seconds(jsii.Number(s.props.StreamMaxRecordAge.Seconds())),
+			ParallelizationFactor: jsii.Number(1),
+			OnFailure:             awslambdaeventsources.NewSqsDlq(s.StreamFailures),
+		}))
+	schedule(s, "Sweep", fn, s.props.SweepInterval, "dispatch sweep: re-dispatch lagging partitions a stream batch missed")
+}
+
+func (s *Strata) newRetentionSchedule() {
+	schedule(s, "RetentionSchedule", s.Functions[deploy.FunctionRetention], s.props.RetentionInterval, "retention pass")
+}
+
+// schedule invokes fn every interval with EventBridge's scheduled event.
+func schedule(scope constructs.Construct, id string, fn awslambda.IFunction, interval time.Duration, what string) {
+	awsevents.NewRule(scope, jsii.String(id), &awsevents.RuleProps{
+		Description: jsii.String("Strata " + what),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(interval.Minutes()))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(fn, &awseventstargets.LambdaFunctionProps{
+			RetryAttempts: jsii.Number(0), // the next tick does the same work
+		})},
+	})
+}

@@ -1,0 +1,363 @@
+package strata_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/stratalog/strata/infra/internal/assets"
+	"github.com/stratalog/strata/infra/internal/tmpl"
+	"github.com/stratalog/strata/infra/strata"
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/store/dynamo"
+)
+
+// One synthesis of a construct with every option a user may set (managed instances, a
+// dead-letter topic, produce and consume grants), shared by the tests; the default
+// deployment is tested through the app's stack in infra/stack.
+var (
+	tpl      *tmpl.Template
+	setupErr []string // errors the construct returned for bad input, by case
+	dir      string
+)
+
+func TestMain(m *testing.M) {
+	var err error
+	if dir, err = assets.Placeholders(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	err = synth()
+	code := 1
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "synth:", err)
+	} else {
+		code = m.Run()
+	}
+	jsii.Close()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func synth() error {
+	out, err := os.MkdirTemp("", "strata-cdk-out-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(out)
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
+	st := awscdk.NewStack(app, jsii.String("T"), nil)
+	s, err := strata.New(st, "Log", strata.Props{
+		AssetDir:     dir,
+		TablePrefix:  "t-",
+		APIGrants:    `{"arn:aws:iam::123456789012:role/billing-*":[{"resource":"topic:orders","ops":["read"]}]}`,
+		ObjectPrefix: "p/",
+		ManagedInstances: &strata.ManagedInstances{
+			TargetCPUUtilization: 60, PerEnvironmentMaxConcurrency: 64, MaxVCPUs: 32, MinEnvironments: 2, MaxEnvironments: 8,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	userRole := awsiam.NewRole(st, jsii.String("UserRole"), &awsiam.RoleProps{
+		AssumedBy: awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+	})
+	fn := awslambda.NewFunction(st, jsii.String("UserFn"), &awslambda.FunctionProps{
+		Runtime: awslambda.Runtime_PROVIDED_AL2023(), Handler: jsii.String("bootstrap"), Role: userRole,
+		Code: awslambda.Code_FromAsset(jsii.String(dir+"/"+deploy.FunctionConsumer), nil),
+	})
+	if err := s.Subscribe(fn, "payments", "ledger", &strata.SubscribeOptions{DeadLetterTopic: "payments-dlq"}); err != nil {
+		return err
+	}
+	// Bad input: each is an error and changes nothing.
+	imported := awslambda.Function_FromFunctionArn(st, jsii.String("Imported"),
+		jsii.String("arn:aws:lambda:us-east-1:123456789012:function:other"))
+	for _, bad := range []func() error{
+		func() error { return s.Subscribe(fn, "payments", "ledger", nil) },
+		func() error { return s.Subscribe(fn, "bad topic", "ledger", nil) },
+		func() error { return s.Subscribe(fn, "payments", "", nil) },
+		func() error {
+			return s.Subscribe(fn, "refunds", "ledger", &strata.SubscribeOptions{DeadLetterTopic: "../x"})
+		},
+		func() error { return s.Subscribe(imported, "refunds", "ledger", nil) },
+		func() error { _, err := s.GrantProduce(userRole); return err },
+		func() error { _, err := s.GrantProduce(userRole, "a/b"); return err },
+		func() error { _, err := s.GrantConsume(userRole, "g*", "orders"); return err },
+		func() error {
+			_, err := strata.New(st, "Bad", strata.Props{AssetDir: dir, DefaultPartitions: 2000})
+			return err
+		},
+	} {
+		if err := bad(); err != nil {
+			setupErr = append(setupErr, err.Error())
+		} else {
+			setupErr = append(setupErr, "")
+		}
+	}
+	producer := awsiam.NewRole(st, jsii.String("Producer"), &awsiam.RoleProps{
+		AssumedBy: awsiam.NewAccountPrincipal(jsii.String("123456789012")),
+	})
+	if _, err := s.GrantProduce(producer, "orders", "payments"); err != nil {
+		return err
+	}
+	consumer := awsiam.NewRole(st, jsii.String("Consumer"), &awsiam.RoleProps{
+		AssumedBy: awsiam.NewAccountPrincipal(jsii.String("123456789012")),
+	})
+	if _, err := s.GrantConsume(consumer, "billing", "orders"); err != nil {
+		return err
+	}
+	if tpl, err = tmpl.New(assertions.Template_FromStack(st, nil)); err != nil {
+		return err
+	}
+	return tpl.Export("construct-all-options")
+}
+
+func TestBadInputIsAnError(t *testing.T) {
+	want := []string{
+		"already subscribed", "topic", "group", "dead-letter", "no role",
+		"no topic", "not a valid name", "not a valid name", "DefaultPartitions",
+	}
+	if len(setupErr) != len(want) {
+		t.Fatalf("errors %q", setupErr)
+	}
+	for i, w := range want {
+		if !strings.Contains(setupErr[i], w) {
+			t.Errorf("case %d: error %q, want one mentioning %q", i, setupErr[i], w)
+		}
+	}
+	// Nothing of the refused calls reached the template: one deployment, one
+	// subscription, the dispatch function's environment lists only it.
+	if n := len(tpl.OfType("AWS::S3::Bucket")); n != 1 {
+		t.Errorf("%d buckets: the refused New added resources", n)
+	}
+	_, dp, err := tpl.Find("AWS::Lambda::Function", "Description", "Strata dispatch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	subs, err := deploy.ParseSubscriptions(tmpl.Join(dp.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)[deploy.EnvSubscriptions]))
+	if err != nil || len(subs) != 1 || subs[0].Topic != "payments" || subs[0].Group != "ledger" {
+		t.Errorf("subscriptions %v, %v", subs, err)
+	}
+}
+
+func TestPropsValidation(t *testing.T) {
+	// strata.New validates before it creates anything, so no scope is needed.
+	for _, tc := range []struct {
+		name string
+		p    strata.Props
+		want string
+	}{
+		{"no assets", strata.Props{}, "AssetDir"},
+		{"partitions", strata.Props{AssetDir: "x", DefaultPartitions: -1}, "DefaultPartitions"},
+		{"retention above max", strata.Props{AssetDir: "x", DefaultRetention: 10 * 24 * time.Hour}, "exceeds MaxRetention"},
+		{"sweep below a minute", strata.Props{AssetDir: "x", SweepInterval: time.Second}, "SweepInterval"},
+		{"sweep not whole minutes", strata.Props{AssetDir: "x", SweepInterval: 90 * time.Second}, "whole number of minutes"},
+		{"record age", strata.Props{AssetDir: "x", StreamMaxRecordAge: 8 * 24 * time.Hour}, "StreamMaxRecordAge"},
+		{"memory", strata.Props{AssetDir: "x", APIMemoryMiB: 64}, "APIMemoryMiB"},
+		{"negative threshold", strata.Props{AssetDir: "x", Alarms: strata.AlarmThresholds{LagSeconds: -1}}, "negative"},
+		{"instance memory", strata.Props{AssetDir: "x", ManagedInstances: &strata.ManagedInstances{MemoryGiBPerVCPU: 1}}, "MemoryGiBPerVCPU"},
+		{"environments", strata.Props{AssetDir: "x", ManagedInstances: &strata.ManagedInstances{MinEnvironments: 5, MaxEnvironments: 2}}, "MinEnvironments"},
+		{"grants", strata.Props{AssetDir: "x", APIGrants: "{"}, "APIGrants"},
+		{"table prefix", strata.Props{AssetDir: "x", TablePrefix: "a b"}, "TablePrefix"},
+		{"object prefix", strata.Props{AssetDir: "x", ObjectPrefix: "a*"}, "ObjectPrefix"},
+		{"cpu target", strata.Props{AssetDir: "x", ManagedInstances: &strata.ManagedInstances{TargetCPUUtilization: 120}}, "TargetCPUUtilization"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := strata.New(nil, "X", tc.p)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one mentioning %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestTablePrefixAndObjectPrefix(t *testing.T) {
+	for _, ts := range dynamo.Tables() {
+		if _, _, err := tpl.Find("AWS::DynamoDB::Table", "TableName", "t-"+ts.Suffix); err != nil {
+			t.Error(err)
+		}
+	}
+	_, api, err := tpl.Find("AWS::Lambda::Function", "Description", "Strata api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := api.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if env[deploy.EnvTablePrefix] != "t-" || env[deploy.EnvObjectPrefix] != "p/" || !strings.Contains(fmt.Sprint(env[deploy.EnvGrants]), "billing-*") {
+		t.Errorf("api environment %v", env)
+	}
+	_, b, _ := tpl.Find("AWS::S3::Bucket", "OwnershipControls", map[string]any{"Rules": []any{map[string]any{"ObjectOwnership": "BucketOwnerEnforced"}}})
+	rules, _ := json.Marshal(b.Properties["LifecycleConfiguration"])
+	if !strings.Contains(string(rules), `"Prefix":"p/v1/"`) {
+		t.Errorf("lifecycle %s: want the backstop on p/v1/", rules)
+	}
+}
+
+func TestManagedInstances(t *testing.T) {
+	cps := tpl.OfType("AWS::Lambda::CapacityProvider")
+	if len(cps) != 1 {
+		t.Fatalf("capacity providers %v", cps)
+	}
+	cp := tpl.Resources[cps[0]].Properties
+	if got, _ := json.Marshal(cp["CapacityProviderScalingConfig"]); !strings.Contains(string(got), `"MaxVCpuCount":32`) ||
+		!strings.Contains(string(got), `"ScalingMode":"Manual"`) || !strings.Contains(string(got), `60`) {
+		t.Errorf("scaling %s", got)
+	}
+	if got, _ := json.Marshal(cp["InstanceRequirements"]); string(got) != `{"Architectures":["arm64"]}` {
+		t.Errorf("instance requirements %s", got)
+	}
+	_, api, err := tpl.Find("AWS::Lambda::Function", "Description", "Strata api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(api.Properties["CapacityProviderConfig"])
+	for _, w := range []string{cps[0], `"PerExecutionEnvironmentMaxConcurrency":64`, `"ExecutionEnvironmentMemoryGiBPerVCpu":2`} {
+		if !strings.Contains(string(cfg), w) {
+			t.Errorf("api capacity provider config %s lacks %s", cfg, w)
+		}
+	}
+	if got, _ := json.Marshal(api.Properties["FunctionScalingConfig"]); string(got) != `{"MaxExecutionEnvironments":8,"MinExecutionEnvironments":2}` {
+		t.Errorf("function scaling %s", got)
+	}
+	if api.Properties["MemorySize"] != float64(2048) {
+		t.Errorf("api memory %v, want 2048 on managed instances", api.Properties["MemorySize"])
+	}
+	// Only the api moves: dispatch and retention stay on demand.
+	for _, d := range []string{"Strata dispatch", "Strata retention"} {
+		_, r, _ := tpl.Find("AWS::Lambda::Function", "Description", d)
+		if r.Properties["CapacityProviderConfig"] != nil {
+			t.Errorf("%s on the capacity provider", d)
+		}
+	}
+	// A VPC of isolated subnets with gateway endpoints for S3 and DynamoDB; no NAT.
+	var endpoints []string
+	for _, id := range tpl.OfType("AWS::EC2::VPCEndpoint") {
+		p := tpl.Resources[id].Properties
+		if p["VpcEndpointType"] != "Gateway" {
+			t.Errorf("endpoint %s type %v", id, p["VpcEndpointType"])
+		}
+		name := tmpl.Join(p["ServiceName"])
+		endpoints = append(endpoints, name[strings.LastIndex(name, ".")+1:])
+	}
+	sort.Strings(endpoints)
+	if !slices.Equal(endpoints, []string{"dynamodb", "s3"}) {
+		t.Errorf("gateway endpoints %v", endpoints)
+	}
+	tmpl.Check(t, "vpc", func() {
+		tpl.A.ResourceCountIs(jsii.String("AWS::EC2::VPC"), jsii.Number(1))
+		tpl.A.ResourceCountIs(jsii.String("AWS::EC2::NatGateway"), jsii.Number(0))
+		tpl.A.ResourceCountIs(jsii.String("AWS::EC2::InternetGateway"), jsii.Number(0))
+	})
+}
+
+// routeArns returns, for the role with logical id prefix, the execute-api routes it may
+// invoke as "METHOD /path", and fails on any other statement.
+func routeArns(t *testing.T, role string) []string {
+	t.Helper()
+	var roleID string
+	for _, id := range tpl.OfType("AWS::IAM::Role") {
+		if strings.HasPrefix(id, role) {
+			roleID = id
+		}
+	}
+	sts, _, err := tpl.RoleStatements(roleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, st := range sts {
+		if !slices.Equal(st.Actions, []string{"execute-api:Invoke"}) {
+			t.Errorf("%s: statement %v", role, st.Actions)
+			continue
+		}
+		for _, r := range st.Resources {
+			arn := tmpl.Join(r)
+			// arn:<partition>:execute-api:<region>:<account>:<api id>/<stage>/<METHOD>/<path>
+			i := strings.Index(arn, "/*/")
+			if i < 0 {
+				t.Errorf("arn %s: want every stage", arn)
+				continue
+			}
+			rest := arn[i+3:]
+			j := strings.Index(rest, "/")
+			out = append(out, rest[:j]+" "+rest[j:])
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestGrantProduce(t *testing.T) {
+	want := []string{
+		"GET /v1/topics/orders", "GET /v1/topics/payments",
+		"POST /v1/topics/orders/records", "POST /v1/topics/payments/records",
+	}
+	if got := routeArns(t, "Producer"); !slices.Equal(got, want) {
+		t.Errorf("produce routes:\n got %q\nwant %q", got, want)
+	}
+}
+
+func TestGrantConsume(t *testing.T) {
+	want := []string{
+		"DELETE /v1/groups/billing/topics/orders/partitions/*/lease",
+		"GET /v1/groups/billing",
+		"GET /v1/topics/orders",
+		"GET /v1/topics/orders/partitions/*/records",
+		"POST /v1/groups/billing/topics/orders/partitions/*/commit",
+		"POST /v1/groups/billing/topics/orders/partitions/*/lease",
+	}
+	if got := routeArns(t, "Consumer"); !slices.Equal(got, want) {
+		t.Errorf("consume routes:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestDeadLetterRights: a subscription with a dead-letter topic may append to it (and
+// only to it) on top of the consumer rights.
+func TestDeadLetterRights(t *testing.T) {
+	var roleID string
+	for _, id := range tpl.OfType("AWS::IAM::Role") {
+		if strings.HasPrefix(id, "UserRole") {
+			roleID = id
+		}
+	}
+	sts, _, err := tpl.RoleStatements(roleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, st := range sts {
+		var res []string
+		for _, r := range st.Resources {
+			res = append(res, tmpl.Join(r))
+		}
+		c, _ := json.Marshal(st.Condition)
+		got[st.Sid] = strings.Join(st.Actions, ",") + " " + strings.Join(res, ",") + " " + string(c)
+	}
+	for sid, want := range map[string][]string{
+		"ConsumerSegments":    {"s3:GetObject", "/p/v1/payments/*"},
+		"ConsumerLeases":      {`"ledger#payments"`},
+		"DeadLetterTopic":     {"dynamodb:GetItem ", `"payments-dlq"`},
+		"DeadLetterSequencer": {"dynamodb:PutItem", `"payments-dlq#*"`},
+		"DeadLetterIndex":     {"dynamodb:PutItem", `"payments-dlq#*"`},
+		"DeadLetterSegments":  {"s3:PutObject", "/p/v1/payments-dlq/*"},
+	} {
+		for _, w := range want {
+			if !strings.Contains(got[sid], w) {
+				t.Errorf("%s = %q, want it to contain %q", sid, got[sid], w)
+			}
+		}
+	}
+	if len(got) != 13 {
+		t.Errorf("%d statements %v, want 8 consumer and 5 dead-letter", len(got), got)
+	}
+}

@@ -1,0 +1,195 @@
+package strata
+
+import (
+	"fmt"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/store/dynamo"
+)
+
+// SubscribeOptions are the optional settings of a subscription.
+type SubscribeOptions struct {
+	// DeadLetterTopic, when the group dead-letters to a topic, gives the function the
+	// rights to append to it.
+	DeadLetterTopic string
+}
+
+// Subscribe makes dispatch invoke fn for each partition of topic where group has lag
+// and no live lease, as a Lambda event source mapping would: it adds the subscription to
+// dispatch's STRATA_SUBSCRIPTIONS, lets dispatch invoke fn, grants fn exactly what the
+// consumer library needs for this topic and group (ConsumerStatements), sets fn's
+// environment when fn is a Function created in this app, and adds lag and dead-letter
+// alarms. A topic and group may be subscribed once; bad names are an error and change
+// nothing.
+func (s *Strata) Subscribe(fn awslambda.IFunction, topic, group string, opts *SubscribeOptions) error {
+	if opts == nil {
+		opts = &SubscribeOptions{}
+	}
+	sub := deploy.Subscription{Topic: topic, Group: group, Function: *fn.FunctionName()}
+	if err := sub.Validate(); err != nil {
+		return fmt.Errorf("strata: subscribe: %w", err)
+	}
+	if opts.DeadLetterTopic != "" {
+		if err := validTopic(opts.DeadLetterTopic); err != nil {
+			return fmt.Errorf("strata: subscribe: dead-letter %w", err)
+		}
+	}
+	if s.subscribed[[2]string{topic, group}] {
+		return fmt.Errorf("strata: subscribe: topic %q and group %q are already subscribed", topic, group)
+	}
+	if fn.Role() == nil {
+		return fmt.Errorf("strata: subscribe: function %s has no role to grant to (an imported function: attach ConsumerStatements to its role yourself)", *fn.Node().Path())
+	}
+	subs := append(s.Subscriptions(), sub)
+	encoded, err := deploy.EncodeSubscriptions(subs)
+	if err != nil {
+		return fmt.Errorf("strata: subscribe: %w", err)
+	}
+	s.subscriptions = subs
+	s.subscribed[[2]string{topic, group}] = true
+
+	dispatch := s.Functions[deploy.FunctionDispatch]
+	dispatch.AddEnvironment(jsii.String(deploy.EnvSubscriptions), jsii.String(encoded), nil)
+	dispatch.AddToRolePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings("lambda:InvokeFunction"),
+		Resources: &[]*string{fn.FunctionArn()},
+	}))
+	for _, st := range s.ConsumerStatements(topic, group, opts.DeadLetterTopic) {
+		fn.AddToRolePolicy(st)
+	}
+	if f, ok := fn.(awslambda.Function); ok {
+		for k, v := range s.ConsumerEnvironment(topic, group) {
+			f.AddEnvironment(jsii.String(k), v, nil)
+		}
+	}
+	s.observeSubscription(fn, topic, group)
+	return nil
+}
+
+// ConsumerEnvironment is the environment the consumer library reads for topic and group.
+func (s *Strata) ConsumerEnvironment(topic, group string) map[string]*string {
+	env := s.commonEnv()
+	env[deploy.EnvTopic] = jsii.String(topic)
+	env[deploy.EnvGroup] = jsii.String(group)
+	return env
+}
+
+// ConsumerStatements are the rights of a consumer of topic in group, and nothing more:
+// reads of the topic's row, high watermarks, index entries and log starts; leases and
+// commits of (group, topic); the group's row; reads of the topic's segment objects. Each
+// DynamoDB statement is confined to its rows by dynamodb:LeadingKeys (no Scan is granted,
+// so every call names its key). With deadLetterTopic, also appending to that topic.
+func (s *Strata) ConsumerStatements(topic, group, deadLetterTopic string) []awsiam.PolicyStatement {
+	gt := group + "#" + topic
+	out := []awsiam.PolicyStatement{
+		s.rowStatement("ConsumerTopic", dynamo.TopicsTable, []string{"dynamodb:GetItem"}, topic),
+		s.rowStatement("ConsumerSequencer", dynamo.SequencerTable, tableRead, topic+"#*"),
+		s.rowStatement("ConsumerIndex", dynamo.IndexTable, tableRead, topic+"#*"),
+		s.rowStatement("ConsumerPartitions", dynamo.PartitionsTable, tableRead, topic),
+		s.rowStatement("ConsumerLeases", dynamo.AssignmentsTable,
+			[]string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"}, gt),
+		s.rowStatement("ConsumerCommits", dynamo.CommitsTable,
+			[]string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"}, gt),
+		s.rowStatement("ConsumerGroup", dynamo.GroupsTable, []string{"dynamodb:GetItem", "dynamodb:PutItem"}, group),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("ConsumerSegments"),
+			Actions:   jsii.Strings(objectRead...),
+			Resources: &[]*string{s.Bucket.ArnForObjects(jsii.String(s.segmentPrefix() + topic + "/*"))},
+		}),
+	}
+	if deadLetterTopic != "" {
+		d := deadLetterTopic
+		out = append(out,
+			s.rowStatement("DeadLetterTopic", dynamo.TopicsTable, []string{"dynamodb:GetItem"}, d),
+			s.rowStatement("DeadLetterSequencer", dynamo.SequencerTable, append(append([]string{}, tableRead...), tableWrite...), d+"#*"),
+			s.rowStatement("DeadLetterIndex", dynamo.IndexTable, append(append([]string{}, tableRead...), tableWrite...), d+"#*"),
+			s.rowStatement("DeadLetterIdempotency", dynamo.IdempotencyTable, append(append([]string{}, tableRead...), tableWrite...), d+"#*"),
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:       jsii.String("DeadLetterSegments"),
+				Actions:   jsii.Strings(objectWrite...),
+				Resources: &[]*string{s.Bucket.ArnForObjects(jsii.String(s.segmentPrefix() + d + "/*"))},
+			}))
+	}
+	return out
+}
+
+// rowStatement allows actions on table only for items whose partition key matches one
+// of the patterns (StringLike: '*' matches any run of characters).
+func (s *Strata) rowStatement(sid, table string, actions []string, keyPatterns ...string) awsiam.PolicyStatement {
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String(sid),
+		Actions:   jsii.Strings(actions...),
+		Resources: &[]*string{s.Tables[table].TableArn()},
+		Conditions: &map[string]any{
+			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": keyPatterns},
+		},
+	})
+}
+
+// validTopic checks a topic or group name as the API does.
+func validTopic(name string) error {
+	return deploy.Subscription{Topic: name, Group: name, Function: "x"}.Validate()
+}
+
+// route is one method and path of the HTTP API, for execute-api grants.
+type route struct{ method, path string }
+
+// GrantProduce lets grantee create nothing but append to and describe each topic through
+// the HTTP API (execute-api:Invoke on exactly those routes).
+func (s *Strata) GrantProduce(grantee awsiam.IGrantable, topics ...string) (awsiam.Grant, error) {
+	if len(topics) == 0 {
+		return nil, fmt.Errorf("strata: grant produce: no topic")
+	}
+	var routes []route
+	for _, t := range topics {
+		if err := validTopic(t); err != nil {
+			return nil, fmt.Errorf("strata: grant produce: %w", err)
+		}
+		routes = append(routes,
+			route{"POST", "/v1/topics/" + t + "/records"},
+			route{"GET", "/v1/topics/" + t})
+	}
+	return s.grantRoutes(grantee, routes), nil
+}
+
+// GrantConsume lets grantee consume each topic in group through the HTTP API: describe
+// and poll the topic; lease, renew, release and commit the group's partitions of it;
+// describe the group. Resetting the group is not included.
+func (s *Strata) GrantConsume(grantee awsiam.IGrantable, group string, topics ...string) (awsiam.Grant, error) {
+	if len(topics) == 0 {
+		return nil, fmt.Errorf("strata: grant consume: no topic")
+	}
+	if err := validTopic(group); err != nil {
+		return nil, fmt.Errorf("strata: grant consume: group: %w", err)
+	}
+	routes := []route{{"GET", "/v1/groups/" + group}}
+	for _, t := range topics {
+		if err := validTopic(t); err != nil {
+			return nil, fmt.Errorf("strata: grant consume: %w", err)
+		}
+		p := "/v1/groups/" + group + "/topics/" + t + "/partitions/*/"
+		routes = append(routes,
+			route{"GET", "/v1/topics/" + t},
+			route{"GET", "/v1/topics/" + t + "/partitions/*/records"},
+			route{"POST", p + "lease"},
+			route{"DELETE", p + "lease"},
+			route{"POST", p + "commit"})
+	}
+	return s.grantRoutes(grantee, routes), nil
+}
+
+func (s *Strata) grantRoutes(grantee awsiam.IGrantable, routes []route) awsiam.Grant {
+	arns := make([]*string, 0, len(routes))
+	for _, r := range routes {
+		arns = append(arns, s.API.ArnForExecuteApi(jsii.String(r.method), jsii.String(r.path), jsii.String("*")))
+	}
+	return awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+		Grantee:      grantee,
+		Actions:      jsii.Strings("execute-api:Invoke"),
+		ResourceArns: &arns,
+	})
+}
