@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -168,20 +169,34 @@ type GrantAllow struct {
 }
 
 // ParseGrants decodes the value of EnvGrants; empty means no grants (every admitted
-// principal may do everything). It checks the shape; the api function checks resources
-// and operations as the auth file's loader does.
+// principal may do everything). It takes the ordered list of Grant, or the short form
+// {"<principal pattern>": [<GrantAllow>...], ...}, whose entries are named after their
+// pattern and tried most specific first (longest pattern first, then in lexical order).
+// It checks the shape; the api function checks resources and operations as the auth
+// file's loader does.
 func ParseGrants(raw string) ([]Grant, error) {
-	if strings.TrimSpace(raw) == "" {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
 		return nil, nil
 	}
 	var gs []Grant
-	dec := json.NewDecoder(strings.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&gs); err != nil {
-		return nil, fmt.Errorf("deploy: %s: %w", EnvGrants, err)
-	}
-	if dec.More() {
-		return nil, fmt.Errorf("deploy: %s: trailing data after the list", EnvGrants)
+	if strings.HasPrefix(raw, "{") {
+		var byPattern map[string][]GrantAllow
+		if err := decodeStrict(raw, &byPattern); err != nil {
+			return nil, err
+		}
+		for pattern, allow := range byPattern {
+			gs = append(gs, Grant{Principal: pattern, Name: pattern, Allow: allow})
+		}
+		sort.Slice(gs, func(i, j int) bool {
+			a, b := gs[i].Principal, gs[j].Principal
+			if len(a) != len(b) {
+				return len(a) > len(b)
+			}
+			return a < b
+		})
+	} else if err := decodeStrict(raw, &gs); err != nil {
+		return nil, err
 	}
 	for i, g := range gs {
 		switch {
@@ -192,6 +207,18 @@ func ParseGrants(raw string) ([]Grant, error) {
 		}
 	}
 	return gs, nil
+}
+
+func decodeStrict(raw string, v any) error {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("deploy: %s: %w", EnvGrants, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("deploy: %s: trailing data after the value", EnvGrants)
+	}
+	return nil
 }
 
 // EncodeGrants is the inverse of ParseGrants (what the stack sets).

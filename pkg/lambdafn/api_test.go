@@ -74,6 +74,11 @@ func TestAPIFixtures(t *testing.T) {
 			{Resource: "topic:orders", Ops: []string{"create", "describe", "append", "read"}},
 		},
 	}}
+	shortForm, err := deploy.ParseGrants(`{"arn:aws:sts::123456789012:assumed-role/billing-*":
+		[{"resource":"topic:orders","ops":["create","describe","append","read"]}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		name   string
 		grants []deploy.Grant
@@ -98,6 +103,19 @@ func TestAPIFixtures(t *testing.T) {
 				{"apigw-v2-poll.json", 200, ""},
 				{"apigw-v2-describe-topic.json", 200, ""},
 				{"apigw-v2-health-no-iam.json", 200, ""},
+			},
+		},
+		{
+			name:   "grants in the short form (by pattern)",
+			grants: shortForm,
+			steps: []struct {
+				fixture string
+				status  int
+				code    string
+			}{
+				{"apigw-v2-create-topic.json", 201, ""},
+				{"apigw-v2-append.json", 200, ""},
+				{"apigw-v2-append-other-principal.json", 403, "forbidden"},
 			},
 		},
 		{
