@@ -53,10 +53,13 @@ var (
 //     sequencer (with idempotency rows), polls (index and log start), leases, commits,
 //     resets and group describes (which scan assignments and commits). Members are the
 //     balancer's, which runs beside long-running consumers, never behind the API.
-//   - dispatch reads the sequencer's stream, materialises index entries, and decides
-//     from topics, high watermarks, commits and leases whom to invoke (reads only).
-//   - retention advances log starts, extends and deletes index entries, and reads the
-//     topics and high watermarks it works from.
+//   - dispatch reads the sequencer's stream, materialises index entries (an index query,
+//     a write-once entry, and the idempotency claim of an idempotent commit), and decides
+//     from topics, high watermarks, commits and leases whom to invoke. Reading a
+//     partition's counter seeds it when missing (the migration), a put on the sequencer.
+//   - retention advances log starts on the sequencer items (seeding them like dispatch),
+//     deletes index entries, and reads the topics it works from; the legacy partitions
+//     table is read by the migration only.
 //
 // A subscribed consumer function's rights are narrower still (consumerStatements): the
 // rows of its own topic and group only.
@@ -74,17 +77,18 @@ func TableAccess() map[string]map[string]Access {
 		},
 		deploy.FunctionDispatch: {
 			dynamo.TopicsTable:      rs,
-			dynamo.SequencerTable:   r,
+			dynamo.SequencerTable:   rw,
 			dynamo.IndexTable:       rw,
 			dynamo.PartitionsTable:  r,
 			dynamo.AssignmentsTable: r,
 			dynamo.CommitsTable:     r,
+			dynamo.IdempotencyTable: rw,
 		},
 		deploy.FunctionRetention: {
 			dynamo.TopicsTable:     rs,
-			dynamo.SequencerTable:  r,
+			dynamo.SequencerTable:  rw,
 			dynamo.IndexTable:      rw,
-			dynamo.PartitionsTable: rw,
+			dynamo.PartitionsTable: r,
 		},
 	}
 }
