@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -132,4 +133,112 @@ func EncodeSubscriptions(subs []Subscription) (string, error) {
 	}
 	b, err := json.Marshal(subs)
 	return string(b), err
+}
+
+// Lambda limits the api function enforces (docs/API.md, "Behind API Gateway").
+const (
+	// MaxLambdaPayload is Lambda's limit on a synchronous invocation's request and
+	// response payload (6 MB), the event JSON as a whole.
+	MaxLambdaPayload = 6 << 20
+	// MaxAPIBody is the largest request body the api function accepts, as the client
+	// sent it. API Gateway may hand the body over base64-encoded (4/3 larger) inside the
+	// event JSON, so 4 MiB is the largest body that always fits MaxLambdaPayload with
+	// room for headers; as base64 records in JSON, that is about 3 MiB of decoded record
+	// bytes per append. A larger body is answered 413 payload_too_large.
+	MaxAPIBody = 4 << 20
+)
+
+// Grant is one entry of EnvGrants: the permissions of the callers whose IAM principal
+// ARN (the userArn API Gateway puts in the request context: for a role, the
+// assumed-role ARN "arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION") matches Principal.
+// Principal is an ARN pattern where each * matches any run of characters ("/" and
+// ":" included). Entries are
+// tried in order and the first match decides; a caller no entry matches may do nothing.
+// Allow has the auth file's grant format (docs/API.md, "Authorization").
+type Grant struct {
+	Principal string       `json:"principal"`
+	Name      string       `json:"name"`
+	Allow     []GrantAllow `json:"allow"`
+}
+
+// GrantAllow is one resource ("topic:NAME", "group:NAME", a trailing * as a prefix
+// wildcard) and the operations allowed on it.
+type GrantAllow struct {
+	Resource string   `json:"resource"`
+	Ops      []string `json:"ops"`
+}
+
+// ParseGrants decodes the value of EnvGrants; empty means no grants (every admitted
+// principal may do everything). It takes the ordered list of Grant, or the short form
+// {"<principal pattern>": [<GrantAllow>...], ...}, whose entries are named after their
+// pattern and tried most specific first (longest pattern first, then in lexical order).
+// It checks the shape; the api function checks resources and operations as the auth
+// file's loader does.
+func ParseGrants(raw string) ([]Grant, error) {
+	raw = strings.TrimSpace(raw)
+	if raw == "" {
+		return nil, nil
+	}
+	var gs []Grant
+	if strings.HasPrefix(raw, "{") {
+		var byPattern map[string][]GrantAllow
+		if err := decodeStrict(raw, &byPattern); err != nil {
+			return nil, err
+		}
+		for pattern, allow := range byPattern {
+			gs = append(gs, Grant{Principal: pattern, Name: pattern, Allow: allow})
+		}
+		sort.Slice(gs, func(i, j int) bool {
+			a, b := gs[i].Principal, gs[j].Principal
+			if len(a) != len(b) {
+				return len(a) > len(b)
+			}
+			return a < b
+		})
+	} else if err := decodeStrict(raw, &gs); err != nil {
+		return nil, err
+	}
+	for i, g := range gs {
+		switch {
+		case strings.TrimSpace(g.Principal) == "" || len(g.Principal) > 2048:
+			return nil, fmt.Errorf("deploy: %s: entry %d: principal must be an ARN pattern", EnvGrants, i)
+		case strings.TrimSpace(g.Name) == "" || len(g.Name) > 200:
+			return nil, fmt.Errorf("deploy: %s: entry %d: name must be 1–200 characters", EnvGrants, i)
+		}
+	}
+	return gs, nil
+}
+
+func decodeStrict(raw string, v any) error {
+	dec := json.NewDecoder(strings.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("deploy: %s: %w", EnvGrants, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("deploy: %s: trailing data after the value", EnvGrants)
+	}
+	return nil
+}
+
+// EncodeGrants is the inverse of ParseGrants (what the stack sets).
+func EncodeGrants(gs []Grant) (string, error) {
+	b, err := json.Marshal(gs)
+	return string(b), err
+}
+
+// The example order consumer's business table (functions/consumer): one item per
+// handled order event, keyed by BusinessKey "topic/partition/offset", so a replayed
+// record's conditional put finds its item and applies nothing twice. On-demand, no
+// sort key, no stream.
+const (
+	// BusinessKey is the table's partition key (a string).
+	BusinessKey = "id"
+	// BusinessDefaultTable is the table name when EnvBusinessTable is unset.
+	BusinessDefaultTable = "strata-orders"
+)
+
+// BusinessID is the business table key of the record at (topic, partition, offset).
+func BusinessID(topic string, partition int32, offset int64) string {
+	return fmt.Sprintf("%s/%d/%d", topic, partition, offset)
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/log"
@@ -64,6 +65,12 @@ type Config struct {
 	AWS AWSConfig
 	// AuthFile, when set, turns authorization on (httpapi.LoadAuth format).
 	AuthFile string
+	// Auth, when set (and AuthFile is not), is the authorizer to use: the api function
+	// builds it from grants keyed by IAM principal.
+	Auth *httpapi.Authorizer
+	// Sink, when set, receives the log's and the HTTP API's metrics instead of the
+	// Prometheus registry (the functions' CloudWatch embedded metrics).
+	Sink MetricsSink
 	// Quota is the per-principal produce quota; zero imposes none.
 	Quota httpapi.Quota
 	// RetentionInterval is the period of the retention pass (default 30s; negative
@@ -80,6 +87,12 @@ type Config struct {
 	ShutdownTimeout time.Duration
 }
 
+// MetricsSink receives the log's and the HTTP API's observations.
+type MetricsSink interface {
+	log.Metrics
+	httpapi.Metrics
+}
+
 // AWSConfig names the AWS resources. The SDK's default configuration chain supplies
 // credentials, region and endpoint (AWS_ENDPOINT_URL points it at an emulator).
 type AWSConfig struct {
@@ -94,6 +107,17 @@ type AWSConfig struct {
 	// PathStyle addresses S3 as endpoint/bucket/key; it is forced on when
 	// AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3 is set, as emulators on 127.0.0.1 need it.
 	PathStyle bool
+}
+
+// AWSConfigFromEnv reads the AWS resource names from the environment variables the
+// stack sets for the functions and `strata dev --backend aws` reads (pkg/deploy):
+// STRATA_BUCKET, STRATA_OBJECT_PREFIX, STRATA_TABLE_PREFIX.
+func AWSConfigFromEnv() AWSConfig {
+	return AWSConfig{
+		Bucket:      os.Getenv(deploy.EnvBucket),
+		Prefix:      os.Getenv(deploy.EnvObjectPrefix),
+		TablePrefix: os.Getenv(deploy.EnvTablePrefix),
+	}
 }
 
 // Runtime is a running node. Its HTTP server starts with Serve; the retention loop
@@ -123,6 +147,7 @@ type Runtime struct {
 	commits         *dynamo.CommitStream
 	materialiseDone chan struct{}
 
+	listening    bool
 	mu           sync.Mutex
 	serving      bool
 	serveDone    chan struct{}
@@ -131,17 +156,44 @@ type Runtime struct {
 	closeErr     error
 }
 
-// Open builds the node: it opens the stores, wires the log, the coordinator and the
-// HTTP handler, binds the listener and starts the retention loop.
+// Open builds the node (see New), binds the listener and starts the retention loop.
 func Open(ctx context.Context, cfg Config) (*Runtime, error) {
-	if cfg.Backend == "" {
-		cfg.Backend = BackendLocal
-	}
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
 	if cfg.RetentionInterval == 0 {
 		cfg.RetentionInterval = DefaultRetentionInterval
+	}
+	r, err := New(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	var lc net.ListenConfig
+	r.ln, err = lc.Listen(ctx, "tcp", cfg.Addr)
+	if err != nil {
+		_ = r.closeStores()
+		return nil, fmt.Errorf("runtime: listen on %s: %w", cfg.Addr, err)
+	}
+	r.srv = httpapi.NewServer(r.ln.Addr().String(), r.handler)
+	r.srv.ErrorLog = slog.NewLogLogger(r.logger.Handler(), slog.LevelWarn)
+	r.listening = true
+
+	retainCtx, cancel := context.WithCancel(context.Background())
+	r.stopRetain = cancel
+	r.retainDone = make(chan struct{})
+	go r.retentionLoop(retainCtx)
+	r.materialiseDone = make(chan struct{})
+	go r.materialiseLoop(retainCtx)
+	return r, nil
+}
+
+// New builds the node without a listener or a retention loop: it opens the stores and
+// wires the log, the coordinator and the HTTP handler. The Lambda functions use it (the
+// api function serves Handler, the retention function calls RunRetention); Close
+// releases it.
+func New(ctx context.Context, cfg Config) (*Runtime, error) {
+	if cfg.Backend == "" {
+		cfg.Backend = BackendLocal
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
@@ -168,7 +220,12 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("runtime: register metrics: %w", err)
 	}
 	r.metrics = m
-	r.log, err = log.New(log.Config{Objects: r.objects, Meta: r.meta, Metrics: m})
+	var logMetrics log.Metrics = m
+	var httpMetrics httpapi.Metrics = m
+	if cfg.Sink != nil {
+		logMetrics, httpMetrics = cfg.Sink, cfg.Sink
+	}
+	r.log, err = log.New(log.Config{Objects: r.objects, Meta: r.meta, Metrics: logMetrics})
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
@@ -180,7 +237,7 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err := r.registry.Register(metrics.NewLagCollector(r.groups, 0)); err != nil {
 		return nil, fmt.Errorf("runtime: register lag collector: %w", err)
 	}
-	var auth *httpapi.Authorizer
+	auth := cfg.Auth
 	if cfg.AuthFile != "" {
 		if auth, err = httpapi.LoadAuth(cfg.AuthFile); err != nil {
 			return nil, fmt.Errorf("%w: auth file: %w", ErrConfig, err)
@@ -195,25 +252,15 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		Groups:         r.groups,
 		Auth:           auth,
 		Quota:          cfg.Quota,
-		Metrics:        m,
+		Metrics:        httpMetrics,
 		Logger:         r.logger,
 		MetricsHandler: metrics.Handler(r.registry),
 	})
-
-	var lc net.ListenConfig
-	r.ln, err = lc.Listen(ctx, "tcp", cfg.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("runtime: listen on %s: %w", cfg.Addr, err)
-	}
-	r.srv = httpapi.NewServer(r.ln.Addr().String(), r.handler)
-	r.srv.ErrorLog = slog.NewLogLogger(r.logger.Handler(), slog.LevelWarn)
-
-	retainCtx, cancel := context.WithCancel(context.Background())
-	r.stopRetain = cancel
+	r.stopRetain = func() {}
 	r.retainDone = make(chan struct{})
-	go r.retentionLoop(retainCtx)
+	close(r.retainDone) // no loops until Open starts them
 	r.materialiseDone = make(chan struct{})
-	go r.materialiseLoop(retainCtx)
+	close(r.materialiseDone)
 	ok = true
 	return r, nil
 }
@@ -307,13 +354,21 @@ func (r *Runtime) sdkLogger() logging.Logger {
 }
 
 // Addr is the address the node listens on (the real port when Config.Addr asked for 0).
-func (r *Runtime) Addr() string { return r.ln.Addr().String() }
+func (r *Runtime) Addr() string {
+	if !r.listening {
+		return ""
+	}
+	return r.ln.Addr().String()
+}
 
 // URL is the node's base URL, http://Addr.
 func (r *Runtime) URL() string { return "http://" + r.Addr() }
 
 // Log is the node's log, for in-process users.
 func (r *Runtime) Log() *log.Log { return r.log }
+
+// Meta is the node's metadata store (dispatch reads leases and commits from it).
+func (r *Runtime) Meta() store.MetaStore { return r.meta }
 
 // Coordinator is the node's group coordinator, for in-process users. Calls through it
 // bypass the metrics wrapper; Groups counts them.
@@ -335,6 +390,9 @@ func (r *Runtime) Handler() http.Handler { return r.handler }
 // gracefully: in-flight requests finish (long polls answer at once with what they
 // have), bounded by Config.ShutdownTimeout. It returns nil after a shutdown.
 func (r *Runtime) Serve(ctx context.Context) error {
+	if !r.listening {
+		return errors.New("runtime: Serve needs a node made by Open")
+	}
 	r.mu.Lock()
 	if r.serving {
 		r.mu.Unlock()
@@ -365,6 +423,9 @@ func (r *Runtime) Serve(ctx context.Context) error {
 // shutdown stops the HTTP server once: long polls are told to answer, in-flight
 // requests get ShutdownTimeout to finish, then remaining connections are closed.
 func (r *Runtime) shutdown() {
+	if !r.listening {
+		return
+	}
 	r.shutdownOnce.Do(func() {
 		r.stopPolls()
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.ShutdownTimeout)

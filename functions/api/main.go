@@ -1,0 +1,45 @@
+// Command api is the api Lambda function: the whole HTTP contract (docs/API.md) behind
+// an API Gateway HTTP API (payload format 2.0), served by the handler `strata dev`
+// serves, assembled by pkg/runtime. Configuration: functions/README.md.
+package main
+
+import (
+	"context"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-lambda-go/lambda"
+
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/lambdafn"
+	"github.com/stratalog/strata/pkg/metrics/emf"
+	"github.com/stratalog/strata/pkg/runtime"
+)
+
+func main() {
+	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	grants, err := deploy.ParseGrants(os.Getenv(deploy.EnvGrants))
+	if err != nil {
+		fatal(logger, err)
+	}
+	principals, err := lambdafn.NewPrincipals(grants)
+	if err != nil {
+		fatal(logger, err)
+	}
+	rt, err := runtime.New(context.Background(), runtime.Config{
+		Backend: runtime.BackendAWS,
+		AWS:     runtime.AWSConfigFromEnv(),
+		Auth:    principals.Authorizer(),
+		Sink:    emf.New(os.Stdout, lambdafn.MetricsNamespace(), nil),
+		Logger:  logger,
+	})
+	if err != nil {
+		fatal(logger, err)
+	}
+	lambda.Start(lambdafn.NewAPI(rt.Handler(), principals))
+}
+
+func fatal(logger *slog.Logger, err error) {
+	logger.Error("api: cannot start", "error", err)
+	os.Exit(1)
+}

@@ -1,0 +1,350 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/store/awstest"
+	"github.com/stratalog/strata/pkg/store/dynamo"
+	s3store "github.com/stratalog/strata/pkg/store/s3"
+)
+
+// rieVersion is the Runtime Interface Emulator the tests build from the module proxy.
+const rieVersion = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d"
+
+var (
+	buildOnce sync.Once
+	buildErr  error
+	rieBin    string
+	fnDir     string
+)
+
+// build compiles the emulator and the functions' bootstraps for the host architecture
+// (scripts/build-functions.sh with GOARCH=host) under build/e2e, which git ignores.
+func build(t *testing.T) {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := filepath.Abs(filepath.Join("..", ".."))
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir := filepath.Join(root, "build", "e2e")
+		rieBin = filepath.Join(dir, "bin", "aws-lambda-rie")
+		fnDir = filepath.Join(dir, "functions")
+		if _, err := os.Stat(rieBin); err != nil {
+			cmd := exec.Command("go", "install", rieVersion)
+			cmd.Dir = dir
+			_ = os.MkdirAll(dir, 0o755)
+			cmd.Env = append(os.Environ(), "GOBIN="+filepath.Join(dir, "bin"), "CGO_ENABLED=0")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("build the runtime interface emulator: %v\n%s", err, out)
+				return
+			}
+		}
+		cmd := exec.Command("bash", filepath.Join(root, "scripts", "build-functions.sh"))
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "GOARCH="+goruntime.GOARCH, "OUT="+fnDir)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("build the functions: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+}
+
+// deployment is one test's resources on the emulator and the environment its
+// functions run with.
+type deployment struct {
+	endpoint string
+	ddb      *dynamodb.Client
+	s3       *s3.Client
+	cfg      dynamo.Config
+	business string
+}
+
+func newDeployment(t *testing.T) *deployment {
+	t.Helper()
+	ctx := context.Background()
+	ep := awstest.Endpoint(t)
+	d := &deployment{endpoint: ep, ddb: awstest.DynamoDBClient(ctx, t), s3: awstest.S3Client(ctx, t)}
+	id := randomID()
+	d.cfg = dynamo.Config{TablePrefix: "fn" + id + "-", Bucket: "strata-fn-" + id}
+	d.business = d.cfg.TablePrefix + "orders"
+	if err := dynamo.Bootstrap(ctx, d.ddb, d.s3, d.cfg); err != nil {
+		t.Fatalf("bootstrap: %v", err)
+	}
+	_, err := d.ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(d.business),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(deploy.BusinessKey), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(deploy.BusinessKey), KeyType: types.KeyTypeHash}},
+	})
+	if err != nil {
+		t.Fatalf("create the business table: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_, _ = d.ddb.DeleteTable(ctx, &dynamodb.DeleteTableInput{TableName: aws.String(d.business)})
+		if err := s3store.DeleteBucket(ctx, d.s3, d.cfg.Bucket); err != nil {
+			t.Errorf("cleanup bucket: %v", err)
+		}
+		if err := dynamo.Teardown(ctx, d.ddb, d.cfg); err != nil {
+			t.Errorf("cleanup tables: %v", err)
+		}
+	})
+	return d
+}
+
+// env is the functions' environment: what the stack sets, plus the SDK's endpoint
+// variables pointing at the emulator (and, for dispatch, at the test's Lambda service).
+func (d *deployment) env(extra ...string) []string {
+	env := []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + os.Getenv("HOME"),
+		"AWS_ENDPOINT_URL=" + d.endpoint,
+		"AWS_ACCESS_KEY_ID=test",
+		"AWS_SECRET_ACCESS_KEY=test",
+		"AWS_REGION=" + awstest.Region,
+		"AWS_EC2_METADATA_DISABLED=true",
+		"AWS_LAMBDA_FUNCTION_TIMEOUT=60",
+		deploy.EnvBucket + "=" + d.cfg.Bucket,
+		deploy.EnvTablePrefix + "=" + d.cfg.TablePrefix,
+		deploy.EnvBusinessTable + "=" + d.business,
+	}
+	return append(env, extra...)
+}
+
+// rie is one function's bootstrap running under the Runtime Interface Emulator.
+type rie struct {
+	name string
+	url  string
+	log  *lockedBuffer
+	// mu serialises invocations: one emulator runs one invocation at a time.
+	mu sync.Mutex
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startRIE runs build/e2e/functions/<name>/bootstrap under the emulator, listening on
+// loopback ports only.
+func startRIE(t *testing.T, name string, env []string) *rie {
+	t.Helper()
+	build(t)
+	addr, apiAddr := freePort(t), freePort(t)
+	cmd := exec.Command(rieBin, "--runtime-interface-emulator-address", addr, "--runtime-api-address", apiAddr,
+		filepath.Join(fnDir, name, "bootstrap"))
+	cmd.Dir = t.TempDir()
+	logs := &lockedBuffer{}
+	cmd.Env, cmd.Stdout, cmd.Stderr = env, logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("%s emulator output:\n%s", name, logs.String())
+		}
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s emulator did not listen on %s:\n%s", name, addr, logs.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return &rie{name: name, url: "http://" + addr + "/2015-03-31/functions/function/invocations", log: logs}
+}
+
+// invoke calls the function synchronously over the emulator's HTTP endpoint and
+// returns its response; a function error is an error.
+func (r *rie) invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(payload))
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var fnErr struct {
+		ErrorType    string `json:"errorType"`
+		ErrorMessage string `json:"errorMessage"`
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s: emulator answered %d: %s", r.name, resp.StatusCode, body)
+	}
+	if json.Unmarshal(body, &fnErr) == nil && fnErr.ErrorType != "" {
+		return nil, fmt.Errorf("%s: function error %s: %s", r.name, fnErr.ErrorType, fnErr.ErrorMessage)
+	}
+	return body, nil
+}
+
+func (r *rie) mustInvoke(t *testing.T, payload []byte, out any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	body, err := r.invoke(ctx, payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != nil {
+		if err := json.Unmarshal(body, out); err != nil {
+			t.Fatalf("%s answered %s: %v", r.name, body, err)
+		}
+	}
+}
+
+// lambdaService is the Lambda Invoke API dispatch calls (AWS_ENDPOINT_URL_LAMBDA points
+// its SDK client here): it accepts asynchronous invocations (202) and runs each on the
+// consumer function under the emulator, as Lambda would.
+type lambdaService struct {
+	t        *testing.T
+	srv      *httptest.Server
+	consumer *rie
+	wg       sync.WaitGroup
+
+	mu      sync.Mutex
+	events  []deploy.ConsumerEvent
+	results []consumerResult
+	errs    []error
+}
+
+// consumerResult is the consumer library's result (pkg/lambdaconsumer.Result).
+type consumerResult struct {
+	Topic             string `json:"topic"`
+	Partition         int32  `json:"partition"`
+	Group             string `json:"group"`
+	LeaseHeld         bool   `json:"lease_held"`
+	Fenced            bool   `json:"fenced"`
+	Handled           int64  `json:"handled"`
+	Lost              int64  `json:"records_lost"`
+	Committed         int64  `json:"committed"`
+	StoppedAtDeadline bool   `json:"stopped_at_deadline"`
+}
+
+func newLambdaService(t *testing.T, consumer *rie) *lambdaService {
+	t.Helper()
+	s := &lambdaService{t: t, consumer: consumer}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *lambdaService) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/2015-03-31/functions/") || !strings.HasSuffix(r.URL.Path, "/invocations") {
+		http.Error(w, "not the Invoke API", http.StatusNotFound)
+		return
+	}
+	if r.Header.Get("X-Amz-Invocation-Type") != "Event" {
+		http.Error(w, "dispatch must invoke asynchronously", http.StatusBadRequest)
+		return
+	}
+	payload, err := io.ReadAll(r.Body)
+	var ev deploy.ConsumerEvent
+	if err == nil {
+		err = json.Unmarshal(payload, &ev)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.events = append(s.events, ev)
+	s.mu.Unlock()
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		body, err := s.consumer.invoke(ctx, payload)
+		var res consumerResult
+		if err == nil {
+			err = json.Unmarshal(body, &res)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err != nil {
+			s.errs = append(s.errs, err)
+			return
+		}
+		s.results = append(s.results, res)
+	}()
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// wait waits for every invocation accepted so far to finish and returns the results.
+func (s *lambdaService) wait() ([]deploy.ConsumerEvent, []consumerResult, error) {
+	s.wg.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]deploy.ConsumerEvent(nil), s.events...), append([]consumerResult(nil), s.results...), errors.Join(s.errs...)
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func randomID() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,264 @@
+// Package dispatch decides which consumer functions to invoke (docs/DESIGN.md §4,
+// Dispatch): from a batch of commits read off the sequencer's stream, and from a
+// scheduled sweep, it invokes a subscription's consumer for each (group, partition) that
+// has lag and no live lease. It coalesces: per batch, at most one lease check and one
+// invocation per (group, partition), and none while a live lease shows a consumer
+// working. It knows no Lambda type: the invocation goes through an Invoker (an
+// asynchronous Lambda invoke in AWS, consumers run in-process in tests).
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// Commit is one commit read from the sequencer's stream: an append to one partition
+// that moved its high watermark to HighWatermark.
+type Commit struct {
+	Topic     string
+	Partition int32
+	// HighWatermark is the partition's high watermark after the commit.
+	HighWatermark int64
+	// Payload is the decoded commit, handed to the Materializer as is (the stream
+	// adapter and the Materializer agree on its type; dispatch never looks inside).
+	Payload any
+}
+
+// Materializer makes a batch's commits readable (writes their index entries where
+// missing). It must be idempotent: a stream batch is retried whole after any failure.
+type Materializer interface {
+	Materialize(ctx context.Context, commits []Commit) error
+}
+
+// Invoker starts a consumer function. It must return once the invocation is accepted
+// (asynchronous), not when the consumer finishes; a duplicate invocation must be
+// harmless (the consumer finds the lease held and exits).
+type Invoker interface {
+	Invoke(ctx context.Context, function string, ev deploy.ConsumerEvent) error
+}
+
+// Leases is what dispatch reads of the group tables; store.MetaStore has it. Both must
+// return an error wrapping store.ErrNotFound when the row does not exist.
+type Leases interface {
+	GetAssignment(ctx context.Context, group, topic string, partition int32) (store.Assignment, error)
+	GetCommit(ctx context.Context, group, topic string, partition int32) (store.CommitRow, error)
+}
+
+// Offsets is what the sweep reads of the log; *log.Log has it.
+type Offsets interface {
+	Partitions(ctx context.Context, topic string) (int32, error)
+	Bounds(ctx context.Context, topic string, partition int32) (logStart, highWatermark int64, err error)
+}
+
+// Config configures a Dispatcher. Leases and Invoker are required; Offsets is required
+// for Sweep; Materializer is optional (nil: commits are only dispatched).
+type Config struct {
+	Subscriptions []deploy.Subscription
+	Leases        Leases
+	Offsets       Offsets
+	Invoker       Invoker
+	Materializer  Materializer
+	// Clock returns the current time (time.Now when nil); a lease is live while the
+	// clock is before its expiry.
+	Clock func() time.Time
+}
+
+// Dispatcher holds the subscriptions. It keeps no state between calls, so any number of
+// concurrent dispatch invocations may run; it is safe for concurrent use.
+type Dispatcher struct {
+	cfg     Config
+	byTopic map[string][]deploy.Subscription
+}
+
+// New checks cfg.
+func New(cfg Config) (*Dispatcher, error) {
+	if cfg.Leases == nil || cfg.Invoker == nil {
+		return nil, errors.New("dispatch: Leases and Invoker are required")
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	d := &Dispatcher{cfg: cfg, byTopic: map[string][]deploy.Subscription{}}
+	seen := map[[2]string]bool{}
+	for _, s := range cfg.Subscriptions {
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("dispatch: %w", err)
+		}
+		k := [2]string{s.Topic, s.Group}
+		if seen[k] {
+			return nil, fmt.Errorf("dispatch: topic %q and group %q subscribed twice", s.Topic, s.Group)
+		}
+		seen[k] = true
+		d.byTopic[s.Topic] = append(d.byTopic[s.Topic], s)
+	}
+	return d, nil
+}
+
+// Stats counts what one batch or sweep did; the counts are what the steady-rate test
+// and the EMF metrics report.
+type Stats struct {
+	Commits      int // commits in the batch
+	Materialized int // commits handed to the Materializer
+	Candidates   int // (subscription, partition) pairs considered after coalescing
+	LeaseChecks  int // assignment reads
+	CommitReads  int // commit-row reads
+	SkippedLive  int // a live lease showed a consumer working
+	SkippedNoLag int // the group's commit had reached the high watermark
+	Invocations  int // consumer invocations accepted
+	InvokeErrors int // invocations that failed
+}
+
+// Add sums two Stats.
+func (s Stats) Add(o Stats) Stats {
+	return Stats{
+		Commits: s.Commits + o.Commits, Materialized: s.Materialized + o.Materialized,
+		Candidates: s.Candidates + o.Candidates, LeaseChecks: s.LeaseChecks + o.LeaseChecks,
+		CommitReads: s.CommitReads + o.CommitReads, SkippedLive: s.SkippedLive + o.SkippedLive,
+		SkippedNoLag: s.SkippedNoLag + o.SkippedNoLag, Invocations: s.Invocations + o.Invocations,
+		InvokeErrors: s.InvokeErrors + o.InvokeErrors,
+	}
+}
+
+// candidate is one (subscription, partition) with the high watermark to compare the
+// group's commit against; logStart is the low bound when the group never committed.
+type candidate struct {
+	sub       deploy.Subscription
+	partition int32
+	hw        int64
+	logStart  int64
+}
+
+// HandleCommits materialises the commits of a stream batch, then invokes the
+// consumers it woke: one lease check and at most one invocation per (group, partition)
+// of the batch, whatever the number of commits. A materialisation error stops the batch
+// before any invocation (the stream retries it whole); invocation errors are joined and
+// returned after every candidate was tried.
+func (d *Dispatcher) HandleCommits(ctx context.Context, commits []Commit) (Stats, error) {
+	st := Stats{Commits: len(commits)}
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	newest := map[tp]int64{}
+	if d.cfg.Materializer != nil && len(commits) > 0 {
+		if err := d.cfg.Materializer.Materialize(ctx, commits); err != nil {
+			return st, fmt.Errorf("dispatch: materialise the batch: %w", err)
+		}
+		st.Materialized = len(commits)
+	}
+	for _, c := range commits {
+		k := tp{c.Topic, c.Partition}
+		if hw, ok := newest[k]; !ok || c.HighWatermark > hw {
+			newest[k] = c.HighWatermark
+		}
+	}
+	var cands []candidate
+	for k, hw := range newest {
+		for _, s := range d.byTopic[k.topic] {
+			cands = append(cands, candidate{sub: s, partition: k.partition, hw: hw, logStart: 0})
+		}
+	}
+	return d.run(ctx, st, cands)
+}
+
+// Sweep considers every partition of every subscription's topic (reading its bounds)
+// and invokes the consumer where the group lags with no live lease: the safety net for
+// anything a stream batch missed (a failed invocation, a consumer that stopped at its
+// deadline with lag left).
+func (d *Dispatcher) Sweep(ctx context.Context) (Stats, error) {
+	if d.cfg.Offsets == nil {
+		return Stats{}, errors.New("dispatch: Sweep needs Offsets")
+	}
+	var st Stats
+	var cands []candidate
+	var errs []error
+	for _, s := range d.cfg.Subscriptions {
+		n, err := d.cfg.Offsets.Partitions(ctx, s.Topic)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("dispatch: partitions of %q: %w", s.Topic, err))
+			continue
+		}
+		for p := range n {
+			start, hw, err := d.cfg.Offsets.Bounds(ctx, s.Topic, p)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("dispatch: bounds of %s/%d: %w", s.Topic, p, err))
+				continue
+			}
+			if hw <= start {
+				continue // nothing readable: no group can lag
+			}
+			cands = append(cands, candidate{sub: s, partition: p, hw: hw, logStart: start})
+		}
+	}
+	st, err := d.run(ctx, st, cands)
+	return st, errors.Join(append(errs, err)...)
+}
+
+// run checks each candidate once and invokes the lagging ones without a live lease.
+func (d *Dispatcher) run(ctx context.Context, st Stats, cands []candidate) (Stats, error) {
+	sort.Slice(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if a.sub.Topic != b.sub.Topic {
+			return a.sub.Topic < b.sub.Topic
+		}
+		if a.sub.Group != b.sub.Group {
+			return a.sub.Group < b.sub.Group
+		}
+		return a.partition < b.partition
+	})
+	var errs []error
+	for _, c := range cands {
+		st.Candidates++
+		invoke, err := d.lagging(ctx, &st, c)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !invoke {
+			continue
+		}
+		ev := deploy.ConsumerEvent{Topic: c.sub.Topic, Partition: c.partition, Group: c.sub.Group}
+		if err := d.cfg.Invoker.Invoke(ctx, c.sub.Function, ev); err != nil {
+			st.InvokeErrors++
+			errs = append(errs, fmt.Errorf("dispatch: invoke %s for %s/%s/%d: %w", c.sub.Function, c.sub.Group, c.sub.Topic, c.partition, err))
+			continue
+		}
+		st.Invocations++
+	}
+	return st, errors.Join(errs...)
+}
+
+// lagging reports whether c's group has lag on the partition and no live lease.
+func (d *Dispatcher) lagging(ctx context.Context, st *Stats, c candidate) (bool, error) {
+	st.LeaseChecks++
+	a, err := d.cfg.Leases.GetAssignment(ctx, c.sub.Group, c.sub.Topic, c.partition)
+	switch {
+	case err == nil && a.Live(d.cfg.Clock()):
+		st.SkippedLive++
+		return false, nil
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return false, fmt.Errorf("dispatch: lease of %s/%s/%d: %w", c.sub.Group, c.sub.Topic, c.partition, err)
+	}
+	st.CommitReads++
+	cr, err := d.cfg.Leases.GetCommit(ctx, c.sub.Group, c.sub.Topic, c.partition)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if c.hw > c.logStart {
+			return true, nil
+		}
+		st.SkippedNoLag++
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("dispatch: commit of %s/%s/%d: %w", c.sub.Group, c.sub.Topic, c.partition, err)
+	case cr.NextOffset >= c.hw:
+		st.SkippedNoLag++
+		return false, nil
+	}
+	return true, nil
+}

@@ -1,0 +1,318 @@
+// Package lambdaconsumer turns a record handler into a per-partition consumer function
+// for AWS Lambda (docs/DESIGN.md §4, Dispatch and Consumer runtime). Dispatch invokes the
+// function asynchronously with {topic, partition, group} when the group lags on that
+// partition with no live lease; one invocation then
+//
+//   - takes the partition's lease (a duplicate invocation finds it held and returns at
+//     once, without error, so Lambda does not retry it);
+//   - polls and handles records with parallel workers (keys in order when asked), commits
+//     the contiguous completed prefix and renews the lease, through pkg/consumer, which
+//     also applies the retry, dead-letter and reset policies;
+//   - once caught up, long-polls up to IdleWait for more records, so a steady stream
+//     costs one invocation per idle gap (or per function timeout), not one per commit;
+//   - stops DeadlineMargin before the function's deadline, commits what is contiguous,
+//     and releases the lease; lag left over is picked up by the next dispatch.
+//
+// A complete user function:
+//
+//	package main
+//
+//	import (
+//		"context"
+//		"fmt"
+//
+//		"github.com/aws/aws-lambda-go/lambda"
+//		"github.com/stratalog/strata/pkg/lambdaconsumer"
+//	)
+//
+//	func main() {
+//		lambda.Start(lambdaconsumer.Handler(lambdaconsumer.Config{Workers: 4, OrderedKeys: true},
+//			func(ctx context.Context, r lambdaconsumer.Record) error {
+//				fmt.Printf("%s/%d@%d: %s\n", r.Topic, r.Partition, r.Offset, r.Value)
+//				return nil
+//			}))
+//	}
+//
+// The function reads its stores from the environment (STRATA_BUCKET,
+// STRATA_TABLE_PREFIX, STRATA_OBJECT_PREFIX; see functions/README.md) and needs IAM
+// rights to the tables and the bucket. A handler's side effects need their own
+// idempotency: a record is handled again after a crash before its commit.
+package lambdaconsumer
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/lambdacontext"
+
+	"github.com/stratalog/strata/pkg/consumer"
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/log"
+)
+
+// Record is a record handed to the handler, with its topic, partition and attempt.
+type Record = consumer.Record
+
+// Event is what dispatch sends the function.
+type Event = deploy.ConsumerEvent
+
+// Handle handles one record; an error retries it, then dead-letters it (Config). It must
+// honour ctx: the invocation's end or a lost lease cancels it.
+type Handle func(ctx context.Context, r Record) error
+
+// Backend is the log and the group coordinator an invocation works on.
+type Backend struct {
+	Log    consumer.Log
+	Groups consumer.Coordinator
+}
+
+// Metrics receives each invocation's consumer statistics (emf.Sink has it).
+type Metrics = consumer.Metrics
+
+// Config configures the function. Every field has a default.
+type Config struct {
+	// Topic and Group, when set, are the only ones this function consumes: an event for
+	// another is refused (a misrouted subscription). Defaults: STRATA_TOPIC and
+	// STRATA_GROUP from the environment, else any.
+	Topic, Group string
+	// Workers handle records of the partition in parallel (default 1); OrderedKeys keeps
+	// the records of one key on one worker, in offset order.
+	Workers     int
+	OrderedKeys bool
+	// MaxAttempts, Backoff, DeadLetterTopic and ResetPolicy are the group's retry,
+	// dead-letter and reset policies (pkg/consumer; defaults 5 attempts, no dead-letter
+	// topic: a record failing every attempt is dropped and counted, reset "earliest").
+	MaxAttempts     int
+	Backoff         func(attempt int) time.Duration
+	DeadLetterTopic string
+	ResetPolicy     string
+	// LeaseTTL is the lease's time to live (default 30s), renewed every third of it.
+	LeaseTTL time.Duration
+	// PollRecords bounds one poll (default 500).
+	PollRecords int
+	// IdleWait is how long an invocation waits for more records once caught up before
+	// it releases the partition and returns (default 2s; at most 20s and LeaseTTL/3).
+	IdleWait time.Duration
+	// DeadlineMargin is how long before the function's deadline the invocation stops
+	// taking records, to commit and release (default 3s).
+	DeadlineMargin time.Duration
+	// MaxDuration bounds an invocation when the context has no deadline (default 5m).
+	MaxDuration time.Duration
+	// Open returns the backend, once per execution environment (cold start); default
+	// OpenAWS with the configuration from the environment.
+	Open func(ctx context.Context) (Backend, error)
+	// Metrics receives each run's statistics; default EMF lines on standard output.
+	Metrics Metrics
+	// Clock is the consumer's clock (default time.Now).
+	Clock func() time.Time
+}
+
+// Defaults.
+const (
+	DefaultIdleWait       = 2 * time.Second
+	DefaultDeadlineMargin = 3 * time.Second
+	DefaultMaxDuration    = 5 * time.Minute
+)
+
+// ErrBadEvent is returned for an event the function cannot act on; nothing is touched.
+var ErrBadEvent = errors.New("lambdaconsumer: bad event")
+
+// Result is what an invocation returns (visible in the Lambda console and in tests).
+type Result struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+	Group     string `json:"group"`
+	// LeaseHeld is true when another invocation held the partition: nothing was done.
+	LeaseHeld bool `json:"lease_held,omitempty"`
+	// Fenced is true when the partition moved to a newer generation mid-run.
+	Fenced     bool  `json:"fenced,omitempty"`
+	Handled    int64 `json:"handled"`
+	Retries    int64 `json:"retries,omitempty"`
+	DeadLetter int64 `json:"dead_lettered,omitempty"`
+	Dropped    int64 `json:"dropped,omitempty"`
+	Lost       int64 `json:"records_lost,omitempty"`
+	// Committed is the group's committed offset when the invocation ended.
+	Committed int64 `json:"committed"`
+	// StoppedAtDeadline is true when the deadline, not a catch-up, ended the work.
+	StoppedAtDeadline bool `json:"stopped_at_deadline,omitempty"`
+}
+
+// Handler returns the function's handler for lambda.Start. It panics on a nil handle
+// (a wiring bug).
+func Handler(cfg Config, handle Handle) func(ctx context.Context, ev Event) (Result, error) {
+	if handle == nil {
+		panic("lambdaconsumer: nil handle")
+	}
+	f := newFunction(cfg, handle)
+	return f.invoke
+}
+
+// function is one execution environment's state: the backend, opened once.
+type function struct {
+	cfg    Config
+	handle Handle
+
+	mu      sync.Mutex
+	backend *Backend
+}
+
+func newFunction(cfg Config, handle Handle) *function {
+	if cfg.Topic == "" {
+		cfg.Topic = getenv(deploy.EnvTopic)
+	}
+	if cfg.Group == "" {
+		cfg.Group = getenv(deploy.EnvGroup)
+	}
+	if cfg.IdleWait <= 0 {
+		cfg.IdleWait = DefaultIdleWait
+	}
+	cfg.IdleWait = min(cfg.IdleWait, log.MaxPollWait)
+	if cfg.DeadlineMargin <= 0 {
+		cfg.DeadlineMargin = DefaultDeadlineMargin
+	}
+	if cfg.MaxDuration <= 0 {
+		cfg.MaxDuration = DefaultMaxDuration
+	}
+	if cfg.Open == nil {
+		cfg.Open = func(ctx context.Context) (Backend, error) { return OpenAWS(ctx, EnvConfig()) }
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = stdoutMetrics()
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = group.DefaultTTL
+	}
+	// A long poll delays the lease's renewal by up to its wait (pkg/consumer).
+	cfg.IdleWait = min(cfg.IdleWait, cfg.LeaseTTL/3)
+	return &function{cfg: cfg, handle: handle}
+}
+
+// open returns the backend, opening it on first use; a failed open is retried by the
+// next invocation.
+func (f *function) open(ctx context.Context) (Backend, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.backend != nil {
+		return *f.backend, nil
+	}
+	b, err := f.cfg.Open(ctx)
+	if err != nil {
+		return Backend{}, fmt.Errorf("lambdaconsumer: open backend: %w", err)
+	}
+	if b.Log == nil || b.Groups == nil {
+		return Backend{}, errors.New("lambdaconsumer: open returned no log or coordinator")
+	}
+	f.backend = &b
+	return b, nil
+}
+
+// checkEvent refuses an event that names nothing valid or another topic or group.
+func (f *function) checkEvent(ev Event) error {
+	sub := deploy.Subscription{Topic: ev.Topic, Group: ev.Group, Function: "self"}
+	if err := sub.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadEvent, err)
+	}
+	if ev.Partition < 0 {
+		return fmt.Errorf("%w: partition %d is negative", ErrBadEvent, ev.Partition)
+	}
+	if f.cfg.Topic != "" && ev.Topic != f.cfg.Topic {
+		return fmt.Errorf("%w: this function consumes topic %q, not %q", ErrBadEvent, f.cfg.Topic, ev.Topic)
+	}
+	if f.cfg.Group != "" && ev.Group != f.cfg.Group {
+		return fmt.Errorf("%w: this function consumes for group %q, not %q", ErrBadEvent, f.cfg.Group, ev.Group)
+	}
+	return nil
+}
+
+// errIdle is the cause of a run's end after an idle wait.
+var errIdle = errors.New("lambdaconsumer: idle")
+
+// idleLog tells the invocation when a long poll (made only when nothing is in flight)
+// came back empty: the partition stayed idle for a whole IdleWait.
+type idleLog struct {
+	consumer.Log
+	idle func()
+}
+
+// Poll implements consumer.Log.
+func (l idleLog) Poll(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.PollResult, error) {
+	res, err := l.Log.Poll(ctx, topic, partition, offset, opt)
+	if err == nil && opt.Wait > 0 && len(res.Records) == 0 {
+		l.idle()
+	}
+	return res, err
+}
+
+// member names this invocation in the lease: the request id, unique per invocation, so
+// a duplicate invocation never shares a lease.
+func member(ctx context.Context) string {
+	if lc, ok := lambdacontext.FromContext(ctx); ok && lc.AwsRequestID != "" {
+		return "lambda:" + lc.AwsRequestID
+	}
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return "lambda:" + hex.EncodeToString(b)
+}
+
+func (f *function) invoke(ctx context.Context, ev Event) (Result, error) {
+	res := Result{Topic: ev.Topic, Partition: ev.Partition, Group: ev.Group}
+	if err := f.checkEvent(ev); err != nil {
+		return res, err
+	}
+	b, err := f.open(ctx)
+	if err != nil {
+		return res, err
+	}
+	// Work stops DeadlineMargin before the deadline; the final commit and release run
+	// in the margin (pkg/consumer finishes on a context detached from the work's).
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = f.cfg.Clock().Add(f.cfg.MaxDuration)
+	}
+	deadlineCtx, cancelDeadline := context.WithDeadline(ctx, deadline.Add(-f.cfg.DeadlineMargin))
+	defer cancelDeadline()
+	// An idle wait that brings nothing ends the run: the consumer then commits, releases
+	// and returns, as it does at the deadline.
+	workCtx, stop := context.WithCancelCause(deadlineCtx)
+	defer stop(nil)
+	idle := idleLog{Log: b.Log, idle: func() { stop(errIdle) }}
+
+	c, err := consumer.New(idle, b.Groups, consumer.Config{
+		Group: ev.Group, Topic: ev.Topic, Member: member(ctx), Handler: consumer.Handler(f.handle),
+		Workers: f.cfg.Workers, OrderedKeys: f.cfg.OrderedKeys,
+		MaxAttempts: f.cfg.MaxAttempts, Backoff: f.cfg.Backoff, DeadLetterTopic: f.cfg.DeadLetterTopic,
+		ResetPolicy: f.cfg.ResetPolicy, LeaseTTL: f.cfg.LeaseTTL, PollRecords: f.cfg.PollRecords,
+		// The consumer long-polls (PollWait) only when nothing is in flight: caught up.
+		PollWait: f.cfg.IdleWait, Clock: f.cfg.Clock, Metrics: f.cfg.Metrics,
+	})
+	if err != nil {
+		return res, fmt.Errorf("lambdaconsumer: configuration: %w", err)
+	}
+	st, err := c.Run(workCtx, ev.Partition, consumer.RunOptions{})
+	if errors.Is(err, group.ErrLeaseHeld) {
+		res.LeaseHeld = true
+		return res, nil
+	}
+	res.Fenced = st.Fenced
+	res.Handled, res.Retries, res.DeadLetter, res.Dropped, res.Lost = st.Handled, st.Retries, st.DeadLettered, st.Dropped, st.RecordsLost
+	res.Committed = st.Committed
+	res.StoppedAtDeadline = errors.Is(context.Cause(workCtx), context.DeadlineExceeded)
+	if st.Fenced {
+		// Another invocation owns the partition now; failing would make Lambda retry
+		// this one, which could only be fenced again.
+		return res, nil
+	}
+	if err != nil {
+		return res, fmt.Errorf("lambdaconsumer: %s/%d for %s: %w", ev.Topic, ev.Partition, ev.Group, err)
+	}
+	return res, nil
+}

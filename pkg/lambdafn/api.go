@@ -1,0 +1,260 @@
+// Package lambdafn adapts Strata's handlers to the events AWS Lambda delivers: the api
+// function's API Gateway HTTP API requests (payload format 2.0), the dispatch function's
+// DynamoDB stream and scheduled events, and the retention function's schedule. It holds
+// the Lambda-facing logic (principals from the IAM request context, the payload limits,
+// stream record decoding) so that the mains under functions/ only read configuration,
+// assemble through pkg/runtime and call lambda.Start, and so that tests drive every
+// handler with real event payloads (testdata/).
+package lambdafn
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
+
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/httpapi"
+)
+
+// API serves the HTTP contract behind API Gateway: it is a lambda.Handler over the same
+// http.Handler `strata dev` serves (pkg/runtime builds both).
+type API struct {
+	adapter    *httpadapter.HandlerAdapterV2
+	principals *Principals
+}
+
+// NewAPI wraps h. With principals (grants configured), h must have been built with
+// principals.Authorizer() (runtime.Config.Auth); nil principals means every caller API
+// Gateway admitted may do everything.
+func NewAPI(h http.Handler, principals *Principals) *API {
+	return &API{adapter: httpadapter.NewV2(restoreHeaders(h)), principals: principals}
+}
+
+// unsplitHeaders are the headers whose value the handler must see exactly as API
+// Gateway delivered it: the proxy splits every header it does not know as single-valued
+// at its commas, which would turn an Idempotency-Key holding a comma into two.
+var unsplitHeaders = []string{"Idempotency-Key"}
+
+type eventHeadersKey struct{}
+
+// restoreHeaders sets the unsplit headers from the event's own header map, which Serve
+// puts in the request's context.
+func restoreHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if raw, ok := r.Context().Value(eventHeadersKey{}).(map[string]string); ok {
+			for _, name := range unsplitHeaders {
+				for k, v := range raw {
+					if strings.EqualFold(k, name) {
+						r.Header.Set(name, v)
+					}
+				}
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// Invoke implements lambda.Handler. A payload that is not an API Gateway v2 event is an
+// error (the invocation fails); every request gets an HTTP answer, a too-large body
+// the contract's 413.
+func (a *API) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	var req events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(payload, &req); err != nil {
+		return nil, fmt.Errorf("lambdafn: not an API Gateway HTTP API event: %w", err)
+	}
+	if req.Version != "2.0" || req.RequestContext.HTTP.Method == "" {
+		return nil, errors.New("lambdafn: not an API Gateway HTTP API event (payload format 2.0)")
+	}
+	resp := a.Serve(ctx, req)
+	out, err := json.Marshal(resp)
+	if err != nil {
+		return nil, fmt.Errorf("lambdafn: encode response: %w", err)
+	}
+	if len(out) > deploy.MaxLambdaPayload {
+		// The contract keeps answers well below (poll max_bytes ≤ 3 MiB); an answer
+		// this large is a server bug, so say so rather than let Lambda fail opaquely.
+		out, _ = json.Marshal(errorResponse(http.StatusInternalServerError, "internal", "the answer exceeds Lambda's response limit"))
+	}
+	return out, nil
+}
+
+// Serve answers one request.
+func (a *API) Serve(ctx context.Context, req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+	if n := bodySize(req); n > deploy.MaxAPIBody {
+		return errorResponse(http.StatusRequestEntityTooLarge, "payload_too_large",
+			fmt.Sprintf("the request body is %d bytes; behind API Gateway and Lambda at most %d bytes are accepted (docs/API.md)", n, deploy.MaxAPIBody))
+	}
+	if _, err := decodeBody(req); err != nil {
+		return errorResponse(http.StatusBadRequest, "invalid_request", "the body is flagged base64 but is not valid base64")
+	}
+	// The caller's own Authorization header (a SigV4 signature behind IAM
+	// authorization) is never a Strata credential.
+	req.Headers = withoutAuthorization(req.Headers)
+	if a.principals != nil {
+		req.Headers["authorization"] = "Bearer " + a.principals.token(callerARN(req))
+	}
+	resp, err := a.adapter.ProxyWithContext(context.WithValue(ctx, eventHeadersKey{}, req.Headers), req)
+	if err != nil {
+		return errorResponse(http.StatusInternalServerError, "internal", "the request could not be served")
+	}
+	return resp
+}
+
+// callerARN is the IAM principal API Gateway authenticated, "" when none.
+func callerARN(req events.APIGatewayV2HTTPRequest) string {
+	if az := req.RequestContext.Authorizer; az != nil && az.IAM != nil {
+		return az.IAM.UserARN
+	}
+	return ""
+}
+
+func bodySize(req events.APIGatewayV2HTTPRequest) int {
+	if req.IsBase64Encoded {
+		return len(req.Body) / 4 * 3
+	}
+	return len(req.Body)
+}
+
+func decodeBody(req events.APIGatewayV2HTTPRequest) ([]byte, error) {
+	if !req.IsBase64Encoded {
+		return nil, nil
+	}
+	return base64.StdEncoding.DecodeString(req.Body)
+}
+
+func withoutAuthorization(h map[string]string) map[string]string {
+	out := make(map[string]string, len(h)+1)
+	for k, v := range h {
+		if !strings.EqualFold(k, "authorization") {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// errorResponse is the contract's error body (docs/API.md, "Errors").
+func errorResponse(status int, code, msg string) events.APIGatewayV2HTTPResponse {
+	var b bytes.Buffer
+	_ = json.NewEncoder(&b).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: status,
+		Headers:    map[string]string{"Content-Type": "application/json"},
+		Body:       b.String(),
+	}
+}
+
+// Principals maps IAM principal ARNs to the permissions of deploy.Grants: each grant
+// gets a random bearer token of an Authorizer built from the grants, and callers no
+// grant matches get one with no permissions. The tokens never leave the process; the
+// handler sees them as if the caller had presented them.
+type Principals struct {
+	grants  []deploy.Grant
+	tokens  []string
+	nomatch string
+	auth    *httpapi.Authorizer
+}
+
+// NewPrincipals checks the grants' resources and operations as the auth file's loader
+// does; no grants returns nil (no authorization).
+func NewPrincipals(grants []deploy.Grant) (*Principals, error) {
+	if len(grants) == 0 {
+		return nil, nil
+	}
+	type allow struct {
+		Resource string   `json:"resource"`
+		Ops      []string `json:"ops"`
+	}
+	type principal struct {
+		Name  string  `json:"name"`
+		Allow []allow `json:"allow"`
+	}
+	file := map[string]map[string]principal{"principals": {}}
+	p := &Principals{grants: grants, nomatch: newToken()}
+	for _, g := range grants {
+		tok := newToken()
+		p.tokens = append(p.tokens, tok)
+		pr := principal{Name: g.Name}
+		for _, a := range g.Allow {
+			pr.Allow = append(pr.Allow, allow(a))
+		}
+		file["principals"][tok] = pr
+	}
+	file["principals"][p.nomatch] = principal{Name: "(no grant matches the caller)"}
+	raw, err := json.Marshal(file)
+	if err != nil {
+		return nil, err
+	}
+	if p.auth, err = httpapi.ParseAuth(raw); err != nil {
+		return nil, fmt.Errorf("lambdafn: %s: %w", deploy.EnvGrants, err)
+	}
+	return p, nil
+}
+
+// Authorizer is what the HTTP handler must be built with (nil for nil Principals).
+func (p *Principals) Authorizer() *httpapi.Authorizer {
+	if p == nil {
+		return nil
+	}
+	return p.auth
+}
+
+// token returns the token of the first grant matching arn.
+func (p *Principals) token(arn string) string {
+	if arn == "" {
+		return p.nomatch
+	}
+	for i, g := range p.grants {
+		if MatchPrincipal(g.Principal, arn) {
+			return p.tokens[i]
+		}
+	}
+	return p.nomatch
+}
+
+func newToken() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// MatchPrincipal reports whether arn matches pattern, where each * in pattern matches
+// any run of characters (none, "/" and ":" included).
+func MatchPrincipal(pattern, arn string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == arn
+	}
+	if !strings.HasPrefix(arn, parts[0]) {
+		return false
+	}
+	rest := arn[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, p := range parts[1 : len(parts)-1] {
+		i := strings.Index(rest, p)
+		if i < 0 {
+			return false
+		}
+		rest = rest[i+len(p):]
+	}
+	return len(rest) >= len(last) && strings.HasSuffix(rest, last)
+}
+
+// MetricsNamespace is the CloudWatch namespace of the functions' EMF metrics:
+// STRATA_METRICS_NAMESPACE, default deploy.MetricsNamespace.
+func MetricsNamespace() string {
+	if ns := strings.TrimSpace(os.Getenv(deploy.EnvMetricsNamespace)); ns != "" {
+		return ns
+	}
+	return deploy.MetricsNamespace
+}

@@ -1,0 +1,303 @@
+package lambdafn_test
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/lambdafn"
+	"github.com/stratalog/strata/pkg/runtime"
+)
+
+func fixture(t testing.TB, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// newAPI assembles the api function's handler as functions/api does, on the embedded
+// backend.
+func newAPI(t testing.TB, grants []deploy.Grant) *lambdafn.API {
+	t.Helper()
+	p, err := lambdafn.NewPrincipals(grants)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := runtime.New(context.Background(), runtime.Config{DataDir: t.TempDir(), Auth: p.Authorizer()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	return lambdafn.NewAPI(rt.Handler(), p)
+}
+
+func invoke(t testing.TB, api *lambdafn.API, payload []byte) events.APIGatewayV2HTTPResponse {
+	t.Helper()
+	out, err := api.Invoke(context.Background(), payload)
+	if err != nil {
+		t.Fatalf("invoke: %v", err)
+	}
+	var resp events.APIGatewayV2HTTPResponse
+	if err := json.Unmarshal(out, &resp); err != nil {
+		t.Fatalf("response %q: %v", out, err)
+	}
+	return resp
+}
+
+func errorCode(t testing.TB, resp events.APIGatewayV2HTTPResponse) string {
+	t.Helper()
+	var body struct {
+		Error struct{ Code string } `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(resp.Body), &body)
+	return body.Error.Code
+}
+
+// TestAPIFixtures replays real API Gateway HTTP API v2 requests (IAM request context)
+// through the handler `strata dev` serves.
+func TestAPIFixtures(t *testing.T) {
+	billing := []deploy.Grant{{
+		Principal: "arn:aws:sts::123456789012:assumed-role/billing-*",
+		Name:      "billing",
+		Allow: []deploy.GrantAllow{
+			{Resource: "topic:orders", Ops: []string{"create", "describe", "append", "read"}},
+		},
+	}}
+	shortForm, err := deploy.ParseGrants(`{"arn:aws:sts::123456789012:assumed-role/billing-*":
+		[{"resource":"topic:orders","ops":["create","describe","append","read"]}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		grants []deploy.Grant
+		// steps: fixture → status (and error code for non-2xx)
+		steps []struct {
+			fixture string
+			status  int
+			code    string
+		}
+	}{
+		{
+			name: "no grants: every admitted principal may do everything",
+			steps: []struct {
+				fixture string
+				status  int
+				code    string
+			}{
+				{"apigw-v2-create-topic.json", 201, ""},
+				{"apigw-v2-append.json", 200, ""},
+				{"apigw-v2-append-base64.json", 200, ""},
+				{"apigw-v2-append-other-principal.json", 200, ""},
+				{"apigw-v2-poll.json", 200, ""},
+				{"apigw-v2-describe-topic.json", 200, ""},
+				{"apigw-v2-health-no-iam.json", 200, ""},
+			},
+		},
+		{
+			name:   "grants in the short form (by pattern)",
+			grants: shortForm,
+			steps: []struct {
+				fixture string
+				status  int
+				code    string
+			}{
+				{"apigw-v2-create-topic.json", 201, ""},
+				{"apigw-v2-append.json", 200, ""},
+				{"apigw-v2-append-other-principal.json", 403, "forbidden"},
+			},
+		},
+		{
+			name:   "grants by principal ARN pattern",
+			grants: billing,
+			steps: []struct {
+				fixture string
+				status  int
+				code    string
+			}{
+				{"apigw-v2-create-topic.json", 201, ""},
+				{"apigw-v2-append.json", 200, ""},
+				{"apigw-v2-append-other-principal.json", 403, "forbidden"},
+				{"apigw-v2-poll.json", 200, ""},
+				{"apigw-v2-health-no-iam.json", 200, ""},
+			},
+		},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			api := newAPI(t, tc.grants)
+			for _, s := range tc.steps {
+				resp := invoke(t, api, fixture(t, s.fixture))
+				if resp.StatusCode != s.status || (s.code != "" && errorCode(t, resp) != s.code) {
+					t.Errorf("%s: %d %s, want %d %s", s.fixture, resp.StatusCode, resp.Body, s.status, s.code)
+				}
+			}
+		})
+	}
+}
+
+// TestAPIPollReturnsAppended: the records appended through the function come back.
+func TestAPIPollReturnsAppended(t *testing.T) {
+	api := newAPI(t, nil)
+	invoke(t, api, fixture(t, "apigw-v2-create-topic.json"))
+	if r := invoke(t, api, fixture(t, "apigw-v2-append.json")); r.StatusCode != 200 {
+		t.Fatal(r.Body)
+	}
+	resp := invoke(t, api, fixture(t, "apigw-v2-poll.json"))
+	var body struct {
+		Records []struct {
+			Offset int64  `json:"offset"`
+			Key    []byte `json:"key"`
+		} `json:"records"`
+		HighWatermark int64 `json:"high_watermark"`
+	}
+	if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+		t.Fatal(err)
+	}
+	if len(body.Records) != 2 || body.HighWatermark != 2 || string(body.Records[0].Key) != "order-0" || string(body.Records[1].Key) != "order-2" {
+		t.Errorf("poll answered %s", resp.Body)
+	}
+}
+
+// TestAPIPayloadLimit: a body over what API Gateway and Lambda can carry gets a clear
+// 413 in the contract's format; one just under passes to the handler.
+func TestAPIPayloadLimit(t *testing.T) {
+	api := newAPI(t, nil)
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(fixture(t, "apigw-v2-append.json"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		body   string
+		b64    bool
+		status int
+	}{
+		{"over the limit", strings.Repeat("x", deploy.MaxAPIBody+1), false, 413},
+		{"over the limit, base64", base64.StdEncoding.EncodeToString(make([]byte, deploy.MaxAPIBody+3)), true, 413},
+		{"at the limit reaches the handler (a bad body, 400)", strings.Repeat("x", deploy.MaxAPIBody), false, 400},
+		{"bad base64", "%%%", true, 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev.Body, ev.IsBase64Encoded = tc.body, tc.b64
+			resp := api.Serve(context.Background(), ev)
+			if resp.StatusCode != tc.status {
+				t.Errorf("%d %.200s, want %d", resp.StatusCode, resp.Body, tc.status)
+			}
+			if tc.status == http.StatusRequestEntityTooLarge && errorCode(t, resp) != "payload_too_large" {
+				t.Errorf("code %q", errorCode(t, resp))
+			}
+		})
+	}
+}
+
+// TestAPIIdempotencyKeyWithComma: the handler sees the header as the client sent it
+// (the proxy would split it at the comma): a retry appends nothing twice.
+func TestAPIIdempotencyKeyWithComma(t *testing.T) {
+	api := newAPI(t, nil)
+	invoke(t, api, fixture(t, "apigw-v2-create-topic.json"))
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(fixture(t, "apigw-v2-append.json"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	ev.Headers["idempotency-key"] = "batch-7, retry-safe"
+	var offsets []string
+	for range 2 {
+		resp := api.Serve(context.Background(), ev)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%d %s", resp.StatusCode, resp.Body)
+		}
+		offsets = append(offsets, resp.Body)
+	}
+	if offsets[0] != offsets[1] {
+		t.Errorf("the retry answered %s, the first %s", offsets[1], offsets[0])
+	}
+	ev.Headers["idempotency-key"] = "batch-7, other"
+	if resp := api.Serve(context.Background(), ev); resp.StatusCode != 200 || resp.Body == offsets[0] {
+		t.Errorf("another key answered %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+func TestAPIRefusesOtherEvents(t *testing.T) {
+	api := newAPI(t, nil)
+	for _, name := range []string{"scheduled-event.json", "ddb-stream-sequencer.json"} {
+		if _, err := api.Invoke(context.Background(), fixture(t, name)); err == nil {
+			t.Errorf("%s: accepted as an HTTP request", name)
+		}
+	}
+	if _, err := api.Invoke(context.Background(), []byte("not json")); err == nil {
+		t.Error("garbage accepted")
+	}
+}
+
+func TestMatchPrincipal(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, arn string
+		want         bool
+	}{
+		{"arn:aws:iam::1:user/alice", "arn:aws:iam::1:user/alice", true},
+		{"arn:aws:iam::1:user/alice", "arn:aws:iam::1:user/alice2", false},
+		{"arn:aws:sts::1:assumed-role/billing-*", "arn:aws:sts::1:assumed-role/billing-producer/s", true},
+		{"arn:aws:sts::1:assumed-role/billing-*", "arn:aws:sts::1:assumed-role/audit/s", false},
+		{"*", "anything", true},
+		{"arn:aws:sts::*:assumed-role/*/ci", "arn:aws:sts::9:assumed-role/deploy/ci", true},
+		{"arn:aws:sts::*:assumed-role/*/ci", "arn:aws:sts::9:assumed-role/deploy/cid", false},
+		{"a*a", "a", false},
+		{"a*a", "aa", true},
+	} {
+		if got := lambdafn.MatchPrincipal(tc.pattern, tc.arn); got != tc.want {
+			t.Errorf("MatchPrincipal(%q, %q) = %v", tc.pattern, tc.arn, got)
+		}
+	}
+}
+
+func TestNewPrincipalsRefusesBadGrants(t *testing.T) {
+	for _, g := range [][]deploy.Grant{
+		{{Principal: "*", Name: "x", Allow: []deploy.GrantAllow{{Resource: "queue:orders", Ops: []string{"read"}}}}},
+		{{Principal: "*", Name: "x", Allow: []deploy.GrantAllow{{Resource: "topic:orders", Ops: []string{"delete"}}}}},
+		{{Principal: "*", Name: "", Allow: nil}},
+	} {
+		if _, err := lambdafn.NewPrincipals(g); err == nil {
+			t.Errorf("%+v accepted", g)
+		}
+	}
+}
+
+// FuzzAPIInvoke: any payload gets an error or an HTTP answer, never a panic.
+func FuzzAPIInvoke(f *testing.F) {
+	for _, name := range []string{"apigw-v2-create-topic.json", "apigw-v2-append.json", "apigw-v2-poll.json", "apigw-v2-append-base64.json", "scheduled-event.json"} {
+		f.Add(fixture(f, name))
+	}
+	api := newAPI(f, []deploy.Grant{{Principal: "arn:aws:sts::123456789012:assumed-role/billing-*", Name: "billing",
+		Allow: []deploy.GrantAllow{{Resource: "topic:*", Ops: []string{"create", "append", "read", "describe"}}}}})
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		out, err := api.Invoke(context.Background(), payload)
+		if err == nil && !json.Valid(out) {
+			t.Fatalf("invalid response %q", out)
+		}
+	})
+}
+
+func FuzzMatchPrincipal(f *testing.F) {
+	f.Add("arn:aws:sts::*:assumed-role/*/ci", "arn:aws:sts::9:assumed-role/deploy/ci")
+	f.Add("a*a", "a")
+	f.Fuzz(func(t *testing.T, pattern, arn string) {
+		got := lambdafn.MatchPrincipal(pattern, arn)
+		if !strings.Contains(pattern, "*") && got != (pattern == arn) {
+			t.Fatalf("no wildcard: %q vs %q matched %v", pattern, arn, got)
+		}
+		if pattern == arn && !got {
+			t.Fatalf("%q does not match itself", arn)
+		}
+	})
+}

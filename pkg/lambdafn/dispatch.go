@@ -1,0 +1,212 @@
+package lambdafn
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stratalog/strata/pkg/dispatch"
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/metrics/emf"
+	"github.com/stratalog/strata/pkg/retention"
+	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/store/dynamo"
+)
+
+// ErrUnknownEvent is returned for a payload that is none of the events a function takes.
+var ErrUnknownEvent = errors.New("lambdafn: unknown event")
+
+// DecodeCommit turns a sequencer item's stream image into a commit to dispatch.
+type DecodeCommit func(map[string]types.AttributeValue) (dispatch.Commit, error)
+
+// Dispatch is the dispatch function's handler: a DynamoDB stream batch of the sequencer
+// table is materialised and dispatched (dispatch.HandleCommits); a scheduled event
+// sweeps (dispatch.Sweep).
+type Dispatch struct {
+	d       *dispatch.Dispatcher
+	decode  DecodeCommit
+	metrics *emf.Sink
+}
+
+// NewDispatch returns the handler; metrics may be nil.
+func NewDispatch(d *dispatch.Dispatcher, decode DecodeCommit, metrics *emf.Sink) *Dispatch {
+	return &Dispatch{d: d, decode: decode, metrics: metrics}
+}
+
+// DispatchResult is what one invocation did.
+type DispatchResult struct {
+	Trigger string         `json:"trigger"` // "stream" or "schedule"
+	Stats   dispatch.Stats `json:"stats"`
+}
+
+// Invoke implements lambda.Handler. A stream batch that fails (a record that cannot be
+// decoded, a materialisation that fails, an invocation that fails) returns an error,
+// so Lambda retries the batch: every step is idempotent.
+func (x *Dispatch) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	kind, err := classify(payload)
+	if err != nil {
+		return nil, err
+	}
+	var res DispatchResult
+	switch kind {
+	case kindStream:
+		commits, err := x.commits(payload)
+		if err != nil {
+			return nil, err
+		}
+		res.Trigger = "stream"
+		res.Stats, err = x.d.HandleCommits(ctx, commits)
+		x.emit(res)
+		if err != nil {
+			return nil, err
+		}
+	case kindSchedule:
+		res.Trigger = "schedule"
+		res.Stats, err = x.d.Sweep(ctx)
+		x.emit(res)
+		if err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(res)
+}
+
+// commits decodes the batch's INSERT and MODIFY records, in order.
+func (x *Dispatch) commits(payload []byte) ([]dispatch.Commit, error) {
+	var ev events.DynamoDBEvent
+	if err := json.Unmarshal(payload, &ev); err != nil {
+		return nil, fmt.Errorf("%w: DynamoDB stream batch: %w", ErrUnknownEvent, err)
+	}
+	var out []dispatch.Commit
+	for i, r := range ev.Records {
+		if r.EventSource != "aws:dynamodb" {
+			return nil, fmt.Errorf("%w: record %d comes from %q, not a DynamoDB stream", ErrUnknownEvent, i, r.EventSource)
+		}
+		if r.EventName == string(events.DynamoDBOperationTypeRemove) {
+			continue // a sequencer item is never deleted by Strata; nothing to dispatch
+		}
+		if len(r.Change.NewImage) == 0 {
+			return nil, fmt.Errorf("%w: record %d (%s) has no NEW_IMAGE: the stream must be NEW_IMAGE", ErrBadImage, i, r.EventID)
+		}
+		img, err := ConvertImage(r.Change.NewImage)
+		if err != nil {
+			return nil, fmt.Errorf("record %d (%s): %w", i, r.EventID, err)
+		}
+		c, err := x.decode(img)
+		if err != nil {
+			return nil, fmt.Errorf("%w: record %d (%s): %w", ErrBadImage, i, r.EventID, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func (x *Dispatch) emit(r DispatchResult) {
+	if x.metrics == nil {
+		return
+	}
+	x.metrics.Emit([][2]string{{"trigger", r.Trigger}},
+		emf.Metric{Name: emf.DispatchCommits, Unit: emf.UnitCount, Value: float64(r.Stats.Commits)},
+		emf.Metric{Name: emf.DispatchLeaseChecks, Unit: emf.UnitCount, Value: float64(r.Stats.LeaseChecks)},
+		emf.Metric{Name: emf.DispatchInvocations, Unit: emf.UnitCount, Value: float64(r.Stats.Invocations)},
+		emf.Metric{Name: emf.DispatchInvokeErrors, Unit: emf.UnitCount, Value: float64(r.Stats.InvokeErrors)})
+}
+
+type eventKind int
+
+const (
+	kindStream eventKind = iota + 1
+	kindSchedule
+)
+
+// classify tells a stream batch from a scheduled event by their shapes.
+func classify(payload []byte) (eventKind, error) {
+	var probe struct {
+		Records    []json.RawMessage `json:"Records"`
+		Source     string            `json:"source"`
+		DetailType string            `json:"detail-type"`
+	}
+	if err := json.Unmarshal(payload, &probe); err != nil {
+		return 0, fmt.Errorf("%w: %w", ErrUnknownEvent, err)
+	}
+	switch {
+	case probe.Records != nil:
+		return kindStream, nil
+	case probe.Source == "aws.events" && probe.DetailType == "Scheduled Event":
+		return kindSchedule, nil
+	}
+	return 0, fmt.Errorf("%w: neither a DynamoDB stream batch nor a scheduled event", ErrUnknownEvent)
+}
+
+// Retention is the retention function's handler: each scheduled event runs one pass.
+type Retention struct {
+	run     func(context.Context) (retention.Stats, error)
+	metrics *emf.Sink
+}
+
+// NewRetention returns the handler over run (runtime.Runtime.RunRetention); metrics
+// may be nil.
+func NewRetention(run func(context.Context) (retention.Stats, error), metrics *emf.Sink) *Retention {
+	return &Retention{run: run, metrics: metrics}
+}
+
+// Invoke implements lambda.Handler.
+func (x *Retention) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
+	kind, err := classify(payload)
+	if err != nil {
+		return nil, err
+	}
+	if kind != kindSchedule {
+		return nil, fmt.Errorf("%w: the retention function takes scheduled events", ErrUnknownEvent)
+	}
+	st, err := x.run(ctx)
+	if x.metrics != nil {
+		x.metrics.RetentionRun(st, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(st)
+}
+
+// DecodeSequencerImage decodes a sequencer item's stream image (dynamo's decoder) into
+// a commit whose payload is the item's store.SeqState, for LogMaterializer.
+func DecodeSequencerImage(it map[string]types.AttributeValue) (dispatch.Commit, error) {
+	st, err := dynamo.DecodeSequencerImage(it)
+	if err != nil {
+		return dispatch.Commit{}, err
+	}
+	// The store's decoder checks types and offsets; a partition or topic no append can
+	// have written must not reach dispatch either.
+	if st.Partition < 0 || !log.ValidName(st.Topic) {
+		return dispatch.Commit{}, fmt.Errorf("sequencer item names topic %q partition %d", st.Topic, st.Partition)
+	}
+	return dispatch.Commit{Topic: st.Topic, Partition: st.Partition, HighWatermark: st.NextOffset, Payload: st}, nil
+}
+
+// LogMaterializer writes the index entries of a batch's commits through the log
+// (log.Log.Materialize: idempotent, only entries still missing).
+type LogMaterializer struct {
+	Log interface {
+		Materialize(ctx context.Context, states []store.SeqState) (int, error)
+	}
+}
+
+// Materialize implements dispatch.Materializer; every commit's payload must be the
+// store.SeqState DecodeSequencerImage put there.
+func (m LogMaterializer) Materialize(ctx context.Context, commits []dispatch.Commit) error {
+	states := make([]store.SeqState, 0, len(commits))
+	for _, c := range commits {
+		st, ok := c.Payload.(store.SeqState)
+		if !ok {
+			return fmt.Errorf("lambdafn: commit %s/%d@%d carries no sequencer state", c.Topic, c.Partition, c.HighWatermark)
+		}
+		states = append(states, st)
+	}
+	_, err := m.Log.Materialize(ctx, states)
+	return err
+}

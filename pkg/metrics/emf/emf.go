@@ -1,0 +1,169 @@
+// Package emf writes Strata's metrics in CloudWatch embedded metric format: one JSON log
+// line per observation on the function's standard output, which CloudWatch Logs turns
+// into metrics with no API call (docs/DESIGN.md §5). Metric names and dimensions are the
+// Prometheus ones of pkg/metrics (strata_records_appended_total by topic, ...), so one
+// dashboard reads either; the functions' own counters (dispatch) are added beside them.
+package emf
+
+import (
+	"encoding/json"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/stratalog/strata/pkg/consumer"
+	"github.com/stratalog/strata/pkg/retention"
+)
+
+// Units CloudWatch understands.
+const (
+	UnitCount   = "Count"
+	UnitSeconds = "Seconds"
+	UnitBytes   = "Bytes"
+)
+
+// Metric is one named value.
+type Metric struct {
+	Name  string
+	Unit  string
+	Value float64
+}
+
+// Sink writes EMF lines to W. It is safe for concurrent use; each observation is one
+// Write of one line, so lines from concurrent callers never interleave.
+type Sink struct {
+	namespace string
+	clock     func() time.Time
+	mu        sync.Mutex
+	w         io.Writer
+}
+
+// New returns a sink writing to w (os.Stdout in Lambda) under the CloudWatch namespace;
+// clock nil means time.Now.
+func New(w io.Writer, namespace string, clock func() time.Time) *Sink {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &Sink{namespace: namespace, clock: clock, w: w}
+}
+
+type metricDef struct {
+	Name string `json:"Name"`
+	Unit string `json:"Unit,omitempty"`
+}
+
+type directive struct {
+	Namespace  string      `json:"Namespace"`
+	Dimensions [][]string  `json:"Dimensions"`
+	Metrics    []metricDef `json:"Metrics"`
+}
+
+type awsMeta struct {
+	Timestamp         int64       `json:"Timestamp"`
+	CloudWatchMetrics []directive `json:"CloudWatchMetrics"`
+}
+
+// Emit writes one line holding metrics with the given dimensions (label name → value;
+// names in dims order). Write errors are ignored: metrics never fail the work.
+func (s *Sink) Emit(dims [][2]string, metrics ...Metric) {
+	if len(metrics) == 0 {
+		return
+	}
+	line := map[string]any{}
+	names := make([]string, 0, len(dims))
+	for _, d := range dims {
+		names = append(names, d[0])
+		line[d[0]] = d[1]
+	}
+	defs := make([]metricDef, 0, len(metrics))
+	for _, m := range metrics {
+		defs = append(defs, metricDef{Name: m.Name, Unit: m.Unit})
+		line[m.Name] = m.Value
+	}
+	line["_aws"] = awsMeta{
+		Timestamp:         s.clock().UnixMilli(),
+		CloudWatchMetrics: []directive{{Namespace: s.namespace, Dimensions: [][]string{names}, Metrics: defs}},
+	}
+	b, err := json.Marshal(line)
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, _ = s.w.Write(b)
+}
+
+// The names of pkg/metrics, with the Prometheus namespace prefix.
+const (
+	AppendAckLatency     = "strata_append_ack_latency_seconds"
+	RecordsAppended      = "strata_records_appended_total"
+	BytesAppended        = "strata_bytes_appended_total"
+	CommitsMaterialized  = "strata_commits_materialized_total"
+	HTTPRequests         = "strata_http_requests_total"
+	HTTPRequestDuration  = "strata_http_request_duration_seconds"
+	RecordsHandled       = "strata_consumer_records_handled_total"
+	PoisonRetries        = "strata_consumer_poison_retries_total"
+	DeadLettered         = "strata_consumer_dead_lettered_total"
+	Dropped              = "strata_consumer_dropped_total"
+	RecordsLost          = "strata_consumer_records_lost_total"
+	FencedCommits        = "strata_fenced_commits_total"
+	RetentionRuns        = "strata_retention_runs_total"
+	RetentionExpired     = "strata_retention_records_expired_total"
+	RetentionEntriesDel  = "strata_retention_index_entries_deleted_total"
+	RetentionObjectsDel  = "strata_retention_objects_deleted_total"
+	DispatchCommits      = "strata_dispatch_commits_total"
+	DispatchLeaseChecks  = "strata_dispatch_lease_checks_total"
+	DispatchInvocations  = "strata_dispatch_invocations_total"
+	DispatchInvokeErrors = "strata_dispatch_invoke_errors_total"
+)
+
+// Appended implements log.Metrics.
+func (s *Sink) Appended(topic string, records, bytes int, ackLatency time.Duration) {
+	s.Emit([][2]string{{"topic", topic}},
+		Metric{AppendAckLatency, UnitSeconds, ackLatency.Seconds()},
+		Metric{RecordsAppended, UnitCount, float64(records)},
+		Metric{BytesAppended, UnitBytes, float64(bytes)})
+}
+
+// CommitsMaterialized implements log.Metrics (by topic, as pkg/metrics).
+func (s *Sink) CommitsMaterialized(topic string, n int) {
+	s.Emit([][2]string{{"topic", topic}}, Metric{CommitsMaterialized, UnitCount, float64(n)})
+}
+
+// Request implements httpapi.Metrics: the request counter by route and code, the
+// duration by route.
+func (s *Sink) Request(route string, status int, elapsed time.Duration) {
+	s.Emit([][2]string{{"route", route}, {"code", strconv.Itoa(status)}}, Metric{HTTPRequests, UnitCount, 1})
+	s.Emit([][2]string{{"route", route}}, Metric{HTTPRequestDuration, UnitSeconds, elapsed.Seconds()})
+}
+
+// ConsumerRun implements consumer.Metrics: what one consumer run did, by group and
+// topic (as pkg/metrics).
+func (s *Sink) ConsumerRun(group, topic string, st consumer.Stats) {
+	ms := []Metric{
+		{RecordsHandled, UnitCount, float64(st.Handled)},
+		{PoisonRetries, UnitCount, float64(st.Retries)},
+		{DeadLettered, UnitCount, float64(st.DeadLettered)},
+		{Dropped, UnitCount, float64(st.Dropped)},
+		{RecordsLost, UnitCount, float64(st.RecordsLost)},
+	}
+	if st.Fenced {
+		ms = append(ms, Metric{FencedCommits, UnitCount, 1})
+	}
+	s.Emit([][2]string{{"group", group}, {"topic", topic}}, ms...)
+}
+
+// RetentionRun records one retention pass.
+func (s *Sink) RetentionRun(st retention.Stats, err error) {
+	result := "ok"
+	if err != nil {
+		result = "error"
+	}
+	s.Emit([][2]string{{"result", result}}, Metric{RetentionRuns, UnitCount, 1})
+	s.Emit(nil,
+		Metric{RetentionExpired, UnitCount, float64(st.RecordsExpired)},
+		Metric{RetentionEntriesDel, UnitCount, float64(st.EntriesDeleted)},
+		Metric{RetentionObjectsDel, UnitCount, float64(st.ObjectsDeleted)})
+}
