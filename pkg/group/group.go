@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
 )
 
@@ -428,7 +429,23 @@ func (c *Coordinator) fillLag(ctx context.Context, pi *PartitionInfo, now time.T
 		return nil
 	}
 	// Records below the log start are gone; the oldest unread one still there is at it.
+	// A retention pass may move the log start past it meanwhile: then read the bounds
+	// again, once.
 	at, err := c.offsets.AppendedAt(ctx, pi.Topic, pi.Partition, max(next, start))
+	if errors.Is(err, log.ErrOffsetOutOfRange) {
+		if start, hw, err = c.offsets.Bounds(ctx, pi.Topic, pi.Partition); err != nil {
+			return fmt.Errorf("group: bounds of %s/%d: %w", pi.Topic, pi.Partition, err)
+		}
+		pi.LogStartOffset, pi.HighWatermark = start, hw
+		pi.LagRecords = max(hw-next, 0)
+		if pi.LagRecords == 0 {
+			return nil
+		}
+		at, err = c.offsets.AppendedAt(ctx, pi.Topic, pi.Partition, max(next, start))
+	}
+	if errors.Is(err, log.ErrOffsetOutOfRange) {
+		return nil // nothing indexed at or after the position yet: lag in seconds unknown (0)
+	}
 	if err != nil {
 		return fmt.Errorf("group: append time of %s/%d@%d: %w", pi.Topic, pi.Partition, max(next, start), err)
 	}

@@ -249,16 +249,20 @@ func (l *Log) readBlocks(ctx context.Context, entries []store.IndexEntry) ([][]s
 	return out, nil
 }
 
-// AppendedAt returns the append time of the record at offset (from its index entry).
+// AppendedAt returns the append time of the record at offset (from its index entry). An
+// offset whose commit is not materialised yet takes the time of the next entry (a
+// slightly later append). An offset with no entry at or after it is out of range.
 func (l *Log) AppendedAt(ctx context.Context, topic string, partition int32, offset int64) (time.Time, error) {
-	es, err := l.meta.IndexEntries(ctx, topic, partition, offset, 1)
+	es, err := l.meta.IndexEntries(ctx, topic, partition, offset, 2)
 	if err != nil {
 		return time.Time{}, storeErr(err)
 	}
-	if len(es) == 0 || es[0].BaseOffset > offset || es[0].End() <= offset {
-		return time.Time{}, &OffsetOutOfRangeError{Offset: offset}
+	for _, e := range es {
+		if e.End() > offset {
+			return e.AppendedAt, nil
+		}
 	}
-	return es[0].AppendedAt, nil
+	return time.Time{}, &OffsetOutOfRangeError{Offset: offset}
 }
 
 // OffsetForTime returns the first offset appended at or after t, or the high watermark

@@ -168,6 +168,12 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Upgrade every partition to the counter sequencer now (the functions, started far
+	// more often, rely on the stores seeding a partition at its first use instead).
+	if err := r.log.Migrate(ctx); err != nil {
+		_ = r.closeStores()
+		return nil, fmt.Errorf("runtime: upgrade to the counter sequencer: %w", err)
+	}
 	var lc net.ListenConfig
 	r.ln, err = lc.Listen(ctx, "tcp", cfg.Addr)
 	if err != nil {
@@ -228,9 +234,6 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	r.log, err = log.New(log.Config{Objects: r.objects, Meta: r.meta, Metrics: logMetrics})
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
-	}
-	if err := r.log.Migrate(ctx); err != nil {
-		return nil, fmt.Errorf("runtime: upgrade to the counter sequencer: %w", err)
 	}
 	r.coord = group.New(r.meta, r.log, nil)
 	r.groups = m.WrapGroups(r.coord)

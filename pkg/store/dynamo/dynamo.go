@@ -90,17 +90,24 @@ func (s *MetaStore) CreateTopic(ctx context.Context, t store.Topic) error {
 	}
 	setTime(it, "created_at", t.CreatedAt)
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(s.topics),
-		Item:                     it,
-		ConditionExpression:      aws.String("attribute_not_exists(#k)"),
-		ExpressionAttributeNames: map[string]string{"#k": attrTopic},
+		TableName:                           aws.String(s.topics),
+		Item:                                it,
+		ConditionExpression:                 aws.String("attribute_not_exists(#k)"),
+		ExpressionAttributeNames:            map[string]string{"#k": attrTopic},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err != nil {
 		err = mapError("create topic "+t.Name, err)
-		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
+		cf := (*conditionFailed)(nil)
+		if !errors.As(err, &cf) {
+			return err
+		}
+		// The SDK retries a put whose answer was lost; the retry then finds our own row.
+		// A row with the same configuration and creation time (to the millisecond) is it.
+		if old, derr := decodeTopic(cf.item); cf.item == nil || derr != nil || old.Partitions != t.Partitions ||
+			old.Retention != t.Retention || !old.CreatedAt.Equal(t.CreatedAt.Truncate(time.Millisecond)) {
 			return fmt.Errorf("dynamo: create topic %q: %w", t.Name, store.ErrExists)
 		}
-		return err
 	}
 	s.seedNewTopic(ctx, t)
 	return nil

@@ -66,6 +66,9 @@ func DecodeSequencerImage(it map[string]types.AttributeValue) (store.SeqState, e
 		}
 		st.Last = c
 	}
+	if d.err == nil && st.Partition < 0 {
+		d.fail(attrPartition, "%d is negative", st.Partition)
+	}
 	if d.err == nil && (st.NextOffset < 0 || st.LogStart < 0 || st.LogStart > st.NextOffset || st.NextSeq < 0) {
 		d.fail(attrLogStart, "bounds [%d, %d) out of order", st.LogStart, st.NextOffset)
 	}
