@@ -177,7 +177,7 @@ func NewPrincipals(grants []deploy.Grant) (*Principals, error) {
 	}
 	type principal struct {
 		Name  string  `json:"name"`
-		Allow []allow `json:"allow"`
+		Allow []allow `json:"allow,omitempty"` // the auth format refuses null
 	}
 	file := map[string]map[string]principal{"principals": {}}
 	p := &Principals{grants: grants, nomatch: newToken()}
