@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"pgregory.net/rapid"
 
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/log"
@@ -442,6 +443,92 @@ func TestGroupCommitCallerLeaves(t *testing.T) {
 		for _, v := range values {
 			if v == "goner!" {
 				t.Fatalf("log = %q: the record of a caller that left before its batch was written", values)
+			}
+		}
+	})
+}
+
+// TestGroupCommitProperties (rapid, embedded backend): any mix of concurrent requests —
+// several records over several partitions, some idempotent, some invalid — through a
+// group-committing Log. Invalid ones fail with ErrInvalid and append nothing; every
+// other one is acknowledged; each partition's offsets are dense; each request's records
+// of one partition are contiguous and in request order (its block is never interleaved
+// with another's); every acknowledged record reads back at its offset.
+func TestGroupCommitProperties(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		ctx := context.Background()
+		s := backendtest.Local(ctx, t)
+		window := rapid.SampledFrom([]time.Duration{time.Millisecond, 5 * time.Millisecond}).Draw(rt, "window")
+		budget := rapid.SampledFrom([]int{0, 200}).Draw(rt, "budget")
+		l, _, _ := groupLog(t, s, window, budget, nil)
+		const partitions = 3
+		mustTopic(t, l, "prop", partitions)
+		warm(t, l, "prop")
+		type request struct {
+			recs []log.Record
+			opt  log.AppendOptions
+			bad  bool
+		}
+		reqs := make([]request, rapid.IntRange(1, 12).Draw(rt, "requests"))
+		for i := range reqs {
+			r := &reqs[i]
+			r.bad = rapid.IntRange(0, 5).Draw(rt, "bad") == 0
+			n := rapid.IntRange(1, 4).Draw(rt, "records")
+			for j := range n {
+				p := int32(rapid.IntRange(0, partitions-1).Draw(rt, "partition"))
+				if r.bad && j == n-1 {
+					p = partitions // out of range: the whole request is invalid
+				}
+				r.recs = append(r.recs, log.Record{Value: fmt.Appendf(nil, "req-%d-rec-%d", i, j), Partition: i32(p)})
+			}
+			if rapid.Bool().Draw(rt, "idempotent") {
+				r.opt.IdempotencyKey = fmt.Sprintf("key-%d", i)
+			}
+		}
+		results := make([][]log.Result, len(reqs))
+		errs := make([]error, len(reqs))
+		var wg sync.WaitGroup
+		for i := range reqs {
+			wg.Go(func() { results[i], errs[i] = l.Append(ctx, "prop", reqs[i].recs, reqs[i].opt) })
+		}
+		wg.Wait()
+		total := map[int32]int{}
+		for i, r := range reqs {
+			if r.bad {
+				if !errors.Is(errs[i], log.ErrInvalid) {
+					rt.Fatalf("invalid request %d = %v, want ErrInvalid", i, errs[i])
+				}
+				continue
+			}
+			if errs[i] != nil {
+				rt.Fatalf("request %d: %v", i, errs[i])
+			}
+			last := map[int32]int64{}
+			for j, res := range results[i] {
+				p := *r.recs[j].Partition
+				if res.Partition != p {
+					rt.Fatalf("request %d record %d placed on %d, asked %d", i, j, res.Partition, p)
+				}
+				if prev, ok := last[p]; ok && res.Offset != prev+1 {
+					rt.Fatalf("request %d: records on partition %d at %d then %d, want contiguous", i, p, prev, res.Offset)
+				}
+				last[p] = res.Offset
+				total[p]++
+			}
+		}
+		logs := make([][]segment.Record, partitions)
+		for p := range int32(partitions) {
+			logs[p] = readAll(t, l, "prop", p)
+			checkDense(t, logs[p])
+			if len(logs[p]) != total[p] {
+				rt.Fatalf("partition %d holds %d records, %d acknowledged", p, len(logs[p]), total[p])
+			}
+		}
+		for i, r := range reqs {
+			for j, res := range results[i] {
+				if got := logs[res.Partition][res.Offset].Value; !bytes.Equal(got, r.recs[j].Value) {
+					rt.Fatalf("%d/%d holds %q, acknowledged %q", res.Partition, res.Offset, got, r.recs[j].Value)
+				}
 			}
 		}
 	})
