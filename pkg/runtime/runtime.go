@@ -48,6 +48,9 @@ const (
 	DefaultRetentionInterval = 30 * time.Second
 	// DefaultShutdownTimeout leaves a margin under the contract's 5 s exit.
 	DefaultShutdownTimeout = 4 * time.Second
+	// DefaultGroupCommitWindow is how long an append waits for others to share its
+	// segment object and commits (log.Config.GroupCommitWindow).
+	DefaultGroupCommitWindow = 5 * time.Millisecond
 )
 
 // ErrConfig is returned by Open for a configuration it cannot run.
@@ -78,6 +81,10 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown (default 4s).
 	ShutdownTimeout time.Duration
+	// GroupCommitWindow is the log's group-commit window (default
+	// DefaultGroupCommitWindow; negative turns group commit off, each append then
+	// writes its own object and commits).
+	GroupCommitWindow time.Duration
 }
 
 // AWSConfig names the AWS resources. The SDK's default configuration chain supplies
@@ -146,6 +153,9 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
+	if cfg.GroupCommitWindow == 0 {
+		cfg.GroupCommitWindow = DefaultGroupCommitWindow
+	}
 	r := &Runtime{cfg: cfg, logger: cfg.Logger, registry: cfg.Registry}
 	if r.logger == nil {
 		r.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -168,7 +178,7 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		return nil, fmt.Errorf("runtime: register metrics: %w", err)
 	}
 	r.metrics = m
-	r.log, err = log.New(log.Config{Objects: r.objects, Meta: r.meta, Metrics: m})
+	r.log, err = log.New(log.Config{Objects: r.objects, Meta: r.meta, Metrics: m, GroupCommitWindow: max(cfg.GroupCommitWindow, 0)})
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
