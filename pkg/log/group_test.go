@@ -558,3 +558,28 @@ func TestLinearizableWithGroupCommit(t *testing.T) {
 		}
 	})
 }
+
+// TestGroupCommitConfig: a window the commit window could not cover, or a budget above
+// the maximum, is refused when the Log is built.
+func TestGroupCommitConfig(t *testing.T) {
+	s := backendtest.Local(context.Background(), t)
+	cases := []struct {
+		name   string
+		cfg    log.Config
+		wantOK bool
+	}{
+		{"off", log.Config{}, true},
+		{"5ms", log.Config{GroupCommitWindow: 5 * time.Millisecond}, true},
+		{"window at the commit window", log.Config{GroupCommitWindow: log.DefaultCommitWindow}, false},
+		{"window above a short commit window", log.Config{GroupCommitWindow: time.Second, CommitWindow: 500 * time.Millisecond}, false},
+		{"budget at the maximum", log.Config{GroupCommitWindow: time.Millisecond, GroupCommitBytes: log.MaxGroupCommitBytes}, true},
+		{"budget above the maximum", log.Config{GroupCommitWindow: time.Millisecond, GroupCommitBytes: log.MaxGroupCommitBytes + 1}, false},
+	}
+	for _, tc := range cases {
+		tc.cfg.Objects, tc.cfg.Meta = s.Objects, s.Meta
+		_, err := log.New(tc.cfg)
+		if (err == nil) != tc.wantOK {
+			t.Errorf("%s: New = %v, want ok %v", tc.name, err, tc.wantOK)
+		}
+	}
+}
