@@ -138,73 +138,56 @@ func (c crashingMeta) PutIndexEntry(ctx context.Context, e store.IndexEntry) err
 // TestLinearizableWithCrashedAppenders checks 200 histories per backend.
 func TestLinearizableWithCrashedAppenders(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
-		// Every append runs in a fresh Log (its own process), whose store crashes at the
-		// chosen step.
-		checkHistories(t, s, func(mode int) *log.Log {
-			l, err := log.New(log.Config{Objects: s.Objects, Meta: crashingMeta{s.Meta, mode}, GapWait: 100 * time.Millisecond})
-			if err != nil {
-				t.Error(err)
+		ctx := context.Background()
+		reader, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, GapWait: 100 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		materialiser(t, s, reader)
+		var clock atomic.Int64
+		tick := func() int64 { return clock.Add(1) }
+		crashes := 0
+		for h := range seqHistories {
+			topic := fmt.Sprintf("lin-%d", h)
+			mustTopic(t, reader, topic, 1)
+			rng := rand.New(rand.NewPCG(uint64(h), 7))
+			var mu sync.Mutex
+			var ops []porcupine.Operation
+			var wg sync.WaitGroup
+			for c := range seqClients {
+				seed := rng.Uint64()
+				wg.Go(func() {
+					r := rand.New(rand.NewPCG(seed, uint64(c)))
+					for i := range seqOpsPerCli {
+						in, out, call, ret := runSeqOp(ctx, t, s, reader, topic, r, fmt.Sprintf("c%d-%d", c, i), tick)
+						mu.Lock()
+						ops = append(ops, porcupine.Operation{ClientId: c, Input: in, Output: out, Call: call, Return: ret})
+						if out.unknown {
+							crashes++
+						}
+						mu.Unlock()
+					}
+				})
 			}
-			return l
-		})
+			wg.Wait()
+			// A crashed append may take effect any time after its call.
+			end := tick()
+			for i := range ops {
+				if ops[i].Output.(seqOutput).unknown {
+					ops[i].Return = end
+				}
+			}
+			res, info := porcupine.CheckOperationsVerbose(seqModel.ToModel(), ops, 10*time.Second)
+			if res != porcupine.Ok {
+				t.Fatalf("history %d is not linearizable (%v): %+v", h, res, describe(ops))
+			}
+			_ = info
+		}
+		t.Logf("%d histories of %d calls, %d crashed appends: 0 violations", seqHistories, seqClients*seqOpsPerCli, crashes)
 	})
 }
 
-// checkHistories runs seqHistories histories of seqClients concurrent clients, each on a
-// fresh topic, appending through appender(mode), and checks each one with porcupine.
-func checkHistories(t *testing.T, s backendtest.Stores, appender func(mode int) *log.Log) {
-	t.Helper()
-	ctx := context.Background()
-	reader, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, GapWait: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	materialiser(t, s, reader)
-	var clock atomic.Int64
-	tick := func() int64 { return clock.Add(1) }
-	crashes := 0
-	for h := range seqHistories {
-		topic := fmt.Sprintf("lin-%d", h)
-		mustTopic(t, reader, topic, 1)
-		rng := rand.New(rand.NewPCG(uint64(h), 7))
-		var mu sync.Mutex
-		var ops []porcupine.Operation
-		var wg sync.WaitGroup
-		for c := range seqClients {
-			seed := rng.Uint64()
-			wg.Go(func() {
-				r := rand.New(rand.NewPCG(seed, uint64(c)))
-				for i := range seqOpsPerCli {
-					in, out, call, ret := runSeqOp(ctx, t, appender, reader, topic, r, fmt.Sprintf("c%d-%d", c, i), tick)
-					mu.Lock()
-					ops = append(ops, porcupine.Operation{ClientId: c, Input: in, Output: out, Call: call, Return: ret})
-					if out.unknown {
-						crashes++
-					}
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		// A crashed append may take effect any time after its call.
-		end := tick()
-		for i := range ops {
-			if ops[i].Output.(seqOutput).unknown {
-				ops[i].Return = end
-			}
-		}
-		res, info := porcupine.CheckOperationsVerbose(seqModel.ToModel(), ops, 10*time.Second)
-		if res != porcupine.Ok {
-			t.Fatalf("history %d is not linearizable (%v): %+v", h, res, describe(ops))
-		}
-		_ = info
-	}
-	t.Logf("%d histories of %d calls, %d crashed appends: 0 violations", seqHistories, seqClients*seqOpsPerCli, crashes)
-}
-
-// runSeqOp runs one random operation; an append goes through appender(mode), a Log whose
-// metadata store crashes at the step mode names (0: none).
-func runSeqOp(ctx context.Context, t *testing.T, appender func(mode int) *log.Log, reader *log.Log, topic string, r *rand.Rand, value string,
+func runSeqOp(ctx context.Context, t *testing.T, s backendtest.Stores, reader *log.Log, topic string, r *rand.Rand, value string,
 	tick func() int64) (seqInput, seqOutput, int64, int64) {
 	switch k := r.IntN(10); {
 	case k < 5:
@@ -213,7 +196,10 @@ func runSeqOp(ctx context.Context, t *testing.T, appender func(mode int) *log.Lo
 		if r.IntN(4) == 0 {
 			mode = 1 + r.IntN(3)
 		}
-		l := appender(mode)
+		l, err := log.New(log.Config{Objects: s.Objects, Meta: crashingMeta{s.Meta, mode}, GapWait: 100 * time.Millisecond})
+		if err != nil {
+			t.Error(err)
+		}
 		call := tick()
 		res, err := l.Append(ctx, topic, []log.Record{{Value: []byte(value)}}, log.AppendOptions{})
 		ret := tick()
