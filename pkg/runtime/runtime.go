@@ -81,9 +81,9 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown (default 4s).
 	ShutdownTimeout time.Duration
-	// GroupCommitWindow is the log's group-commit window (default
-	// DefaultGroupCommitWindow; negative turns group commit off, each append then
-	// writes its own object and commits).
+	// GroupCommitWindow is the log's group-commit window (log.Config.GroupCommitWindow):
+	// Open, which `strata dev` uses, defaults it to DefaultGroupCommitWindow; negative
+	// turns group commit off (each append writes its own object and commits).
 	GroupCommitWindow time.Duration
 }
 
@@ -147,14 +147,16 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
+	// The node Open serves takes many concurrent requests in one process (strata dev):
+	// group commit is on by default here, not for every user of log.Config.
+	if cfg.GroupCommitWindow == 0 {
+		cfg.GroupCommitWindow = DefaultGroupCommitWindow
+	}
 	if cfg.RetentionInterval == 0 {
 		cfg.RetentionInterval = DefaultRetentionInterval
 	}
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
-	}
-	if cfg.GroupCommitWindow == 0 {
-		cfg.GroupCommitWindow = DefaultGroupCommitWindow
 	}
 	r := &Runtime{cfg: cfg, logger: cfg.Logger, registry: cfg.Registry}
 	if r.logger == nil {
