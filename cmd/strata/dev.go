@@ -39,6 +39,9 @@ requests in flight and exits within 5 seconds.`,
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
 			cfg.AWS.Bootstrap = bootstrap
+			if cfg.GroupCommitWindow == 0 {
+				cfg.GroupCommitWindow = -1 // the flag's 0 means off, the runtime's 0 its default
+			}
 			return runDev(cmd.Context(), cmd, cfg)
 		},
 	}
@@ -52,6 +55,8 @@ requests in flight and exits within 5 seconds.`,
 	f.StringVar(&cfg.AWS.TablePrefix, "table-prefix", os.Getenv("STRATA_TABLE_PREFIX"), "aws: DynamoDB table name prefix (env STRATA_TABLE_PREFIX; default strata-)")
 	f.StringVar(&cfg.AWS.Prefix, "object-prefix", "", "aws: key prefix of segment objects in the bucket")
 	f.BoolVar(&bootstrap, "bootstrap", os.Getenv("STRATA_BOOTSTRAP") == "1", "aws: create the bucket and tables when missing (env STRATA_BOOTSTRAP=1)")
+	f.DurationVar(&cfg.GroupCommitWindow, "group-commit-window", runtime.DefaultGroupCommitWindow,
+		"concurrent appends arriving within this window share one segment object and one commit per partition (0 turns group commit off)")
 	f.BoolVar(&verbose, "verbose", false, "log retention passes and other routine events")
 	return cmd
 }

@@ -2,17 +2,13 @@ package log
 
 import (
 	"context"
-	crand "crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
-	"sync"
 	"time"
-
-	"github.com/oklog/ulid/v2"
 
 	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/store"
@@ -48,14 +44,47 @@ type Result struct {
 
 // Append makes the records durable and returns their offsets in request order. All
 // records share one segment object; each partition's block is then sequenced with one
-// conditional index write. A validation error changes nothing. If some partitions fail
+// counter add (its commit). A validation error changes nothing. If some partitions fail
 // after others succeeded, the error is an *AppendError listing both.
+//
+// With group commit on (Config.GroupCommitWindow), a validated request joins the
+// topic's open batch: every request of the batch shares one object and one commit per
+// partition (see group.go). A request whose ctx ends while it waits leaves the batch
+// without harming it; its records may still be committed, like an append whose
+// response was lost.
 func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt AppendOptions) ([]Result, error) {
-	start := l.now()
+	m, err := l.prepare(ctx, topic, recs, opt)
+	if err != nil {
+		return nil, err
+	}
+	if len(m.pending) == 0 {
+		return m.results, nil // every partition replayed from an earlier attempt
+	}
+	if l.group == nil {
+		l.writeBatch(ctx, topic, []*member{m})
+		o := <-m.out
+		return o.results, o.err
+	}
+	l.group.submit(m)
+	select {
+	case o := <-m.out:
+		return o.results, o.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// prepare validates a request and, for an idempotent one, claims its key and fills in
+// the partitions an earlier attempt appended: everything an append does before it may
+// share an object with others, so one caller's bad input or reused key fails that
+// caller alone. A member with no pending partition is done (a full replay).
+func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt AppendOptions) (*member, error) {
+	m := &member{ctx: ctx, topic: topic, recs: recs, start: l.now()}
 	t, err := l.Topic(ctx, topic)
 	if err != nil {
 		return nil, err
 	}
+	m.t = t
 	if len(opt.IdempotencyKey) > 128 {
 		return nil, invalidf("Idempotency-Key must be 1–128 characters")
 	}
@@ -63,118 +92,28 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	if err != nil {
 		return nil, err
 	}
-	// Keys are scoped to the topic: the same key on two topics names two requests.
-	idemKey := ""
+	m.parts = parts
+	m.results = make([]Result, len(recs))
+	m.pending = groupByPartition(parts)
 	if opt.IdempotencyKey != "" {
-		idemKey = topic + "#" + opt.IdempotencyKey
-	}
-	groups := groupByPartition(parts)
-	now := l.now()
-	nowMs := now.UnixMilli()
-
-	results := make([]Result, len(recs))
-	var bodyHash string
-	pending := groups
-	if idemKey != "" {
-		bodyHash = hashBody(recs, parts)
-		if err := l.claimRequest(ctx, idemKey, bodyHash, len(recs), now.Add(t.Retention+retentionGrace)); err != nil {
+		// Keys are scoped to the topic: the same key on two topics names two requests.
+		m.idemKey = topic + "#" + opt.IdempotencyKey
+		m.bodyHash = hashBody(recs, parts)
+		if err := l.claimRequest(ctx, m.idemKey, m.bodyHash, len(recs), l.now().Add(t.Retention+retentionGrace)); err != nil {
 			return nil, err
 		}
-		pending, err = l.replayIdempotent(ctx, idemKey, bodyHash, groups, results)
-		if err != nil {
+		if m.pending, err = l.replayIdempotent(ctx, m.idemKey, m.bodyHash, m.pending, m.results); err != nil {
 			return nil, err
 		}
-		if len(pending) == 0 {
-			return results, nil
-		}
 	}
-
-	// One object holds a block per pending partition.
-	var obj []byte
-	blocks := make([]blockRef, len(pending))
-	var nbytes int
-	for i, g := range pending {
-		srecs := make([]segment.Record, len(g.idx))
-		var maxTs int64
-		for j, ri := range g.idx {
-			r := recs[ri]
-			ts := nowMs
-			if r.Timestamp != nil {
-				ts = *r.Timestamp
-			}
-			if j == 0 || ts > maxTs {
-				maxTs = ts
-			}
-			srecs[j] = segment.Record{Timestamp: ts, Key: r.Key, Value: r.Value, Headers: r.Headers}
-			nbytes += segment.RecordSize(srecs[j])
-		}
-		off := len(obj)
-		obj, err = segment.AppendBlock(obj, srecs)
-		if err != nil {
-			return nil, invalidf("encode partition %d: %v", g.partition, err)
-		}
-		blocks[i] = blockRef{offset: int64(off), length: int64(len(obj) - off), maxTs: maxTs}
-	}
-	key := fmt.Sprintf("v1/%s/%s", topic, ulid.MustNew(ulid.Timestamp(now), crand.Reader).String())
-	if err := l.objects.Put(ctx, key, obj); err != nil {
-		return nil, storeErr(fmt.Errorf("put segment object: %w", err))
-	}
-	// An object is only ever committed within commitWindow of its name's time, so
-	// retention, which deletes objects by that time plus a larger margin, never deletes
-	// one that an entry at or above the log start still refers to.
-	cctx, cancel, err := l.commitContext(ctx, now)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-
-	// Commit each partition's block; partitions are independent, so in parallel.
-	errs := make([]error, len(pending))
-	var wg sync.WaitGroup
-	for i, g := range pending {
-		wg.Go(func() {
-			e := store.IndexEntry{
-				Topic: topic, Partition: g.partition, Count: int64(len(g.idx)), ObjectKey: key,
-				ByteOffset: blocks[i].offset, ByteLength: blocks[i].length,
-				MaxTimestamp: time.UnixMilli(blocks[i].maxTs), AppendedAt: time.UnixMilli(nowMs),
-				ExpiresAt: time.UnixMilli(nowMs).Add(t.Retention + retentionGrace),
-			}
-			base, err := l.commit(cctx, store.SeqCommit{Entry: e, IdempotencyKey: idemKey, BodyHash: bodyHash})
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			for j, ri := range g.idx {
-				results[ri] = Result{Partition: g.partition, Offset: base + int64(j)}
-			}
-		})
-	}
-	wg.Wait()
-
-	var firstErr error
-	for i, g := range pending {
-		if errs[i] == nil {
-			l.notifier.notify(tpKey{topic, g.partition})
-			continue
-		}
-		if errors.Is(errs[i], ErrIdempotencyKeyReused) {
-			return nil, errs[i]
-		}
-		if firstErr == nil {
-			firstErr = errs[i]
-		}
+	for _, g := range m.pending {
 		for _, ri := range g.idx {
-			results[ri] = Result{Partition: g.partition, Offset: -1, Err: errs[i]}
+			r := recs[ri]
+			m.size += segment.RecordSize(segment.Record{Key: r.Key, Value: r.Value, Headers: r.Headers})
 		}
 	}
-	if firstErr != nil {
-		if !errors.Is(firstErr, ErrUnavailable) {
-			firstErr = fmt.Errorf("%w: %w", ErrUnavailable, firstErr)
-		}
-		return results, &AppendError{Results: results, Err: firstErr}
-	}
-	l.metrics.Appended(topic, len(recs), nbytes, l.now().Sub(start))
-	return results, nil
+	m.out = make(chan outcome, 1)
+	return m, nil
 }
 
 // commitContext bounds the commits of an object stamped at objectTime to the commit

@@ -1,12 +1,14 @@
 package log_test
 
 import (
-	"github.com/aws/aws-sdk-go-v2/aws"
-
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/stratalog/strata/pkg/store/awstest"
 
@@ -49,54 +51,163 @@ func BenchmarkPollTail(b *testing.B) {
 }
 
 // BenchmarkAppendContention measures the sequencer under contention: N independent Log
-// instances (as N API hosts, each its own process in AWS) append single-record batches
-// to one partition, on each backend. It reports appends/s and, on the AWS backend, the
-// DynamoDB write requests per acknowledged append (every attempt counted by an SDK
-// middleware; a lost race would show as more than 2).
+// instances (as N API hosts, each its own process in AWS), each with A concurrent
+// appenders, append single-record batches to one partition, on each backend, with group
+// commit off and on (a 5 ms window). It reports appends/s, the segment objects and
+// sequencer commits per acknowledged append (counted by wrappers of the stores) and, on
+// the AWS backend, the DynamoDB write requests per acknowledged append (every attempt
+// counted by an SDK middleware; a lost race would show as more than 2).
 //
 //	go test -run='^$' -bench=AppendContention -benchtime=200x ./pkg/log
 func BenchmarkAppendContention(b *testing.B) {
+	shapes := []struct{ hosts, perHost int }{{1, 1}, {4, 1}, {16, 1}, {64, 1}, {1, 16}, {1, 64}, {4, 16}}
 	for _, backend := range []string{"local", "aws"} {
-		for _, hosts := range []int{1, 4, 16, 64} {
-			b.Run(fmt.Sprintf("%s/hosts=%d", backend, hosts), func(b *testing.B) {
+		for _, window := range []time.Duration{0, 5 * time.Millisecond} {
+			for _, sh := range shapes {
+				if window > 0 && sh.perHost == 1 {
+					continue // nothing to coalesce with one appender per Log
+				}
+				group := "off"
+				if window > 0 {
+					group = window.String()
+				}
+				b.Run(fmt.Sprintf("%s/group=%s/hosts=%d/appenders=%d", backend, group, sh.hosts, sh.perHost), func(b *testing.B) {
+					ctx := context.Background()
+					counter := awstest.NewCounter()
+					var s backendtest.Stores
+					if backend == "local" {
+						s = backendtest.Local(ctx, b)
+					} else {
+						s = backendtest.AWSWith(ctx, b, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) })
+					}
+					logs := make([]*log.Log, sh.hosts)
+					var puts, commits []func() int64
+					for i := range logs {
+						l, objs, meta := groupLog(b, s, window, 0, nil)
+						logs[i] = l
+						puts = append(puts, objs.puts.Load)
+						commits = append(commits, meta.commits.Load)
+					}
+					mustTopic(b, logs[0], "c", 1)
+					for _, l := range logs {
+						warm(b, l, "c")
+					}
+					recs := []log.Record{{Value: make([]byte, 100), Partition: i32(0)}}
+					next := make(chan struct{}, b.N)
+					for i := 0; i < b.N; i++ {
+						next <- struct{}{}
+					}
+					close(next)
+					counter.Reset()
+					b.ResetTimer()
+					var wg sync.WaitGroup
+					for _, l := range logs {
+						for range sh.perHost {
+							wg.Go(func() {
+								for range next {
+									if _, err := l.Append(ctx, "c", recs, log.AppendOptions{}); err != nil {
+										b.Error(err)
+										return
+									}
+								}
+							})
+						}
+					}
+					wg.Wait()
+					b.StopTimer()
+					sum := func(fs []func() int64) (n int64) {
+						for _, f := range fs {
+							n += f()
+						}
+						return n
+					}
+					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+					b.ReportMetric(float64(sum(puts))/float64(b.N), "objects/append")
+					b.ReportMetric(float64(sum(commits))/float64(b.N), "commits/append")
+					if backend == "aws" {
+						b.ReportMetric(float64(counter.Sum(awstest.DynamoDBWrites...))/float64(b.N), "ddb-writes/append")
+					}
+				})
+			}
+		}
+	}
+}
+
+// BenchmarkGroupCommitLatency: 64 concurrent single-record appenders through one Log,
+// against the group-commit window (off, 1–20 ms), on each backend. It reports the p50 and
+// p99 acknowledgement latency, appends/s, and the segment objects and sequencer commits
+// per acknowledged append. A batch's members share its latency, so the p99 is close to
+// the slowest batch's.
+//
+//	go test -run='^$' -bench=GroupCommitLatency -benchtime=3200x ./pkg/log
+func BenchmarkGroupCommitLatency(b *testing.B) {
+	const appenders = 64
+	for _, backend := range []string{"local", "aws"} {
+		for _, window := range []time.Duration{0, time.Millisecond, 2 * time.Millisecond, 5 * time.Millisecond, 10 * time.Millisecond, 20 * time.Millisecond} {
+			group := "off"
+			if window > 0 {
+				group = window.String()
+			}
+			b.Run(fmt.Sprintf("%s/window=%s", backend, group), func(b *testing.B) {
 				ctx := context.Background()
-				counter := awstest.NewCounter()
 				var s backendtest.Stores
 				if backend == "local" {
 					s = backendtest.Local(ctx, b)
 				} else {
-					s = backendtest.AWSWith(ctx, b, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) })
+					s = backendtest.AWS(ctx, b)
 				}
-				logs := make([]*log.Log, hosts)
-				for i := range logs {
-					logs[i] = newLog(b, s)
-				}
-				mustTopic(b, logs[0], "c", 1)
+				l, objs, meta := groupLog(b, s, window, 0, nil)
+				mustTopic(b, l, "lat", 1)
+				warm(b, l, "lat")
 				recs := []log.Record{{Value: make([]byte, 100), Partition: i32(0)}}
 				next := make(chan struct{}, b.N)
 				for i := 0; i < b.N; i++ {
 					next <- struct{}{}
 				}
 				close(next)
-				counter.Reset()
+				// Warm up (connections, the partition's counter) with one round of
+				// appends, not measured.
+				var warmup sync.WaitGroup
+				for range appenders {
+					warmup.Go(func() {
+						if _, err := l.Append(ctx, "lat", recs, log.AppendOptions{}); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				warmup.Wait()
+				objs.puts.Store(0)
+				meta.commits.Store(0)
+				lat := make([][]time.Duration, appenders)
 				b.ResetTimer()
 				var wg sync.WaitGroup
-				for _, l := range logs {
+				for a := range appenders {
 					wg.Go(func() {
 						for range next {
-							if _, err := l.Append(ctx, "c", recs, log.AppendOptions{}); err != nil {
+							start := time.Now()
+							if _, err := l.Append(ctx, "lat", recs, log.AppendOptions{}); err != nil {
 								b.Error(err)
 								return
 							}
+							lat[a] = append(lat[a], time.Since(start))
 						}
 					})
 				}
 				wg.Wait()
 				b.StopTimer()
-				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
-				if backend == "aws" {
-					b.ReportMetric(float64(counter.Sum(awstest.DynamoDBWrites...))/float64(b.N), "ddb-writes/append")
+				all := slices.Concat(lat...)
+				slices.Sort(all)
+				if len(all) == 0 {
+					b.Fatal("no acknowledged append")
 				}
+				pct := func(q float64) float64 {
+					return float64(all[min(len(all)-1, int(q*float64(len(all))))].Microseconds()) / 1000
+				}
+				b.ReportMetric(pct(0.50), "p50-ms")
+				b.ReportMetric(pct(0.99), "p99-ms")
+				b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+				b.ReportMetric(float64(objs.puts.Load())/float64(b.N), "objects/append")
+				b.ReportMetric(float64(meta.commits.Load())/float64(b.N), "commits/append")
 			})
 		}
 	}

@@ -49,6 +49,9 @@ const (
 	DefaultRetentionInterval = 30 * time.Second
 	// DefaultShutdownTimeout leaves a margin under the contract's 5 s exit.
 	DefaultShutdownTimeout = 4 * time.Second
+	// DefaultGroupCommitWindow is how long an append waits for others to share its
+	// segment object and commits (log.Config.GroupCommitWindow).
+	DefaultGroupCommitWindow = 5 * time.Millisecond
 )
 
 // ErrConfig is returned by Open for a configuration it cannot run.
@@ -85,6 +88,10 @@ type Config struct {
 	Logger *slog.Logger
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown (default 4s).
 	ShutdownTimeout time.Duration
+	// GroupCommitWindow is the log's group-commit window (log.Config.GroupCommitWindow):
+	// Open, which `strata dev` uses, defaults it to DefaultGroupCommitWindow; negative
+	// turns group commit off (each append writes its own object and commits).
+	GroupCommitWindow time.Duration
 }
 
 // MetricsSink receives the log's and the HTTP API's observations.
@@ -161,6 +168,11 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.Addr == "" {
 		cfg.Addr = DefaultAddr
 	}
+	// The node Open serves takes many concurrent requests in one process (strata dev):
+	// group commit is on by default here, not for every user of log.Config.
+	if cfg.GroupCommitWindow == 0 {
+		cfg.GroupCommitWindow = DefaultGroupCommitWindow
+	}
 	if cfg.RetentionInterval == 0 {
 		cfg.RetentionInterval = DefaultRetentionInterval
 	}
@@ -231,7 +243,8 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.Sink != nil {
 		logMetrics, httpMetrics = cfg.Sink, cfg.Sink
 	}
-	r.log, err = log.New(log.Config{Objects: r.objects, Meta: r.meta, Metrics: logMetrics})
+	r.log, err = log.New(log.Config{Objects: r.objects, Meta: r.meta, Metrics: logMetrics,
+		GroupCommitWindow: max(cfg.GroupCommitWindow, 0)})
 	if err != nil {
 		return nil, fmt.Errorf("runtime: %w", err)
 	}
