@@ -26,12 +26,19 @@ func main() {
 	if err != nil {
 		fatal(logger, err)
 	}
+	// On Lambda Managed Instances one environment runs many invocations at once; group
+	// commit coalesces their appends into shared objects and commits.
+	window, err := deploy.GroupCommitWindow(os.Getenv)
+	if err != nil {
+		fatal(logger, err)
+	}
 	rt, err := runtime.New(context.Background(), runtime.Config{
-		Backend: runtime.BackendAWS,
-		AWS:     runtime.AWSConfigFromEnv(),
-		Auth:    principals.Authorizer(),
-		Sink:    emf.New(os.Stdout, lambdafn.MetricsNamespace(), nil),
-		Logger:  logger,
+		Backend:           runtime.BackendAWS,
+		AWS:               runtime.AWSConfigFromEnv(),
+		Auth:              principals.Authorizer(),
+		Sink:              emf.New(os.Stdout, lambdafn.MetricsNamespace(), nil),
+		Logger:            logger,
+		GroupCommitWindow: window,
 	})
 	if err != nil {
 		fatal(logger, err)

@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -164,8 +165,17 @@ func startRIE(t *testing.T, name string, env []string) *rie {
 	t.Helper()
 	build(t)
 	addr, apiAddr := freePort(t), freePort(t)
-	cmd := exec.Command(rieBin, "--runtime-interface-emulator-address", addr, "--runtime-api-address", apiAddr,
-		filepath.Join(fnDir, name, "bootstrap"))
+	args := []string{rieBin, "--runtime-interface-emulator-address", addr, "--runtime-api-address", apiAddr,
+		filepath.Join(fnDir, name, "bootstrap")}
+	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "AWS_LAMBDA_MAX_CONCURRENCY=") }) {
+		// The emulator's managed-instances mode runs the bootstrap only from Lambda's own
+		// locations, in /var/task: give it the function's directory as /var/task in a
+		// private mount namespace (a tmpfs over /var), leaving the machine untouched.
+		args = append([]string{"unshare", "-m", "--propagation", "private", "sh", "-c",
+			`mount -t tmpfs none /var && mkdir /var/task && mount --bind "$1" /var/task && shift && exec "$@"`,
+			"sh", filepath.Join(fnDir, name)}, args...)
+	}
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Dir = t.TempDir()
 	logs := &lockedBuffer{}
 	cmd.Env, cmd.Stdout, cmd.Stderr = env, logs, logs

@@ -11,7 +11,9 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // Function names: each is the directory under functions/, the asset directory under
@@ -55,7 +57,39 @@ const (
 	EnvBusinessTable = "STRATA_BUSINESS_TABLE"
 	// EnvMetricsNamespace is the CloudWatch namespace of the functions' EMF metrics.
 	EnvMetricsNamespace = "STRATA_METRICS_NAMESPACE"
+	// EnvGroupCommitWindow is the api function's group-commit window (a Go duration,
+	// "0" for off). Unset, it is DefaultManagedGroupCommitWindow when the function runs
+	// many invocations at once (Lambda Managed Instances set EnvMaxConcurrency) and off
+	// otherwise: an on-demand execution environment serves one request at a time, so
+	// there is nothing to coalesce.
+	EnvGroupCommitWindow = "STRATA_GROUP_COMMIT_WINDOW"
+	// EnvMaxConcurrency is Lambda's own variable for the invocations one execution
+	// environment runs at once (Lambda Managed Instances).
+	EnvMaxConcurrency = "AWS_LAMBDA_MAX_CONCURRENCY"
 )
+
+// DefaultManagedGroupCommitWindow is the api function's group-commit window on Lambda
+// Managed Instances unless EnvGroupCommitWindow says otherwise.
+const DefaultManagedGroupCommitWindow = 5 * time.Millisecond
+
+// GroupCommitWindow is the api function's group-commit window from its environment
+// (getenv is os.Getenv): negative means off, as runtime.Config takes it.
+func GroupCommitWindow(getenv func(string) string) (time.Duration, error) {
+	if raw := strings.TrimSpace(getenv(EnvGroupCommitWindow)); raw != "" {
+		d, err := time.ParseDuration(raw)
+		if err != nil || d < 0 || d > time.Second {
+			return 0, fmt.Errorf("deploy: %s=%q: want a duration from 0 to 1s", EnvGroupCommitWindow, raw)
+		}
+		if d == 0 {
+			return -1, nil
+		}
+		return d, nil
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(getenv(EnvMaxConcurrency))); err == nil && n > 1 {
+		return DefaultManagedGroupCommitWindow, nil
+	}
+	return -1, nil
+}
 
 // MetricsNamespace is the default CloudWatch namespace of Strata's metrics.
 const MetricsNamespace = "Strata"
