@@ -60,10 +60,15 @@ type Fault struct {
 
 func (f Fault) String() string { return string(f.Phase) + "/" + string(f.Kind) }
 
-// AllFaults are the six faults: every kind in both phases.
+// AllFaults are the faults AWS can really produce: every kind before the request, and
+// a 500 or a timeout after the service applied it. A throttling answer after the
+// request was applied is not among them: S3 and DynamoDB throttle only requests they
+// did not apply, and callers rely on it (a throttled sequencer add is sent again), so
+// that fault would model a service that does not exist. Config.Faults can still ask
+// for it ("after/throttle") to show what such a lie would do.
 var AllFaults = []Fault{
 	{Throttle, Before}, {Status500, Before}, {Timeout, Before},
-	{Throttle, After}, {Status500, After}, {Timeout, After},
+	{Status500, After}, {Timeout, After},
 }
 
 // Environment variables read by FromEnv.
@@ -73,7 +78,7 @@ const (
 	// EnvSeed seeds the choice of attempts and faults (default: random).
 	EnvSeed = "STRATA_FAULT_SEED"
 	// EnvFaults restricts the faults, comma-separated "phase/kind" (e.g.
-	// "after/500,before/throttle"; default all six).
+	// "after/500,before/throttle"; default AllFaults).
 	EnvFaults = "STRATA_FAULT_KINDS"
 	// EnvServices restricts the services by SDK service id, comma-separated (e.g.
 	// "DynamoDB"; default S3, DynamoDB and DynamoDB Streams).
@@ -233,8 +238,7 @@ func (in *Injector) ByFault() (map[string]int64, int64) {
 	defer in.mu.Unlock()
 	out := map[string]int64{}
 	for k, v := range in.counts {
-		_, f, _ := strings.Cut(k, " ")
-		out[f] += v
+		out[k[strings.LastIndexByte(k, ' ')+1:]] += v
 	}
 	return out, in.requests
 }
