@@ -365,11 +365,22 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 			}
 			continue
 		}
+		// A poll skips the offsets of duplicate commits (an idempotent append committed
+		// twice), so records need not be dense: step over the skipped offsets, before,
+		// between and after the records, as if handled.
+		expect := fetch
 		for _, rec := range res.Records {
+			if err := r.skip(expect, rec.Offset); err != nil {
+				return r.finish(ctx, fmt.Errorf("consumer: %w", err))
+			}
 			if err := r.tracker.Start(rec.Offset); err != nil {
 				return r.finish(ctx, fmt.Errorf("consumer: %w", err))
 			}
+			expect = rec.Offset + 1
 			r.dispatch(Record{Record: rec, Topic: cfg.Topic, Partition: r.p})
+		}
+		if err := r.skip(expect, res.NextOffset); err != nil {
+			return r.finish(ctx, fmt.Errorf("consumer: %w", err))
 		}
 		fetch = res.NextOffset
 		if len(res.Records) == 0 && r.tracker.InFlight() > 0 {
@@ -381,6 +392,19 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 			return r.finish(ctx, nil)
 		}
 	}
+}
+
+// skip marks [from, to) started and done: offsets a poll stepped over (duplicates).
+func (r *run) skip(from, to int64) error {
+	for o := from; o < to; o++ {
+		if err := r.tracker.Start(o); err != nil {
+			return err
+		}
+		if err := r.tracker.Done(o); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // startOffset is the committed offset, or where the reset policy starts a new group.
