@@ -316,8 +316,8 @@ func kill9Rounds(t *testing.T, rounds int, start func() *devProc) {
 	for _, h := range hw {
 		highWatermark += h
 	}
-	t.Logf("%d kill -9 rounds in %s: %d append requests, %d idempotent batches retried after a restart, %d replays answered with their first offsets, offsets used %d (high watermarks %v), errors before a kill %v\n%s",
-		rounds, time.Since(t0).Round(time.Millisecond), load.batches, retried, replays, highWatermark, hw, load.errors, rep)
+	t.Logf("%d kill -9 rounds in %s: %d append requests, %d idempotent batches retried after a restart, %d replays answered with their first offsets, offsets used %d (high watermarks %v), of them skipped by readers as duplicate commits %d, errors before a kill %v\n%s",
+		rounds, time.Since(t0).Round(time.Millisecond), load.batches, retried, replays, highWatermark, hw, highWatermark-int64(rep.StoredRecords), load.errors, rep)
 	for _, v := range rep.Violations {
 		t.Errorf("audit: %s", v)
 	}

@@ -15,6 +15,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -333,6 +334,8 @@ func errorResponse(service string, f Fault, req *smithyhttp.Request) *smithyhttp
 		hdr.Set("Content-Type", "application/x-amz-json-1.0")
 		hdr.Set("X-Amzn-Errortype", code)
 		body = fmt.Sprintf(`{"__type":"com.amazonaws.dynamodb.v20120810#%s","message":%q}`, code, msg)
+		// The DynamoDB client checks this checksum of every body, as DynamoDB sends it.
+		hdr.Set("X-Amz-Crc32", strconv.FormatUint(uint64(crc32.ChecksumIEEE([]byte(body))), 10))
 	}
 	hdr.Set("X-Amzn-Requestid", "awsfault")
 	r := &http.Response{
