@@ -77,7 +77,7 @@ type Input struct {
 
 // Report is the audit's figures and the violations it found (none is a pass).
 type Report struct {
-	AckedRecords      int
+	AckedRecords      int // distinct records acknowledged
 	LostAcked         int // acknowledged records not readable at their offset, byte-identical
 	ReusedOffsets     int // two acknowledgements or two stored records at one offset
 	StoredRecords     int
@@ -133,7 +133,6 @@ func Audit(in Input) Report {
 	ackedIDs := map[string]bool{}
 	ackedAt := map[string]pos{}
 	for _, a := range in.Acks {
-		r.AckedRecords++
 		k := pos{a.Partition, a.Offset}
 		if prev, dup := acked[k]; dup && prev.ID != a.ID {
 			r.ReusedOffsets++
@@ -162,6 +161,7 @@ func Audit(in Input) Report {
 			violate("record at %d@%d differs from acknowledged %s (holds %s)", a.Partition, a.Offset, a.ID, RecordID(s.Value))
 		}
 	}
+	r.AckedRecords = len(ackedAt)
 	for id, n := range copies {
 		if n <= 1 {
 			continue
