@@ -5,7 +5,7 @@
 # per backend (default 30). CI runs the same tests within `go test ./...` at 60 s and 10
 # rounds. The emulator is the one at 127.0.0.1:${STRATA_EMULATOR_PORT:-4566}; when nothing
 # answers there, localstack/start.sh starts it and it is stopped on exit. The figures
-# are printed and, for the soak, written to ${SOAK_REPORT:-soak-report.txt}.
+# are printed and, for the soak, written to $SOAK_REPORT (default /tmp/strata-soak-report.txt).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -15,7 +15,7 @@ export STRATA_AWS_ENDPOINT="http://127.0.0.1:$port"
 export STRATA_REQUIRE_EMULATOR=1
 export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
 export SOAK_DURATION="${SOAK_DURATION:-10m}"
-export SOAK_REPORT="${SOAK_REPORT:-$PWD/soak-report.txt}"
+export SOAK_REPORT="${SOAK_REPORT:-${TMPDIR:-/tmp}/strata-soak-report.txt}"
 export STRATA_CRASH_ROUNDS="${STRATA_CRASH_ROUNDS:-30}"
 
 answers() {
