@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/stratalog/strata/pkg/awsfault"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
@@ -29,6 +30,11 @@ live under --data-dir (segment files and a bbolt database, fsync'd before every
 acknowledgement, so they survive kill -9). With --backend aws they live in S3 and
 DynamoDB, at AWS_ENDPOINT_URL when set (an emulator) or in real AWS.
 
+Testing aid: with --backend aws, STRATA_FAULT_RATE (0–1) injects AWS faults (throttling,
+HTTP 500s, timeouts, before the request or after it was applied) into that fraction of
+S3 and DynamoDB requests; see pkg/awsfault for STRATA_FAULT_SEED, STRATA_FAULT_KINDS and
+STRATA_FAULT_SERVICES.
+
 Prints "listening on http://ADDR" once ready; on SIGINT or SIGTERM it finishes the
 requests in flight and exits within 5 seconds.`,
 		Args: cobra.NoArgs,
@@ -41,6 +47,9 @@ requests in flight and exits within 5 seconds.`,
 			cfg.AWS.Bootstrap = bootstrap
 			if cfg.GroupCommitWindow == 0 {
 				cfg.GroupCommitWindow = -1 // the flag's 0 means off, the runtime's 0 its default
+			}
+			if err := injectFaults(&cfg); err != nil {
+				return err
 			}
 			return runDev(cmd.Context(), cmd, cfg)
 		},
@@ -74,4 +83,19 @@ func runDev(ctx context.Context, cmd *cobra.Command, cfg runtime.Config) error {
 	closeCtx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	return errors.Join(serveErr, rt.Close(closeCtx))
+}
+
+// injectFaults installs pkg/awsfault's injector when STRATA_FAULT_RATE asks for one
+// (a testing aid, announced on the log).
+func injectFaults(cfg *runtime.Config) error {
+	in, err := awsfault.FromEnv()
+	if err != nil || in == nil {
+		return err
+	}
+	if cfg.Backend != runtime.BackendAWS {
+		return fmt.Errorf("%s applies to --backend aws only", awsfault.EnvRate)
+	}
+	cfg.AWS.APIOptions = append(cfg.AWS.APIOptions, in.Middleware)
+	cfg.Logger.Warn("injecting AWS faults (testing aid)", "rate", os.Getenv(awsfault.EnvRate))
+	return nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/smithy-go/logging"
+	"github.com/aws/smithy-go/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
@@ -114,6 +115,9 @@ type AWSConfig struct {
 	// PathStyle addresses S3 as endpoint/bucket/key; it is forced on when
 	// AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3 is set, as emulators on 127.0.0.1 need it.
 	PathStyle bool
+	// APIOptions are added to every SDK client's middleware stack (tests: request
+	// counters, pkg/awsfault's injected faults).
+	APIOptions []func(*middleware.Stack) error
 }
 
 // AWSConfigFromEnv reads the AWS resource names from the environment variables the
@@ -316,6 +320,7 @@ func (r *Runtime) openAWS(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("runtime: load AWS configuration: %w", err)
 	}
+	awsCfg.APIOptions = append(awsCfg.APIOptions, ac.APIOptions...)
 	pathStyle := ac.PathStyle || os.Getenv("AWS_ENDPOINT_URL") != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != ""
 	s3c := awss3.NewFromConfig(awsCfg, func(o *awss3.Options) { o.UsePathStyle = pathStyle })
 	ddb := dynamodb.NewFromConfig(awsCfg)
