@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The long soak and crash runs (docs/RELIABILITY-soak.md): TestSoak for SOAK_DURATION
+# The long soak and crash runs (docs/RELIABILITY.md): TestSoak for SOAK_DURATION
 # (default 10m) with SOAK_FAULT_RATE injected AWS faults (default 0.05; SOAK_SEED
 # reproduces a run), then TestDevKill9Rounds with STRATA_CRASH_ROUNDS kill -9 restarts
 # per backend (default 30). CI runs the same tests within `go test ./...` at 60 s and 10

@@ -1,6 +1,6 @@
 // Package soak drives a Strata node under load and injected faults and audits what
 // came out: the soak test (soak_test.go, 60 s in CI, longer with SOAK_DURATION through
-// scripts/soak.sh) and the audit it ends with (docs/RELIABILITY-soak.md).
+// scripts/soak.sh) and the audit it ends with (docs/RELIABILITY.md).
 package soak
 
 import (
