@@ -17,7 +17,7 @@ import (
 // newBenchCmd groups the benchmarks: `strata bench cost` and `strata bench peers`.
 func newBenchCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "bench", Short: "Cost model and local benchmarks (docs/BENCHMARKS-cost.md)"}
-	cmd.AddCommand(newBenchCostCmd(), newBenchPeersCmd())
+	cmd.AddCommand(newBenchCostCmd(), newBenchPeersCmd(), newBenchMemoryCmd())
 	return cmd
 }
 

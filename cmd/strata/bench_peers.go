@@ -36,9 +36,9 @@ builds and finds the binaries.`,
 			})
 			meds := peers.Medians(runs)
 			w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(w, "\nsystem\tP\truns\trecords/s\tack p50\tack p99\tserver CPU-s/100k\t")
+			fmt.Fprintln(w, "\nsystem\tP\truns\trecords\trecords/s\tack p50\tack p99\tserver CPU-s/100k\t")
 			for _, m := range meds {
-				fmt.Fprintf(w, "%s\t%d\t%d\t%.0f\t%s\t%s\t%.2f\t\n", m.System, m.Producers, m.Runs, m.RecordsPerSec,
+				fmt.Fprintf(w, "%s\t%d\t%d\t%d\t%.0f\t%s\t%s\t%.2f\t\n", m.System, m.Producers, m.Runs, m.Records, m.RecordsPerSec,
 					m.AckP50.Round(100*time.Microsecond), m.AckP99.Round(100*time.Microsecond), m.CPUPer100k)
 			}
 			w.Flush()
@@ -57,6 +57,7 @@ builds and finds the binaries.`,
 	}
 	f := cmd.Flags()
 	f.IntVar(&cfg.Records, "records", 200000, "records per run")
+	f.IntVar(&cfg.SlowRecords, "slow-records", 0, "records per run for JetStream with sync_interval: always (0: --records)")
 	f.IntVar(&cfg.ValueBytes, "value-bytes", 1024, "bytes per record")
 	f.IntSliceVar(&cfg.Producers, "producers", []int{1, 4}, "producer counts")
 	f.IntVar(&cfg.Consumers, "consumers", 1, "consumers (NATS fetchers, Redis group members; Strata polls each partition)")
@@ -68,5 +69,36 @@ builds and finds the binaries.`,
 	f.StringVar(&cfg.RedisBin, "redis-server", "", "redis-server binary")
 	f.StringSliceVar(&cfg.Only, "only", nil, "run only systems whose name starts with one of these")
 	f.StringVar(&plot, "plot", "", "write a PNG bar chart of records/s here")
+	return cmd
+}
+
+func newBenchMemoryCmd() *cobra.Command {
+	var (
+		cfg     peers.Config
+		parts   []int
+		records int
+	)
+	cmd := &cobra.Command{
+		Use:   "memory",
+		Short: "Resident memory of `strata dev` serving topics of 1, 16 and 256 partitions (loopback only)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			pts, err := peers.DevMemory(cmd.Context(), cfg, parts, records)
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(w, "partitions\trecords\tRSS idle MiB\tRSS serving MiB\tpeak RSS MiB\t")
+			for _, p := range pts {
+				fmt.Fprintf(w, "%d\t%d\t%.1f\t%.1f\t%.1f\t\n", p.Partitions, p.Records, float64(p.IdleKB)/1024,
+					float64(p.ServingKB)/1024, float64(p.PeakKB)/1024)
+			}
+			w.Flush()
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&cfg.StrataBin, "strata-bin", "", "strata binary (runs `strata dev`)")
+	f.IntSliceVar(&parts, "partitions", []int{1, 16, 256}, "partition counts")
+	f.IntVar(&records, "records", 100000, "records appended and read back per topic")
+	f.IntVar(&cfg.ValueBytes, "value-bytes", 1024, "bytes per record")
+	f.DurationVar(&cfg.RunTimeout, "run-timeout", 5*time.Minute, "bound of one partition count")
 	return cmd
 }

@@ -35,6 +35,9 @@ type Config struct {
 	RunTimeout time.Duration // bound of one run (default 2m)
 	// Binaries: empty skips that system.
 	StrataBin, NATSBin, RedisBin string
+	// SlowRecords, when set, replaces Records for the systems that fsync every message
+	// one by one (JetStream with sync_interval: always), which take minutes otherwise.
+	SlowRecords int
 	// Systems, when set, restricts the run to these names (see Systems).
 	Only []string
 }
@@ -80,6 +83,7 @@ type Run struct {
 // system is one peer: how to start it and how to drive one run against it.
 type system struct {
 	name  string
+	slow  bool // fsyncs message by message: runs SlowRecords
 	start func(ctx context.Context, cfg Config, dir string) (*server, error)
 	drive func(ctx context.Context, cfg Config, srv *server, producers int) (driven, error)
 }
@@ -102,15 +106,15 @@ func Systems(cfg Config) []string {
 func systems(cfg Config) []system {
 	var all []system
 	if cfg.StrataBin != "" {
-		all = append(all, system{"strata dev (fsync per ack)", startStrata, driveStrata})
+		all = append(all, system{"strata dev (fsync per ack)", false, startStrata, driveStrata})
 	}
 	if cfg.NATSBin != "" {
 		all = append(all,
-			system{"jetstream sync_interval=always", natsStarter(true), driveNATS},
-			system{"jetstream default sync", natsStarter(false), driveNATS})
+			system{"jetstream sync_interval=always", true, natsStarter(true), driveNATS},
+			system{"jetstream default sync", false, natsStarter(false), driveNATS})
 	}
 	if cfg.RedisBin != "" {
-		all = append(all, system{"redis appendfsync always", startRedis, driveRedis})
+		all = append(all, system{"redis appendfsync always", false, startRedis, driveRedis})
 	}
 	if len(cfg.Only) == 0 {
 		return all
@@ -153,6 +157,9 @@ func Compare(ctx context.Context, cfg Config, progress func(Run)) ([]Run, error)
 }
 
 func runOnce(ctx context.Context, cfg Config, s system, producers int) Run {
+	if s.slow && cfg.SlowRecords > 0 {
+		cfg.Records = cfg.SlowRecords
+	}
 	r := Run{System: s.name, Producers: producers, Consumers: cfg.Consumers, Records: cfg.Records}
 	dir, err := os.MkdirTemp("", "strata-peers-")
 	if err != nil {
@@ -194,6 +201,7 @@ type Median struct {
 	System        string
 	Producers     int
 	Runs          int
+	Records       int // per run
 	RecordsPerSec float64
 	AckP50        time.Duration
 	AckP99        time.Duration
@@ -228,6 +236,7 @@ func Medians(runs []Run) []Median {
 				continue
 			}
 			m.Runs++
+			m.Records = r.Records
 			rps, cpu = append(rps, r.RecordsPerSec), append(cpu, r.CPUPer100k)
 			p50, p99 = append(p50, r.AckP50), append(p99, r.AckP99)
 		}

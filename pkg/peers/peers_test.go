@@ -74,3 +74,16 @@ func TestSplit(t *testing.T) {
 		t.Errorf("split(10, 3) does not add up: total %d", total)
 	}
 }
+
+func TestParseStatus(t *testing.T) {
+	cur, peak, err := parseStatus("Name:\tstrata\nVmHWM:\t  52000 kB\nVmRSS:\t   41000 kB\nThreads: 9\n")
+	if err != nil || cur != 41000 || peak != 52000 {
+		t.Errorf("parseStatus = %d, %d, %v; want 41000, 52000", cur, peak, err)
+	}
+	if _, _, err := parseStatus("Name: x\n"); err == nil {
+		t.Error("no VmRSS: no error")
+	}
+	if _, _, err := parseStatus("VmRSS: lots kB\n"); err == nil {
+		t.Error("malformed VmRSS: no error")
+	}
+}
