@@ -105,6 +105,8 @@ then extrapolates to the target workload with the AWS list prices of pkg/cost/pr
 	f.Float64Var(&o.Producers.BatchBytes, "batch-bytes", o.Producers.BatchBytes, "producer batch bytes")
 	f.IntVar(&o.Producers.BatchRecords, "batch-records", o.Producers.BatchRecords, "producer batch records")
 	f.StringVar(&shape, "shape", "sdk", "producer appends: sdk (one per partition batch) or multi (one per flush, all partitions)")
+	f.BoolVar(&o.Serving.FunctionURL, "function-url", false, "clients call the api function's URL, not API Gateway")
+	f.Float64Var(&o.Aggregator.BudgetBytes, "agg-budget", o.Aggregator.BudgetBytes, "aggregation tier: bytes that cut a batch")
 	f.IntVar(&o.Aggregator.Instances, "agg-instances", o.Aggregator.Instances, "aggregation tier: Lambda Managed Instances")
 	f.DurationVar(&o.Aggregator.Window, "agg-window", o.Aggregator.Window, "aggregation tier: group-commit window")
 	return cmd

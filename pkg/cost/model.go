@@ -115,6 +115,9 @@ type Serving struct {
 	LambdaMemoryMB    float64
 	PollDuration      time.Duration // billed duration of one poll invocation
 	MaxPollsPerSecond float64       // per partition per group (long polls return at once when data waits)
+	// FunctionURL puts producers and consumers on the api function's URL instead of
+	// API Gateway (function URLs cost nothing beyond the invocation).
+	FunctionURL bool
 }
 
 // DefaultServing: 1,024 MB arm64 functions, 20 ms polls, at most 10 polls/s per partition.
@@ -325,7 +328,9 @@ func Strata(o Options, d Design) Estimate {
 	// API Gateway and Lambda: producer requests (metered per 512 KB) and polls.
 	reqUnits := math.Max(1, math.Ceil(f.RecordsPerRequest*o.Producers.EncodedRecordBytes/(512*1024)))
 	producerReqs := f.ProducerRequestsPerSec * secondsPerDay
-	e.add("API Gateway HTTP API requests", producerReqs*reqUnits+polls, pr.APIGatewayHTTP)
+	if !o.Serving.FunctionURL {
+		e.add("API Gateway HTTP API requests", producerReqs*reqUnits+polls, pr.APIGatewayHTTP)
+	}
 	e.add("Lambda requests", producerReqs+polls, pr.LambdaRequest)
 	memGB := o.Serving.LambdaMemoryMB / 1024
 	pollGBs := polls * o.Serving.PollDuration.Seconds() * memGB

@@ -134,6 +134,14 @@ func TestStrataBaseline(t *testing.T) {
 	near(t, "month", e.PerMonth(), total*730/24)
 }
 
+func TestFunctionURLDropsAPIGateway(t *testing.T) {
+	o := Defaults(10)
+	with := Strata(o, Baseline).PerDay()
+	o.Serving.FunctionURL = true
+	// 6,912,000 appends × 2 units + 6,912,000 polls at $1 per million.
+	near(t, "API Gateway share", with-Strata(o, Baseline).PerDay(), (6912000*2+6912000)*1e-6)
+}
+
 func TestDesignWrites(t *testing.T) {
 	// Multi-partition appends: 748 records over 8 partitions, 50,000/748 appends/s.
 	appends := 50000.0 / 748 * 86400

@@ -35,7 +35,8 @@ func natsStarter(syncAlways bool) func(ctx context.Context, cfg Config, dir stri
 }
 
 // driveNATS: P connections publishing asynchronously (PublishAsync, bounded pending
-// acks) to one file-storage stream; C fetchers on one durable pull consumer without acks.
+// acks) to one file-storage stream; one ordered consumer, or C members of a durable pull
+// consumer without acks.
 func driveNATS(ctx context.Context, cfg Config, srv *server, producers int) (driven, error) {
 	admin, err := nats.Connect("nats://" + srv.addr)
 	if err != nil {
@@ -51,8 +52,14 @@ func driveNATS(ctx context.Context, cfg Config, srv *server, producers int) (dri
 	if err != nil {
 		return driven{}, fmt.Errorf("create stream: %w", err)
 	}
-	cons, err := stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "bench",
-		AckPolicy: jetstream.AckNonePolicy, MaxRequestBatch: 10000})
+	// One consumer reads through an ordered consumer, which detects and repairs gaps;
+	// several share a durable pull consumer without acks.
+	var cons jetstream.Consumer
+	if cfg.Consumers == 1 {
+		cons, err = stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	} else {
+		cons, err = stream.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: "bench", AckPolicy: jetstream.AckNonePolicy})
+	}
 	if err != nil {
 		return driven{}, fmt.Errorf("create consumer: %w", err)
 	}
@@ -65,16 +72,16 @@ func driveNATS(ctx context.Context, cfg Config, srv *server, producers int) (dri
 	var cwg sync.WaitGroup
 	for range cfg.Consumers {
 		cwg.Go(func() {
-			for cctx.Err() == nil {
-				batch, err := cons.Fetch(1000, jetstream.FetchMaxWait(200*time.Millisecond))
-				if err != nil {
-					continue
+			it, err := cons.Messages(jetstream.PullMaxMessages(1000))
+			if err != nil {
+				return
+			}
+			go func() { <-cctx.Done(); it.Stop() }()
+			for {
+				if _, err := it.Next(); err != nil {
+					return
 				}
-				n := 0
-				for range batch.Messages() {
-					n++
-				}
-				if consumed.Add(int64(n)) >= int64(cfg.Records) {
+				if consumed.Add(1) == int64(cfg.Records) {
 					once.Do(func() { close(allIn) })
 				}
 			}

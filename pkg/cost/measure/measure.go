@@ -223,13 +223,13 @@ func derive(cases []Case, idem bool) cost.Profile {
 	putOp := one.AppendOps["DynamoDB.PutItem"]
 	r1 := sum(one.AppendOps, dynamoReads...) / float64(one.Appends)
 	r4 := sum(four.AppendOps, dynamoReads...) / float64(four.Appends)
-	readBlock := (r4 - r1) / 3
+	readBlock := max(0, (r4-r1)/3)
 	p := cost.Profile{
 		PutsPerAppend:      one.PerAppend("S3.PutObject"),
 		UpdatesPerBlock:    updBlock,
 		PutItemsPerBlock:   putBlock,
 		WritesPerAppend:    w1 - updBlock - putBlock,
-		ReadsPerAppend:     r1 - readBlock,
+		ReadsPerAppend:     max(0, r1-readBlock),
 		ReadsPerAppendBlk:  readBlock,
 		ReadsPerPoll:       sum(one.PollOps, dynamoReads...) / float64(one.Polls),
 		GetsPerBlock:       sum(one.PollOps, "S3.GetObject") / float64(one.Blocks),
