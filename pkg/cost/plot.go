@@ -74,9 +74,10 @@ func Plot(base Options, dir string) error {
 	o = base
 	o.Workload.Groups = 1
 	q := plot.New()
-	q.Title.Text = "Strata $/day (SDK producers) against linger; labels: ack floor"
+	q.Title.Text = fmt.Sprintf("Strata $/day (SDK producers) against linger; ack floor = min(linger, batch fill) + %s", o.Latency.Service())
 	q.X.Label.Text = "linger (ms)"
 	q.Y.Label.Text = "$/day"
+	q.Y.Scale, q.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 	q.Legend.Top = true
 	lingers := []time.Duration{0, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond,
 		time.Second, 2 * time.Second, 5 * time.Second}

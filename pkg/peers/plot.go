@@ -12,7 +12,7 @@ import (
 // Plot draws the medians' records/s as grouped bars, one group per producer count.
 func Plot(meds []Median, producers []int, path string) error {
 	p := plot.New()
-	p.Title.Text = "Local durable throughput, 1 KB records (median of runs)"
+	p.Title.Text = "Local throughput on loopback, 1 KB records (median of runs)"
 	p.Y.Label.Text = "records/s"
 	var systems []string
 	seen := map[string]bool{}
@@ -22,7 +22,11 @@ func Plot(meds []Median, producers []int, path string) error {
 			systems = append(systems, m.System)
 		}
 	}
-	w := vg.Points(14)
+	w := vg.Points(22)
+	top := 0.0
+	for _, m := range meds {
+		top = max(top, m.RecordsPerSec)
+	}
 	for i, s := range systems {
 		vals := make(plotter.Values, len(producers))
 		for j, n := range producers {
@@ -47,6 +51,8 @@ func Plot(meds []Median, producers []int, path string) error {
 		names[i] = fmt.Sprintf("P = %d", n)
 	}
 	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.6, float64(len(producers))-0.4
+	p.Y.Min, p.Y.Max = 0, top*1.45 // room for the legend above the bars
 	p.Legend.Top = true
 	return p.Save(8*vg.Inch, 5*vg.Inch, path)
 }
