@@ -113,6 +113,9 @@ func parseStatus(s string) (cur, peak int64, err error) {
 			return 0, 0, fmt.Errorf("peers: malformed %s line", k)
 		}
 		n, err := strconv.ParseInt(f[0], 10, 64)
+		if err == nil && n < 0 {
+			err = fmt.Errorf("negative size %d", n)
+		}
 		if err != nil {
 			return 0, 0, fmt.Errorf("peers: malformed %s line: %w", k, err)
 		}
@@ -122,7 +125,7 @@ func parseStatus(s string) (cur, peak int64, err error) {
 			peak = n
 		}
 	}
-	if cur == 0 {
+	if cur <= 0 {
 		return 0, 0, fmt.Errorf("peers: no VmRSS in /proc status")
 	}
 	return cur, peak, nil
