@@ -192,18 +192,23 @@ func (o Options) Validate() error {
 type Design int
 
 const (
-	Baseline       Design = iota // today: per partition one sequencer UpdateItem + one index PutItem
-	PerTopicCommit               // one UpdateItem adding every touched partition's count, then the index entries
-	Manifest                     // per-partition sequencer, one manifest item per append instead of index entries
-	TopicManifest                // one topic UpdateItem + one manifest item per append
-	Aggregation                  // group commit on Lambda Managed Instances in front of Baseline
+	Baseline         Design = iota // today: per partition one sequencer UpdateItem + one index PutItem
+	PerTopicCommit                 // one UpdateItem adding every touched partition's count, then the index entries
+	Manifest                       // per-partition sequencer, one manifest item per append instead of index entries
+	TopicManifest                  // one topic UpdateItem + one manifest item per append
+	Aggregation                    // group commit on Lambda Managed Instances in front of Baseline
+	AggTopicManifest               // the aggregation tier in front of TopicManifest
 )
 
+// aggregated reports whether design d has the aggregation tier.
+func (d Design) aggregated() bool { return d == Aggregation || d == AggTopicManifest }
+
 // Designs lists every design in print order.
-var Designs = []Design{Baseline, PerTopicCommit, Manifest, TopicManifest, Aggregation}
+var Designs = []Design{Baseline, PerTopicCommit, Manifest, TopicManifest, Aggregation, AggTopicManifest}
 
 func (d Design) String() string {
-	return [...]string{"baseline", "per-topic commit", "per-append manifest", "topic commit + manifest", "aggregation tier (group commit, Lambda MI)"}[d]
+	return [...]string{"baseline", "per-topic commit", "per-append manifest", "topic commit + manifest",
+		"aggregation tier (group commit, Lambda MI)", "aggregation tier + topic commit + manifest"}[d]
 }
 
 // Flow is the request flow a workload makes.
@@ -233,7 +238,7 @@ func FlowOf(o Options, d Design) Flow {
 	f := Flow{ProducerRequestsPerSec: w.EventsPerSec / recs, RecordsPerRequest: recs}
 	f.AppendsPerSec, f.RecordsPerAppend = f.ProducerRequestsPerSec, recs
 	ack := wait + service
-	if d == Aggregation {
+	if d.aggregated() {
 		a := o.Aggregator
 		perInstance := w.EventsPerSec / float64(a.Instances)
 		tier := math.Max(recs, math.Min(perInstance*a.Window.Seconds(), math.Max(1, math.Floor(a.BudgetBytes/p.EncodedRecordBytes))))
@@ -241,7 +246,7 @@ func FlowOf(o Options, d Design) Flow {
 		ack += a.Window.Seconds()
 	}
 	f.BlocksPerAppend = 1
-	if p.Shape == ShapeMulti || d == Aggregation {
+	if p.Shape == ShapeMulti || d.aggregated() {
 		f.BlocksPerAppend = math.Min(f.RecordsPerAppend, float64(w.Partitions))
 	}
 	f.AckFloor = time.Duration(ack * float64(time.Second))
@@ -304,7 +309,7 @@ func Strata(o Options, d Design) Estimate {
 		perAppend += topicWRU + k*pf.PutItemsPerBlock*itemWRU(pf.IndexItemBytes)
 	case Manifest:
 		perAppend += k*pf.UpdatesPerBlock + manifestWRU
-	case TopicManifest:
+	case TopicManifest, AggTopicManifest:
 		perAppend += topicWRU + manifestWRU
 	}
 	e.add("DynamoDB write units (sequencer, index, claims)", appends*perAppend, pr.DynamoWRU)
@@ -320,7 +325,7 @@ func Strata(o Options, d Design) Estimate {
 	storedGB := w.EventsPerSec * w.EventBytes * pf.StoredBytesPerByte * retainSec / gib
 	e.add("S3 storage (GB-month)", storedGB/daysPerMonth, pr.S3StorageGBMonth)
 	indexItems := blocks / secondsPerDay * retainSec
-	if d == Manifest || d == TopicManifest {
+	if d == Manifest || d == TopicManifest || d == AggTopicManifest {
 		indexItems = appends / secondsPerDay * retainSec
 	}
 	e.add("DynamoDB storage (GB-month)", indexItems*pf.IndexItemBytes/gib/daysPerMonth, pr.DynamoStorageGBMonth)
@@ -334,7 +339,7 @@ func Strata(o Options, d Design) Estimate {
 	e.add("Lambda requests", producerReqs+polls, pr.LambdaRequest)
 	memGB := o.Serving.LambdaMemoryMB / 1024
 	pollGBs := polls * o.Serving.PollDuration.Seconds() * memGB
-	if d == Aggregation {
+	if d.aggregated() {
 		a := o.Aggregator
 		e.add("Lambda GB-seconds (polls)", pollGBs, pr.LambdaGBSecondArm)
 		hours := float64(a.Instances) * 24

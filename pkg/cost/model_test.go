@@ -167,6 +167,24 @@ func TestDesignWrites(t *testing.T) {
 	}
 }
 
+func TestAggTopicManifest(t *testing.T) {
+	// 1,000 producers: the tier cuts 1,250-record batches (2 × 25,000/s × 50 ms): 40
+	// appends/s, each one topic UpdateItem + one manifest item; the same flow as the tier.
+	o := Defaults(1000)
+	f, g := FlowOf(o, AggTopicManifest), FlowOf(o, Aggregation)
+	if f != g {
+		t.Errorf("flows differ: %+v vs %+v", f, g)
+	}
+	for _, l := range Strata(o, AggTopicManifest).Lines {
+		if l.Item == "DynamoDB write units (sequencer, index, claims)" {
+			near(t, "WRU/day", l.Quantity, 40*86400*2)
+		}
+	}
+	if Strata(o, AggTopicManifest).PerDay() >= Strata(o, Aggregation).PerDay() {
+		t.Error("the combination is not cheaper than the tier alone")
+	}
+}
+
 func TestItemWRUGrowsWithPartitions(t *testing.T) {
 	// 256 partitions: a topic commit of 100 + 256 × 24 = 6,244 B is 7 write units.
 	near(t, "topic commit WRU", itemWRU(100+24*256), 7)

@@ -42,6 +42,7 @@ func Plot(base Options, dir string) error {
 		{"Strata per-topic commit", ShapeMulti, PerTopicCommit},
 		{"Strata topic commit + manifest", ShapeMulti, TopicManifest},
 		{"Strata aggregation tier", ShapeMulti, Aggregation},
+		{"Strata aggregation tier + topic commit + manifest", ShapeMulti, AggTopicManifest},
 	}
 	var lines []any
 	for _, s := range series {
