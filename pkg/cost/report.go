@@ -3,7 +3,6 @@ package cost
 import (
 	"fmt"
 	"io"
-	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -134,7 +133,7 @@ func Report(out io.Writer, base Options, s Sweep) error {
 	o.Workload.Groups = 1
 	fmt.Fprintln(w, "== where Strata (baseline) crosses each alternative: fewest producers costing more ==")
 	fmt.Fprintln(w, "alternative\tlinger\tbatch\tSDK shape\tmulti shape\taggregation tier\t")
-	for i, a := range Alternatives(o) {
+	for _, a := range Alternatives(o) {
 		for _, l := range []time.Duration{100 * time.Millisecond, time.Second, 5 * time.Second} {
 			for _, b := range s.BatchBytes {
 				o.Producers.Linger, o.Producers.BatchBytes = l, b
@@ -143,7 +142,7 @@ func Report(out io.Writer, base Options, s Sweep) error {
 				o.Producers.Shape = ShapeMulti
 				multi := Crossing(o, Baseline, a.PerDay())
 				agg := Crossing(o, Aggregation, a.PerDay())
-				fmt.Fprintf(w, "%s\t%s\t%.0f MiB\t%s\t%s\t%s\t\n", strings.Repeat(" ", 0)+Alternatives(o)[i].Name, l, b/(1<<20),
+				fmt.Fprintf(w, "%s\t%s\t%.0f MiB\t%s\t%s\t%s\t\n", a.Name, l, b/(1<<20),
 					crossing(sdk), crossing(multi), crossing(agg))
 			}
 		}
