@@ -35,6 +35,9 @@ type Config struct {
 	RunTimeout time.Duration // bound of one run (default 2m)
 	// Binaries: empty skips that system.
 	StrataBin, NATSBin, RedisBin string
+	// StrataBufferBytes, when set, replaces the SDK's default producer buffer (32 MiB),
+	// to show what a latency-bounding default would do.
+	StrataBufferBytes int
 	// SlowRecords, when set, replaces Records for the systems that fsync every message
 	// one by one (JetStream with sync_interval: always), which take minutes otherwise.
 	SlowRecords int

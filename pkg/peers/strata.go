@@ -66,7 +66,7 @@ func driveStrata(ctx context.Context, cfg Config, srv *server, producers int) (d
 	for i := range producers {
 		pwg.Go(func() {
 			n := split(cfg.Records, producers, i)
-			prod, err := client.NewProducer(ctx, c, strataTopic, client.ProducerConfig{Partitions: int32(cfg.Partitions)})
+			prod, err := client.NewProducer(ctx, c, strataTopic, client.ProducerConfig{Partitions: int32(cfg.Partitions), BufferBytes: cfg.StrataBufferBytes})
 			if err != nil {
 				report(perr, err)
 				return
