@@ -54,7 +54,7 @@ func newRootCmd() *cobra.Command {
 	pf.StringVar(&o.url, "url", envOr(envURL, defaultURL), "Strata endpoint (env "+envURL+")")
 	pf.StringVar(&o.token, "token", os.Getenv(envToken), "bearer token for `strata dev --auth` (env "+envToken+")")
 	pf.BoolVar(&o.json, "json", false, "print JSON instead of tables")
-	root.AddCommand(newDevCmd(), newTopicsCmd(o), newProduceCmd(o), newConsumeCmd(o), newGroupsCmd(o), newDemoCmd())
+	root.AddCommand(newDevCmd(), newTopicsCmd(o), newProduceCmd(o), newConsumeCmd(o), newGroupsCmd(o), newDemoCmd(), newBenchCmd())
 	return root
 }
 

@@ -1,0 +1,113 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratalog/strata/pkg/cost"
+	"github.com/stratalog/strata/pkg/cost/measure"
+)
+
+// newBenchCmd groups the benchmarks: `strata bench cost` and `strata bench peers`.
+func newBenchCmd() *cobra.Command {
+	cmd := &cobra.Command{Use: "bench", Short: "Cost model and local benchmarks (docs/BENCHMARKS-cost.md)"}
+	cmd.AddCommand(newBenchCostCmd(), newBenchPeersCmd(), newBenchMemoryCmd())
+	return cmd
+}
+
+func newBenchCostCmd() *cobra.Command {
+	o := cost.Defaults(10)
+	var (
+		noMeasure  bool
+		idempotent bool
+		plotDir    string
+		retention  time.Duration
+		shape      string
+	)
+	cmd := &cobra.Command{
+		Use:   "cost",
+		Short: "Count Strata's AWS requests on the emulator and price a workload against Kinesis and Kafka",
+		Long: `Runs a tiny workload through the AWS backend on the emulator (STRATA_AWS_ENDPOINT or
+AWS_ENDPOINT_URL, loopback only), counting every request by service, operation and bytes,
+then extrapolates to the target workload with the AWS list prices of pkg/cost/prices.go.
+--no-measure prices the design's request profile instead.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Workload.Retention = retention
+			switch shape {
+			case "sdk":
+				o.Producers.Shape = cost.ShapeSDK
+			case "multi":
+				o.Producers.Shape = cost.ShapeMulti
+			default:
+				return fmt.Errorf("--shape must be sdk or multi, got %q", shape)
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if !noMeasure {
+				ep := os.Getenv("STRATA_AWS_ENDPOINT")
+				if ep == "" {
+					ep = os.Getenv("AWS_ENDPOINT_URL")
+				}
+				if ep == "" {
+					return errors.New("no emulator: set STRATA_AWS_ENDPOINT (e.g. http://127.0.0.1:4566) or pass --no-measure")
+				}
+				cfg, err := measure.EmulatorConfig(ep)
+				if err != nil {
+					return err
+				}
+				res, err := measure.Run(cmd.Context(), cfg, measure.Options{ValueBytes: int(o.Workload.EventBytes), Idempotent: idempotent})
+				if err != nil {
+					return err
+				}
+				o.Profile = res.Profile
+				out := cmd.OutOrStdout()
+				fmt.Fprintln(out, "Counted on the emulator (per case: requests per append; per poll):")
+				for _, c := range res.Cases {
+					fmt.Fprintf(out, "  %s, %d appends of %d records:", c.Name, c.Appends, c.Records/c.Appends)
+					for _, k := range slices.Sorted(maps.Keys(c.AppendOps)) {
+						op := c.AppendOps[k]
+						fmt.Fprintf(out, " %s %.2f (%d B sent, %d failed)", k, float64(op.Requests)/float64(c.Appends), op.BytesSent, op.Failed)
+					}
+					fmt.Fprintf(out, "\n    polls %d:", c.Polls)
+					for _, k := range slices.Sorted(maps.Keys(c.PollOps)) {
+						fmt.Fprintf(out, " %s %.2f", k, float64(c.PollOps[k].Requests)/float64(c.Polls))
+					}
+					fmt.Fprintln(out)
+				}
+				fmt.Fprintln(out)
+			}
+			if err := cost.Report(cmd.OutOrStdout(), o, cost.DefaultSweep()); err != nil {
+				return err
+			}
+			if plotDir != "" {
+				return cost.Plot(o, plotDir)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&noMeasure, "no-measure", false, "price the design's request profile instead of counting on the emulator")
+	f.BoolVar(&idempotent, "idempotent", true, "profile appends with Idempotency-Key, as the SDK's producer sends them")
+	f.StringVar(&plotDir, "plot-dir", "", "write cost-producers.png and cost-linger.png into this directory")
+	f.Float64Var(&o.Workload.EventsPerSec, "events-per-sec", o.Workload.EventsPerSec, "target events per second")
+	f.Float64Var(&o.Workload.EventBytes, "event-bytes", o.Workload.EventBytes, "bytes per event")
+	f.DurationVar(&retention, "retention", o.Workload.Retention, "retention")
+	f.IntVar(&o.Workload.Partitions, "partitions", o.Workload.Partitions, "partitions of the topic")
+	f.DurationVar(&o.Producers.Linger, "linger", o.Producers.Linger, "producer linger")
+	f.Float64Var(&o.Producers.BatchBytes, "batch-bytes", o.Producers.BatchBytes, "producer batch bytes")
+	f.IntVar(&o.Producers.BatchRecords, "batch-records", o.Producers.BatchRecords, "producer batch records")
+	f.StringVar(&shape, "shape", "sdk", "producer appends: sdk (one per partition batch) or multi (one per flush, all partitions)")
+	f.BoolVar(&o.Serving.FunctionURL, "function-url", false, "clients call the api function's URL, not API Gateway")
+	f.Float64Var(&o.Aggregator.BudgetBytes, "agg-budget", o.Aggregator.BudgetBytes, "aggregation tier: bytes that cut a batch")
+	f.IntVar(&o.Aggregator.Instances, "agg-instances", o.Aggregator.Instances, "aggregation tier: Lambda Managed Instances")
+	f.DurationVar(&o.Aggregator.Window, "agg-window", o.Aggregator.Window, "aggregation tier: group-commit window")
+	return cmd
+}

@@ -1,0 +1,121 @@
+// Package awscount counts the requests an aws-sdk-go-v2 client sends, by service and
+// operation, with the bytes sent and received and the attempts that failed. The cost
+// tool (pkg/cost) prices a workload from these counts, so they must count what AWS
+// bills: every attempt, retries included, and failed conditional writes, which DynamoDB
+// bills like successful ones.
+package awscount
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+
+	awsmiddleware "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
+)
+
+// Op is the tally of one "Service.Operation".
+type Op struct {
+	// Requests counts attempts sent, retries included.
+	Requests int64
+	// Failed counts attempts answered with an error (ConditionalFailed included).
+	Failed int64
+	// ConditionalFailed counts DynamoDB ConditionalCheckFailedException and
+	// TransactionCanceledException answers (billed as writes all the same).
+	ConditionalFailed int64
+	// BytesSent is the sum of request bodies' Content-Length (unknown lengths count 0).
+	BytesSent int64
+	// BytesReceived is the sum of response bodies' Content-Length.
+	BytesReceived int64
+}
+
+func (o *Op) add(p Op) {
+	o.Requests += p.Requests
+	o.Failed += p.Failed
+	o.ConditionalFailed += p.ConditionalFailed
+	o.BytesSent += p.BytesSent
+	o.BytesReceived += p.BytesReceived
+}
+
+// Counter counts requests. Install it with cfg.APIOptions = append(cfg.APIOptions,
+// c.Middleware). It is safe for concurrent use; the zero value is not usable, use New.
+type Counter struct {
+	mu  sync.Mutex
+	ops map[string]Op
+}
+
+// New returns an empty counter.
+func New() *Counter { return &Counter{ops: map[string]Op{}} }
+
+// Middleware adds the counter to a client's stack after the retry middleware, so each
+// attempt counts once.
+func (c *Counter) Middleware(stack *middleware.Stack) error {
+	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("strataRequestCount",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			key := awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx)
+			var d Op
+			d.Requests = 1
+			if req, ok := in.Request.(*smithyhttp.Request); ok && req.ContentLength > 0 {
+				d.BytesSent = req.ContentLength
+			}
+			out, md, err := next.HandleFinalize(ctx, in)
+			if resp, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok && resp.ContentLength > 0 {
+				d.BytesReceived = resp.ContentLength
+			}
+			if err != nil {
+				d.Failed = 1
+				if conditionalFailure(err) {
+					d.ConditionalFailed = 1
+				}
+			}
+			c.mu.Lock()
+			o := c.ops[key]
+			o.add(d)
+			c.ops[key] = o
+			c.mu.Unlock()
+			return out, md, err
+		}), middleware.After)
+}
+
+func conditionalFailure(err error) bool {
+	var ae smithy.APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	switch ae.ErrorCode() {
+	case "ConditionalCheckFailedException", "TransactionCanceledException":
+		return true
+	}
+	return false
+}
+
+// Get returns the tally of "Service.Operation" (e.g. "DynamoDB.UpdateItem").
+func (c *Counter) Get(op string) Op {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.ops[op]
+}
+
+// Reset forgets every count.
+func (c *Counter) Reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.ops = map[string]Op{}
+}
+
+// Snapshot returns a copy of the tallies and their keys, sorted.
+func (c *Counter) Snapshot() (map[string]Op, []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]Op, len(c.ops))
+	keys := make([]string, 0, len(c.ops))
+	for k, v := range c.ops {
+		out[k] = v
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return out, keys
+}

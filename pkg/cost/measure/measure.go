@@ -1,0 +1,250 @@
+// Package measure counts, on an AWS emulator, the requests Strata's AWS backend makes
+// per append and per poll, and turns them into a cost.Profile. It creates its own
+// bucket and tables (random names) and removes them when done. It only ever talks to a
+// loopback endpoint, so it can never reach (or bill) a real AWS account.
+package measure
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/stratalog/strata/pkg/awscount"
+	"github.com/stratalog/strata/pkg/cost"
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store/dynamo"
+	s3store "github.com/stratalog/strata/pkg/store/s3"
+)
+
+// ErrNotLoopback is returned for an endpoint that is not a loopback http(s) URL.
+var ErrNotLoopback = errors.New("measure: the emulator endpoint must be an http(s) URL on a loopback address")
+
+// EmulatorConfig returns an SDK configuration for the emulator at endpoint: static test
+// credentials (no profile or environment credentials are read), us-east-1, and a
+// standard retryer without a client-side retry quota.
+func EmulatorConfig(endpoint string) (aws.Config, error) {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" {
+		return aws.Config{}, fmt.Errorf("%w: %q", ErrNotLoopback, endpoint)
+	}
+	if h := u.Hostname(); h != "localhost" {
+		if ip := net.ParseIP(h); ip == nil || !ip.IsLoopback() {
+			return aws.Config{}, fmt.Errorf("%w: %q", ErrNotLoopback, endpoint)
+		}
+	}
+	return aws.Config{
+		Region:       "us-east-1",
+		Credentials:  credentials.NewStaticCredentialsProvider("test", "test", ""),
+		BaseEndpoint: aws.String(endpoint),
+		Retryer: func() aws.Retryer {
+			return retry.NewStandard(func(o *retry.StandardOptions) {
+				o.MaxAttempts = 5
+				o.MaxBackoff = 500 * time.Millisecond
+				o.RateLimiter = ratelimit.None
+			})
+		},
+	}, nil
+}
+
+// Case is one measured workload.
+type Case struct {
+	Name           string
+	Idempotent     bool
+	Partitions     int // partitions each append touches
+	Appends        int
+	Records        int // records appended
+	AppendOps      map[string]awscount.Op
+	Polls, Blocks  int // polls made, blocks they returned
+	PollOps        map[string]awscount.Op
+	ValueBytes     int
+	RecordsPerPoll int
+}
+
+// PerAppend returns requests of op per append.
+func (c Case) PerAppend(op string) float64 {
+	return float64(c.AppendOps[op].Requests) / float64(c.Appends)
+}
+
+// Result is every case and the profile derived from them.
+type Result struct {
+	Cases   []Case
+	Profile cost.Profile
+}
+
+// Options size the measurement; keep them small, the emulator serialises requests.
+type Options struct {
+	Appends          int // per case (default 8)
+	RecordsPerAppend int // default 8
+	ValueBytes       int // default 1024
+	// Idempotent makes the profile's appends carry an Idempotency-Key, as pkg/client's
+	// producer always does.
+	Idempotent bool
+}
+
+var (
+	dynamoReads  = []string{"DynamoDB.GetItem", "DynamoDB.Query", "DynamoDB.BatchGetItem", "DynamoDB.Scan"}
+	dynamoWrites = []string{"DynamoDB.PutItem", "DynamoDB.UpdateItem", "DynamoDB.DeleteItem",
+		"DynamoDB.TransactWriteItems", "DynamoDB.BatchWriteItem"}
+)
+
+// Run measures four cases (one and four partitions per append, with and without
+// idempotency keys) on a fresh bucket and tables and derives the profile from the cases
+// with opt.Idempotent: the per-block requests are the difference between four and one
+// partition over three, the rest is per append.
+func Run(ctx context.Context, cfg aws.Config, opt Options) (Result, error) {
+	if opt.Appends == 0 {
+		opt.Appends = 8
+	}
+	if opt.RecordsPerAppend == 0 {
+		opt.RecordsPerAppend = 8
+	}
+	if opt.ValueBytes == 0 {
+		opt.ValueBytes = 1024
+	}
+	if opt.Appends < 1 || opt.RecordsPerAppend < 4 || opt.ValueBytes < 1 {
+		return Result{}, fmt.Errorf("measure: need at least 1 append of 4 records of 1 byte")
+	}
+	counter := awscount.New()
+	cfg.APIOptions = append(append([]func(*middleware.Stack) error(nil), cfg.APIOptions...), counter.Middleware)
+	s3c := awss3.NewFromConfig(cfg, func(o *awss3.Options) { o.UsePathStyle = true })
+	ddb := dynamodb.NewFromConfig(cfg)
+	id := randomID()
+	dcfg := dynamo.Config{TablePrefix: "cost" + id + "-", Bucket: "strata-cost-" + id}
+	if err := dynamo.Bootstrap(ctx, ddb, s3c, dcfg); err != nil {
+		return Result{}, fmt.Errorf("measure: bootstrap: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		_ = s3store.DeleteBucket(cctx, s3c, dcfg.Bucket)
+		_ = dynamo.Teardown(cctx, ddb, dcfg)
+	}()
+	lg, err := log.New(log.Config{Objects: s3store.New(s3c, dcfg.Bucket, ""), Meta: dynamo.New(ddb, dcfg)})
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	for _, idem := range []bool{false, true} {
+		for _, parts := range []int{1, 4} {
+			c, err := runCase(ctx, lg, counter, opt, idem, parts)
+			if err != nil {
+				return Result{}, err
+			}
+			res.Cases = append(res.Cases, c)
+		}
+	}
+	res.Profile = derive(res.Cases, opt.Idempotent)
+	return res, nil
+}
+
+func runCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, opt Options, idem bool, parts int) (Case, error) {
+	topic := fmt.Sprintf("cost-%d-%t", parts, idem)
+	if _, err := lg.CreateTopic(ctx, topic, int32(parts), 24*time.Hour); err != nil {
+		return Case{}, fmt.Errorf("measure: create topic: %w", err)
+	}
+	if _, err := lg.Topic(ctx, topic); err != nil {
+		return Case{}, err
+	}
+	c := Case{Name: fmt.Sprintf("%d partition(s) per append, idempotent=%t", parts, idem), Idempotent: idem,
+		Partitions: parts, Appends: opt.Appends, ValueBytes: opt.ValueBytes, RecordsPerPoll: opt.RecordsPerAppend / parts}
+	value := make([]byte, opt.ValueBytes)
+	counter.Reset()
+	for a := range opt.Appends {
+		recs := make([]log.Record, opt.RecordsPerAppend)
+		for i := range recs {
+			p := int32(i % parts)
+			recs[i] = log.Record{Value: value, Partition: &p}
+		}
+		var ao log.AppendOptions
+		if idem {
+			ao.IdempotencyKey = fmt.Sprintf("k%d", a)
+		}
+		if _, err := lg.Append(ctx, topic, recs, ao); err != nil {
+			return Case{}, fmt.Errorf("measure: append: %w", err)
+		}
+		c.Records += len(recs)
+	}
+	c.AppendOps, _ = counter.Snapshot()
+
+	// A tail reader: every poll returns the one block appended since the last.
+	counter.Reset()
+	for p := range parts {
+		for off := int64(0); ; {
+			r, err := lg.Poll(ctx, topic, int32(p), off, log.PollOptions{MaxRecords: c.RecordsPerPoll})
+			if err != nil {
+				return Case{}, fmt.Errorf("measure: poll: %w", err)
+			}
+			if len(r.Records) == 0 {
+				break
+			}
+			c.Polls++
+			c.Blocks++
+			off = r.NextOffset
+		}
+	}
+	c.PollOps, _ = counter.Snapshot()
+	return c, nil
+}
+
+func sum(ops map[string]awscount.Op, names ...string) (n float64) {
+	for _, k := range names {
+		n += float64(ops[k].Requests)
+	}
+	return n
+}
+
+func derive(cases []Case, idem bool) cost.Profile {
+	var one, four Case
+	for _, c := range cases {
+		if c.Idempotent == idem && c.Partitions == 1 {
+			one = c
+		}
+		if c.Idempotent == idem && c.Partitions == 4 {
+			four = c
+		}
+	}
+	upd1, upd4 := one.PerAppend("DynamoDB.UpdateItem"), four.PerAppend("DynamoDB.UpdateItem")
+	put1, put4 := one.PerAppend("DynamoDB.PutItem"), four.PerAppend("DynamoDB.PutItem")
+	w1 := sum(one.AppendOps, dynamoWrites...) / float64(one.Appends)
+	updBlock, putBlock := (upd4-upd1)/3, (put4-put1)/3
+	putOp := one.AppendOps["DynamoDB.PutItem"]
+	r1 := sum(one.AppendOps, dynamoReads...) / float64(one.Appends)
+	r4 := sum(four.AppendOps, dynamoReads...) / float64(four.Appends)
+	readBlock := max(0, (r4-r1)/3)
+	p := cost.Profile{
+		PutsPerAppend:      one.PerAppend("S3.PutObject"),
+		UpdatesPerBlock:    updBlock,
+		PutItemsPerBlock:   putBlock,
+		WritesPerAppend:    w1 - updBlock - putBlock,
+		ReadsPerAppend:     max(0, r1-readBlock),
+		ReadsPerAppendBlk:  readBlock,
+		ReadsPerPoll:       sum(one.PollOps, dynamoReads...) / float64(one.Polls),
+		GetsPerBlock:       sum(one.PollOps, "S3.GetObject") / float64(one.Blocks),
+		StoredBytesPerByte: float64(one.AppendOps["S3.PutObject"].BytesSent) / float64(one.Records*one.ValueBytes),
+		IndexItemBytes:     300,
+		Measured:           true,
+	}
+	if putOp.Requests > 0 {
+		p.IndexItemBytes = float64(putOp.BytesSent) / float64(putOp.Requests)
+	}
+	return p
+}
+
+func randomID() string {
+	var b [5]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

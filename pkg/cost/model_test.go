@@ -1,0 +1,241 @@
+package cost
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func near(t *testing.T, name string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-6*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s = %.6f, want %.6f", name, got, want)
+	}
+}
+
+// The expectations below are worked by hand from the price table (see the comments).
+func TestAlternatives(t *testing.T) {
+	// in = 50,000 × 1,024 B = 51,200,000 B/s = 48.83 MiB/s; 4,119.873046875 GiB/day.
+	tests := []struct {
+		name   string
+		groups int
+		est    func(Options) Estimate
+		want   float64
+	}{
+		// 49 shards (write MiB/s) × 24 h × 0.015 = 17.64; 2,000 units/s × 86,400 × 0.014e-6 = 2.4192.
+		{"kinesis agg, 1 group", 1, func(o Options) Estimate { return KinesisProvisioned(o, true) }, 17.64 + 2.4192},
+		// 50 shards (1,000 records/s each) = 18.00; 50,000 units/s × 86,400 × 0.014e-6 = 60.48.
+		{"kinesis no agg, 1 group", 1, func(o Options) Estimate { return KinesisProvisioned(o, false) }, 18 + 60.48},
+		// reads 3 × 48.83 / 2 = 73.2 → 74 shards = 26.64.
+		{"kinesis agg, 3 groups", 3, func(o Options) Estimate { return KinesisProvisioned(o, true) }, 26.64 + 2.4192},
+		// 24 × 0.04 + 4,119.873046875 × (0.08 + 0.04).
+		{"kinesis on-demand, 1 group", 1, KinesisOnDemand, 0.96 + 4119.873046875*0.12},
+		// 24 × 0.04 + 4,119.873046875 × (0.08 + 3 × 0.04).
+		{"kinesis on-demand, 3 groups", 3, KinesisOnDemand, 0.96 + 4119.873046875*0.20},
+		// traffic 6 × 48.83 = 293 MiB/s → 2 → 3 brokers × 24 × 0.384 = 27.648;
+		// disk 4,119.87 × 3 / 0.5 GB for 1/30.4167 month × 0.08; cross-AZ (2/3 + 2 + 2/3) × 4,119.87 × 0.02.
+		{"kafka, 1 group", 1, KafkaEC2, 27.648 + 4119.873046875*6/(730.0/24)*0.08 + 4119.873046875*(10.0/3)*0.02},
+		// traffic 8 × 48.83 = 391 MiB/s → 3 → 3 brokers; cross-AZ (2/3 + 2 + 2).
+		{"kafka, 3 groups", 3, KafkaEC2, 27.648 + 4119.873046875*6/(730.0/24)*0.08 + 4119.873046875*(14.0/3)*0.02},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Defaults(10)
+			o.Workload.Groups = tt.groups
+			near(t, "$/day", tt.est(o).PerDay(), tt.want)
+		})
+	}
+}
+
+func TestKafkaFetchFromFollowerAndBrokers(t *testing.T) {
+	o := Defaults(10)
+	o.Kafka.FetchFromFollower = true
+	o.Kafka.BrokerMiBps = 50 // 293 MiB/s / 50 = 5.9 → 6 brokers
+	want := 6*24*0.384 + 4119.873046875*6/(730.0/24)*0.08 + 4119.873046875*(8.0/3)*0.02
+	near(t, "$/day", KafkaEC2(o).PerDay(), want)
+}
+
+func TestFlow(t *testing.T) {
+	tests := []struct {
+		name    string
+		mod     func(*Options)
+		d       Design
+		appends float64
+		recs    float64
+		blocks  float64
+		ack     time.Duration
+	}{
+		// 10 producers × 8 partitions: 625 records/s per batch stream; the 1 s linger
+		// cuts before the 748-record cap (1 MiB / 1,400 B): 80 appends/s of 625.
+		{"sdk, 10 producers, 1s", func(o *Options) {}, Baseline, 80, 625, 1, time.Second + 56*time.Millisecond},
+		// 1,000 producers: 6.25 records/s per stream → 6.25 per 1 s batch; 8,000 appends/s.
+		{"sdk, 1000 producers", func(o *Options) { o.Producers.Count = 1000 }, Baseline, 8000, 6.25, 1, time.Second + 56*time.Millisecond},
+		// 100,000 producers: 0.0625 records/s per stream: every record alone.
+		{"sdk, 100k producers", func(o *Options) { o.Producers.Count = 100000 }, Baseline, 50000, 1, 1, time.Second + 56*time.Millisecond},
+		// multi: 5,000 records/s per producer fill 748 records in 0.1496 s.
+		{"multi, 10 producers", func(o *Options) { o.Producers.Shape = ShapeMulti }, Baseline, 50000.0 / 748, 748, 8,
+			time.Duration((748.0/5000 + 0.056) * float64(time.Second))},
+		// linger 0: a batch per service time (56 ms): 625 × 0.056 = 35 records.
+		{"sdk, linger 0", func(o *Options) { o.Producers.Linger = 0 }, Baseline, 50000 / 35.0, 35, 1, 56 * time.Millisecond},
+		// aggregation: 2 instances × 25,000/s × 50 ms = 1,250 records (< 4 MiB / 1,400 = 2,995).
+		{"aggregation, 1000 producers", func(o *Options) { o.Producers.Count = 1000 }, Aggregation, 40, 1250, 8,
+			time.Second + 106*time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Defaults(10)
+			tt.mod(&o)
+			f := FlowOf(o, tt.d)
+			near(t, "appends/s", f.AppendsPerSec, tt.appends)
+			near(t, "records/append", f.RecordsPerAppend, tt.recs)
+			near(t, "blocks/append", f.BlocksPerAppend, tt.blocks)
+			if d := f.AckFloor - tt.ack; d < -time.Microsecond || d > time.Microsecond {
+				t.Errorf("ack floor = %s, want %s", f.AckFloor, tt.ack)
+			}
+		})
+	}
+}
+
+func TestStrataBaseline(t *testing.T) {
+	// 10 SDK producers, linger 1 s: 80 appends/s = 6,912,000 a day, one block each.
+	o := Defaults(10)
+	e := Strata(o, Baseline)
+	const appends = 6912000.0
+	want := map[string]float64{
+		"S3 PUT (segment objects)":                        appends * 5e-6,
+		"DynamoDB write units (sequencer, index, claims)": appends * 2 * 0.625e-6,
+		// 10 blocks/s per partition = the 10 polls/s cap: 8 × 10 × 86,400 polls × 2 reads.
+		"DynamoDB read units (polls, append checks)": 6912000 * 2 * 0.125e-6,
+		"S3 GET (blocks read)":                       appends * 0.4e-6,
+		// 51.2e6 B/s × 1.05 × 86,400 s / 2^30 GB for 1/30.4167 of a month.
+		"S3 storage (GB-month)":       51.2e6 * 1.05 * 86400 / (1 << 30) / (730.0 / 24) * 0.023,
+		"DynamoDB storage (GB-month)": appends * 300 / (1 << 30) / (730.0 / 24) * 0.25,
+		// 625 × 1,400 B = 875,000 B → 2 units of 512 KB; plus the polls.
+		"API Gateway HTTP API requests": (appends*2 + 6912000) * 1e-6,
+		"Lambda requests":               (appends + 6912000) * 0.2e-6,
+		// appends × 56 ms + polls × 20 ms at 1 GB.
+		"Lambda GB-seconds (appends + polls)": (appends*0.056 + 6912000*0.020) * 0.0000133334,
+	}
+	var total float64
+	for _, l := range e.Lines {
+		w, ok := want[l.Item]
+		if !ok {
+			t.Errorf("unexpected line %q", l.Item)
+			continue
+		}
+		near(t, l.Item, l.USD, w)
+		total += w
+		delete(want, l.Item)
+	}
+	for item := range want {
+		t.Errorf("missing line %q", item)
+	}
+	near(t, "total", e.PerDay(), total)
+	near(t, "month", e.PerMonth(), total*730/24)
+}
+
+func TestFunctionURLDropsAPIGateway(t *testing.T) {
+	o := Defaults(10)
+	with := Strata(o, Baseline).PerDay()
+	o.Serving.FunctionURL = true
+	// 6,912,000 appends × 2 units + 6,912,000 polls at $1 per million.
+	near(t, "API Gateway share", with-Strata(o, Baseline).PerDay(), (6912000*2+6912000)*1e-6)
+}
+
+func TestDesignWrites(t *testing.T) {
+	// Multi-partition appends: 748 records over 8 partitions, 50,000/748 appends/s.
+	appends := 50000.0 / 748 * 86400
+	tests := []struct {
+		d        Design
+		perAppnd float64
+	}{
+		{Baseline, 8 * 2},       // 8 UpdateItem + 8 PutItem
+		{PerTopicCommit, 1 + 8}, // one topic UpdateItem (100 + 8 × 24 B < 1 KB) + 8 PutItem
+		{Manifest, 8 + 1},       // 8 UpdateItem + one manifest (200 + 8 × 40 B)
+		{TopicManifest, 1 + 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.d.String(), func(t *testing.T) {
+			o := Defaults(10)
+			o.Producers.Shape = ShapeMulti
+			for _, l := range Strata(o, tt.d).Lines {
+				if l.Item == "DynamoDB write units (sequencer, index, claims)" {
+					near(t, "WRU/day", l.Quantity, appends*tt.perAppnd)
+				}
+			}
+		})
+	}
+}
+
+func TestAggTopicManifest(t *testing.T) {
+	// 1,000 producers: the tier cuts 1,250-record batches (2 × 25,000/s × 50 ms): 40
+	// appends/s, each one topic UpdateItem + one manifest item; the same flow as the tier.
+	o := Defaults(1000)
+	f, g := FlowOf(o, AggTopicManifest), FlowOf(o, Aggregation)
+	if f != g {
+		t.Errorf("flows differ: %+v vs %+v", f, g)
+	}
+	for _, l := range Strata(o, AggTopicManifest).Lines {
+		if l.Item == "DynamoDB write units (sequencer, index, claims)" {
+			near(t, "WRU/day", l.Quantity, 40*86400*2)
+		}
+	}
+	if Strata(o, AggTopicManifest).PerDay() >= Strata(o, Aggregation).PerDay() {
+		t.Error("the combination is not cheaper than the tier alone")
+	}
+}
+
+func TestItemWRUGrowsWithPartitions(t *testing.T) {
+	// 256 partitions: a topic commit of 100 + 256 × 24 = 6,244 B is 7 write units.
+	near(t, "topic commit WRU", itemWRU(100+24*256), 7)
+	near(t, "small item", itemWRU(10), 1)
+}
+
+func TestCrossing(t *testing.T) {
+	o := Defaults(1)
+	kin := KinesisProvisioned(o, true).PerDay()
+	n := Crossing(o, Baseline, kin)
+	if n == 0 {
+		t.Fatal("baseline never crosses Kinesis with aggregation")
+	}
+	o.Producers.Count = n
+	if Strata(o, Baseline).PerDay() <= kin {
+		t.Errorf("at the crossing (%d producers) Strata is not above Kinesis", n)
+	}
+	if n > 1 {
+		prev := ProducerGrid()
+		for i, g := range prev {
+			if g == n && i > 0 {
+				o.Producers.Count = prev[i-1]
+				if Strata(o, Baseline).PerDay() > kin {
+					t.Errorf("below the crossing (%d producers) Strata is already above Kinesis", prev[i-1])
+				}
+			}
+		}
+	}
+	if Crossing(o, Baseline, math.Inf(1)) != 0 {
+		t.Error("an infinite limit is crossed")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	bad := []func(*Options){
+		func(o *Options) { o.Workload.EventsPerSec = 0 },
+		func(o *Options) { o.Workload.Partitions = 0 },
+		func(o *Options) { o.Workload.Retention = 0 },
+		func(o *Options) { o.Producers.Count = 0 },
+		func(o *Options) { o.Producers.Linger = -1 },
+		func(o *Options) { o.Aggregator.Window = 0 },
+		func(o *Options) { o.Kafka.DiskFill = 2 },
+	}
+	if err := Defaults(1).Validate(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	for i, mod := range bad {
+		o := Defaults(1)
+		mod(&o)
+		if o.Validate() == nil {
+			t.Errorf("case %d: no error", i)
+		}
+	}
+}

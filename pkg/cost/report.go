@@ -1,0 +1,178 @@
+package cost
+
+import (
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Sweep is what a report varies around its base options.
+type Sweep struct {
+	Producers  []int
+	Groups     []int
+	Lingers    []time.Duration
+	BatchBytes []float64
+	Partitions []int
+}
+
+// DefaultSweep is the dimensions.
+func DefaultSweep() Sweep {
+	return Sweep{
+		Producers:  []int{1, 10, 100, 1000},
+		Groups:     []int{1, 3},
+		Lingers:    []time.Duration{0, 100 * time.Millisecond, 250 * time.Millisecond, time.Second, 2 * time.Second, 5 * time.Second},
+		BatchBytes: []float64{1 << 20, 5 << 20},
+		Partitions: []int{1, 8, 64, 256},
+	}
+}
+
+func usd(x float64) string {
+	switch {
+	case x >= 100:
+		return fmt.Sprintf("$%.0f", x)
+	case x >= 1:
+		return fmt.Sprintf("$%.2f", x)
+	}
+	return fmt.Sprintf("$%.4f", x)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
+
+// Report writes the whole comparison as text tables.
+func Report(out io.Writer, base Options, s Sweep) error {
+	if err := base.Validate(); err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	defer w.Flush()
+	wl, pf := base.Workload, base.Profile
+	src := "design values (not measured)"
+	if pf.Measured {
+		src = "counted on the emulator"
+	}
+	fmt.Fprintf(w, "Workload: %.0f events/s of %.0f B, retained %s, %d partitions; prices %s (one table, pkg/cost/prices.go)\n",
+		wl.EventsPerSec, wl.EventBytes, wl.Retention, wl.Partitions, base.Prices.Region)
+	fmt.Fprintf(w, "Profile (%s): %.2f PUT/append, %.2f DynamoDB writes/append + %.2f UpdateItem + %.2f PutItem per partition block, "+
+		"%.2f + %.2f reads/append (+/block), %.2f reads/poll, %.2f GET/block, %.3f stored B per value B\n",
+		src, pf.PutsPerAppend, pf.WritesPerAppend, pf.UpdatesPerBlock, pf.PutItemsPerBlock, pf.ReadsPerAppend, pf.ReadsPerAppendBlk,
+		pf.ReadsPerPoll, pf.GetsPerBlock, pf.StoredBytesPerByte)
+	fmt.Fprintf(w, "Producers: %s, linger %s, batch %.0f B / %d records, %.0f B per encoded record; ack floor assumes API %s + PUT %s + 2 × DynamoDB write %s\n\n",
+		base.Producers.Shape, base.Producers.Linger, base.Producers.BatchBytes, base.Producers.BatchRecords,
+		base.Producers.EncodedRecordBytes, base.Latency.API, base.Latency.S3Put, base.Latency.DynamoWrite)
+
+	for _, g := range s.Groups {
+		o := base
+		o.Workload.Groups = g
+		alts := Alternatives(o)
+		fmt.Fprintf(w, "== %d consumer group(s) ==\n", g)
+		fmt.Fprintln(w, "system\t$/day\t$/month\t")
+		for _, a := range alts {
+			fmt.Fprintf(w, "%s\t%s\t%s\t\n", a.Name, usd(a.PerDay()), usd(a.PerMonth()))
+		}
+		kin, kafka := alts[0].PerDay(), alts[3].PerDay()
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Strata (baseline, "+o.Producers.Shape.String()+")\tproducers\tappends/s\trecords/append\tack floor\t$/day\t$/month\t× Kinesis agg\t% of Kafka\t")
+		for _, n := range s.Producers {
+			o.Producers.Count = n
+			e := Strata(o, Baseline)
+			fmt.Fprintf(w, "\t%d\t%.1f\t%.1f\t%s\t%s\t%s\t%.2f\t%.1f%%\t\n", n, e.Flow.AppendsPerSec, e.Flow.RecordsPerAppend,
+				ms(e.Flow.AckFloor), usd(e.PerDay()), usd(e.PerMonth()), e.PerDay()/kin, 100*e.PerDay()/kafka)
+		}
+		fmt.Fprintln(w)
+		o.Producers.Count = 10
+		fmt.Fprintln(w, "breakdown, 10 producers\tquantity/day\tunit\t$/day\t")
+		for _, l := range Strata(o, Baseline).Lines {
+			fmt.Fprintf(w, "%s\t%.4g\t%s\t%s\t\n", l.Item, l.Quantity, l.Unit, usd(l.USD))
+		}
+		fmt.Fprintln(w)
+	}
+
+	o := base
+	o.Workload.Groups = 1
+	fmt.Fprintln(w, "== linger and batch bytes (1 group): $/day and ack floor ==")
+	hdr := "producers\tbatch\t"
+	for _, l := range s.Lingers {
+		hdr += "linger " + l.String() + "\t"
+	}
+	fmt.Fprintln(w, hdr)
+	for _, n := range []int{10, 100} {
+		for _, b := range s.BatchBytes {
+			row := fmt.Sprintf("%d\t%.0f MiB\t", n, b/(1<<20))
+			for _, l := range s.Lingers {
+				o.Producers.Count, o.Producers.BatchBytes, o.Producers.Linger = n, b, l
+				e := Strata(o, Baseline)
+				row += fmt.Sprintf("%s / %s\t", usd(e.PerDay()), ms(e.Flow.AckFloor))
+			}
+			fmt.Fprintln(w, row)
+		}
+	}
+	fmt.Fprintln(w)
+
+	o = base
+	o.Workload.Groups = 1
+	fmt.Fprintln(w, "== partitions (1 group, linger "+base.Producers.Linger.String()+"): $/day ==")
+	hdr = "shape\tproducers\t"
+	for _, p := range s.Partitions {
+		hdr += fmt.Sprintf("%d partitions\t", p)
+	}
+	fmt.Fprintln(w, hdr)
+	for _, sh := range []Shape{ShapeSDK, ShapeMulti} {
+		for _, n := range []int{10, 100} {
+			row := fmt.Sprintf("%s\t%d\t", sh, n)
+			for _, p := range s.Partitions {
+				o.Producers.Shape, o.Producers.Count, o.Workload.Partitions = sh, n, p
+				row += usd(Strata(o, Baseline).PerDay()) + "\t"
+			}
+			fmt.Fprintln(w, row)
+		}
+	}
+	fmt.Fprintln(w)
+
+	o = base
+	o.Workload.Groups = 1
+	fmt.Fprintln(w, "== where Strata (baseline) crosses each alternative: fewest producers costing more ==")
+	fmt.Fprintln(w, "alternative\tlinger\tbatch\tSDK shape\tmulti shape\taggregation tier\t")
+	for _, a := range Alternatives(o) {
+		for _, l := range []time.Duration{100 * time.Millisecond, time.Second, 5 * time.Second} {
+			for _, b := range s.BatchBytes {
+				o.Producers.Linger, o.Producers.BatchBytes = l, b
+				o.Producers.Shape = ShapeSDK
+				sdk := Crossing(o, Baseline, a.PerDay())
+				o.Producers.Shape = ShapeMulti
+				multi := Crossing(o, Baseline, a.PerDay())
+				agg := Crossing(o, Aggregation, a.PerDay())
+				fmt.Fprintf(w, "%s\t%s\t%.0f MiB\t%s\t%s\t%s\t\n", a.Name, l, b/(1<<20),
+					crossing(sdk), crossing(multi), crossing(agg))
+			}
+		}
+	}
+	fmt.Fprintln(w)
+
+	o = base
+	o.Workload.Groups = 1
+	o.Producers.Shape = ShapeMulti
+	kin, kafka := KinesisProvisioned(o, true).PerDay(), KafkaEC2(o).PerDay()
+	fmt.Fprintf(w, "== design alternatives (1 group, %s, linger %s): $/day, ack floor ==\n", o.Producers.Shape, o.Producers.Linger)
+	fmt.Fprintln(w, "design\t10 producers\t100 producers\t1000 producers\t")
+	for _, d := range Designs {
+		row := d.String() + "\t"
+		for _, n := range []int{10, 100, 1000} {
+			o.Producers.Count = n
+			e := Strata(o, d)
+			row += fmt.Sprintf("%s (%.2f× KPL, %.0f%% Kafka) / %s\t", usd(e.PerDay()), e.PerDay()/kin, 100*e.PerDay()/kafka, ms(e.Flow.AckFloor))
+		}
+		fmt.Fprintln(w, row)
+	}
+	return nil
+}
+
+func crossing(n int) string {
+	switch n {
+	case 0:
+		return "never (≤100k)"
+	case 1:
+		return "already at 1"
+	}
+	return fmt.Sprintf("%d", n)
+}
