@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -26,18 +25,47 @@ func newConsumeCmd(o *options) *cobra.Command {
 	var (
 		cc         consumeConfig
 		partitions []int32
+		fromTime   string
 	)
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC",
-		Short: "Follow a topic as a consumer group member, printing each record",
-		Long: `Consume TOPIC as a member of --group, following the log like tail -f and printing
-each record as "partition offset key value" (values with control characters or
-invalid UTF-8 are quoted). Positions are committed as records are printed; Ctrl-C
-commits the last one and releases the leases. Partitions leased by another live
-member are retried until they free up. --from says where a group without a committed
-position starts.`,
-		Args: cobra.ExactArgs(1),
+		Short: "Follow a topic, as a consumer group member (--group) or from an offset",
+		Long: `Follow TOPIC like tail -f, printing each record under a PARTITION OFFSET KEY VALUE
+header (tab-separated; a record without a key shows -, a key or value that is empty,
+is "-", has control characters or is not UTF-8 is quoted). --format json prints one
+JSON object per line instead. It runs until Ctrl-C (or, with --until-caught-up,
+until every record present at start is printed).
+
+With --group it is a member of that consumer group: positions are committed as
+records are printed, Ctrl-C commits the last one and releases the leases, and members
+of one group share the partitions (with --partition, only those).
+
+Without --group it reads and commits nothing: from --offset on each --partition, or
+from --from (earliest or latest) on every partition; --from-timestamp skips records
+whose timestamp is before the given RFC 3339 time.`,
+		Args: exactArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch cc.format {
+			case "text":
+			case "json":
+				o.json = true
+			default:
+				return usagef("--format must be text or json, got %q", cc.format)
+			}
+			if fromTime != "" {
+				t, err := time.Parse(time.RFC3339Nano, fromTime)
+				if err != nil {
+					return usagef("--from-timestamp must be an RFC 3339 time, got %q", fromTime)
+				}
+				cc.fromTime = t
+			}
+			cc.offsetSet = cmd.Flags().Changed("offset")
+			if cc.group != "" && (cc.offsetSet || fromTime != "") {
+				return usagef("--offset and --from-timestamp read without a group; drop --group (a group starts at its committed position)")
+			}
+			if cc.offsetSet && cc.offset < 0 {
+				return usagef("--offset must not be negative, got %d", cc.offset)
+			}
 			c, err := o.client()
 			if err != nil {
 				return err
@@ -45,24 +73,34 @@ position starts.`,
 			cc.topic = args[0]
 			cc.json = o.json
 			cc.partitions = partitions
+			if cc.group == "" {
+				return runRead(cmd.Context(), c, cc, cmd.OutOrStdout())
+			}
 			return runConsume(cmd.Context(), c, cc, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	host, _ := os.Hostname()
 	f := cmd.Flags()
-	f.StringVar(&cc.group, "group", "", "consumer group (required)")
-	f.StringVar(&cc.from, "from", consumer.ResetEarliest, "where a new group starts: earliest or latest")
+	f.StringVar(&cc.group, "group", "", "consume as a member of this consumer `GROUP` (committing positions)")
+	f.StringVar(&cc.from, "from", consumer.ResetEarliest, "where to start without a committed position or --offset: earliest or latest")
 	f.StringVar(&cc.member, "member", fmt.Sprintf("strata-cli-%s-%d", host, os.Getpid()), "member name in the group")
-	f.Int32SliceVar(&partitions, "partition", nil, "consume only these partitions (default all)")
+	f.Int32SliceVar(&partitions, "partition", nil, "only these `PARTITIONS` (comma-separated or repeated; default: all)")
+	f.Lookup("partition").DefValue = ""
+	f.Int64Var(&cc.offset, "offset", 0, "without --group: start at this `OFFSET` on each partition")
+	f.StringVar(&fromTime, "from-timestamp", "", "without --group: skip records timestamped before this RFC 3339 `TIME`")
+	f.StringVar(&cc.format, "format", "text", "output format: text or json (same as --json)")
 	f.DurationVar(&cc.leaseTTL, "lease-ttl", 10*time.Second, "lease TTL (renewed every third of it)")
-	f.BoolVar(&cc.untilCaughtUp, "until-caught-up", false, "exit once every record present at start is printed and committed")
-	_ = cmd.MarkFlagRequired("group")
+	f.BoolVar(&cc.untilCaughtUp, "until-caught-up", false, "exit once every record present at start is printed (and committed)")
 	return cmd
 }
 
 type consumeConfig struct {
 	topic, group, from, member string
+	format                     string
 	partitions                 []int32
+	offset                     int64
+	offsetSet                  bool
+	fromTime                   time.Time
 	leaseTTL                   time.Duration
 	untilCaughtUp              bool
 	json                       bool
@@ -87,55 +125,27 @@ type consumedJSON struct {
 // until each is caught up).
 func runConsume(ctx context.Context, c *client.Client, cc consumeConfig, out, errOut io.Writer) error {
 	if cc.from != consumer.ResetEarliest && cc.from != consumer.ResetLatest {
-		return fmt.Errorf("--from must be earliest or latest, got %q", cc.from)
+		return usagef("--from must be earliest or latest, got %q", cc.from)
 	}
 	t, err := c.DescribeTopic(ctx, cc.topic)
 	if err != nil {
 		return err
 	}
-	parts := cc.partitions
-	if len(parts) == 0 {
-		for p := range t.Partitions {
-			parts = append(parts, p)
-		}
-	}
-	for _, p := range parts {
-		if p < 0 || p >= t.Partitions {
-			return fmt.Errorf("partition %d out of range: %q has %d", p, cc.topic, t.Partitions)
-		}
+	parts, err := choosePartitions(cc, t.Partitions)
+	if err != nil {
+		return err
 	}
 	// A record that cannot be printed (stdout closed) stops everything before it counts
 	// as handled, so its position is not committed.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var mu sync.Mutex
-	enc := json.NewEncoder(out)
-	printRecord := func(r consumer.Record) error {
-		if cc.json {
-			j := consumedJSON{Partition: r.Partition, Offset: r.Offset, TimestampMs: r.Timestamp}
-			j.Key, j.KeyBase64 = jsonBytes(r.Key)
-			j.Value, j.ValueBase64 = jsonBytes(r.Value)
-			for _, h := range r.Headers {
-				text, b64 := jsonBytes(h.Value)
-				if b64 == nil {
-					if text == nil {
-						text = new(string)
-					}
-					if j.Headers == nil {
-						j.Headers = map[string]string{}
-					}
-					j.Headers[h.Key] = *text
-				} else {
-					if j.HeadersBase64 == nil {
-						j.HeadersBase64 = map[string]string{}
-					}
-					j.HeadersBase64[h.Key] = *b64
-				}
-			}
-			return enc.Encode(j)
-		}
-		_, err := fmt.Fprintf(out, "%d\t%d\t%s\t%s\n", r.Partition, r.Offset, printable(r.Key), printable(r.Value))
+	pr := newRecordPrinter(out, cc.json)
+	if err := pr.header(); err != nil {
 		return err
+	}
+	printRecord := func(r consumer.Record) error {
+		return pr.print(r.Partition, r.Offset, r.Timestamp, r.Key, r.Value, headerMap(r.Headers))
 	}
 	handler := func(_ context.Context, r consumer.Record) error {
 		mu.Lock()

@@ -13,7 +13,7 @@ import (
 func TestDemoSmall(t *testing.T) {
 	var out bytes.Buffer
 	size := demoSize{Events: 10_000, Orders: 100, ValueBytes: 1_000, KillAfter: 500}
-	if err := runDemoSize(context.Background(), &out, size); err != nil {
+	if err := runDemoSize(context.Background(), &out, nil, size); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Log(out.String())

@@ -31,7 +31,7 @@ DynamoDB, at AWS_ENDPOINT_URL when set (an emulator) or in real AWS.
 
 Prints "listening on http://ADDR" once ready; on SIGINT or SIGTERM it finishes the
 requests in flight and exits within 5 seconds.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelWarn
 			if verbose {

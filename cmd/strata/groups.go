@@ -12,7 +12,7 @@ import (
 )
 
 func newGroupsCmd(o *options) *cobra.Command {
-	cmd := &cobra.Command{Use: "groups", Short: "Describe and reset consumer groups"}
+	cmd := &cobra.Command{Use: "groups", Short: "Describe and reset consumer groups", Args: cobra.ArbitraryArgs, RunE: runParent}
 	cmd.AddCommand(newGroupsDescribeCmd(o), newGroupsResetCmd(o))
 	return cmd
 }
@@ -34,7 +34,7 @@ func newGroupsDescribeCmd(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "describe GROUP",
 		Short: "Show a group's committed offset, lag and lease on every partition it uses",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
 			if err != nil {
@@ -86,7 +86,7 @@ func newGroupsResetCmd(o *options) *cobra.Command {
 		Long: `Set GROUP's committed offset on every partition of --topic: to the log start
 (earliest), the high watermark (latest), an explicit OFFSET, or the first record
 appended at or after --to-time. Refused while any member holds a live lease on the topic.`,
-		Args: cobra.ExactArgs(1),
+		Args: exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target, err := resetTarget(to, toTime)
 			if err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 func newTopicsCmd(o *options) *cobra.Command {
-	cmd := &cobra.Command{Use: "topics", Short: "Create, describe and list topics"}
+	cmd := &cobra.Command{Use: "topics", Short: "Create, describe and list topics", Args: cobra.ArbitraryArgs, RunE: runParent}
 	cmd.AddCommand(newTopicsCreateCmd(o), newTopicsDescribeCmd(o), newTopicsListCmd(o))
 	return cmd
 }
@@ -44,7 +44,7 @@ func newTopicsCreateCmd(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a topic",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
 			if err != nil {
@@ -72,7 +72,7 @@ func newTopicsDescribeCmd(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Show a topic and each partition's log start offset and high watermark",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
 			if err != nil {
@@ -107,7 +107,7 @@ func newTopicsListCmd(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the topics the caller may describe",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := o.client()
 			if err != nil {
