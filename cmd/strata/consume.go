@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -165,8 +167,19 @@ func runConsume(ctx context.Context, c *client.Client, cc consumeConfig, out, er
 		// Nothing to wait for at the high watermark: that is where the run ends.
 		cfg.PollWait = time.Millisecond
 	}
+	cfg.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelError}))
 	cons, err := consumer.New(adapter, adapter, cfg)
 	if err != nil {
+		return err
+	}
+	if len(cc.partitions) == 0 && !cc.untilCaughtUp {
+		// A member sharing the topic with the group's other members.
+		bal := &announcingBalancer{MemberBalancer: client.NewMemberBalancer(c, cc.group, cc.topic, cc.member, cc.leaseTTL),
+			w: errOut, partitions: t.Partitions}
+		err := cons.RunMember(ctx, bal, cc.leaseTTL/3)
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			err = errors.Join(err, cause)
+		}
 		return err
 	}
 	errs := make([]error, len(parts))
@@ -199,16 +212,21 @@ func consumePartition(ctx context.Context, cons *consumer.Consumer, p int32, unt
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, group.ErrLeaseHeld):
+			owner := "another member"
+			var held *group.LeaseHeldError
+			if errors.As(err, &held) && held.Owner != "" {
+				owner = fmt.Sprintf("member %q", held.Owner)
+			}
 			if untilCaughtUp {
-				fmt.Fprintf(errOut, "strata: skipping partition %d: %v\n", p, err)
+				fmt.Fprintf(errOut, "strata: skipping partition %d: %s holds it\n", p, owner)
 				return nil
 			}
 			if !warned {
-				fmt.Fprintf(errOut, "strata: partition %d: %v; waiting for it\n", p, err)
+				fmt.Fprintf(errOut, "strata: partition %d: waiting for %s to let it go\n", p, owner)
 				warned = true
 			}
 		case errors.Is(err, group.ErrFenced), errors.Is(err, group.ErrUnavailable), errors.Is(err, log.ErrUnavailable):
-			fmt.Fprintf(errOut, "strata: partition %d: %v; retrying\n", p, err)
+			fmt.Fprintf(errOut, "strata: partition %d: %s; retrying\n", p, userMessage(err))
 		default:
 			return fmt.Errorf("partition %d: %w", p, err)
 		}
@@ -221,4 +239,38 @@ func consumePartition(ctx context.Context, cons *consumer.Consumer, p int32, unt
 		}
 	}
 	return nil
+}
+
+// announcingBalancer tells the user (on stderr) which partitions this member holds
+// whenever that changes, so a rebalance is visible without being an error.
+type announcingBalancer struct {
+	*client.MemberBalancer
+	w          io.Writer
+	partitions int32
+	last       []int32
+	announced  bool
+}
+
+func (b *announcingBalancer) Step(ctx context.Context) (group.StepResult, error) {
+	res, err := b.MemberBalancer.Step(ctx)
+	if err != nil {
+		return res, err
+	}
+	held := b.Held()
+	for _, l := range res.Release {
+		held = slices.DeleteFunc(held, func(p int32) bool { return p == l.Partition })
+	}
+	if !b.announced || !slices.Equal(held, b.last) {
+		b.announced, b.last = true, held
+		fmt.Fprintf(b.w, "strata: member of a group of %d: holding partitions %s of %d\n", res.LiveMembers, partitionList(held), b.partitions)
+	}
+	return res, nil
+}
+
+// partitionList renders partitions as "[0 1 2]" ("none" when empty).
+func partitionList(ps []int32) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	return fmt.Sprint(ps)
 }

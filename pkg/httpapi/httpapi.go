@@ -61,6 +61,9 @@ func (NopMetrics) Request(string, int, time.Duration) {}
 type Config struct {
 	Log    Log
 	Groups Groups
+	// Members serves the member routes (heartbeat, leave); when nil, Groups serves them
+	// if it implements Members, else they are not served.
+	Members Members
 	// Auth enforces the per-topic and per-group ACLs; nil accepts every call.
 	Auth *Authorizer
 	// Quota is the per-principal produce quota; the zero value imposes none.
@@ -94,6 +97,7 @@ const (
 type server struct {
 	log     Log
 	groups  Groups
+	members Members
 	auth    *Authorizer
 	quota   *quotas
 	metrics Metrics
@@ -111,6 +115,7 @@ func New(cfg Config) http.Handler {
 	s := &server{
 		log:     cfg.Log,
 		groups:  cfg.Groups,
+		members: cfg.Members,
 		auth:    cfg.Auth,
 		metrics: cfg.Metrics,
 		now:     cfg.Clock,
@@ -119,6 +124,9 @@ func New(cfg Config) http.Handler {
 	}
 	if s.metrics == nil {
 		s.metrics = NopMetrics{}
+	}
+	if m, ok := cfg.Groups.(Members); ok && s.members == nil {
+		s.members = m
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -140,6 +148,7 @@ func New(cfg Config) http.Handler {
 	s.mux.HandleFunc("POST "+gp+"/commit", s.commit)
 	s.mux.HandleFunc("GET /v1/groups/{group}", s.describeGroup)
 	s.mux.HandleFunc("POST /v1/groups/{group}/topics/{topic}/reset", s.reset)
+	s.memberRoutes()
 	return s
 }
 

@@ -190,6 +190,7 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	api := httpapi.New(httpapi.Config{
 		Log:     drainingLog{Log: r.log, stopping: r.stopping},
 		Groups:  r.groups,
+		Members: r.coord,
 		Auth:    auth,
 		Quota:   cfg.Quota,
 		Metrics: m,
