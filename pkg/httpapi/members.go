@@ -46,10 +46,10 @@ type acquiredLeaseJSON struct {
 type heartbeatResponse struct {
 	Acquired    []acquiredLeaseJSON `json:"acquired"`
 	Held        []memberLeaseJSON   `json:"held"`
-	Lost        []int32           `json:"lost"`
-	Release     []int32           `json:"release"`
-	LiveMembers int               `json:"live_members"`
-	FairShare   int               `json:"fair_share"`
+	Lost        []int32             `json:"lost"`
+	Release     []int32             `json:"release"`
+	LiveMembers int                 `json:"live_members"`
+	FairShare   int                 `json:"fair_share"`
 }
 
 type leaveRequest struct {
