@@ -1,0 +1,56 @@
+package storetest
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+var _ store.GroupAdminStore = (*memStore)(nil)
+
+func (s *memStore) PutGroupConfig(_ context.Context, cfg store.GroupConfig) (store.GroupConfig, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	cfg.CreatedAt = s.storeTime(cfg.CreatedAt)
+	if old, ok := s.groups[cfg.Name]; ok {
+		cfg.CreatedAt = old.CreatedAt
+	}
+	s.groups[cfg.Name] = cfg
+	return cfg, nil
+}
+
+func (s *memStore) ListGroups(context.Context) ([]string, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.groups))
+	for n := range s.groups {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func (s *memStore) DeleteCommits(_ context.Context, group, topic string, now time.Time) error {
+	s.lock()
+	defer s.mu.Unlock()
+	for k, a := range s.assignments {
+		if k.group == group && k.topic == topic && s.live(a, now) {
+			return store.ErrGroupActive
+		}
+	}
+	for k, a := range s.assignments {
+		if k.group == group && k.topic == topic {
+			a.Owner = ""
+			a.Generation++
+			s.assignments[k] = a
+		}
+	}
+	for k := range s.commits {
+		if k.group == group && k.topic == topic {
+			delete(s.commits, k)
+		}
+	}
+	return nil
+}
