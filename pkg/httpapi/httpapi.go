@@ -64,6 +64,9 @@ type Config struct {
 	// Members serves the member routes (heartbeat, leave); when nil, Groups serves them
 	// if it implements Members, else they are not served.
 	Members Members
+	// Admin serves group administration (settings, list, deleting positions,
+	// per-partition resets); when nil, Groups serves it if it implements GroupAdmin.
+	Admin GroupAdmin
 	// Auth enforces the per-topic and per-group ACLs; nil accepts every call.
 	Auth *Authorizer
 	// Quota is the per-principal produce quota; the zero value imposes none.
@@ -98,6 +101,7 @@ type server struct {
 	log     Log
 	groups  Groups
 	members Members
+	admin   GroupAdmin
 	auth    *Authorizer
 	quota   *quotas
 	metrics Metrics
@@ -116,6 +120,7 @@ func New(cfg Config) http.Handler {
 		log:     cfg.Log,
 		groups:  cfg.Groups,
 		members: cfg.Members,
+		admin:   cfg.Admin,
 		auth:    cfg.Auth,
 		metrics: cfg.Metrics,
 		now:     cfg.Clock,
@@ -127,6 +132,9 @@ func New(cfg Config) http.Handler {
 	}
 	if m, ok := cfg.Groups.(Members); ok && s.members == nil {
 		s.members = m
+	}
+	if a, ok := cfg.Groups.(GroupAdmin); ok && s.admin == nil {
+		s.admin = a
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -149,6 +157,7 @@ func New(cfg Config) http.Handler {
 	s.mux.HandleFunc("GET /v1/groups/{group}", s.describeGroup)
 	s.mux.HandleFunc("POST /v1/groups/{group}/topics/{topic}/reset", s.reset)
 	s.memberRoutes()
+	s.adminRoutes()
 	return s
 }
 

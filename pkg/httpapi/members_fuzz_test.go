@@ -74,3 +74,38 @@ func FuzzLeaveRequest(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSettingsRequest: any body gets a documented answer and never a panic; a refused
+// one leaves the settings as they were.
+func FuzzSettingsRequest(f *testing.F) {
+	e := newEnv(f)
+	e.createTopic("dlq", 1)
+	e.call("PUT", "/v1/groups/g/settings", map[string]any{"reset_policy": "earliest", "max_attempts": 5}).want(f, 200)
+	for _, seed := range []string{
+		`{"reset_policy": "latest", "max_attempts": 3}`,
+		`{"reset_policy": "fail", "max_attempts": 1, "dead_letter_topic": "dlq"}`,
+		`{"reset_policy": "fail", "max_attempts": 1, "dead_letter_topic": null}`,
+		`{"reset_policy": "fail", "max_attempts": 1, "dead_letter_topic": "nope"}`,
+		`{"reset_policy": "x", "max_attempts": 1}`,
+		`{"reset_policy": "latest", "max_attempts": 1e3}`,
+		`{"Reset_Policy": "latest", "max_attempts": 1}`,
+		`null`,
+		``,
+	} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		get := func() string {
+			_, w := serveFuzz(e, "GET", "/v1/groups/g/settings", nil)
+			return w.Body.String()
+		}
+		before := get()
+		req, w := serveFuzz(e, "PUT", "/v1/groups/g/settings", body)
+		checkFuzzAnswer(t, req, w)
+		if w.Code >= 400 {
+			if after := get(); after != before {
+				t.Fatalf("rejected settings (%d) changed them: %s -> %s", w.Code, before, after)
+			}
+		}
+	})
+}

@@ -191,6 +191,7 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		Log:     drainingLog{Log: r.log, stopping: r.stopping},
 		Groups:  r.groups,
 		Members: r.coord,
+		Admin:   r.coord,
 		Auth:    auth,
 		Quota:   cfg.Quota,
 		Metrics: m,
