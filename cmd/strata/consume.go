@@ -62,6 +62,7 @@ whose timestamp is before the given RFC 3339 time.`,
 				cc.fromTime = t
 			}
 			cc.offsetSet = cmd.Flags().Changed("offset")
+			cc.fromSet = cmd.Flags().Changed("from")
 			if cc.group != "" && (cc.offsetSet || fromTime != "") {
 				return usagef("--offset and --from-timestamp read without a group; drop --group (a group starts at its committed position)")
 			}
@@ -84,7 +85,8 @@ whose timestamp is before the given RFC 3339 time.`,
 	host, _ := os.Hostname()
 	f := cmd.Flags()
 	f.StringVar(&cc.group, "group", "", "consume as a member of this consumer `GROUP` (committing positions)")
-	f.StringVar(&cc.from, "from", consumer.ResetEarliest, "where to start without a committed position or --offset: earliest or latest")
+	f.StringVar(&cc.from, "from", consumer.ResetEarliest, "where to start without a committed position or --offset: earliest or latest (default: the group's reset policy, else earliest)")
+	f.Lookup("from").DefValue = ""
 	f.StringVar(&cc.member, "member", fmt.Sprintf("strata-cli-%s-%d", host, os.Getpid()), "member name in the group")
 	f.Int32SliceVar(&partitions, "partition", nil, "only these `PARTITIONS` (comma-separated or repeated; default: all)")
 	f.Lookup("partition").DefValue = ""
@@ -102,6 +104,7 @@ type consumeConfig struct {
 	partitions                 []int32
 	offset                     int64
 	offsetSet                  bool
+	fromSet                    bool
 	fromTime                   time.Time
 	leaseTTL                   time.Duration
 	untilCaughtUp              bool
@@ -128,6 +131,16 @@ type consumedJSON struct {
 func runConsume(ctx context.Context, c *client.Client, cc consumeConfig, out, errOut io.Writer) error {
 	if cc.from != consumer.ResetEarliest && cc.from != consumer.ResetLatest {
 		return usagef("--from must be earliest or latest, got %q", cc.from)
+	}
+	// The group's own reset policy applies unless --from overrides it.
+	if !cc.fromSet {
+		s, err := c.GroupSettings(ctx, cc.group)
+		switch {
+		case err == nil:
+			cc.from = s.ResetPolicy
+		case !errors.Is(err, client.ErrNotFound):
+			return err
+		}
 	}
 	t, err := c.DescribeTopic(ctx, cc.topic)
 	if err != nil {

@@ -105,6 +105,13 @@ func runRead(ctx context.Context, c *client.Client, cc consumeConfig, out io.Wri
 	if err != nil {
 		return err
 	}
+	starts := make([]int64, len(parts))
+	hws := make([]int64, len(parts))
+	for i, p := range parts {
+		if starts[i], hws[i], err = startOffset(cc, p, t.PartitionInfo); err != nil {
+			return err
+		}
+	}
 	pr := newRecordPrinter(out, cc.json)
 	if err := pr.header(); err != nil {
 		return err
@@ -117,7 +124,7 @@ func runRead(ctx context.Context, c *client.Client, cc consumeConfig, out io.Wri
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := readPartition(ctx, c, cc, p, t.PartitionInfo, pr); err != nil {
+			if err := readPartition(ctx, c, cc, p, starts[i], hws[i], pr); err != nil {
 				errs[i] = err
 				cancel(err)
 			}
@@ -143,26 +150,30 @@ func choosePartitions(cc consumeConfig, n int32) ([]int32, error) {
 	return parts, nil
 }
 
-// readPartition prints partition p from its start position until ctx ends (or, with
-// untilCaughtUp, until the high watermark seen at start).
-func readPartition(ctx context.Context, c *client.Client, cc consumeConfig, p int32, info []client.PartitionInfo, pr *recordPrinter) error {
-	var start, hw int64
+// startOffset is where partition p is read from, and its high watermark at start.
+func startOffset(cc consumeConfig, p int32, info []client.PartitionInfo) (offset, hw int64, err error) {
+	var start int64
 	for _, pi := range info {
 		if pi.Partition == p {
 			start, hw = pi.LogStartOffset, pi.HighWatermark
 		}
 	}
-	offset := start
 	switch {
 	case cc.offsetSet:
 		if cc.offset < start || cc.offset > hw {
-			return fmt.Errorf("offset %d is out of range on partition %d: it holds offsets %d to %d (next append at %d)",
+			return 0, 0, fmt.Errorf("offset %d is out of range on partition %d: it holds offsets %d to %d (next append at %d)",
 				cc.offset, p, start, max(hw-1, start), hw)
 		}
-		offset = cc.offset
+		return cc.offset, hw, nil
 	case cc.from == "latest":
-		offset = hw
+		return hw, hw, nil
 	}
+	return start, hw, nil
+}
+
+// readPartition prints partition p from offset until ctx ends (or, with untilCaughtUp,
+// until hw, the high watermark seen at start).
+func readPartition(ctx context.Context, c *client.Client, cc consumeConfig, p int32, offset, hw int64, pr *recordPrinter) error {
 	for ctx.Err() == nil {
 		if cc.untilCaughtUp && offset >= hw {
 			return nil
