@@ -54,3 +54,20 @@ func (s *memStore) DeleteCommits(_ context.Context, group, topic string, now tim
 	}
 	return nil
 }
+
+var _ store.TopicAdminStore = (*memStore)(nil)
+
+func (s *memStore) IncreasePartitions(_ context.Context, name string, partitions int32) (store.Topic, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	t, ok := s.topics[name]
+	if !ok {
+		return store.Topic{}, store.ErrNotFound
+	}
+	if partitions <= t.Partitions {
+		return store.Topic{}, store.ErrPartitionsNotRaised
+	}
+	t.Partitions = partitions
+	s.topics[name] = t
+	return t, nil
+}

@@ -40,6 +40,7 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	runSections(t, "ObjectStore", newHarness, Harness.MakeObjectStore, objectStoreSections())
 	runSections(t, "MetaStore", newHarness, Harness.MakeMetaStore, metaStoreSections())
 	runSections(t, "GroupAdminStore", newHarness, makeGroupAdmin, groupAdminSections())
+	runSections(t, "TopicAdminStore", newHarness, makeTopicAdmin, topicAdminSections())
 }
 
 // testCase is one sub-test against a fresh store of type S.
