@@ -37,6 +37,7 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{"topics create", "", []string{"topics", "create", "t-%s"}, "NAME PARTITIONS RETENTION", "retention_ms"},
 		{"topics list", "", []string{"topics", "list"}, "NAME", "topics"},
 		{"topics describe", "", []string{"topics", "describe", "orders"}, "NAME PARTITIONS RETENTION", "partition_info"},
+		{"topics alter", "", []string{"topics", "alter", "t-%s", "--partitions", "3"}, "NAME PARTITIONS RETENTION", "partitions"},
 		{"produce", "a\nb\n", []string{"produce", "orders", "--partition", "0"}, "PARTITION OFFSET", "offset"},
 		{"consume (read)", "", []string{"consume", "orders", "--partition", "0", "--offset", "0", "--until-caught-up"}, "PARTITION OFFSET KEY VALUE", "offset"},
 		{"consume (group)", "", []string{"consume", "orders", "--group", "g-%s", "--until-caught-up"}, "PARTITION OFFSET KEY VALUE", "offset"},
@@ -100,6 +101,8 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{[]string{"groups", "delete-offsets", "g-text"}, 2, `required flag(s) "topic" not set`},
 		{[]string{"groups", "list", "x"}, 2, "takes 0 argument(s)"},
 		{[]string{"topics", "create"}, 2, "needs NAME"},
+		{[]string{"topics", "alter", "orders", "--partitions", "1"}, 1, "(HTTP 400 invalid_request)"},
+		{[]string{"topics", "alter", "orders"}, 2, `required flag(s) "partitions" not set`},
 	} {
 		for _, format := range []string{"text", "json"} {
 			args := tc.args

@@ -9,8 +9,8 @@ import (
 )
 
 func newTopicsCmd(o *options) *cobra.Command {
-	cmd := &cobra.Command{Use: "topics", Short: "Create, describe and list topics", Args: cobra.ArbitraryArgs, RunE: runParent}
-	cmd.AddCommand(newTopicsCreateCmd(o), newTopicsDescribeCmd(o), newTopicsListCmd(o))
+	cmd := &cobra.Command{Use: "topics", Short: "Create, describe, list and alter topics", Args: cobra.ArbitraryArgs, RunE: runParent}
+	cmd.AddCommand(newTopicsCreateCmd(o), newTopicsDescribeCmd(o), newTopicsListCmd(o), newTopicsAlterCmd(o))
 	return cmd
 }
 
@@ -131,4 +131,38 @@ func newTopicsListCmd(o *options) *cobra.Command {
 			return tb.flush()
 		},
 	}
+}
+
+func newTopicsAlterCmd(o *options) *cobra.Command {
+	var partitions int32
+	cmd := &cobra.Command{
+		Use:   "alter NAME --partitions N",
+		Short: "Raise a topic's partition count",
+		Long: `Raise NAME's partition count to --partitions (counts only grow). Existing records
+and offsets stay; new partitions start at offset 0. Keys hash over the new count from
+then on, so some keys continue on another partition: a consumer relying on per-key
+order should drain the topic with producers paused first (docs/DESIGN.md, "More
+partitions").`,
+		Args: exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.IncreasePartitions(cmd.Context(), args[0], partitions)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				return printJSON(w, toTopicJSON(t))
+			}
+			tb := newTable(w, "NAME", "PARTITIONS", "RETENTION")
+			tb.row(t.Name, t.Partitions, t.Retention)
+			return tb.flush()
+		},
+	}
+	cmd.Flags().Int32Var(&partitions, "partitions", 0, "the new partition count (more than the current one, at most 1024)")
+	_ = cmd.MarkFlagRequired("partitions")
+	return cmd
 }

@@ -67,6 +67,9 @@ type Config struct {
 	// Admin serves group administration (settings, list, deleting positions,
 	// per-partition resets); when nil, Groups serves it if it implements GroupAdmin.
 	Admin GroupAdmin
+	// Topics serves topic administration (more partitions); when nil, Log serves it if
+	// it implements TopicAdmin.
+	Topics TopicAdmin
 	// Auth enforces the per-topic and per-group ACLs; nil accepts every call.
 	Auth *Authorizer
 	// Quota is the per-principal produce quota; the zero value imposes none.
@@ -102,6 +105,7 @@ type server struct {
 	groups  Groups
 	members Members
 	admin   GroupAdmin
+	topics  TopicAdmin
 	auth    *Authorizer
 	quota   *quotas
 	metrics Metrics
@@ -121,6 +125,7 @@ func New(cfg Config) http.Handler {
 		groups:  cfg.Groups,
 		members: cfg.Members,
 		admin:   cfg.Admin,
+		topics:  cfg.Topics,
 		auth:    cfg.Auth,
 		metrics: cfg.Metrics,
 		now:     cfg.Clock,
@@ -135,6 +140,9 @@ func New(cfg Config) http.Handler {
 	}
 	if a, ok := cfg.Groups.(GroupAdmin); ok && s.admin == nil {
 		s.admin = a
+	}
+	if a, ok := cfg.Log.(TopicAdmin); ok && s.topics == nil {
+		s.topics = a
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -158,6 +166,7 @@ func New(cfg Config) http.Handler {
 	s.mux.HandleFunc("POST /v1/groups/{group}/topics/{topic}/reset", s.reset)
 	s.memberRoutes()
 	s.adminRoutes()
+	s.topicAdminRoutes()
 	return s
 }
 

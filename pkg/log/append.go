@@ -56,6 +56,9 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	if err != nil {
 		return nil, err
 	}
+	if t, err = l.topicCovering(ctx, t, recs); err != nil {
+		return nil, err
+	}
 	if len(opt.IdempotencyKey) > 128 {
 		return nil, invalidf("Idempotency-Key must be 1–128 characters")
 	}

@@ -78,7 +78,7 @@ type Log struct {
 	notifier     *notifier
 
 	mu     sync.Mutex
-	topics map[string]store.Topic // immutable configs, cached
+	topics map[string]cachedTopic // configs, cached for TopicCacheTTL
 	rr     uint32                 // round-robin cursor for unkeyed records
 }
 
@@ -102,7 +102,7 @@ func New(cfg Config) (*Log, error) {
 		commitWindow: cfg.CommitWindow,
 		gapWait:      cfg.GapWait,
 		notifier:     newNotifier(),
-		topics:       map[string]store.Topic{},
+		topics:       map[string]cachedTopic{},
 	}
 	if l.now == nil {
 		l.now = time.Now
@@ -162,28 +162,17 @@ func (l *Log) CreateTopic(ctx context.Context, name string, partitions int32, re
 	return t, nil
 }
 
-// Topic returns a topic's configuration (cached: configurations never change).
+// Topic returns a topic's configuration, cached for TopicCacheTTL: a partition count
+// can grow (IncreasePartitions), so a cached one is re-read after the TTL, and at once
+// when a caller asks for a partition beyond it.
 func (l *Log) Topic(ctx context.Context, name string) (store.Topic, error) {
 	l.mu.Lock()
-	t, ok := l.topics[name]
+	c, ok := l.topics[name]
 	l.mu.Unlock()
-	if ok {
-		return t, nil
+	if ok && l.now().Sub(c.at) < TopicCacheTTL {
+		return c.t, nil
 	}
-	if !ValidName(name) {
-		return store.Topic{}, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
-	}
-	t, err := l.meta.GetTopic(ctx, name)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return store.Topic{}, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
-		}
-		return store.Topic{}, storeErr(err)
-	}
-	l.mu.Lock()
-	l.topics[name] = t
-	l.mu.Unlock()
-	return t, nil
+	return l.reloadTopic(ctx, name)
 }
 
 // ListTopics returns every topic name in lexical order.
@@ -233,6 +222,11 @@ func (l *Log) checkPartition(ctx context.Context, topic string, partition int32)
 	t, err := l.Topic(ctx, topic)
 	if err != nil {
 		return err
+	}
+	if partition >= t.Partitions {
+		if t, err = l.reloadTopic(ctx, topic); err != nil {
+			return err
+		}
 	}
 	if partition < 0 || partition >= t.Partitions {
 		return invalidf("partition %d outside [0, %d)", partition, t.Partitions)

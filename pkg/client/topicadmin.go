@@ -1,0 +1,22 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+)
+
+// IncreasePartitions raises the topic's partition count to partitions (counts only
+// grow; ErrInvalid otherwise) and returns the topic. Keys hash over the new count from
+// then on: see docs/DESIGN.md, "More partitions", before doing it to a topic whose
+// consumers rely on per-key order.
+func (c *Client) IncreasePartitions(ctx context.Context, name string, partitions int32) (*Topic, error) {
+	var w wireTopic
+	body := struct {
+		Partitions int32 `json:"partitions"`
+	}{partitions}
+	if err := c.doJSON(ctx, http.MethodPatch, "/v1/topics/"+seg(name), nil, body, &w); err != nil {
+		return nil, fmt.Errorf("strata: increase partitions of %q to %d: %w", name, partitions, err)
+	}
+	return fromWireTopic(w), nil
+}
