@@ -29,6 +29,8 @@ live under --data-dir (segment files and a bbolt database, fsync'd before every
 acknowledgement, so they survive kill -9). With --backend aws they live in S3 and
 DynamoDB, at AWS_ENDPOINT_URL when set (an emulator) or in real AWS.
 
+The web console is at http://ADDR/console/ (--console=false turns it off).
+
 Prints "listening on http://ADDR" once ready; on SIGINT or SIGTERM it finishes the
 requests in flight and exits within 5 seconds.`,
 		Args: exactArgs(),
@@ -53,6 +55,7 @@ requests in flight and exits within 5 seconds.`,
 	f.StringVar(&cfg.AWS.Prefix, "object-prefix", "", "aws: key prefix of segment objects in the bucket")
 	f.BoolVar(&bootstrap, "bootstrap", os.Getenv("STRATA_BOOTSTRAP") == "1", "aws: create the bucket and tables when missing (env STRATA_BOOTSTRAP=1)")
 	f.BoolVar(&verbose, "verbose", false, "log retention passes and other routine events")
+	f.BoolVar(&cfg.Console, "console", true, "serve the web console at /console/")
 	return cmd
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/stratalog/strata/pkg/console"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/log"
@@ -64,6 +65,8 @@ type Config struct {
 	AWS AWSConfig
 	// AuthFile, when set, turns authorization on (httpapi.LoadAuth format).
 	AuthFile string
+	// Console serves the web console (pkg/console) under /console/.
+	Console bool
 	// Quota is the per-principal produce quota; zero imposes none.
 	Quota httpapi.Quota
 	// RetentionInterval is the period of the retention pass (default 30s; negative
@@ -199,6 +202,9 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	})
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics.Handler(r.registry))
+	if cfg.Console {
+		mux.Handle("GET "+console.Prefix, console.Handler())
+	}
 	mux.Handle("/", api)
 	r.handler = mux
 
