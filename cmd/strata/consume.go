@@ -16,6 +16,7 @@ import (
 	"github.com/stratalog/strata/pkg/client"
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/httpconsumer"
 	"github.com/stratalog/strata/pkg/log"
 )
 
@@ -171,7 +172,7 @@ func runConsume(ctx context.Context, c *client.Client, cc consumeConfig, out, er
 		}
 		return nil
 	}
-	adapter := client.NewConsumerAdapter(c)
+	adapter := httpconsumer.NewConsumerAdapter(c)
 	cfg := consumer.Config{
 		Group: cc.group, Topic: cc.topic, Member: cc.member, Handler: handler,
 		ResetPolicy: cc.from, LeaseTTL: cc.leaseTTL, MaxAttempts: 1,
@@ -187,7 +188,7 @@ func runConsume(ctx context.Context, c *client.Client, cc consumeConfig, out, er
 	}
 	if len(cc.partitions) == 0 && !cc.untilCaughtUp {
 		// A member sharing the topic with the group's other members.
-		bal := &announcingBalancer{MemberBalancer: client.NewMemberBalancer(c, cc.group, cc.topic, cc.member, cc.leaseTTL),
+		bal := &announcingBalancer{MemberBalancer: httpconsumer.NewMemberBalancer(c, cc.group, cc.topic, cc.member, cc.leaseTTL),
 			w: errOut, partitions: t.Partitions}
 		err := cons.RunMember(ctx, bal, cc.leaseTTL/3)
 		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
@@ -257,7 +258,7 @@ func consumePartition(ctx context.Context, cons *consumer.Consumer, p int32, unt
 // announcingBalancer tells the user (on stderr) which partitions this member holds
 // whenever that changes, so a rebalance is visible without being an error.
 type announcingBalancer struct {
-	*client.MemberBalancer
+	*httpconsumer.MemberBalancer
 	w          io.Writer
 	partitions int32
 	last       []int32

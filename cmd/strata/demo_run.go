@@ -16,6 +16,7 @@ import (
 	"github.com/stratalog/strata/pkg/client"
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/httpconsumer"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
@@ -249,7 +250,7 @@ func (d *demo) runBilling(ctx context.Context) error {
 // ends. Unlike billing (in-process, as a consumer Lambda runs), it consumes over the
 // HTTP API, as a remote service would.
 func (d *demo) runShipping(ctx context.Context) {
-	remote := client.NewConsumerAdapter(d.c)
+	remote := httpconsumer.NewConsumerAdapter(d.c)
 	var wg sync.WaitGroup
 	for p := int32(0); p < demoPartitions; p++ {
 		cons, err := consumer.New(remote, remote, consumer.Config{Group: "shipping", Topic: demoTopic,

@@ -14,7 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratalog/strata/pkg/client"
-	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // maxReportedFailures bounds the failed records reported one by one on stderr.
@@ -94,7 +94,7 @@ offset once it is durable. A line over the 1 MiB record limit fails on its own.`
 type line struct {
 	n       int // 1-based line number
 	data    []byte
-	tooLong int // the line's length when over log.MaxRecordBytes
+	tooLong int // the line's length when over wire.MaxRecordBytes
 }
 
 // readLines sends each non-blank line of r (without its newline, or "\r\n") and then
@@ -112,7 +112,7 @@ func readLines(r io.Reader, out chan<- line, errc chan<- error, blank *int) {
 			var chunk []byte
 			chunk, err = br.ReadSlice('\n')
 			size += len(chunk)
-			if size <= log.MaxRecordBytes+2 {
+			if size <= wire.MaxRecordBytes+2 {
 				buf = append(buf, chunk...)
 			}
 			if err != bufio.ErrBufferFull {
@@ -135,7 +135,7 @@ func readLines(r io.Reader, out chan<- line, errc chan<- error, blank *int) {
 				trimmed--
 			}
 		}
-		if trimmed > log.MaxRecordBytes {
+		if trimmed > wire.MaxRecordBytes {
 			l.tooLong = trimmed
 		} else {
 			l.data = buf[:trimmed]
@@ -265,7 +265,7 @@ loop:
 			}
 			if line.tooLong > 0 {
 				f := failed(fmt.Errorf("line %d is %d bytes, over the %d-byte record limit: %w",
-					line.n, line.tooLong, log.MaxRecordBytes, client.ErrPayloadTooLarge))
+					line.n, line.tooLong, wire.MaxRecordBytes, client.ErrPayloadTooLarge))
 				futures <- f
 				continue
 			}

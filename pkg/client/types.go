@@ -10,7 +10,7 @@ import (
 // Record is one record to append.
 type Record struct {
 	// Key, when non-nil (even empty), makes the record keyed: without Partition it goes
-	// to log.PartitionForKey(Key, partitions). A nil Key is unkeyed.
+	// to wire.PartitionForKey(Key, partitions). A nil Key is unkeyed.
 	Key     []byte
 	Value   []byte
 	Headers map[string][]byte

@@ -12,17 +12,18 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Limits of the API contract (docs/API.md).
 const (
-	MaxRecordBytes     = 1 << 20 // key + value + header bytes of one record
-	MaxRecordsPerBatch = 10000
-	MaxBatchBytes      = 6 << 20
-	MaxPollRecords     = 10000
+	MaxRecordBytes     = wire.MaxRecordBytes // key + value + header bytes of one record
+	MaxRecordsPerBatch = wire.MaxRecordsPerBatch
+	MaxBatchBytes      = wire.MaxBatchBytes
+	MaxPollRecords     = wire.MaxPollRecords
 	DefaultRetention   = 24 * time.Hour
 	MinRetention       = time.Second
-	MaxPartitions      = 1024
+	MaxPartitions      = wire.MaxPartitions
 	// retentionGrace is added to a topic's retention for the index entries' TTL, so
 	// DynamoDB never deletes an entry the retention job still needs.
 	retentionGrace = 24 * time.Hour

@@ -1,9 +1,10 @@
-package client
+package httpconsumer
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stratalog/strata/pkg/client"
 	"sort"
 	"sync"
 	"time"
@@ -14,10 +15,10 @@ import (
 // MemberBalancer is consumer.Balancer over HTTP: each Step is one Heartbeat carrying
 // the leases this member holds, and the server's balancer decides what it takes, loses
 // and hands back (docs/API.md, "Members"). With consumer.RunMember it makes members of
-// one group in different processes share a topic's partitions. Lease expiries it
+// one group in different processes share a topic's partitions. client.Lease expiries it
 // reports are local deadlines (see ConsumerAdapter). It is safe for concurrent use.
 type MemberBalancer struct {
-	c                    *Client
+	c                    *client.Client
 	group, topic, member string
 	ttl                  time.Duration
 	now                  func() time.Time
@@ -28,16 +29,16 @@ type MemberBalancer struct {
 
 // NewMemberBalancer returns the balancer of member in group on topic, with lease and
 // heartbeat TTL ttl (zero: the server default); step it every ttl/3.
-func NewMemberBalancer(c *Client, group, topic, member string, ttl time.Duration) *MemberBalancer {
+func NewMemberBalancer(c *client.Client, group, topic, member string, ttl time.Duration) *MemberBalancer {
 	return &MemberBalancer{c: c, group: group, topic: topic, member: member, ttl: ttl, now: time.Now, held: map[int32]int64{}}
 }
 
-func (b *MemberBalancer) heldList() []HeldLease {
+func (b *MemberBalancer) heldList() []client.HeldLease {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	out := make([]HeldLease, 0, len(b.held))
+	out := make([]client.HeldLease, 0, len(b.held))
 	for p, g := range b.held {
-		out = append(out, HeldLease{Partition: p, Generation: g})
+		out = append(out, client.HeldLease{Partition: p, Generation: g})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
 	return out
