@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/stratalog/strata/pkg/store"
@@ -70,4 +71,50 @@ func (s *memStore) IncreasePartitions(_ context.Context, name string, partitions
 	t.Partitions = partitions
 	s.topics[name] = t
 	return t, nil
+}
+
+func (s *memStore) tombstones() map[string]time.Time { return s.tombstoned }
+
+func (s *memStore) DeleteTopic(_ context.Context, name string, at time.Time) error {
+	s.lock()
+	defer s.mu.Unlock()
+	if _, ok := s.topics[name]; !ok {
+		return store.ErrNotFound
+	}
+	if _, ok := s.tombstones()[name]; !ok {
+		s.tombstones()[name] = s.storeTime(at)
+	}
+	return nil
+}
+
+func (s *memStore) TopicTombstone(_ context.Context, name string) (time.Time, bool, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	at, ok := s.tombstones()[name]
+	return at, ok, nil
+}
+
+func (s *memStore) DeletedTopics(context.Context) ([]store.DeletedTopic, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	var out []store.DeletedTopic
+	for name, at := range s.tombstones() {
+		out = append(out, store.DeletedTopic{Topic: s.topics[name], DeletedAt: at})
+	}
+	slices.SortFunc(out, func(a, b store.DeletedTopic) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+func (s *memStore) PurgeTopic(_ context.Context, name string) error {
+	s.lock()
+	defer s.mu.Unlock()
+	if _, ok := s.topics[name]; !ok {
+		return nil
+	}
+	if _, ok := s.tombstones()[name]; !ok {
+		return store.ErrNotDeleted
+	}
+	delete(s.topics, name)
+	delete(s.tombstones(), name)
+	return nil
 }

@@ -28,6 +28,10 @@ func topicAdminSections() []section[store.MetaStore] {
 			{"IncreaseKeepsCounters", testIncreasePartitions},
 			{"NeverDecreases", testIncreaseRefused},
 		}},
+		{"Deletion", []testCase[store.MetaStore]{
+			{"TombstoneKeepsNameTaken", testDeleteTopicTombstone},
+			{"PurgeKeepsCounters", testPurgeTopic},
+		}},
 	}
 }
 
@@ -72,4 +76,54 @@ func testIncreaseRefused(ctx context.Context, t *testing.T, m store.MetaStore) {
 	if read.Partitions != 3 {
 		t.Fatalf("a refused increase changed the count to %d", read.Partitions)
 	}
+}
+
+func testDeleteTopicTombstone(ctx context.Context, t *testing.T, m store.MetaStore) {
+	a := m.(store.TopicAdminStore)
+	tp := store.Topic{Name: UniqueName(t, "t"), Partitions: 2, Retention: time.Hour, CreatedAt: at(0)}
+	must(t, "CreateTopic", m.CreateTopic(ctx, tp))
+	if _, deleted, err := a.TopicTombstone(ctx, tp.Name); err != nil || deleted {
+		t.Fatalf("TopicTombstone of a live topic = %v, %v", deleted, err)
+	}
+	wantErrIs(t, "DeleteTopic of an unknown topic", a.DeleteTopic(ctx, UniqueName(t, "missing"), at(1)), store.ErrNotFound)
+	wantErrIs(t, "PurgeTopic of a live topic", a.PurgeTopic(ctx, tp.Name), store.ErrNotDeleted)
+	must(t, "DeleteTopic", a.DeleteTopic(ctx, tp.Name, at(1000)))
+	must(t, "DeleteTopic again", a.DeleteTopic(ctx, tp.Name, at(9000)))
+	when, deleted, err := a.TopicTombstone(ctx, tp.Name)
+	must(t, "TopicTombstone", err)
+	if !deleted || !msTime(when).Equal(msTime(at(1000))) {
+		t.Fatalf("TopicTombstone = %v, %v; want deleted at the first time", when, deleted)
+	}
+	wantErrIs(t, "CreateTopic of a deleted name", m.CreateTopic(ctx, tp), store.ErrExists)
+	ds, err := a.DeletedTopics(ctx)
+	must(t, "DeletedTopics", err)
+	found := false
+	for _, d := range ds {
+		if d.Name == tp.Name {
+			found = d.Partitions == 2 && msTime(d.DeletedAt).Equal(msTime(at(1000)))
+		}
+	}
+	if !found {
+		t.Fatalf("DeletedTopics = %+v, want %s with 2 partitions deleted at 1000", ds, tp.Name)
+	}
+}
+
+func testPurgeTopic(ctx context.Context, t *testing.T, m store.MetaStore) {
+	a := m.(store.TopicAdminStore)
+	tp := store.Topic{Name: UniqueName(t, "t"), Partitions: 2, Retention: time.Hour, CreatedAt: at(0)}
+	must(t, "CreateTopic", m.CreateTopic(ctx, tp))
+	commit(ctx, t, m, entry(tp.Name, 1, 0, 3))
+	must(t, "DeleteTopic", a.DeleteTopic(ctx, tp.Name, at(1000)))
+	must(t, "PurgeTopic", a.PurgeTopic(ctx, tp.Name))
+	must(t, "PurgeTopic again", a.PurgeTopic(ctx, tp.Name))
+	_, err := m.GetTopic(ctx, tp.Name)
+	wantErrIs(t, "GetTopic after purge", err, store.ErrNotFound)
+	if _, deleted, err := a.TopicTombstone(ctx, tp.Name); err != nil || deleted {
+		t.Fatalf("TopicTombstone after purge = %v, %v", deleted, err)
+	}
+	// The name is free again, and the counters were kept: offsets continue, never reused.
+	must(t, "CreateTopic again", m.CreateTopic(ctx, tp))
+	wantNextOffset(ctx, t, m, tp.Name, 1, 3)
+	commit(ctx, t, m, entry(tp.Name, 1, 0, 1))
+	wantNextOffset(ctx, t, m, tp.Name, 1, 4)
 }
