@@ -156,6 +156,9 @@ func (l *Log) CreateTopic(ctx context.Context, name string, partitions int32, re
 	t := store.Topic{Name: name, Partitions: partitions, Retention: retention, CreatedAt: l.now().UTC().Truncate(time.Millisecond)}
 	if err := l.meta.CreateTopic(ctx, t); err != nil {
 		if errors.Is(err, store.ErrExists) {
+			if deleted, _ := l.deletedNames(ctx); deleted[name] {
+				return store.Topic{}, fmt.Errorf("%w: %s is deleted and not yet purged by the retention pass; create it again after that", ErrTopicExists, name)
+			}
 			return store.Topic{}, fmt.Errorf("%w: %s", ErrTopicExists, name)
 		}
 		return store.Topic{}, storeErr(err)
@@ -182,7 +185,17 @@ func (l *Log) ListTopics(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, storeErr(err)
 	}
-	return names, nil
+	deleted, err := l.deletedNames(ctx)
+	if err != nil || len(deleted) == 0 {
+		return names, err
+	}
+	live := names[:0]
+	for _, n := range names {
+		if !deleted[n] {
+			live = append(live, n)
+		}
+	}
+	return live, nil
 }
 
 // DescribeTopic returns the topic with each partition's log start and high watermark.

@@ -29,6 +29,14 @@ func (l *Log) reloadTopic(ctx context.Context, name string) (store.Topic, error)
 		return store.Topic{}, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
 	t, err := l.meta.GetTopic(ctx, name)
+	if err == nil {
+		if a, ok := l.meta.(store.TopicAdminStore); ok {
+			var deleted bool
+			if _, deleted, err = a.TopicTombstone(ctx, name); err == nil && deleted {
+				err = fmt.Errorf("%w: deleted", store.ErrNotFound)
+			}
+		}
+	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			l.mu.Lock()
@@ -63,9 +71,9 @@ func (l *Log) IncreasePartitions(ctx context.Context, name string, partitions in
 	if partitions < 1 || partitions > MaxPartitions {
 		return store.Topic{}, invalidf("partitions must be 1–%d, got %d", MaxPartitions, partitions)
 	}
-	a, ok := l.meta.(store.TopicAdminStore)
-	if !ok {
-		return store.Topic{}, fmt.Errorf("log: the metadata store cannot change topics: %w", store.ErrUnavailable)
+	a, err := l.topicAdmin("change topics")
+	if err != nil {
+		return store.Topic{}, err
 	}
 	cur, err := l.reloadTopic(ctx, name)
 	if err != nil {
@@ -87,4 +95,59 @@ func (l *Log) IncreasePartitions(ctx context.Context, name string, partitions in
 	l.topics[name] = cachedTopic{t: t, at: l.now()}
 	l.mu.Unlock()
 	return t, nil
+}
+
+// topicAdmin returns the store's topic administration, or an error naming what the
+// caller wanted.
+func (l *Log) topicAdmin(what string) (store.TopicAdminStore, error) {
+	a, ok := l.meta.(store.TopicAdminStore)
+	if !ok {
+		return nil, fmt.Errorf("log: the metadata store cannot %s: %w", what, store.ErrUnavailable)
+	}
+	return a, nil
+}
+
+// DeleteTopic deletes a topic: a tombstone on its row makes the name unknown to
+// appends, polls and describes at once on this node and within TopicCacheTTL on every
+// other; the retention pass then deletes its objects, index entries and the groups'
+// positions on it, and finally the row (docs/DESIGN.md, "Topic deletion"). The name
+// stays taken until then. Its partitions' counters are kept, so a topic created again
+// under the name continues at the old offsets rather than reusing them.
+func (l *Log) DeleteTopic(ctx context.Context, name string) error {
+	a, err := l.topicAdmin("delete topics")
+	if err != nil {
+		return err
+	}
+	if _, err := l.reloadTopic(ctx, name); err != nil {
+		return err
+	}
+	err = a.DeleteTopic(ctx, name, l.now())
+	l.mu.Lock()
+	delete(l.topics, name)
+	l.mu.Unlock()
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+	case err != nil:
+		return storeErr(err)
+	}
+	return nil
+}
+
+// deletedNames returns the names of deleted topics not yet purged (none when the store
+// has no tombstones).
+func (l *Log) deletedNames(ctx context.Context) (map[string]bool, error) {
+	a, ok := l.meta.(store.TopicAdminStore)
+	if !ok {
+		return nil, nil
+	}
+	ds, err := a.DeletedTopics(ctx)
+	if err != nil {
+		return nil, storeErr(err)
+	}
+	out := make(map[string]bool, len(ds))
+	for _, d := range ds {
+		out[d.Name] = true
+	}
+	return out, nil
 }
