@@ -47,6 +47,7 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{"groups settings (set)", "", []string{"groups", "settings", "g-%s", "--reset-policy", "latest", "--max-attempts", "3", "--dead-letter-topic", "dlq"}, "GROUP RESET_POLICY MAX_ATTEMPTS DEAD_LETTER_TOPIC", "reset_policy"},
 		{"groups settings (show)", "", []string{"groups", "settings", "g-text"}, "GROUP RESET_POLICY MAX_ATTEMPTS DEAD_LETTER_TOPIC", "max_attempts"},
 		{"groups delete-offsets", "", []string{"groups", "delete-offsets", "g-%s", "--topic", "orders"}, "deleted the offsets of group", "deleted"},
+		{"topics delete", "", []string{"topics", "delete", "t-%s"}, "deleted topic", "deleted"},
 	} {
 		for _, format := range []string{"text", "json"} {
 			args := make([]string, len(tc.args))
@@ -101,6 +102,7 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{[]string{"groups", "delete-offsets", "g-text"}, 2, `required flag(s) "topic" not set`},
 		{[]string{"groups", "list", "x"}, 2, "takes 0 argument(s)"},
 		{[]string{"topics", "create"}, 2, "needs NAME"},
+		{[]string{"topics", "delete", "nope"}, 1, "(HTTP 404 not_found)"},
 		{[]string{"topics", "alter", "orders", "--partitions", "1"}, 1, "(HTTP 400 invalid_request)"},
 		{[]string{"topics", "alter", "orders"}, 2, `required flag(s) "partitions" not set`},
 	} {

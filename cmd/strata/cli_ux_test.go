@@ -36,6 +36,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"topcs"}, `unknown command "topcs" for "strata"`},
 		{[]string{"topics", "describ", "x"}, `unknown command "describ" for "strata topics"; did you mean "describe"?`},
+		{[]string{"topics", "delet", "x"}, `did you mean "delete"?`},
 		{[]string{"groups", "lst"}, `did you mean "list"?`},
 		{[]string{"groups", "nope"}, `unknown command "nope" for "strata groups" (see strata groups --help)`},
 		{[]string{"produce"}, "strata produce needs TOPIC"},

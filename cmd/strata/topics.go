@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -9,8 +10,8 @@ import (
 )
 
 func newTopicsCmd(o *options) *cobra.Command {
-	cmd := &cobra.Command{Use: "topics", Short: "Create, describe, list and alter topics", Args: cobra.ArbitraryArgs, RunE: runParent}
-	cmd.AddCommand(newTopicsCreateCmd(o), newTopicsDescribeCmd(o), newTopicsListCmd(o), newTopicsAlterCmd(o))
+	cmd := &cobra.Command{Use: "topics", Short: "Create, describe, list, alter and delete topics", Args: cobra.ArbitraryArgs, RunE: runParent}
+	cmd.AddCommand(newTopicsCreateCmd(o), newTopicsDescribeCmd(o), newTopicsListCmd(o), newTopicsAlterCmd(o), newTopicsDeleteCmd(o))
 	return cmd
 }
 
@@ -165,4 +166,31 @@ partitions").`,
 	cmd.Flags().Int32Var(&partitions, "partitions", 0, "the new partition count (more than the current one, at most 1024)")
 	_ = cmd.MarkFlagRequired("partitions")
 	return cmd
+}
+
+func newTopicsDeleteCmd(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a topic and, in the background, its records",
+		Long: `Delete NAME: appends and reads of it fail at once. The server's retention pass then
+removes its records and every group's positions on it (after a 5-minute margin) and
+frees the name; until then creating NAME again fails. A topic created again under the
+name continues at the old offsets: offsets are never reused.`,
+		Args: exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteTopic(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				return printJSON(w, map[string]any{"name": args[0], "deleted": true})
+			}
+			_, err = fmt.Fprintf(w, "deleted topic %s (its records are removed by the next retention pass)\n", args[0])
+			return err
+		},
+	}
 }

@@ -12,6 +12,7 @@ import (
 // implements it).
 type TopicAdmin interface {
 	IncreasePartitions(ctx context.Context, name string, partitions int32) (store.Topic, error)
+	DeleteTopic(ctx context.Context, name string) error
 }
 
 var _ TopicAdmin = (*log.Log)(nil)
@@ -26,6 +27,25 @@ func (s *server) topicAdminRoutes() {
 		return
 	}
 	s.mux.HandleFunc("PATCH /v1/topics/{topic}", s.alterTopic)
+	s.mux.HandleFunc("DELETE /v1/topics/{topic}", s.deleteTopic)
+}
+
+// deleteTopic tombstones a topic; the retention pass removes its data.
+func (s *server) deleteTopic(w http.ResponseWriter, r *http.Request) {
+	topic := r.PathValue("topic")
+	p, e := s.authenticate(r)
+	if e == nil {
+		e = authorize(p, onTopic(OpCreate, topic))
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if err := s.topics.DeleteTopic(r.Context(), topic); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // alterTopic raises a topic's partition count.

@@ -2,8 +2,10 @@ package httpapi_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/store"
@@ -45,11 +47,62 @@ func TestAlterTopicPartitions(t *testing.T) {
 	e.call("PATCH", "/v1/topics/t", map[string]any{"partitions": 8}).want(t, 503, "unavailable")
 }
 
+// The topic deletion operations of the wrapped store, failing while it is down.
+func (f *faultyMeta) DeleteTopic(ctx context.Context, name string, at time.Time) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.MetaStore.(store.TopicAdminStore).DeleteTopic(ctx, name, at)
+}
+
+func (f *faultyMeta) TopicTombstone(ctx context.Context, name string) (time.Time, bool, error) {
+	if err := f.fail(); err != nil {
+		return time.Time{}, false, err
+	}
+	return f.MetaStore.(store.TopicAdminStore).TopicTombstone(ctx, name)
+}
+
+func (f *faultyMeta) DeletedTopics(ctx context.Context) ([]store.DeletedTopic, error) {
+	if err := f.fail(); err != nil {
+		return nil, err
+	}
+	return f.MetaStore.(store.TopicAdminStore).DeletedTopics(ctx)
+}
+
+func (f *faultyMeta) PurgeTopic(ctx context.Context, name string) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.MetaStore.(store.TopicAdminStore).PurgeTopic(ctx, name)
+}
+
+func TestDeleteTopic(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("t", 2)
+	e.createTopic("keep", 1)
+	e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "a"})).want(t, 200)
+	e.call("DELETE", "/v1/topics/t", nil).want(t, 204)
+	e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "b"})).want(t, 404, "not_found")
+	e.call("GET", "/v1/topics/t", nil).want(t, 404, "not_found")
+	r := e.call("GET", "/v1/topics", nil).want(t, 200)
+	if fmt.Sprint(r.body["topics"]) != "[keep]" {
+		t.Fatalf("topics after delete %s", r.raw)
+	}
+	e.call("POST", "/v1/topics", map[string]any{"name": "t", "partitions": 1}).want(t, 409, "topic_exists")
+	e.call("DELETE", "/v1/topics/t", nil).want(t, 404, "not_found")
+	e.call("DELETE", "/v1/topics/never", nil).want(t, 404, "not_found")
+	e.meta.down.Store(true)
+	e.call("DELETE", "/v1/topics/keep", nil).want(t, 503, "unavailable")
+}
+
 func TestAlterTopicAuth(t *testing.T) {
 	e := authEnv(t)
 	e.call("PATCH", "/v1/topics/orders", map[string]any{"partitions": 2}).want(t, 401, "unauthorized")
 	e.call("PATCH", "/v1/topics/orders", map[string]any{"partitions": 2}, bearer("prefix-token")...).want(t, 403, "forbidden")
 	e.call("PATCH", "/v1/topics/orders", map[string]any{"partitions": 2}, bearer("orders-token")...).want(t, 200)
+	e.call("DELETE", "/v1/topics/payments", nil).want(t, 401, "unauthorized")
+	e.call("DELETE", "/v1/topics/payments", nil, bearer("orders-token")...).want(t, 403, "forbidden")
+	e.call("DELETE", "/v1/topics/payments", nil, bearer("admin-token")...).want(t, 204)
 }
 
 // FuzzAlterTopicRequest: any body gets a documented answer and never a panic, and the
