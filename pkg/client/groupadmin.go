@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // GroupSettings are a group's consumer settings (docs/API.md, "Group administration").
@@ -85,7 +87,7 @@ func (c *Client) DeleteGroupOffsets(ctx context.Context, group, topic string) er
 
 // ResetGroupPartitions is ResetGroup limited to the given partitions (at least one).
 func (c *Client) ResetGroupPartitions(ctx context.Context, group, topic string, partitions []int32, to ResetTarget) ([]PartitionOffset, error) {
-	var w wireResetResponse
+	var w wire.ResetResponse
 	path := "/v1/groups/" + seg(group) + "/topics/" + seg(topic) + "/reset"
 	body := struct {
 		To         ResetTarget `json:"to"`

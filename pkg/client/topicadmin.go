@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // IncreasePartitions raises the topic's partition count to partitions (counts only
@@ -11,7 +13,7 @@ import (
 // then on: see docs/DESIGN.md, "More partitions", before doing it to a topic whose
 // consumers rely on per-key order.
 func (c *Client) IncreasePartitions(ctx context.Context, name string, partitions int32) (*Topic, error) {
-	var w wireTopic
+	var w wire.Topic
 	body := struct {
 		Partitions int32 `json:"partitions"`
 	}{partitions}

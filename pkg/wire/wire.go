@@ -1,7 +1,8 @@
 // Package wire is the part of Strata's HTTP contract (docs/API.md) that both the
-// server and the Go SDK (pkg/client) need: its limits and the key partitioner. It is a
-// leaf: it imports only the standard library, so the SDK stands alone without any
-// server package.
+// server and the Go SDK (pkg/client) need: its limits, the key partitioner and the JSON
+// shapes of requests and answers. It is a leaf: it imports only the standard library,
+// so the SDK stands alone without any server package. (The server uses the limits and
+// the partitioner; its handlers still decode with their own stricter request types.)
 package wire
 
 import "time"
