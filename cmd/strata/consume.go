@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/stratalog/strata/pkg/client"
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/httpconsumer"
 	"github.com/stratalog/strata/pkg/log"
 )
 
@@ -26,18 +28,48 @@ func newConsumeCmd(o *options) *cobra.Command {
 	var (
 		cc         consumeConfig
 		partitions []int32
+		fromTime   string
 	)
 	cmd := &cobra.Command{
 		Use:   "consume TOPIC",
-		Short: "Follow a topic as a consumer group member, printing each record",
-		Long: `Consume TOPIC as a member of --group, following the log like tail -f and printing
-each record as "partition offset key value" (values with control characters or
-invalid UTF-8 are quoted). Positions are committed as records are printed; Ctrl-C
-commits the last one and releases the leases. Partitions leased by another live
-member are retried until they free up. --from says where a group without a committed
-position starts.`,
-		Args: cobra.ExactArgs(1),
+		Short: "Follow a topic, as a consumer group member (--group) or from an offset",
+		Long: `Follow TOPIC like tail -f, printing each record under a PARTITION OFFSET KEY VALUE
+header (tab-separated; a record without a key shows -, a key or value that is empty,
+is "-", has control characters or is not UTF-8 is quoted). --format json prints one
+JSON object per line instead. It runs until Ctrl-C (or, with --until-caught-up,
+until every record present at start is printed).
+
+With --group it is a member of that consumer group: positions are committed as
+records are printed, Ctrl-C commits the last one and releases the leases, and members
+of one group share the partitions (with --partition, only those).
+
+Without --group it reads and commits nothing: from --offset on each --partition, or
+from --from (earliest or latest) on every partition; --from-timestamp skips records
+whose timestamp is before the given RFC 3339 time.`,
+		Args: exactArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			switch cc.format {
+			case "text":
+			case "json":
+				o.json = true
+			default:
+				return usagef("--format must be text or json, got %q", cc.format)
+			}
+			if fromTime != "" {
+				t, err := time.Parse(time.RFC3339Nano, fromTime)
+				if err != nil {
+					return usagef("--from-timestamp must be an RFC 3339 time, got %q", fromTime)
+				}
+				cc.fromTime = t
+			}
+			cc.offsetSet = cmd.Flags().Changed("offset")
+			cc.fromSet = cmd.Flags().Changed("from")
+			if cc.group != "" && (cc.offsetSet || fromTime != "") {
+				return usagef("--offset and --from-timestamp read without a group; drop --group (a group starts at its committed position)")
+			}
+			if cc.offsetSet && cc.offset < 0 {
+				return usagef("--offset must not be negative, got %d", cc.offset)
+			}
 			c, err := o.client()
 			if err != nil {
 				return err
@@ -45,24 +77,36 @@ position starts.`,
 			cc.topic = args[0]
 			cc.json = o.json
 			cc.partitions = partitions
+			if cc.group == "" {
+				return runRead(cmd.Context(), c, cc, cmd.OutOrStdout())
+			}
 			return runConsume(cmd.Context(), c, cc, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
 	}
 	host, _ := os.Hostname()
 	f := cmd.Flags()
-	f.StringVar(&cc.group, "group", "", "consumer group (required)")
-	f.StringVar(&cc.from, "from", consumer.ResetEarliest, "where a new group starts: earliest or latest")
+	f.StringVar(&cc.group, "group", "", "consume as a member of this consumer `GROUP` (committing positions)")
+	f.StringVar(&cc.from, "from", consumer.ResetEarliest, "where to start without a committed position or --offset: earliest or latest (default: the group's reset policy, else earliest)")
+	f.Lookup("from").DefValue = ""
 	f.StringVar(&cc.member, "member", fmt.Sprintf("strata-cli-%s-%d", host, os.Getpid()), "member name in the group")
-	f.Int32SliceVar(&partitions, "partition", nil, "consume only these partitions (default all)")
+	f.Int32SliceVar(&partitions, "partition", nil, "only these `PARTITIONS` (comma-separated or repeated; default: all)")
+	f.Lookup("partition").DefValue = ""
+	f.Int64Var(&cc.offset, "offset", 0, "without --group: start at this `OFFSET` on each partition")
+	f.StringVar(&fromTime, "from-timestamp", "", "without --group: skip records timestamped before this RFC 3339 `TIME`")
+	f.StringVar(&cc.format, "format", "text", "output format: text or json (same as --json)")
 	f.DurationVar(&cc.leaseTTL, "lease-ttl", 10*time.Second, "lease TTL (renewed every third of it)")
-	f.BoolVar(&cc.untilCaughtUp, "until-caught-up", false, "exit once every record present at start is printed and committed")
-	_ = cmd.MarkFlagRequired("group")
+	f.BoolVar(&cc.untilCaughtUp, "until-caught-up", false, "exit once every record present at start is printed (and committed)")
 	return cmd
 }
 
 type consumeConfig struct {
 	topic, group, from, member string
+	format                     string
 	partitions                 []int32
+	offset                     int64
+	offsetSet                  bool
+	fromSet                    bool
+	fromTime                   time.Time
 	leaseTTL                   time.Duration
 	untilCaughtUp              bool
 	json                       bool
@@ -87,55 +131,37 @@ type consumedJSON struct {
 // until each is caught up).
 func runConsume(ctx context.Context, c *client.Client, cc consumeConfig, out, errOut io.Writer) error {
 	if cc.from != consumer.ResetEarliest && cc.from != consumer.ResetLatest {
-		return fmt.Errorf("--from must be earliest or latest, got %q", cc.from)
+		return usagef("--from must be earliest or latest, got %q", cc.from)
+	}
+	// The group's own reset policy applies unless --from overrides it.
+	if !cc.fromSet {
+		s, err := c.GroupSettings(ctx, cc.group)
+		switch {
+		case err == nil:
+			cc.from = s.ResetPolicy
+		case !errors.Is(err, client.ErrNotFound):
+			return err
+		}
 	}
 	t, err := c.DescribeTopic(ctx, cc.topic)
 	if err != nil {
 		return err
 	}
-	parts := cc.partitions
-	if len(parts) == 0 {
-		for p := range t.Partitions {
-			parts = append(parts, p)
-		}
-	}
-	for _, p := range parts {
-		if p < 0 || p >= t.Partitions {
-			return fmt.Errorf("partition %d out of range: %q has %d", p, cc.topic, t.Partitions)
-		}
+	parts, err := choosePartitions(cc, t.Partitions)
+	if err != nil {
+		return err
 	}
 	// A record that cannot be printed (stdout closed) stops everything before it counts
 	// as handled, so its position is not committed.
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var mu sync.Mutex
-	enc := json.NewEncoder(out)
-	printRecord := func(r consumer.Record) error {
-		if cc.json {
-			j := consumedJSON{Partition: r.Partition, Offset: r.Offset, TimestampMs: r.Timestamp}
-			j.Key, j.KeyBase64 = jsonBytes(r.Key)
-			j.Value, j.ValueBase64 = jsonBytes(r.Value)
-			for _, h := range r.Headers {
-				text, b64 := jsonBytes(h.Value)
-				if b64 == nil {
-					if text == nil {
-						text = new(string)
-					}
-					if j.Headers == nil {
-						j.Headers = map[string]string{}
-					}
-					j.Headers[h.Key] = *text
-				} else {
-					if j.HeadersBase64 == nil {
-						j.HeadersBase64 = map[string]string{}
-					}
-					j.HeadersBase64[h.Key] = *b64
-				}
-			}
-			return enc.Encode(j)
-		}
-		_, err := fmt.Fprintf(out, "%d\t%d\t%s\t%s\n", r.Partition, r.Offset, printable(r.Key), printable(r.Value))
+	pr := newRecordPrinter(out, cc.json)
+	if err := pr.header(); err != nil {
 		return err
+	}
+	printRecord := func(r consumer.Record) error {
+		return pr.print(r.Partition, r.Offset, r.Timestamp, r.Key, r.Value, headerMap(r.Headers))
 	}
 	handler := func(_ context.Context, r consumer.Record) error {
 		mu.Lock()
@@ -146,7 +172,7 @@ func runConsume(ctx context.Context, c *client.Client, cc consumeConfig, out, er
 		}
 		return nil
 	}
-	adapter := client.NewConsumerAdapter(c)
+	adapter := httpconsumer.NewConsumerAdapter(c)
 	cfg := consumer.Config{
 		Group: cc.group, Topic: cc.topic, Member: cc.member, Handler: handler,
 		ResetPolicy: cc.from, LeaseTTL: cc.leaseTTL, MaxAttempts: 1,
@@ -155,8 +181,19 @@ func runConsume(ctx context.Context, c *client.Client, cc consumeConfig, out, er
 		// Nothing to wait for at the high watermark: that is where the run ends.
 		cfg.PollWait = time.Millisecond
 	}
+	cfg.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelError}))
 	cons, err := consumer.New(adapter, adapter, cfg)
 	if err != nil {
+		return err
+	}
+	if len(cc.partitions) == 0 && !cc.untilCaughtUp {
+		// A member sharing the topic with the group's other members.
+		bal := &announcingBalancer{MemberBalancer: httpconsumer.NewMemberBalancer(c, cc.group, cc.topic, cc.member, cc.leaseTTL),
+			w: errOut, partitions: t.Partitions}
+		err := cons.RunMember(ctx, bal, cc.leaseTTL/3)
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			err = errors.Join(err, cause)
+		}
 		return err
 	}
 	errs := make([]error, len(parts))
@@ -189,16 +226,21 @@ func consumePartition(ctx context.Context, cons *consumer.Consumer, p int32, unt
 		case ctx.Err() != nil:
 			return nil
 		case errors.Is(err, group.ErrLeaseHeld):
+			owner := "another member"
+			var held *group.LeaseHeldError
+			if errors.As(err, &held) && held.Owner != "" {
+				owner = fmt.Sprintf("member %q", held.Owner)
+			}
 			if untilCaughtUp {
-				fmt.Fprintf(errOut, "strata: skipping partition %d: %v\n", p, err)
+				fmt.Fprintf(errOut, "strata: skipping partition %d: %s holds it\n", p, owner)
 				return nil
 			}
 			if !warned {
-				fmt.Fprintf(errOut, "strata: partition %d: %v; waiting for it\n", p, err)
+				fmt.Fprintf(errOut, "strata: partition %d: waiting for %s to let it go\n", p, owner)
 				warned = true
 			}
 		case errors.Is(err, group.ErrFenced), errors.Is(err, group.ErrUnavailable), errors.Is(err, log.ErrUnavailable):
-			fmt.Fprintf(errOut, "strata: partition %d: %v; retrying\n", p, err)
+			fmt.Fprintf(errOut, "strata: partition %d: %s; retrying\n", p, userMessage(err))
 		default:
 			return fmt.Errorf("partition %d: %w", p, err)
 		}
@@ -211,4 +253,38 @@ func consumePartition(ctx context.Context, cons *consumer.Consumer, p int32, unt
 		}
 	}
 	return nil
+}
+
+// announcingBalancer tells the user (on stderr) which partitions this member holds
+// whenever that changes, so a rebalance is visible without being an error.
+type announcingBalancer struct {
+	*httpconsumer.MemberBalancer
+	w          io.Writer
+	partitions int32
+	last       []int32
+	announced  bool
+}
+
+func (b *announcingBalancer) Step(ctx context.Context) (group.StepResult, error) {
+	res, err := b.MemberBalancer.Step(ctx)
+	if err != nil {
+		return res, err
+	}
+	held := b.Held()
+	for _, l := range res.Release {
+		held = slices.DeleteFunc(held, func(p int32) bool { return p == l.Partition })
+	}
+	if !b.announced || !slices.Equal(held, b.last) {
+		b.announced, b.last = true, held
+		fmt.Fprintf(b.w, "strata: member of a group of %d: holding partitions %s of %d\n", res.LiveMembers, partitionList(held), b.partitions)
+	}
+	return res, nil
+}
+
+// partitionList renders partitions as "[0 1 2]" ("none" when empty).
+func partitionList(ps []int32) string {
+	if len(ps) == 0 {
+		return "none"
+	}
+	return fmt.Sprint(ps)
 }

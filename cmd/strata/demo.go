@@ -10,8 +10,9 @@ func newDemoCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "demo",
 		Short: "Run the order-events demo on a temporary embedded Strata",
+		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runDemo(cmd.Context(), cmd.OutOrStdout())
+			return runDemo(cmd.Context(), cmd.OutOrStdout(), terminalStderr(cmd.ErrOrStderr()))
 		},
 	}
 }

@@ -13,11 +13,10 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/schollz/progressbar/v3"
-
 	"github.com/stratalog/strata/pkg/client"
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/httpconsumer"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
@@ -37,13 +36,15 @@ type demoSize struct {
 // fullDemo is the README's run: about 100 MB of order events.
 var fullDemo = demoSize{Events: 100_000, Orders: 1_000, ValueBytes: 1_000, KillAfter: 3_000}
 
-// runDemo runs the full demo.
-func runDemo(ctx context.Context, w io.Writer) error { return runDemoSize(ctx, w, fullDemo) }
+// runDemo runs the full demo; progress (nil: none) receives the progress bar.
+func runDemo(ctx context.Context, w, progress io.Writer) error {
+	return runDemoSize(ctx, w, progress, fullDemo)
+}
 
 // runDemoSize starts a node in-process on a temporary directory, produces order events
 // over HTTP, runs two consumer groups, kills a consumer mid-batch, shows a zombie being
 // fenced and prints a summary.
-func runDemoSize(ctx context.Context, w io.Writer, size demoSize) error {
+func runDemoSize(ctx context.Context, w, progress io.Writer, size demoSize) error {
 	started := time.Now()
 	dir, err := os.MkdirTemp("", "strata-demo-")
 	if err != nil {
@@ -72,7 +73,7 @@ func runDemoSize(ctx context.Context, w io.Writer, size demoSize) error {
 	}
 	fmt.Fprintf(w, "created topic %q with %d partitions\n\n", demoTopic, demoPartitions)
 
-	appended, err := produceOrders(ctx, w, c, size)
+	appended, err := produceOrders(ctx, w, progress, c, size)
 	if err != nil {
 		return err
 	}
@@ -98,15 +99,14 @@ func runDemoSize(ctx context.Context, w io.Writer, size demoSize) error {
 }
 
 // produceOrders sends demoEvents events for demoOrders orders through the batching
-// producer, with a progress bar, and returns how many were acknowledged.
-func produceOrders(ctx context.Context, w io.Writer, c *client.Client, size demoSize) (int64, error) {
+// producer, with a progress bar on progress (when not nil), and returns how many were
+// acknowledged.
+func produceOrders(ctx context.Context, w, progress io.Writer, c *client.Client, size demoSize) (int64, error) {
 	p, err := client.NewProducer(ctx, c, demoTopic, client.ProducerConfig{Linger: 5 * time.Millisecond})
 	if err != nil {
 		return 0, err
 	}
-	bar := progressbar.NewOptions(size.Events, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("producing"),
-		progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("events"),
-		progressbar.OptionThrottle(100*time.Millisecond), progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
+	bar := newDemoBar(progress, size.Events)
 	seq := make([]int, size.Orders)
 	pad := strings.Repeat("x", max(size.ValueBytes-120, 1))
 	futures := make([]*client.Future, 0, size.Events)
@@ -127,7 +127,7 @@ func produceOrders(ctx context.Context, w io.Writer, c *client.Client, size demo
 		futures = append(futures, f)
 		select {
 		case <-tick.C:
-			_ = bar.Set64(p.Stats().RecordsSent)
+			bar.set(p.Stats().RecordsSent)
 		default:
 		}
 	}
@@ -143,8 +143,7 @@ func produceOrders(ctx context.Context, w io.Writer, c *client.Client, size demo
 		}
 		acked++
 	}
-	_ = bar.Set64(acked)
-	_ = bar.Finish()
+	bar.finish(acked)
 	st := p.Stats()
 	fmt.Fprintf(w, "appended %d events in %d requests (largest batch %d records, %d retries)\n",
 		acked, st.Requests, st.MaxBatchRecord, st.Retries)
@@ -251,7 +250,7 @@ func (d *demo) runBilling(ctx context.Context) error {
 // ends. Unlike billing (in-process, as a consumer Lambda runs), it consumes over the
 // HTTP API, as a remote service would.
 func (d *demo) runShipping(ctx context.Context) {
-	remote := client.NewConsumerAdapter(d.c)
+	remote := httpconsumer.NewConsumerAdapter(d.c)
 	var wg sync.WaitGroup
 	for p := int32(0); p < demoPartitions; p++ {
 		cons, err := consumer.New(remote, remote, consumer.Config{Group: "shipping", Topic: demoTopic,

@@ -35,9 +35,11 @@ HTTP 500s, timeouts, before the request or after it was applied) into that fract
 S3 and DynamoDB requests; see pkg/awsfault for STRATA_FAULT_SEED, STRATA_FAULT_KINDS and
 STRATA_FAULT_SERVICES.
 
+The web console is at http://ADDR/console/ (--console=false turns it off).
+
 Prints "listening on http://ADDR" once ready; on SIGINT or SIGTERM it finishes the
 requests in flight and exits within 5 seconds.`,
-		Args: cobra.NoArgs,
+		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			level := slog.LevelWarn
 			if verbose {
@@ -67,6 +69,7 @@ requests in flight and exits within 5 seconds.`,
 	f.DurationVar(&cfg.GroupCommitWindow, "group-commit-window", runtime.DefaultGroupCommitWindow,
 		"concurrent appends arriving within this window share one segment object and one commit per partition (0 turns group commit off)")
 	f.BoolVar(&verbose, "verbose", false, "log retention passes and other routine events")
+	f.BoolVar(&cfg.Console, "console", true, "serve the web console at /console/")
 	return cmd
 }
 

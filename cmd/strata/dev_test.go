@@ -56,9 +56,9 @@ type devProc struct {
 
 // startDev starts `strata dev` on dataDir and a free port, and waits for its
 // "listening on" line (the only thing it may print first).
-func startDev(t *testing.T, dataDir string) *devProc {
+func startDev(t *testing.T, dataDir string, extra ...string) *devProc {
 	t.Helper()
-	cmd := exec.Command(strataBin, "dev", "--addr", "127.0.0.1:0", "--data-dir", dataDir, "--retention-interval", "1h")
+	cmd := exec.Command(strataBin, append([]string{"dev", "--addr", "127.0.0.1:0", "--data-dir", dataDir, "--retention-interval", "1h"}, extra...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 )
 
 func newGroupsCmd(o *options) *cobra.Command {
-	cmd := &cobra.Command{Use: "groups", Short: "Describe and reset consumer groups"}
-	cmd.AddCommand(newGroupsDescribeCmd(o), newGroupsResetCmd(o))
+	cmd := &cobra.Command{Use: "groups", Short: "List, describe, configure and reset consumer groups", Args: cobra.ArbitraryArgs, RunE: runParent}
+	cmd.AddCommand(newGroupsListCmd(o), newGroupsDescribeCmd(o), newGroupsResetCmd(o), newGroupsSettingsCmd(o), newGroupsDeleteOffsetsCmd(o))
 	return cmd
 }
 
@@ -34,7 +34,7 @@ func newGroupsDescribeCmd(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "describe GROUP",
 		Short: "Show a group's committed offset, lag and lease on every partition it uses",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
 			if err != nil {
@@ -79,14 +79,19 @@ func newGroupsDescribeCmd(o *options) *cobra.Command {
 }
 
 func newGroupsResetCmd(o *options) *cobra.Command {
-	var topic, to, toTime string
+	var (
+		topic, to, toTime string
+		partitions        []int32
+	)
 	cmd := &cobra.Command{
 		Use:   "reset GROUP --topic TOPIC (--to earliest|latest|OFFSET | --to-time RFC3339)",
-		Short: "Move a group's committed offsets on every partition of a topic",
-		Long: `Set GROUP's committed offset on every partition of --topic: to the log start
-(earliest), the high watermark (latest), an explicit OFFSET, or the first record
-appended at or after --to-time. Refused while any member holds a live lease on the topic.`,
-		Args: cobra.ExactArgs(1),
+		Short: "Move a group's committed offsets on a topic's partitions",
+		Long: `Set GROUP's committed offset on every partition of --topic (or only on each
+--partition): to the log start (earliest), the high watermark (latest), an explicit
+OFFSET, or the first record appended at or after --to-time. An OFFSET outside a
+partition's range is refused for all of them; give --partition to reset only the
+partitions where it exists. Refused while any member holds a live lease on the topic.`,
+		Args: exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			target, err := resetTarget(to, toTime)
 			if err != nil {
@@ -96,7 +101,12 @@ appended at or after --to-time. Refused while any member holds a live lease on t
 			if err != nil {
 				return err
 			}
-			res, err := c.ResetGroup(cmd.Context(), args[0], topic, target)
+			var res []client.PartitionOffset
+			if len(partitions) > 0 {
+				res, err = c.ResetGroupPartitions(cmd.Context(), args[0], topic, partitions, target)
+			} else {
+				res, err = c.ResetGroup(cmd.Context(), args[0], topic, target)
+			}
 			if err != nil {
 				return err
 			}
@@ -123,6 +133,8 @@ appended at or after --to-time. Refused while any member holds a live lease on t
 	f.StringVar(&topic, "topic", "", "topic whose positions move (required)")
 	f.StringVar(&to, "to", "", "earliest, latest or an offset")
 	f.StringVar(&toTime, "to-time", "", "RFC 3339 time: the first record appended at or after it")
+	f.Int32SliceVar(&partitions, "partition", nil, "only these `PARTITIONS` (comma-separated or repeated; default: all)")
+	f.Lookup("partition").DefValue = ""
 	_ = cmd.MarkFlagRequired("topic")
 	cmd.MarkFlagsMutuallyExclusive("to", "to-time")
 	cmd.MarkFlagsOneRequired("to", "to-time")

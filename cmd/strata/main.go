@@ -28,8 +28,8 @@ func main() {
 	err := newRootCmd().ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "strata:", err)
-		os.Exit(1)
+		fmt.Fprintln(os.Stderr, "strata:", userMessage(err))
+		os.Exit(exitCode(err))
 	}
 }
 
@@ -49,10 +49,13 @@ func newRootCmd() *cobra.Command {
 		Short:         "Strata: a partitioned, retained log on S3 and DynamoDB",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          cobra.ArbitraryArgs,
+		RunE:          runParent,
 	}
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&o.url, "url", envOr(envURL, defaultURL), "Strata endpoint (env "+envURL+")")
-	pf.StringVar(&o.token, "token", os.Getenv(envToken), "bearer token for `strata dev --auth` (env "+envToken+")")
+	pf.StringVar(&o.url, "url", envOr(envURL, defaultURL), "Strata endpoint, e.g. the address strata dev --addr listens on (env "+envURL+")")
+	pf.StringVar(&o.token, "token", os.Getenv(envToken), "bearer token, for a server started with strata dev --auth (env "+envToken+")")
 	pf.BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	root.AddCommand(newDevCmd(), newTopicsCmd(o), newProduceCmd(o), newConsumeCmd(o), newGroupsCmd(o), newDemoCmd(), newBenchCmd())
 	return root

@@ -8,12 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/stratalog/strata/pkg/client"
-	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // maxReportedFailures bounds the failed records reported one by one on stderr.
@@ -29,15 +30,17 @@ func newProduceCmd(o *options) *cobra.Command {
 		keySep    string
 		partition int32
 		linger    time.Duration
+		headers   []string
 	)
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC",
 		Short: "Append records: one per line of stdin, or --value",
 		Long: `Append records to TOPIC with the batching producer: each line of stdin is one
-record's value (or --value gives a single record). --key sets every record's key;
---key-separator instead splits each line into key and value at the first separator.
-Prints each record's partition and offset once it is durable.`,
-		Args: cobra.ExactArgs(1),
+record's value (or --value gives a single record); blank lines are skipped. --key
+sets every record's key; --key-separator instead splits each line into key and value
+at the first separator; --header adds headers. Prints each record's partition and
+offset once it is durable. A line over the 1 MiB record limit fails on its own.`,
+		Args: exactArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
 			if err != nil {
@@ -51,44 +54,106 @@ Prints each record's partition and offset once it is durable.`,
 			if cmd.Flags().Changed("key") {
 				keyBytes = []byte(key)
 			}
-			lines := make(chan []byte)
+			hdrs, err := parseHeaders(headers)
+			if err != nil {
+				return err
+			}
+			lines := make(chan line)
 			readErr := make(chan error, 1)
+			blank := 0
 			if cmd.Flags().Changed("value") {
 				go func() {
 					defer close(lines)
-					lines <- []byte(value)
+					lines <- line{n: 1, data: []byte(value)}
 					readErr <- nil
 				}()
 			} else {
-				go readLines(cmd.InOrStdin(), lines, readErr)
+				go readLines(cmd.InOrStdin(), lines, readErr, &blank)
 			}
-			p := producer{o: o, topic: args[0], key: keyBytes, keySep: []byte(keySep), partition: part,
+			p := producer{o: o, topic: args[0], key: keyBytes, keySep: []byte(keySep), partition: part, headers: hdrs,
 				cfg: client.ProducerConfig{Linger: linger}}
-			return p.run(cmd.Context(), c, lines, readErr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			err = p.run(cmd.Context(), c, lines, readErr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if blank > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "strata: skipped %d blank line(s); use --value \"\" for an empty record\n", blank)
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&value, "value", "", "append this one value instead of reading stdin")
 	f.StringVar(&key, "key", "", "key of every record")
 	f.StringVar(&keySep, "key-separator", "", "split each line into key and value at the first occurrence of this string")
-	f.Int32Var(&partition, "partition", 0, "append to this partition (default: by key, else round-robin)")
+	f.Int32Var(&partition, "partition", 0, "append to this `PARTITION` (default: by key, else spread)")
+	f.StringArrayVar(&headers, "header", nil, "add the header `NAME=VALUE` to every record (repeatable)")
 	f.DurationVar(&linger, "linger", 5*time.Millisecond, "how long a batch waits for more records")
 	return cmd
 }
 
-// readLines sends each line of r (without its newline) and then the read error, if any.
-func readLines(r io.Reader, out chan<- []byte, errc chan<- error) {
+// line is one line of stdin: its bytes, or tooLong when it is over the record limit
+// (its bytes are then dropped, not buffered).
+type line struct {
+	n       int // 1-based line number
+	data    []byte
+	tooLong int // the line's length when over wire.MaxRecordBytes
+}
+
+// readLines sends each non-blank line of r (without its newline, or "\r\n") and then
+// the read error, if any; blank lines are counted in *blank, not sent, since an empty
+// record is almost never what a line-oriented producer meant. A line over the record
+// limit is sent as tooLong so it fails with the record-size error while the rest go on.
+func readLines(r io.Reader, out chan<- line, errc chan<- error, blank *int) {
 	defer close(out)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), log.MaxRecordBytes+1)
-	for sc.Scan() {
-		out <- bytes.Clone(sc.Bytes())
+	br := bufio.NewReaderSize(r, 64<<10)
+	for n := 1; ; n++ {
+		var buf []byte
+		size := 0
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = br.ReadSlice('\n')
+			size += len(chunk)
+			if size <= wire.MaxRecordBytes+2 {
+				buf = append(buf, chunk...)
+			}
+			if err != bufio.ErrBufferFull {
+				break
+			}
+		}
+		if size == 0 && err == io.EOF {
+			errc <- nil
+			return
+		}
+		if err != nil && err != io.EOF {
+			errc <- fmt.Errorf("read stdin: %w", err)
+			return
+		}
+		l := line{n: n}
+		trimmed := size
+		if trimmed > 0 && err == nil { // ends in \n
+			trimmed--
+			if len(buf) >= 2 && buf[len(buf)-2] == '\r' {
+				trimmed--
+			}
+		}
+		if trimmed > wire.MaxRecordBytes {
+			l.tooLong = trimmed
+		} else {
+			l.data = buf[:trimmed]
+			if len(bytes.TrimSpace(l.data)) == 0 {
+				*blank++
+				if err == io.EOF {
+					errc <- nil
+					return
+				}
+				continue
+			}
+		}
+		out <- l
+		if err == io.EOF {
+			errc <- nil
+			return
+		}
 	}
-	if err := sc.Err(); err != nil {
-		errc <- fmt.Errorf("read stdin: %w", err)
-		return
-	}
-	errc <- nil
 }
 
 // producer is one run of `strata produce`.
@@ -98,7 +163,46 @@ type producer struct {
 	key       []byte
 	keySep    []byte
 	partition *int32
+	headers   map[string][]byte
 	cfg       client.ProducerConfig
+}
+
+// outcome is a record's fate as the printer waits for it: a *client.Future, or a
+// record refused before it was sent.
+type outcome interface {
+	Done() <-chan struct{}
+	Result() (client.Result, error)
+}
+
+// failedOutcome is an outcome that has already failed.
+type failedOutcome struct {
+	done chan struct{}
+	err  error
+}
+
+func failed(err error) outcome {
+	f := failedOutcome{done: make(chan struct{}), err: err}
+	close(f.done)
+	return f
+}
+
+func (f failedOutcome) Done() <-chan struct{}          { return f.done }
+func (f failedOutcome) Result() (client.Result, error) { return client.Result{}, f.err }
+
+// parseHeaders parses --header NAME=VALUE flags.
+func parseHeaders(hs []string) (map[string][]byte, error) {
+	if len(hs) == 0 {
+		return nil, nil
+	}
+	out := make(map[string][]byte, len(hs))
+	for _, h := range hs {
+		k, v, ok := strings.Cut(h, "=")
+		if !ok || k == "" {
+			return nil, usagef("--header must be NAME=VALUE, got %q", h)
+		}
+		out[k] = []byte(v)
+	}
+	return out, nil
 }
 
 type produceResultJSON struct {
@@ -108,12 +212,12 @@ type produceResultJSON struct {
 
 // run sends every line, printing outcomes in input order as they arrive. Ctrl-C (ctx)
 // stops reading; what was already sent is flushed.
-func (p *producer) run(ctx context.Context, c *client.Client, lines <-chan []byte, readErr <-chan error, out, errOut io.Writer) error {
+func (p *producer) run(ctx context.Context, c *client.Client, lines <-chan line, readErr <-chan error, out, errOut io.Writer) error {
 	prod, err := client.NewProducer(ctx, c, p.topic, p.cfg)
 	if err != nil {
 		return err
 	}
-	futures := make(chan *client.Future, 1024)
+	futures := make(chan outcome, 1024)
 	type tally struct {
 		sent, failed int
 		first        error
@@ -122,7 +226,7 @@ func (p *producer) run(ctx context.Context, c *client.Client, lines <-chan []byt
 	go func() {
 		var n tally
 		if !p.o.json {
-			fmt.Fprintln(out, "PARTITION OFFSET")
+			fmt.Fprintf(out, "%-9s  %s\n", "PARTITION", "OFFSET")
 		}
 		enc := json.NewEncoder(out)
 		for f := range futures {
@@ -134,7 +238,7 @@ func (p *producer) run(ctx context.Context, c *client.Client, lines <-chan []byt
 					n.first = err
 				}
 				if n.failed <= maxReportedFailures {
-					fmt.Fprintf(errOut, "strata: record %d failed: %v\n", n.sent+n.failed, err)
+					fmt.Fprintf(errOut, "strata: record %d failed: %s\n", n.sent+n.failed, userMessage(err))
 				}
 				continue
 			}
@@ -142,7 +246,7 @@ func (p *producer) run(ctx context.Context, c *client.Client, lines <-chan []byt
 			if p.o.json {
 				_ = enc.Encode(produceResultJSON{Partition: res.Partition, Offset: res.Offset})
 			} else {
-				fmt.Fprintf(out, "%-9d %d\n", res.Partition, res.Offset)
+				fmt.Fprintf(out, "%-9d  %d\n", res.Partition, res.Offset)
 			}
 		}
 		printed <- n
@@ -159,9 +263,15 @@ loop:
 				sendErr = <-readErr
 				break loop
 			}
-			rec := client.Record{Key: p.key, Value: line, Partition: p.partition}
+			if line.tooLong > 0 {
+				f := failed(fmt.Errorf("line %d is %d bytes, over the %d-byte record limit: %w",
+					line.n, line.tooLong, wire.MaxRecordBytes, client.ErrPayloadTooLarge))
+				futures <- f
+				continue
+			}
+			rec := client.Record{Key: p.key, Value: line.data, Partition: p.partition, Headers: p.headers}
 			if len(p.keySep) > 0 {
-				if k, v, found := bytes.Cut(line, p.keySep); found {
+				if k, v, found := bytes.Cut(line.data, p.keySep); found {
 					rec.Key, rec.Value = k, v
 				}
 			}

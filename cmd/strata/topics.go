@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -9,8 +10,8 @@ import (
 )
 
 func newTopicsCmd(o *options) *cobra.Command {
-	cmd := &cobra.Command{Use: "topics", Short: "Create, describe and list topics"}
-	cmd.AddCommand(newTopicsCreateCmd(o), newTopicsDescribeCmd(o), newTopicsListCmd(o))
+	cmd := &cobra.Command{Use: "topics", Short: "Create, describe, list, alter and delete topics", Args: cobra.ArbitraryArgs, RunE: runParent}
+	cmd.AddCommand(newTopicsCreateCmd(o), newTopicsDescribeCmd(o), newTopicsListCmd(o), newTopicsAlterCmd(o), newTopicsDeleteCmd(o))
 	return cmd
 }
 
@@ -44,7 +45,7 @@ func newTopicsCreateCmd(o *options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a topic",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
 			if err != nil {
@@ -72,7 +73,7 @@ func newTopicsDescribeCmd(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "describe NAME",
 		Short: "Show a topic and each partition's log start offset and high watermark",
-		Args:  cobra.ExactArgs(1),
+		Args:  exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
 			if err != nil {
@@ -107,7 +108,7 @@ func newTopicsListCmd(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the topics the caller may describe",
-		Args:  cobra.NoArgs,
+		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := o.client()
 			if err != nil {
@@ -129,6 +130,67 @@ func newTopicsListCmd(o *options) *cobra.Command {
 				tb.row(n)
 			}
 			return tb.flush()
+		},
+	}
+}
+
+func newTopicsAlterCmd(o *options) *cobra.Command {
+	var partitions int32
+	cmd := &cobra.Command{
+		Use:   "alter NAME --partitions N",
+		Short: "Raise a topic's partition count",
+		Long: `Raise NAME's partition count to --partitions (counts only grow). Existing records
+and offsets stay; new partitions start at offset 0. Keys hash over the new count from
+then on, so some keys continue on another partition: a consumer relying on per-key
+order should drain the topic with producers paused first (docs/DESIGN.md, "More
+partitions").`,
+		Args: exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.IncreasePartitions(cmd.Context(), args[0], partitions)
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				return printJSON(w, toTopicJSON(t))
+			}
+			tb := newTable(w, "NAME", "PARTITIONS", "RETENTION")
+			tb.row(t.Name, t.Partitions, t.Retention)
+			return tb.flush()
+		},
+	}
+	cmd.Flags().Int32Var(&partitions, "partitions", 0, "the new partition count (more than the current one, at most 1024)")
+	_ = cmd.MarkFlagRequired("partitions")
+	return cmd
+}
+
+func newTopicsDeleteCmd(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAME",
+		Short: "Delete a topic and, in the background, its records",
+		Long: `Delete NAME: appends and reads of it fail at once. The server's retention pass then
+removes its records and every group's positions on it (after a 5-minute margin) and
+frees the name; until then creating NAME again fails. A topic created again under the
+name continues at the old offsets: offsets are never reused.`,
+		Args: exactArgs("NAME"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteTopic(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				return printJSON(w, map[string]any{"name": args[0], "deleted": true})
+			}
+			_, err = fmt.Fprintf(w, "deleted topic %s (its records are removed by the next retention pass)\n", args[0])
+			return err
 		},
 	}
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/stratalog/strata/pkg/awsfault"
 	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/httpconsumer"
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/runtime"
@@ -383,7 +384,7 @@ func (ms *memberSet) start(t *testing.T) {
 	defer ms.mu.Unlock()
 	name := fmt.Sprintf("%s-m%d", ms.group, ms.next)
 	ms.next++
-	ad := client.NewConsumerAdapter(ms.c)
+	ad := httpconsumer.NewConsumerAdapter(ms.c)
 	h := func(_ context.Context, r consumer.Record) error {
 		ms.rec.mu.Lock()
 		ms.rec.deliveries = append(ms.rec.deliveries, Delivery{Group: ms.group, Partition: r.Partition, Offset: r.Offset, ID: RecordID(r.Value)})

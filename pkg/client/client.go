@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // DefaultUserAgent is sent unless WithUserAgent replaces it.
@@ -68,12 +70,12 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 
 // CreateTopic creates a topic and returns it; ErrTopicExists if the name is taken.
 func (c *Client) CreateTopic(ctx context.Context, name string, cfg TopicConfig) (*Topic, error) {
-	req := wireTopicCreate{Name: name, Partitions: cfg.Partitions}
+	req := wire.TopicCreate{Name: name, Partitions: cfg.Partitions}
 	if cfg.Retention != 0 {
 		ms := cfg.Retention.Milliseconds()
 		req.RetentionMs = &ms
 	}
-	var w wireTopic
+	var w wire.Topic
 	if err := c.doJSON(ctx, http.MethodPost, "/v1/topics", nil, req, &w); err != nil {
 		return nil, fmt.Errorf("strata: create topic %q: %w", name, err)
 	}
@@ -83,7 +85,7 @@ func (c *Client) CreateTopic(ctx context.Context, name string, cfg TopicConfig) 
 // DescribeTopic returns a topic with each partition's log start offset and high
 // watermark; ErrNotFound if it does not exist.
 func (c *Client) DescribeTopic(ctx context.Context, name string) (*Topic, error) {
-	var w wireTopic
+	var w wire.Topic
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/topics/"+seg(name), nil, nil, &w); err != nil {
 		return nil, fmt.Errorf("strata: describe topic %q: %w", name, err)
 	}
@@ -92,7 +94,7 @@ func (c *Client) DescribeTopic(ctx context.Context, name string) (*Topic, error)
 
 // ListTopics returns the names of the topics the caller may describe.
 func (c *Client) ListTopics(ctx context.Context) ([]string, error) {
-	var w wireTopicList
+	var w wire.TopicList
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/topics", nil, nil, &w); err != nil {
 		return nil, fmt.Errorf("strata: list topics: %w", err)
 	}
@@ -127,7 +129,7 @@ func (c *Client) Append(ctx context.Context, topic string, recs []Record, opt Ap
 // encodeAppend encodes an append request body; partition, when non-nil, places every
 // record there.
 func encodeAppend(recs []Record, partition *int32) ([]byte, error) {
-	w := wireAppend{Records: make([]wireRecord, len(recs))}
+	w := wire.Append{Records: make([]wire.Record, len(recs))}
 	for i, r := range recs {
 		w.Records[i] = toWire(r, partition)
 	}
@@ -152,7 +154,7 @@ func (c *Client) appendBody(ctx context.Context, topic string, body []byte, n in
 		}
 		return fromWireResults(partial), apiErr
 	}
-	var w wireAppendResponse
+	var w wire.AppendResponse
 	if err := decodeBody(resp, &w); err != nil {
 		return nil, err
 	}
@@ -168,7 +170,7 @@ func (c *Client) appendBody(ctx context.Context, topic string, body []byte, n in
 	return res, nil
 }
 
-func fromWireResults(ws []wireResult) []Result {
+func fromWireResults(ws []wire.Result) []Result {
 	res := make([]Result, len(ws))
 	for i, w := range ws {
 		res[i].Partition = w.Partition
@@ -202,7 +204,7 @@ func (c *Client) Poll(ctx context.Context, topic string, partition int32, offset
 		ms := (opt.Wait + time.Millisecond - 1) / time.Millisecond
 		q.Set("wait_ms", strconv.FormatInt(int64(ms), 10))
 	}
-	var w wirePollResponse
+	var w wire.PollResponse
 	path := fmt.Sprintf("/v1/topics/%s/partitions/%d/records", seg(topic), partition)
 	if err := c.doJSON(ctx, http.MethodGet, path, q, nil, &w); err != nil {
 		return nil, fmt.Errorf("strata: poll %s/%d@%d: %w", topic, partition, offset, err)
@@ -223,7 +225,7 @@ func (c *Client) Poll(ctx context.Context, topic string, partition int32, offset
 // expired, incrementing the generation; ErrLeaseHeld (with Owner and LeaseExpiresAt on
 // the *APIError) if another member holds it. A zero ttl leaves the server default (30 s).
 func (c *Client) Lease(ctx context.Context, group, topic string, partition int32, member string, ttl time.Duration) (*Lease, error) {
-	l, err := c.lease(ctx, group, topic, partition, wireLeaseRequest{Member: member, TTLMs: ttlMs(ttl)})
+	l, err := c.lease(ctx, group, topic, partition, wire.LeaseRequest{Member: member, TTLMs: ttlMs(ttl)})
 	if err != nil {
 		return nil, fmt.Errorf("strata: lease %s/%s/%d for %q: %w", group, topic, partition, member, err)
 	}
@@ -233,7 +235,7 @@ func (c *Client) Lease(ctx context.Context, group, topic string, partition int32
 // RenewLease moves the expiry of member's lease at generation; ErrFenced if member no
 // longer holds it at that generation.
 func (c *Client) RenewLease(ctx context.Context, group, topic string, partition int32, member string, generation int64, ttl time.Duration) (*Lease, error) {
-	l, err := c.lease(ctx, group, topic, partition, wireLeaseRequest{Member: member, Generation: &generation, TTLMs: ttlMs(ttl)})
+	l, err := c.lease(ctx, group, topic, partition, wire.LeaseRequest{Member: member, Generation: &generation, TTLMs: ttlMs(ttl)})
 	if err != nil {
 		return nil, fmt.Errorf("strata: renew lease %s/%s/%d gen %d for %q: %w", group, topic, partition, generation, member, err)
 	}
@@ -248,8 +250,8 @@ func ttlMs(ttl time.Duration) *int64 {
 	return &ms
 }
 
-func (c *Client) lease(ctx context.Context, group, topic string, partition int32, req wireLeaseRequest) (*Lease, error) {
-	var w wireLease
+func (c *Client) lease(ctx context.Context, group, topic string, partition int32, req wire.LeaseRequest) (*Lease, error) {
+	var w wire.Lease
 	if err := c.doJSON(ctx, http.MethodPost, groupPath(group, topic, partition, "lease"), nil, req, &w); err != nil {
 		return nil, err
 	}
@@ -259,7 +261,7 @@ func (c *Client) lease(ctx context.Context, group, topic string, partition int32
 // Release gives up member's lease at generation; ErrFenced if the generation is obsolete.
 func (c *Client) Release(ctx context.Context, group, topic string, partition int32, member string, generation int64) error {
 	err := c.doJSON(ctx, http.MethodDelete, groupPath(group, topic, partition, "lease"), nil,
-		wireRelease{Member: member, Generation: generation}, nil)
+		wire.Release{Member: member, Generation: generation}, nil)
 	if err != nil {
 		return fmt.Errorf("strata: release %s/%s/%d gen %d for %q: %w", group, topic, partition, generation, member, err)
 	}
@@ -271,9 +273,9 @@ func (c *Client) Release(ctx context.Context, group, topic string, partition int
 // generation; ErrStaleCommit: below the committed offset; ErrBeyondHighWatermark: above
 // the high watermark.
 func (c *Client) Commit(ctx context.Context, group, topic string, partition int32, member string, generation, nextOffset int64) (int64, error) {
-	var w wireCommitResponse
+	var w wire.CommitResponse
 	err := c.doJSON(ctx, http.MethodPost, groupPath(group, topic, partition, "commit"), nil,
-		wireCommit{Member: member, Generation: generation, NextOffset: nextOffset}, &w)
+		wire.Commit{Member: member, Generation: generation, NextOffset: nextOffset}, &w)
 	if err != nil {
 		return 0, fmt.Errorf("strata: commit %s/%s/%d gen %d @%d: %w", group, topic, partition, generation, nextOffset, err)
 	}
@@ -283,7 +285,7 @@ func (c *Client) Commit(ctx context.Context, group, topic string, partition int3
 // DescribeGroup returns the group's position and lease on every partition it has
 // leased or committed; ErrNotFound for an unknown group.
 func (c *Client) DescribeGroup(ctx context.Context, group string) (*Group, error) {
-	var w wireGroup
+	var w wire.Group
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/groups/"+seg(group), nil, nil, &w); err != nil {
 		return nil, fmt.Errorf("strata: describe group %q: %w", group, err)
 	}
@@ -312,7 +314,7 @@ func (c *Client) DescribeGroup(ctx context.Context, group string) (*Group, error
 // ErrGroupActive if the group holds a live lease on the topic; ErrOffsetOutOfRange for
 // an offset outside a partition's readable range.
 func (c *Client) ResetGroup(ctx context.Context, group, topic string, to ResetTarget) ([]PartitionOffset, error) {
-	var w wireResetResponse
+	var w wire.ResetResponse
 	path := "/v1/groups/" + seg(group) + "/topics/" + seg(topic) + "/reset"
 	if err := c.doJSON(ctx, http.MethodPost, path, nil, wireReset{To: to}, &w); err != nil {
 		return nil, fmt.Errorf("strata: reset group %q on %q: %w", group, topic, err)
@@ -326,7 +328,7 @@ func (c *Client) ResetGroup(ctx context.Context, group, topic string, to ResetTa
 
 // Health returns nil when the server answers {"status": "ok"}.
 func (c *Client) Health(ctx context.Context) error {
-	var w wireHealth
+	var w wire.Health
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/health", nil, nil, &w); err != nil {
 		return fmt.Errorf("strata: health: %w", err)
 	}
@@ -336,7 +338,7 @@ func (c *Client) Health(ctx context.Context) error {
 	return nil
 }
 
-func fromWireTopic(w wireTopic) *Topic {
+func fromWireTopic(w wire.Topic) *Topic {
 	t := &Topic{Name: w.Name, Partitions: w.Partitions, Retention: time.Duration(w.RetentionMs) * time.Millisecond}
 	for _, p := range w.PartitionInfo {
 		t.PartitionInfo = append(t.PartitionInfo, PartitionInfo(p))

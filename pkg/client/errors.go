@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Error codes of the HTTP contract (docs/API.md, "Errors").
@@ -208,7 +210,7 @@ func (e *APIError) detailInt(name string) (int64, bool) {
 // failed append.
 type wireError struct {
 	Error   map[string]any `json:"error"`
-	Results []wireResult   `json:"results,omitempty"`
+	Results []wire.Result  `json:"results,omitempty"`
 }
 
 // maxErrorBody bounds how much of an error answer is read.
@@ -218,7 +220,7 @@ const maxErrorBody = 1 << 20
 // headers and body. A body that is not the contract's error object still yields an
 // *APIError carrying the status (and the start of the body as its message). The second
 // result is the append results of a partial failure, if any.
-func decodeAPIError(status int, h http.Header, body []byte) (*APIError, []wireResult) {
+func decodeAPIError(status int, h http.Header, body []byte) (*APIError, []wire.Result) {
 	e := &APIError{Status: status, RetryAfter: parseRetryAfter(h.Get("Retry-After"), time.Now())}
 	var w wireError
 	dec := json.NewDecoder(bytes.NewReader(body))

@@ -12,7 +12,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Producer limits and defaults.
@@ -72,7 +72,7 @@ type ProducerStats struct {
 }
 
 // Producer appends records to one topic in per-partition batches. A record goes to its
-// explicit partition, else to log.PartitionForKey of its key (the server's placement),
+// explicit partition, else to wire.PartitionForKey of its key (the server's placement),
 // else round-robin. Each partition has at most one request in flight, and a batch is
 // retried with the same Idempotency-Key and body, so records of a partition are
 // appended exactly once and in Send order. Safe for concurrent use; Send order among
@@ -124,8 +124,8 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 	switch {
 	case cfg.BatchBytes < 0 || cfg.BatchBytes > MaxBatchBytes:
 		return nil, fmt.Errorf("%w: BatchBytes %d outside [1, %d]", ErrInvalid, cfg.BatchBytes, MaxBatchBytes)
-	case cfg.BatchRecords < 0 || cfg.BatchRecords > log.MaxRecordsPerBatch:
-		return nil, fmt.Errorf("%w: BatchRecords %d outside [1, %d]", ErrInvalid, cfg.BatchRecords, log.MaxRecordsPerBatch)
+	case cfg.BatchRecords < 0 || cfg.BatchRecords > wire.MaxRecordsPerBatch:
+		return nil, fmt.Errorf("%w: BatchRecords %d outside [1, %d]", ErrInvalid, cfg.BatchRecords, wire.MaxRecordsPerBatch)
 	case cfg.Linger < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.BufferBytes < 0 || cfg.Partitions < 0:
 		return nil, fmt.Errorf("%w: negative producer setting", ErrInvalid)
 	}
@@ -192,8 +192,8 @@ func (f *Future) Result() (Result, error) {
 // name, a timestamp before 1970 or after 9999, or a partition out of range fails at
 // once (ErrPayloadTooLarge, ErrInvalid) rather than failing its whole batch at the server.
 func (p *Producer) Send(ctx context.Context, rec Record) (*Future, error) {
-	if n := rec.Size(); n > log.MaxRecordBytes {
-		return nil, fmt.Errorf("%w: record is %d bytes, at most %d", ErrPayloadTooLarge, n, log.MaxRecordBytes)
+	if n := rec.Size(); n > wire.MaxRecordBytes {
+		return nil, fmt.Errorf("%w: record is %d bytes, at most %d", ErrPayloadTooLarge, n, wire.MaxRecordBytes)
 	}
 	for k := range rec.Headers {
 		if k == "" {
@@ -239,7 +239,7 @@ func (p *Producer) place(rec Record) int32 {
 	case rec.Partition != nil:
 		return *rec.Partition
 	case rec.Key != nil:
-		return log.PartitionForKey(rec.Key, p.nparts)
+		return wire.PartitionForKey(rec.Key, p.nparts)
 	}
 	p.rr++
 	return int32((p.rr - 1) % uint32(p.nparts))

@@ -5,12 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Record is one record to append.
 type Record struct {
 	// Key, when non-nil (even empty), makes the record keyed: without Partition it goes
-	// to log.PartitionForKey(Key, partitions). A nil Key is unkeyed.
+	// to wire.PartitionForKey(Key, partitions). A nil Key is unkeyed.
 	Key     []byte
 	Value   []byte
 	Headers map[string][]byte
@@ -156,134 +158,16 @@ func (t ResetTarget) MarshalJSON() ([]byte, error) {
 	return nil, fmt.Errorf("%w: empty reset target", ErrInvalid)
 }
 
-// Wire types: the JSON shapes of docs/API.md. Bytes are base64 (std, padded) strings.
-
-type wireTopicCreate struct {
-	Name        string `json:"name"`
-	Partitions  int32  `json:"partitions"`
-	RetentionMs *int64 `json:"retention_ms,omitempty"`
-}
-
-type wireTopic struct {
-	Name          string              `json:"name"`
-	Partitions    int32               `json:"partitions"`
-	RetentionMs   int64               `json:"retention_ms"`
-	PartitionInfo []wirePartitionInfo `json:"partition_info,omitempty"`
-}
-
-type wirePartitionInfo struct {
-	Partition      int32 `json:"partition"`
-	LogStartOffset int64 `json:"log_start_offset"`
-	HighWatermark  int64 `json:"high_watermark"`
-}
-
-type wireTopicList struct {
-	Topics []string `json:"topics"`
-}
-
-type wireAppend struct {
-	Records []wireRecord `json:"records"`
-}
-
-type wireRecord struct {
-	Key         *string           `json:"key,omitempty"`
-	Value       string            `json:"value"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	Partition   *int32            `json:"partition,omitempty"`
-	TimestampMs *int64            `json:"timestamp_ms,omitempty"`
-}
-
-type wireAppendResponse struct {
-	Results []wireResult `json:"results"`
-}
-
-type wireResult struct {
-	Partition int32          `json:"partition"`
-	Offset    *int64         `json:"offset,omitempty"`
-	Error     map[string]any `json:"error,omitempty"`
-}
-
-type wirePollResponse struct {
-	Records        []wirePolledRecord `json:"records"`
-	NextOffset     int64              `json:"next_offset"`
-	HighWatermark  int64              `json:"high_watermark"`
-	LogStartOffset int64              `json:"log_start_offset"`
-}
-
-type wirePolledRecord struct {
-	Offset      int64             `json:"offset"`
-	TimestampMs int64             `json:"timestamp_ms"`
-	Key         *string           `json:"key"`
-	Value       *string           `json:"value"`
-	Headers     map[string]string `json:"headers"`
-}
-
-type wireLeaseRequest struct {
-	Member     string `json:"member"`
-	Generation *int64 `json:"generation,omitempty"`
-	TTLMs      *int64 `json:"ttl_ms,omitempty"`
-}
-
-type wireLease struct {
-	Generation       int64  `json:"generation"`
-	LeaseExpiresAtMs int64  `json:"lease_expires_at_ms"`
-	CommittedOffset  *int64 `json:"committed_offset"`
-}
-
-type wireRelease struct {
-	Member     string `json:"member"`
-	Generation int64  `json:"generation"`
-}
-
-type wireCommit struct {
-	Member     string `json:"member"`
-	Generation int64  `json:"generation"`
-	NextOffset int64  `json:"next_offset"`
-}
-
-type wireCommitResponse struct {
-	CommittedOffset int64 `json:"committed_offset"`
-}
-
-type wireGroup struct {
-	Group      string               `json:"group"`
-	Partitions []wireGroupPartition `json:"partitions"`
-}
-
-type wireGroupPartition struct {
-	Topic            string   `json:"topic"`
-	Partition        int32    `json:"partition"`
-	CommittedOffset  *int64   `json:"committed_offset"`
-	HighWatermark    int64    `json:"high_watermark"`
-	LagRecords       *int64   `json:"lag_records"`
-	LagSeconds       *float64 `json:"lag_seconds"`
-	Owner            *string  `json:"owner"`
-	Generation       int64    `json:"generation"`
-	LeaseExpiresAtMs *int64   `json:"lease_expires_at_ms"`
-}
-
+// wireReset is a reset request (its target is the SDK's own ResetTarget).
 type wireReset struct {
 	To ResetTarget `json:"to"`
-}
-
-type wireResetResponse struct {
-	Partitions []wireResetPartition `json:"partitions"`
-}
-
-type wireResetPartition struct {
-	Partition       int32 `json:"partition"`
-	CommittedOffset int64 `json:"committed_offset"`
-}
-
-type wireHealth struct {
-	Status string `json:"status"`
 }
 
 var b64 = base64.StdEncoding
 
 // toWire encodes a record; partition overrides r.Partition when non-nil.
-func toWire(r Record, partition *int32) wireRecord {
-	w := wireRecord{Value: b64.EncodeToString(r.Value), Partition: r.Partition}
+func toWire(r Record, partition *int32) wire.Record {
+	w := wire.Record{Value: b64.EncodeToString(r.Value), Partition: r.Partition}
 	if partition != nil {
 		w.Partition = partition
 	}
@@ -304,7 +188,7 @@ func toWire(r Record, partition *int32) wireRecord {
 	return w
 }
 
-func fromWirePolled(w wirePolledRecord) (PolledRecord, error) {
+func fromWirePolled(w wire.PolledRecord) (PolledRecord, error) {
 	r := PolledRecord{Offset: w.Offset, Timestamp: time.UnixMilli(w.TimestampMs)}
 	var err error
 	if w.Key != nil {

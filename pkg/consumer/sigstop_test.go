@@ -23,6 +23,7 @@ import (
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/httpapi"
+	"github.com/stratalog/strata/pkg/httpconsumer"
 	"github.com/stratalog/strata/pkg/log"
 )
 
@@ -68,7 +69,7 @@ func pauseHelper() error {
 		return err
 	}
 	clock := func() time.Time { return time.Now().Add(skew) }
-	ad := client.NewConsumerAdapter(c, client.WithAdapterClock(clock))
+	ad := httpconsumer.NewConsumerAdapter(c, httpconsumer.WithAdapterClock(clock))
 	h := func(ctx context.Context, r consumer.Record) error {
 		if _, err := fmt.Fprintf(out, "start %d %d\n", r.Offset, time.Now().UnixNano()); err != nil {
 			return err

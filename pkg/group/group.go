@@ -15,13 +15,14 @@ import (
 
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Lease TTL limits of the API contract (docs/API.md): a zero TTL means DefaultTTL.
 const (
-	DefaultTTL = 30 * time.Second
-	MinTTL     = 100 * time.Millisecond
-	MaxTTL     = 5 * time.Minute
+	DefaultTTL = wire.DefaultLeaseTTL
+	MinTTL     = wire.MinLeaseTTL
+	MaxTTL     = wire.MaxLeaseTTL
 )
 
 // Settings a group gets when its first lease (or reset) creates it.

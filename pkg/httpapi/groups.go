@@ -216,6 +216,8 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 
 type resetRequest struct {
 	To json.RawMessage `json:"to"`
+	// Partitions, when present, limits the reset to these partitions.
+	Partitions []int32 `json:"partitions"`
 }
 
 type resetPosition struct {
@@ -246,6 +248,10 @@ func (s *server) reset(w http.ResponseWriter, r *http.Request) {
 	to, e := resetTarget(req.To)
 	if e != nil {
 		writeError(w, e)
+		return
+	}
+	if req.Partitions != nil {
+		s.resetPartitions(w, r, g, topic, req.Partitions, to)
 		return
 	}
 	offsets, err := s.groups.Reset(r.Context(), g, topic, to)

@@ -61,6 +61,15 @@ func (NopMetrics) Request(string, int, time.Duration) {}
 type Config struct {
 	Log    Log
 	Groups Groups
+	// Members serves the member routes (heartbeat, leave); when nil, Groups serves them
+	// if it implements Members, else they are not served.
+	Members Members
+	// Admin serves group administration (settings, list, deleting positions,
+	// per-partition resets); when nil, Groups serves it if it implements GroupAdmin.
+	Admin GroupAdmin
+	// Topics serves topic administration (more partitions); when nil, Log serves it if
+	// it implements TopicAdmin.
+	Topics TopicAdmin
 	// Auth enforces the per-topic and per-group ACLs; nil accepts every call.
 	Auth *Authorizer
 	// Quota is the per-principal produce quota; the zero value imposes none.
@@ -98,6 +107,9 @@ const (
 type server struct {
 	log     Log
 	groups  Groups
+	members Members
+	admin   GroupAdmin
+	topics  TopicAdmin
 	auth    *Authorizer
 	quota   *quotas
 	metrics Metrics
@@ -118,6 +130,9 @@ func New(cfg Config) http.Handler {
 	s := &server{
 		log:     cfg.Log,
 		groups:  cfg.Groups,
+		members: cfg.Members,
+		admin:   cfg.Admin,
+		topics:  cfg.Topics,
 		auth:    cfg.Auth,
 		metrics: cfg.Metrics,
 		now:     cfg.Clock,
@@ -127,6 +142,15 @@ func New(cfg Config) http.Handler {
 	}
 	if s.metrics == nil {
 		s.metrics = NopMetrics{}
+	}
+	if m, ok := cfg.Groups.(Members); ok && s.members == nil {
+		s.members = m
+	}
+	if a, ok := cfg.Groups.(GroupAdmin); ok && s.admin == nil {
+		s.admin = a
+	}
+	if a, ok := cfg.Log.(TopicAdmin); ok && s.topics == nil {
+		s.topics = a
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -151,6 +175,9 @@ func New(cfg Config) http.Handler {
 	if s.promH != nil {
 		s.mux.HandleFunc("GET /metrics", s.serveMetrics)
 	}
+	s.memberRoutes()
+	s.adminRoutes()
+	s.topicAdminRoutes()
 	return s
 }
 

@@ -608,6 +608,9 @@ func FuzzRouting(f *testing.F) {
 		if err != nil {
 			return // a server answers 400 itself
 		}
+		if method == http.MethodDelete && strings.HasPrefix(u.Path, "/v1/topics/") && strings.Count(u.Path, "/") == 3 {
+			return // would delete the topics every input shares; TestDeleteTopic covers it
+		}
 		e := open
 		if mode&1 != 0 {
 			e = authed

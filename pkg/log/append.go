@@ -84,6 +84,9 @@ func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt Appe
 	if err != nil {
 		return nil, err
 	}
+	if t, err = l.topicCovering(ctx, t, recs); err != nil {
+		return nil, err
+	}
 	m.t = t
 	if len(opt.IdempotencyKey) > 128 {
 		return nil, invalidf("Idempotency-Key must be 1–128 characters")

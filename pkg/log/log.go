@@ -12,17 +12,18 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Limits of the API contract (docs/API.md).
 const (
-	MaxRecordBytes     = 1 << 20 // key + value + header bytes of one record
-	MaxRecordsPerBatch = 10000
-	MaxBatchBytes      = 6 << 20
-	MaxPollRecords     = 10000
+	MaxRecordBytes     = wire.MaxRecordBytes // key + value + header bytes of one record
+	MaxRecordsPerBatch = wire.MaxRecordsPerBatch
+	MaxBatchBytes      = wire.MaxBatchBytes
+	MaxPollRecords     = wire.MaxPollRecords
 	DefaultRetention   = 24 * time.Hour
 	MinRetention       = time.Second
-	MaxPartitions      = 1024
+	MaxPartitions      = wire.MaxPartitions
 	// retentionGrace is added to a topic's retention for the index entries' TTL, so
 	// DynamoDB never deletes an entry the retention job still needs.
 	retentionGrace = 24 * time.Hour
@@ -93,7 +94,7 @@ type Log struct {
 	group        *coalescer // nil: group commit off
 
 	mu     sync.Mutex
-	topics map[string]store.Topic // immutable configs, cached
+	topics map[string]cachedTopic // configs, cached for TopicCacheTTL
 	rr     uint32                 // round-robin cursor for unkeyed records
 }
 
@@ -117,7 +118,7 @@ func New(cfg Config) (*Log, error) {
 		commitWindow: cfg.CommitWindow,
 		gapWait:      cfg.GapWait,
 		notifier:     newNotifier(),
-		topics:       map[string]store.Topic{},
+		topics:       map[string]cachedTopic{},
 	}
 	if l.now == nil {
 		l.now = time.Now
@@ -183,6 +184,9 @@ func (l *Log) CreateTopic(ctx context.Context, name string, partitions int32, re
 	t := store.Topic{Name: name, Partitions: partitions, Retention: retention, CreatedAt: l.now().UTC().Truncate(time.Millisecond)}
 	if err := l.meta.CreateTopic(ctx, t); err != nil {
 		if errors.Is(err, store.ErrExists) {
+			if deleted, _ := l.deletedNames(ctx); deleted[name] {
+				return store.Topic{}, fmt.Errorf("%w: %s is deleted and not yet purged by the retention pass; create it again after that", ErrTopicExists, name)
+			}
 			return store.Topic{}, fmt.Errorf("%w: %s", ErrTopicExists, name)
 		}
 		return store.Topic{}, storeErr(err)
@@ -190,28 +194,17 @@ func (l *Log) CreateTopic(ctx context.Context, name string, partitions int32, re
 	return t, nil
 }
 
-// Topic returns a topic's configuration (cached: configurations never change).
+// Topic returns a topic's configuration, cached for TopicCacheTTL: a partition count
+// can grow (IncreasePartitions), so a cached one is re-read after the TTL, and at once
+// when a caller asks for a partition beyond it.
 func (l *Log) Topic(ctx context.Context, name string) (store.Topic, error) {
 	l.mu.Lock()
-	t, ok := l.topics[name]
+	c, ok := l.topics[name]
 	l.mu.Unlock()
-	if ok {
-		return t, nil
+	if ok && l.now().Sub(c.at) < TopicCacheTTL {
+		return c.t, nil
 	}
-	if !ValidName(name) {
-		return store.Topic{}, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
-	}
-	t, err := l.meta.GetTopic(ctx, name)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return store.Topic{}, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
-		}
-		return store.Topic{}, storeErr(err)
-	}
-	l.mu.Lock()
-	l.topics[name] = t
-	l.mu.Unlock()
-	return t, nil
+	return l.reloadTopic(ctx, name)
 }
 
 // ListTopics returns every topic name in lexical order.
@@ -220,7 +213,17 @@ func (l *Log) ListTopics(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, storeErr(err)
 	}
-	return names, nil
+	deleted, err := l.deletedNames(ctx)
+	if err != nil || len(deleted) == 0 {
+		return names, err
+	}
+	live := names[:0]
+	for _, n := range names {
+		if !deleted[n] {
+			live = append(live, n)
+		}
+	}
+	return live, nil
 }
 
 // DescribeTopic returns the topic with each partition's log start and high watermark.
@@ -261,6 +264,11 @@ func (l *Log) checkPartition(ctx context.Context, topic string, partition int32)
 	t, err := l.Topic(ctx, topic)
 	if err != nil {
 		return err
+	}
+	if partition >= t.Partitions {
+		if t, err = l.reloadTopic(ctx, topic); err != nil {
+			return err
+		}
 	}
 	if partition < 0 || partition >= t.Partitions {
 		return invalidf("partition %d outside [0, %d)", partition, t.Partitions)

@@ -1,44 +1,9 @@
 package log
 
-// PartitionForKey maps a key to a partition as Kafka's default partitioner does:
-// murmur2(key) with the sign bit cleared, modulo the partition count. The mapping is
-// stable across releases (it is part of the contract: changing it moves keys), and a
-// Kafka producer with the same partition count places keys identically.
-func PartitionForKey(key []byte, partitions int32) int32 {
-	return int32((murmur2(key) & 0x7fffffff) % uint32(partitions))
-}
+import "github.com/stratalog/strata/pkg/wire"
 
-// murmur2 is the 32-bit MurmurHash2 variant with Kafka's seed.
-func murmur2(data []byte) uint32 {
-	const (
-		seed uint32 = 0x9747b28c
-		m    uint32 = 0x5bd1e995
-		r           = 24
-	)
-	n := len(data)
-	h := seed ^ uint32(n)
-	for len(data) >= 4 {
-		k := uint32(data[0]) | uint32(data[1])<<8 | uint32(data[2])<<16 | uint32(data[3])<<24
-		k *= m
-		k ^= k >> r
-		k *= m
-		h *= m
-		h ^= k
-		data = data[4:]
-	}
-	switch len(data) {
-	case 3:
-		h ^= uint32(data[2]) << 16
-		fallthrough
-	case 2:
-		h ^= uint32(data[1]) << 8
-		fallthrough
-	case 1:
-		h ^= uint32(data[0])
-		h *= m
-	}
-	h ^= h >> 13
-	h *= m
-	h ^= h >> 15
-	return h
+// PartitionForKey maps a key to a partition as Kafka's default partitioner does; it is
+// the contract's partitioner (wire.PartitionForKey), which the SDK shares.
+func PartitionForKey(key []byte, partitions int32) int32 {
+	return wire.PartitionForKey(key, partitions)
 }

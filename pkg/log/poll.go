@@ -10,13 +10,14 @@ import (
 	"github.com/stratalog/strata/internal/ctxtime"
 	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Poll defaults and bounds (docs/API.md).
 const (
 	DefaultPollRecords = 500
 	DefaultPollBytes   = 1 << 20
-	MaxPollWait        = 20 * time.Second
+	MaxPollWait        = wire.MaxPollWait
 	// entriesPerPage is how many index entries one index read asks for.
 	entriesPerPage = 32
 )

@@ -52,9 +52,19 @@ type Stats struct {
 	EntriesDeleted  int
 	ObjectsDeleted  int
 	PartitionsMoved int
+	// TopicsPurged counts deleted topics whose last trace this pass removed.
+	TopicsPurged int
 }
 
 const pageSize = 100
+
+// margin is ObjectMargin or its default.
+func (j *Job) margin() time.Duration {
+	if j.ObjectMargin <= 0 {
+		return 5 * time.Minute
+	}
+	return j.ObjectMargin
+}
 
 // Run makes one pass over every topic. It continues past a failing topic and returns
 // the errors joined; a topic whose log starts could not all be advanced keeps its objects.
@@ -85,14 +95,13 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 			}
 		}
 		if ok {
-			margin := j.ObjectMargin
-			if margin <= 0 {
-				margin = 5 * time.Minute
-			}
-			if err := j.objects(ctx, t, cutoff.Add(-margin), &st); err != nil {
+			if err := j.objects(ctx, t, cutoff.Add(-j.margin()), &st); err != nil {
 				errs = append(errs, fmt.Errorf("retention: objects of %s: %w", name, err))
 			}
 		}
+	}
+	if err := j.purgeDeleted(ctx, now(), j.margin(), &st); err != nil {
+		errs = append(errs, err)
 	}
 	return st, errors.Join(errs...)
 }

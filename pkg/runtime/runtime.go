@@ -14,6 +14,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/stratalog/strata/pkg/console"
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/httpapi"
@@ -75,6 +78,8 @@ type Config struct {
 	// Sink, when set, receives the log's and the HTTP API's metrics instead of the
 	// Prometheus registry (the functions' CloudWatch embedded metrics).
 	Sink MetricsSink
+	// Console serves the web console (pkg/console) under /console/.
+	Console bool
 	// Quota is the per-principal produce quota; zero imposes none.
 	Quota httpapi.Quota
 	// RetentionInterval is the period of the retention pass (default 30s; negative
@@ -267,15 +272,32 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	// The API handler is the whole server, /metrics included: an outer ServeMux would
 	// answer a non-canonical path ("//", ".", "..") with its own 307 redirect before the
 	// contract's handler saw it, and /metrics needs the API's authorization.
-	r.handler = httpapi.New(httpapi.Config{
+	api := httpapi.New(httpapi.Config{
 		Log:            drainingLog{Log: r.log, stopping: r.stopping},
 		Groups:         r.groups,
+		Members:        r.coord,
+		Admin:          r.coord,
 		Auth:           auth,
 		Quota:          cfg.Quota,
 		Metrics:        httpMetrics,
 		Logger:         r.logger,
 		MetricsHandler: metrics.Handler(r.registry),
 	})
+	r.handler = api
+	if cfg.Console {
+		// The console's static page sits beside the API under its own prefix; every
+		// other path, canonical or not, is the API's to answer.
+		page := console.Handler()
+		r.handler = http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			p := req.URL.Path
+			canonical := path.Clean(p) == p || path.Clean(p)+"/" == p
+			if (req.Method == http.MethodGet || req.Method == http.MethodHead) && canonical && strings.HasPrefix(p, console.Prefix) {
+				page.ServeHTTP(w, req)
+				return
+			}
+			api.ServeHTTP(w, req)
+		})
+	}
 	r.stopRetain = func() {}
 	r.retainDone = make(chan struct{})
 	close(r.retainDone) // no loops until Open starts them

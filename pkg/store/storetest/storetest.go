@@ -39,6 +39,8 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	t.Helper()
 	runSections(t, "ObjectStore", newHarness, Harness.MakeObjectStore, objectStoreSections())
 	runSections(t, "MetaStore", newHarness, Harness.MakeMetaStore, metaStoreSections())
+	runSections(t, "GroupAdminStore", newHarness, makeGroupAdmin, groupAdminSections())
+	runSections(t, "TopicAdminStore", newHarness, makeTopicAdmin, topicAdminSections())
 }
 
 // testCase is one sub-test against a fresh store of type S.

@@ -1,9 +1,14 @@
-package client
+// Package httpconsumer runs pkg/consumer over Strata's HTTP API: ConsumerAdapter is
+// its log and coordinator, MemberBalancer its balancer for members that share a topic
+// across processes. It lives beside pkg/consumer, not in the SDK, so pkg/client stays
+// free of server packages.
+package httpconsumer
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/stratalog/strata/pkg/client"
 	"sort"
 	"time"
 
@@ -14,10 +19,10 @@ import (
 
 // ConsumerAdapter runs pkg/consumer over HTTP: it implements consumer.Log (Poll,
 // Append, Bounds) and consumer.Coordinator (Acquire, Renew, Release, Commit) with a
-// Client, and turns the contract's error codes back into the sentinels pkg/consumer
+// client.Client, and turns the contract's error codes back into the sentinels pkg/consumer
 // branches on (group.ErrFenced, group.ErrLeaseHeld as a *group.LeaseHeldError,
 // log.ErrOffsetOutOfRange as a *log.OffsetOutOfRangeError, log.ErrUnavailable). The
-// Client's own sentinels and *APIError stay reachable with errors.Is and errors.As.
+// Client's own sentinels and *client.APIError stay reachable with errors.Is and errors.As.
 //
 // The ExpiresAt of the leases Acquire and Renew return is a local deadline, not the
 // server's expiry: this process's clock read just before the request was sent, plus the
@@ -26,7 +31,7 @@ import (
 // server's does not make every lease look expired, nor one behind make a lapsed lease
 // look live.
 type ConsumerAdapter struct {
-	c   *Client
+	c   *client.Client
 	now func() time.Time
 }
 
@@ -44,7 +49,7 @@ func WithAdapterClock(now func() time.Time) AdapterOption {
 }
 
 // NewConsumerAdapter returns the adapter over c.
-func NewConsumerAdapter(c *Client, opts ...AdapterOption) *ConsumerAdapter {
+func NewConsumerAdapter(c *client.Client, opts ...AdapterOption) *ConsumerAdapter {
 	a := &ConsumerAdapter{c: c, now: time.Now}
 	for _, o := range opts {
 		o(a)
@@ -63,7 +68,7 @@ func deadline(sent time.Time, ttl time.Duration) time.Time {
 
 // Poll implements consumer.Log. A wait above the contract's 20 s is cut to 20 s.
 func (a *ConsumerAdapter) Poll(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.PollResult, error) {
-	res, err := a.c.Poll(ctx, topic, partition, offset, PollOptions{
+	res, err := a.c.Poll(ctx, topic, partition, offset, client.PollOptions{
 		MaxRecords: opt.MaxRecords, MaxBytes: opt.MaxBytes, Wait: min(opt.Wait, log.MaxPollWait)})
 	if err != nil {
 		return log.PollResult{}, a.logError(ctx, topic, partition, offset, err)
@@ -80,9 +85,9 @@ func (a *ConsumerAdapter) Poll(ctx context.Context, topic string, partition int3
 // headers as a JSON object), and of repeated header names the last one wins. A partial
 // failure is a *log.AppendError holding every record's outcome.
 func (a *ConsumerAdapter) Append(ctx context.Context, topic string, recs []log.Record, opt log.AppendOptions) ([]log.Result, error) {
-	in := make([]Record, len(recs))
+	in := make([]client.Record, len(recs))
 	for i, r := range recs {
-		in[i] = Record{Key: r.Key, Value: r.Value, Partition: r.Partition}
+		in[i] = client.Record{Key: r.Key, Value: r.Value, Partition: r.Partition}
 		if r.Timestamp != nil {
 			in[i].Timestamp = time.UnixMilli(*r.Timestamp)
 		}
@@ -93,7 +98,7 @@ func (a *ConsumerAdapter) Append(ctx context.Context, topic string, recs []log.R
 			}
 		}
 	}
-	res, err := a.c.Append(ctx, topic, in, AppendOptions{IdempotencyKey: opt.IdempotencyKey})
+	res, err := a.c.Append(ctx, topic, in, client.AppendOptions{IdempotencyKey: opt.IdempotencyKey})
 	if err != nil && len(res) != len(recs) {
 		return nil, a.logError(ctx, topic, 0, 0, err)
 	}
@@ -169,7 +174,7 @@ func (a *ConsumerAdapter) Commit(ctx context.Context, grp, topic string, partiti
 
 // toSegmentRecord converts a polled record; headers come sorted by name, since the
 // contract does not keep their order.
-func toSegmentRecord(r PolledRecord) segment.Record {
+func toSegmentRecord(r client.PolledRecord) segment.Record {
 	out := segment.Record{Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli(), Key: r.Key, Value: r.Value}
 	if out.Value == nil {
 		out.Value = []byte{}
@@ -184,13 +189,13 @@ func toSegmentRecord(r PolledRecord) segment.Record {
 	return out
 }
 
-// logError maps a Client error of a log call to pkg/log's sentinels. An
+// logError maps a client.Client error of a log call to pkg/log's sentinels. An
 // offset_out_of_range answer becomes a *log.OffsetOutOfRangeError with both bounds (read
 // from the answer, or by describing the topic if the answer lacks them).
 func (a *ConsumerAdapter) logError(ctx context.Context, topic string, partition int32, offset int64, err error) error {
-	var apiErr *APIError
+	var apiErr *client.APIError
 	switch {
-	case errors.Is(err, ErrOffsetOutOfRange):
+	case errors.Is(err, client.ErrOffsetOutOfRange):
 		oor := &log.OffsetOutOfRangeError{Offset: offset}
 		start, okS := int64(0), false
 		hw, okH := int64(0), false
@@ -206,50 +211,50 @@ func (a *ConsumerAdapter) logError(ctx context.Context, topic string, partition 
 		}
 		oor.LogStartOffset, oor.HighWatermark = start, hw
 		return fmt.Errorf("%w: %w", oor, err)
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, client.ErrNotFound):
 		return fmt.Errorf("%w: %w", log.ErrTopicNotFound, err)
-	case errors.Is(err, ErrInvalid):
+	case errors.Is(err, client.ErrInvalid):
 		return fmt.Errorf("%w: %w", log.ErrInvalid, err)
-	case errors.Is(err, ErrPayloadTooLarge):
+	case errors.Is(err, client.ErrPayloadTooLarge):
 		return fmt.Errorf("%w: %w", log.ErrTooLarge, err)
-	case errors.Is(err, ErrIdempotencyKeyReused):
+	case errors.Is(err, client.ErrIdempotencyKeyReused):
 		return fmt.Errorf("%w: %w", log.ErrIdempotencyKeyReused, err)
-	case errors.Is(err, ErrInternal):
+	case errors.Is(err, client.ErrInternal):
 		return fmt.Errorf("%w: %w", log.ErrCorrupt, err)
-	case IsRetryable(err) && ctx.Err() == nil:
+	case client.IsRetryable(err) && ctx.Err() == nil:
 		return fmt.Errorf("%w: %w", log.ErrUnavailable, err)
 	}
 	return err
 }
 
-// groupError maps a Client error of a coordinator call to pkg/group's sentinels.
+// groupError maps a client.Client error of a coordinator call to pkg/group's sentinels.
 func groupError(err error) error {
-	var apiErr *APIError
+	var apiErr *client.APIError
 	switch {
-	case errors.Is(err, ErrFenced):
+	case errors.Is(err, client.ErrFenced):
 		return fmt.Errorf("%w: %w", group.ErrFenced, err)
-	case errors.Is(err, ErrLeaseHeld):
+	case errors.Is(err, client.ErrLeaseHeld):
 		held := &group.LeaseHeldError{}
 		if errors.As(err, &apiErr) {
 			held.Owner, _ = apiErr.Owner()
 			held.ExpiresAt, _ = apiErr.LeaseExpiresAt()
 		}
 		return fmt.Errorf("%w: %w", held, err)
-	case errors.Is(err, ErrStaleCommit):
+	case errors.Is(err, client.ErrStaleCommit):
 		return fmt.Errorf("%w: %w", group.ErrStaleCommit, err)
-	case errors.Is(err, ErrGroupActive):
+	case errors.Is(err, client.ErrGroupActive):
 		return fmt.Errorf("%w: %w", group.ErrGroupActive, err)
-	case errors.Is(err, ErrBeyondHighWatermark):
+	case errors.Is(err, client.ErrBeyondHighWatermark):
 		beyond := &group.BeyondHighWatermarkError{}
 		if errors.As(err, &apiErr) {
-			beyond.HighWatermark, _ = apiErr.detailInt("high_watermark")
+			beyond.HighWatermark, _ = apiErr.HighWatermark()
 		}
 		return fmt.Errorf("%w: %w", beyond, err)
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, client.ErrNotFound):
 		return fmt.Errorf("%w: %w", group.ErrNotFound, err)
-	case errors.Is(err, ErrInvalid):
+	case errors.Is(err, client.ErrInvalid):
 		return fmt.Errorf("%w: %w", group.ErrInvalid, err)
-	case IsRetryable(err):
+	case client.IsRetryable(err):
 		return fmt.Errorf("%w: %w", group.ErrUnavailable, err)
 	}
 	return err

@@ -1,4 +1,4 @@
-package client_test
+package httpconsumer_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/httpapi"
+	"github.com/stratalog/strata/pkg/httpconsumer"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/store"
@@ -23,8 +24,8 @@ import (
 
 // The adapter satisfies both interfaces pkg/consumer runs on.
 var (
-	_ consumer.Log         = (*client.ConsumerAdapter)(nil)
-	_ consumer.Coordinator = (*client.ConsumerAdapter)(nil)
+	_ consumer.Log         = (*httpconsumer.ConsumerAdapter)(nil)
+	_ consumer.Coordinator = (*httpconsumer.ConsumerAdapter)(nil)
 )
 
 // node is the real HTTP handler over the embedded backend, with in-process handles on
@@ -34,7 +35,7 @@ type node struct {
 	meta  store.MetaStore
 	log   *log.Log
 	coord *group.Coordinator
-	ad    *client.ConsumerAdapter
+	ad    *httpconsumer.ConsumerAdapter
 }
 
 func newNode(t *testing.T) *node {
@@ -51,7 +52,7 @@ func newNode(t *testing.T) *node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &node{url: srv.URL, meta: s.Meta, log: l, coord: coord, ad: client.NewConsumerAdapter(c)}
+	return &node{url: srv.URL, meta: s.Meta, log: l, coord: coord, ad: httpconsumer.NewConsumerAdapter(c)}
 }
 
 func appendN(t *testing.T, l *log.Log, topic string, partition int32, n int) {
@@ -233,7 +234,7 @@ func TestAdapterUnavailable(t *testing.T) {
 	}))
 	defer srv.Close()
 	c, _ := client.New(srv.URL)
-	ad := client.NewConsumerAdapter(c)
+	ad := httpconsumer.NewConsumerAdapter(c)
 	if _, err := ad.Poll(ctx, "t", 0, 0, log.PollOptions{}); !errors.Is(err, log.ErrUnavailable) {
 		t.Fatalf("poll on 503: %v", err)
 	}
@@ -261,7 +262,7 @@ func TestAdapterUnavailable(t *testing.T) {
 	deadURL := dead.URL
 	dead.Close()
 	c2, _ := client.New(deadURL)
-	ad2 := client.NewConsumerAdapter(c2)
+	ad2 := httpconsumer.NewConsumerAdapter(c2)
 	if _, err := ad2.Poll(ctx, "t", 0, 0, log.PollOptions{}); !errors.Is(err, log.ErrUnavailable) {
 		t.Fatalf("poll with nothing listening: %v", err)
 	}

@@ -1,0 +1,121 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stratalog/strata/pkg/runtime"
+)
+
+// TestEveryCommandBothFormats runs every API command of the CLI as a process, in text
+// and in JSON, checking its exit code, that text output has its header and JSON output
+// parses, and for each a failing case's exit code and one-line error.
+func TestEveryCommandBothFormats(t *testing.T) {
+	url := node(t, runtime.Config{})
+	run := func(stdin string, args ...string) (string, string, int) {
+		return runBin(t, stdin, append([]string{"--url", url}, args...)...)
+	}
+	mustRun := func(stdin string, args ...string) string {
+		t.Helper()
+		out, errOut, code := run(stdin, args...)
+		if code != 0 {
+			t.Fatalf("strata %s: exit %d, stderr %q", strings.Join(args, " "), code, errOut)
+		}
+		return out
+	}
+	mustRun("", "topics", "create", "dlq")
+	mustRun("", "topics", "create", "orders", "--partitions", "2")
+
+	for _, tc := range []struct {
+		name  string
+		stdin string
+		args  []string
+		// text is the first line of the text output; json a field the JSON output has.
+		text, json string
+	}{
+		{"topics create", "", []string{"topics", "create", "t-%s"}, "NAME PARTITIONS RETENTION", "retention_ms"},
+		{"topics list", "", []string{"topics", "list"}, "NAME", "topics"},
+		{"topics describe", "", []string{"topics", "describe", "orders"}, "NAME PARTITIONS RETENTION", "partition_info"},
+		{"topics alter", "", []string{"topics", "alter", "t-%s", "--partitions", "3"}, "NAME PARTITIONS RETENTION", "partitions"},
+		{"produce", "a\nb\n", []string{"produce", "orders", "--partition", "0"}, "PARTITION OFFSET", "offset"},
+		{"consume (read)", "", []string{"consume", "orders", "--partition", "0", "--offset", "0", "--until-caught-up"}, "PARTITION OFFSET KEY VALUE", "offset"},
+		{"consume (group)", "", []string{"consume", "orders", "--group", "g-%s", "--until-caught-up"}, "PARTITION OFFSET KEY VALUE", "offset"},
+		{"groups list", "", []string{"groups", "list"}, "GROUP", "groups"},
+		{"groups describe", "", []string{"groups", "describe", "g-text"}, "TOPIC PARTITION COMMITTED HIGH_WATERMARK LAG LAG_SECONDS OWNER GENERATION LEASE_EXPIRES", "partitions"},
+		{"groups reset", "", []string{"groups", "reset", "g-text", "--topic", "orders", "--to", "earliest", "--partition", "0"}, "PARTITION COMMITTED", "partitions"},
+		{"groups settings (set)", "", []string{"groups", "settings", "g-%s", "--reset-policy", "latest", "--max-attempts", "3", "--dead-letter-topic", "dlq"}, "GROUP RESET_POLICY MAX_ATTEMPTS DEAD_LETTER_TOPIC", "reset_policy"},
+		{"groups settings (show)", "", []string{"groups", "settings", "g-text"}, "GROUP RESET_POLICY MAX_ATTEMPTS DEAD_LETTER_TOPIC", "max_attempts"},
+		{"groups delete-offsets", "", []string{"groups", "delete-offsets", "g-%s", "--topic", "orders"}, "deleted the offsets of group", "deleted"},
+		{"topics delete", "", []string{"topics", "delete", "t-%s"}, "deleted topic", "deleted"},
+	} {
+		for _, format := range []string{"text", "json"} {
+			args := make([]string, len(tc.args))
+			for i, a := range tc.args {
+				args[i] = strings.ReplaceAll(a, "%s", format)
+			}
+			if format == "json" {
+				args = append(args, "--json")
+			}
+			out := mustRun(tc.stdin, args...)
+			if format == "text" {
+				if first := rows(out)[0]; !strings.HasPrefix(first, tc.text) {
+					t.Errorf("%s: first line %q, want %q", tc.name, first, tc.text)
+				}
+				continue
+			}
+			dec := json.NewDecoder(strings.NewReader(out))
+			n := 0
+			for dec.More() {
+				var v map[string]any
+				if err := dec.Decode(&v); err != nil {
+					t.Fatalf("%s --json: %v in %q", tc.name, err, out)
+				}
+				if _, ok := v[tc.json]; !ok {
+					t.Errorf("%s --json: %v lacks %q", tc.name, v, tc.json)
+				}
+				n++
+			}
+			if n == 0 {
+				t.Errorf("%s --json printed nothing", tc.name)
+			}
+		}
+	}
+
+	// Failing runs: exit 1, one line on stderr, nothing on stdout (2 for usage errors).
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"topics", "create", "orders"}, 1, "(HTTP 409 topic_exists)"},
+		{[]string{"topics", "describe", "nope"}, 1, "(HTTP 404 not_found)"},
+		{[]string{"topics", "create", "bad/name"}, 1, "(HTTP 400 invalid_request)"},
+		{[]string{"produce", "nope", "--value", "x"}, 1, "(HTTP 404 not_found)"},
+		{[]string{"consume", "orders", "--partition", "5", "--offset", "0"}, 1, "partition 5 does not exist"},
+		{[]string{"consume", "orders", "--partition", "0", "--offset", "99"}, 1, "offset 99 is out of range on partition 0"},
+		{[]string{"groups", "describe", "nope"}, 1, "(HTTP 404 not_found)"},
+		{[]string{"groups", "reset", "g-text", "--topic", "orders", "--to", "99"}, 1, "(HTTP 416 offset_out_of_range)"},
+		{[]string{"groups", "settings", "nope"}, 1, "(HTTP 404 not_found)"},
+		{[]string{"groups", "settings", "g-text", "--reset-policy", "sideways"}, 1, "(HTTP 400 invalid_request)"},
+		{[]string{"groups", "delete-offsets", "nope", "--topic", "orders"}, 1, "(HTTP 404 not_found)"},
+		{[]string{"groups", "delete-offsets", "g-text"}, 2, `required flag(s) "topic" not set`},
+		{[]string{"groups", "list", "x"}, 2, "takes 0 argument(s)"},
+		{[]string{"topics", "create"}, 2, "needs NAME"},
+		{[]string{"topics", "delete", "nope"}, 1, "(HTTP 404 not_found)"},
+		{[]string{"topics", "alter", "orders", "--partitions", "1"}, 1, "(HTTP 400 invalid_request)"},
+		{[]string{"topics", "alter", "orders"}, 2, `required flag(s) "partitions" not set`},
+	} {
+		for _, format := range []string{"text", "json"} {
+			args := tc.args
+			if format == "json" {
+				args = append(append([]string(nil), args...), "--json")
+			}
+			out, errOut, code := run("", args...)
+			if code != tc.code || out != "" || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+				t.Errorf("strata %s: exit %d, stdout %q, stderr %q; want exit %d and one line containing %q",
+					strings.Join(args, " "), code, out, errOut, tc.code, tc.want)
+			}
+		}
+	}
+}

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratalog/strata/pkg/client"
+)
+
+func newGroupsListCmd(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the consumer groups the caller may describe",
+		Args:  exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			names, err := c.ListGroups(cmd.Context())
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				if names == nil {
+					names = []string{}
+				}
+				return printJSON(w, map[string][]string{"groups": names})
+			}
+			tb := newTable(w, "GROUP")
+			for _, n := range names {
+				tb.row(n)
+			}
+			return tb.flush()
+		},
+	}
+}
+
+// settingsJSON is a group's settings as --json prints them (the API's fields).
+type settingsJSON struct {
+	Group           string  `json:"group"`
+	ResetPolicy     string  `json:"reset_policy"`
+	MaxAttempts     int     `json:"max_attempts"`
+	DeadLetterTopic *string `json:"dead_letter_topic"`
+	CreatedAtMs     int64   `json:"created_at_ms"`
+}
+
+func newGroupsSettingsCmd(o *options) *cobra.Command {
+	var (
+		resetPolicy, dlq string
+		maxAttempts      int
+		noDLQ            bool
+	)
+	cmd := &cobra.Command{
+		Use:   "settings GROUP [--reset-policy P] [--max-attempts N] [--dead-letter-topic T | --no-dead-letter-topic]",
+		Short: "Show or change a group's consumer settings",
+		Long: `Without flags, show GROUP's settings. With flags, change those settings (the others
+keep their values; a new group starts from earliest, 5 attempts, no dead-letter
+topic). Members started with strata consume --group apply them: where a group without
+a position starts (--reset-policy earliest|latest|fail), how many times a record is
+handled before it is dead-lettered (--max-attempts), and where it goes then
+(--dead-letter-topic, an existing topic).`,
+		Args: exactArgs("GROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			f := cmd.Flags()
+			if f.Changed("dead-letter-topic") && noDLQ {
+				return usagef("--dead-letter-topic and --no-dead-letter-topic contradict each other")
+			}
+			var s *client.GroupSettings
+			if f.Changed("reset-policy") || f.Changed("max-attempts") || f.Changed("dead-letter-topic") || noDLQ {
+				cur, err := c.GroupSettings(cmd.Context(), args[0])
+				switch {
+				case errors.Is(err, client.ErrNotFound):
+					cur = &client.GroupSettings{ResetPolicy: "earliest", MaxAttempts: 5}
+				case err != nil:
+					return err
+				}
+				if f.Changed("reset-policy") {
+					cur.ResetPolicy = resetPolicy
+				}
+				if f.Changed("max-attempts") {
+					cur.MaxAttempts = maxAttempts
+				}
+				if f.Changed("dead-letter-topic") {
+					cur.DeadLetterTopic = dlq
+				}
+				if noDLQ {
+					cur.DeadLetterTopic = ""
+				}
+				if s, err = c.SetGroupSettings(cmd.Context(), args[0], *cur); err != nil {
+					return err
+				}
+			} else if s, err = c.GroupSettings(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				j := settingsJSON{Group: s.Group, ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts, CreatedAtMs: s.CreatedAt.UnixMilli()}
+				if s.DeadLetterTopic != "" {
+					j.DeadLetterTopic = &s.DeadLetterTopic
+				}
+				return printJSON(w, j)
+			}
+			tb := newTable(w, "GROUP", "RESET_POLICY", "MAX_ATTEMPTS", "DEAD_LETTER_TOPIC")
+			d := s.DeadLetterTopic
+			if d == "" {
+				d = "-"
+			}
+			tb.row(s.Group, s.ResetPolicy, s.MaxAttempts, d)
+			return tb.flush()
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&resetPolicy, "reset-policy", "", "where a member without a usable position starts: earliest, latest or fail")
+	f.IntVar(&maxAttempts, "max-attempts", 0, "times a record is handled before it is dead-lettered (1-100)")
+	f.StringVar(&dlq, "dead-letter-topic", "", "`TOPIC` that receives records that failed every attempt")
+	f.BoolVar(&noDLQ, "no-dead-letter-topic", false, "drop records that failed every attempt instead")
+	return cmd
+}
+
+func newGroupsDeleteOffsetsCmd(o *options) *cobra.Command {
+	var topic string
+	cmd := &cobra.Command{
+		Use:   "delete-offsets GROUP --topic TOPIC",
+		Short: "Drop a group's committed positions on a topic",
+		Long: `Delete GROUP's committed offsets on every partition of --topic: its members then start
+where the group's reset policy says. Refused while any member holds a live lease on the
+topic (stop the group's consumers first).`,
+		Args: exactArgs("GROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteGroupOffsets(cmd.Context(), args[0], topic); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				return printJSON(w, map[string]any{"group": args[0], "topic": topic, "deleted": true})
+			}
+			_, err = fmt.Fprintf(w, "deleted the offsets of group %s on %s\n", args[0], topic)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&topic, "topic", "", "topic whose positions are dropped (required)")
+	_ = cmd.MarkFlagRequired("topic")
+	return cmd
+}

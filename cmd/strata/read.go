@@ -1,0 +1,213 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/segment"
+)
+
+// recordPrinter writes consumed records: a header and tab-separated lines, or one JSON
+// object per line. It is safe for concurrent use.
+type recordPrinter struct {
+	mu       sync.Mutex
+	out      io.Writer
+	json     bool
+	enc      *json.Encoder
+	headered bool
+}
+
+func newRecordPrinter(out io.Writer, asJSON bool) *recordPrinter {
+	return &recordPrinter{out: out, json: asJSON, enc: json.NewEncoder(out)}
+}
+
+// header prints the text header once (before the first record, or at start so an idle
+// topic still shows what the columns will be).
+func (p *recordPrinter) header() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.headerLocked()
+}
+
+func (p *recordPrinter) headerLocked() error {
+	if p.json || p.headered {
+		return nil
+	}
+	p.headered = true
+	_, err := fmt.Fprintln(p.out, "PARTITION\tOFFSET\tKEY\tVALUE")
+	return err
+}
+
+func (p *recordPrinter) print(partition int32, offset int64, ts int64, key, value []byte, headers map[string][]byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.json {
+		j := consumedJSON{Partition: partition, Offset: offset, TimestampMs: ts}
+		j.Key, j.KeyBase64 = jsonBytes(key)
+		j.Value, j.ValueBase64 = jsonBytes(value)
+		for k, v := range headers {
+			text, b64 := jsonBytes(v)
+			if b64 == nil {
+				if text == nil {
+					text = new(string)
+				}
+				if j.Headers == nil {
+					j.Headers = map[string]string{}
+				}
+				j.Headers[k] = *text
+			} else {
+				if j.HeadersBase64 == nil {
+					j.HeadersBase64 = map[string]string{}
+				}
+				j.HeadersBase64[k] = *b64
+			}
+		}
+		return p.enc.Encode(j)
+	}
+	if err := p.headerLocked(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(p.out, "%d\t%d\t%s\t%s\n", partition, offset, printable(key), printable(value))
+	return err
+}
+
+// headerMap turns a record's header list into a map (the last of repeated names wins).
+func headerMap(hs []segment.Header) map[string][]byte {
+	if len(hs) == 0 {
+		return nil
+	}
+	m := make(map[string][]byte, len(hs))
+	for _, h := range hs {
+		m[h.Key] = h.Value
+	}
+	return m
+}
+
+// readPollWait is how long a read-mode poll waits at the high watermark.
+const readPollWait = 5 * time.Second
+
+// runRead follows partitions without a group: nothing is leased or committed.
+func runRead(ctx context.Context, c *client.Client, cc consumeConfig, out io.Writer) error {
+	if cc.from != "earliest" && cc.from != "latest" {
+		return usagef("--from must be earliest or latest, got %q", cc.from)
+	}
+	t, err := c.DescribeTopic(ctx, cc.topic)
+	if err != nil {
+		return err
+	}
+	parts, err := choosePartitions(cc, t.Partitions)
+	if err != nil {
+		return err
+	}
+	starts := make([]int64, len(parts))
+	hws := make([]int64, len(parts))
+	for i, p := range parts {
+		if starts[i], hws[i], err = startOffset(cc, p, t.PartitionInfo); err != nil {
+			return err
+		}
+	}
+	pr := newRecordPrinter(out, cc.json)
+	if err := pr.header(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, p := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := readPartition(ctx, c, cc, p, starts[i], hws[i], pr); err != nil {
+				errs[i] = err
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// choosePartitions checks --partition against the topic, or returns all of them.
+func choosePartitions(cc consumeConfig, n int32) ([]int32, error) {
+	parts := cc.partitions
+	if len(parts) == 0 {
+		for p := range n {
+			parts = append(parts, p)
+		}
+	}
+	for _, p := range parts {
+		if p < 0 || p >= n {
+			return nil, fmt.Errorf("partition %d does not exist: topic %q has partitions 0-%d", p, cc.topic, n-1)
+		}
+	}
+	return parts, nil
+}
+
+// startOffset is where partition p is read from, and its high watermark at start.
+func startOffset(cc consumeConfig, p int32, info []client.PartitionInfo) (offset, hw int64, err error) {
+	var start int64
+	for _, pi := range info {
+		if pi.Partition == p {
+			start, hw = pi.LogStartOffset, pi.HighWatermark
+		}
+	}
+	switch {
+	case cc.offsetSet:
+		if cc.offset < start || cc.offset > hw {
+			return 0, 0, fmt.Errorf("offset %d is out of range on partition %d: it holds offsets %d to %d (next append at %d)",
+				cc.offset, p, start, max(hw-1, start), hw)
+		}
+		return cc.offset, hw, nil
+	case cc.from == "latest":
+		return hw, hw, nil
+	}
+	return start, hw, nil
+}
+
+// readPartition prints partition p from offset until ctx ends (or, with untilCaughtUp,
+// until hw, the high watermark seen at start).
+func readPartition(ctx context.Context, c *client.Client, cc consumeConfig, p int32, offset, hw int64, pr *recordPrinter) error {
+	for ctx.Err() == nil {
+		if cc.untilCaughtUp && offset >= hw {
+			return nil
+		}
+		wait := readPollWait
+		if cc.untilCaughtUp {
+			wait = 0
+		}
+		res, err := c.Poll(ctx, cc.topic, p, offset, client.PollOptions{Wait: wait})
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case errors.Is(err, client.ErrOffsetOutOfRange):
+			// Retention passed us: carry on from the new log start.
+			var api *client.APIError
+			if errors.As(err, &api) {
+				if s, ok := api.LogStartOffset(); ok && s > offset {
+					offset = s
+					continue
+				}
+			}
+			return err
+		case err != nil:
+			return err
+		}
+		for _, r := range res.Records {
+			if !cc.fromTime.IsZero() && r.Timestamp.Before(cc.fromTime) {
+				continue
+			}
+			if err := pr.print(p, r.Offset, r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers); err != nil {
+				return fmt.Errorf("write record: %w", err)
+			}
+		}
+		offset = res.NextOffset
+	}
+	return nil
+}

@@ -1,0 +1,36 @@
+// Package console serves Strata's web console: one static page (HTML, CSS and a small
+// script, no framework) that reads the HTTP API from the browser and shows topics,
+// partitions with their log start and high watermark, groups with each partition's
+// owner, generation and lag, the lag of the last minutes as a chart it draws itself in
+// SVG, and the tail of a partition. It holds no data and needs no credentials: the
+// page calls the API with the token the user gives it, so it works with `--auth` the
+// way every other client does.
+package console
+
+import (
+	"embed"
+	"io/fs"
+	"net/http"
+)
+
+//go:embed static
+var static embed.FS
+
+// Prefix is the path the console is served under.
+const Prefix = "/console/"
+
+// Handler serves the console's files under Prefix (GET only). The page reaches the API
+// on the same origin.
+func Handler() http.Handler {
+	sub, err := fs.Sub(static, "static")
+	if err != nil {
+		panic(err) // the embedded tree is fixed at build time
+	}
+	files := http.StripPrefix(Prefix, http.FileServer(http.FS(sub)))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.Header().Set("Referrer-Policy", "no-referrer")
+		files.ServeHTTP(w, r)
+	})
+}

@@ -1,0 +1,174 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/stratalog/strata/pkg/group"
+)
+
+// GroupAdmin is what the group administration routes need of the coordinator: group
+// settings, the list of groups, dropping positions and per-partition resets
+// (*group.Coordinator implements it).
+type GroupAdmin interface {
+	GetSettings(ctx context.Context, g string) (group.Settings, error)
+	SetSettings(ctx context.Context, g string, s group.Settings) (group.Settings, error)
+	ListGroups(ctx context.Context) ([]string, error)
+	DeletePositions(ctx context.Context, g, topic string) error
+	ResetPartitions(ctx context.Context, g, topic string, partitions []int32, to group.ResetTo) ([]group.PartitionOffset, error)
+}
+
+var _ GroupAdmin = (*group.Coordinator)(nil)
+
+type settingsRequest struct {
+	ResetPolicy     *string `json:"reset_policy"`
+	MaxAttempts     *int    `json:"max_attempts"`
+	DeadLetterTopic *string `json:"dead_letter_topic"`
+}
+
+type settingsResponse struct {
+	Group           string  `json:"group"`
+	ResetPolicy     string  `json:"reset_policy"`
+	MaxAttempts     int     `json:"max_attempts"`
+	DeadLetterTopic *string `json:"dead_letter_topic"`
+	CreatedAtMs     int64   `json:"created_at_ms"`
+}
+
+func settingsJSON(g string, s group.Settings) settingsResponse {
+	out := settingsResponse{Group: g, ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts, CreatedAtMs: s.CreatedAt.UnixMilli()}
+	if s.DeadLetterTopic != "" {
+		d := s.DeadLetterTopic
+		out.DeadLetterTopic = &d
+	}
+	return out
+}
+
+// adminRoutes registers the group administration routes when the server has a
+// GroupAdmin.
+func (s *server) adminRoutes() {
+	if s.admin == nil {
+		return
+	}
+	s.mux.HandleFunc("GET /v1/groups", s.listGroups)
+	s.mux.HandleFunc("GET /v1/groups/{group}/settings", s.getSettings)
+	s.mux.HandleFunc("PUT /v1/groups/{group}/settings", s.putSettings)
+	s.mux.HandleFunc("DELETE /v1/groups/{group}/topics/{topic}/commits", s.deletePositions)
+}
+
+// listGroups answers the groups the caller may describe.
+func (s *server) listGroups(w http.ResponseWriter, r *http.Request) {
+	p, e := s.authenticate(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	names, err := s.admin.ListGroups(r.Context())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	visible := make([]string, 0, len(names))
+	for _, n := range names {
+		if p.Allowed(OpDescribe, "group:"+n) {
+			visible = append(visible, n)
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string][]string{"groups": visible})
+}
+
+func (s *server) getSettings(w http.ResponseWriter, r *http.Request) {
+	g := r.PathValue("group")
+	p, e := s.authenticate(r)
+	if e == nil {
+		e = authorize(p, onGroup(OpDescribe, g))
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	st, err := s.admin.GetSettings(r.Context(), g)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, settingsJSON(g, st))
+}
+
+func (s *server) putSettings(w http.ResponseWriter, r *http.Request) {
+	g := r.PathValue("group")
+	p, e := s.authenticate(r)
+	if e == nil {
+		e = authorize(p, onGroup(OpReset, g))
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var req settingsRequest
+	if e := decodeBody(w, r, MaxSmallBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.ResetPolicy == nil || req.MaxAttempts == nil {
+		writeError(w, missing("reset_policy", "max_attempts"))
+		return
+	}
+	in := group.Settings{ResetPolicy: *req.ResetPolicy, MaxAttempts: *req.MaxAttempts}
+	if req.DeadLetterTopic != nil {
+		if *req.DeadLetterTopic == "" {
+			writeError(w, invalid(`"dead_letter_topic" must be a topic name or null`))
+			return
+		}
+		in.DeadLetterTopic = *req.DeadLetterTopic
+	}
+	st, err := s.admin.SetSettings(r.Context(), g, in)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, settingsJSON(g, st))
+}
+
+func (s *server) deletePositions(w http.ResponseWriter, r *http.Request) {
+	g, topic := r.PathValue("group"), r.PathValue("topic")
+	p, e := s.authenticate(r)
+	if e == nil {
+		e = authorize(p, onGroup(OpReset, g), onTopic(OpRead, topic))
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if err := s.admin.DeletePositions(r.Context(), g, topic); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// resetPartitions serves a reset whose body lists "partitions".
+func (s *server) resetPartitions(w http.ResponseWriter, r *http.Request, g, topic string, partitions []int32, to group.ResetTo) {
+	if s.admin == nil {
+		writeError(w, invalid(`"partitions" is not supported by this server`))
+		return
+	}
+	if len(partitions) == 0 {
+		writeError(w, invalid(`"partitions" must list at least one partition`))
+		return
+	}
+	if len(partitions) > maxHeld {
+		writeError(w, invalid(fmt.Sprintf(`"partitions" has %d entries, at most %d`, len(partitions), maxHeld)))
+		return
+	}
+	offsets, err := s.admin.ResetPartitions(r.Context(), g, topic, partitions, to)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := make([]resetPartition, len(offsets))
+	for i, o := range offsets {
+		out[i] = resetPartition{Partition: o.Partition, CommittedOffset: o.Offset}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"partitions": out})
+}

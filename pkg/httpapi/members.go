@@ -1,0 +1,164 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/stratalog/strata/pkg/group"
+)
+
+// Members is what the member routes need of the group coordinator: the balancer's step
+// for a member across the network, and leaving (*group.Coordinator implements it).
+type Members interface {
+	StepMember(ctx context.Context, g, topic, member string, ttl time.Duration, held []group.HeldLease) (group.MemberStepResult, error)
+	LeaveMember(ctx context.Context, g, member string) error
+}
+
+var _ Members = (*group.Coordinator)(nil)
+
+// maxHeld bounds the leases one heartbeat may claim: a topic has at most 1024 partitions.
+const maxHeld = 1024
+
+type heldLeaseJSON struct {
+	Partition  *int32 `json:"partition"`
+	Generation *int64 `json:"generation"`
+}
+
+type heartbeatRequest struct {
+	Member *string         `json:"member"`
+	TTLMs  *int64          `json:"ttl_ms"`
+	Held   []heldLeaseJSON `json:"held"`
+}
+
+type memberLeaseJSON struct {
+	Partition        int32 `json:"partition"`
+	Generation       int64 `json:"generation"`
+	LeaseExpiresAtMs int64 `json:"lease_expires_at_ms"`
+}
+
+type acquiredLeaseJSON struct {
+	memberLeaseJSON
+	CommittedOffset *int64 `json:"committed_offset"`
+}
+
+type heartbeatResponse struct {
+	Acquired    []acquiredLeaseJSON `json:"acquired"`
+	Held        []memberLeaseJSON   `json:"held"`
+	Lost        []int32             `json:"lost"`
+	Release     []int32             `json:"release"`
+	LiveMembers int                 `json:"live_members"`
+	FairShare   int                 `json:"fair_share"`
+}
+
+type leaveRequest struct {
+	Member *string `json:"member"`
+}
+
+// memberRoutes registers the member routes when the server has a Members.
+func (s *server) memberRoutes() {
+	if s.members == nil {
+		return
+	}
+	s.mux.HandleFunc("POST /v1/groups/{group}/topics/{topic}/heartbeat", s.heartbeat)
+	s.mux.HandleFunc("DELETE /v1/groups/{group}/members", s.leave)
+}
+
+func leasesJSON(ls []group.Lease) []memberLeaseJSON {
+	out := make([]memberLeaseJSON, len(ls))
+	for i, l := range ls {
+		out[i] = memberLeaseJSON{Partition: l.Partition, Generation: l.Generation, LeaseExpiresAtMs: l.ExpiresAt.UnixMilli()}
+	}
+	return out
+}
+
+// heartbeat is one balancer step of a member: heartbeat, renew what it holds, take its
+// fair share of free partitions, name the extras to hand back.
+func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
+	g, topic := r.PathValue("group"), r.PathValue("topic")
+	p, e := s.authenticate(r)
+	if e == nil {
+		e = authorize(p, onGroup(OpConsume, g), onTopic(OpRead, topic))
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var req heartbeatRequest
+	if e := decodeBody(w, r, MaxSmallBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Member == nil {
+		writeError(w, missing("member"))
+		return
+	}
+	ttl := time.Duration(0)
+	if req.TTLMs != nil {
+		if *req.TTLMs < minTTLMs || *req.TTLMs > maxTTLMs {
+			writeError(w, invalid(fmt.Sprintf("ttl_ms must be %d–%d, got %d", minTTLMs, maxTTLMs, *req.TTLMs)))
+			return
+		}
+		ttl = time.Duration(*req.TTLMs) * time.Millisecond
+	}
+	if len(req.Held) > maxHeld {
+		writeError(w, invalid(fmt.Sprintf(`"held" has %d leases, at most %d`, len(req.Held), maxHeld)))
+		return
+	}
+	held := make([]group.HeldLease, len(req.Held))
+	for i, h := range req.Held {
+		if h.Partition == nil || h.Generation == nil {
+			writeError(w, invalid(`every "held" lease needs "partition" and "generation"`))
+			return
+		}
+		held[i] = group.HeldLease{Partition: *h.Partition, Generation: *h.Generation}
+	}
+	res, err := s.members.StepMember(r.Context(), g, topic, *req.Member, ttl, held)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := heartbeatResponse{
+		Acquired: make([]acquiredLeaseJSON, len(res.Acquired)), Held: leasesJSON(res.Held),
+		Lost: res.Lost, Release: make([]int32, len(res.Release)),
+		LiveMembers: res.LiveMembers, FairShare: res.FairShare,
+	}
+	if out.Lost == nil {
+		out.Lost = []int32{}
+	}
+	for i, l := range leasesJSON(res.Acquired) {
+		out.Acquired[i] = acquiredLeaseJSON{memberLeaseJSON: l, CommittedOffset: res.Acquired[i].Committed}
+	}
+	for i, l := range res.Release {
+		out.Release[i] = l.Partition
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// leave removes a member from the group's live members.
+func (s *server) leave(w http.ResponseWriter, r *http.Request) {
+	g := r.PathValue("group")
+	p, e := s.authenticate(r)
+	if e == nil {
+		e = authorize(p, onGroup(OpConsume, g))
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var req leaveRequest
+	if e := decodeBody(w, r, MaxSmallBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Member == nil {
+		writeError(w, missing("member"))
+		return
+	}
+	if err := s.members.LeaveMember(r.Context(), g, *req.Member); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}

@@ -1,0 +1,131 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratalog/strata/pkg/httpapi"
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// IncreasePartitions of the wrapped store, failing while it is down.
+func (f *faultyMeta) IncreasePartitions(ctx context.Context, name string, partitions int32) (store.Topic, error) {
+	if err := f.fail(); err != nil {
+		return store.Topic{}, err
+	}
+	return f.MetaStore.(store.TopicAdminStore).IncreasePartitions(ctx, name, partitions)
+}
+
+func TestAlterTopicPartitions(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("t", 2)
+	e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "a", partition: ptr(1)})).want(t, 200)
+	r := e.call("PATCH", "/v1/topics/t", map[string]any{"partitions": 4}).want(t, 200)
+	if r.num("partitions") != 4 || r.body["name"] != "t" {
+		t.Fatalf("alter %s", r.raw)
+	}
+	r = e.call("GET", "/v1/topics/t", nil).want(t, 200)
+	if r.num("partitions") != 4 {
+		t.Fatalf("describe after alter %s", r.raw)
+	}
+	e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "b", partition: ptr(3)})).want(t, 200)
+	if hw := e.hws("t"); len(hw) != 4 || hw[1] != 1 || hw[3] != 1 {
+		t.Fatalf("high watermarks after alter %v", hw)
+	}
+	for _, body := range []any{
+		map[string]any{"partitions": 4}, map[string]any{"partitions": 3}, map[string]any{"partitions": 0},
+		map[string]any{"partitions": 1025}, map[string]any{}, map[string]any{"partitions": "5"}, map[string]any{"partitions": 5, "retention_ms": 1},
+	} {
+		e.call("PATCH", "/v1/topics/t", body).want(t, 400, "invalid_request")
+	}
+	e.call("PATCH", "/v1/topics/nope", map[string]any{"partitions": 4}).want(t, 404, "not_found")
+	e.call("PATCH", "/v1/topics/t", `{"partitions": 5, "x": "`+strings.Repeat("a", httpapi.MaxSmallBody)+`"}`).want(t, 413, "payload_too_large")
+	e.meta.down.Store(true)
+	e.call("PATCH", "/v1/topics/t", map[string]any{"partitions": 8}).want(t, 503, "unavailable")
+}
+
+// The topic deletion operations of the wrapped store, failing while it is down.
+func (f *faultyMeta) DeleteTopic(ctx context.Context, name string, at time.Time) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.MetaStore.(store.TopicAdminStore).DeleteTopic(ctx, name, at)
+}
+
+func (f *faultyMeta) TopicTombstone(ctx context.Context, name string) (time.Time, bool, error) {
+	if err := f.fail(); err != nil {
+		return time.Time{}, false, err
+	}
+	return f.MetaStore.(store.TopicAdminStore).TopicTombstone(ctx, name)
+}
+
+func (f *faultyMeta) DeletedTopics(ctx context.Context) ([]store.DeletedTopic, error) {
+	if err := f.fail(); err != nil {
+		return nil, err
+	}
+	return f.MetaStore.(store.TopicAdminStore).DeletedTopics(ctx)
+}
+
+func (f *faultyMeta) PurgeTopic(ctx context.Context, name string) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.MetaStore.(store.TopicAdminStore).PurgeTopic(ctx, name)
+}
+
+func TestDeleteTopic(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("t", 2)
+	e.createTopic("keep", 1)
+	e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "a"})).want(t, 200)
+	e.call("DELETE", "/v1/topics/t", nil).want(t, 204)
+	e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "b"})).want(t, 404, "not_found")
+	e.call("GET", "/v1/topics/t", nil).want(t, 404, "not_found")
+	r := e.call("GET", "/v1/topics", nil).want(t, 200)
+	if fmt.Sprint(r.body["topics"]) != "[keep]" {
+		t.Fatalf("topics after delete %s", r.raw)
+	}
+	e.call("POST", "/v1/topics", map[string]any{"name": "t", "partitions": 1}).want(t, 409, "topic_exists")
+	e.call("DELETE", "/v1/topics/t", nil).want(t, 404, "not_found")
+	e.call("DELETE", "/v1/topics/never", nil).want(t, 404, "not_found")
+	e.meta.down.Store(true)
+	e.call("DELETE", "/v1/topics/keep", nil).want(t, 503, "unavailable")
+}
+
+func TestAlterTopicAuth(t *testing.T) {
+	e := authEnv(t)
+	e.call("PATCH", "/v1/topics/orders", map[string]any{"partitions": 2}).want(t, 401, "unauthorized")
+	e.call("PATCH", "/v1/topics/orders", map[string]any{"partitions": 2}, bearer("prefix-token")...).want(t, 403, "forbidden")
+	e.call("PATCH", "/v1/topics/orders", map[string]any{"partitions": 2}, bearer("orders-token")...).want(t, 200)
+	e.call("DELETE", "/v1/topics/payments", nil).want(t, 401, "unauthorized")
+	e.call("DELETE", "/v1/topics/payments", nil, bearer("orders-token")...).want(t, 403, "forbidden")
+	e.call("DELETE", "/v1/topics/payments", nil, bearer("admin-token")...).want(t, 204)
+}
+
+// FuzzAlterTopicRequest: any body gets a documented answer and never a panic, and the
+// partition count never falls.
+func FuzzAlterTopicRequest(f *testing.F) {
+	e := newEnv(f)
+	e.createTopic("t", 2)
+	for _, seed := range []string{`{"partitions": 3}`, `{"partitions": 1}`, `{"partitions": -1}`, `{"partitions": 1e9}`, `{"Partitions": 4}`, `null`, ``} {
+		f.Add([]byte(seed))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		before, err := e.log.DescribeTopic(context.Background(), "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		req, w := serveFuzz(e, "PATCH", "/v1/topics/t", body)
+		checkFuzzAnswer(t, req, w)
+		after, err := e.log.DescribeTopic(context.Background(), "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Topic.Partitions < before.Topic.Partitions || (w.Code >= 400 && after.Topic.Partitions != before.Topic.Partitions) {
+			t.Fatalf("%q (%d) moved the count %d -> %d", body, w.Code, before.Topic.Partitions, after.Topic.Partitions)
+		}
+	})
+}

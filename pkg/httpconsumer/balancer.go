@@ -1,0 +1,121 @@
+package httpconsumer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"github.com/stratalog/strata/pkg/client"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/stratalog/strata/pkg/group"
+)
+
+// MemberBalancer is consumer.Balancer over HTTP: each Step is one Heartbeat carrying
+// the leases this member holds, and the server's balancer decides what it takes, loses
+// and hands back (docs/API.md, "Members"). With consumer.RunMember it makes members of
+// one group in different processes share a topic's partitions. client.Lease expiries it
+// reports are local deadlines (see ConsumerAdapter). It is safe for concurrent use.
+type MemberBalancer struct {
+	c                    *client.Client
+	group, topic, member string
+	ttl                  time.Duration
+	now                  func() time.Time
+
+	mu   sync.Mutex
+	held map[int32]int64 // partition → generation
+}
+
+// NewMemberBalancer returns the balancer of member in group on topic, with lease and
+// heartbeat TTL ttl (zero: the server default); step it every ttl/3.
+func NewMemberBalancer(c *client.Client, group, topic, member string, ttl time.Duration) *MemberBalancer {
+	return &MemberBalancer{c: c, group: group, topic: topic, member: member, ttl: ttl, now: time.Now, held: map[int32]int64{}}
+}
+
+func (b *MemberBalancer) heldList() []client.HeldLease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]client.HeldLease, 0, len(b.held))
+	for p, g := range b.held {
+		out = append(out, client.HeldLease{Partition: p, Generation: g})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
+	return out
+}
+
+// Step implements consumer.Balancer.
+func (b *MemberBalancer) Step(ctx context.Context) (group.StepResult, error) {
+	sent := b.now()
+	a, err := b.c.Heartbeat(ctx, b.group, b.topic, b.member, b.ttl, b.heldList())
+	if err != nil {
+		return group.StepResult{}, groupError(err)
+	}
+	ttl := b.ttl
+	if ttl == 0 {
+		ttl = group.DefaultTTL
+	}
+	lease := func(p int32, gen int64, committed *int64) group.Lease {
+		return group.Lease{Group: b.group, Topic: b.topic, Partition: p, Member: b.member, Generation: gen,
+			ExpiresAt: sent.Add(ttl), Committed: committed}
+	}
+	res := group.StepResult{Lost: a.Lost, LiveMembers: a.LiveMembers, FairShare: a.FairShare, Takes: len(a.Acquired)}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, p := range a.Lost {
+		delete(b.held, p)
+	}
+	for _, l := range a.Acquired {
+		b.held[l.Partition] = l.Generation
+		res.Acquired = append(res.Acquired, lease(l.Partition, l.Generation, l.CommittedOffset))
+	}
+	for _, p := range a.Release {
+		if gen, ok := b.held[p]; ok {
+			res.Release = append(res.Release, lease(p, gen, nil))
+		}
+	}
+	return res, nil
+}
+
+// Release implements consumer.Balancer: it gives back partition's lease (a fenced
+// release, the lease being someone else's already, also forgets it).
+func (b *MemberBalancer) Release(ctx context.Context, partition int32) error {
+	b.mu.Lock()
+	gen, ok := b.held[partition]
+	b.mu.Unlock()
+	if !ok {
+		return fmt.Errorf("%w: partition %d is not held by %q", group.ErrInvalid, partition, b.member)
+	}
+	err := groupError(b.c.Release(ctx, b.group, b.topic, partition, b.member, gen))
+	if err == nil || errors.Is(err, group.ErrFenced) {
+		b.mu.Lock()
+		delete(b.held, partition)
+		b.mu.Unlock()
+	}
+	return err
+}
+
+// Leave implements consumer.Balancer: it releases what it still holds and leaves the
+// group.
+func (b *MemberBalancer) Leave(ctx context.Context) error {
+	var errs []error
+	for _, h := range b.heldList() {
+		if err := b.Release(ctx, h.Partition); err != nil && !errors.Is(err, group.ErrFenced) {
+			errs = append(errs, err)
+		}
+	}
+	if err := b.c.LeaveGroup(ctx, b.group, b.member); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// Held returns the partitions this member holds, in order.
+func (b *MemberBalancer) Held() []int32 {
+	hs := b.heldList()
+	out := make([]int32, len(hs))
+	for i, h := range hs {
+		out[i] = h.Partition
+	}
+	return out
+}

@@ -1,0 +1,149 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+var _ store.GroupAdminStore = (*MetaStore)(nil)
+
+// PutGroupConfig writes the group's settings in one update: created_at is set only when
+// the row is new, so an existing group keeps its creation time.
+func (s *MetaStore) PutGroupConfig(ctx context.Context, cfg store.GroupConfig) (store.GroupConfig, error) {
+	op := "put group config " + cfg.Name
+	expr := "SET #rp = :rp, #ma = :ma"
+	names := map[string]string{"#rp": "reset_policy", "#ma": "max_attempts"}
+	vals := item{":rp": avS(cfg.ResetPolicy), ":ma": avN(int64(cfg.MaxAttempts))}
+	if !cfg.CreatedAt.IsZero() {
+		expr += ", #ca = if_not_exists(#ca, :ca)"
+		names["#ca"] = "created_at"
+		vals[":ca"] = avN(cfg.CreatedAt.UnixMilli())
+	}
+	if cfg.DeadLetterTopic != "" {
+		expr += ", #dlq = :dlq"
+		vals[":dlq"] = avS(cfg.DeadLetterTopic)
+	} else {
+		expr += " REMOVE #dlq"
+	}
+	names["#dlq"] = "dead_letter_topic"
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                 aws.String(s.groups),
+		Key:                       item{attrGroup: avS(cfg.Name)},
+		UpdateExpression:          aws.String(expr),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: vals,
+		ReturnValues:              types.ReturnValueAllNew,
+	})
+	if err != nil {
+		return store.GroupConfig{}, mapError(op, err)
+	}
+	return decodeGroup(out.Attributes)
+}
+
+// ListGroups scans the groups table; it holds one small row per group.
+func (s *MetaStore) ListGroups(ctx context.Context) ([]string, error) {
+	items, err := s.scanAll(ctx, "list groups", &dynamodb.ScanInput{
+		TableName:                aws.String(s.groups),
+		ProjectionExpression:     aws.String("#k"),
+		ExpressionAttributeNames: map[string]string{"#k": attrGroup},
+	})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(items))
+	for _, it := range items {
+		d := decoder{it: it}
+		names = append(names, d.str(attrGroup, true))
+		if d.err != nil {
+			return nil, d.err
+		}
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// DeleteCommits fences every assignment row of (group, topic) on the condition that its
+// lease is free, and deletes the commit rows, in transactions of at most the configured
+// item count (like ResetCommits: one transaction for a topic of up to ~50 partitions; a
+// larger one may be partially applied when a lease is taken meanwhile, and says so).
+func (s *MetaStore) DeleteCommits(ctx context.Context, group, topic string, now time.Time) error {
+	op := fmt.Sprintf("delete commits of %s on %s", group, topic)
+	q := func(table string) ([]item, error) {
+		return s.queryAll(ctx, op, &dynamodb.QueryInput{
+			TableName:                 aws.String(table),
+			KeyConditionExpression:    aws.String("#gt = :gt"),
+			ExpressionAttributeNames:  map[string]string{"#gt": attrGT},
+			ExpressionAttributeValues: item{":gt": avS(gtKey(group, topic))},
+		}, 0)
+	}
+	rows, err := q(s.assignments)
+	if err != nil {
+		return err
+	}
+	var assigned []int32
+	for _, it := range rows {
+		a, err := decodeAssignment(it)
+		if err != nil {
+			return err
+		}
+		if a.Live(now) {
+			return fmt.Errorf("dynamo: %s: partition %d leased by %q until %s: %w",
+				op, a.Partition, a.Owner, a.ExpiresAt.Format(time.RFC3339Nano), store.ErrGroupActive)
+		}
+		assigned = append(assigned, a.Partition)
+	}
+	commits, err := q(s.commits)
+	if err != nil {
+		return err
+	}
+	var items []types.TransactWriteItem
+	for _, p := range assigned {
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName:           aws.String(s.assignments),
+			Key:                 gtpKey(group, topic, p),
+			UpdateExpression:    aws.String("SET #gen = #gen + :one REMOVE #owner"),
+			ConditionExpression: aws.String(leaseFree),
+			ExpressionAttributeNames: map[string]string{
+				"#owner": attrOwner, "#exp": attrLeaseExp, "#gen": attrGeneration,
+			},
+			ExpressionAttributeValues: item{":now": avN(now.UnixMilli()), ":one": avN(1)},
+		}})
+	}
+	for _, it := range commits {
+		c, err := decodeCommit(it)
+		if err != nil {
+			return err
+		}
+		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
+			TableName: aws.String(s.commits),
+			Key:       gtpKey(group, topic, c.Partition),
+		}})
+	}
+	maxItems := s.cfg.maxTransactItems()
+	done := 0
+	for len(items) > 0 {
+		n := min(len(items), maxItems)
+		if _, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items[:n]}); err != nil {
+			err = mapError(op, err)
+			if tx := (*txConditionFailed)(nil); errors.As(err, &tx) {
+				err = fmt.Errorf("dynamo: %s: a lease was taken meanwhile: %w", op, store.ErrGroupActive)
+			}
+			if done > 0 {
+				return fmt.Errorf("%w (partially applied: %d rows changed; repeat once the group is idle)", err, done)
+			}
+			return err
+		}
+		done += n
+		items = items[n:]
+	}
+	return nil
+}

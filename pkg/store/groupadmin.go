@@ -1,0 +1,23 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// GroupAdminStore manages consumer groups as a whole: their settings, the list of them,
+// and dropping their positions. Backends implement it beside MetaStore.
+type GroupAdminStore interface {
+	// PutGroupConfig must store cfg's ResetPolicy, MaxAttempts and DeadLetterTopic as
+	// the group's settings, creating the group (with cfg.CreatedAt) when absent and
+	// keeping the stored CreatedAt when present, and return the stored config.
+	PutGroupConfig(ctx context.Context, cfg GroupConfig) (GroupConfig, error)
+	// ListGroups must return every group name in lexical order.
+	ListGroups(ctx context.Context) ([]string, error)
+	// DeleteCommits must delete every commit row of (group, topic) only if no lease of
+	// the group on topic is live at now, else return ErrGroupActive and change nothing.
+	// Like ResetCommits it must fence, in the same operation, every assignment row of
+	// (group, topic): generation + 1 and no owner, so an owner whose lease lapsed cannot
+	// commit its old position back. Deleting what does not exist is not an error.
+	DeleteCommits(ctx context.Context, group, topic string, now time.Time) error
+}

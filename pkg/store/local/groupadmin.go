@@ -1,0 +1,91 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+var _ store.GroupAdminStore = (*MetaStore)(nil)
+
+// PutGroupConfig stores the group's settings, creating the group when absent.
+func (m *MetaStore) PutGroupConfig(ctx context.Context, cfg store.GroupConfig) (store.GroupConfig, error) {
+	if cfg.Name == "" {
+		return store.GroupConfig{}, errors.New("local: put group config: empty name")
+	}
+	var out store.GroupConfig
+	err := m.update(ctx, func(tx *bolt.Tx) error {
+		key := []byte(cfg.Name)
+		old, ok, err := getRec[groupRec](tx, bucketGroups, key)
+		if err != nil {
+			return err
+		}
+		rec := groupToRec(cfg)
+		if ok {
+			rec.CreatedAt = old.CreatedAt
+		}
+		if err := putRec(tx, bucketGroups, key, rec); err != nil {
+			return err
+		}
+		out = rec.toStore()
+		return nil
+	})
+	return out, err
+}
+
+// ListGroups returns every group name in lexical order (bbolt's key order).
+func (m *MetaStore) ListGroups(ctx context.Context) ([]string, error) {
+	var out []string
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		return tx.Bucket([]byte(bucketGroups)).ForEach(func(k, _ []byte) error {
+			out = append(out, string(k))
+			return nil
+		})
+	})
+	return out, err
+}
+
+// DeleteCommits deletes the group's commit rows on topic and fences its assignment
+// rows there, in one transaction, unless a lease is live.
+func (m *MetaStore) DeleteCommits(ctx context.Context, group, topic string, now time.Time) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		prefix := appendString(appendString(nil, group), topic)
+		var fenced []assignmentRec
+		c := tx.Bucket([]byte(bucketAssignments)).Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
+			var rec assignmentRec
+			if err := decodeRec(bucketAssignments, k, v, &rec); err != nil {
+				return err
+			}
+			if a := rec.toStore(); a.Live(now) {
+				return fmt.Errorf("local: delete commits of %s on %s: partition %d leased by %q until %s: %w",
+					group, topic, a.Partition, a.Owner, a.ExpiresAt.Format(time.RFC3339Nano), store.ErrGroupActive)
+			}
+			fenced = append(fenced, rec)
+		}
+		for _, rec := range fenced {
+			rec.Owner = ""
+			rec.Generation++
+			if err := putRec(tx, bucketAssignments, groupTopicPartitionKey(group, topic, rec.Partition), rec); err != nil {
+				return err
+			}
+		}
+		var keys [][]byte
+		cc := tx.Bucket([]byte(bucketCommits)).Cursor()
+		for k, _ := cc.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = cc.Next() {
+			keys = append(keys, bytes.Clone(k))
+		}
+		for _, k := range keys {
+			if err := tx.Bucket([]byte(bucketCommits)).Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

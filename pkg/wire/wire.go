@@ -1,0 +1,71 @@
+// Package wire is the part of Strata's HTTP contract (docs/API.md) that both the
+// server and the Go SDK (pkg/client) need: its limits, the key partitioner and the JSON
+// shapes of requests and answers. It is a leaf: it imports only the standard library,
+// so the SDK stands alone without any server package. (The server uses the limits and
+// the partitioner; its handlers still decode with their own stricter request types.)
+package wire
+
+import "time"
+
+// Limits of the API contract (docs/API.md).
+const (
+	// MaxRecordBytes bounds one record: key + value + header names and values.
+	MaxRecordBytes = 1 << 20
+	// MaxRecordsPerBatch bounds the records of one append request.
+	MaxRecordsPerBatch = 10000
+	// MaxBatchBytes bounds the decoded record bytes of one append request.
+	MaxBatchBytes = 6 << 20
+	// MaxPollRecords bounds max_records of one poll.
+	MaxPollRecords = 10000
+	// MaxPollWait bounds wait_ms of one poll.
+	MaxPollWait = 20 * time.Second
+	// MaxPartitions bounds a topic's partition count.
+	MaxPartitions = 1024
+	// Lease TTL bounds (ttl_ms); a request without one gets DefaultLeaseTTL.
+	DefaultLeaseTTL = 30 * time.Second
+	MinLeaseTTL     = 100 * time.Millisecond
+	MaxLeaseTTL     = 5 * time.Minute
+)
+
+// PartitionForKey maps a key to a partition as Kafka's default partitioner does:
+// murmur2(key) with the sign bit cleared, modulo the partition count. The mapping is
+// stable across releases (it is part of the contract: changing it moves keys), and a
+// Kafka producer with the same partition count places keys identically.
+func PartitionForKey(key []byte, partitions int32) int32 {
+	return int32((murmur2(key) & 0x7fffffff) % uint32(partitions))
+}
+
+// murmur2 is the 32-bit MurmurHash2 variant with Kafka's seed.
+func murmur2(data []byte) uint32 {
+	const (
+		seed uint32 = 0x9747b28c
+		m    uint32 = 0x5bd1e995
+		r           = 24
+	)
+	n := len(data)
+	h := seed ^ uint32(n)
+	for len(data) >= 4 {
+		k := uint32(data[0]) | uint32(data[1])<<8 | uint32(data[2])<<16 | uint32(data[3])<<24
+		k *= m
+		k ^= k >> r
+		k *= m
+		h *= m
+		h ^= k
+		data = data[4:]
+	}
+	switch len(data) {
+	case 3:
+		h ^= uint32(data[2]) << 16
+		fallthrough
+	case 2:
+		h ^= uint32(data[1]) << 8
+		fallthrough
+	case 1:
+		h ^= uint32(data[0])
+		h *= m
+	}
+	h ^= h >> 13
+	h *= m
+	h ^= h >> 15
+	return h
+}
