@@ -21,9 +21,9 @@ import (
 
 	"github.com/stratalog/strata/pkg/awsfault"
 	"github.com/stratalog/strata/pkg/client"
-	"github.com/stratalog/strata/pkg/httpconsumer"
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/httpconsumer"
 	"github.com/stratalog/strata/pkg/runtime"
 	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/store/awstest"
