@@ -119,3 +119,18 @@ func (c *Counter) Snapshot() (map[string]Op, []string) {
 	sort.Strings(keys)
 	return out, keys
 }
+
+// Requests returns the attempts counted for the given operations, summed.
+func (c *Counter) Requests(ops ...string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, op := range ops {
+		n += c.ops[op].Requests
+	}
+	return n
+}
+
+// DynamoDBWrites are the DynamoDB operations billed as writes.
+var DynamoDBWrites = []string{"DynamoDB.PutItem", "DynamoDB.UpdateItem", "DynamoDB.DeleteItem",
+	"DynamoDB.TransactWriteItems", "DynamoDB.BatchWriteItem"}

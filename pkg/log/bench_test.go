@@ -10,9 +10,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
-	"github.com/stratalog/strata/pkg/store/awstest"
-
 	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/pkg/awscount"
 	"github.com/stratalog/strata/pkg/log"
 )
 
@@ -73,7 +72,7 @@ func BenchmarkAppendContention(b *testing.B) {
 				}
 				b.Run(fmt.Sprintf("%s/group=%s/hosts=%d/appenders=%d", backend, group, sh.hosts, sh.perHost), func(b *testing.B) {
 					ctx := context.Background()
-					counter := awstest.NewCounter()
+					counter := awscount.New()
 					var s backendtest.Stores
 					if backend == "local" {
 						s = backendtest.Local(ctx, b)
@@ -125,7 +124,7 @@ func BenchmarkAppendContention(b *testing.B) {
 					b.ReportMetric(float64(sum(puts))/float64(b.N), "objects/append")
 					b.ReportMetric(float64(sum(commits))/float64(b.N), "commits/append")
 					if backend == "aws" {
-						b.ReportMetric(float64(counter.Sum(awstest.DynamoDBWrites...))/float64(b.N), "ddb-writes/append")
+						b.ReportMetric(float64(counter.Requests(awscount.DynamoDBWrites...))/float64(b.N), "ddb-writes/append")
 					}
 				})
 			}

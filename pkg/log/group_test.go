@@ -16,10 +16,10 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/pkg/awscount"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/store"
-	"github.com/stratalog/strata/pkg/store/awstest"
 )
 
 // countingObjects counts object PUTs and, when put is set, runs it first: its error
@@ -85,7 +85,7 @@ func TestGroupCommit64Appenders(t *testing.T) {
 	for _, backend := range []string{"local", "aws"} {
 		t.Run(backend, func(t *testing.T) {
 			ctx := context.Background()
-			counter := awstest.NewCounter()
+			counter := awscount.New()
 			var s backendtest.Stores
 			if backend == "local" {
 				s = backendtest.Local(ctx, t)
@@ -132,9 +132,9 @@ func TestGroupCommit64Appenders(t *testing.T) {
 			if backend == "aws" {
 				counts, ops := counter.Snapshot()
 				for _, op := range ops {
-					t.Logf("%s: %d", op, counts[op])
+					t.Logf("%s: %d requests", op, counts[op].Requests)
 				}
-				sdkPuts, sdkCommits := counter.Get("S3.PutObject"), counter.Get("DynamoDB.UpdateItem")
+				sdkPuts, sdkCommits := counter.Requests("S3.PutObject"), counter.Requests("DynamoDB.UpdateItem")
 				if float64(sdkPuts)/appends > 0.1 || float64(sdkCommits)/appends > 0.1 {
 					t.Fatalf("SDK counted %d PutObject and %d UpdateItem for %d appends: more than 0.1 per append",
 						sdkPuts, sdkCommits, appends)

@@ -15,10 +15,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/pkg/awscount"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/retention"
 	"github.com/stratalog/strata/pkg/store"
-	"github.com/stratalog/strata/pkg/store/awstest"
 	"github.com/stratalog/strata/pkg/store/local"
 )
 
@@ -29,7 +29,7 @@ import (
 // are dense and unique, and every acknowledged record reads back byte-identical.
 func TestContentionNeverLosesARace(t *testing.T) {
 	ctx := context.Background()
-	counter := awstest.NewCounter()
+	counter := awscount.New()
 	s := backendtest.AWSWith(ctx, t, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) })
 	const hosts, perHost, each = 16, 2, 5
 	logs := make([]*log.Log, hosts)
@@ -63,10 +63,10 @@ func TestContentionNeverLosesARace(t *testing.T) {
 		t.Fatal(err)
 	}
 	appends := int64(hosts * perHost * each)
-	writes := counter.Sum(awstest.DynamoDBWrites...)
+	writes := counter.Requests(awscount.DynamoDBWrites...)
 	counts, ops := counter.Snapshot()
 	for _, op := range ops {
-		t.Logf("%s: %d", op, counts[op])
+		t.Logf("%s: %d requests", op, counts[op].Requests)
 	}
 	t.Logf("%d acknowledged appends, %d DynamoDB write requests (%.2f per append)", appends, writes, float64(writes)/float64(appends))
 	if float64(writes)/float64(appends) > 2 {

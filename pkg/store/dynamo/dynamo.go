@@ -103,8 +103,10 @@ func (s *MetaStore) CreateTopic(ctx context.Context, t store.Topic) error {
 			return err
 		}
 		// The SDK retries a put whose answer was lost; the retry then finds our own row.
-		// A row with the same configuration and creation time (to the millisecond) is it.
-		if old, derr := decodeTopic(cf.item); cf.item == nil || derr != nil || old.Partitions != t.Partitions ||
+		// A live row with the same configuration and creation time (to the millisecond) is
+		// it; a tombstoned one never is.
+		_, deleted := cf.item[attrDeletedAt]
+		if old, derr := decodeTopic(cf.item); cf.item == nil || deleted || derr != nil || old.Partitions != t.Partitions ||
 			old.Retention != t.Retention || !old.CreatedAt.Equal(t.CreatedAt.Truncate(time.Millisecond)) {
 			return fmt.Errorf("dynamo: create topic %q: %w", t.Name, store.ErrExists)
 		}

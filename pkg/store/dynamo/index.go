@@ -112,21 +112,29 @@ func (s *MetaStore) PutIndexEntry(ctx context.Context, e store.IndexEntry) error
 // conflict builds the *ConflictError for a put that found e's key taken, from the
 // winner's item when the failed write returned it, else from a consistent read.
 func (s *MetaStore) conflict(ctx context.Context, op string, e store.IndexEntry, old item) error {
-	if old == nil {
-		var err error
-		if old, err = s.getItem(ctx, op, s.index, indexKey(e.Topic, e.Partition, e.BaseOffset)); err != nil {
-			return err
-		}
-		if old == nil {
-			// Deleted between the write and the read: the key is free again, so retrying is right.
-			return fmt.Errorf("dynamo: %s: the entry holding the base offset vanished: %w", op, store.ErrUnavailable)
-		}
+	old, err := s.holder(ctx, op, s.index, indexKey(e.Topic, e.Partition, e.BaseOffset), old)
+	if err != nil {
+		return err
 	}
 	existing, err := decodeIndex(old)
 	if err != nil {
 		return fmt.Errorf("dynamo: %s: decode the existing entry: %w", op, err)
 	}
 	return &store.ConflictError{Existing: existing}
+}
+
+// holder returns the item that made a put-if-absent fail: old when the failed write
+// returned it (ALL_OLD), else a consistent read of key. An item deleted in between means
+// the key is free again, so the caller's retry is right: ErrUnavailable.
+func (s *MetaStore) holder(ctx context.Context, op, table string, key, old item) (item, error) {
+	if old != nil {
+		return old, nil
+	}
+	old, err := s.getItem(ctx, op, table, key)
+	if err == nil && old == nil {
+		err = fmt.Errorf("dynamo: %s: the item holding the key vanished: %w", op, store.ErrUnavailable)
+	}
+	return old, err
 }
 
 func idemKey(key string, partition int32) item { return item{attrKP: avS(kpKey(key, partition))} }

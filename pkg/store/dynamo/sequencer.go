@@ -305,14 +305,9 @@ func (s *MetaStore) ClaimIdempotency(ctx context.Context, rec store.IdempotencyR
 	if !errors.As(err, &cf) {
 		return err
 	}
-	old := cf.item
-	if old == nil {
-		if old, err = s.getItem(ctx, op, s.idem, idemKey(rec.Key, rec.Partition)); err != nil {
-			return err
-		}
-		if old == nil {
-			return fmt.Errorf("dynamo: %s: the idempotency row vanished: %w", op, store.ErrUnavailable)
-		}
+	old, err := s.holder(ctx, op, s.idem, idemKey(rec.Key, rec.Partition), cf.item)
+	if err != nil {
+		return err
 	}
 	existing, err := decodeIdem(old)
 	if err != nil {
