@@ -60,6 +60,18 @@ func (s *server) consumeTarget(r *http.Request) (partitionTarget, *apiError) {
 	return t, e
 }
 
+// leaseTTL reads an optional ttl_ms: absent is zero, the coordinator's default; an
+// explicit one must be in range itself.
+func leaseTTL(ms *int64) (time.Duration, *apiError) {
+	if ms == nil {
+		return 0, nil
+	}
+	if *ms < minTTLMs || *ms > maxTTLMs {
+		return 0, invalid(fmt.Sprintf("ttl_ms must be %d–%d, got %d", minTTLMs, maxTTLMs, *ms))
+	}
+	return time.Duration(*ms) * time.Millisecond, nil
+}
+
 func missing(fields ...string) *apiError {
 	return invalid(fmt.Sprintf("%s required", quoteFields(fields)))
 }
@@ -95,14 +107,10 @@ func (s *server) lease(w http.ResponseWriter, r *http.Request) {
 		writeError(w, missing("member"))
 		return
 	}
-	// Zero is the coordinator's "default": an explicit ttl_ms must be in range itself.
-	ttl := time.Duration(0)
-	if req.TTLMs != nil {
-		if *req.TTLMs < minTTLMs || *req.TTLMs > maxTTLMs {
-			writeError(w, invalid(fmt.Sprintf("ttl_ms must be %d–%d, got %d", minTTLMs, maxTTLMs, *req.TTLMs)))
-			return
-		}
-		ttl = time.Duration(*req.TTLMs) * time.Millisecond
+	ttl, e := leaseTTL(req.TTLMs)
+	if e != nil {
+		writeError(w, e)
+		return
 	}
 	var l group.Lease
 	var err error

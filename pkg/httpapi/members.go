@@ -94,13 +94,10 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, missing("member"))
 		return
 	}
-	ttl := time.Duration(0)
-	if req.TTLMs != nil {
-		if *req.TTLMs < minTTLMs || *req.TTLMs > maxTTLMs {
-			writeError(w, invalid(fmt.Sprintf("ttl_ms must be %d–%d, got %d", minTTLMs, maxTTLMs, *req.TTLMs)))
-			return
-		}
-		ttl = time.Duration(*req.TTLMs) * time.Millisecond
+	ttl, e := leaseTTL(req.TTLMs)
+	if e != nil {
+		writeError(w, e)
+		return
 	}
 	if len(req.Held) > maxHeld {
 		writeError(w, invalid(fmt.Sprintf(`"held" has %d leases, at most %d`, len(req.Held), maxHeld)))
