@@ -28,9 +28,10 @@ type wireSettings struct {
 }
 
 type wireSettingsRequest struct {
-	ResetPolicy     string  `json:"reset_policy"`
-	MaxAttempts     int     `json:"max_attempts"`
-	DeadLetterTopic *string `json:"dead_letter_topic"`
+	ResetPolicy string `json:"reset_policy"`
+	MaxAttempts int    `json:"max_attempts"`
+	// DeadLetterTopic is left out for none: the API refuses null in a request.
+	DeadLetterTopic *string `json:"dead_letter_topic,omitempty"`
 }
 
 func (w wireSettings) settings() *GroupSettings {

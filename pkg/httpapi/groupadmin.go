@@ -117,7 +117,7 @@ func (s *server) putSettings(w http.ResponseWriter, r *http.Request) {
 	in := group.Settings{ResetPolicy: *req.ResetPolicy, MaxAttempts: *req.MaxAttempts}
 	if req.DeadLetterTopic != nil {
 		if *req.DeadLetterTopic == "" {
-			writeError(w, invalid(`"dead_letter_topic" must be a topic name or null`))
+			writeError(w, invalid(`"dead_letter_topic" must be a topic name (absent for none)`))
 			return
 		}
 		in.DeadLetterTopic = *req.DeadLetterTopic
