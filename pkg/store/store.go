@@ -248,8 +248,6 @@ type IndexStore interface {
 	IndexEntries(ctx context.Context, topic string, partition int32, from int64, limit int) ([]IndexEntry, error)
 	// GetIdempotency must return the record for (key, partition) or ErrNotFound.
 	GetIdempotency(ctx context.Context, key string, partition int32) (IdempotencyRecord, error)
-	// SetEntryExpiry must set the TTL of the entry at baseOffset; ErrNotFound if absent.
-	SetEntryExpiry(ctx context.Context, topic string, partition int32, baseOffset int64, expiresAt time.Time) error
 	// DeleteIndexEntry must remove the entry at baseOffset; a missing entry is not an error.
 	DeleteIndexEntry(ctx context.Context, topic string, partition int32, baseOffset int64) error
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -228,33 +227,6 @@ func (s *MetaStore) GetIdempotency(ctx context.Context, key string, partition in
 		return store.IdempotencyRecord{}, fmt.Errorf("dynamo: %s: %w", op, store.ErrNotFound)
 	}
 	return decodeIdem(it)
-}
-
-// SetEntryExpiry updates the entry's expiry and TTL, only if the entry exists (an
-// unconditional update would create a bare row at that key).
-func (s *MetaStore) SetEntryExpiry(ctx context.Context, topic string, partition int32, baseOffset int64, expiresAt time.Time) error {
-	op := fmt.Sprintf("set expiry of %s/%d@%d", topic, partition, baseOffset)
-	in := &dynamodb.UpdateItemInput{
-		TableName:                aws.String(s.index),
-		Key:                      indexKey(topic, partition, baseOffset),
-		ConditionExpression:      aws.String("attribute_exists(#bo)"),
-		ExpressionAttributeNames: map[string]string{"#bo": attrBaseOffset, "#ea": "expires_at", "#ttl": attrTTL},
-	}
-	if expiresAt.IsZero() {
-		in.UpdateExpression = aws.String("REMOVE #ea, #ttl")
-	} else {
-		in.UpdateExpression = aws.String("SET #ea = :ea, #ttl = :ttl")
-		in.ExpressionAttributeValues = item{":ea": avN(expiresAt.UnixMilli()), ":ttl": avN(ttlSeconds(expiresAt))}
-	}
-	_, err := s.client.UpdateItem(ctx, in)
-	if err != nil {
-		err = mapError(op, err)
-		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
-			return fmt.Errorf("dynamo: %s: %w", op, store.ErrNotFound)
-		}
-		return err
-	}
-	return nil
 }
 
 // DeleteIndexEntry deletes the entry at baseOffset; DynamoDB deletes of a missing key succeed.

@@ -255,22 +255,6 @@ func (m *MetaStore) GetIdempotency(ctx context.Context, key string, partition in
 	return out, err
 }
 
-// SetEntryExpiry sets the TTL of the entry at baseOffset, or returns store.ErrNotFound.
-func (m *MetaStore) SetEntryExpiry(ctx context.Context, topic string, partition int32, baseOffset int64, expiresAt time.Time) error {
-	return m.update(ctx, func(tx *bolt.Tx) error {
-		key := indexKey(topic, partition, baseOffset)
-		rec, ok, err := getRec[indexRec](tx, bucketIndex, key)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("local: index entry %s/%d@%d: %w", topic, partition, baseOffset, store.ErrNotFound)
-		}
-		rec.ExpiresAt = expiresAt.UTC()
-		return putRec(tx, bucketIndex, key, rec)
-	})
-}
-
 // DeleteIndexEntry removes the entry at baseOffset; a missing entry is not an error.
 func (m *MetaStore) DeleteIndexEntry(ctx context.Context, topic string, partition int32, baseOffset int64) error {
 	return m.update(ctx, func(tx *bolt.Tx) error {

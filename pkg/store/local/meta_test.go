@@ -313,7 +313,6 @@ func TestCorruptRowsAreErrors(t *testing.T) {
 		_, checks["IndexEntries"] = m.IndexEntries(ctx, "orders", 1, 0, 10)
 		checks["PutIndexEntry"] = m.PutIndexEntry(ctx, entry("orders", 1, 0, 1))
 		_, checks["GetIdempotency"] = m.GetIdempotency(ctx, "k", 1)
-		checks["SetEntryExpiry"] = m.SetEntryExpiry(ctx, "orders", 1, 0, t0)
 		_, checks["LogStart"] = m.LogStart(ctx, "orders", 1)
 		_, checks["AcquireLease"] = m.AcquireLease(ctx, "g", "orders", 1, "m-2", t0, t0)
 		_, checks["GetAssignment"] = m.GetAssignment(ctx, "g", "orders", 1)

@@ -354,25 +354,6 @@ func (s *memStore) GetIdempotency(_ context.Context, key string, partition int32
 	return rec, nil
 }
 
-func (s *memStore) SetEntryExpiry(_ context.Context, topic string, partition int32, baseOffset int64, expiresAt time.Time) error {
-	s.lock()
-	defer s.mu.Unlock()
-	k := s.partitionKey(topic, partition)
-	e, ok := s.index[k][baseOffset]
-	if !ok {
-		if s.bug == "SetExpiryUpserts" {
-			if s.index[k] == nil {
-				s.index[k] = map[int64]store.IndexEntry{}
-			}
-			s.index[k][baseOffset] = store.IndexEntry{Topic: topic, Partition: partition, BaseOffset: baseOffset, ExpiresAt: expiresAt}
-		}
-		return store.ErrNotFound
-	}
-	e.ExpiresAt = s.storeTime(expiresAt)
-	s.index[k][baseOffset] = e
-	return nil
-}
-
 func (s *memStore) DeleteIndexEntry(_ context.Context, topic string, partition int32, baseOffset int64) error {
 	s.lock()
 	defer s.mu.Unlock()

@@ -29,7 +29,6 @@ func metaStoreSections() []section[store.MetaStore] {
 			{"EntriesFromContainingEntry", testIndexEntriesSemantics},
 			{"EntriesFromBeforeFirst", testIndexEntriesBeforeFirst},
 			{"PartitionsAndTopicsIsolated", testIndexIsolation},
-			{"SetEntryExpiry", testSetEntryExpiry},
 			{"DeleteIndexEntry", testDeleteIndexEntry},
 		}},
 		{"Sequencer", sequencerCases()},
@@ -345,31 +344,6 @@ func testIndexIsolation(ctx context.Context, t *testing.T, m store.MetaStore) {
 	}
 	wantLast(ctx, t, m, base, 2, store.IndexEntry{}, false)
 	wantLast(ctx, t, m, base+"2", 0, store.IndexEntry{}, false)
-}
-
-func testSetEntryExpiry(ctx context.Context, t *testing.T, m store.MetaStore) {
-	topic := UniqueName(t, "t")
-	es := tiling(topic, 0, 30, 0, 10)
-	es[1].ExpiresAt = time.Time{}
-	putEntries(ctx, t, m, es...)
-
-	must(t, "SetEntryExpiry", m.SetEntryExpiry(ctx, topic, 0, 0, at(999_000)))
-	must(t, "SetEntryExpiry of an entry with no TTL", m.SetEntryExpiry(ctx, topic, 0, 10, at(888_000)))
-	es[0].ExpiresAt, es[1].ExpiresAt = at(999_000), at(888_000)
-	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, es)
-
-	// Missing entries: ErrNotFound, and no row appears (an upsert would create one).
-	for _, miss := range []struct {
-		topic     string
-		partition int32
-		base      int64
-	}{{topic, 0, 30}, {topic, 0, 5}, {topic, 1, 0}, {topic + "x", 0, 0}} {
-		err := m.SetEntryExpiry(ctx, miss.topic, miss.partition, miss.base, at(1))
-		wantErrIs(t, fmt.Sprintf("SetEntryExpiry(%s/%d@%d) of a missing entry", miss.topic, miss.partition, miss.base), err, store.ErrNotFound)
-	}
-	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, es)
-	wantLast(ctx, t, m, topic, 1, store.IndexEntry{}, false)
-	wantLast(ctx, t, m, topic+"x", 0, store.IndexEntry{}, false)
 }
 
 func testDeleteIndexEntry(ctx context.Context, t *testing.T, m store.MetaStore) {

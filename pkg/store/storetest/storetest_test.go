@@ -81,7 +81,6 @@ func TestMutants(t *testing.T) {
 		"EntriesNoContaining":      "MetaStore/Index/EntriesFromContainingEntry",
 		"EntriesContainingByEnd":   "MetaStore/Index/EntriesFromContainingEntry",
 		"EntriesIgnoreLimit":       "MetaStore/Index/EntriesFromContainingEntry",
-		"SetExpiryUpserts":         "MetaStore/Index/SetEntryExpiry",
 		"IdemKeyIgnoresPartition":  "MetaStore/Idempotency/KeyIsPerPartition",
 		"IdemClaimOverwrites":      "MetaStore/Idempotency/ClaimOnce",
 		"SequenceRace":             "MetaStore/Races/SequencerTilesOffsets",
