@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -10,33 +11,8 @@ import (
 )
 
 func newGroupsListCmd(o *options) *cobra.Command {
-	return &cobra.Command{
-		Use:   "list",
-		Short: "List the consumer groups the caller may describe",
-		Args:  exactArgs(),
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			c, err := o.client()
-			if err != nil {
-				return err
-			}
-			names, err := c.ListGroups(cmd.Context())
-			if err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if o.json {
-				if names == nil {
-					names = []string{}
-				}
-				return printJSON(w, map[string][]string{"groups": names})
-			}
-			tb := newTable(w, "GROUP")
-			for _, n := range names {
-				tb.row(n)
-			}
-			return tb.flush()
-		},
-	}
+	return newNamesListCmd(o, "List the consumer groups the caller may describe", "groups", "GROUP",
+		func(ctx context.Context, c *client.Client) ([]string, error) { return c.ListGroups(ctx) })
 }
 
 // settingsJSON is a group's settings as --json prints them (the API's fields).

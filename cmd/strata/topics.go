@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -105,16 +106,23 @@ func newTopicsDescribeCmd(o *options) *cobra.Command {
 }
 
 func newTopicsListCmd(o *options) *cobra.Command {
+	return newNamesListCmd(o, "List the topics the caller may describe", "topics", "NAME",
+		func(ctx context.Context, c *client.Client) ([]string, error) { return c.ListTopics(ctx) })
+}
+
+// newNamesListCmd is a `list` subcommand printing the names list returns: one column
+// under header, or {"<jsonKey>": [...]} with --json.
+func newNamesListCmd(o *options, short, jsonKey, header string, list func(context.Context, *client.Client) ([]string, error)) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
-		Short: "List the topics the caller may describe",
+		Short: short,
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			names, err := c.ListTopics(cmd.Context())
+			names, err := list(cmd.Context(), c)
 			if err != nil {
 				return err
 			}
@@ -123,9 +131,9 @@ func newTopicsListCmd(o *options) *cobra.Command {
 				if names == nil {
 					names = []string{}
 				}
-				return printJSON(w, map[string][]string{"topics": names})
+				return printJSON(w, map[string][]string{jsonKey: names})
 			}
-			tb := newTable(w, "NAME")
+			tb := newTable(w, header)
 			for _, n := range names {
 				tb.row(n)
 			}

@@ -41,14 +41,7 @@ func (m *MetaStore) PutGroupConfig(ctx context.Context, cfg store.GroupConfig) (
 
 // ListGroups returns every group name in lexical order (bbolt's key order).
 func (m *MetaStore) ListGroups(ctx context.Context) ([]string, error) {
-	var out []string
-	err := m.view(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(bucketGroups)).ForEach(func(k, _ []byte) error {
-			out = append(out, string(k))
-			return nil
-		})
-	})
-	return out, err
+	return m.keys(ctx, bucketGroups)
 }
 
 // DeleteCommits deletes the group's commit rows on topic and fences its assignment

@@ -141,9 +141,14 @@ func (m *MetaStore) GetTopic(ctx context.Context, name string) (store.Topic, err
 
 // ListTopics returns every topic name in lexical (byte) order.
 func (m *MetaStore) ListTopics(ctx context.Context) ([]string, error) {
+	return m.keys(ctx, bucketTopics)
+}
+
+// keys returns the keys of a bucket whose keys are names, in byte order.
+func (m *MetaStore) keys(ctx context.Context, bucket string) ([]string, error) {
 	var names []string
 	err := m.view(ctx, func(tx *bolt.Tx) error {
-		return tx.Bucket([]byte(bucketTopics)).ForEach(func(k, _ []byte) error {
+		return tx.Bucket([]byte(bucket)).ForEach(func(k, _ []byte) error {
 			names = append(names, string(k))
 			return nil
 		})
