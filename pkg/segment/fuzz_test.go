@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"slices"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzDecodeBlock feeds arbitrary bytes to DecodeBlock, as given and with the CRC fixed
@@ -37,6 +39,7 @@ func FuzzDecodeBlock(f *testing.F) {
 func check(t *testing.T, b []byte, base int64) {
 	t.Helper()
 	recs, err := DecodeBlock(b, base)
+	sum, cerr := Check(b)
 	if err != nil {
 		if !errors.Is(err, ErrCorrupt) && !errors.Is(err, ErrVersion) {
 			t.Fatalf("DecodeBlock error wraps neither sentinel: %v", err)
@@ -44,7 +47,24 @@ func check(t *testing.T, b []byte, base int64) {
 		if recs != nil {
 			t.Fatalf("DecodeBlock returned records with error %v", err)
 		}
+		if cerr == nil && (base >= 0 && len(b) >= HeaderSize) {
+			t.Fatalf("Check accepts a block DecodeBlock refuses (%v)", err)
+		}
 		return
+	}
+	if cerr != nil {
+		t.Fatalf("Check refuses a block DecodeBlock accepts: %v", cerr)
+	}
+	if want := summarize(recs, len(b)); sum != want {
+		t.Fatalf("Check summary %+v, from the decoded records %+v", sum, want)
+	}
+	twice := append(slices.Clip(b), b...)
+	if n, err := CountBlocks(twice); err != nil || n != 2*len(recs) {
+		t.Fatalf("CountBlocks of the block twice = %d, %v; want %d", n, err, 2*len(recs))
+	}
+	if both, err := AppendBlocksRecords(nil, twice, 0); err != nil || len(both) != 2*len(recs) ||
+		both[len(recs)].Offset != int64(len(recs)) {
+		t.Fatalf("AppendBlocksRecords of the block twice: %d records, %v", len(both), err)
 	}
 	info, err := Info(b)
 	if err != nil || info.Count != len(recs) || info.Size != len(b) {
@@ -68,4 +88,23 @@ func check(t *testing.T, b []byte, base int64) {
 		MaxTimestamp: info.MaxTimestamp, Size: len(enc)}) {
 		t.Fatalf("re-encoded Info %+v, original %+v", again2, info)
 	}
+}
+
+// summarize computes what Check must report from a block of size bytes decoded to recs.
+func summarize(recs []Record, size int) Summary {
+	s := Summary{BlockInfo: BlockInfo{Count: len(recs), FirstTimestamp: recs[0].Timestamp, MaxTimestamp: recs[0].Timestamp, Size: size},
+		MinTimestamp: recs[0].Timestamp, BadHeaderName: -1}
+	for i, r := range recs {
+		n := RecordSize(r)
+		s.RecordBytes += n
+		s.MaxRecordBytes = max(s.MaxRecordBytes, n)
+		s.MinTimestamp = min(s.MinTimestamp, r.Timestamp)
+		s.MaxTimestamp = max(s.MaxTimestamp, r.Timestamp)
+		for _, h := range r.Headers {
+			if s.BadHeaderName < 0 && (h.Key == "" || !utf8.ValidString(h.Key)) {
+				s.BadHeaderName = i
+			}
+		}
+	}
+	return s
 }

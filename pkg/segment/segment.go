@@ -284,15 +284,16 @@ func AppendRecords(dst []Record, b []byte, baseOffset int64) ([]Record, error) {
 		return dst, fmt.Errorf("%w: CRC32C %08x, header says %08x", ErrCorrupt, crc, h.crc)
 	}
 	out := slices.Grow(dst, h.count)[:len(dst)+h.count]
-	if err := decodeRecords(out[len(dst):], b, h, baseOffset); err != nil {
+	if err := decodeRecords(out[len(dst):], b, h, baseOffset, nil); err != nil {
 		return dst, err
 	}
 	return out, nil
 }
 
 // decodeRecords parses the payload of b, whose header h and CRC are valid, into recs
-// (len(recs) == h.count; every field is overwritten).
-func decodeRecords(recs []Record, b []byte, h header, baseOffset int64) error {
+// (len(recs) == h.count; every field is overwritten). With recs nil it only walks the
+// records (Check), filling sum; it allocates nothing then.
+func decodeRecords(recs []Record, b []byte, h header, baseOffset int64, sum *Summary) error {
 	var (
 		hdrs     []Header
 		interned []string
@@ -300,9 +301,14 @@ func decodeRecords(recs []Record, b []byte, h header, baseOffset int64) error {
 		i        = HeaderSize
 		u        uint64
 		s        int64
+		scratch  Record
+		err      error
 	)
-	for n := range recs {
-		r := &recs[n]
+	for n := range h.count {
+		r := &scratch
+		if recs != nil {
+			r = &recs[n]
+		}
 		r.Offset = baseOffset + int64(n)
 
 		if u, i = uvarint(b, i); i < 0 || u != uint64(n) {
@@ -334,6 +340,14 @@ func decodeRecords(recs []Record, b []byte, h header, baseOffset int64) error {
 
 		if u, i = uvarint(b, i); i < 0 || u > uint64(len(b)-i)/minHeaderSize {
 			return recordErr(n, "header count", i < 0)
+		}
+		if recs == nil {
+			var hb int
+			if i, hb, err = walkHeaders(b, i, int(u), n, sum); err != nil {
+				return err
+			}
+			sum.observe(r, hb)
+			continue
 		}
 		if u == 0 {
 			r.Headers = nil

@@ -1,8 +1,10 @@
 // Package wire is the part of Strata's HTTP contract (docs/API.md) that both the
-// server and the Go SDK (pkg/client) need: its limits, the key partitioner and the JSON
-// shapes of requests and answers. It is a leaf: it imports only the standard library,
-// so the SDK stands alone without any server package. (The server uses the limits and
-// the partitioner; its handlers still decode with their own stricter request types.)
+// server and the Go SDK (pkg/client) need: its limits, the key partitioner, the JSON
+// shapes of requests and answers and the framing of the binary ones. It imports only
+// the standard library and pkg/segment (the block format the binary bodies carry, itself
+// a leaf), so the SDK stands alone without any server package. (The server uses the
+// limits, the partitioner and the binary framing; its JSON handlers still decode with
+// their own stricter request types.)
 package wire
 
 import "time"
