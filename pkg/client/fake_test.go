@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // fault is what the fake does to one append request.
@@ -173,7 +173,7 @@ func (f *fakeServer) handleAppend(w http.ResponseWriter, r *http.Request) {
 			}
 			parts[i] = *wr.Partition
 		case fr.Key != nil:
-			parts[i] = log.PartitionForKey(fr.Key, f.partitions)
+			parts[i] = wire.PartitionForKey(fr.Key, f.partitions)
 		default:
 			parts[i] = rr % f.partitions
 			rr++

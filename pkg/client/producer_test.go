@@ -15,7 +15,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/stratalog/strata/pkg/client"
-	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 type tb interface {
@@ -202,7 +202,7 @@ func TestProducerOneInFlightPerPartition(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		all = append(all, sent{rec: rec, want: log.PartitionForKey(key, 4), fut: fut})
+		all = append(all, sent{rec: rec, want: wire.PartitionForKey(key, 4), fut: fut})
 	}
 	if err := p.Flush(context.Background()); err != nil {
 		t.Fatal(err)
@@ -255,7 +255,7 @@ func TestProducerProperty(t *testing.T) {
 			switch kind := rapid.IntRange(0, 2).Draw(rt, "kind"); kind {
 			case 0:
 				rec.Key = fmt.Appendf(nil, "k%d", rapid.IntRange(0, 5).Draw(rt, "key"))
-				want = log.PartitionForKey(rec.Key, nparts)
+				want = wire.PartitionForKey(rec.Key, nparts)
 			case 1:
 				want = rr % nparts
 				rr++
@@ -405,7 +405,7 @@ func TestProducerRetriesExhausted(t *testing.T) {
 	}
 }
 
-// TestProducerPlacement: keyed records land where log.PartitionForKey puts them,
+// TestProducerPlacement: keyed records land where wire.PartitionForKey puts them,
 // explicit partitions are kept, unkeyed ones go round-robin.
 func TestProducerPlacement(t *testing.T) {
 	f := newFake(t, 8)
@@ -418,7 +418,7 @@ func TestProducerPlacement(t *testing.T) {
 		switch i % 3 {
 		case 0:
 			s.rec = client.Record{Key: fmt.Appendf(nil, "user-%d", i)}
-			s.want = log.PartitionForKey(s.rec.Key, 8)
+			s.want = wire.PartitionForKey(s.rec.Key, 8)
 		case 1:
 			s.want = int32(i % 8)
 			s.rec = client.Record{Key: []byte("ignored"), Partition: i32(s.want)}
@@ -576,7 +576,7 @@ func TestProducerRejectsBadRecords(t *testing.T) {
 	f := newFake(t, 2)
 	p := newProducer(t, f, client.ProducerConfig{Partitions: 2})
 	ctx := context.Background()
-	big := client.Record{Key: []byte("k"), Value: make([]byte, log.MaxRecordBytes)}
+	big := client.Record{Key: []byte("k"), Value: make([]byte, wire.MaxRecordBytes)}
 	if _, err := p.Send(ctx, big); !errors.Is(err, client.ErrPayloadTooLarge) {
 		t.Fatalf("oversized: %v", err)
 	}
@@ -592,7 +592,7 @@ func TestProducerRejectsBadRecords(t *testing.T) {
 	if _, err := p.Send(ctx, client.Record{Timestamp: time.UnixMilli(client.MaxTimestampMs + 1)}); !errors.Is(err, client.ErrInvalid) {
 		t.Fatalf("timestamp after 9999: %v", err)
 	}
-	exact := client.Record{Key: []byte("k"), Value: make([]byte, log.MaxRecordBytes-1)}
+	exact := client.Record{Key: []byte("k"), Value: make([]byte, wire.MaxRecordBytes-1)}
 	if _, err := p.SendSync(ctx, exact); err != nil {
 		t.Fatalf("a record of exactly 1 MiB: %v", err)
 	}
@@ -625,7 +625,7 @@ func TestNewProducerDescribesTopic(t *testing.T) {
 	if _, err := client.NewProducer(ctx, c, "missing", client.ProducerConfig{}); !errors.Is(err, client.ErrNotFound) {
 		t.Fatalf("unknown topic: %v", err)
 	}
-	if _, err := client.NewProducer(ctx, c, "orders", client.ProducerConfig{BatchRecords: log.MaxRecordsPerBatch + 1}); !errors.Is(err, client.ErrInvalid) {
+	if _, err := client.NewProducer(ctx, c, "orders", client.ProducerConfig{BatchRecords: wire.MaxRecordsPerBatch + 1}); !errors.Is(err, client.ErrInvalid) {
 		t.Fatalf("too many records per batch: %v", err)
 	}
 }
