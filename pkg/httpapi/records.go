@@ -10,14 +10,14 @@ import (
 
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/segment"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // MaxIdempotencyKey is the longest Idempotency-Key header value.
 const MaxIdempotencyKey = 128
 
-// MaxTimestampMs is the largest timestamp_ms an append accepts (9999-12-31T23:59:59.999Z);
-// the smallest is 0. Beyond them times have no RFC 3339 form, which stores may need.
-const MaxTimestampMs = 253402300799999
+// MaxTimestampMs is the largest timestamp_ms an append accepts; the smallest is 0.
+const MaxTimestampMs = wire.MaxTimestampMs
 
 type appendRecord struct {
 	Key         *string           `json:"key"`

@@ -7,11 +7,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Record is one record to append.
@@ -42,6 +44,23 @@ type Result struct {
 	Err error
 }
 
+// Block is one partition's records as one encoded segment block: the binary wire
+// format's frame. AppendBlocks stores it as it is.
+type Block struct {
+	Partition int32
+	Data      []byte
+}
+
+// BlockResult is the outcome of one Block of AppendBlocks, in request order: record i
+// of the block has offset BaseOffset+i.
+type BlockResult struct {
+	Partition  int32
+	BaseOffset int64
+	Count      int
+	// Err is set when the block's partition failed (only inside *AppendError).
+	Err error
+}
+
 // Append makes the records durable and returns their offsets in request order. All
 // records share one segment object; each partition's block is then sequenced with one
 // counter add (its commit). A validation error changes nothing. If some partitions fail
@@ -57,29 +76,90 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	if err != nil {
 		return nil, err
 	}
+	if err := l.run(ctx, m); err != nil {
+		var ae *AppendError
+		if errors.As(err, &ae) {
+			ae.Results = m.recordResults()
+		}
+		return nil, err
+	}
+	return m.recordResults(), nil
+}
+
+// AppendBlocks is Append for records already encoded, one block per partition (each
+// partition at most once): the binary wire format. Each block is verified with
+// segment.Check and then stored byte for byte, never decoded or re-encoded; the records
+// keep the timestamps their producer gave them. Limits, idempotency and group commit
+// are Append's. On a partial failure the *AppendError's Blocks lists every block's
+// outcome.
+func (l *Log) AppendBlocks(ctx context.Context, topic string, blocks []Block, opt AppendOptions) ([]BlockResult, error) {
+	m, err := l.prepareBlocks(ctx, topic, blocks, opt)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.run(ctx, m); err != nil {
+		var ae *AppendError
+		if errors.As(err, &ae) {
+			ae.Blocks = m.blockResults()
+		}
+		return nil, err
+	}
+	return m.blockResults(), nil
+}
+
+// run appends a prepared request's pending groups (alone, or in its topic's batch) and
+// waits for the outcome, which is then in m's groups.
+func (l *Log) run(ctx context.Context, m *member) error {
 	if len(m.pending) == 0 {
-		return m.results, nil // every partition replayed from an earlier attempt
+		return nil // every partition replayed from an earlier attempt
 	}
 	if l.group == nil {
-		l.writeBatch(ctx, topic, []*member{m})
-		o := <-m.out
-		return o.results, o.err
+		l.writeBatch(ctx, m.topic, []*member{m})
+		return <-m.out
 	}
 	l.group.submit(m)
 	select {
-	case o := <-m.out:
-		return o.results, o.err
+	case err := <-m.out:
+		return err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 
-// prepare validates a request and, for an idempotent one, claims its key and fills in
-// the partitions an earlier attempt appended: everything an append does before it may
-// share an object with others, so one caller's bad input or reused key fails that
-// caller alone. A member with no pending partition is done (a full replay).
+// recordResults are a record request's outcomes, in request order.
+func (m *member) recordResults() []Result {
+	out := make([]Result, m.nrecs)
+	for _, g := range m.groups {
+		for j, ri := range g.idx {
+			if g.err != nil {
+				out[ri] = Result{Partition: g.partition, Offset: -1, Err: g.err}
+			} else {
+				out[ri] = Result{Partition: g.partition, Offset: g.base + int64(j)}
+			}
+		}
+	}
+	return out
+}
+
+// blockResults are a block request's outcomes, in request order.
+func (m *member) blockResults() []BlockResult {
+	out := make([]BlockResult, len(m.groups))
+	for _, g := range m.groups {
+		r := BlockResult{Partition: g.partition, BaseOffset: g.base, Count: g.count, Err: g.err}
+		if g.err != nil {
+			r.BaseOffset = -1
+		}
+		out[g.frame] = r
+	}
+	return out
+}
+
+// prepare validates a request of records, encodes each partition's records as one
+// block and, for an idempotent request, claims its key and fills in the partitions an
+// earlier attempt appended: everything an append does before it may share an object
+// with others, so one caller's bad input or reused key fails that caller alone. A
+// member with no pending partition is done (a full replay).
 func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt AppendOptions) (*member, error) {
-	m := &member{ctx: ctx, topic: topic, recs: recs, start: l.now()}
 	t, err := l.Topic(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -87,7 +167,6 @@ func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt Appe
 	if t, err = l.topicCovering(ctx, t, recs); err != nil {
 		return nil, err
 	}
-	m.t = t
 	if len(opt.IdempotencyKey) > 128 {
 		return nil, invalidf("Idempotency-Key must be 1–128 characters")
 	}
@@ -95,28 +174,121 @@ func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt Appe
 	if err != nil {
 		return nil, err
 	}
-	m.parts = parts
-	m.results = make([]Result, len(recs))
-	m.pending = groupByPartition(parts)
+	m := &member{ctx: ctx, topic: topic, t: t, nrecs: len(recs), start: l.now(), groups: groupByPartition(parts)}
 	if opt.IdempotencyKey != "" {
-		// Keys are scoped to the topic: the same key on two topics names two requests.
-		m.idemKey = topic + "#" + opt.IdempotencyKey
 		m.bodyHash = hashBody(recs, parts)
-		if err := l.claimRequest(ctx, m.idemKey, m.bodyHash, len(recs), l.now().Add(t.Retention+retentionGrace)); err != nil {
-			return nil, err
-		}
-		if m.pending, err = l.replayIdempotent(ctx, m.idemKey, m.bodyHash, m.pending, m.results); err != nil {
-			return nil, err
-		}
 	}
+	if err := l.admit(ctx, m, opt.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	nowMs := l.now().UnixMilli()
+	srecs := make([]segment.Record, 0, len(recs))
 	for _, g := range m.pending {
-		for _, ri := range g.idx {
+		srecs = srecs[:0]
+		for j, ri := range g.idx {
 			r := recs[ri]
-			m.size += segment.RecordSize(segment.Record{Key: r.Key, Value: r.Value, Headers: r.Headers})
+			ts := nowMs
+			if r.Timestamp != nil {
+				ts = *r.Timestamp
+			}
+			if j == 0 || ts > g.maxTs {
+				g.maxTs = ts
+			}
+			srecs = append(srecs, segment.Record{Timestamp: ts, Key: r.Key, Value: r.Value, Headers: r.Headers})
+			g.size += segment.RecordSize(srecs[j])
+		}
+		if g.data, err = segment.EncodeBlock(srecs); err != nil {
+			return nil, invalidf("encode partition %d: %v", g.partition, err)
+		}
+		m.size += g.size
+	}
+	return m, nil
+}
+
+// prepareBlocks validates a request of blocks (checking every block without decoding
+// it) and admits it as prepare does.
+func (l *Log) prepareBlocks(ctx context.Context, topic string, blocks []Block, opt AppendOptions) (*member, error) {
+	t, err := l.Topic(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	if len(opt.IdempotencyKey) > 128 {
+		return nil, invalidf("Idempotency-Key must be 1–128 characters")
+	}
+	if len(blocks) == 0 {
+		return nil, invalidf("the request holds no block")
+	}
+	for _, b := range blocks {
+		if b.Partition >= t.Partitions {
+			if t, err = l.reloadTopic(ctx, topic); err != nil {
+				return nil, err
+			}
+			break
 		}
 	}
-	m.out = make(chan outcome, 1)
+	m := &member{ctx: ctx, topic: topic, t: t, start: l.now(), groups: make([]*partGroup, len(blocks))}
+	seen := make(map[int32]bool, len(blocks))
+	for i, b := range blocks {
+		if b.Partition < 0 || b.Partition >= t.Partitions {
+			return nil, invalidf("block %d: partition %d outside [0, %d)", i, b.Partition, t.Partitions)
+		}
+		if seen[b.Partition] {
+			return nil, invalidf("block %d: partition %d has another block in this request", i, b.Partition)
+		}
+		seen[b.Partition] = true
+		sum, err := segment.Check(b.Data)
+		if err != nil {
+			return nil, invalidf("block %d (partition %d): %v", i, b.Partition, err)
+		}
+		switch {
+		case sum.MaxRecordBytes > MaxRecordBytes:
+			return nil, tooLargef("block %d holds a record of %d bytes, at most %d", i, sum.MaxRecordBytes, MaxRecordBytes)
+		case sum.BadHeaderName >= 0:
+			return nil, invalidf("block %d: record %d has an empty or non-UTF-8 header name", i, sum.BadHeaderName)
+		case sum.MinTimestamp < 0 || sum.MaxTimestamp > wire.MaxTimestampMs:
+			return nil, invalidf("block %d: timestamps must be 0–%d, got %d–%d", i, int64(wire.MaxTimestampMs), sum.MinTimestamp, sum.MaxTimestamp)
+		}
+		m.nrecs += sum.Count
+		m.size += sum.RecordBytes
+		m.groups[i] = &partGroup{partition: b.Partition, frame: i, data: b.Data, count: sum.Count, maxTs: sum.MaxTimestamp, size: sum.RecordBytes}
+	}
+	if m.nrecs > MaxRecordsPerBatch {
+		return nil, tooLargef("%d records, at most %d per request", m.nrecs, MaxRecordsPerBatch)
+	}
+	if m.size > MaxBatchBytes {
+		return nil, tooLargef("request carries %d bytes of records, at most %d", m.size, MaxBatchBytes)
+	}
+	if opt.IdempotencyKey != "" {
+		m.bodyHash = hashBlocks(blocks)
+	}
+	if err := l.admit(ctx, m, opt.IdempotencyKey); err != nil {
+		return nil, err
+	}
+	m.size = 0
+	for _, g := range m.pending {
+		m.size += g.size
+	}
 	return m, nil
+}
+
+// admit claims an idempotent request's key and replays the partitions an earlier
+// attempt appended, leaving the others pending (in partition order); a request without
+// a key has every group pending.
+func (l *Log) admit(ctx context.Context, m *member, key string) error {
+	m.out = make(chan error, 1)
+	m.pending = slices.Clone(m.groups)
+	sort.Slice(m.pending, func(a, b int) bool { return m.pending[a].partition < m.pending[b].partition })
+	if key == "" {
+		return nil
+	}
+	// Keys are scoped to the topic: the same key on two topics names two requests.
+	m.idemKey = m.topic + "#" + key
+	if err := l.claimRequest(ctx, m.idemKey, m.bodyHash, m.nrecs, l.now().Add(m.t.Retention+retentionGrace)); err != nil {
+		return err
+	}
+	var err error
+	m.pending, err = l.replayIdempotent(ctx, m.idemKey, m.bodyHash, m.pending)
+	return err
 }
 
 // commitContext bounds the commits of an object stamped at objectTime to the commit
@@ -215,14 +387,20 @@ func (l *Log) claimRequest(ctx context.Context, key, bodyHash string, count int,
 // claim (its body hash) is stored, beside the per-partition claims.
 const requestClaim = -1
 
-type blockRef struct {
-	offset, length int64
-	maxTs          int64
-}
-
+// partGroup is one partition's records of a request, encoded as one block.
 type partGroup struct {
 	partition int32
-	idx       []int // indexes into the request, in request order
+	// idx are the records' indexes in a request of records, in request order; frame is
+	// the block's index in a request of blocks.
+	idx   []int
+	frame int
+	data  []byte // the encoded block
+	count int
+	maxTs int64
+	size  int // record bytes (segment.RecordSize summed)
+	// base is the first offset once appended (or replayed); err the failure.
+	base int64
+	err  error
 }
 
 // place validates the records and returns each one's partition. Unkeyed records go
@@ -271,23 +449,26 @@ func (l *Log) place(t store.Topic, recs []Record, idempotencyKey string) ([]int3
 	return parts, nil
 }
 
-func groupByPartition(parts []int32) []partGroup {
-	byP := map[int32][]int{}
+func groupByPartition(parts []int32) []*partGroup {
+	byP := map[int32]*partGroup{}
+	var out []*partGroup
 	for i, p := range parts {
-		byP[p] = append(byP[p], i)
+		g := byP[p]
+		if g == nil {
+			g = &partGroup{partition: p}
+			byP[p] = g
+			out = append(out, g)
+		}
+		g.idx = append(g.idx, i)
+		g.count++
 	}
-	out := make([]partGroup, 0, len(byP))
-	for p, idx := range byP {
-		out = append(out, partGroup{partition: p, idx: idx})
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a].partition < out[b].partition })
 	return out
 }
 
-// replayIdempotent fills results for the partitions an earlier call with the same key
-// already appended and returns the groups still to append.
-func (l *Log) replayIdempotent(ctx context.Context, key, bodyHash string, groups []partGroup, results []Result) ([]partGroup, error) {
-	var pending []partGroup
+// replayIdempotent records, in their groups, the partitions an earlier call with the
+// same key already appended and returns the groups still to append.
+func (l *Log) replayIdempotent(ctx context.Context, key, bodyHash string, groups []*partGroup) ([]*partGroup, error) {
+	var pending []*partGroup
 	for _, g := range groups {
 		rec, err := l.meta.GetIdempotency(ctx, key, g.partition)
 		if errors.Is(err, store.ErrNotFound) {
@@ -297,12 +478,10 @@ func (l *Log) replayIdempotent(ctx context.Context, key, bodyHash string, groups
 		if err != nil {
 			return nil, storeErr(err)
 		}
-		if rec.BodyHash != bodyHash || rec.Count != int64(len(g.idx)) {
+		if rec.BodyHash != bodyHash || rec.Count != int64(g.count) {
 			return nil, fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, key)
 		}
-		for j, ri := range g.idx {
-			results[ri] = Result{Partition: g.partition, Offset: rec.BaseOffset + int64(j)}
-		}
+		g.base = rec.BaseOffset
 	}
 	return pending, nil
 }
@@ -334,6 +513,20 @@ func hashBody(recs []Record, parts []int32) string {
 			writeBytes([]byte(hd.Key), false)
 			writeBytes(hd.Value, false)
 		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// hashBlocks identifies a request of blocks for idempotency: each block's partition and
+// bytes, in order. (A record request and a block request are never the same request.)
+func hashBlocks(blocks []Block) string {
+	h := sha256.New()
+	var buf [binary.MaxVarintLen64]byte
+	h.Write([]byte("blocks"))
+	for _, b := range blocks {
+		h.Write(buf[:binary.PutVarint(buf[:], int64(b.Partition))])
+		h.Write(buf[:binary.PutVarint(buf[:], int64(len(b.Data)))])
+		h.Write(b.Data)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -46,10 +46,12 @@ func (e *OffsetOutOfRangeError) Error() string {
 // Is makes errors.Is(err, ErrOffsetOutOfRange) true.
 func (e *OffsetOutOfRangeError) Is(target error) bool { return target == ErrOffsetOutOfRange }
 
-// AppendError is returned when some partitions of an append failed: Results holds, in
-// request order, the offsets of the records that were appended and Err for the others.
+// AppendError is returned when some partitions of an append failed: Results (Append) or
+// Blocks (AppendBlocks) holds, in request order, the offsets of what was appended and
+// Err for the others.
 type AppendError struct {
 	Results []Result
+	Blocks  []BlockResult
 	Err     error
 }
 

@@ -11,134 +11,115 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
-	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/store"
 )
 
 // Group commit: the validated requests of one topic that arrive within a short window
 // (Config.GroupCommitWindow, or until Config.GroupCommitBytes of records are waiting)
-// are written as one batch — one segment object, then one commit per block. The
-// requests without an idempotency key share one block (one commit) per partition; an
-// idempotent request keeps a block of its own per partition, committed under its key,
-// so that its exactly-once claim (per key and partition) covers exactly its records.
-// Inside a shared block the records are in the order the requests joined the batch,
-// each request's in request order.
+// are written as one batch — one segment object, then one commit per partition and
+// key. Every request arrives with one encoded block per partition (its own, from the
+// binary wire format, or encoded by prepare); blocks are never merged or re-encoded.
+// The requests without an idempotency key share one commit per partition: their blocks
+// lie back to back, in the order the requests joined, and one index entry covers them
+// all. An idempotent request keeps a commit of its own per partition, under its key, so
+// that its exactly-once claim (per key and partition) covers exactly its records.
 
 // member is one validated request waiting for its batch.
 type member struct {
 	ctx   context.Context
 	topic string
 	t     store.Topic
-	recs  []Record
-	parts []int32
-	// pending are the partitions still to append, in partition order; results (in
-	// request order) already holds the partitions an earlier attempt appended.
-	pending []partGroup
-	results []Result
+	nrecs int
+	// groups are the request's partitions (their outcomes once done); pending those
+	// still to append, in partition order (an earlier attempt appended the others).
+	groups, pending []*partGroup
 	// idemKey ("topic#key") and bodyHash are set for an idempotent request.
 	idemKey, bodyHash string
 	// size is the record bytes of the pending partitions: the byte budget's measure.
 	size  int
 	start time.Time
-	// out carries the answer; it is buffered so a batch never waits for a caller that
+	// out carries the outcome; it is buffered so a batch never waits for a caller that
 	// left.
-	out chan outcome
+	out chan error
 
-	// Set while the batch is written.
-	blocks []*block
-	nbytes int
+	// commits are the batch's commits holding the member's groups, set while the batch
+	// is written.
+	commits []*commitPlan
 }
 
-type outcome struct {
-	results []Result
-	err     error
-}
-
-// block is one commit of a batch: records of one partition from one request, or from
-// every non-idempotent request of the batch that has records there.
-type block struct {
+// commitPlan is one commit of a batch: the blocks of one partition from one request, or
+// from every non-idempotent request of the batch that has records there. Its blocks lie
+// back to back in the object, so one index entry covers them all.
+type commitPlan struct {
 	partition         int32
 	idemKey, bodyHash string
-	owners            []owner // the block's records, in block order
-	ref               blockRef
+	parts             []*partGroup // in object order
+	offset, length    int64        // the byte range in the object
+	count             int64
+	maxTs             int64
 	err               error
 }
 
-// owner is one record of a block: record ri of member m.
-type owner struct {
-	m  *member
-	ri int
-}
-
-// planBlocks assigns the members' pending records to blocks, in partition order and,
-// within a partition, shared block first then idempotent ones in joining order.
-func planBlocks(members []*member) []*block {
-	shared := map[int32]*block{}
-	var blocks []*block
+// planCommits assigns the members' pending groups to commits, in partition order and,
+// within a partition, the shared commit first then idempotent ones in joining order.
+func planCommits(members []*member) []*commitPlan {
+	shared := map[int32]*commitPlan{}
+	var plans []*commitPlan
 	for _, m := range members {
 		for _, g := range m.pending {
-			var b *block
+			var c *commitPlan
 			switch {
 			case m.idemKey != "":
-				b = &block{partition: g.partition, idemKey: m.idemKey, bodyHash: m.bodyHash}
-				blocks = append(blocks, b)
+				c = &commitPlan{partition: g.partition, idemKey: m.idemKey, bodyHash: m.bodyHash}
+				plans = append(plans, c)
 			case shared[g.partition] != nil:
-				b = shared[g.partition]
+				c = shared[g.partition]
 			default:
-				b = &block{partition: g.partition}
-				shared[g.partition] = b
-				blocks = append(blocks, b)
+				c = &commitPlan{partition: g.partition}
+				shared[g.partition] = c
+				plans = append(plans, c)
 			}
-			for _, ri := range g.idx {
-				b.owners = append(b.owners, owner{m, ri})
+			if len(c.parts) == 0 || g.maxTs > c.maxTs {
+				c.maxTs = g.maxTs
 			}
-			m.blocks = append(m.blocks, b)
+			c.parts = append(c.parts, g)
+			c.count += int64(g.count)
+			m.commits = append(m.commits, c)
 		}
 	}
-	sort.SliceStable(blocks, func(i, j int) bool { return blocks[i].partition < blocks[j].partition })
-	return blocks
+	sort.SliceStable(plans, func(i, j int) bool { return plans[i].partition < plans[j].partition })
+	return plans
 }
 
-// writeBatch writes the members' records (all of one topic) as one object, commits each
-// block and answers every member on its out channel. A failed object PUT (or a batch
-// stalled past the commit window) fails every member with nothing appended; a failed
-// commit fails the records of that block only, each member getting an *AppendError that
-// lists its committed and failed partitions.
+// writeBatch writes the members' blocks (all of one topic) back to back as one object,
+// commits each plan and answers every member on its out channel. A failed object PUT
+// (or a batch stalled past the commit window) fails every member with nothing appended;
+// a failed commit fails the groups of that plan only, each member getting an
+// *AppendError (its caller fills in the outcomes).
 func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 	failAll := func(err error) {
 		for _, m := range members {
-			m.out <- outcome{err: err}
+			m.out <- err
 		}
 	}
 	now := l.now()
 	nowMs := now.UnixMilli()
 	t := members[0].t
-	blocks := planBlocks(members)
+	plans := planCommits(members)
 
-	var obj []byte
-	for _, b := range blocks {
-		srecs := make([]segment.Record, len(b.owners))
-		var maxTs int64
-		for j, o := range b.owners {
-			r := o.m.recs[o.ri]
-			ts := nowMs
-			if r.Timestamp != nil {
-				ts = *r.Timestamp
-			}
-			if j == 0 || ts > maxTs {
-				maxTs = ts
-			}
-			srecs[j] = segment.Record{Timestamp: ts, Key: r.Key, Value: r.Value, Headers: r.Headers}
-			o.m.nbytes += segment.RecordSize(srecs[j])
+	size := 0
+	for _, c := range plans {
+		for _, g := range c.parts {
+			size += len(g.data)
 		}
-		off := len(obj)
-		var err error
-		obj, err = segment.AppendBlock(obj, srecs)
-		if err != nil {
-			failAll(invalidf("encode partition %d: %v", b.partition, err))
-			return
+	}
+	obj := make([]byte, 0, size)
+	for _, c := range plans {
+		c.offset = int64(len(obj))
+		for _, g := range c.parts {
+			obj = append(obj, g.data...)
 		}
-		b.ref = blockRef{offset: int64(off), length: int64(len(obj) - off), maxTs: maxTs}
+		c.length = int64(len(obj)) - c.offset
 	}
 	key := fmt.Sprintf("v1/%s/%s", topic, ulid.MustNew(ulid.Timestamp(now), crand.Reader).String())
 	if err := l.objects.Put(ctx, key, obj); err != nil {
@@ -155,33 +136,31 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 	}
 	defer cancel()
 
-	// Blocks are independent commits (the counter add queues them), so in parallel.
+	// Plans are independent commits (the counter add queues them), so in parallel.
 	var wg sync.WaitGroup
-	for _, b := range blocks {
+	for _, c := range plans {
 		wg.Go(func() {
 			e := store.IndexEntry{
-				Topic: topic, Partition: b.partition, Count: int64(len(b.owners)), ObjectKey: key,
-				ByteOffset: b.ref.offset, ByteLength: b.ref.length,
-				MaxTimestamp: time.UnixMilli(b.ref.maxTs), AppendedAt: time.UnixMilli(nowMs),
+				Topic: topic, Partition: c.partition, Count: c.count, ObjectKey: key,
+				ByteOffset: c.offset, ByteLength: c.length,
+				MaxTimestamp: time.UnixMilli(c.maxTs), AppendedAt: time.UnixMilli(nowMs),
 				ExpiresAt: time.UnixMilli(nowMs).Add(t.Retention + retentionGrace),
 			}
-			base, err := l.commit(cctx, store.SeqCommit{Entry: e, IdempotencyKey: b.idemKey, BodyHash: b.bodyHash})
-			if err != nil {
-				b.err = err
-				return
-			}
-			for j, o := range b.owners {
-				o.m.results[o.ri] = Result{Partition: b.partition, Offset: base + int64(j)}
+			base, err := l.commit(cctx, store.SeqCommit{Entry: e, IdempotencyKey: c.idemKey, BodyHash: c.bodyHash})
+			c.err = err
+			for _, g := range c.parts {
+				g.base, g.err = base, err
+				base += int64(g.count)
 			}
 		})
 	}
 	wg.Wait()
 
 	notified := map[int32]bool{}
-	for _, b := range blocks {
-		if b.err == nil && !notified[b.partition] {
-			notified[b.partition] = true
-			l.notifier.notify(tpKey{topic, b.partition})
+	for _, c := range plans {
+		if c.err == nil && !notified[c.partition] {
+			notified[c.partition] = true
+			l.notifier.notify(tpKey{topic, c.partition})
 		}
 	}
 	for _, m := range members {
@@ -189,35 +168,26 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 	}
 }
 
-// answer is a member's outcome once its batch's commits are done.
-func (l *Log) answer(m *member) outcome {
+// answer is a member's outcome once its batch's commits are done; the outcomes of its
+// groups are in the groups.
+func (l *Log) answer(m *member) error {
 	var firstErr error
-	for _, b := range m.blocks {
-		if errors.Is(b.err, ErrIdempotencyKeyReused) {
-			return outcome{err: b.err}
+	for _, c := range m.commits {
+		if errors.Is(c.err, ErrIdempotencyKeyReused) {
+			return c.err
 		}
-		if b.err != nil && firstErr == nil {
-			firstErr = b.err
+		if c.err != nil && firstErr == nil {
+			firstErr = c.err
 		}
 	}
 	if firstErr == nil {
-		l.metrics.Appended(m.topic, len(m.recs), m.nbytes, l.now().Sub(m.start))
-		return outcome{results: m.results}
-	}
-	for _, b := range m.blocks {
-		if b.err == nil {
-			continue
-		}
-		for _, o := range b.owners {
-			if o.m == m {
-				m.results[o.ri] = Result{Partition: b.partition, Offset: -1, Err: b.err}
-			}
-		}
+		l.metrics.Appended(m.topic, m.nrecs, m.size, l.now().Sub(m.start))
+		return nil
 	}
 	if !errors.Is(firstErr, ErrUnavailable) {
 		firstErr = fmt.Errorf("%w: %w", ErrUnavailable, firstErr)
 	}
-	return outcome{results: m.results, err: &AppendError{Results: m.results, Err: firstErr}}
+	return &AppendError{Err: firstErr}
 }
 
 // coalescer holds each topic's open batch. A batch opens with its first member and is

@@ -43,6 +43,57 @@ type PollResult struct {
 // offset outside [log start, high watermark] is an *OffsetOutOfRangeError. Its cost is
 // proportional to the records returned, not to the length of the log.
 func (l *Log) Poll(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (PollResult, error) {
+	var res PollResult
+	err := l.poll(ctx, topic, partition, offset, &opt, func() (bool, error) {
+		var err error
+		res, err = l.pollOnce(ctx, topic, partition, offset, opt)
+		return len(res.Records) > 0 || res.NextOffset > offset, err
+	})
+	if err != nil {
+		return PollResult{}, err
+	}
+	return res, nil
+}
+
+// Range is one commit's records as stored: one block or several back to back, the
+// first record at BaseOffset.
+type Range struct {
+	BaseOffset int64
+	Count      int64
+	Data       []byte
+}
+
+// RangesResult is a run of stored commits and the partition's bounds.
+type RangesResult struct {
+	Ranges         []Range
+	NextOffset     int64
+	HighWatermark  int64
+	LogStartOffset int64
+}
+
+// PollRanges is Poll answering the stored bytes of whole commits instead of decoded
+// records (the binary wire format): the first range may start below offset (the reader
+// skips those records), and the ranges may hold more than MaxRecords records, since
+// commits are not cut. Offsets between ranges may be missing: an idempotent append's
+// duplicate commit, which readers skip. Blocks are checked only for their record counts;
+// the reader verifies their CRCs as it decodes them.
+func (l *Log) PollRanges(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (RangesResult, error) {
+	var res RangesResult
+	err := l.poll(ctx, topic, partition, offset, &opt, func() (bool, error) {
+		var err error
+		res, err = l.rangesOnce(ctx, topic, partition, offset, opt)
+		return len(res.Ranges) > 0 || res.NextOffset > offset, err
+	})
+	if err != nil {
+		return RangesResult{}, err
+	}
+	return res, nil
+}
+
+// poll validates a poll and runs once until it finds something (it returns true), the
+// wait is over or a commit stays unmaterialised past the gap wait (then the last result
+// of once stands, with no error).
+func (l *Log) poll(ctx context.Context, topic string, partition int32, offset int64, opt *PollOptions, once func() (bool, error)) error {
 	if opt.MaxRecords == 0 {
 		opt.MaxRecords = DefaultPollRecords
 	}
@@ -51,16 +102,16 @@ func (l *Log) Poll(ctx context.Context, topic string, partition int32, offset in
 	}
 	switch {
 	case offset < 0:
-		return PollResult{}, invalidf("offset must not be negative, got %d", offset)
+		return invalidf("offset must not be negative, got %d", offset)
 	case opt.MaxRecords < 1 || opt.MaxRecords > MaxPollRecords:
-		return PollResult{}, invalidf("max_records must be 1–%d, got %d", MaxPollRecords, opt.MaxRecords)
+		return invalidf("max_records must be 1–%d, got %d", MaxPollRecords, opt.MaxRecords)
 	case opt.MaxBytes < 1:
-		return PollResult{}, invalidf("max_bytes must be positive, got %d", opt.MaxBytes)
+		return invalidf("max_bytes must be positive, got %d", opt.MaxBytes)
 	case opt.Wait < 0 || opt.Wait > MaxPollWait:
-		return PollResult{}, invalidf("wait must be 0–%s, got %s", MaxPollWait, opt.Wait)
+		return invalidf("wait must be 0–%s, got %s", MaxPollWait, opt.Wait)
 	}
 	if err := l.checkPartition(ctx, topic, partition); err != nil {
-		return PollResult{}, err
+		return err
 	}
 	var deadline <-chan time.Time
 	if opt.Wait > 0 {
@@ -72,7 +123,7 @@ func (l *Log) Poll(ctx context.Context, topic string, partition int32, offset in
 	for {
 		// Subscribe before reading, so an append between the read and the wait wakes us.
 		woken := l.notifier.wait(tpKey{topic, partition})
-		res, err := l.pollOnce(ctx, topic, partition, offset, opt)
+		found, err := once()
 		if errors.Is(err, errNotMaterialized) {
 			// Committed but not yet in the index: the appender's entry write or the
 			// materialiser is moments away. Wait for it, never skip it.
@@ -80,24 +131,24 @@ func (l *Log) Poll(ctx context.Context, topic string, partition int32, offset in
 				gapSince = time.Now()
 			}
 			if time.Since(gapSince) >= l.gapWait {
-				return res, nil
+				return nil
 			}
 			if err := ctxtime.Sleep(ctx, 20*time.Millisecond); err != nil {
-				return PollResult{}, err
+				return err
 			}
 			continue
 		}
-		if err != nil || len(res.Records) > 0 || res.NextOffset > offset || deadline == nil {
-			return res, err
+		if err != nil || found || deadline == nil {
+			return err
 		}
 		recheck := time.NewTimer(l.recheck)
 		select {
 		case <-ctx.Done():
 			recheck.Stop()
-			return PollResult{}, ctx.Err()
+			return ctx.Err()
 		case <-deadline:
 			recheck.Stop()
-			return res, nil
+			return nil
 		case <-woken:
 		case <-recheck.C:
 		}
@@ -109,41 +160,73 @@ func (l *Log) Poll(ctx context.Context, topic string, partition int32, offset in
 // entry is not written yet. pollOnce returns it with the partition's bounds in the result.
 var errNotMaterialized = errors.New("log: commit not yet materialised")
 
-func (l *Log) pollOnce(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (PollResult, error) {
+// span is what a poll found: the entries from offset on (none at the high watermark)
+// and the partition's bounds.
+type span struct {
+	entries   []store.IndexEntry
+	start, hw int64
+}
+
+// locate reads the bounds and the index entries a poll at offset answers from. With no
+// entry below the high watermark it returns errNotMaterialized, with the span's bounds.
+func (l *Log) locate(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (span, error) {
 	start, hw, err := l.bounds(ctx, topic, partition)
 	if err != nil {
-		return PollResult{}, err
+		return span{}, err
 	}
-	res := PollResult{NextOffset: offset, HighWatermark: hw, LogStartOffset: start}
+	sp := span{start: start, hw: hw}
 	if offset < start || offset > hw {
-		return PollResult{}, &OffsetOutOfRangeError{Offset: offset, LogStartOffset: start, HighWatermark: hw}
+		return span{}, &OffsetOutOfRangeError{Offset: offset, LogStartOffset: start, HighWatermark: hw}
 	}
 	if offset == hw {
-		return res, nil
+		return sp, nil
 	}
-	entries, err := l.entriesFor(ctx, topic, partition, offset, hw, opt)
-	if err != nil {
-		return PollResult{}, err
+	if sp.entries, err = l.entriesFor(ctx, topic, partition, offset, hw, opt); err != nil {
+		return span{}, err
 	}
-	if len(entries) == 0 {
+	if len(sp.entries) == 0 {
 		// No entry holds offset. Retention may have moved the log start past it since
 		// we read the bounds (then the answer is out of range); otherwise its commit is
 		// not materialised yet.
-		if s, h, berr := l.bounds(ctx, topic, partition); berr == nil && offset < s {
-			return PollResult{}, &OffsetOutOfRangeError{Offset: offset, LogStartOffset: s, HighWatermark: h}
+		if err := l.outOfRangeNow(ctx, topic, partition, offset); err != nil {
+			return span{}, err
 		}
-		return res, errNotMaterialized
+		return sp, errNotMaterialized
 	}
+	return sp, nil
+}
+
+// outOfRangeNow is an *OffsetOutOfRangeError if offset is below the log start now.
+func (l *Log) outOfRangeNow(ctx context.Context, topic string, partition int32, offset int64) error {
+	if s, h, err := l.bounds(ctx, topic, partition); err == nil && offset < s {
+		return &OffsetOutOfRangeError{Offset: offset, LogStartOffset: s, HighWatermark: h}
+	}
+	return nil
+}
+
+// readErr maps a failed read of a span's objects: an object retention deleted since the
+// bounds were read makes the offset out of range; a missing object above the log start
+// is corruption.
+func (l *Log) readErr(ctx context.Context, topic string, partition int32, offset int64, err error) error {
+	if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	if err := l.outOfRangeNow(ctx, topic, partition, offset); err != nil {
+		return err
+	}
+	return fmt.Errorf("%w: segment object of %s/%d missing below the log start: %w", ErrCorrupt, topic, partition, err)
+}
+
+func (l *Log) pollOnce(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (PollResult, error) {
+	sp, err := l.locate(ctx, topic, partition, offset, opt)
+	res := PollResult{NextOffset: offset, HighWatermark: sp.hw, LogStartOffset: sp.start}
+	if err != nil || len(sp.entries) == 0 {
+		return res, err
+	}
+	entries := sp.entries
 	blocks, err := l.readBlocks(ctx, entries)
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			// Retention may have deleted the objects since we read the log start.
-			if s, h, berr := l.bounds(ctx, topic, partition); berr == nil && offset < s {
-				return PollResult{}, &OffsetOutOfRangeError{Offset: offset, LogStartOffset: s, HighWatermark: h}
-			}
-			return PollResult{}, fmt.Errorf("%w: segment object of %s/%d missing below the log start: %w", ErrCorrupt, topic, partition, err)
-		}
-		return PollResult{}, err
+		return PollResult{}, l.readErr(ctx, topic, partition, offset, err)
 	}
 	bytes := 0
 	for i, recs := range blocks {
@@ -168,6 +251,31 @@ func (l *Log) pollOnce(ctx context.Context, topic string, partition int32, offse
 			res.NextOffset = r.Offset + 1
 			bytes += size
 		}
+	}
+	return res, nil
+}
+
+func (l *Log) rangesOnce(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (RangesResult, error) {
+	sp, err := l.locate(ctx, topic, partition, offset, opt)
+	res := RangesResult{NextOffset: offset, HighWatermark: sp.hw, LogStartOffset: sp.start}
+	if err != nil || len(sp.entries) == 0 {
+		return res, err
+	}
+	data, err := l.fetchRanges(ctx, sp.entries, func(e store.IndexEntry, b []byte) (any, error) {
+		n, err := segment.CountBlocks(b)
+		if err == nil && int64(n) != e.Count {
+			err = fmt.Errorf("blocks hold %d records, index says %d", n, e.Count)
+		}
+		return b, err
+	})
+	if err != nil {
+		return RangesResult{}, l.readErr(ctx, topic, partition, offset, err)
+	}
+	for i, e := range sp.entries {
+		if !e.Duplicate {
+			res.Ranges = append(res.Ranges, Range{BaseOffset: e.BaseOffset, Count: e.Count, Data: data[i].([]byte)})
+		}
+		res.NextOffset = e.End()
 	}
 	return res, nil
 }
@@ -208,9 +316,33 @@ func (l *Log) entriesFor(ctx context.Context, topic string, partition int32, off
 }
 
 // readBlocks fetches and decodes the entries' blocks with ranged reads in parallel,
-// checking each block's record count against its entry.
+// checking each entry's record count. An entry's range holds one block or several back
+// to back (a group commit of blocks from several requests).
 func (l *Log) readBlocks(ctx context.Context, entries []store.IndexEntry) ([][]segment.Record, error) {
+	got, err := l.fetchRanges(ctx, entries, func(e store.IndexEntry, b []byte) (any, error) {
+		recs, err := segment.AppendBlocksRecords(nil, b, e.BaseOffset)
+		if err == nil && int64(len(recs)) != e.Count {
+			err = fmt.Errorf("blocks hold %d records, index says %d", len(recs), e.Count)
+		}
+		return recs, err
+	})
+	if err != nil {
+		return nil, err
+	}
 	out := make([][]segment.Record, len(entries))
+	for i := range got {
+		if got[i] != nil {
+			out[i] = got[i].([]segment.Record)
+		}
+	}
+	return out, nil
+}
+
+// fetchRanges reads the byte ranges of the entries that are not duplicates with ranged
+// reads in parallel, passing each to check; a check failure is corruption. A missing
+// object is store.ErrNotFound (retention may have deleted it: the caller decides).
+func (l *Log) fetchRanges(ctx context.Context, entries []store.IndexEntry, check func(store.IndexEntry, []byte) (any, error)) ([]any, error) {
+	out := make([]any, len(entries))
 	errs := make([]error, len(entries))
 	sem := make(chan struct{}, l.pollPar)
 	var wg sync.WaitGroup
@@ -231,16 +363,9 @@ func (l *Log) readBlocks(ctx context.Context, entries []store.IndexEntry) ([][]s
 				}
 				return
 			}
-			recs, err := segment.DecodeBlock(b, e.BaseOffset)
-			if err != nil {
+			if out[i], err = check(e, b); err != nil {
 				errs[i] = fmt.Errorf("%w: %s/%d@%d in %s: %w", ErrCorrupt, e.Topic, e.Partition, e.BaseOffset, e.ObjectKey, err)
-				return
 			}
-			if int64(len(recs)) != e.Count {
-				errs[i] = fmt.Errorf("%w: %s/%d@%d: block holds %d records, index says %d", ErrCorrupt, e.Topic, e.Partition, e.BaseOffset, len(recs), e.Count)
-				return
-			}
-			out[i] = recs
 		}()
 	}
 	wg.Wait()

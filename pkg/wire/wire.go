@@ -21,6 +21,9 @@ const (
 	MaxPollRecords = 10000
 	// MaxPollWait bounds wait_ms of one poll.
 	MaxPollWait = 20 * time.Second
+	// MaxTimestampMs is the largest record timestamp (9999-12-31T23:59:59.999Z); the
+	// smallest is 0. Beyond them times have no RFC 3339 form, which stores may need.
+	MaxTimestampMs = 253402300799999
 	// MaxPartitions bounds a topic's partition count.
 	MaxPartitions = 1024
 	// Lease TTL bounds (ttl_ms); a request without one gets DefaultLeaseTTL.
