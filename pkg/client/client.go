@@ -10,12 +10,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/wire"
 )
 
@@ -29,7 +32,17 @@ type Client struct {
 	hc        *http.Client
 	token     string
 	userAgent string
+	// blocks is what the Client has learnt of the server's binary append (blocksUnknown,
+	// blocksOn, blocksOff); once known it stays, for every Producer of the Client.
+	blocks atomic.Int32
 }
+
+// States of Client.blocks.
+const (
+	blocksUnknown = iota
+	blocksOn
+	blocksOff
+)
 
 // Option configures a Client.
 type Option func(*Client)
@@ -114,6 +127,10 @@ type AppendOptions struct {
 // HTTP transport may itself resend the request once if a kept-alive connection drops
 // before the answer; the key makes that safe. Without one, a transport error leaves it
 // unknown whether the records were appended.
+//
+// Append speaks JSON: the server places records without a Partition and stamps those
+// without a Timestamp, and a caller's retry with the same key sends the same bytes.
+// The Producer, which places and stamps records itself, sends the binary format.
 func (c *Client) Append(ctx context.Context, topic string, recs []Record, opt AppendOptions) ([]Result, error) {
 	body, err := encodeAppend(recs, nil)
 	if err != nil {
@@ -148,11 +165,11 @@ func (c *Client) appendBody(ctx context.Context, topic string, body []byte, n in
 		return nil, err
 	}
 	if status/100 != 2 {
-		apiErr, partial := decodeAPIError(status, h, resp)
-		if len(partial) != n {
+		apiErr, extra := decodeAPIError(status, h, resp)
+		if len(extra.Results) != n {
 			return nil, apiErr
 		}
-		return fromWireResults(partial), apiErr
+		return fromWireResults(extra.Results), apiErr
 	}
 	var w wire.AppendResponse
 	if err := decodeBody(resp, &w); err != nil {
@@ -170,16 +187,47 @@ func (c *Client) appendBody(ctx context.Context, topic string, body []byte, n in
 	return res, nil
 }
 
+// resultError is the *APIError of one failed partition inside a partially failed
+// append, which carries a code but no status of its own.
+func resultError(obj map[string]any) *APIError {
+	e := &APIError{}
+	e.fill(obj)
+	e.Status = statusForCode(e.Code)
+	return e
+}
+
+// appendBlocks sends a binary append body (wire.AppendRequest) and returns the answer's
+// per-frame results. A non-2xx answer is an *APIError, returned with the "blocks" extra
+// of a partial failure if there is one. It neither checks the results against the
+// frames nor learns from the answer whether the server speaks the format: the Producer
+// does both.
+func (c *Client) appendBlocks(ctx context.Context, topic string, body []byte, idemKey string) ([]wire.BlockResult, error) {
+	hdr := map[string]string{"Content-Type": wire.ContentTypeBlocks}
+	if idemKey != "" {
+		hdr["Idempotency-Key"] = idemKey
+	}
+	status, h, resp, err := c.exchange(ctx, http.MethodPost, "/v1/topics/"+seg(topic)+"/records", nil, body, hdr)
+	if err != nil {
+		return nil, err
+	}
+	if status/100 != 2 {
+		apiErr, extra := decodeAPIError(status, h, resp)
+		return extra.Blocks, apiErr
+	}
+	var w wire.AppendBlocksResponse
+	if err := decodeBody(resp, &w); err != nil {
+		return nil, err
+	}
+	return w.Blocks, nil
+}
+
 func fromWireResults(ws []wire.Result) []Result {
 	res := make([]Result, len(ws))
 	for i, w := range ws {
 		res[i].Partition = w.Partition
 		switch {
 		case w.Error != nil:
-			e := &APIError{}
-			e.fill(w.Error)
-			e.Status = statusForCode(e.Code)
-			res[i].Err = e
+			res[i].Err = resultError(w.Error)
 		case w.Offset != nil:
 			res[i].Offset = *w.Offset
 		default:
@@ -191,7 +239,10 @@ func fromWireResults(ws []wire.Result) []Result {
 
 // Poll reads records of one partition from offset. At the high watermark it returns no
 // records (after waiting up to opt.Wait); outside [log start, high watermark] it fails
-// with ErrOffsetOutOfRange, whose *APIError carries both bounds.
+// with ErrOffsetOutOfRange, whose *APIError carries both bounds. It asks for the binary
+// answer (stored blocks, no base64) and reads JSON from a server that answers JSON. A
+// binary answer holds whole stored commits, so it may return somewhat more records than
+// opt.MaxRecords; NextOffset is always the offset to poll next.
 func (c *Client) Poll(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (*PollResult, error) {
 	q := url.Values{"offset": {strconv.FormatInt(offset, 10)}}
 	if opt.MaxRecords != 0 {
@@ -204,19 +255,77 @@ func (c *Client) Poll(ctx context.Context, topic string, partition int32, offset
 		ms := (opt.Wait + time.Millisecond - 1) / time.Millisecond
 		q.Set("wait_ms", strconv.FormatInt(int64(ms), 10))
 	}
-	var w wire.PollResponse
 	path := fmt.Sprintf("/v1/topics/%s/partitions/%d/records", seg(topic), partition)
-	if err := c.doJSON(ctx, http.MethodGet, path, q, nil, &w); err != nil {
+	status, h, body, err := c.exchange(ctx, http.MethodGet, path, q, nil, map[string]string{"Accept": pollAccept})
+	if err == nil && status/100 != 2 {
+		err, _ = decodeAPIError(status, h, body)
+	}
+	var res *PollResult
+	if err == nil {
+		res, err = decodePoll(h.Get("Content-Type"), body, offset)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("strata: poll %s/%d@%d: %w", topic, partition, offset, err)
+	}
+	return res, nil
+}
+
+// pollAccept asks for the binary poll answer and takes JSON from a server without it.
+const pollAccept = wire.ContentTypeBlocks + ", application/json;q=0.5"
+
+// decodePoll decodes a 2xx poll answer of the given Content-Type: the binary form
+// (wire.ContentTypeBlocks), else JSON.
+func decodePoll(contentType string, body []byte, offset int64) (*PollResult, error) {
+	if mt, _, err := mime.ParseMediaType(contentType); err == nil && mt == wire.ContentTypeBlocks {
+		return decodePollBlocks(body, offset)
+	}
+	var w wire.PollResponse
+	if err := decodeBody(body, &w); err != nil {
+		return nil, err
 	}
 	res := &PollResult{NextOffset: w.NextOffset, HighWatermark: w.HighWatermark, LogStartOffset: w.LogStartOffset,
 		Records: make([]PolledRecord, len(w.Records))}
 	for i, wr := range w.Records {
 		r, err := fromWirePolled(wr)
 		if err != nil {
-			return nil, fmt.Errorf("strata: poll %s/%d@%d: %w: %v", topic, partition, offset, ErrBadResponse, err)
+			return nil, fmt.Errorf("%w: %v", ErrBadResponse, err)
 		}
 		res.Records[i] = r
+	}
+	return res, nil
+}
+
+// decodePollBlocks decodes a binary poll answer (wire.DecodePoll) polled at offset.
+// Its ranges are whole stored commits: records below offset (the first range may start
+// below it) are skipped, and so are any at or past the answer's next offset, so
+// NextOffset is always past the last record returned. Ranges must ascend
+// without overlapping (gaps are skipped duplicate commits). A malformed or corrupt
+// answer wraps ErrBadResponse and the wire or segment error. Records alias body.
+func decodePollBlocks(body []byte, offset int64) (*PollResult, error) {
+	pb, err := wire.DecodePoll(body)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadResponse, err)
+	}
+	res := &PollResult{NextOffset: pb.NextOffset, HighWatermark: pb.HighWatermark, LogStartOffset: pb.LogStartOffset}
+	var recs []segment.Record
+	end := int64(0)
+	for i, r := range pb.Ranges {
+		if i > 0 && r.BaseOffset < end {
+			return nil, fmt.Errorf("%w: range %d starts at %d, inside the previous one (ends at %d)", ErrBadResponse, i, r.BaseOffset, end)
+		}
+		if recs, err = segment.AppendBlocksRecords(recs[:0], r.Data, r.BaseOffset); err != nil {
+			return nil, fmt.Errorf("%w: range %d at offset %d: %w", ErrBadResponse, i, r.BaseOffset, err)
+		}
+		end = r.BaseOffset + int64(len(recs))
+		for _, sr := range recs {
+			if sr.Offset < offset || sr.Offset >= pb.NextOffset {
+				continue
+			}
+			res.Records = append(res.Records, fromSegment(sr))
+		}
+	}
+	if res.Records == nil {
+		res.Records = []PolledRecord{}
 	}
 	return res, nil
 }

@@ -160,6 +160,7 @@ func TestRoutes(t *testing.T) {
 			name: "poll",
 			ex: exchange{method: "GET", path: "/v1/topics/orders/partitions/2/records",
 				query: "max_bytes=2048&max_records=10&offset=5&wait_ms=1500", status: 200,
+				header: map[string]string{"Accept": "application/vnd.strata.blocks, application/json;q=0.5"},
 				answer: `{"records":[{"offset":5,"timestamp_ms":1000,"key":"aw==","value":"dg==","headers":{"x":"eQ=="}},` +
 					`{"offset":6,"timestamp_ms":1001,"key":null,"value":""}],"next_offset":7,"high_watermark":9,"log_start_offset":1}`},
 			call: func(c *client.Client) (any, error) {

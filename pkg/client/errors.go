@@ -207,10 +207,11 @@ func (e *APIError) detailInt(name string) (int64, bool) {
 }
 
 // wireError is the body of every non-2xx answer. Results is present on a partially
-// failed append.
+// failed JSON append, Blocks on a partially failed binary one.
 type wireError struct {
-	Error   map[string]any `json:"error"`
-	Results []wire.Result  `json:"results,omitempty"`
+	Error   map[string]any     `json:"error"`
+	Results []wire.Result      `json:"results,omitempty"`
+	Blocks  []wire.BlockResult `json:"blocks,omitempty"`
 }
 
 // maxErrorBody bounds how much of an error answer is read.
@@ -219,8 +220,8 @@ const maxErrorBody = 1 << 20
 // decodeAPIError builds the *APIError of a non-2xx answer with the given status,
 // headers and body. A body that is not the contract's error object still yields an
 // *APIError carrying the status (and the start of the body as its message). The second
-// result is the append results of a partial failure, if any.
-func decodeAPIError(status int, h http.Header, body []byte) (*APIError, []wire.Result) {
+// result carries the append results of a partial failure, if any.
+func decodeAPIError(status int, h http.Header, body []byte) (*APIError, wireError) {
 	e := &APIError{Status: status, RetryAfter: parseRetryAfter(h.Get("Retry-After"), time.Now())}
 	var w wireError
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -230,13 +231,13 @@ func decodeAPIError(status int, h http.Header, body []byte) (*APIError, []wire.R
 		if e.Message == "" {
 			e.Message = http.StatusText(status)
 		}
-		return e, nil
+		return e, wireError{}
 	}
 	e.fill(w.Error)
 	if e.Message == "" {
 		e.Message = http.StatusText(status)
 	}
-	return e, w.Results
+	return e, w
 }
 
 // fill sets Code, Message and Details from a contract error object.

@@ -17,6 +17,7 @@ func FuzzDecodeAPIError(f *testing.F) {
 	f.Add(429, "3", `{"error":{"code":"rate_limited","message":"slow down"}}`)
 	f.Add(429, "Wed, 21 Oct 2015 07:28:00 GMT", `{"error":{"code":"rate_limited"}}`)
 	f.Add(503, "-1", `{"error":{"code":"unavailable"},"results":[{"partition":0,"offset":1},{"partition":1,"error":{"code":"unavailable"}}]}`)
+	f.Add(503, "", `{"error":{"code":"unavailable"},"blocks":[{"partition":0,"count":1,"error":{"code":"unavailable"}}]}`)
 	f.Add(502, "", `<html>bad gateway</html>`)
 	f.Add(400, "", `{"error":null}`)
 	f.Add(400, "", `{"error":{"code":7,"message":["x"]}}`)
@@ -24,7 +25,7 @@ func FuzzDecodeAPIError(f *testing.F) {
 	f.Fuzz(func(t *testing.T, status int, retryAfter, body string) {
 		h := http.Header{}
 		h.Set("Retry-After", retryAfter)
-		e, results := decodeAPIError(status, h, []byte(body))
+		e, extra := decodeAPIError(status, h, []byte(body))
 		if e.Status != status || e.Message == "" && http.StatusText(status) != "" {
 			t.Fatalf("decoded %+v from status %d", e, status)
 		}
@@ -36,7 +37,8 @@ func FuzzDecodeAPIError(f *testing.F) {
 		_, _ = e.HighWatermark()
 		_, _ = e.Owner()
 		_, _ = e.LeaseExpiresAt()
-		_ = fromWireResults(results)
+		_ = fromWireResults(extra.Results)
+		_, _ = blockResults(extra.Blocks, 0, 1)
 		// The error object is read as a map, as the client does: its member "code" is
 		// matched exactly, never "Code" (which a struct tag would match too).
 		var w struct {

@@ -4,21 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Producer limits and defaults.
 const (
-	// MaxBatchBytes bounds ProducerConfig.BatchBytes so a batch's request body (base64
-	// and JSON included) stays under the server's 6 MiB request limit.
+	// MaxBatchBytes bounds ProducerConfig.BatchBytes so that a batch, one block, stays
+	// under the server's 6 MiB of record bytes per request. Against a server without
+	// the binary format a batch goes as JSON requests of at most MaxBatchBytes each,
+	// base64 and JSON included (the block of a batch is smaller than its JSON).
 	MaxBatchBytes = 5 << 20
 
 	DefaultBatchBytes   = 1 << 20
@@ -37,7 +44,9 @@ const (
 var ErrProducerClosed = errors.New("strata: producer closed")
 
 // ProducerConfig tunes a Producer; zero fields take the defaults above. Byte sizes count
-// a record's encoded size in the request body (base64 plus a little JSON).
+// a record's encoded size in a block: key, value, header names and values, plus the
+// framing of segment's varints, counted at its bound (15 to 20 bytes a record, 2 or more
+// a header).
 type ProducerConfig struct {
 	// Linger is how long a partition's first buffered record waits for more before its
 	// batch is sent. 0 sends as soon as the partition has no batch in flight (records
@@ -78,6 +87,12 @@ type ProducerStats struct {
 // appended exactly once and in Send order. Safe for concurrent use; Send order among
 // concurrent callers is the order in which Send buffers their records. Close it to stop
 // its goroutines.
+//
+// A batch is sent as one segment block in the binary format (wire.ContentTypeBlocks),
+// which the server stores without decoding it: no base64 or JSON on either side. A
+// server that refuses the format (415, or a 400 before any binary append of the Client
+// succeeded: a server predating it, or a proxy mangling binary bodies) is sent JSON
+// instead, the refused batch included, by every Producer of the Client from then on.
 type Producer struct {
 	c      *Client
 	topic  string
@@ -153,7 +168,8 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 // (the last attempt's answer lost) leaves it unknown whether the record was appended.
 type Future struct {
 	rec  Record
-	size int
+	ts   int64 // rec's timestamp in ms, stamped at Send when rec has none
+	size int   // blockSize(rec)
 	seq  uint64
 	at   time.Time
 	done chan struct{}
@@ -186,27 +202,32 @@ func (f *Future) Result() (Result, error) {
 }
 
 // Send buffers rec for its partition and returns its Future; rec's slices and map must
-// not change until the Future is done. Send blocks while the buffer is full (sending
-// what lingers, until space frees, ctx ends, or the producer closes); ctx bounds only
-// that wait, not delivery. A record over the server's 1 MiB limit, with an empty header
-// name, a timestamp before 1970 or after 9999, or a partition out of range fails at
-// once (ErrPayloadTooLarge, ErrInvalid) rather than failing its whole batch at the server.
+// not change until the Future is done. A record without a Timestamp is stamped now.
+// Send blocks while the buffer is full (sending what lingers, until space frees, ctx
+// ends, or the producer closes); ctx bounds only that wait, not delivery. A record over
+// the server's 1 MiB limit, with an empty or non-UTF-8 header name, a timestamp before
+// 1970 or after 9999, or a partition out of range fails at once (ErrPayloadTooLarge,
+// ErrInvalid) rather than failing its whole batch at the server.
 func (p *Producer) Send(ctx context.Context, rec Record) (*Future, error) {
 	if n := rec.Size(); n > wire.MaxRecordBytes {
 		return nil, fmt.Errorf("%w: record is %d bytes, at most %d", ErrPayloadTooLarge, n, wire.MaxRecordBytes)
 	}
 	for k := range rec.Headers {
-		if k == "" {
-			return nil, fmt.Errorf("%w: empty header name", ErrInvalid)
+		if k == "" || !utf8.ValidString(k) {
+			return nil, fmt.Errorf("%w: header name %q: empty or not UTF-8", ErrInvalid, k)
 		}
 	}
-	if ts := rec.Timestamp; !ts.IsZero() && (ts.UnixMilli() < 0 || ts.UnixMilli() > MaxTimestampMs) {
-		return nil, fmt.Errorf("%w: timestamp %v outside [1970, 9999]", ErrInvalid, ts)
+	ts := time.Now().UnixMilli()
+	if !rec.Timestamp.IsZero() {
+		ts = rec.Timestamp.UnixMilli()
+	}
+	if ts < 0 || ts > MaxTimestampMs {
+		return nil, fmt.Errorf("%w: timestamp %v outside [1970, 9999]", ErrInvalid, rec.Timestamp)
 	}
 	if rec.Partition != nil && (*rec.Partition < 0 || *rec.Partition >= p.nparts) {
 		return nil, fmt.Errorf("%w: partition %d outside [0, %d)", ErrInvalid, *rec.Partition, p.nparts)
 	}
-	f := &Future{rec: rec, size: encodedSize(rec), done: make(chan struct{})}
+	f := &Future{rec: rec, ts: ts, size: blockSize(rec), done: make(chan struct{})}
 	for {
 		p.mu.Lock()
 		if p.closed {
@@ -436,44 +457,17 @@ func (q *partQueue) take(now time.Time) (batch []*Future, wait time.Duration, ex
 	return batch, 0, false
 }
 
-// sendBatch appends one batch of partition part, retrying with the same
-// Idempotency-Key and body, then completes its futures and frees its buffer space.
+// sendBatch appends one batch of partition part, then completes its futures and frees
+// its buffer space.
 func (p *Producer) sendBatch(part int32, batch []*Future) {
-	recs := make([]Record, len(batch))
 	size := 0
-	for i, f := range batch {
-		recs[i] = f.rec
+	for _, f := range batch {
 		size += f.size
 	}
 	for m := p.maxBatch.Load(); int64(len(batch)) > m && !p.maxBatch.CompareAndSwap(m, int64(len(batch))); {
 		m = p.maxBatch.Load()
 	}
-	var results []Result
-	body, err := encodeAppend(recs, &part)
-	if err == nil {
-		key := ulid.Make().String()
-		for attempt := 0; ; attempt++ {
-			p.requests.Add(1)
-			results, err = p.c.appendBody(p.ctx, p.topic, body, len(batch), key)
-			if err == nil {
-				for i, r := range results {
-					if r.Partition != part {
-						err = fmt.Errorf("%w: record %d of a batch for partition %d landed on %d",
-							ErrBadResponse, i, part, r.Partition)
-						results = nil
-						break
-					}
-				}
-			}
-			if err == nil || p.ctx.Err() != nil || !IsRetryable(err) || attempt >= p.cfg.MaxRetries {
-				break
-			}
-			if !sleepCtx(p.ctx, p.retryDelay(attempt, err)) {
-				break
-			}
-			p.retries.Add(1)
-		}
-	}
+	results, err := p.deliver(part, batch)
 	if err != nil {
 		if p.ctx.Err() != nil {
 			err = fmt.Errorf("%w: %w", ErrProducerClosed, err)
@@ -487,8 +481,9 @@ func (p *Producer) sendBatch(part int32, batch []*Future) {
 		switch {
 		case err == nil:
 			f.res = results[i]
-		case len(results) == len(batch) && results[i].Err == nil && results[i].Partition == part:
-			// Appended in a partially failed request whose retries ran out.
+		case len(results) == len(batch) && results[i].Err == nil:
+			// Appended before the batch failed: in a partially failed request whose
+			// retries ran out, or in an earlier request of a batch split for JSON.
 			f.res = results[i]
 		default:
 			f.err = err
@@ -513,6 +508,211 @@ func (p *Producer) sendBatch(part int32, batch []*Future) {
 	p.mu.Unlock()
 	for _, f := range batch {
 		close(f.done)
+	}
+}
+
+// deliver appends batch to partition part: as one block, unless the server is known
+// not to take blocks or refuses this one's content type, then as JSON. It returns one
+// Result per record, or an error with, when some records were appended nonetheless,
+// their Results (Err nil) among the others (Err set).
+func (p *Producer) deliver(part int32, batch []*Future) ([]Result, error) {
+	if p.c.blocks.Load() != blocksOff {
+		res, err := p.deliverBlock(part, batch)
+		if !p.blocksRefused(err) {
+			return res, err
+		}
+	}
+	return p.deliverJSON(part, batch)
+}
+
+// blocksRefused reports whether err, the answer to a binary append, says the server
+// does not take the binary format, and if so remembers it for the Client's life. That
+// is a 415; or a 400 before any binary append succeeded, which is what a server
+// predating the format (it parses the body as JSON) or a proxy that mangles binary
+// bodies answers. Nothing was appended then, so the batch is sent again as JSON.
+func (p *Producer) blocksRefused(err error) bool {
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.Status {
+	case http.StatusUnsupportedMediaType:
+		p.c.blocks.Store(blocksOff)
+		return true
+	case http.StatusBadRequest:
+		p.c.blocks.CompareAndSwap(blocksUnknown, blocksOff)
+		return p.c.blocks.Load() == blocksOff
+	}
+	return false
+}
+
+// deliverBlock sends batch as one block (one frame for part), retrying with the same
+// Idempotency-Key and the very same bytes.
+func (p *Producer) deliverBlock(part int32, batch []*Future) ([]Result, error) {
+	recs := make([]segment.Record, len(batch))
+	for i, f := range batch {
+		recs[i] = segment.Record{Timestamp: f.ts, Key: f.rec.Key, Value: f.rec.Value, Headers: blockHeaders(f.rec.Headers)}
+	}
+	// A frame is its partition then its block: the block is appended in place rather
+	// than built apart and copied into the frame.
+	body := wire.AppendRequest(nil, []wire.Frame{{Partition: part}})
+	body, err := segment.AppendBlock(body, recs)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	key := ulid.Make().String()
+	var results []Result
+	err = p.retry(func() error {
+		var blocks []wire.BlockResult
+		var err error
+		blocks, err = p.c.appendBlocks(p.ctx, p.topic, body, key)
+		results = nil
+		if err == nil {
+			p.c.blocks.CompareAndSwap(blocksUnknown, blocksOn)
+			results, err = blockResults(blocks, part, len(batch))
+			return err
+		}
+		if r, rerr := blockResults(blocks, part, len(batch)); rerr == nil {
+			results = r
+		}
+		return err
+	})
+	return results, err
+}
+
+// blockHeaders lists a record's headers for a block, sorted by name so that equal
+// records encode to equal bytes.
+func blockHeaders(h map[string][]byte) []segment.Header {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make([]segment.Header, 0, len(h))
+	for k, v := range h {
+		out = append(out, segment.Header{Key: k, Value: v})
+	}
+	slices.SortFunc(out, func(a, b segment.Header) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// blockResults maps the answer to a binary append of one frame, n records for part, to
+// per-record Results. A 200's one result must be that frame's (partition and count) with
+// a base offset; anything else is ErrBadResponse. The "blocks" extra of a partial
+// failure may give the frame an error instead: its records get it, and blockResults
+// returns them with a nil error, for the caller to keep beside the request's error.
+func blockResults(blocks []wire.BlockResult, part int32, n int) ([]Result, error) {
+	if len(blocks) != 1 {
+		return nil, fmt.Errorf("%w: %d results for one block", ErrBadResponse, len(blocks))
+	}
+	b := blocks[0]
+	if b.Partition != part || b.Count != int64(n) {
+		return nil, fmt.Errorf("%w: result for %d records of partition %d, the block holds %d of partition %d",
+			ErrBadResponse, b.Count, b.Partition, n, part)
+	}
+	res := make([]Result, n)
+	switch {
+	case b.Error != nil:
+		e := resultError(b.Error)
+		for i := range res {
+			res[i] = Result{Partition: part, Err: e}
+		}
+	case b.BaseOffset == nil || *b.BaseOffset < 0 || *b.BaseOffset > math.MaxInt64-int64(n):
+		return nil, fmt.Errorf("%w: block result without a valid base offset", ErrBadResponse)
+	default:
+		for i := range res {
+			res[i] = Result{Partition: part, Offset: *b.BaseOffset + int64(i)}
+		}
+	}
+	return res, nil
+}
+
+// deliverJSON sends batch as JSON, in as few requests as the server's limits allow
+// (a block is smaller than the JSON of its records, base64 and field names included, so
+// a batch may need more than one), one after the other. A failed request fails the rest
+// of the batch.
+func (p *Producer) deliverJSON(part int32, batch []*Future) ([]Result, error) {
+	var results []Result
+	for done := 0; done < len(batch); {
+		chunk := batch[done : done+jsonChunk(batch[done:])]
+		res, err := p.sendJSON(part, chunk)
+		if err != nil {
+			out := make([]Result, len(batch))
+			copy(out, results)
+			for i := done; i < len(batch); i++ {
+				out[i] = Result{Partition: part, Err: err}
+				if j := i - done; j < len(res) && res[j].Err == nil {
+					out[i] = res[j]
+				}
+			}
+			return out, err
+		}
+		results = append(results, res...)
+		done += len(chunk)
+	}
+	return results, nil
+}
+
+// jsonChunk is how many of the first records of batch fit one JSON request: their
+// jsonSize sum stays within MaxBatchBytes (one record always fits).
+func jsonChunk(batch []*Future) int {
+	n, size := 0, 0
+	for n < len(batch) {
+		size += jsonSize(batch[n].rec)
+		if n > 0 && size > MaxBatchBytes {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// sendJSON sends chunk as one JSON request, retrying with the same Idempotency-Key and
+// the very same body. On failure it returns the Results of a partial failure if every
+// appended record landed on part, else none.
+func (p *Producer) sendJSON(part int32, chunk []*Future) ([]Result, error) {
+	recs := make([]Record, len(chunk))
+	for i, f := range chunk {
+		recs[i] = f.rec
+		recs[i].Timestamp = time.UnixMilli(f.ts)
+	}
+	body, err := encodeAppend(recs, &part)
+	if err != nil {
+		return nil, err
+	}
+	key := ulid.Make().String()
+	var res []Result
+	err = p.retry(func() error {
+		var err error
+		res, err = p.c.appendBody(p.ctx, p.topic, body, len(chunk), key)
+		if i := strayResult(res, part); i >= 0 {
+			r := res[i]
+			res = nil
+			if err == nil {
+				err = fmt.Errorf("%w: record %d of a batch for partition %d landed on %d", ErrBadResponse, i, part, r.Partition)
+			}
+		}
+		return err
+	})
+	return res, err
+}
+
+// strayResult is the index of the first appended record of res not on part, or -1.
+func strayResult(res []Result, part int32) int {
+	return slices.IndexFunc(res, func(r Result) bool { return r.Err == nil && r.Partition != part })
+}
+
+// retry calls send until it succeeds, fails for good (not IsRetryable), the producer
+// gives up, or MaxRetries retries are spent, waiting retryDelay between attempts.
+func (p *Producer) retry(send func() error) error {
+	for attempt := 0; ; attempt++ {
+		p.requests.Add(1)
+		err := send()
+		if err == nil || p.ctx.Err() != nil || !IsRetryable(err) || attempt >= p.cfg.MaxRetries {
+			return err
+		}
+		if !sleepCtx(p.ctx, p.retryDelay(attempt, err)) {
+			return err
+		}
+		p.retries.Add(1)
 	}
 }
 

@@ -136,7 +136,7 @@ func TestProducerRetryReusesKeyAndBody(t *testing.T) {
 		t.Fatalf("%d calls, want 4 (503, drop, 429, ok):\n%s", len(calls), callsSummary(calls))
 	}
 	for i, c := range calls {
-		if c.Key != calls[0].Key || !bytes.Equal(c.Body, calls[0].Body) || c.Records != 3 {
+		if c.Key != calls[0].Key || !bytes.Equal(c.Body, calls[0].Body) || c.Records != 3 || !c.Binary {
 			t.Fatalf("call %d differs from call 0:\n%s", i, callsSummary(calls))
 		}
 	}
@@ -329,10 +329,10 @@ func TestProducerFullBatchSendsAtOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// Each record takes ~200 encoded bytes; a 500-byte batch holds two.
+	// Each record takes at most 216 bytes in a block; a 500-byte batch holds two.
 	g := newFake(t, 1)
 	q := newProducer(t, g, client.ProducerConfig{Partitions: 1, Linger: time.Hour, BatchBytes: 500})
-	val := bytes.Repeat([]byte("x"), 75)
+	val := bytes.Repeat([]byte("x"), 200)
 	var futs []*client.Future
 	for range 3 {
 		fut, err := q.Send(ctx, client.Record{Value: val})
@@ -358,18 +358,22 @@ func TestProducerFullBatchSendsAtOnce(t *testing.T) {
 	}
 }
 
-// TestProducerNonRetryableFailsBatch: a 400 fails the batch at once (one request), the
-// next batch of the partition still goes through, and Flush reports the failure once.
+// TestProducerNonRetryableFailsBatch: once the server has taken a binary append, a 400
+// fails the batch at once (one request), the next batch of the partition still goes
+// through, and Flush reports the failure once.
 func TestProducerNonRetryableFailsBatch(t *testing.T) {
 	f := newFake(t, 1)
 	f.inject = func(n int, _ appendCall) fault {
-		if n == 0 {
+		if n == 1 {
 			return fault400
 		}
 		return faultNone
 	}
 	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, Backoff: time.Millisecond})
 	ctx := context.Background()
+	if _, err := p.SendSync(ctx, client.Record{Value: []byte("0")}); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := p.SendSync(ctx, client.Record{Value: []byte("a")}); !errors.Is(err, client.ErrInvalid) {
 		t.Fatalf("err = %v, want ErrInvalid", err)
 	}
@@ -377,16 +381,22 @@ func TestProducerNonRetryableFailsBatch(t *testing.T) {
 		t.Fatalf("flush after a failure: %v", err)
 	}
 	res, err := p.SendSync(ctx, client.Record{Value: []byte("b")})
-	if err != nil || res.Offset != 0 {
+	if err != nil || res.Offset != 1 {
 		t.Fatalf("next record: %+v, %v", res, err)
 	}
 	if err := p.Flush(ctx); err != nil {
 		t.Fatalf("second flush: %v", err)
 	}
-	if calls, _, _, _ := f.snapshot(); len(calls) != 2 {
-		t.Fatalf("%d calls, want 2 (a 400 is not retried)", len(calls))
+	calls, _, _, _ := f.snapshot()
+	if len(calls) != 3 {
+		t.Fatalf("%d calls, want 3 (a 400 is not retried)", len(calls))
 	}
-	if s := p.Stats(); s.RecordsFailed != 1 || s.RecordsSent != 1 || s.Retries != 0 {
+	for i, c := range calls {
+		if !c.Binary {
+			t.Fatalf("call %d fell back to JSON after a 400", i)
+		}
+	}
+	if s := p.Stats(); s.RecordsFailed != 1 || s.RecordsSent != 2 || s.Retries != 0 {
 		t.Fatalf("stats %+v", s)
 	}
 }
@@ -460,7 +470,7 @@ func TestProducerPlacement(t *testing.T) {
 func TestProducerBufferBlocksSend(t *testing.T) {
 	f := newFake(t, 1)
 	f.hold = make(chan struct{})
-	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, BufferBytes: 300})
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, BufferBytes: 200})
 	ctx := context.Background()
 	first, err := p.Send(ctx, client.Record{Value: bytes.Repeat([]byte("a"), 100)})
 	if err != nil {
@@ -500,7 +510,7 @@ func TestProducerBufferBlocksSend(t *testing.T) {
 // lingering records go, rather than stalling for the whole linger.
 func TestProducerFullBufferOverridesLinger(t *testing.T) {
 	f := newFake(t, 1)
-	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, Linger: time.Hour, BufferBytes: 300})
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, Linger: time.Hour, BufferBytes: 200})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	first, err := p.Send(ctx, client.Record{Value: bytes.Repeat([]byte("a"), 100)})

@@ -9,10 +9,16 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stratalog/strata/pkg/segment"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
-// cannedServer answers every request with the status and body last set.
+// cannedServer answers every request with the status and body last set, as
+// contentType (JSON when empty).
 type cannedServer struct {
+	contentType string
+
 	mu     sync.Mutex
 	status int
 	body   []byte
@@ -28,7 +34,11 @@ func (s *cannedServer) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	s.mu.Lock()
 	status, body := s.status, s.body
 	s.mu.Unlock()
-	w.Header().Set("Content-Type", "application/json")
+	ct := s.contentType
+	if ct == "" {
+		ct = "application/json"
+	}
+	w.Header().Set("Content-Type", ct)
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 }
@@ -174,6 +184,96 @@ func FuzzDecodeResponses(f *testing.F) {
 		}
 		if check != nil {
 			check(t)
+		}
+	})
+}
+
+// FuzzDecodePollBlocks answers a poll with arbitrary bytes as a binary poll answer
+// (wire.ContentTypeBlocks): the call either fails with ErrBadResponse (retryable) or
+// returns the answer's offsets and its records from the offset asked for up to its next
+// offset, in ascending order, every one of them; it never panics.
+func FuzzDecodePollBlocks(f *testing.F) {
+	srv := &cannedServer{contentType: wire.ContentTypeBlocks}
+	hs := httptest.NewServer(srv)
+	f.Cleanup(hs.Close)
+	c, err := New(hs.URL)
+	if err != nil {
+		f.Fatal(err)
+	}
+	blk := func(n int, hdrs bool) []byte {
+		var recs []segment.Record
+		for i := range n {
+			r := segment.Record{Timestamp: int64(1000 + i), Value: []byte{byte(i)}}
+			if hdrs {
+				r.Key = []byte("k")
+				r.Headers = []segment.Header{{Key: "h", Value: []byte("v")}}
+			}
+			recs = append(recs, r)
+		}
+		b, err := segment.EncodeBlock(recs)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return b
+	}
+	valid := wire.AppendPoll(nil, wire.PollBlocks{NextOffset: 9, HighWatermark: 12, LogStartOffset: 1, Ranges: []wire.Range{
+		{BaseOffset: 2, Data: append(blk(2, false), blk(1, true)...)}, {BaseOffset: 7, Data: blk(3, true)}}})
+	corrupt := append([]byte(nil), valid...)
+	corrupt[len(corrupt)-2] ^= 0x40
+	for _, seed := range []struct {
+		offset uint32
+		body   []byte
+	}{
+		{3, valid},
+		{0, valid},
+		{9, valid},
+		{3, valid[:len(valid)-5]},
+		{3, corrupt},
+		{0, wire.AppendPoll(nil, wire.PollBlocks{NextOffset: 4, HighWatermark: 4})},
+		{0, wire.AppendPoll(nil, wire.PollBlocks{NextOffset: 4, HighWatermark: 4, Ranges: []wire.Range{
+			{BaseOffset: 2, Data: blk(2, false)}, {BaseOffset: 3, Data: blk(1, false)}}})},
+		{0, []byte("STRP\x01")},
+		{0, []byte(`{"records": []}`)},
+	} {
+		f.Add(seed.offset, seed.body)
+	}
+	f.Fuzz(func(t *testing.T, offset uint32, body []byte) {
+		srv.set(http.StatusOK, body)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		res, err := c.Poll(ctx, "t", 0, int64(offset), PollOptions{})
+		if err != nil {
+			if !errors.Is(err, ErrBadResponse) || !IsRetryable(err) {
+				t.Fatalf("body %q: %v, want ErrBadResponse", body, err)
+			}
+			return
+		}
+		pb, err := wire.DecodePoll(body)
+		if err != nil {
+			t.Fatalf("accepted a malformed answer %q: %v", body, err)
+		}
+		if res.NextOffset != pb.NextOffset || res.HighWatermark != pb.HighWatermark || res.LogStartOffset != pb.LogStartOffset {
+			t.Fatalf("decoded %+v from the header %+v", res, pb)
+		}
+		want := 0
+		for _, r := range pb.Ranges {
+			n, err := segment.CountBlocks(r.Data)
+			if err != nil {
+				t.Fatalf("accepted a range whose blocks do not parse: %v", err)
+			}
+			for o := r.BaseOffset; o < r.BaseOffset+int64(n); o++ {
+				if o >= int64(offset) && o < pb.NextOffset {
+					want++
+				}
+			}
+		}
+		if len(res.Records) != want {
+			t.Fatalf("%d records, the answer holds %d in [%d, %d)", len(res.Records), want, offset, pb.NextOffset)
+		}
+		for i, r := range res.Records {
+			if r.Offset < int64(offset) || r.Offset >= res.NextOffset || i > 0 && r.Offset <= res.Records[i-1].Offset {
+				t.Fatalf("record %d at offset %d (polled at %d, next %d)", i, r.Offset, offset, res.NextOffset)
+			}
 		}
 	})
 }

@@ -4,8 +4,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math/bits"
 	"time"
 
+	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/wire"
 )
 
@@ -18,8 +20,10 @@ type Record struct {
 	Headers map[string][]byte
 	// Partition, when set, places the record explicitly.
 	Partition *int32
-	// Timestamp, when non-zero, is stored (in milliseconds) as is; otherwise the server
-	// uses the append time.
+	// Timestamp, when non-zero, is stored (in milliseconds) as is. Otherwise a Producer
+	// stamps the record with the time of Send (Kafka's CreateTime: when the application
+	// produced it, not when the server stored it, so batching and retries do not move
+	// it), while Client.Append leaves it to the server, which uses the append time.
 	Timestamp time.Time
 }
 
@@ -212,9 +216,43 @@ func fromWirePolled(w wire.PolledRecord) (PolledRecord, error) {
 	return r, nil
 }
 
-// encodedSize is an upper bound of the bytes toWire(r) adds to a request body, so
-// batches stay under the 6 MiB request limit.
-func encodedSize(r Record) int {
+// fromSegment converts a record decoded from a block; its slices alias the block.
+func fromSegment(r segment.Record) PolledRecord {
+	p := PolledRecord{Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value}
+	if len(r.Headers) > 0 {
+		p.Headers = make(map[string][]byte, len(r.Headers))
+		for _, h := range r.Headers {
+			p.Headers[h.Key] = h.Value
+		}
+	}
+	return p
+}
+
+// blockSize is an upper bound of the bytes r takes in a block (segment's record
+// framing), whatever its position in a batch of at most wire.MaxRecordsPerBatch records
+// and its timestamp's distance from the first record's: the Producer's byte accounting.
+func blockSize(r Record) int {
+	const (
+		offsetLen = 2  // uvarint of a relative offset below 16384
+		deltaLen  = 10 // varint of any timestamp delta
+	)
+	n := offsetLen + deltaLen + uvarintLen(len(r.Value)) + len(r.Value) + uvarintLen(len(r.Headers))
+	if r.Key == nil {
+		n++
+	} else {
+		n += uvarintLen(2*len(r.Key)) + len(r.Key) // the key length is a zigzag varint
+	}
+	for k, v := range r.Headers {
+		n += uvarintLen(len(k)) + len(k) + uvarintLen(len(v)) + len(v)
+	}
+	return n
+}
+
+func uvarintLen(n int) int { return (bits.Len64(uint64(n)|1) + 6) / 7 }
+
+// jsonSize is an upper bound of the bytes toWire(r) adds to a request body, so JSON
+// batches stay under the server's request limits.
+func jsonSize(r Record) int {
 	const overhead = 96 // field names, quotes, partition, timestamp
 	n := overhead + base64Len(len(r.Key)) + base64Len(len(r.Value))
 	for k, v := range r.Headers {

@@ -1,0 +1,89 @@
+package client
+
+import (
+	"errors"
+	"math"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/stratalog/strata/pkg/segment"
+	"github.com/stratalog/strata/pkg/wire"
+)
+
+// TestBlockSizeBound: a batch's block is never larger than the block header plus the
+// blockSize of its records, whatever their timestamps and shapes, so BatchBytes and
+// MaxBatchBytes bound the bytes sent.
+func TestBlockSizeBound(t *testing.T) {
+	bytesGen := rapid.SliceOfN(rapid.Byte(), 0, 300)
+	rapid.Check(t, func(rt *rapid.T) {
+		recs := rapid.SliceOfN(rapid.Custom(func(rt *rapid.T) Record {
+			r := Record{Value: bytesGen.Draw(rt, "value")}
+			if rapid.Bool().Draw(rt, "keyed") {
+				r.Key = append([]byte{}, bytesGen.Draw(rt, "key")...)
+			}
+			r.Headers = rapid.MapOfN(rapid.StringN(1, 200, -1), bytesGen, 0, 3).Draw(rt, "headers")
+			return r
+		}), 1, 50).Draw(rt, "records")
+		bound := segment.HeaderSize
+		srecs := make([]segment.Record, len(recs))
+		for i, r := range recs {
+			bound += blockSize(r)
+			ts := rapid.SampledFrom([]int64{0, 1, MaxTimestampMs}).Draw(rt, "ts")
+			srecs[i] = segment.Record{Timestamp: ts, Key: r.Key, Value: r.Value, Headers: blockHeaders(r.Headers)}
+		}
+		n, err := segment.EncodedSize(srecs)
+		if err != nil {
+			rt.Fatal(err)
+		}
+		if n > bound {
+			rt.Fatalf("block of %d bytes, bound %d", n, bound)
+		}
+	})
+	if uvarintLen(wire.MaxRecordsPerBatch-1) > 2 {
+		t.Fatal("a relative offset of a full batch takes more than blockSize's 2 bytes")
+	}
+}
+
+// TestBlockResults: the answer to a one-frame binary append maps to per-record results
+// only when it is that frame's.
+func TestBlockResults(t *testing.T) {
+	off := func(v int64) *int64 { return &v }
+	unavailable := map[string]any{"code": "unavailable", "message": "m"}
+	for _, tc := range []struct {
+		name   string
+		blocks []wire.BlockResult
+		ok     bool
+	}{
+		{"one frame", []wire.BlockResult{{Partition: 2, BaseOffset: off(40), Count: 3}}, true},
+		{"none", nil, false},
+		{"two", []wire.BlockResult{{Partition: 2, BaseOffset: off(40), Count: 3}, {Partition: 2, BaseOffset: off(43), Count: 3}}, false},
+		{"other partition", []wire.BlockResult{{Partition: 1, BaseOffset: off(40), Count: 3}}, false},
+		{"other count", []wire.BlockResult{{Partition: 2, BaseOffset: off(40), Count: 2}}, false},
+		{"no base offset", []wire.BlockResult{{Partition: 2, Count: 3}}, false},
+		{"negative base offset", []wire.BlockResult{{Partition: 2, BaseOffset: off(-1), Count: 3}}, false},
+		{"overflowing base offset", []wire.BlockResult{{Partition: 2, BaseOffset: off(math.MaxInt64 - 2), Count: 3}}, false},
+		{"failed", []wire.BlockResult{{Partition: 2, Count: 3, Error: unavailable}}, true},
+	} {
+		res, err := blockResults(tc.blocks, 2, 3)
+		if !tc.ok {
+			if !errors.Is(err, ErrBadResponse) || res != nil {
+				t.Fatalf("%s: %v, %v; want ErrBadResponse", tc.name, res, err)
+			}
+			continue
+		}
+		if err != nil || len(res) != 3 {
+			t.Fatalf("%s: %v, %v", tc.name, res, err)
+		}
+		for i, r := range res {
+			b := tc.blocks[0]
+			if b.Error != nil {
+				if r.Partition != 2 || !errors.Is(r.Err, ErrUnavailable) {
+					t.Fatalf("%s: result %d %+v", tc.name, i, r)
+				}
+			} else if r != (Result{Partition: 2, Offset: *b.BaseOffset + int64(i)}) {
+				t.Fatalf("%s: result %d %+v", tc.name, i, r)
+			}
+		}
+	}
+}
