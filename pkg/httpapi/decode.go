@@ -21,18 +21,25 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 	if r.ContentLength > limit {
 		return tooLarge(limit)
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	var buf bytes.Buffer
-	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+	b, err := readBody(w, r, limit)
+	if err == nil {
+		err = decodeStrict(b, v)
 	}
-	if _, err := buf.ReadFrom(r.Body); err != nil {
-		return bodyError(err, limit)
-	}
-	if err := decodeStrict(buf.Bytes(), v); err != nil {
+	if err != nil {
 		return bodyError(err, limit)
 	}
 	return nil
+}
+
+// readBody reads the whole request body, cut at limit bytes (*http.MaxBytesError).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	var buf bytes.Buffer
+	if r.ContentLength > 0 && r.ContentLength <= limit {
+		buf.Grow(int(r.ContentLength))
+	}
+	_, err := buf.ReadFrom(r.Body)
+	return buf.Bytes(), err
 }
 
 func bodyError(err error, limit int64) *apiError {

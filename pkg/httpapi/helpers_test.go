@@ -368,7 +368,7 @@ func (e *env) checkDocumented(req *http.Request, r *resp) {
 	if r.body != nil {
 		body = map[string]any(r.body)
 	}
-	if err := doc.checkAnswer(req.Method, req.URL.Path, r.status, body, len(r.raw) > 0); err != nil {
+	if err := doc.checkAnswer(req.Method, req.URL.Path, r.status, r.header.Get("Content-Type"), body, len(r.raw) > 0); err != nil {
 		e.t.Errorf("answer does not match docs/openapi.yaml: %v\n%s", err, truncate(r.raw))
 	}
 }

@@ -24,7 +24,9 @@ type Log interface {
 	ListTopics(ctx context.Context) ([]string, error)
 	DescribeTopic(ctx context.Context, name string) (log.TopicInfo, error)
 	Append(ctx context.Context, topic string, recs []log.Record, opt log.AppendOptions) ([]log.Result, error)
+	AppendBlocks(ctx context.Context, topic string, blocks []log.Block, opt log.AppendOptions) ([]log.BlockResult, error)
 	Poll(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.PollResult, error)
+	PollRanges(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.RangesResult, error)
 }
 
 // Groups is what the handlers need of the consumer-group coordinator

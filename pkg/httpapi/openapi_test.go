@@ -5,16 +5,21 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"mime"
 	"net/http"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 const openAPIPath = "../../docs/openapi.yaml"
@@ -147,7 +152,7 @@ func (d *openAPIDoc) deref(m map[string]any) (map[string]any, error) {
 
 // checkAnswer validates an answer of method urlPath against the document: the status
 // must be documented and a JSON body must match its schema.
-func (d *openAPIDoc) checkAnswer(method, urlPath string, status int, body any, hasBody bool) error {
+func (d *openAPIDoc) checkAnswer(method, urlPath string, status int, contentType string, body any, hasBody bool) error {
 	tmpl, op, ok := d.find(method, urlPath)
 	if !ok {
 		return fmt.Errorf("%s %s is not documented", method, urlPath)
@@ -162,6 +167,12 @@ func (d *openAPIDoc) checkAnswer(method, urlPath string, status int, body any, h
 		return err
 	}
 	content, _ := r["content"].(map[string]any)
+	if ct, _, _ := mime.ParseMediaType(contentType); hasBody && ct != "application/json" {
+		if _, ok := content[ct]; !ok {
+			return fmt.Errorf("status %d of %s %s answered %q, documented %v", status, method, tmpl, contentType, slices.Sorted(maps.Keys(content)))
+		}
+		return nil
+	}
 	mt, _ := content["application/json"].(map[string]any)
 	if mt == nil {
 		if hasBody && len(content) == 0 {
@@ -360,7 +371,7 @@ func TestOpenAPIValidatorRejects(t *testing.T) {
 		if err := json.Unmarshal([]byte(body), &v); err != nil {
 			t.Fatal(err)
 		}
-		return d.checkAnswer("GET", "/v1/topics/t/partitions/0/records", 200, v, true)
+		return d.checkAnswer("GET", "/v1/topics/t/partitions/0/records", 200, "application/json", v, true)
 	}
 	if err := poll(`{"records": [{"offset": 0, "timestamp_ms": 1, "key": null, "value": "", "headers": {}}], "next_offset": 1, "high_watermark": 1, "log_start_offset": 0}`); err != nil {
 		t.Fatalf("valid poll answer refused: %v", err)
@@ -376,12 +387,15 @@ func TestOpenAPIValidatorRejects(t *testing.T) {
 			t.Errorf("invalid poll answer accepted: %s", bad)
 		}
 	}
-	if err := d.checkAnswer("GET", "/v1/topics/t/partitions/0/records", 409, map[string]any{}, true); err == nil {
+	if err := d.checkAnswer("GET", "/v1/topics/t/partitions/0/records", 409, "application/json", map[string]any{}, true); err == nil {
 		t.Error("an undocumented status was accepted")
 	}
 	var e416 any
 	_ = json.Unmarshal([]byte(`{"error": {"code": "offset_out_of_range", "message": "m", "high_watermark": 1}}`), &e416)
-	if err := d.checkAnswer("GET", "/v1/topics/t/partitions/0/records", 416, e416, true); err == nil {
+	if err := d.checkAnswer("GET", "/v1/topics/t/partitions/0/records", 416, "application/json", e416, true); err == nil {
 		t.Error("a 416 without log_start_offset was accepted")
 	}
 }
+
+// wireContentType is the binary answers' media type, which is not JSON.
+const wireContentType = wire.ContentTypeBlocks

@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"mime"
 	"net/http"
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/stratalog/strata/pkg/log"
@@ -55,6 +58,10 @@ func (s *server) appendRecords(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		opt.IdempotencyKey = keys[0]
+	}
+	if isBlocks(r.Header.Get("Content-Type")) {
+		s.appendBlocks(w, r, topic, p, opt)
+		return
 	}
 	var req appendRequest
 	if e := decodeBody(w, r, MaxAppendBody, &req); e != nil {
@@ -198,6 +205,11 @@ func (s *server) poll(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	opt := log.PollOptions{MaxRecords: int(records), MaxBytes: int(bytes), Wait: time.Duration(waitMs) * time.Millisecond}
+	w.Header().Add("Vary", "Accept")
+	if acceptsBlocks(r.Header.Values("Accept")) {
+		s.pollRanges(w, r, topic, partition, offset, opt)
+		return
+	}
 	res, err := s.log.Poll(r.Context(), topic, partition, offset, opt)
 	if err != nil {
 		s.fail(w, r, err)
@@ -226,4 +238,123 @@ func nonNil(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// appendBlocks is the append handler for a binary body (wire.ContentTypeBlocks): its
+// blocks go to the log as they are, checked but not decoded.
+func (s *server) appendBlocks(w http.ResponseWriter, r *http.Request, topic string, p *Principal, opt log.AppendOptions) {
+	if r.ContentLength > MaxAppendBody {
+		writeError(w, tooLarge(MaxAppendBody))
+		return
+	}
+	body, err := readBody(w, r, MaxAppendBody)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		writeError(w, tooLarge(MaxAppendBody))
+		return
+	case err != nil:
+		writeError(w, invalid("reading the body: "+err.Error()))
+		return
+	}
+	frames, err := wire.DecodeRequest(body)
+	if err != nil {
+		writeError(w, invalid(err.Error()))
+		return
+	}
+	blocks := make([]log.Block, len(frames))
+	size := 0
+	for i, f := range frames {
+		blocks[i] = log.Block{Partition: f.Partition, Data: f.Block}
+		size += len(f.Block) - segment.HeaderSize
+	}
+	// The quota counts payload bytes (record bytes plus a few bytes of framing each):
+	// counting record bytes exactly would mean walking the blocks twice.
+	if e := s.quota.take(p.Name, size, s.now()); e != nil {
+		writeError(w, e)
+		return
+	}
+	results, err := s.log.AppendBlocks(r.Context(), topic, blocks, opt)
+	var partial *log.AppendError
+	if errors.As(err, &partial) {
+		s.logger.ErrorContext(r.Context(), "append partly failed", "topic", topic, "error", err)
+		ae := mapError(partial.Err)
+		ae.extra = map[string]any{"blocks": encodeBlockResults(partial.Blocks)}
+		writeError(w, ae)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.AppendBlocksResponse{Blocks: encodeBlockResults(results)})
+}
+
+func encodeBlockResults(rs []log.BlockResult) []wire.BlockResult {
+	out := make([]wire.BlockResult, len(rs))
+	for i, r := range rs {
+		out[i] = wire.BlockResult{Partition: r.Partition, Count: int64(r.Count)}
+		if r.Err != nil {
+			out[i].Error = errorObject(mapError(r.Err))
+			continue
+		}
+		base := r.BaseOffset
+		out[i].BaseOffset = &base
+	}
+	return out
+}
+
+// pollRanges is the poll handler's binary answer: the stored ranges as they are.
+func (s *server) pollRanges(w http.ResponseWriter, r *http.Request, topic string, partition int32, offset int64, opt log.PollOptions) {
+	res, err := s.log.PollRanges(r.Context(), topic, partition, offset, opt)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	p := wire.PollBlocks{NextOffset: res.NextOffset, HighWatermark: res.HighWatermark, LogStartOffset: res.LogStartOffset,
+		Ranges: make([]wire.Range, len(res.Ranges))}
+	lens := make([]int, len(res.Ranges))
+	for i, rg := range res.Ranges {
+		p.Ranges[i] = wire.Range{BaseOffset: rg.BaseOffset, Data: rg.Data}
+		lens[i] = len(rg.Data)
+	}
+	body := wire.AppendPoll(make([]byte, 0, wire.PollSize(lens...)), p)
+	w.Header().Set("Content-Type", wire.ContentTypeBlocks)
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+}
+
+// isBlocks says whether a Content-Type names the binary format.
+func isBlocks(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == wire.ContentTypeBlocks
+}
+
+// acceptsBlocks says whether Accept headers prefer the binary format: it is listed with
+// a q-value above zero and no JSON type has a higher one. Without the binary type the
+// answer is JSON, as for any client that does not ask.
+func acceptsBlocks(accept []string) bool {
+	blocksQ, jsonQ := -1.0, -1.0
+	for _, h := range accept {
+		for part := range strings.SplitSeq(h, ",") {
+			mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+			if err != nil {
+				continue
+			}
+			q := 1.0
+			if v, ok := params["q"]; ok {
+				if q, err = strconv.ParseFloat(v, 64); err != nil || q < 0 || q > 1 {
+					continue
+				}
+			}
+			switch mt {
+			case wire.ContentTypeBlocks:
+				blocksQ = max(blocksQ, q)
+			case "application/json", "application/*", "*/*":
+				jsonQ = max(jsonQ, q)
+			}
+		}
+	}
+	return blocksQ > 0 && blocksQ >= jsonQ
 }

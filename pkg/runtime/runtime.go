@@ -564,21 +564,36 @@ type drainingLog struct {
 
 // Poll implements httpapi.Log.
 func (d drainingLog) Poll(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.PollResult, error) {
+	return drain(ctx, d.stopping, opt, func(ctx context.Context, opt log.PollOptions) (log.PollResult, error) {
+		return d.Log.Poll(ctx, topic, partition, offset, opt)
+	})
+}
+
+// PollRanges implements httpapi.Log.
+func (d drainingLog) PollRanges(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.RangesResult, error) {
+	return drain(ctx, d.stopping, opt, func(ctx context.Context, opt log.PollOptions) (log.RangesResult, error) {
+		return d.Log.PollRanges(ctx, topic, partition, offset, opt)
+	})
+}
+
+// drain runs a poll whose wait ends when stopping does, polling once more without a
+// wait if it was cut short by shutdown.
+func drain[T any](ctx, stopping context.Context, opt log.PollOptions, poll func(context.Context, log.PollOptions) (T, error)) (T, error) {
 	if opt.Wait <= 0 {
-		return d.Log.Poll(ctx, topic, partition, offset, opt)
+		return poll(ctx, opt)
 	}
-	if d.stopping.Err() != nil {
+	if stopping.Err() != nil {
 		opt.Wait = 0
-		return d.Log.Poll(ctx, topic, partition, offset, opt)
+		return poll(ctx, opt)
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(d.stopping, cancel)
+	stop := context.AfterFunc(stopping, cancel)
 	defer stop()
-	res, err := d.Log.Poll(wctx, topic, partition, offset, opt)
-	if err != nil && ctx.Err() == nil && d.stopping.Err() != nil {
+	res, err := poll(wctx, opt)
+	if err != nil && ctx.Err() == nil && stopping.Err() != nil {
 		opt.Wait = 0
-		return d.Log.Poll(ctx, topic, partition, offset, opt)
+		return poll(ctx, opt)
 	}
 	return res, err
 }
