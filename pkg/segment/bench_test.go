@@ -77,3 +77,16 @@ func BenchmarkAppendRecords(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCheck is what a server does to a block it receives in the binary form:
+// verify the CRC and walk the framing, decoding nothing.
+func BenchmarkCheck(b *testing.B) {
+	block := mustEncode(b, benchRecords())
+	b.SetBytes(int64(len(block)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Check(block); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
