@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // serveB is serve for a benchmark.
@@ -420,4 +424,110 @@ func TestAuth(t *testing.T) {
 	}
 	_, err = reader.Append(ctx, "orders", []client.Record{{Value: []byte("x")}}, client.AppendOptions{})
 	mustIs(t, "append without the grant", err, client.ErrForbidden)
+}
+
+// contentTypes is a transport that records the Content-Type of each append request and
+// of each poll answer.
+type contentTypes struct {
+	mu            sync.Mutex
+	appends, poll []string
+}
+
+func (ct *contentTypes) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	switch {
+	case req.Method == http.MethodPost && strings.HasSuffix(req.URL.Path, "/records"):
+		ct.appends = append(ct.appends, req.Header.Get("Content-Type"))
+	case req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/records"):
+		ct.poll = append(ct.poll, resp.Header.Get("Content-Type"))
+	}
+	return resp, nil
+}
+
+// TestBinaryEndToEnd: against the real handler the Producer appends binary blocks and
+// Poll reads binary answers: records keep their keys, headers and timestamps (stamped at
+// Send when missing), a poll from inside a stored commit starts at its offset, and
+// records appended as JSON read back the same way.
+func TestBinaryEndToEnd(t *testing.T) {
+	ctx := context.Background()
+	ct := &contentTypes{}
+	c := newClient(t, serve(t, nil), client.WithHTTPClient(&http.Client{Transport: ct}))
+	if _, err := c.CreateTopic(ctx, "b", client.TopicConfig{Partitions: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(ctx, "b", []client.Record{{Value: []byte("json"), Partition: ptr(int32(1)),
+		Timestamp: time.UnixMilli(42)}}, client.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := client.NewProducer(ctx, c, "b", client.ProducerConfig{Linger: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := time.Now().Truncate(time.Millisecond)
+	var futs []*client.Future
+	for i := range 10 {
+		rec := client.Record{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, "v%d", i), Partition: ptr(int32(1)),
+			Headers: map[string][]byte{"i": fmt.Appendf(nil, "%d", i), "z": nil}}
+		if i%2 == 1 {
+			rec.Timestamp = time.UnixMilli(int64(1732870000000 + i))
+		}
+		f, err := p.Send(ctx, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		futs = append(futs, f)
+		if i == 4 {
+			if err := p.Flush(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := p.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := time.Now()
+	for i, f := range futs {
+		if res, err := f.Result(); err != nil || res.Partition != 1 || res.Offset != int64(1+i) {
+			t.Fatalf("record %d: %+v, %v", i, res, err)
+		}
+	}
+	// Offset 3 lies inside the first batch's commit (offsets 1-5).
+	res, err := c.Poll(ctx, "b", 1, 3, client.PollOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Records) != 8 || res.NextOffset != 11 || res.HighWatermark != 11 {
+		t.Fatalf("poll @3: %d records, next %d, hw %d", len(res.Records), res.NextOffset, res.HighWatermark)
+	}
+	for j, r := range res.Records {
+		i := j + 2
+		ts := r.Timestamp
+		stamped := i%2 == 0 && !ts.Before(before) && !ts.After(after)
+		if r.Offset != int64(3+j) || string(r.Key) != fmt.Sprintf("k%d", i) || string(r.Value) != fmt.Sprintf("v%d", i) ||
+			string(r.Headers["i"]) != fmt.Sprint(i) || len(r.Headers) != 2 ||
+			!stamped && ts.UnixMilli() != int64(1732870000000+i) {
+			t.Fatalf("record %d: %+v", i, r)
+		}
+	}
+	res, err = c.Poll(ctx, "b", 1, 0, client.PollOptions{MaxRecords: 1})
+	if err != nil || len(res.Records) != 1 || string(res.Records[0].Value) != "json" || res.Records[0].Timestamp.UnixMilli() != 42 ||
+		res.NextOffset != 1 {
+		t.Fatalf("poll @0: %+v, %v", res, err)
+	}
+	ct.mu.Lock()
+	defer ct.mu.Unlock()
+	want := []string{"application/json", wire.ContentTypeBlocks, wire.ContentTypeBlocks}
+	if fmt.Sprint(ct.appends) != fmt.Sprint(want) {
+		t.Fatalf("append Content-Types %q, want %q", ct.appends, want)
+	}
+	for _, got := range ct.poll {
+		if got != wire.ContentTypeBlocks {
+			t.Fatalf("poll answers %q, want binary ones", ct.poll)
+		}
+	}
 }
