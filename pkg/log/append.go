@@ -283,10 +283,12 @@ func (l *Log) admit(ctx context.Context, m *member, key string) error {
 	}
 	// Keys are scoped to the topic: the same key on two topics names two requests.
 	m.idemKey = m.topic + "#" + key
-	if err := l.claimRequest(ctx, m.idemKey, m.bodyHash, m.nrecs, l.now().Add(m.t.Retention+retentionGrace)); err != nil {
+	fresh, err := l.claimRequest(ctx, m.idemKey, m.bodyHash, m.nrecs, l.now().Add(m.t.Retention+retentionGrace))
+	if err != nil || fresh {
+		// A claim this request created means no earlier attempt got as far as
+		// writing anything: there is nothing to replay (and no read to pay for).
 		return err
 	}
-	var err error
 	m.pending, err = l.replayIdempotent(ctx, m.idemKey, m.bodyHash, m.pending)
 	return err
 }
@@ -366,20 +368,21 @@ func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqComm
 // claimRequest records which body an idempotency key names, before anything is written:
 // a key reused with another body is refused while nothing of it exists, and two
 // concurrent requests with one key and different bodies cannot each win some partitions.
-func (l *Log) claimRequest(ctx context.Context, key, bodyHash string, count int, expires time.Time) error {
-	err := l.meta.ClaimIdempotency(ctx, store.IdempotencyRecord{Key: key, Partition: requestClaim,
+// fresh says the claim is this call's: no earlier attempt of the request exists.
+func (l *Log) claimRequest(ctx context.Context, key, bodyHash string, count int, expires time.Time) (fresh bool, err error) {
+	err = l.meta.ClaimIdempotency(ctx, store.IdempotencyRecord{Key: key, Partition: requestClaim,
 		BodyHash: bodyHash, BaseOffset: -1, Count: int64(count), ExpiresAt: expires})
 	var ie *store.IdempotencyError
 	switch {
 	case err == nil:
-		return nil
+		return true, nil
 	case errors.As(err, &ie):
 		if ie.Existing.BodyHash != bodyHash {
-			return fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, key)
+			return false, fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, key)
 		}
-		return nil
+		return false, nil
 	default:
-		return storeErr(fmt.Errorf("claim idempotency key: %w", err))
+		return false, storeErr(fmt.Errorf("claim idempotency key: %w", err))
 	}
 }
 

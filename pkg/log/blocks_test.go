@@ -8,7 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/pkg/awscount"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/store"
@@ -275,4 +278,38 @@ func TestPollRangesSkipsDuplicates(t *testing.T) {
 			t.Fatalf("ranges: %+v", r)
 		}
 	})
+}
+
+// TestFreshIdempotentAppendReadsNoClaims: an idempotent append whose request claim is
+// new has no earlier attempt to replay, so it reads no per-partition claim (DynamoDB
+// GetItem, counted by an SDK middleware on the emulator); a retry reads one per
+// partition and appends nothing.
+func TestFreshIdempotentAppendReadsNoClaims(t *testing.T) {
+	ctx := context.Background()
+	counter := awscount.New()
+	s := backendtest.AWSWith(ctx, t, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) })
+	l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateTopic(ctx, "bl", 3, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	warm(t, l, "bl")
+	req := []log.Block{{Partition: 0, Data: encode(t, 1, "a")}, {Partition: 2, Data: encode(t, 1, "b")}}
+	opt := log.AppendOptions{IdempotencyKey: "fresh"}
+	counter.Reset()
+	if _, err := l.AppendBlocks(ctx, "bl", req, opt); err != nil {
+		t.Fatal(err)
+	}
+	if n := counter.Requests("DynamoDB.GetItem"); n != 0 {
+		t.Errorf("a fresh idempotent append made %d GetItem requests, want 0", n)
+	}
+	counter.Reset()
+	if _, err := l.AppendBlocks(ctx, "bl", req, opt); err != nil {
+		t.Fatal(err)
+	}
+	if n, puts := counter.Requests("DynamoDB.GetItem"), counter.Requests("S3.PutObject"); n != 2 || puts != 0 {
+		t.Errorf("a retry made %d GetItem and %d PutObject requests, want 2 and 0", n, puts)
+	}
 }
