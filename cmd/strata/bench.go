@@ -16,7 +16,7 @@ import (
 
 // newBenchCmd groups the benchmarks: `strata bench cost` and `strata bench peers`.
 func newBenchCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "bench", Short: "Cost model and local benchmarks (docs/BENCHMARKS-cost.md)"}
+	cmd := &cobra.Command{Use: "bench", Short: "Cost model and local benchmarks (docs/BENCHMARKS.md)"}
 	cmd.AddCommand(newBenchCostCmd(), newBenchPeersCmd(), newBenchMemoryCmd())
 	return cmd
 }
@@ -29,13 +29,15 @@ func newBenchCostCmd() *cobra.Command {
 		plotDir    string
 		retention  time.Duration
 		shape      string
+		body       string
 	)
 	cmd := &cobra.Command{
 		Use:   "cost",
 		Short: "Count Strata's AWS requests on the emulator and price a workload against Kinesis and Kafka",
 		Long: `Runs a tiny workload through the AWS backend on the emulator (STRATA_AWS_ENDPOINT or
-AWS_ENDPOINT_URL, loopback only), counting every request by service, operation and bytes,
-then extrapolates to the target workload with the AWS list prices of pkg/cost/prices.go.
+AWS_ENDPOINT_URL, loopback only), counting every request by service, operation and bytes:
+appends alone, and concurrent appenders sharing group-commit batches. It then extrapolates
+to the target workload with the AWS list prices of pkg/cost/prices.go.
 --no-measure prices the design's request profile instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -47,6 +49,17 @@ then extrapolates to the target workload with the AWS list prices of pkg/cost/pr
 				o.Producers.Shape = cost.ShapeMulti
 			default:
 				return fmt.Errorf("--shape must be sdk or multi, got %q", shape)
+			}
+			switch body {
+			case "binary":
+				o.Producers.EncodedRecordBytes, o.Serving.CPUPerRecord = cost.BinaryRecordBytes, cost.BinaryCPUPerRecord
+			case "json":
+				o.Producers.EncodedRecordBytes, o.Serving.CPUPerRecord = cost.JSONRecordBytes, cost.JSONCPUPerRecord
+			default:
+				return fmt.Errorf("--body must be binary or json, got %q", body)
+			}
+			if idempotent {
+				o.Profile = cost.IdempotentDesignProfile()
 			}
 			if err := o.Validate(); err != nil {
 				return err
@@ -82,6 +95,15 @@ then extrapolates to the target workload with the AWS list prices of pkg/cost/pr
 					}
 					fmt.Fprintln(out)
 				}
+				fmt.Fprintln(out, "Counted with group commit (per acknowledged append; per batch = per segment object):")
+				for _, c := range res.Group {
+					fmt.Fprintf(out, "  %s, %s window, %d appends in %d batches (%.1f per batch), CPU %s per append:",
+						c.Name, c.Window, c.Appends, c.Batches(), float64(c.Appends)/float64(c.Batches()), c.CPU/time.Duration(c.Appends))
+					for _, k := range slices.Sorted(maps.Keys(c.Ops)) {
+						fmt.Fprintf(out, " %s %.3f (%.2f per batch)", k, c.PerAppend(k), float64(c.Ops[k].Requests)/float64(c.Batches()))
+					}
+					fmt.Fprintln(out)
+				}
 				fmt.Fprintln(out)
 			}
 			if err := cost.Report(cmd.OutOrStdout(), o, cost.DefaultSweep()); err != nil {
@@ -106,8 +128,10 @@ then extrapolates to the target workload with the AWS list prices of pkg/cost/pr
 	f.IntVar(&o.Producers.BatchRecords, "batch-records", o.Producers.BatchRecords, "producer batch records")
 	f.StringVar(&shape, "shape", "sdk", "producer appends: sdk (one per partition batch) or multi (one per flush, all partitions)")
 	f.BoolVar(&o.Serving.FunctionURL, "function-url", false, "clients call the api function's URL, not API Gateway")
+	f.StringVar(&body, "body", "binary", "producers' request body: binary (segment blocks, as pkg/client sends) or json")
+	f.BoolVar(&o.FoldedClaims, "folded-claims", false, "price a design not built: one idempotency claim per request, shared commits in a batch")
 	f.Float64Var(&o.Aggregator.BudgetBytes, "agg-budget", o.Aggregator.BudgetBytes, "aggregation tier: bytes that cut a batch")
-	f.IntVar(&o.Aggregator.Instances, "agg-instances", o.Aggregator.Instances, "aggregation tier: Lambda Managed Instances")
+	f.IntVar(&o.Aggregator.Instances, "agg-instances", o.Aggregator.Instances, "aggregation tier: fewest Lambda Managed Instances (more when CPU needs them)")
 	f.DurationVar(&o.Aggregator.Window, "agg-window", o.Aggregator.Window, "aggregation tier: group-commit window")
 	return cmd
 }

@@ -57,31 +57,45 @@ type Producers struct {
 	Linger       time.Duration
 	BatchBytes   float64 // cap of one request's encoded records
 	BatchRecords int     // cap of one request's records
-	// EncodedRecordBytes is one record's size in the request body (base64 and JSON).
+	// EncodedRecordBytes is one record's size in the request body as the producer
+	// counts it against BatchBytes.
 	EncodedRecordBytes float64
 	Shape              Shape
 }
 
-// DefaultProducers are pkg/client's defaults with a 1 s linger and 1 KB records
-// (1,024 bytes base64 → 1,368, plus about 32 bytes of JSON).
+// Record sizes in a request body of 1 KB records without key or headers.
+const (
+	// BinaryRecordBytes is pkg/client's bound of a 1,024-byte value in a segment block
+	// (the binary body its producer sends): value, length, offset and timestamp varints.
+	BinaryRecordBytes = 1040
+	// JSONRecordBytes is the JSON body's: 1,024 bytes base64 → 1,368, plus about 32 of JSON.
+	JSONRecordBytes = 1400
+)
+
+// DefaultProducers are pkg/client's defaults with a 1 s linger and 1 KB records sent
+// in the binary form, as its producer does.
 func DefaultProducers(n int) Producers {
 	return Producers{Count: n, Linger: time.Second, BatchBytes: 1 << 20, BatchRecords: 1000,
-		EncodedRecordBytes: 1400, Shape: ShapeSDK}
+		EncodedRecordBytes: BinaryRecordBytes, Shape: ShapeSDK}
 }
 
 // Profile is what Strata's AWS backend sends per append and per poll; pkg/cost/measure
 // counts it on the emulator. A "block" is one partition's part of an append.
 type Profile struct {
+	// Idempotent: the appends carry an Idempotency-Key, as pkg/client's producer's do.
+	Idempotent         bool
 	PutsPerAppend      float64 // S3 PutObject
-	WritesPerAppend    float64 // DynamoDB writes not tied to a partition (idempotency claims…)
+	WritesPerAppend    float64 // DynamoDB writes not tied to a partition (the request's idempotency claim)
 	UpdatesPerBlock    float64 // DynamoDB UpdateItem per block (the partition's sequencer)
-	PutItemsPerBlock   float64 // DynamoDB PutItem per block (the index entry)
+	PutItemsPerBlock   float64 // DynamoDB PutItem per block for the index entry
+	ClaimsPerBlock     float64 // DynamoDB PutItem per block for the partition's idempotency claim
 	ReadsPerAppend     float64 // DynamoDB reads of an append not tied to a partition
 	ReadsPerAppendBlk  float64 // DynamoDB reads of an append per block (idempotent replay checks)
 	ReadsPerPoll       float64 // DynamoDB reads of a tail poll that returns one block
 	GetsPerBlock       float64 // S3 GetObject per block read
 	StoredBytesPerByte float64 // segment object bytes per record value byte
 	IndexItemBytes     float64 // bytes of one index item
+	Group              GroupProfile
 	Measured           bool
 }
 
@@ -90,7 +104,49 @@ type Profile struct {
 // bounds and its index entries, then GETs each block.
 func DesignProfile() Profile {
 	return Profile{PutsPerAppend: 1, UpdatesPerBlock: 1, PutItemsPerBlock: 1, ReadsPerPoll: 2,
-		GetsPerBlock: 1, StoredBytesPerByte: 1.05, IndexItemBytes: 300}
+		GetsPerBlock: 1, StoredBytesPerByte: 1.05, IndexItemBytes: 300, Group: DesignGroupProfile()}
+}
+
+// IdempotentDesignProfile is DesignProfile with the SDK's Idempotency-Key (pkg/log's
+// append.go): per append the request's claim PutItem; per block the partition's claim
+// PutItem. A first attempt reads no claims (only a retry looks for earlier ones). Its
+// four DynamoDB requests per single-partition append cost about 2.5 ms of CPU as
+// measure counted it.
+func IdempotentDesignProfile() Profile {
+	p := DesignProfile()
+	p.Idempotent, p.WritesPerAppend, p.ClaimsPerBlock = true, 1, 1
+	p.Group.CPUPerAppend = 2500 * time.Microsecond
+	return p
+}
+
+// GroupProfile is what group commit (pkg/log/group.go) shares among the concurrent
+// appends ("members") of one batch, as pkg/cost/measure counts it: Appenders concurrent
+// appenders through one Log with a GroupCommitWindow of Window.
+type GroupProfile struct {
+	Appenders int
+	Window    time.Duration
+	// PutsPerAppend is S3 PutObject per acknowledged append in that run (one object per
+	// batch): how full the emulator's batches were, not a figure the model extrapolates.
+	PutsPerAppend float64
+	// SharedCommitsPerBlock is sequencer commits per partition of a batch for members
+	// without an Idempotency-Key: 1 when they all share one commit and index entry.
+	SharedCommitsPerBlock float64
+	// MemberCommitsPerBlock is sequencer commits per partition of an idempotent member:
+	// 1 when each keeps its own (its claim must cover exactly its records), so nothing
+	// of the DynamoDB side is shared.
+	MemberCommitsPerBlock float64
+	// CPUPerAppend is the appending process's CPU per acknowledged append: the log, the
+	// AWS SDK's marshalling and signing, HTTP without TLS. It sizes the tier's instances.
+	CPUPerAppend time.Duration
+	Measured     bool
+}
+
+// DesignGroupProfile is group.go's design: one commit per partition of a batch for the
+// members without a key, one per partition of each idempotent member; CPU per append
+// without a key as measure counted it on the project's 2-core machine (about 0.3 ms;
+// docs/BENCHMARKS.md).
+func DesignGroupProfile() GroupProfile {
+	return GroupProfile{SharedCommitsPerBlock: 1, MemberCommitsPerBlock: 1, CPUPerAppend: 300 * time.Microsecond}
 }
 
 // Latency holds AWS service times the ack-latency floors assume (not measured here: the
@@ -107,7 +163,8 @@ func DefaultLatency() Latency {
 }
 
 // Service is one append's time after its batch is cut: the API hop, the object PUT, the
-// sequencer write and the index write.
+// sequencer write and the index write. It is wall time spent waiting on AWS; the CPU of
+// decoding the body comes on top (Serving.CPUPerRecord).
 func (l Latency) Service() time.Duration { return l.API + l.S3Put + 2*l.DynamoWrite }
 
 // Serving prices the API and consumer side.
@@ -118,24 +175,43 @@ type Serving struct {
 	// FunctionURL puts producers and consumers on the api function's URL instead of
 	// API Gateway (function URLs cost nothing beyond the invocation).
 	FunctionURL bool
+	// CPUPerRecord is the api function's CPU to take one record of a request body
+	// before the log sees it: it lengthens an on-demand append's billed duration and
+	// loads the tier's instances.
+	CPUPerRecord time.Duration
 }
 
-// DefaultServing: 1,024 MB arm64 functions, 20 ms polls, at most 10 polls/s per partition.
+// Body CPU per 1 KB record, from `go test -run '^$' -bench AppendBody ./pkg/httpapi`
+// (1,000 records per body): the binary form is split and CRC-checked, the JSON form
+// strictly decoded and base64-decoded.
+const (
+	BinaryCPUPerRecord = 70 * time.Nanosecond
+	JSONCPUPerRecord   = 11 * time.Microsecond
+)
+
+// DefaultServing: 1,024 MB arm64 functions, 20 ms polls, at most 10 polls/s per
+// partition, binary request bodies.
 func DefaultServing() Serving {
-	return Serving{LambdaMemoryMB: 1024, PollDuration: 20 * time.Millisecond, MaxPollsPerSecond: 10}
+	return Serving{LambdaMemoryMB: 1024, PollDuration: 20 * time.Millisecond, MaxPollsPerSecond: 10,
+		CPUPerRecord: BinaryCPUPerRecord}
 }
 
 // Aggregator is the aggregation tier: group commit in the api function on Lambda
 // Managed Instances, coalescing producers' requests into few appends.
 type Aggregator struct {
-	Instances   int
-	Window      time.Duration
-	BudgetBytes float64 // a batch is cut when it holds this many encoded bytes
+	// Instances is the fewest instances; more run when the CPU of the requests needs
+	// them (VCPUs each, loaded to MaxUtilisation).
+	Instances      int
+	VCPUs          float64
+	MaxUtilisation float64
+	Window         time.Duration
+	BudgetBytes    float64 // a batch is cut when its members' records reach this many bytes
 }
 
-// DefaultAggregator: two m7g.large instances, a 50 ms window, 4 MiB batches.
+// DefaultAggregator: at least two m7g.large instances (2 vCPUs, loaded to 70 %), a
+// 50 ms window, 4 MiB batches.
 func DefaultAggregator() Aggregator {
-	return Aggregator{Instances: 2, Window: 50 * time.Millisecond, BudgetBytes: 4 << 20}
+	return Aggregator{Instances: 2, VCPUs: 2, MaxUtilisation: 0.7, Window: 50 * time.Millisecond, BudgetBytes: 4 << 20}
 }
 
 // Kafka sizes the three-AZ Kafka cluster.
@@ -159,6 +235,11 @@ type Options struct {
 	Serving    Serving
 	Aggregator Aggregator
 	Kafka      Kafka
+	// FoldedClaims prices a design not built: an idempotent request's one claim carries
+	// every partition's offsets, so the per-partition claim PutItem and replay GetItem
+	// go, and in a group-commit batch idempotent members share the commits as members
+	// without a key do (each one's claim records its offsets within the shared run).
+	FoldedClaims bool
 }
 
 // Defaults returns the design workload with n producers and every default.
@@ -180,8 +261,11 @@ func (o Options) Validate() error {
 		return fmt.Errorf("cost: retention must be positive")
 	case p.Count < 1 || p.Linger < 0 || p.BatchBytes <= 0 || p.BatchRecords < 1 || p.EncodedRecordBytes <= 0:
 		return fmt.Errorf("cost: producers, batch bytes and records must be positive, linger not negative")
-	case o.Aggregator.Instances < 1 || o.Aggregator.Window <= 0 || o.Aggregator.BudgetBytes <= 0:
-		return fmt.Errorf("cost: the aggregator needs instances, a window and a byte budget")
+	case o.Aggregator.Instances < 1 || o.Aggregator.Window <= 0 || o.Aggregator.BudgetBytes <= 0 ||
+		o.Aggregator.VCPUs <= 0 || o.Aggregator.MaxUtilisation <= 0 || o.Aggregator.MaxUtilisation > 1:
+		return fmt.Errorf("cost: the aggregator needs instances, vCPUs, a utilisation in (0,1], a window and a byte budget")
+	case o.Serving.CPUPerRecord < 0 || o.Profile.Group.CPUPerAppend < 0:
+		return fmt.Errorf("cost: CPU per record and per append must not be negative")
 	case o.Kafka.Replication < 1 || o.Kafka.BrokerMiBps <= 0 || o.Kafka.DiskFill <= 0 || o.Kafka.DiskFill > 1:
 		return fmt.Errorf("cost: kafka replication, broker MiB/s and disk fill (0,1] are required")
 	}
@@ -203,6 +287,9 @@ const (
 // aggregated reports whether design d has the aggregation tier.
 func (d Design) aggregated() bool { return d == Aggregation || d == AggTopicManifest }
 
+// manifest reports whether design d indexes a commit with one manifest item.
+func (d Design) manifest() bool { return d == Manifest || d == TopicManifest || d == AggTopicManifest }
+
 // Designs lists every design in print order.
 var Designs = []Design{Baseline, PerTopicCommit, Manifest, TopicManifest, Aggregation, AggTopicManifest}
 
@@ -215,13 +302,20 @@ func (d Design) String() string {
 type Flow struct {
 	ProducerRequestsPerSec float64 // producer → API requests
 	RecordsPerRequest      float64
-	AppendsPerSec          float64 // appends reaching storage (objects written)
+	BlocksPerRequest       float64 // partitions one request touches
+	AppendsPerSec          float64 // appends reaching storage (objects written): requests, or the tier's batches
 	RecordsPerAppend       float64
-	BlocksPerAppend        float64
+	BlocksPerAppend        float64       // partitions one object holds
+	MembersPerAppend       float64       // producer requests per object: 1 without the tier
+	Instances              int           // the tier's Managed Instances; 0 without the tier
 	AckFloor               time.Duration // batching wait + service, the least ack latency
 }
 
-// FlowOf derives the flow of design d.
+// FlowOf derives the flow of design d. In the tier, each instance takes an equal share
+// of the requests; a batch opens with a request and takes those arriving within the
+// window after it (1 + rate × window members on average), fewer when their records
+// reach the byte budget. Requests spread evenly over the partitions, so a batch of m
+// members touching k of P partitions each holds P·(1 − (1 − k/P)^m) partitions.
 func FlowOf(o Options, d Design) Flow {
 	w, p := o.Workload, o.Producers
 	perProducer := w.EventsPerSec / float64(p.Count)
@@ -235,19 +329,25 @@ func FlowOf(o Options, d Design) Flow {
 	service := o.Latency.Service().Seconds()
 	interval := math.Max(wait, service) // one request in flight per stream
 	recs := clamp(rate*interval, 1, capRecs)
-	f := Flow{ProducerRequestsPerSec: w.EventsPerSec / recs, RecordsPerRequest: recs}
-	f.AppendsPerSec, f.RecordsPerAppend = f.ProducerRequestsPerSec, recs
+	parts := float64(w.Partitions)
+	k := 1.0
+	if p.Shape == ShapeMulti {
+		k = math.Min(recs, parts)
+	}
+	f := Flow{ProducerRequestsPerSec: w.EventsPerSec / recs, RecordsPerRequest: recs, BlocksPerRequest: k}
+	f.AppendsPerSec, f.RecordsPerAppend, f.BlocksPerAppend, f.MembersPerAppend = f.ProducerRequestsPerSec, recs, k, 1
 	ack := wait + service
 	if d.aggregated() {
 		a := o.Aggregator
-		perInstance := w.EventsPerSec / float64(a.Instances)
-		tier := math.Max(recs, math.Min(perInstance*a.Window.Seconds(), math.Max(1, math.Floor(a.BudgetBytes/p.EncodedRecordBytes))))
-		f.AppendsPerSec, f.RecordsPerAppend = w.EventsPerSec/tier, tier
+		cpu := f.ProducerRequestsPerSec*o.Profile.Group.CPUPerAppend.Seconds() + w.EventsPerSec*o.Serving.CPUPerRecord.Seconds()
+		f.Instances = max(a.Instances, int(math.Ceil(cpu/(a.VCPUs*a.MaxUtilisation))))
+		perInstance := f.ProducerRequestsPerSec / float64(f.Instances)
+		fit := math.Max(1, math.Floor(a.BudgetBytes/(recs*p.EncodedRecordBytes)))
+		m := math.Min(1+perInstance*a.Window.Seconds(), fit)
+		f.MembersPerAppend = m
+		f.AppendsPerSec, f.RecordsPerAppend = f.ProducerRequestsPerSec/m, recs*m
+		f.BlocksPerAppend = parts * (1 - math.Pow(1-k/parts, m))
 		ack += a.Window.Seconds()
-	}
-	f.BlocksPerAppend = 1
-	if p.Shape == ShapeMulti || d.aggregated() {
-		f.BlocksPerAppend = math.Min(f.RecordsPerAppend, float64(w.Partitions))
 	}
 	f.AckFloor = time.Duration(ack * float64(time.Second))
 	return f
@@ -290,67 +390,87 @@ func (e *Estimate) add(item string, qty float64, p Price) {
 func itemWRU(bytes float64) float64 { return math.Max(1, math.Ceil(bytes/1024)) }
 
 // Strata prices design d of Strata's AWS deployment.
+//
+// Writes are counted in commits: one sequencer commit and what it indexes. Without the
+// tier each request is one commit per partition it touches. In the tier the members of
+// a batch without a key — and, with FoldedClaims, the idempotent ones — share one
+// commit per partition of the batch, while an idempotent member keeps its own
+// (Profile.Group, counted by pkg/cost/measure). A consumer GETs each commit's range.
 func Strata(o Options, d Design) Estimate {
 	pr, w, pf := o.Prices, o.Workload, o.Profile
 	f := FlowOf(o, d)
 	e := Estimate{Name: "Strata, " + d.String(), Flow: &f}
-	appends := f.AppendsPerSec * secondsPerDay
-	blocks := appends * f.BlocksPerAppend
-	e.add("S3 PUT (segment objects)", appends*pf.PutsPerAppend, pr.S3Put)
+	reqs := f.ProducerRequestsPerSec * secondsPerDay
+	objects := f.AppendsPerSec * secondsPerDay
+	e.add("S3 PUT (segment objects)", objects*pf.PutsPerAppend, pr.S3Put)
 
-	k := f.BlocksPerAppend
-	topicWRU := itemWRU(100 + 24*k)    // one counter per touched partition
-	manifestWRU := itemWRU(200 + 40*k) // one block reference per touched partition
-	perAppend := pf.WritesPerAppend
-	switch d {
-	case Baseline, Aggregation:
-		perAppend += k * (pf.UpdatesPerBlock + pf.PutItemsPerBlock*itemWRU(pf.IndexItemBytes))
-	case PerTopicCommit:
-		perAppend += topicWRU + k*pf.PutItemsPerBlock*itemWRU(pf.IndexItemBytes)
-	case Manifest:
-		perAppend += k*pf.UpdatesPerBlock + manifestWRU
-	case TopicManifest, AggTopicManifest:
-		perAppend += topicWRU + manifestWRU
+	commits, k := reqs, f.BlocksPerRequest // commit units a day, partitions each
+	if d.aggregated() {
+		if pf.Idempotent && !o.FoldedClaims {
+			commits = reqs * pf.Group.MemberCommitsPerBlock
+		} else {
+			commits, k = objects*pf.Group.SharedCommitsPerBlock, f.BlocksPerAppend
+		}
 	}
-	e.add("DynamoDB write units (sequencer, index, claims)", appends*perAppend, pr.DynamoWRU)
+	claims, claimReads := pf.WritesPerAppend, pf.ReadsPerAppend
+	if !o.FoldedClaims {
+		claims += f.BlocksPerRequest * pf.ClaimsPerBlock
+		claimReads += f.BlocksPerRequest * pf.ReadsPerAppendBlk
+	}
+	e.add("DynamoDB write units (sequencer, index, claims)", commits*commitWrites(d, k, pf)+reqs*claims, pr.DynamoWRU)
 
-	// Consumers: per group and partition, one poll per new block up to the poll cap.
-	blockRate := f.AppendsPerSec * f.BlocksPerAppend / float64(w.Partitions)
-	polls := float64(w.Groups*w.Partitions) * math.Min(blockRate, o.Serving.MaxPollsPerSecond) * secondsPerDay
-	appendReads := appends * (pf.ReadsPerAppend + k*pf.ReadsPerAppendBlk)
-	e.add("DynamoDB read units (polls, append checks)", polls*pf.ReadsPerPoll+appendReads, pr.DynamoRRU)
+	// Consumers: per group and partition, one poll per new commit up to the poll cap.
+	blocks := commits * k // ranges to read a day
+	commitRate := blocks / secondsPerDay / float64(w.Partitions)
+	polls := float64(w.Groups*w.Partitions) * math.Min(commitRate, o.Serving.MaxPollsPerSecond) * secondsPerDay
+	e.add("DynamoDB read units (polls, append checks)", polls*pf.ReadsPerPoll+reqs*claimReads, pr.DynamoRRU)
 	e.add("S3 GET (blocks read)", float64(w.Groups)*blocks*pf.GetsPerBlock, pr.S3Get)
 
 	retainSec := w.Retention.Seconds()
 	storedGB := w.EventsPerSec * w.EventBytes * pf.StoredBytesPerByte * retainSec / gib
 	e.add("S3 storage (GB-month)", storedGB/daysPerMonth, pr.S3StorageGBMonth)
 	indexItems := blocks / secondsPerDay * retainSec
-	if d == Manifest || d == TopicManifest || d == AggTopicManifest {
-		indexItems = appends / secondsPerDay * retainSec
+	if d.manifest() {
+		indexItems = commits / secondsPerDay * retainSec
 	}
 	e.add("DynamoDB storage (GB-month)", indexItems*pf.IndexItemBytes/gib/daysPerMonth, pr.DynamoStorageGBMonth)
 
 	// API Gateway and Lambda: producer requests (metered per 512 KB) and polls.
 	reqUnits := math.Max(1, math.Ceil(f.RecordsPerRequest*o.Producers.EncodedRecordBytes/(512*1024)))
-	producerReqs := f.ProducerRequestsPerSec * secondsPerDay
 	if !o.Serving.FunctionURL {
-		e.add("API Gateway HTTP API requests", producerReqs*reqUnits+polls, pr.APIGatewayHTTP)
+		e.add("API Gateway HTTP API requests", reqs*reqUnits+polls, pr.APIGatewayHTTP)
 	}
-	e.add("Lambda requests", producerReqs+polls, pr.LambdaRequest)
+	e.add("Lambda requests", reqs+polls, pr.LambdaRequest)
 	memGB := o.Serving.LambdaMemoryMB / 1024
 	pollGBs := polls * o.Serving.PollDuration.Seconds() * memGB
 	if d.aggregated() {
-		a := o.Aggregator
 		e.add("Lambda GB-seconds (polls)", pollGBs, pr.LambdaGBSecondArm)
-		hours := float64(a.Instances) * 24
+		hours := float64(f.Instances) * 24
 		e.add("Managed Instances (instance-hours)", hours, pr.ManagedInstanceHour)
 		e.Lines = append(e.Lines, Line{Item: "Managed Instances fee", Quantity: hours, Unit: "instance-hour",
 			USD: hours * pr.ManagedInstanceHour.USD * pr.LambdaMIFee.USD})
 	} else {
-		appendGBs := appends * o.Latency.Service().Seconds() * memGB
-		e.add("Lambda GB-seconds (appends + polls)", appendGBs+pollGBs, pr.LambdaGBSecondArm)
+		billed := o.Latency.Service().Seconds() + f.RecordsPerRequest*o.Serving.CPUPerRecord.Seconds()
+		e.add("Lambda GB-seconds (appends + polls)", reqs*billed*memGB+pollGBs, pr.LambdaGBSecondArm)
 	}
 	return e
+}
+
+// commitWrites is the DynamoDB write units of one commit of design d over k
+// partitions, idempotency claims aside.
+func commitWrites(d Design, k float64, pf Profile) float64 {
+	entry := pf.PutItemsPerBlock * itemWRU(pf.IndexItemBytes)
+	topic := itemWRU(100 + 24*k)    // one counter per touched partition
+	manifest := itemWRU(200 + 40*k) // one block reference per touched partition
+	switch d {
+	case PerTopicCommit:
+		return topic + k*entry
+	case Manifest:
+		return k*pf.UpdatesPerBlock + manifest
+	case TopicManifest, AggTopicManifest:
+		return topic + manifest
+	}
+	return k * (pf.UpdatesPerBlock + entry)
 }
 
 // KinesisProvisioned prices Kinesis Data Streams in provisioned mode, sized for writes

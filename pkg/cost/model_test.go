@@ -66,20 +66,33 @@ func TestFlow(t *testing.T) {
 		ack     time.Duration
 	}{
 		// 10 producers × 8 partitions: 625 records/s per batch stream; the 1 s linger
-		// cuts before the 748-record cap (1 MiB / 1,400 B): 80 appends/s of 625.
+		// cuts before the 1,000-record cap (1 MiB / 1,040 B would be 1,008): 80 appends/s of 625.
 		{"sdk, 10 producers, 1s", func(o *Options) {}, Baseline, 80, 625, 1, time.Second + 56*time.Millisecond},
 		// 1,000 producers: 6.25 records/s per stream → 6.25 per 1 s batch; 8,000 appends/s.
 		{"sdk, 1000 producers", func(o *Options) { o.Producers.Count = 1000 }, Baseline, 8000, 6.25, 1, time.Second + 56*time.Millisecond},
 		// 100,000 producers: 0.0625 records/s per stream: every record alone.
 		{"sdk, 100k producers", func(o *Options) { o.Producers.Count = 100000 }, Baseline, 50000, 1, 1, time.Second + 56*time.Millisecond},
-		// multi: 5,000 records/s per producer fill 748 records in 0.1496 s.
-		{"multi, 10 producers", func(o *Options) { o.Producers.Shape = ShapeMulti }, Baseline, 50000.0 / 748, 748, 8,
-			time.Duration((748.0/5000 + 0.056) * float64(time.Second))},
+		// multi: 5,000 records/s per producer fill 1,000 records in 0.2 s.
+		{"multi, 10 producers", func(o *Options) { o.Producers.Shape = ShapeMulti }, Baseline, 50, 1000, 8,
+			256 * time.Millisecond},
+		// JSON bodies: 1,400 B a record, so 1 MiB holds 748 records, filled in 0.1496 s.
+		{"multi, 10 producers, JSON", func(o *Options) {
+			o.Producers.Shape, o.Producers.EncodedRecordBytes = ShapeMulti, JSONRecordBytes
+		}, Baseline, 50000.0 / 748, 748, 8, time.Duration((748.0/5000 + 0.056) * float64(time.Second))},
 		// linger 0: a batch per service time (56 ms): 625 × 0.056 = 35 records.
 		{"sdk, linger 0", func(o *Options) { o.Producers.Linger = 0 }, Baseline, 50000 / 35.0, 35, 1, 56 * time.Millisecond},
-		// aggregation: 2 instances × 25,000/s × 50 ms = 1,250 records (< 4 MiB / 1,400 = 2,995).
-		{"aggregation, 1000 producers", func(o *Options) { o.Producers.Count = 1000 }, Aggregation, 40, 1250, 8,
+		// aggregation: 8,000 requests/s of 6.25 records need 8,000 × 1 ms + 50,000 × 70 ns
+		// = 8.0035 vCPU: 6 instances at 2 × 70 %. Each takes 1,333.3 requests/s, so a
+		// 50 ms batch has 1 + 66.67 members (below 4 MiB / (6.25 × 1,040 B) = 645):
+		// 8,000 / 67.67 objects/s of 422.9 records over 8 × (1 − (7/8)^67.67) partitions.
+		{"aggregation, 1000 producers", func(o *Options) {
+			o.Producers.Count, o.Profile.Group.CPUPerAppend = 1000, time.Millisecond
+		}, Aggregation, 8000 / (1 + 8000.0/6*0.05), 6.25 * (1 + 8000.0/6*0.05), 8 * (1 - math.Pow(7.0/8, 1+8000.0/6*0.05)),
 			time.Second + 106*time.Millisecond},
+		// a 1 s window: 4,001 members (2 instances, 0.3 ms each) would be 25,006 records,
+		// more than the 4 MiB budget holds (645 members of 6.25 records).
+		{"aggregation, budget binds", func(o *Options) { o.Producers.Count, o.Aggregator.Window = 1000, time.Second },
+			Aggregation, 8000 / 645.0, 6.25 * 645, 8 * (1 - math.Pow(7.0/8, 645)), 2*time.Second + 56*time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -113,8 +126,8 @@ func TestStrataBaseline(t *testing.T) {
 		// 625 × 1,400 B = 875,000 B → 2 units of 512 KB; plus the polls.
 		"API Gateway HTTP API requests": (appends*2 + 6912000) * 1e-6,
 		"Lambda requests":               (appends + 6912000) * 0.2e-6,
-		// appends × 56 ms + polls × 20 ms at 1 GB.
-		"Lambda GB-seconds (appends + polls)": (appends*0.056 + 6912000*0.020) * 0.0000133334,
+		// appends × (56 ms + 625 records × 70 ns) + polls × 20 ms at 1 GB.
+		"Lambda GB-seconds (appends + polls)": (appends*(0.056+625*70e-9) + 6912000*0.020) * 0.0000133334,
 	}
 	var total float64
 	for _, l := range e.Lines {
@@ -143,8 +156,8 @@ func TestFunctionURLDropsAPIGateway(t *testing.T) {
 }
 
 func TestDesignWrites(t *testing.T) {
-	// Multi-partition appends: 748 records over 8 partitions, 50,000/748 appends/s.
-	appends := 50000.0 / 748 * 86400
+	// Multi-partition appends: 1,000 records over 8 partitions, 50 appends/s.
+	appends := 50.0 * 86400
 	tests := []struct {
 		d        Design
 		perAppnd float64
@@ -168,20 +181,82 @@ func TestDesignWrites(t *testing.T) {
 }
 
 func TestAggTopicManifest(t *testing.T) {
-	// 1,000 producers: the tier cuts 1,250-record batches (2 × 25,000/s × 50 ms): 40
-	// appends/s, each one topic UpdateItem + one manifest item; the same flow as the tier.
+	// 1,000 producers without keys: every batch is one topic UpdateItem + one manifest
+	// item; the same flow as the tier.
 	o := Defaults(1000)
 	f, g := FlowOf(o, AggTopicManifest), FlowOf(o, Aggregation)
 	if f != g {
 		t.Errorf("flows differ: %+v vs %+v", f, g)
 	}
-	for _, l := range Strata(o, AggTopicManifest).Lines {
-		if l.Item == "DynamoDB write units (sequencer, index, claims)" {
-			near(t, "WRU/day", l.Quantity, 40*86400*2)
-		}
-	}
+	near(t, "WRU/day", writeUnits(Strata(o, AggTopicManifest)), f.AppendsPerSec*86400*2)
 	if Strata(o, AggTopicManifest).PerDay() >= Strata(o, Aggregation).PerDay() {
 		t.Error("the combination is not cheaper than the tier alone")
+	}
+}
+
+func writeUnits(e Estimate) float64 {
+	for _, l := range e.Lines {
+		if l.Item == "DynamoDB write units (sequencer, index, claims)" {
+			return l.Quantity
+		}
+	}
+	return math.NaN()
+}
+
+// TestTierIdempotentMembers: with the SDK's Idempotency-Key every member of a batch
+// keeps its own commits (Profile.Group.MemberCommitsPerBlock, counted 1), so the tier
+// writes as many DynamoDB units as no tier and saves only objects; with folded claims
+// the members share the batch's commits and write one claim each.
+func TestTierIdempotentMembers(t *testing.T) {
+	o := Defaults(100)
+	o.Profile = IdempotentDesignProfile()
+	base, tier := Strata(o, Baseline), Strata(o, Aggregation)
+	// 100 SDK producers: 800 requests/s, each 1 claim + 1 commit + 1 entry + 1 partition claim.
+	near(t, "baseline WRU/day", writeUnits(base), 800*86400*4)
+	near(t, "tier WRU/day", writeUnits(tier), 800*86400*4)
+	f := *tier.Flow
+	if f.MembersPerAppend < 2 {
+		t.Fatalf("%.2f members per batch at 800 requests/s, want several", f.MembersPerAppend)
+	}
+	near(t, "objects/s", f.AppendsPerSec, 800/f.MembersPerAppend)
+
+	// The counted group profile is what the model uses: half the commits, half their units.
+	o.Profile.Group.MemberCommitsPerBlock = 0.5
+	near(t, "tier WRU/day, half the commits", writeUnits(Strata(o, Aggregation)), 800*86400*(1+1+0.5*2))
+
+	o.Profile.Group.MemberCommitsPerBlock = 1
+	o.FoldedClaims = true
+	folded := Strata(o, Aggregation)
+	g := *folded.Flow
+	near(t, "folded tier WRU/day", writeUnits(folded), 800*86400*1+g.AppendsPerSec*86400*g.BlocksPerAppend*2)
+	// Without the tier, folding drops the partition claim: 1 claim + 2 per block.
+	near(t, "folded baseline WRU/day", writeUnits(Strata(o, Baseline)), 800*86400*3)
+}
+
+// TestTierInstancesFromCPU: the tier runs as many instances as its requests' CPU needs
+// (at 2 vCPUs loaded to 70 %), never fewer than Aggregator.Instances.
+func TestTierInstancesFromCPU(t *testing.T) {
+	o := Defaults(10)
+	if got := FlowOf(o, Aggregation).Instances; got != 2 {
+		t.Errorf("10 producers: %d instances, want the floor of 2", got)
+	}
+	if got := FlowOf(o, Baseline).Instances; got != 0 {
+		t.Errorf("no tier: %d instances, want 0", got)
+	}
+	// 80 requests/s × 20 ms + 50,000 records/s × 11 µs = 1.6 + 0.55 vCPU → 2.15 / 1.4 → 2.
+	o.Profile.Group.CPUPerAppend, o.Serving.CPUPerRecord = 20*time.Millisecond, JSONCPUPerRecord
+	if got := FlowOf(o, Aggregation).Instances; got != 2 {
+		t.Errorf("2.15 vCPU: %d instances, want 2", got)
+	}
+	o.Profile.Group.CPUPerAppend = 50 * time.Millisecond // 4 + 0.55 vCPU → 3.25 → 4
+	e := Strata(o, Aggregation)
+	if e.Flow.Instances != 4 {
+		t.Errorf("4.55 vCPU: %d instances, want 4", e.Flow.Instances)
+	}
+	for _, l := range e.Lines {
+		if l.Item == "Managed Instances (instance-hours)" {
+			near(t, "instance-hours", l.Quantity, 96)
+		}
 	}
 }
 
@@ -226,6 +301,8 @@ func TestValidate(t *testing.T) {
 		func(o *Options) { o.Producers.Count = 0 },
 		func(o *Options) { o.Producers.Linger = -1 },
 		func(o *Options) { o.Aggregator.Window = 0 },
+		func(o *Options) { o.Aggregator.MaxUtilisation = 1.5 },
+		func(o *Options) { o.Serving.CPUPerRecord = -1 },
 		func(o *Options) { o.Kafka.DiskFill = 2 },
 	}
 	if err := Defaults(1).Validate(); err != nil {

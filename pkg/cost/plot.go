@@ -14,7 +14,8 @@ import (
 )
 
 // Plot draws cost-producers.png ($/day against producers, every design and the
-// alternatives) and cost-linger.png ($/day and ack floor against linger) into dir.
+// alternatives, and the tier with folded claims) and cost-linger.png ($/day and ack
+// floor against linger) into dir.
 func Plot(base Options, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -36,19 +37,25 @@ func Plot(base Options, dir string) error {
 		name  string
 		shape Shape
 		d     Design
+		fold  bool
 	}{
-		{"Strata SDK (per-partition appends)", ShapeSDK, Baseline},
-		{"Strata multi-partition appends", ShapeMulti, Baseline},
-		{"Strata per-topic commit", ShapeMulti, PerTopicCommit},
-		{"Strata topic commit + manifest", ShapeMulti, TopicManifest},
-		{"Strata aggregation tier", ShapeMulti, Aggregation},
-		{"Strata aggregation tier + topic commit + manifest", ShapeMulti, AggTopicManifest},
+		{"Strata SDK (per-partition appends)", ShapeSDK, Baseline, false},
+		{"Strata SDK + aggregation tier", ShapeSDK, Aggregation, false},
+		{"Strata multi-partition appends", ShapeMulti, Baseline, false},
+		{"Strata per-topic commit", ShapeMulti, PerTopicCommit, false},
+		{"Strata topic commit + manifest", ShapeMulti, TopicManifest, false},
+		{"Strata aggregation tier", ShapeMulti, Aggregation, false},
+		{"Strata aggregation tier + topic commit + manifest", ShapeMulti, AggTopicManifest, false},
+		{"Strata aggregation tier, folded claims (not built)", ShapeMulti, Aggregation, true},
 	}
 	var lines []any
 	for _, s := range series {
+		if s.fold && (base.FoldedClaims || !base.Profile.Idempotent) {
+			continue // the same as the unfolded line
+		}
 		pts := make(plotter.XYs, len(ns))
 		for i, n := range ns {
-			o.Producers.Count, o.Producers.Shape = n, s.shape
+			o.Producers.Count, o.Producers.Shape, o.FoldedClaims = n, s.shape, s.fold || base.FoldedClaims
 			pts[i] = plotter.XY{X: float64(n), Y: Strata(o, s.d).PerDay()}
 		}
 		lines = append(lines, s.name, pts)

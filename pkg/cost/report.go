@@ -3,6 +3,7 @@ package cost
 import (
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 	"time"
 )
@@ -53,13 +54,27 @@ func Report(out io.Writer, base Options, s Sweep) error {
 	}
 	fmt.Fprintf(w, "Workload: %.0f events/s of %.0f B, retained %s, %d partitions; prices %s (one table, pkg/cost/prices.go)\n",
 		wl.EventsPerSec, wl.EventBytes, wl.Retention, wl.Partitions, base.Prices.Region)
-	fmt.Fprintf(w, "Profile (%s): %.2f PUT/append, %.2f DynamoDB writes/append + %.2f UpdateItem + %.2f PutItem per partition block, "+
+	fmt.Fprintf(w, "Profile (%s, idempotency keys %t): %.2f PUT/append, %.2f DynamoDB writes/append + per partition block %.2f UpdateItem + %.2f index PutItem + %.2f claim PutItem, "+
 		"%.2f + %.2f reads/append (+/block), %.2f reads/poll, %.2f GET/block, %.3f stored B per value B\n",
-		src, pf.PutsPerAppend, pf.WritesPerAppend, pf.UpdatesPerBlock, pf.PutItemsPerBlock, pf.ReadsPerAppend, pf.ReadsPerAppendBlk,
-		pf.ReadsPerPoll, pf.GetsPerBlock, pf.StoredBytesPerByte)
-	fmt.Fprintf(w, "Producers: %s, linger %s, batch %.0f B / %d records, %.0f B per encoded record; ack floor assumes API %s + PUT %s + 2 × DynamoDB write %s\n\n",
+		src, pf.Idempotent, pf.PutsPerAppend, pf.WritesPerAppend, pf.UpdatesPerBlock, pf.PutItemsPerBlock, pf.ClaimsPerBlock,
+		pf.ReadsPerAppend, pf.ReadsPerAppendBlk, pf.ReadsPerPoll, pf.GetsPerBlock, pf.StoredBytesPerByte)
+	g := pf.Group
+	if g.Measured {
+		fmt.Fprintf(w, "Group commit (counted on the emulator, %d concurrent appenders, %s window): %.3f PUT per acknowledged append; "+
+			"%.2f commits per partition of a batch for members without a key, %.2f per partition of an idempotent member; %s CPU per append\n",
+			g.Appenders, g.Window, g.PutsPerAppend, g.SharedCommitsPerBlock, g.MemberCommitsPerBlock, g.CPUPerAppend)
+	} else {
+		fmt.Fprintf(w, "Group commit (design values, not measured): %.2f commits per partition of a batch for members without a key, "+
+			"%.2f per partition of an idempotent member; %s CPU per append\n", g.SharedCommitsPerBlock, g.MemberCommitsPerBlock, g.CPUPerAppend)
+	}
+	fmt.Fprintf(w, "Aggregation tier (modelled): at least %d instances of %.0f vCPUs loaded to %.0f%%, more as CPU needs; %s window, %.0f B budget; "+
+		"members per object = 1 + requests/s per instance × window\n",
+		base.Aggregator.Instances, base.Aggregator.VCPUs, 100*base.Aggregator.MaxUtilisation, base.Aggregator.Window, base.Aggregator.BudgetBytes)
+	fmt.Fprintf(w, "Producers: %s, linger %s, batch %.0f B / %d records, %.0f B per encoded record, %s body CPU per record; "+
+		"ack floor assumes API %s + PUT %s + 2 × DynamoDB write %s; folded claims (not built): %t\n\n",
 		base.Producers.Shape, base.Producers.Linger, base.Producers.BatchBytes, base.Producers.BatchRecords,
-		base.Producers.EncodedRecordBytes, base.Latency.API, base.Latency.S3Put, base.Latency.DynamoWrite)
+		base.Producers.EncodedRecordBytes, base.Serving.CPUPerRecord, base.Latency.API, base.Latency.S3Put, base.Latency.DynamoWrite,
+		base.FoldedClaims)
 
 	for _, g := range s.Groups {
 		o := base
@@ -151,20 +166,84 @@ func Report(out io.Writer, base Options, s Sweep) error {
 
 	o = base
 	o.Workload.Groups = 1
+	fmt.Fprintln(w, "== aggregation tier flow (1 group): requests/s → instances, members per object, objects/s, partitions per object; $/day ==")
+	fmt.Fprintln(w, "shape\tproducers\trequests/s\tinstances\tmembers/object\tobjects/s\tpartitions/object\t$/day\t$/day folded claims\t")
+	for _, sh := range []Shape{ShapeSDK, ShapeMulti} {
+		for _, n := range s.Producers {
+			o.Producers.Shape, o.Producers.Count = sh, n
+			o.FoldedClaims = false
+			e := Strata(o, Aggregation)
+			o.FoldedClaims = true
+			folded := Strata(o, Aggregation)
+			f := e.Flow
+			fmt.Fprintf(w, "%s\t%d\t%.1f\t%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t\n", sh, n, f.ProducerRequestsPerSec, f.Instances,
+				f.MembersPerAppend, f.AppendsPerSec, f.BlocksPerAppend, usd(e.PerDay()), usd(folded.PerDay()))
+		}
+	}
+	fmt.Fprintln(w)
+
+	o = base
+	o.Workload.Groups = 1
 	o.Producers.Shape = ShapeMulti
 	kin, kafka := KinesisProvisioned(o, true).PerDay(), KafkaEC2(o).PerDay()
-	fmt.Fprintf(w, "== design alternatives (1 group, %s, linger %s): $/day, ack floor ==\n", o.Producers.Shape, o.Producers.Linger)
-	fmt.Fprintln(w, "design\t10 producers\t100 producers\t1000 producers\t")
-	for _, d := range Designs {
-		row := d.String() + "\t"
-		for _, n := range []int{10, 100, 1000} {
-			o.Producers.Count = n
-			e := Strata(o, d)
-			row += fmt.Sprintf("%s (%.2f× KPL, %.0f%% Kafka) / %s\t", usd(e.PerDay()), e.PerDay()/kin, 100*e.PerDay()/kafka, ms(e.Flow.AckFloor))
-		}
-		fmt.Fprintln(w, row)
+	folds := []bool{base.FoldedClaims}
+	if pf.Idempotent && !base.FoldedClaims {
+		folds = append(folds, true)
 	}
+	for _, fold := range folds {
+		o.FoldedClaims = fold
+		fmt.Fprintf(w, "== design alternatives (1 group, %s, linger %s, folded claims %t): $/day, ack floor ==\n", o.Producers.Shape, o.Producers.Linger, fold)
+		fmt.Fprintln(w, "design\t10 producers\t100 producers\t1000 producers\t")
+		for _, d := range Designs {
+			row := d.String() + "\t"
+			for _, n := range []int{10, 100, 1000} {
+				o.Producers.Count = n
+				e := Strata(o, d)
+				row += fmt.Sprintf("%s (%.2f× KPL, %.0f%% Kafka) / %s\t", usd(e.PerDay()), e.PerDay()/kin, 100*e.PerDay()/kafka, ms(e.Flow.AckFloor))
+			}
+			fmt.Fprintln(w, row)
+		}
+		fmt.Fprintln(w)
+	}
+	targets(w, base, folds)
 	return nil
+}
+
+// targets writes the cost targets: at the workload, 10 and 100 producers, 1 and 3
+// groups, each design (the base's producer shape) priced against Kinesis provisioned
+// with aggregation and 10 % of three-AZ Kafka.
+func targets(w io.Writer, base Options, folds []bool) {
+	fmt.Fprintf(w, "== cost targets (%s, linger %s): Strata ≤ Kinesis KPL and ≤ 10%% of Kafka at 10 and 100 producers, 1 and 3 groups ==\n",
+		base.Producers.Shape, base.Producers.Linger)
+	type cell struct{ n, g int }
+	cells := []cell{{10, 1}, {100, 1}, {10, 3}, {100, 3}}
+	hdr := "design\tfolded claims\t"
+	for _, c := range cells {
+		o := base
+		o.Workload.Groups = c.g
+		hdr += fmt.Sprintf("%dp %dg (KPL %s, 10%% Kafka %s)\t", c.n, c.g, usd(KinesisProvisioned(o, true).PerDay()), usd(KafkaEC2(o).PerDay()/10))
+	}
+	fmt.Fprintln(w, hdr+"verdict\t")
+	for _, fold := range folds {
+		for _, d := range Designs {
+			row := fmt.Sprintf("%s\t%t\t", d, fold)
+			worst := 0.0 // the largest ratio to the tighter target
+			for _, c := range cells {
+				o := base
+				o.FoldedClaims, o.Workload.Groups, o.Producers.Count = fold, c.g, c.n
+				e := Strata(o, d)
+				kin, kafka := KinesisProvisioned(o, true).PerDay(), KafkaEC2(o).PerDay()
+				worst = math.Max(worst, e.PerDay()/math.Min(kin, kafka/10))
+				row += fmt.Sprintf("%s (%.2f× KPL, %.1f%% Kafka)\t", usd(e.PerDay()), e.PerDay()/kin, 100*e.PerDay()/kafka)
+			}
+			verdict := "met"
+			if worst > 1 {
+				verdict = fmt.Sprintf("missed (up to %.2f× the target)", worst)
+			}
+			fmt.Fprintln(w, row+verdict+"\t")
+		}
+	}
+	fmt.Fprintln(w)
 }
 
 func crossing(n int) string {

@@ -1,7 +1,8 @@
 // Package measure counts, on an AWS emulator, the requests Strata's AWS backend makes
-// per append and per poll, and turns them into a cost.Profile. It creates its own
-// bucket and tables (random names) and removes them when done. It only ever talks to a
-// loopback endpoint, so it can never reach (or bill) a real AWS account.
+// per append and per poll — alone, and with concurrent appenders sharing group-commit
+// batches — and turns them into a cost.Profile. It creates its own bucket and tables
+// (random names) and removes them when done. It only ever talks to a loopback endpoint,
+// so it can never reach (or bill) a real AWS account.
 package measure
 
 import (
@@ -81,6 +82,7 @@ func (c Case) PerAppend(op string) float64 {
 // Result is every case and the profile derived from them.
 type Result struct {
 	Cases   []Case
+	Group   []GroupCase
 	Profile cost.Profile
 }
 
@@ -92,6 +94,11 @@ type Options struct {
 	// Idempotent makes the profile's appends carry an Idempotency-Key, as pkg/client's
 	// producer always does.
 	Idempotent bool
+	// Appenders (default 16) concurrent appenders each make GroupRounds appends (default
+	// 3) through one Log with a GroupCommitWindow of GroupWindow (default 50ms).
+	Appenders   int
+	GroupRounds int
+	GroupWindow time.Duration
 }
 
 var (
@@ -101,9 +108,11 @@ var (
 )
 
 // Run measures four cases (one and four partitions per append, with and without
-// idempotency keys) on a fresh bucket and tables and derives the profile from the cases
-// with opt.Idempotent: the per-block requests are the difference between four and one
-// partition over three, the rest is per append.
+// idempotency keys) on a fresh bucket and tables, each once by one appender and once by
+// opt.Appenders concurrent appenders through a group-committing Log, and derives the
+// profile from the cases with opt.Idempotent: the per-block requests are the difference
+// between four and one partition over three, the rest is per append; the group cases
+// give Profile.Group.
 func Run(ctx context.Context, cfg aws.Config, opt Options) (Result, error) {
 	if opt.Appends == 0 {
 		opt.Appends = 8
@@ -114,8 +123,20 @@ func Run(ctx context.Context, cfg aws.Config, opt Options) (Result, error) {
 	if opt.ValueBytes == 0 {
 		opt.ValueBytes = 1024
 	}
+	if opt.Appenders == 0 {
+		opt.Appenders = 16
+	}
+	if opt.GroupRounds == 0 {
+		opt.GroupRounds = 3
+	}
+	if opt.GroupWindow == 0 {
+		opt.GroupWindow = 50 * time.Millisecond
+	}
 	if opt.Appends < 1 || opt.RecordsPerAppend < 4 || opt.ValueBytes < 1 {
 		return Result{}, fmt.Errorf("measure: need at least 1 append of 4 records of 1 byte")
+	}
+	if opt.Appenders < 2 || opt.GroupRounds < 1 || opt.GroupWindow < 0 {
+		return Result{}, fmt.Errorf("measure: the group cases need at least 2 appenders, 1 round and a window")
 	}
 	counter := awscount.New()
 	cfg.APIOptions = append(append([]func(*middleware.Stack) error(nil), cfg.APIOptions...), counter.Middleware)
@@ -132,7 +153,12 @@ func Run(ctx context.Context, cfg aws.Config, opt Options) (Result, error) {
 		_ = s3store.DeleteBucket(cctx, s3c, dcfg.Bucket)
 		_ = dynamo.Teardown(cctx, ddb, dcfg)
 	}()
-	lg, err := log.New(log.Config{Objects: s3store.New(s3c, dcfg.Bucket, ""), Meta: dynamo.New(ddb, dcfg)})
+	objects, meta := s3store.New(s3c, dcfg.Bucket, ""), dynamo.New(ddb, dcfg)
+	lg, err := log.New(log.Config{Objects: objects, Meta: meta})
+	if err != nil {
+		return Result{}, err
+	}
+	glg, err := log.New(log.Config{Objects: objects, Meta: meta, GroupCommitWindow: opt.GroupWindow})
 	if err != nil {
 		return Result{}, err
 	}
@@ -144,9 +170,15 @@ func Run(ctx context.Context, cfg aws.Config, opt Options) (Result, error) {
 				return Result{}, err
 			}
 			res.Cases = append(res.Cases, c)
+			g, err := runGroupCase(ctx, glg, counter, opt, idem, parts)
+			if err != nil {
+				return Result{}, err
+			}
+			res.Group = append(res.Group, g)
 		}
 	}
 	res.Profile = derive(res.Cases, opt.Idempotent)
+	res.Profile.Group = deriveGroup(res.Group, opt.Idempotent)
 	return res, nil
 }
 
@@ -206,28 +238,40 @@ func sum(ops map[string]awscount.Op, names ...string) (n float64) {
 	return n
 }
 
+// derive reads the profile of the cases with idem off the counts: per block the
+// difference between four partitions and one over three, the rest per append; the
+// idempotency claims per block are the PutItems per block beyond those of the cases
+// without a key (the index entries).
 func derive(cases []Case, idem bool) cost.Profile {
-	var one, four Case
+	var one, four, plain1, plain4 Case
 	for _, c := range cases {
-		if c.Idempotent == idem && c.Partitions == 1 {
+		switch {
+		case c.Idempotent == idem && c.Partitions == 1:
 			one = c
-		}
-		if c.Idempotent == idem && c.Partitions == 4 {
+		case c.Idempotent == idem && c.Partitions == 4:
 			four = c
 		}
+		switch {
+		case !c.Idempotent && c.Partitions == 1:
+			plain1 = c
+		case !c.Idempotent && c.Partitions == 4:
+			plain4 = c
+		}
 	}
-	upd1, upd4 := one.PerAppend("DynamoDB.UpdateItem"), four.PerAppend("DynamoDB.UpdateItem")
-	put1, put4 := one.PerAppend("DynamoDB.PutItem"), four.PerAppend("DynamoDB.PutItem")
+	perBlock := func(one, four Case, op string) float64 { return (four.PerAppend(op) - one.PerAppend(op)) / 3 }
+	updBlock, putBlock := perBlock(one, four, "DynamoDB.UpdateItem"), perBlock(one, four, "DynamoDB.PutItem")
+	entryBlock := perBlock(plain1, plain4, "DynamoDB.PutItem")
 	w1 := sum(one.AppendOps, dynamoWrites...) / float64(one.Appends)
-	updBlock, putBlock := (upd4-upd1)/3, (put4-put1)/3
 	putOp := one.AppendOps["DynamoDB.PutItem"]
 	r1 := sum(one.AppendOps, dynamoReads...) / float64(one.Appends)
 	r4 := sum(four.AppendOps, dynamoReads...) / float64(four.Appends)
 	readBlock := max(0, (r4-r1)/3)
 	p := cost.Profile{
+		Idempotent:         idem,
 		PutsPerAppend:      one.PerAppend("S3.PutObject"),
 		UpdatesPerBlock:    updBlock,
-		PutItemsPerBlock:   putBlock,
+		PutItemsPerBlock:   entryBlock,
+		ClaimsPerBlock:     putBlock - entryBlock,
 		WritesPerAppend:    w1 - updBlock - putBlock,
 		ReadsPerAppend:     max(0, r1-readBlock),
 		ReadsPerAppendBlk:  readBlock,

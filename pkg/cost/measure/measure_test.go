@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stratalog/strata/pkg/store/awstest"
 )
@@ -59,5 +60,65 @@ func TestEmulatorConfigLoopbackOnly(t *testing.T) {
 		if _, err := EmulatorConfig(ep); err != nil {
 			t.Errorf("EmulatorConfig(%q) = %v", ep, err)
 		}
+	}
+}
+
+// TestGroupCommitCounts runs the group-commit cases on the emulator (8 appenders × 2
+// rounds, a 200 ms window) and checks what group.go shares: the members of a batch share
+// its object (fewer than 0.5 PUTs per acknowledged append); members without a key share
+// one commit and index entry per partition of the batch; an idempotent member keeps its
+// own commit per partition and makes the very DynamoDB requests it makes alone. The
+// profile carries these counts and the CPU per append.
+func TestGroupCommitCounts(t *testing.T) {
+	ctx := context.Background()
+	cfg := awstest.Config(ctx, t)
+	res, err := Run(ctx, cfg, Options{Appends: 2, RecordsPerAppend: 4, ValueBytes: 100,
+		Appenders: 8, GroupRounds: 2, GroupWindow: 200 * time.Millisecond, Idempotent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Group) != 4 {
+		t.Fatalf("%d group cases, want 4", len(res.Group))
+	}
+	alone := map[bool]map[int]Case{false: {}, true: {}}
+	for _, c := range res.Cases {
+		alone[c.Idempotent][c.Partitions] = c
+	}
+	for _, c := range res.Group {
+		t.Logf("%s: %d appends in %d batches, CPU %s; ops %v", c.Name, c.Appends, c.Batches(), c.CPU, c.Ops)
+		if c.Appends != 16 {
+			t.Errorf("%s: %d acknowledged appends, want 16", c.Name, c.Appends)
+		}
+		if got := c.PerAppend("S3.PutObject"); got >= 0.5 {
+			t.Errorf("%s: %.2f PUTs per acknowledged append, want < 0.5 (members share an object)", c.Name, got)
+		}
+		if !c.Idempotent {
+			for _, op := range []string{"DynamoDB.UpdateItem", "DynamoDB.PutItem"} {
+				if got := c.PerBatchBlock(op); got != 1 {
+					t.Errorf("%s: %s per partition of a batch = %v, want 1 (one shared commit and entry)", c.Name, op, got)
+				}
+			}
+			continue
+		}
+		a := alone[true][c.Partitions]
+		for _, op := range []string{"DynamoDB.UpdateItem", "DynamoDB.PutItem", "DynamoDB.GetItem"} {
+			if got, want := c.PerAppend(op), a.PerAppend(op); got != want {
+				t.Errorf("%s: %s per append = %v in a batch, %v alone; want the same", c.Name, op, got, want)
+			}
+		}
+	}
+	g := res.Profile.Group
+	if !g.Measured || g.SharedCommitsPerBlock != 1 || g.MemberCommitsPerBlock != 1 || g.Appenders != 8 {
+		t.Errorf("group profile %+v, want 1 shared commit per batch partition, 1 commit per idempotent member partition, 8 appenders", g)
+	}
+	if g.PutsPerAppend >= 0.5 || g.PutsPerAppend <= 0 {
+		t.Errorf("group profile: %.3f PUTs per append, want in (0, 0.5)", g.PutsPerAppend)
+	}
+	if g.CPUPerAppend <= 0 {
+		t.Errorf("group profile: CPU per append %s, want > 0", g.CPUPerAppend)
+	}
+	p := res.Profile
+	if !p.Idempotent || p.PutItemsPerBlock != 1 || p.ClaimsPerBlock != 1 || p.WritesPerAppend != 1 {
+		t.Errorf("profile %+v, want per block 1 index PutItem and 1 claim PutItem, 1 claim per append", p)
 	}
 }

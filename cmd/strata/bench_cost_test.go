@@ -1,0 +1,57 @@
+package main
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stratalog/strata/pkg/store/awstest"
+)
+
+// TestBenchCostNoMeasure prices the design profile: the report has every section, the
+// cost targets and the tier's flow, the plots are written, and --body json prices the
+// JSON body.
+func TestBenchCostNoMeasure(t *testing.T) {
+	dir := t.TempDir()
+	out, errOut, err := cliCtx(context.Background(), "", "bench", "cost", "--no-measure", "--plot-dir", dir)
+	if err != nil {
+		t.Fatalf("bench cost: %v\n%s", err, errOut)
+	}
+	for _, want := range []string{"design values (not measured), idempotency keys true", "1040 B per encoded record",
+		"== aggregation tier flow", "folded claims true", "== cost targets", "Kinesis provisioned, KPL aggregation"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	for _, png := range []string{"cost-producers.png", "cost-linger.png"} {
+		if fi, err := os.Stat(filepath.Join(dir, png)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s: %v", png, err)
+		}
+	}
+	out, _, err = cliCtx(context.Background(), "", "bench", "cost", "--no-measure", "--body", "json")
+	if err != nil || !strings.Contains(out, "1400 B per encoded record, 11µs body CPU per record") {
+		t.Errorf("--body json: %v; report head:\n%.600s", err, out)
+	}
+	if _, _, err := cliCtx(context.Background(), "", "bench", "cost", "--no-measure", "--body", "xml"); err == nil {
+		t.Error("--body xml accepted")
+	}
+}
+
+// TestBenchCostMeasured counts on the emulator (it fails without one when
+// STRATA_REQUIRE_EMULATOR=1): the report says the profile and the group-commit figures
+// were counted, and shows each group case's batches.
+func TestBenchCostMeasured(t *testing.T) {
+	awstest.Endpoint(t)
+	out, errOut, err := cliCtx(context.Background(), "", "bench", "cost")
+	if err != nil {
+		t.Fatalf("bench cost: %v\n%s", err, errOut)
+	}
+	for _, want := range []string{"Counted with group commit", "16 appenders, 4 partition(s) per append, idempotent=true, 50ms window, 48 appends in",
+		"Profile (counted on the emulator, idempotency keys true)", "Group commit (counted on the emulator, 16 concurrent appenders, 50ms window)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
