@@ -181,6 +181,16 @@ func Report(out io.Writer, base Options, s Sweep) error {
 		}
 	}
 	fmt.Fprintln(w)
+	o = base
+	o.Workload.Groups, o.Producers.Count = 1, 100
+	fmt.Fprintf(w, "breakdown, aggregation tier, 100 producers, %s\tfolded claims false\tfolded claims true\t\n", o.Producers.Shape)
+	o.FoldedClaims = false
+	as := Strata(o, Aggregation).Lines
+	o.FoldedClaims = true
+	for i, l := range Strata(o, Aggregation).Lines {
+		fmt.Fprintf(w, "%s\t%s\t%s\t\n", l.Item, usd(as[i].USD), usd(l.USD))
+	}
+	fmt.Fprintln(w)
 
 	o = base
 	o.Workload.Groups = 1
