@@ -202,7 +202,8 @@ func withoutRefused(calls []appendCall) []appendCall {
 func TestProducerFallbackSplitsBatch(t *testing.T) {
 	f := newFake(t, 1)
 	f.blocks = blocks415
-	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, BatchBytes: client.MaxBatchBytes, Linger: time.Hour})
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, BatchBytes: client.MaxBatchBytes,
+		BufferBytes: 2 * client.MaxBatchBytes, Linger: time.Hour})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var all []sent

@@ -28,12 +28,21 @@ const (
 	// base64 and JSON included (the block of a batch is smaller than its JSON).
 	MaxBatchBytes = 5 << 20
 
-	DefaultBatchBytes   = 1 << 20
+	// DefaultBufferBytes is the default ProducerConfig.BufferBytes: about two rounds of
+	// requests, so that a producer sending flat out waits about two request times per
+	// record rather than for a deep queue (see ProducerConfig). On strata dev (8
+	// partitions, one producer sending 1 KB records flat out, pkg/peers, a shared 2-core
+	// machine) 4 MiB gave p99 ack latencies of 59–73 ms at ~100k records/s; the former
+	// 32 MiB 315–400 ms at ~150k, with ~0.7× the server CPU per record (fewer, larger
+	// requests); 2 MiB 44–52 ms at ~65k, with ~1.4× the CPU.
+	DefaultBufferBytes = 4 << 20
+	// DefaultBatchBytes is the default ProducerConfig.BatchBytes with the default
+	// buffer: half of it.
+	DefaultBatchBytes   = DefaultBufferBytes / 2
 	DefaultBatchRecords = 1000
 	DefaultMaxRetries   = 10
 	DefaultBackoff      = 100 * time.Millisecond
 	DefaultMaxBackoff   = 10 * time.Second
-	DefaultBufferBytes  = 32 << 20
 
 	// MaxTimestampMs is the largest record timestamp the server accepts (the end of 9999).
 	MaxTimestampMs = 253402300799999
@@ -47,12 +56,36 @@ var ErrProducerClosed = errors.New("strata: producer closed")
 // a record's encoded size in a block: key, value, header names and values, plus the
 // framing of segment's varints, counted at its bound (15 to 20 bytes a record, 2 or more
 // a header).
+//
+// Latency. A partition has one request in flight while its next batch fills, so a
+// record is acknowledged after the rest of the request ahead of it and then its own:
+// up to two request times (on strata dev its group-commit window and fsyncs; on AWS an
+// S3 PUT and DynamoDB writes), plus Linger. A producer that sends faster than the
+// server acknowledges keeps its buffer full, and then every record also waits for the
+// bytes buffered ahead of it: ack latency ≈ buffered bytes / throughput. The default
+// buffer holds about two rounds of requests, which keeps that wait near two request
+// times; the former 32 MiB queued 150–400 ms of records behind each Send on strata dev.
+// Linger stays 0: batches form anyway while a partition's request is in flight, and
+// the server's group commit merges concurrent requests.
+//
+// Throughput. The bytes in flight bound it: about BufferBytes / 2 per request time. A
+// longer request time (a distant server, the api function on AWS) or a producer that
+// needs throughput more than latency wants a larger BufferBytes; BatchBytes grows with
+// it.
+//
+// Cost. Each request is an append: on AWS one S3 PUT and a DynamoDB commit and index
+// write per partition, unless the server's group commit merges concurrent requests
+// into one object (strata dev; the api function on Lambda Managed Instances, not on
+// demand). Smaller batches mean more of them: raise BufferBytes (and BatchBytes,
+// Linger) where requests cost more than latency.
 type ProducerConfig struct {
 	// Linger is how long a partition's first buffered record waits for more before its
 	// batch is sent. 0 sends as soon as the partition has no batch in flight (records
 	// arriving meanwhile still batch up).
 	Linger time.Duration
 	// BatchBytes and BatchRecords cap one request; reaching either sends at once.
+	// BatchBytes defaults to half of BufferBytes (at most MaxBatchBytes), so that a
+	// partition with the buffer to itself keeps one batch in flight while the next fills.
 	BatchBytes   int
 	BatchRecords int
 	// MaxRetries bounds the retries of a batch after a 503, a 429, a transport error or
@@ -118,9 +151,6 @@ type Producer struct {
 // NewProducer returns a Producer for topic. With cfg.Partitions 0 it describes the topic
 // (hence the context).
 func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfig) (*Producer, error) {
-	if cfg.BatchBytes == 0 {
-		cfg.BatchBytes = DefaultBatchBytes
-	}
 	if cfg.BatchRecords == 0 {
 		cfg.BatchRecords = DefaultBatchRecords
 	}
@@ -135,6 +165,9 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 	}
 	if cfg.BufferBytes == 0 {
 		cfg.BufferBytes = DefaultBufferBytes
+	}
+	if cfg.BatchBytes == 0 {
+		cfg.BatchBytes = max(min(cfg.BufferBytes/2, MaxBatchBytes), 1)
 	}
 	switch {
 	case cfg.BatchBytes < 0 || cfg.BatchBytes > MaxBatchBytes:

@@ -358,6 +358,42 @@ func TestProducerFullBatchSendsAtOnce(t *testing.T) {
 	}
 }
 
+// TestProducerBatchBytesFollowBuffer: without BatchBytes, a batch is half the buffer:
+// with 700 buffer bytes, three 115-byte records (345) wait for their linger, a fourth
+// sends the first three at once.
+func TestProducerBatchBytesFollowBuffer(t *testing.T) {
+	f := newFake(t, 1)
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, Linger: time.Hour, BufferBytes: 700})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	val := bytes.Repeat([]byte("x"), 100)
+	var futs []*client.Future
+	for i := range 4 {
+		fut, err := p.Send(ctx, client.Record{Value: val})
+		if err != nil {
+			t.Fatal(err)
+		}
+		futs = append(futs, fut)
+		if i == 2 {
+			time.Sleep(30 * time.Millisecond)
+			if calls, _, _, _ := f.snapshot(); len(calls) != 0 {
+				t.Fatalf("sent 345 bytes of records, under half the buffer:\n%s", callsSummary(calls))
+			}
+		}
+	}
+	if _, err := futs[2].Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-futs[3].Done():
+		t.Fatal("the fourth record did not wait for its linger")
+	case <-time.After(30 * time.Millisecond):
+	}
+	if calls, _, _, _ := f.snapshot(); len(calls) != 1 || calls[0].Records != 3 {
+		t.Fatalf("want one batch of 3:\n%s", callsSummary(calls))
+	}
+}
+
 // TestProducerNonRetryableFailsBatch: once the server has taken a binary append, a 400
 // fails the batch at once (one request), the next batch of the partition still goes
 // through, and Flush reports the failure once.

@@ -35,8 +35,9 @@ type Config struct {
 	RunTimeout time.Duration // bound of one run (default 2m)
 	// Binaries: empty skips that system.
 	StrataBin, NATSBin, RedisBin string
-	// StrataBufferBytes, when set, replaces the SDK's default producer buffer (32 MiB),
-	// to show what a latency-bounding default would do.
+	// StrataBufferBytes, when set, replaces the SDK's default producer buffer
+	// (client.DefaultBufferBytes; the batch bytes follow it, half of it), to show what a
+	// larger buffer buys in throughput and costs in ack latency.
 	StrataBufferBytes int
 	// SlowRecords, when set, replaces Records for the systems that fsync every message
 	// one by one (JetStream with sync_interval: always), which take minutes otherwise.

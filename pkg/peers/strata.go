@@ -20,9 +20,10 @@ func startStrata(ctx context.Context, cfg Config, dir string) (*server, error) {
 	return launch(ctx, dir, addr, cfg.StrataBin, "dev", "--addr", addr, "--data-dir", dir+"/data")
 }
 
-// driveStrata: P producers with the SDK's defaults (pkg/client.Producer), records
-// spread round-robin over the partitions; C consumers polling their share of the
-// partitions from offset 0 with long polls.
+// driveStrata: P producers with the SDK's defaults (pkg/client.Producer, binary
+// blocks; the buffer replaced by Config.StrataBufferBytes when set), records spread
+// round-robin over the partitions; C consumers polling their share of the partitions
+// from offset 0 with long polls (binary answers).
 func driveStrata(ctx context.Context, cfg Config, srv *server, producers int) (driven, error) {
 	c, err := client.New("http://" + srv.addr)
 	if err != nil {
