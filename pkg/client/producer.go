@@ -32,9 +32,9 @@ const (
 	// requests, so that a producer sending flat out waits about two request times per
 	// record rather than for a deep queue (see ProducerConfig). On strata dev (8
 	// partitions, one producer sending 1 KB records flat out, pkg/peers, a shared 2-core
-	// machine) 4 MiB gave p99 ack latencies of 59–73 ms at ~100k records/s; the former
-	// 32 MiB 315–400 ms at ~150k, with ~0.7× the server CPU per record (fewer, larger
-	// requests); 2 MiB 44–52 ms at ~65k, with ~1.4× the CPU.
+	// machine) 4 MiB gave p99 ack latencies of 60–73 ms at 95k–110k records/s; the
+	// former 32 MiB 280–400 ms at 140k–165k, with ~0.7× the server CPU per record
+	// (fewer, larger requests); 2 MiB 44–52 ms at 63k–69k, with ~1.4× the CPU.
 	DefaultBufferBytes = 4 << 20
 	// DefaultBatchBytes is the default ProducerConfig.BatchBytes with the default
 	// buffer: half of it.
