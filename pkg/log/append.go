@@ -521,15 +521,18 @@ func hashBody(recs []Record, parts []int32) string {
 }
 
 // hashBlocks identifies a request of blocks for idempotency: each block's partition and
-// bytes, in order. (A record request and a block request are never the same request.)
+// fixed header, in order. The header holds the CRC32C of the rest of the block (checked
+// by segment.Check), its count, timestamps and length, so hashing it instead of every
+// byte spares a SHA-256 pass over megabytes (8% of the server's CPU) at the price of
+// taking two bodies with equal headers, a 2^-32 chance for a key reused by mistake, as
+// one. (A record request and a block request are never the same request.)
 func hashBlocks(blocks []Block) string {
 	h := sha256.New()
 	var buf [binary.MaxVarintLen64]byte
 	h.Write([]byte("blocks"))
 	for _, b := range blocks {
 		h.Write(buf[:binary.PutVarint(buf[:], int64(b.Partition))])
-		h.Write(buf[:binary.PutVarint(buf[:], int64(len(b.Data)))])
-		h.Write(b.Data)
+		h.Write(b.Data[:segment.HeaderSize])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

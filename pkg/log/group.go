@@ -113,13 +113,24 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 			size += len(g.data)
 		}
 	}
-	obj := make([]byte, 0, size)
-	for _, c := range plans {
-		c.offset = int64(len(obj))
-		for _, g := range c.parts {
-			obj = append(obj, g.data...)
+	var obj []byte
+	if len(plans) == 1 && len(plans[0].parts) == 1 {
+		obj = plans[0].parts[0].data // one block: the object is that block, uncopied
+	} else {
+		obj = make([]byte, 0, size)
+		for _, c := range plans {
+			for _, g := range c.parts {
+				obj = append(obj, g.data...)
+			}
 		}
-		c.length = int64(len(obj)) - c.offset
+	}
+	off := int64(0)
+	for _, c := range plans {
+		c.offset = off
+		for _, g := range c.parts {
+			off += int64(len(g.data))
+		}
+		c.length = off - c.offset
 	}
 	key := fmt.Sprintf("v1/%s/%s", topic, ulid.MustNew(ulid.Timestamp(now), crand.Reader).String())
 	if err := l.objects.Put(ctx, key, obj); err != nil {
