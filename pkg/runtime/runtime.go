@@ -54,8 +54,12 @@ const (
 	// DefaultShutdownTimeout leaves a margin under the contract's 5 s exit.
 	DefaultShutdownTimeout = 4 * time.Second
 	// DefaultGroupCommitWindow is how long an append waits for others to share its
-	// segment object and commits (log.Config.GroupCommitWindow).
-	DefaultGroupCommitWindow = 5 * time.Millisecond
+	// segment object and commits (log.Config.GroupCommitWindow). Locally a write is a
+	// page-cache copy and an fsync of well under a millisecond, so a longer window adds
+	// latency without saving work: 1 ms gave the best throughput and p99 at 1 and 4
+	// producers (docs/BENCHMARKS.md, issue 9). The api function on Lambda uses its own
+	// (deploy.DefaultManagedGroupCommitWindow), where each object is an S3 PUT.
+	DefaultGroupCommitWindow = time.Millisecond
 )
 
 // ErrConfig is returned by Open for a configuration it cannot run.
