@@ -59,7 +59,7 @@ builds and finds the binaries.`,
 	f.IntVar(&cfg.Records, "records", 200000, "records per run")
 	f.IntVar(&cfg.SlowRecords, "slow-records", 0, "records per run for JetStream with sync_interval: always (0: --records)")
 	f.IntVar(&cfg.ValueBytes, "value-bytes", 1024, "bytes per record")
-	f.IntVar(&cfg.StrataBufferBytes, "strata-buffer-bytes", 0, "Strata producer buffer (0: the SDK's default, 32 MiB)")
+	f.IntVar(&cfg.StrataBufferBytes, "strata-buffer-bytes", 0, "Strata producer buffer, which also sets its batch size to half (0: the SDK's defaults, client.DefaultBufferBytes)")
 	f.IntSliceVar(&cfg.Producers, "producers", []int{1, 4}, "producer counts")
 	f.IntVar(&cfg.Consumers, "consumers", 1, "consumers (NATS fetchers, Redis group members; Strata polls each partition)")
 	f.IntVar(&cfg.Runs, "runs", 3, "runs per point (medians reported)")
