@@ -31,11 +31,11 @@ const (
 	// DefaultBufferBytes is the default ProducerConfig.BufferBytes: about two rounds of
 	// requests, so that a producer sending flat out waits about two request times per
 	// record rather than for a deep queue (see ProducerConfig). On strata dev (8
-	// partitions, one producer sending 1 KB records flat out, pkg/peers, a shared 2-core
-	// machine) 4 MiB gave p99 ack latencies of 60–73 ms at 95k–110k records/s; the
-	// former 32 MiB 280–400 ms at 140k–165k, with ~0.7× the server CPU per record
-	// (fewer, larger requests); 2 MiB 44–52 ms at 63k–69k, with ~1.4× the CPU.
-	DefaultBufferBytes = 4 << 20
+	// partitions, one producer sending 1 KB records flat out, `strata bench peers`, a
+	// 2-core machine, docs/BENCHMARKS.md) 3.5 MiB gave p99 ack latencies of 42–44 ms at
+	// 133k records/s; 4 MiB 49–51 ms at 138k–148k; 3 MiB 42–47 ms at 120k; the former
+	// 32 MiB 280–400 ms.
+	DefaultBufferBytes = 7 << 19
 	// DefaultBatchBytes is the default ProducerConfig.BatchBytes with the default
 	// buffer: half of it.
 	DefaultBatchBytes   = DefaultBufferBytes / 2
@@ -45,7 +45,7 @@ const (
 	DefaultMaxBackoff   = 10 * time.Second
 
 	// MaxTimestampMs is the largest record timestamp the server accepts (the end of 9999).
-	MaxTimestampMs = 253402300799999
+	MaxTimestampMs = wire.MaxTimestampMs
 )
 
 // ErrProducerClosed is returned by Send after Close, and fails the records Close could
