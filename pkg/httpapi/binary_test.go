@@ -172,3 +172,30 @@ func FuzzAppendBlocksRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestBinaryAppendPartialFailure: when one block's partition fails after another's was
+// appended, the 503 lists both, in frame order: the appended block's offsets, the failed
+// one's error.
+func TestBinaryAppendPartialFailure(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("t", 2)
+	e.meta.mu.Lock()
+	e.meta.failPartitions[1] = true
+	e.meta.mu.Unlock()
+	r := e.call("POST", "/v1/topics/t/records", binBody(t, wire.Frame{Partition: 1, Block: binBlock(t, "a")},
+		wire.Frame{Partition: 0, Block: binBlock(t, "b", "c")}), "Content-Type", wire.ContentTypeBlocks).want(t, 503, "unavailable")
+	bs, _ := r.body["blocks"].([]any)
+	if len(bs) != 2 {
+		t.Fatalf("blocks %s", r.raw)
+	}
+	failed, ok := bs[0].(map[string]any), bs[1].(map[string]any)
+	if fe, _ := failed["error"].(map[string]any); failed["partition"] != float64(1) || fe["code"] != "unavailable" || failed["base_offset"] != nil {
+		t.Errorf("failed block: %v", failed)
+	}
+	if ok["partition"] != float64(0) || ok["base_offset"] != float64(0) || ok["count"] != float64(2) || ok["error"] != nil {
+		t.Errorf("appended block: %v", ok)
+	}
+	if got := highWatermarks(t, e, "t"); !equalInts(got, []int64{2, 0}) {
+		t.Fatalf("high watermarks %v, want [2 0]", got)
+	}
+}

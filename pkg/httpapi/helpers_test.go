@@ -400,7 +400,7 @@ func errorShape(status int, raw []byte) string {
 		return fmt.Sprintf("status %d with code %q is not in the contract", status, code)
 	}
 	for k := range body {
-		if k != "error" && !(k == "results" && status == http.StatusServiceUnavailable) {
+		if k != "error" && !((k == "results" || k == "blocks") && status == http.StatusServiceUnavailable) {
 			return fmt.Sprintf("status %d: unexpected top-level member %q: %s", status, k, raw)
 		}
 	}

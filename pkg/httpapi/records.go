@@ -78,19 +78,26 @@ func (s *server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	results, err := s.log.Append(r.Context(), topic, recs, opt)
-	var partial *log.AppendError
-	if errors.As(err, &partial) {
+	s.answerAppend(w, r, topic, err, "results", func(e *log.AppendError) any { return encodeResults(e.Results) },
+		func() any { return map[string]any{"results": encodeResults(results)} })
+}
+
+// answerAppend writes an append's answer: ok() on success; on a partial failure the
+// error with, under name, the outcome of each record or block (partial); else the error.
+func (s *server) answerAppend(w http.ResponseWriter, r *http.Request, topic string, err error, name string,
+	partial func(*log.AppendError) any, ok func() any) {
+	var pe *log.AppendError
+	switch {
+	case errors.As(err, &pe):
 		s.logger.ErrorContext(r.Context(), "append partly failed", "topic", topic, "error", err)
-		ae := mapError(partial.Err)
-		ae.extra = map[string]any{"results": encodeResults(partial.Results)}
+		ae := mapError(pe.Err)
+		ae.extra = map[string]any{name: partial(pe)}
 		writeError(w, ae)
-		return
-	}
-	if err != nil {
+	case err != nil:
 		s.fail(w, r, err)
-		return
+	default:
+		writeJSON(w, http.StatusOK, ok())
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"results": encodeResults(results)})
 }
 
 // toRecords decodes the records' base64 fields and returns them with their total size
@@ -275,19 +282,8 @@ func (s *server) appendBlocks(w http.ResponseWriter, r *http.Request, topic stri
 		return
 	}
 	results, err := s.log.AppendBlocks(r.Context(), topic, blocks, opt)
-	var partial *log.AppendError
-	if errors.As(err, &partial) {
-		s.logger.ErrorContext(r.Context(), "append partly failed", "topic", topic, "error", err)
-		ae := mapError(partial.Err)
-		ae.extra = map[string]any{"blocks": encodeBlockResults(partial.Blocks)}
-		writeError(w, ae)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, wire.AppendBlocksResponse{Blocks: encodeBlockResults(results)})
+	s.answerAppend(w, r, topic, err, "blocks", func(e *log.AppendError) any { return encodeBlockResults(e.Blocks) },
+		func() any { return wire.AppendBlocksResponse{Blocks: encodeBlockResults(results)} })
 }
 
 func encodeBlockResults(rs []log.BlockResult) []wire.BlockResult {
