@@ -87,3 +87,49 @@ func TestBlockResults(t *testing.T) {
 		}
 	}
 }
+
+// TestFrameResults: the answer to a binary append of several frames maps to per-frame
+// results only when it holds each frame's, in frame order; a partial failure's failed
+// frames get their error beside the appended ones' offsets.
+func TestFrameResults(t *testing.T) {
+	off := func(v int64) *int64 { return &v }
+	unavailable := map[string]any{"code": "unavailable", "message": "m"}
+	frames := []frame{{part: 2, batch: make([]*Future, 3)}, {part: 5, batch: make([]*Future, 1)}}
+	for _, tc := range []struct {
+		name   string
+		blocks []wire.BlockResult
+		ok     bool
+	}{
+		{"both", []wire.BlockResult{{Partition: 2, BaseOffset: off(40), Count: 3}, {Partition: 5, BaseOffset: off(7), Count: 1}}, true},
+		{"one failed", []wire.BlockResult{{Partition: 2, BaseOffset: off(40), Count: 3}, {Partition: 5, Count: 1, Error: unavailable}}, true},
+		{"one missing", []wire.BlockResult{{Partition: 2, BaseOffset: off(40), Count: 3}}, false},
+		{"one extra", []wire.BlockResult{{Partition: 2, BaseOffset: off(40), Count: 3}, {Partition: 5, BaseOffset: off(7), Count: 1},
+			{Partition: 6, BaseOffset: off(1), Count: 1}}, false},
+		{"swapped", []wire.BlockResult{{Partition: 5, BaseOffset: off(7), Count: 1}, {Partition: 2, BaseOffset: off(40), Count: 3}}, false},
+		{"other count", []wire.BlockResult{{Partition: 2, BaseOffset: off(40), Count: 3}, {Partition: 5, BaseOffset: off(7), Count: 2}}, false},
+		{"no base offset", []wire.BlockResult{{Partition: 2, BaseOffset: off(40), Count: 3}, {Partition: 5, Count: 1}}, false},
+	} {
+		res, err := frameResults(tc.blocks, frames)
+		if !tc.ok {
+			if !errors.Is(err, ErrBadResponse) || res != nil {
+				t.Fatalf("%s: %v, %v; want ErrBadResponse", tc.name, res, err)
+			}
+			continue
+		}
+		if err != nil || len(res) != 2 || len(res[0]) != 3 || len(res[1]) != 1 {
+			t.Fatalf("%s: %v, %v", tc.name, res, err)
+		}
+		for i, fr := range frames {
+			b := tc.blocks[i]
+			for j, r := range res[i] {
+				if b.Error != nil {
+					if r.Partition != fr.part || !errors.Is(r.Err, ErrUnavailable) {
+						t.Fatalf("%s: frame %d result %d %+v", tc.name, i, j, r)
+					}
+				} else if r != (Result{Partition: fr.part, Offset: *b.BaseOffset + int64(j)}) {
+					t.Fatalf("%s: frame %d result %d %+v", tc.name, i, j, r)
+				}
+			}
+		}
+	}
+}

@@ -78,6 +78,9 @@ type fakeServer struct {
 	*httptest.Server
 	partitions int32
 	delay      time.Duration // an append holds its partitions this long
+	// slow holds an append this much longer per partition it carries (the most of
+	// them); guarded by mu.
+	slow       map[int32]time.Duration
 	retryAfter string        // Retry-After of fault429
 	hold       chan struct{} // when set, an append waits until it is closed
 	blocks     blocksMode
@@ -195,6 +198,10 @@ func (f *fakeServer) handleAppend(w http.ResponseWriter, r *http.Request) {
 	}
 	f.totalIn++
 	f.maxTotalIn = max(f.maxTotalIn, f.totalIn)
+	var slow time.Duration
+	for _, p := range distinct {
+		slow = max(slow, f.slow[p])
+	}
 	f.mu.Unlock()
 	// leave ends the request's in-flight span: when the handler returns (before the
 	// answer is flushed), or, for a dropped answer, before the connection closes, so
@@ -208,8 +215,8 @@ func (f *fakeServer) handleAppend(w http.ResponseWriter, r *http.Request) {
 		f.mu.Unlock()
 	})
 	defer leave()
-	if f.delay > 0 {
-		time.Sleep(f.delay)
+	if d := f.delay + slow; d > 0 {
+		time.Sleep(d)
 	}
 	if f.hold != nil {
 		select {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -22,10 +23,11 @@ import (
 
 // Producer limits and defaults.
 const (
-	// MaxBatchBytes bounds ProducerConfig.BatchBytes so that a batch, one block, stays
-	// under the server's 6 MiB of record bytes per request. Against a server without
-	// the binary format a batch goes as JSON requests of at most MaxBatchBytes each,
-	// base64 and JSON included (the block of a batch is smaller than its JSON).
+	// MaxBatchBytes bounds ProducerConfig.BatchBytes and the record bytes of one append
+	// request, all its partitions' batches together, so that a request stays under the
+	// server's 6 MiB of record bytes. Against a server without the binary format a
+	// request goes as JSON requests of at most MaxBatchBytes each, base64 and JSON
+	// included (the blocks of a request are smaller than its JSON).
 	MaxBatchBytes = 5 << 20
 
 	// DefaultBufferBytes is the default ProducerConfig.BufferBytes: about two rounds of
@@ -33,8 +35,8 @@ const (
 	// record rather than for a deep queue (see ProducerConfig). On strata dev (8
 	// partitions, one producer sending 1 KB records flat out, `strata bench peers`, a
 	// 2-core machine, docs/BENCHMARKS.md) 3.5 MiB gave p99 ack latencies of 42–44 ms at
-	// 133k records/s; 4 MiB 49–51 ms at 138k–148k; 3 MiB 42–47 ms at 120k; the former
-	// 32 MiB 280–400 ms.
+	// 133k records/s with one request per partition batch; 4 MiB 49–51 ms at 138k–148k;
+	// 3 MiB 42–47 ms at 120k; the former 32 MiB 280–400 ms.
 	DefaultBufferBytes = 7 << 19
 	// DefaultBatchBytes is the default ProducerConfig.BatchBytes with the default
 	// buffer: half of it.
@@ -43,10 +45,19 @@ const (
 	DefaultMaxRetries   = 10
 	DefaultBackoff      = 100 * time.Millisecond
 	DefaultMaxBackoff   = 10 * time.Second
+	// DefaultMaxInFlightRequests is the default ProducerConfig.MaxInFlightRequests, as
+	// Kafka's max.in.flight.requests.per.connection. A producer whose partitions all
+	// have records keeps one request in flight; more are in flight only while some
+	// partitions fill or flush apart from a request already out, or a request is slow.
+	DefaultMaxInFlightRequests = 5
 
 	// MaxTimestampMs is the largest record timestamp the server accepts (the end of 9999).
 	MaxTimestampMs = wire.MaxTimestampMs
 )
+
+// frameOverhead is what a frame adds to its records' blockSize in a binary append: its
+// partition number and its block header.
+const frameOverhead = 4 + segment.HeaderSize
 
 // ErrProducerClosed is returned by Send after Close, and fails the records Close could
 // not deliver before its context ended.
@@ -57,38 +68,41 @@ var ErrProducerClosed = errors.New("strata: producer closed")
 // framing of segment's varints, counted at its bound (15 to 20 bytes a record, 2 or more
 // a header).
 //
-// Latency. A partition has one request in flight while its next batch fills, so a
-// record is acknowledged after the rest of the request ahead of it and then its own:
-// up to two request times (on strata dev its group-commit window and fsyncs; on AWS an
-// S3 PUT and DynamoDB writes), plus Linger. A producer that sends faster than the
-// server acknowledges keeps its buffer full, and then every record also waits for the
-// bytes buffered ahead of it: ack latency ≈ buffered bytes / throughput. The default
-// buffer holds about two rounds of requests, which keeps that wait near two request
-// times; the former 32 MiB queued 150–400 ms of records behind each Send on strata dev.
-// Linger stays 0: batches form anyway while a partition's request is in flight, and
-// the server's group commit merges concurrent requests.
+// Latency. A partition has one batch in flight while its next batch fills, so a record
+// is acknowledged after the request ahead of it and then its own: up to two request
+// times (on strata dev its group-commit window and fsyncs; on AWS an S3 PUT and
+// DynamoDB writes), plus Linger. A partition whose batch is due while another request
+// is in flight waits for that request, at most about one request time (the moving
+// average of recent ones), to join the next round. A producer that sends faster than
+// the server acknowledges keeps its buffer full, and then every record also waits for
+// the bytes buffered ahead of it: ack latency ≈ buffered bytes / throughput. The
+// default buffer holds about two rounds of requests, which keeps that wait near two
+// request times; the former 32 MiB queued 150–400 ms of records behind each Send on
+// strata dev. Linger stays 0: batches form anyway while a request is in flight.
 //
 // Throughput. The bytes in flight bound it: about BufferBytes / 2 per request time. A
 // longer request time (a distant server, the api function on AWS) or a producer that
 // needs throughput more than latency wants a larger BufferBytes; BatchBytes grows with
 // it.
 //
-// Cost. Each request is an append: on AWS one S3 PUT and a DynamoDB commit and index
-// write per partition, unless the server's group commit merges concurrent requests
-// into one object (strata dev; the api function on Lambda Managed Instances, not on
-// demand). Smaller batches mean more of them: raise BufferBytes (and BatchBytes,
-// Linger) where requests cost more than latency.
+// Cost. Each request is an append: on AWS one S3 PUT, one API Gateway request and one
+// Lambda invocation, plus a DynamoDB commit and index write per partition in it. A
+// round's request carries every partition that has records and no batch in flight (up
+// to MaxBatchBytes and wire.MaxRecordsPerBatch records), so a producer writing to many
+// partitions pays per round, not per partition batch. Smaller rounds mean more of them:
+// raise BufferBytes (and BatchBytes, Linger) where requests cost more than latency.
 type ProducerConfig struct {
 	// Linger is how long a partition's first buffered record waits for more before its
-	// batch is sent. 0 sends as soon as the partition has no batch in flight (records
-	// arriving meanwhile still batch up).
+	// batch is due. 0 makes it due at once (records arriving while the partition has a
+	// batch in flight still batch up). A batch may go before its linger ends, with a
+	// request that another partition's due batch starts.
 	Linger time.Duration
-	// BatchBytes and BatchRecords cap one request; reaching either sends at once.
-	// BatchBytes defaults to half of BufferBytes (at most MaxBatchBytes), so that a
+	// BatchBytes and BatchRecords cap one partition's batch; reaching either sends it at
+	// once. BatchBytes defaults to half of BufferBytes (at most MaxBatchBytes), so that a
 	// partition with the buffer to itself keeps one batch in flight while the next fills.
 	BatchBytes   int
 	BatchRecords int
-	// MaxRetries bounds the retries of a batch after a 503, a 429, a transport error or
+	// MaxRetries bounds the retries of a request after a 503, a 429, a transport error or
 	// a garbled answer; negative disables retries.
 	MaxRetries int
 	// Backoff is the first retry delay, doubled per attempt up to MaxBackoff, with
@@ -101,51 +115,100 @@ type ProducerConfig struct {
 	// BufferBytes bounds the bytes of records sent but not yet acknowledged or failed;
 	// Send blocks while a record does not fit.
 	BufferBytes int
+	// MaxInFlightRequests bounds the append requests in flight at once; their partitions
+	// are always disjoint.
+	MaxInFlightRequests int
 }
 
 // ProducerStats are cumulative counters of a Producer.
 type ProducerStats struct {
 	Requests       int64 // append requests made, retries included
 	Retries        int64 // of those, retries
-	Batches        int64 // batches acknowledged
+	Frames         int64 // partition batches carried by those requests, retries included
+	Batches        int64 // partition batches acknowledged
 	RecordsSent    int64 // records acknowledged
 	RecordsFailed  int64 // records whose future failed
-	MaxBatchRecord int64 // largest batch sent, in records
+	MaxBatchRecord int64 // largest partition batch sent, in records
 }
 
-// Producer appends records to one topic in per-partition batches. A record goes to its
-// explicit partition, else to wire.PartitionForKey of its key (the server's placement),
-// else round-robin. Each partition has at most one request in flight, and a batch is
-// retried with the same Idempotency-Key and body, so records of a partition are
-// appended exactly once and in Send order. Safe for concurrent use; Send order among
-// concurrent callers is the order in which Send buffers their records. Close it to stop
-// its goroutines.
+// Producer appends records to one topic in per-partition batches, the ready batches of
+// several partitions in one request, as Kafka's producer packs them into one
+// ProduceRequest. A record goes to its explicit partition, else to
+// wire.PartitionForKey of its key (the server's placement), else round-robin.
+//
+// One sender goroutine forms the requests. Once some partition's batch is due (full,
+// flushed, lingered, or the producer closing), a request takes one batch of every
+// partition that has records and no batch in flight, up to MaxBatchBytes and
+// wire.MaxRecordsPerBatch records; partitions left over go in further requests, up to
+// MaxInFlightRequests. A partition has at most one batch in flight, and a request is
+// retried whole with the same Idempotency-Key and body (the server replays the
+// partitions an earlier attempt appended), so records of a partition are appended
+// exactly once and in Send order. A request completes all its partitions' futures at
+// once: a partition the server is slow to append, or that keeps failing, holds the
+// others in its request until the request succeeds or its retries run out, and since
+// they then become ready together they tend to share the next requests too (as in
+// Kafka, whose ProduceRequest waits for all its partitions). A partition not in that
+// request waits for it at most about one request time before going in a request of
+// its own. Safe for concurrent use; Send order among concurrent callers is the order
+// in which Send buffers their records. Close it to stop its goroutines.
 //
 // A batch is sent as one segment block in the binary format (wire.ContentTypeBlocks),
-// which the server stores without decoding it: no base64 or JSON on either side. A
-// server that refuses the format (415, or a 400 before any binary append of the Client
-// succeeded: a server predating it, or a proxy mangling binary bodies) is sent JSON
-// instead, the refused batch included, by every Producer of the Client from then on.
+// one frame per partition, which the server stores without decoding: no base64 or JSON
+// on either side. A server that refuses the format (415, or a 400 before any binary
+// append of the Client succeeded: a server predating it, or a proxy mangling binary
+// bodies) is sent JSON instead, the refused request included, by every Producer of the
+// Client from then on: each record with its explicit partition, in JSON requests of at
+// most MaxBatchBytes.
 type Producer struct {
 	c      *Client
 	topic  string
 	cfg    ProducerConfig
 	nparts int32
-	parts  []*partQueue
 
 	ctx    context.Context // bounds in-flight sends; cancelled when Close gives up
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup // the sender and its requests
+	wake   chan struct{}  // capacity 1: a pending wake-up for the sender
 
-	mu       sync.Mutex // guards the fields below; taken before a partQueue's mu
+	mu       sync.Mutex // guards the fields below
+	parts    []partQueue
 	buffered int
 	spaceCh  chan struct{} // closed and replaced whenever buffer space frees up
-	closed   bool
+	waiters  int           // Sends waiting for buffer space
+	closed   bool          // Send refuses records
+	stopping bool          // the sender sends what is left, then exits
+	started  bool          // the sender runs
+	inflight int           // requests in flight
+	reqTime  time.Duration // moving average of successful request times; 0 before the first
+	next     int32         // partition a request starts from, rotating
 	rr       uint32
 	failN    int64
 	firstErr error
 
-	requests, retries, batches, sent, failed, maxBatch atomic.Int64
+	requests, retries, frames, batches, sent, failed, maxBatch atomic.Int64
+}
+
+// partQueue is one partition's buffered records; Producer.mu guards it.
+type partQueue struct {
+	buf          []*Future
+	bufBytes     int
+	seq          uint64  // seq of the last enqueued record
+	flushThrough uint64  // records up to this seq are sent without lingering or waiting
+	last         *Future // last enqueued record
+	inflight     bool    // a batch of the partition is in a request in flight
+}
+
+// request is one append: a frame (one batch) per partition, partitions distinct.
+type request struct {
+	frames []frame
+	size   int           // blockSize of its records
+	took   time.Duration // the successful attempt's time, 0 if none succeeded
+}
+
+// frame is one partition's batch in a request.
+type frame struct {
+	part  int32
+	batch []*Future
 }
 
 // NewProducer returns a Producer for topic. With cfg.Partitions 0 it describes the topic
@@ -169,12 +232,16 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 	if cfg.BatchBytes == 0 {
 		cfg.BatchBytes = max(min(cfg.BufferBytes/2, MaxBatchBytes), 1)
 	}
+	if cfg.MaxInFlightRequests == 0 {
+		cfg.MaxInFlightRequests = DefaultMaxInFlightRequests
+	}
 	switch {
 	case cfg.BatchBytes < 0 || cfg.BatchBytes > MaxBatchBytes:
 		return nil, fmt.Errorf("%w: BatchBytes %d outside [1, %d]", ErrInvalid, cfg.BatchBytes, MaxBatchBytes)
 	case cfg.BatchRecords < 0 || cfg.BatchRecords > wire.MaxRecordsPerBatch:
 		return nil, fmt.Errorf("%w: BatchRecords %d outside [1, %d]", ErrInvalid, cfg.BatchRecords, wire.MaxRecordsPerBatch)
-	case cfg.Linger < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.BufferBytes < 0 || cfg.Partitions < 0:
+	case cfg.Linger < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.BufferBytes < 0 || cfg.Partitions < 0 ||
+		cfg.MaxInFlightRequests < 0:
 		return nil, fmt.Errorf("%w: negative producer setting", ErrInvalid)
 	}
 	if cfg.Partitions == 0 {
@@ -189,11 +256,7 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 	}
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &Producer{c: c, topic: topic, cfg: cfg, nparts: cfg.Partitions, ctx: pctx, cancel: cancel,
-		spaceCh: make(chan struct{})}
-	p.parts = make([]*partQueue, cfg.Partitions)
-	for i := range p.parts {
-		p.parts[i] = &partQueue{p: p, id: int32(i), wake: make(chan struct{}, 1)}
-	}
+		wake: make(chan struct{}, 1), spaceCh: make(chan struct{}), parts: make([]partQueue, cfg.Partitions)}
 	return p, nil
 }
 
@@ -269,20 +332,28 @@ func (p *Producer) Send(ctx context.Context, rec Record) (*Future, error) {
 		}
 		if p.buffered == 0 || p.buffered+f.size <= p.cfg.BufferBytes {
 			p.buffered += f.size
-			p.parts[p.place(rec)].enqueue(f)
+			p.enqueue(p.place(rec), f)
 			p.mu.Unlock()
+			p.signal()
 			return f, nil
 		}
+		// Space frees only as requests complete: while Sends wait, batches are due
+		// without lingering (see take).
 		ch := p.spaceCh
+		p.waiters++
 		p.mu.Unlock()
-		// Space frees only as batches complete: stop lingering so it does.
-		for _, q := range p.parts {
-			q.flushAll()
-		}
+		p.signal()
+		var err error
 		select {
 		case <-ch:
 		case <-ctx.Done():
-			return nil, fmt.Errorf("strata: send to %q: waiting for buffer space: %w", p.topic, ctx.Err())
+			err = fmt.Errorf("strata: send to %q: waiting for buffer space: %w", p.topic, ctx.Err())
+		}
+		p.mu.Lock()
+		p.waiters--
+		p.mu.Unlock()
+		if err != nil {
+			return nil, err
 		}
 	}
 }
@@ -299,6 +370,31 @@ func (p *Producer) place(rec Record) int32 {
 	return int32((p.rr - 1) % uint32(p.nparts))
 }
 
+// enqueue appends f to partition part's buffer and starts the sender if it is not
+// running; p.mu is held.
+func (p *Producer) enqueue(part int32, f *Future) {
+	q := &p.parts[part]
+	q.seq++
+	f.seq = q.seq
+	f.at = time.Now()
+	q.buf = append(q.buf, f)
+	q.bufBytes += f.size
+	q.last = f
+	if !p.started {
+		p.started = true
+		p.wg.Add(1)
+		go p.run()
+	}
+}
+
+// signal wakes the sender up, or leaves it a pending wake-up.
+func (p *Producer) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
 // SendSync sends rec and waits for its outcome.
 func (p *Producer) SendSync(ctx context.Context, rec Record) (Result, error) {
 	f, err := p.Send(ctx, rec)
@@ -308,17 +404,24 @@ func (p *Producer) SendSync(ctx context.Context, rec Record) (Result, error) {
 	return f.Wait(ctx)
 }
 
-// Flush sends every buffered record without waiting for Linger and waits until all
-// records sent before the call are acknowledged or failed. It returns ctx's error if
-// ctx ends first; otherwise, if any record failed since the previous Flush, an error
-// counting them and wrapping the first failure (Futures tell which).
+// Flush sends every buffered record without waiting for Linger or for requests in
+// flight, and waits until all records sent before the call are acknowledged or failed.
+// It returns ctx's error if ctx ends first; otherwise, if any record failed since the
+// previous Flush, an error counting them and wrapping the first failure (Futures tell
+// which).
 func (p *Producer) Flush(ctx context.Context) error {
 	var waits []*Future
-	for _, q := range p.parts {
-		if f := q.flushAll(); f != nil {
-			waits = append(waits, f)
+	p.mu.Lock()
+	for i := range p.parts {
+		q := &p.parts[i]
+		q.flushThrough = q.seq
+		if q.last != nil {
+			waits = append(waits, q.last)
 		}
 	}
+	p.mu.Unlock()
+	p.signal()
+	// Records of a partition complete in order: when its last is done, all are.
 	for _, f := range waits {
 		select {
 		case <-f.done:
@@ -336,8 +439,8 @@ func (p *Producer) Flush(ctx context.Context) error {
 	return nil
 }
 
-// Close stops accepting records, flushes, and stops the partition senders. If ctx ends
-// first, in-flight requests are abandoned and the undelivered records fail with
+// Close stops accepting records, flushes, and stops the sender. If ctx ends first,
+// in-flight requests are abandoned and the undelivered records fail with
 // ErrProducerClosed (an abandoned request may still have been appended).
 func (p *Producer) Close(ctx context.Context) error {
 	p.mu.Lock()
@@ -354,9 +457,10 @@ func (p *Producer) Close(ctx context.Context) error {
 	if ctx.Err() != nil {
 		p.cancel()
 	}
-	for _, q := range p.parts {
-		q.stop()
-	}
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	p.signal()
 	p.wg.Wait()
 	p.cancel()
 	return err
@@ -364,205 +468,233 @@ func (p *Producer) Close(ctx context.Context) error {
 
 // Stats returns the producer's counters.
 func (p *Producer) Stats() ProducerStats {
-	return ProducerStats{Requests: p.requests.Load(), Retries: p.retries.Load(), Batches: p.batches.Load(),
-		RecordsSent: p.sent.Load(), RecordsFailed: p.failed.Load(), MaxBatchRecord: p.maxBatch.Load()}
+	return ProducerStats{Requests: p.requests.Load(), Retries: p.retries.Load(), Frames: p.frames.Load(),
+		Batches: p.batches.Load(), RecordsSent: p.sent.Load(), RecordsFailed: p.failed.Load(),
+		MaxBatchRecord: p.maxBatch.Load()}
 }
 
-// partQueue is one partition's buffer and its sender goroutine, which sends one batch
-// at a time: that is what keeps one request in flight per partition.
-type partQueue struct {
-	p    *Producer
-	id   int32
-	wake chan struct{} // capacity 1: a pending wake-up for the sender
-
-	mu           sync.Mutex
-	buf          []*Future
-	bufBytes     int
-	seq          uint64  // seq of the last enqueued record
-	flushThrough uint64  // records up to this seq are sent without lingering
-	last         *Future // last enqueued record
-	started      bool
-	stopping     bool
-}
-
-func (q *partQueue) enqueue(f *Future) {
-	q.mu.Lock()
-	q.seq++
-	f.seq = q.seq
-	f.at = time.Now()
-	q.buf = append(q.buf, f)
-	q.bufBytes += f.size
-	q.last = f
-	if !q.started {
-		q.started = true
-		q.p.wg.Add(1)
-		go q.run()
-	}
-	q.mu.Unlock()
-	q.signal()
-}
-
-func (q *partQueue) signal() {
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// flushAll marks every buffered record for immediate sending and returns the last
-// record enqueued (nil if none is pending): records of a partition complete in order,
-// so when it is done, all are.
-func (q *partQueue) flushAll() *Future {
-	q.mu.Lock()
-	f := q.last
-	q.flushThrough = q.seq
-	q.mu.Unlock()
-	if f == nil {
-		return nil
-	}
-	select {
-	case <-f.done:
-		return nil
-	default:
-	}
-	q.signal()
-	return f
-}
-
-func (q *partQueue) stop() {
-	q.mu.Lock()
-	q.stopping = true
-	q.mu.Unlock()
-	q.signal()
-}
-
-func (q *partQueue) run() {
-	defer q.p.wg.Done()
+// run is the sender: it forms requests as take says and sends each in a goroutine of
+// its own, until the producer stops and nothing is left to send.
+func (p *Producer) run() {
+	defer p.wg.Done()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
-		batch, wait, exit := q.take(time.Now())
+		reqs, wait, exit := p.take(time.Now())
+		for _, r := range reqs {
+			go p.sendRequest(r)
+		}
 		if exit {
 			return
 		}
-		if batch == nil {
-			if wait > 0 {
-				timer.Reset(wait)
-			}
-			select {
-			case <-q.wake:
-			case <-timer.C:
-			}
-			timer.Stop()
+		if wait > 0 {
+			timer.Reset(wait)
+		}
+		select {
+		case <-p.wake:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
+}
+
+// take forms the requests to send now, marking their partitions in flight; otherwise it
+// says how long until a batch is due (0: wait for a wake-up), or that the sender is done.
+//
+// A partition with records and no batch in flight is ready at once when its batch is
+// full, flushed, or the producer stops; else once its first record has lingered (at
+// once while Sends wait for buffer space). While other requests are in flight it waits
+// for them up to reqTime longer, so that partitions that became ready apart join one
+// request rather than each going alone. Once one partition is ready, every partition
+// with records and no batch in flight goes: one batch each, in requests of at most
+// MaxBatchBytes and wire.MaxRecordsPerBatch, up to MaxInFlightRequests in flight.
+func (p *Producer) take(now time.Time) (reqs []*request, wait time.Duration, exit bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cfg := &p.cfg
+	empty, ready := true, false
+	for i := range p.parts {
+		q := &p.parts[i]
+		if len(q.buf) == 0 {
 			continue
 		}
-		q.p.sendBatch(q.id, batch)
+		empty = false
+		if q.inflight || ready {
+			continue
+		}
+		if p.stopping || q.buf[0].seq <= q.flushThrough || len(q.buf) >= cfg.BatchRecords || q.bufBytes >= cfg.BatchBytes {
+			ready = true
+			continue
+		}
+		due := q.buf[0].at.Add(cfg.Linger)
+		if p.waiters > 0 {
+			due = now
+		}
+		if p.inflight > 0 {
+			due = due.Add(p.reqTime)
+		}
+		if !now.Before(due) {
+			ready = true
+		} else if d := due.Sub(now); wait == 0 || d < wait {
+			wait = d
+		}
 	}
+	if empty && p.stopping {
+		return nil, 0, true
+	}
+	if !ready || p.inflight >= cfg.MaxInFlightRequests {
+		return nil, wait, false
+	}
+	var r *request
+	records, bytes := 0, 0
+	for k := range p.nparts {
+		part := (p.next + k) % p.nparts
+		q := &p.parts[part]
+		if len(q.buf) == 0 || q.inflight {
+			continue
+		}
+		n, size := batchLen(q.buf, cfg)
+		if r == nil || records+n > wire.MaxRecordsPerBatch || bytes+size+frameOverhead > MaxBatchBytes {
+			if p.inflight+len(reqs) >= cfg.MaxInFlightRequests {
+				continue
+			}
+			r = &request{}
+			reqs = append(reqs, r)
+			records, bytes = 0, 0
+		}
+		batch := slices.Clone(q.buf[:n])
+		clear(q.buf[:n])
+		q.buf = q.buf[n:]
+		q.bufBytes -= size
+		q.inflight = true
+		r.frames = append(r.frames, frame{part: part, batch: batch})
+		r.size += size
+		records += n
+		bytes += size + frameOverhead
+		for m := p.maxBatch.Load(); int64(n) > m && !p.maxBatch.CompareAndSwap(m, int64(n)); {
+			m = p.maxBatch.Load()
+		}
+	}
+	p.next = (p.next + 1) % p.nparts
+	p.inflight += len(reqs)
+	p.wg.Add(len(reqs))
+	return reqs, 0, false
 }
 
-// take removes the next batch if one is due (full, flushed, stopping, or lingered
-// long enough); otherwise it says how long until the linger ends (0: wait for a wake-up).
-func (q *partQueue) take(now time.Time) (batch []*Future, wait time.Duration, exit bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	cfg := &q.p.cfg
-	if len(q.buf) == 0 {
-		return nil, 0, q.stopping
-	}
-	due := q.buf[0].at.Add(cfg.Linger)
-	ready := q.stopping || len(q.buf) >= cfg.BatchRecords || q.bufBytes >= cfg.BatchBytes ||
-		q.buf[0].seq <= q.flushThrough || !now.Before(due)
-	if !ready {
-		return nil, due.Sub(now), false
-	}
-	n, size := 0, 0
-	for n < len(q.buf) && n < cfg.BatchRecords {
-		if n > 0 && size+q.buf[n].size > cfg.BatchBytes {
+// batchLen is how many of the first records of buf make one batch, and their bytes: up
+// to BatchRecords and BatchBytes, at least one.
+func batchLen(buf []*Future, cfg *ProducerConfig) (n, size int) {
+	for n < len(buf) && n < cfg.BatchRecords {
+		if n > 0 && size+buf[n].size > cfg.BatchBytes {
 			break
 		}
-		size += q.buf[n].size
+		size += buf[n].size
 		n++
 	}
-	batch = slices.Clone(q.buf[:n])
-	clear(q.buf[:n])
-	q.buf = q.buf[n:]
-	q.bufBytes -= size
-	return batch, 0, false
+	return n, size
 }
 
-// sendBatch appends one batch of partition part, then completes its futures and frees
-// its buffer space.
-func (p *Producer) sendBatch(part int32, batch []*Future) {
-	size := 0
-	for _, f := range batch {
-		size += f.size
-	}
-	for m := p.maxBatch.Load(); int64(len(batch)) > m && !p.maxBatch.CompareAndSwap(m, int64(len(batch))); {
-		m = p.maxBatch.Load()
-	}
-	results, err := p.deliver(part, batch)
-	if err != nil {
-		if p.ctx.Err() != nil {
-			err = fmt.Errorf("%w: %w", ErrProducerClosed, err)
+// sendRequest appends r, completes its futures and frees their buffer space, then
+// makes its partitions eligible again. The futures complete before that, so that a
+// partition's records complete in order.
+func (p *Producer) sendRequest(r *request) {
+	defer p.wg.Done()
+	results, err := p.deliver(r)
+	var acked, nfail, nrec int64
+	var firstErr error
+	for i, fr := range r.frames {
+		var res []Result
+		if i < len(results) {
+			res = results[i]
 		}
-		err = fmt.Errorf("strata: produce to %s/%d: %w", p.topic, part, err)
-	} else {
-		p.batches.Add(1)
-	}
-	var nfail int64
-	for i, f := range batch {
-		switch {
-		case err == nil:
-			f.res = results[i]
-		case len(results) == len(batch) && results[i].Err == nil:
-			// Appended before the batch failed: in a partially failed request whose
-			// retries ran out, or in an earlier request of a batch split for JSON.
-			f.res = results[i]
-		default:
-			f.err = err
-			nfail++
+		var ferr error
+		if err != nil {
+			ferr = err
+			if p.ctx.Err() != nil {
+				ferr = fmt.Errorf("%w: %w", ErrProducerClosed, ferr)
+			}
+			ferr = fmt.Errorf("strata: produce to %s/%d: %w", p.topic, fr.part, ferr)
 		}
-		f.rec = Record{}
+		ok := true
+		for j, f := range fr.batch {
+			switch {
+			case err == nil:
+				f.res = res[j]
+			case len(res) == len(fr.batch) && res[j].Err == nil:
+				// Appended before the request failed: in a partially failed request whose
+				// retries ran out, or in an earlier request of one split for JSON.
+				f.res = res[j]
+			default:
+				f.err = ferr
+				nfail++
+				ok = false
+				if firstErr == nil {
+					firstErr = ferr
+				}
+			}
+			f.rec = Record{}
+		}
+		if ok {
+			acked++
+		}
+		nrec += int64(len(fr.batch))
 	}
 	// Counters and Flush's failure tally are updated before the futures complete, so
 	// whoever waits on a future sees them.
-	p.sent.Add(int64(len(batch)) - nfail)
+	p.batches.Add(acked)
+	p.sent.Add(nrec - nfail)
 	p.failed.Add(nfail)
 	p.mu.Lock()
-	p.buffered -= size
+	p.buffered -= r.size
 	close(p.spaceCh)
 	p.spaceCh = make(chan struct{})
 	if nfail > 0 {
 		if p.failN == 0 {
-			p.firstErr = err
+			p.firstErr = firstErr
 		}
 		p.failN += nfail
 	}
 	p.mu.Unlock()
-	for _, f := range batch {
-		close(f.done)
+	for _, fr := range r.frames {
+		for _, f := range fr.batch {
+			close(f.done)
+		}
 	}
+	p.mu.Lock()
+	for _, fr := range r.frames {
+		p.parts[fr.part].inflight = false
+	}
+	p.inflight--
+	if r.took > 0 {
+		if p.reqTime == 0 {
+			p.reqTime = r.took
+		} else {
+			p.reqTime += (r.took - p.reqTime) / 8
+		}
+	}
+	p.mu.Unlock()
+	p.signal()
 }
 
-// deliver appends batch to partition part: as one block, unless the server is known
-// not to take blocks or refuses this one's content type, then as JSON. It returns one
+// deliver appends r: as one binary append, unless the server is known not to take
+// blocks or refuses this one's content type, then as JSON. It returns, per frame, one
 // Result per record, or an error with, when some records were appended nonetheless,
-// their Results (Err nil) among the others (Err set).
-func (p *Producer) deliver(part int32, batch []*Future) ([]Result, error) {
+// their Results (Err nil) among the others (Err set) for the frames it knows them of.
+func (p *Producer) deliver(r *request) ([][]Result, error) {
 	if p.c.blocks.Load() != blocksOff {
-		res, err := p.deliverBlock(part, batch)
+		res, err := p.deliverBlocks(r)
 		if !p.blocksRefused(err) {
 			return res, err
 		}
 	}
-	return p.deliverJSON(part, batch)
+	return p.deliverJSON(r)
 }
 
 // blocksRefused reports whether err, the answer to a binary append, says the server
 // does not take the binary format, and if so remembers it for the Client's life. That
 // is a 415; or a 400 before any binary append succeeded, which is what a server
 // predating the format (it parses the body as JSON) or a proxy that mangles binary
-// bodies answers. Nothing was appended then, so the batch is sent again as JSON.
+// bodies answers. Nothing was appended then, so the request is sent again as JSON.
 func (p *Producer) blocksRefused(err error) bool {
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) {
@@ -579,34 +711,41 @@ func (p *Producer) blocksRefused(err error) bool {
 	return false
 }
 
-// deliverBlock sends batch as one block (one frame for part), retrying with the same
-// Idempotency-Key and the very same bytes.
-func (p *Producer) deliverBlock(part int32, batch []*Future) ([]Result, error) {
-	recs := make([]segment.Record, len(batch))
-	for i, f := range batch {
-		recs[i] = segment.Record{Timestamp: f.ts, Key: f.rec.Key, Value: f.rec.Value, Headers: blockHeaders(f.rec.Headers)}
-	}
-	// A frame is its partition then its block: the block is appended in place rather
-	// than built apart and copied into the frame.
-	body := wire.AppendRequest(nil, []wire.Frame{{Partition: part}})
-	body, err := segment.AppendBlock(body, recs)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+// deliverBlocks sends r as one binary append, a frame per partition, retrying with the
+// same Idempotency-Key and the very same bytes.
+func (p *Producer) deliverBlocks(r *request) ([][]Result, error) {
+	body := make([]byte, 0, 5+r.size+len(r.frames)*frameOverhead)
+	body = wire.AppendRequest(body, nil)
+	var recs []segment.Record
+	for _, fr := range r.frames {
+		recs = recs[:0]
+		for _, f := range fr.batch {
+			recs = append(recs, segment.Record{Timestamp: f.ts, Key: f.rec.Key, Value: f.rec.Value, Headers: blockHeaders(f.rec.Headers)})
+		}
+		// A frame is its partition (big-endian int32) then its block, appended in place
+		// rather than built apart and copied.
+		body = binary.BigEndian.AppendUint32(body, uint32(fr.part))
+		var err error
+		if body, err = segment.AppendBlock(body, recs); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+		}
 	}
 	key := ulid.Make().String()
-	var results []Result
-	err = p.retry(func() error {
-		var blocks []wire.BlockResult
-		var err error
-		blocks, err = p.c.appendBlocks(p.ctx, p.topic, body, key)
+	var results [][]Result
+	err := p.retry(len(r.frames), func() error {
+		start := time.Now()
+		blocks, err := p.c.appendBlocks(p.ctx, p.topic, body, key)
 		results = nil
 		if err == nil {
 			p.c.blocks.CompareAndSwap(blocksUnknown, blocksOn)
-			results, err = blockResults(blocks, part, len(batch))
+			results, err = frameResults(blocks, r.frames)
+			if err == nil {
+				r.took = time.Since(start)
+			}
 			return err
 		}
-		if r, rerr := blockResults(blocks, part, len(batch)); rerr == nil {
-			results = r
+		if res, rerr := frameResults(blocks, r.frames); rerr == nil {
+			results = res
 		}
 		return err
 	})
@@ -627,11 +766,29 @@ func blockHeaders(h map[string][]byte) []segment.Header {
 	return out
 }
 
-// blockResults maps the answer to a binary append of one frame, n records for part, to
-// per-record Results. A 200's one result must be that frame's (partition and count) with
-// a base offset; anything else is ErrBadResponse. The "blocks" extra of a partial
-// failure may give the frame an error instead: its records get it, and blockResults
-// returns them with a nil error, for the caller to keep beside the request's error.
+// frameResults maps the answer to a binary append of frames to per-record Results, per
+// frame: it must hold one result per frame, in frame order, each of which blockResults
+// checks against its frame.
+func frameResults(blocks []wire.BlockResult, frames []frame) ([][]Result, error) {
+	if len(blocks) != len(frames) {
+		return nil, fmt.Errorf("%w: %d results for %d blocks", ErrBadResponse, len(blocks), len(frames))
+	}
+	out := make([][]Result, len(frames))
+	for i, fr := range frames {
+		res, err := blockResults(blocks[i:i+1], fr.part, len(fr.batch))
+		if err != nil {
+			return nil, fmt.Errorf("result %d: %w", i, err)
+		}
+		out[i] = res
+	}
+	return out, nil
+}
+
+// blockResults maps the answer for one frame, n records for part, to per-record
+// Results. The one result must be that frame's (partition and count) with a base
+// offset; anything else is ErrBadResponse. The "blocks" extra of a partial failure may
+// give the frame an error instead: its records get it, and blockResults returns them
+// with a nil error, for the caller to keep beside the request's error.
 func blockResults(blocks []wire.BlockResult, part int32, n int) ([]Result, error) {
 	if len(blocks) != 1 {
 		return nil, fmt.Errorf("%w: %d results for one block", ErrBadResponse, len(blocks))
@@ -658,38 +815,55 @@ func blockResults(blocks []wire.BlockResult, part int32, n int) ([]Result, error
 	return res, nil
 }
 
-// deliverJSON sends batch as JSON, in as few requests as the server's limits allow
-// (a block is smaller than the JSON of its records, base64 and field names included, so
-// a batch may need more than one), one after the other. A failed request fails the rest
-// of the batch.
-func (p *Producer) deliverJSON(part int32, batch []*Future) ([]Result, error) {
-	var results []Result
-	for done := 0; done < len(batch); {
-		chunk := batch[done : done+jsonChunk(batch[done:])]
-		res, err := p.sendJSON(part, chunk)
+// deliverJSON sends r as JSON, each record with its explicit partition, in as few
+// requests as the server's limits allow (blocks are smaller than the JSON of their
+// records, base64 and field names included, so a request may need more than one), one
+// after the other. A failed JSON request fails the rest of r.
+func (p *Producer) deliverJSON(r *request) ([][]Result, error) {
+	var all []*Future
+	var parts []int32
+	for _, fr := range r.frames {
+		for _, f := range fr.batch {
+			all = append(all, f)
+			parts = append(parts, fr.part)
+		}
+	}
+	results := make([]Result, 0, len(all))
+	for done := 0; done < len(all); {
+		n := jsonChunk(all[done:])
+		res, err := p.sendJSON(all[done:done+n], parts[done:done+n])
 		if err != nil {
-			out := make([]Result, len(batch))
+			out := make([]Result, len(all))
 			copy(out, results)
-			for i := done; i < len(batch); i++ {
-				out[i] = Result{Partition: part, Err: err}
+			for i := done; i < len(all); i++ {
+				out[i] = Result{Partition: parts[i], Err: err}
 				if j := i - done; j < len(res) && res[j].Err == nil {
 					out[i] = res[j]
 				}
 			}
-			return out, err
+			return splitResults(out, r.frames), err
 		}
 		results = append(results, res...)
-		done += len(chunk)
+		done += n
 	}
-	return results, nil
+	return splitResults(results, r.frames), nil
 }
 
-// jsonChunk is how many of the first records of batch fit one JSON request: their
+// splitResults cuts the Results of r's records, in frame order, into one slice per frame.
+func splitResults(res []Result, frames []frame) [][]Result {
+	out := make([][]Result, len(frames))
+	for i, fr := range frames {
+		out[i], res = res[:len(fr.batch):len(fr.batch)], res[len(fr.batch):]
+	}
+	return out
+}
+
+// jsonChunk is how many of the first records of recs fit one JSON request: their
 // jsonSize sum stays within MaxBatchBytes (one record always fits).
-func jsonChunk(batch []*Future) int {
+func jsonChunk(recs []*Future) int {
 	n, size := 0, 0
-	for n < len(batch) {
-		size += jsonSize(batch[n].rec)
+	for n < len(recs) {
+		size += jsonSize(recs[n].rec)
 		if n > 0 && size > MaxBatchBytes {
 			break
 		}
@@ -698,29 +872,31 @@ func jsonChunk(batch []*Future) int {
 	return n
 }
 
-// sendJSON sends chunk as one JSON request, retrying with the same Idempotency-Key and
-// the very same body. On failure it returns the Results of a partial failure if every
-// appended record landed on part, else none.
-func (p *Producer) sendJSON(part int32, chunk []*Future) ([]Result, error) {
+// sendJSON sends chunk as one JSON request, record i with the explicit partition
+// parts[i], retrying with the same Idempotency-Key and the very same body. On failure it
+// returns the Results of a partial failure if every appended record landed on its
+// partition, else none.
+func (p *Producer) sendJSON(chunk []*Future, parts []int32) ([]Result, error) {
 	recs := make([]Record, len(chunk))
 	for i, f := range chunk {
 		recs[i] = f.rec
 		recs[i].Timestamp = time.UnixMilli(f.ts)
+		recs[i].Partition = &parts[i]
 	}
-	body, err := encodeAppend(recs, &part)
+	body, err := encodeAppend(recs, nil)
 	if err != nil {
 		return nil, err
 	}
 	key := ulid.Make().String()
 	var res []Result
-	err = p.retry(func() error {
+	err = p.retry(len(distinctParts(parts)), func() error {
 		var err error
 		res, err = p.c.appendBody(p.ctx, p.topic, body, len(chunk), key)
-		if i := strayResult(res, part); i >= 0 {
+		if i := strayResult(res, parts); i >= 0 {
 			r := res[i]
 			res = nil
 			if err == nil {
-				err = fmt.Errorf("%w: record %d of a batch for partition %d landed on %d", ErrBadResponse, i, part, r.Partition)
+				err = fmt.Errorf("%w: record %d for partition %d landed on %d", ErrBadResponse, i, parts[i], r.Partition)
 			}
 		}
 		return err
@@ -728,16 +904,27 @@ func (p *Producer) sendJSON(part int32, chunk []*Future) ([]Result, error) {
 	return res, err
 }
 
-// strayResult is the index of the first appended record of res not on part, or -1.
-func strayResult(res []Result, part int32) int {
-	return slices.IndexFunc(res, func(r Result) bool { return r.Err == nil && r.Partition != part })
+// distinctParts counts the partitions of parts, in which each partition's records are
+// adjacent.
+func distinctParts(parts []int32) []int32 { return slices.Compact(slices.Clone(parts)) }
+
+// strayResult is the index of the first appended record of res not on parts[i], or -1.
+func strayResult(res []Result, parts []int32) int {
+	for i, r := range res {
+		if r.Err == nil && (i >= len(parts) || r.Partition != parts[i]) {
+			return i
+		}
+	}
+	return -1
 }
 
-// retry calls send until it succeeds, fails for good (not IsRetryable), the producer
-// gives up, or MaxRetries retries are spent, waiting retryDelay between attempts.
-func (p *Producer) retry(send func() error) error {
+// retry calls send, one request of frames partition batches, until it succeeds, fails
+// for good (not IsRetryable), the producer gives up, or MaxRetries retries are spent,
+// waiting retryDelay between attempts.
+func (p *Producer) retry(frames int, send func() error) error {
 	for attempt := 0; ; attempt++ {
 		p.requests.Add(1)
+		p.frames.Add(int64(frames))
 		err := send()
 		if err == nil || p.ctx.Err() != nil || !IsRetryable(err) || attempt >= p.cfg.MaxRetries {
 			return err

@@ -3,6 +3,7 @@ package client_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -53,7 +54,8 @@ type sent struct {
 // checkDelivery asserts exactly-once, in-order delivery: every future succeeded at the
 // position where the fake holds its record; each partition's log is exactly the records
 // sent to it, in Send order; there was never more than one request in flight per
-// partition; and every retry reused its key's body byte for byte.
+// partition (a request may carry several partitions); no request exceeded the server's
+// limits; and every retry reused its key's body byte for byte.
 func checkDelivery(t tb, f *fakeServer, all []sent) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -98,8 +100,8 @@ func checkDelivery(t tb, f *fakeServer, all []sent) {
 		if _, err := ulid.ParseStrict(c.Key); err != nil {
 			t.Fatalf("call %d key %q is not a ULID: %v", i, c.Key, err)
 		}
-		if len(c.Partitions) != 1 {
-			t.Fatalf("call %d spans partitions %v", i, c.Partitions)
+		if c.Records > wire.MaxRecordsPerBatch || len(c.Body) > 9<<20 {
+			t.Fatalf("call %d of %d records, %d bytes: over the request limits", i, c.Records, len(c.Body))
 		}
 		if b, ok := bodies[c.Key]; ok && !bytes.Equal(b, c.Body) {
 			t.Fatalf("call %d reuses key %s with a different body", i, c.Key)
@@ -173,7 +175,8 @@ func TestFakeDetectsConcurrency(t *testing.T) {
 
 // TestProducerOneInFlightPerPartition: 600 keyed records over 4 partitions with 25%
 // injected failures: at most one request per partition at any moment (while partitions
-// do run in parallel), and each partition's log is the Send order exactly once.
+// do go in parallel, several in a request), and each partition's log is the Send order
+// exactly once.
 func TestProducerOneInFlightPerPartition(t *testing.T) {
 	f := newFake(t, 4)
 	f.delay = 2 * time.Millisecond
@@ -208,15 +211,18 @@ func TestProducerOneInFlightPerPartition(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkDelivery(t, f, all)
+	// Partitions go in parallel inside one request rather than as overlapping requests
+	// (one per partition before requests carried several).
 	calls, _, _, maxTotal := f.snapshot()
-	if maxTotal < 2 {
-		t.Fatalf("never more than one request in flight overall: partitions did not run in parallel")
-	}
-	faults := 0
+	faults, widest := 0, 0
 	for _, c := range calls {
 		if c.Fault != faultNone {
 			faults++
 		}
+		widest = max(widest, len(c.Partitions))
+	}
+	if widest < 2 {
+		t.Fatalf("no request carried more than one partition: partitions did not go in parallel")
 	}
 	if faults < 10 {
 		t.Fatalf("only %d faults injected in %d calls", faults, len(calls))
@@ -589,7 +595,8 @@ func TestProducerCloseGivesUp(t *testing.T) {
 	}
 }
 
-// TestProducerCloseFlushes: Close delivers records still lingering.
+// TestProducerCloseFlushes: Close delivers records still lingering, every partition's
+// batch in one request.
 func TestProducerCloseFlushes(t *testing.T) {
 	f := newFake(t, 3)
 	p := newProducer(t, f, client.ProducerConfig{Partitions: 3, Linger: time.Hour})
@@ -611,8 +618,9 @@ func TestProducerCloseFlushes(t *testing.T) {
 			t.Fatalf("record %d: %v", i, err)
 		}
 	}
-	if calls, _, _, _ := f.snapshot(); len(calls) != 3 {
-		t.Fatalf("%d calls, want one per partition", len(calls))
+	// The three partitions' batches are due together: one request carries them all.
+	if calls, _, _, _ := f.snapshot(); len(calls) != 1 || len(calls[0].Partitions) != 3 {
+		t.Fatalf("want one call of 3 partitions:\n%s", callsSummary(calls))
 	}
 }
 
@@ -674,4 +682,240 @@ func TestNewProducerDescribesTopic(t *testing.T) {
 	if _, err := client.NewProducer(ctx, c, "orders", client.ProducerConfig{BatchRecords: wire.MaxRecordsPerBatch + 1}); !errors.Is(err, client.ErrInvalid) {
 		t.Fatalf("too many records per batch: %v", err)
 	}
+}
+
+// TestProducerOneRequestPerRound: records ready on 8 partitions go as one request of 8
+// frames, one per partition, as Kafka's producer packs partitions into one
+// ProduceRequest (before, each partition's batch was a request of its own).
+func TestProducerOneRequestPerRound(t *testing.T) {
+	f := newFake(t, 8)
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 8, Linger: time.Hour})
+	ctx := context.Background()
+	var all []sent
+	for i := range 80 {
+		part := int32(i % 8)
+		rec := client.Record{Partition: i32(part), Value: fmt.Appendf(nil, "v%d", i)}
+		fut, err := p.Send(ctx, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, sent{rec: rec, want: part, fut: fut})
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkDelivery(t, f, all)
+	calls, _, _, _ := f.snapshot()
+	if len(calls) != 1 || !calls[0].Binary || len(calls[0].Partitions) != 8 || calls[0].Records != 80 {
+		t.Fatalf("want one binary request of 8 partitions, 80 records:\n%s", callsSummary(calls))
+	}
+	frames, err := wire.DecodeRequest(calls[0].Body)
+	if err != nil || len(frames) != 8 {
+		t.Fatalf("%d frames, %v; want 8", len(frames), err)
+	}
+	if s := p.Stats(); s.Requests != 1 || s.Frames != 8 || s.Batches != 8 || s.RecordsSent != 80 || s.MaxBatchRecord != 10 {
+		t.Fatalf("stats %+v", s)
+	}
+}
+
+// TestProducerRoundsUnderLoad: a producer sending flat out to 8 partitions with Linger
+// 0 and a small buffer (Sends wait for space) keeps its partitions together: on average
+// at least 4 partitions a request, where one request per partition batch made it 1.
+func TestProducerRoundsUnderLoad(t *testing.T) {
+	f := newFake(t, 8)
+	f.delay = 3 * time.Millisecond
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 8, BufferBytes: 32 << 10})
+	ctx := context.Background()
+	var all []sent
+	for i := range 4000 {
+		key := fmt.Appendf(nil, "k%d", i%101)
+		rec := client.Record{Key: key, Value: fmt.Appendf(nil, "%s/%d/%s", key, i, strings.Repeat("x", 80))}
+		fut, err := p.Send(ctx, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, sent{rec: rec, want: wire.PartitionForKey(key, 8), fut: fut})
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	checkDelivery(t, f, all)
+	s := p.Stats()
+	t.Logf("stats %+v: %.1f partitions a request", s, float64(s.Frames)/float64(s.Requests))
+	if s.Frames < 4*s.Requests {
+		t.Fatalf("%d frames in %d requests: partitions go apart", s.Frames, s.Requests)
+	}
+}
+
+// TestProducerSlowPartition: a request the server is slow with (it carries partition 0)
+// holds only its own partitions: a record for partition 1 sent while it is out waits at
+// most about one request time, goes in a request of its own and is acknowledged long
+// before. (Partitions in the slow request wait for it: see Producer.)
+func TestProducerSlowPartition(t *testing.T) {
+	f := newFake(t, 2)
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 2})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range 3 {
+		if _, err := p.SendSync(ctx, client.Record{Partition: i32(1), Value: fmt.Appendf(nil, "warm%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.mu.Lock()
+	f.slow = map[int32]time.Duration{0: 2 * time.Second}
+	f.mu.Unlock()
+	slow, err := p.Send(ctx, client.Record{Partition: i32(0), Value: []byte("slow")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(time.Millisecond) {
+		if calls, _, _, _ := f.snapshot(); len(calls) == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the slow request never reached the fake")
+		}
+	}
+	start := time.Now()
+	res, err := p.SendSync(ctx, client.Record{Partition: i32(1), Value: []byte("fast")})
+	if err != nil || res.Offset != 3 {
+		t.Fatalf("fast record: %+v, %v", res, err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("a record of partition 1 took %v behind a slow request of partition 0", d)
+	}
+	select {
+	case <-slow.Done():
+		t.Fatal("the slow request finished first")
+	default:
+	}
+	if _, err := slow.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls, _, _, _ := f.snapshot()
+	if len(calls) != 5 || len(calls[4].Partitions) != 1 || calls[4].Partitions[0] != 1 {
+		t.Fatalf("want the fast record in a request of its own:\n%s", callsSummary(calls))
+	}
+}
+
+// TestProducerJSONRequestCarriesPartitions: falling back to JSON, a request of several
+// partitions' batches goes as one JSON body placing every record with an explicit
+// "partition" (unkeyed records sent round-robin would land elsewhere if the server
+// placed them), and the futures point where the records landed.
+func TestProducerJSONRequestCarriesPartitions(t *testing.T) {
+	f := newFake(t, 4)
+	f.blocks = blocks415
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 4, Linger: time.Hour})
+	ctx := context.Background()
+	var all []sent
+	for i := range 14 {
+		rec := client.Record{Value: fmt.Appendf(nil, "v%d", i)}
+		fut, err := p.Send(ctx, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, sent{rec: rec, want: int32(i % 4), fut: fut})
+	}
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls, _, _, _ := f.snapshot()
+	if len(calls) != 2 || !calls[0].Refused || calls[1].Binary || len(calls[1].Partitions) != 4 || calls[1].Records != 14 {
+		t.Fatalf("want a refused binary call, then one JSON call of 4 partitions:\n%s", callsSummary(calls))
+	}
+	var body struct {
+		Records []struct {
+			Partition *int32 `json:"partition"`
+		} `json:"records"`
+	}
+	if err := json.Unmarshal(calls[1].Body, &body); err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range body.Records {
+		if r.Partition == nil {
+			t.Fatalf("JSON record %d without a partition", i)
+		}
+	}
+	f.mu.Lock()
+	f.calls = withoutRefused(f.calls)
+	f.mu.Unlock()
+	checkDelivery(t, f, all)
+}
+
+// TestProducerPropertyFailures: random faults (refusals, 429s, answers lost after the
+// append, partial and total partial failures) on requests of up to 8 partitions, with
+// so few retries that some records fail: every acknowledged record is where its future
+// says, each partition's log holds no record twice and keeps Send order, at most one
+// request per partition was in flight, and each retry repeated its key's body.
+func TestProducerPropertyFailures(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		nparts := rapid.Int32Range(1, 8).Draw(rt, "partitions")
+		faults := rapid.SliceOfN(rapid.SampledFrom([]fault{faultNone, fault503, fault429, faultDrop, faultPartial,
+			faultAllFailed}), 0, 30).Draw(rt, "faults")
+		f := newFake(rt, nparts)
+		f.inject = func(n int, _ appendCall) fault {
+			if n < len(faults) {
+				return faults[n]
+			}
+			return faultNone
+		}
+		p := newProducer(rt, f, client.ProducerConfig{
+			Partitions:   nparts,
+			BatchRecords: rapid.IntRange(1, 12).Draw(rt, "batchRecords"),
+			Linger:       rapid.SampledFrom([]time.Duration{0, time.Millisecond}).Draw(rt, "linger"),
+			BufferBytes:  rapid.SampledFrom([]int{300, 3000, 1 << 20}).Draw(rt, "bufferBytes"),
+			Backoff:      time.Millisecond, MaxBackoff: time.Millisecond,
+			MaxRetries: rapid.IntRange(-1, 3).Draw(rt, "maxRetries"),
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		n := rapid.IntRange(1, 120).Draw(rt, "records")
+		var all []sent
+		for i := range n {
+			part := rapid.Int32Range(0, nparts-1).Draw(rt, "partition")
+			rec := client.Record{Partition: &part, Value: fmt.Appendf(nil, "%d", i)}
+			fut, err := p.Send(ctx, rec)
+			if err != nil {
+				rt.Fatalf("send: %v", err)
+			}
+			all = append(all, sent{rec: rec, want: part, fut: fut})
+		}
+		_ = p.Flush(ctx)
+		calls, logs, maxIn, _ := f.snapshot()
+		sendIdx := map[string]int{}
+		for i, s := range all {
+			sendIdx[string(s.rec.Value)] = i
+			res, err := s.fut.Wait(ctx)
+			if err != nil {
+				continue
+			}
+			l := logs[s.want]
+			if res.Partition != s.want || res.Offset < 0 || res.Offset >= int64(len(l)) || !bytes.Equal(l[res.Offset].Value, s.rec.Value) {
+				rt.Fatalf("acknowledged record %d: %+v does not point at it\n%s", i, res, callsSummary(calls))
+			}
+		}
+		for part, l := range logs {
+			last := -1
+			for off, r := range l {
+				i, ok := sendIdx[string(r.Value)]
+				if !ok || all[i].want != part || i <= last {
+					rt.Fatalf("partition %d offset %d holds %q: duplicate, misplaced or out of order\n%s",
+						part, off, r.Value, callsSummary(calls))
+				}
+				last = i
+			}
+		}
+		for part, m := range maxIn {
+			if m > 1 {
+				rt.Fatalf("partition %d had %d requests in flight at once", part, m)
+			}
+		}
+		bodies := map[string][]byte{}
+		for i, c := range calls {
+			if b, ok := bodies[c.Key]; ok && !bytes.Equal(b, c.Body) {
+				rt.Fatalf("call %d reuses key %s with a different body", i, c.Key)
+			}
+			bodies[c.Key] = c.Body
+		}
+	})
 }

@@ -353,6 +353,8 @@ func TestProducerEndToEnd(t *testing.T) {
 
 // TestProducerUnderQuota: with a tight produce quota the server answers 429 with
 // Retry-After; the producer waits and retries, and delivers everything exactly once.
+// 24 records in batches of 2 over 2 partitions make at least 6 requests (each carries
+// both partitions' batches): well over the burst of 2 and the rate of 4 a second.
 func TestProducerUnderQuota(t *testing.T) {
 	ctx := context.Background()
 	url := serve(t, func(cfg *httpapi.Config) {
@@ -362,12 +364,12 @@ func TestProducerUnderQuota(t *testing.T) {
 	if _, err := c.CreateTopic(ctx, "q", client.TopicConfig{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
-	p, err := client.NewProducer(ctx, c, "q", client.ProducerConfig{Partitions: 2, BatchRecords: 5, Backoff: 10 * time.Millisecond})
+	p, err := client.NewProducer(ctx, c, "q", client.ProducerConfig{Partitions: 2, BatchRecords: 2, Backoff: 10 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var futs []*client.Future
-	for i := range 20 {
+	for i := range 24 {
 		f, err := p.Send(ctx, client.Record{Value: fmt.Appendf(nil, "%d", i)})
 		if err != nil {
 			t.Fatal(err)
@@ -392,8 +394,8 @@ func TestProducerUnderQuota(t *testing.T) {
 	}
 	s := p.Stats()
 	t.Logf("producer stats under quota: %+v", s)
-	if total != 20 || s.Retries == 0 {
-		t.Fatalf("%d records in the log (want 20), %d retries (want some 429s)", total, s.Retries)
+	if total != 24 || s.Retries == 0 {
+		t.Fatalf("%d records in the log (want 24), %d retries (want some 429s)", total, s.Retries)
 	}
 }
 
