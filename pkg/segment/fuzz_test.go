@@ -47,8 +47,8 @@ func check(t *testing.T, b []byte, base int64) {
 		if recs != nil {
 			t.Fatalf("DecodeBlock returned records with error %v", err)
 		}
-		if cerr == nil && (base >= 0 && len(b) >= HeaderSize) {
-			t.Fatalf("Check accepts a block DecodeBlock refuses (%v)", err)
+		if _, err0 := DecodeBlock(b, 0); cerr == nil && err0 != nil {
+			t.Fatalf("Check accepts a block DecodeBlock refuses (%v)", err0)
 		}
 		return
 	}
