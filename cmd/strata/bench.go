@@ -126,7 +126,7 @@ to the target workload with the AWS list prices of pkg/cost/prices.go.
 	f.DurationVar(&o.Producers.Linger, "linger", o.Producers.Linger, "producer linger")
 	f.Float64Var(&o.Producers.BatchBytes, "batch-bytes", o.Producers.BatchBytes, "producer batch bytes")
 	f.IntVar(&o.Producers.BatchRecords, "batch-records", o.Producers.BatchRecords, "producer batch records")
-	f.StringVar(&shape, "shape", "sdk", "producer appends: sdk (one per partition batch) or multi (one per flush, all partitions)")
+	f.StringVar(&shape, "shape", "sdk", "producer appends: sdk (pkg/client: one request per round, a batch per partition, up to 5 MiB / 10,000 records) or multi (one per flush, the batch caps the whole request)")
 	f.BoolVar(&o.Serving.FunctionURL, "function-url", false, "clients call the api function's URL, not API Gateway")
 	f.StringVar(&body, "body", "binary", "producers' request body: binary (segment blocks, as pkg/client sends) or json")
 	f.BoolVar(&o.FoldedClaims, "folded-claims", false, "price a design not built: one idempotency claim per request, shared commits in a batch")

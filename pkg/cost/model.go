@@ -38,9 +38,13 @@ func DesignWorkload() Workload {
 type Shape int
 
 const (
-	// ShapeSDK is pkg/client today: one batch, hence one append, per partition.
+	// ShapeSDK is pkg/client's producer: a batch per partition (BatchBytes and
+	// BatchRecords cap each), and one request per round carrying every partition's
+	// batch once one is due (full or lingered), up to RequestBytes and RequestRecords;
+	// batches that do not fit go in further requests of the round.
 	ShapeSDK Shape = iota
-	// ShapeMulti is one append per producer flush holding records for every partition.
+	// ShapeMulti is one append per producer flush holding records for every partition,
+	// BatchBytes and BatchRecords capping the whole request.
 	ShapeMulti
 )
 
@@ -48,15 +52,19 @@ func (s Shape) String() string {
 	if s == ShapeMulti {
 		return "multi-partition appends"
 	}
-	return "per-partition appends (SDK)"
+	return "SDK rounds (one request per round, a batch per partition)"
 }
 
 // Producers describes the producer fleet and its batching.
 type Producers struct {
 	Count        int
 	Linger       time.Duration
-	BatchBytes   float64 // cap of one request's encoded records
-	BatchRecords int     // cap of one request's records
+	BatchBytes   float64 // cap of one batch's encoded records: a partition's (SDK), a request's (multi)
+	BatchRecords int     // cap of one batch's records, likewise
+	// RequestBytes and RequestRecords cap one SDK request, all its partitions' batches
+	// together (pkg/client's MaxBatchBytes and wire.MaxRecordsPerBatch).
+	RequestBytes   float64
+	RequestRecords int
 	// EncodedRecordBytes is one record's size in the request body as the producer
 	// counts it against BatchBytes.
 	EncodedRecordBytes float64
@@ -72,11 +80,12 @@ const (
 	JSONRecordBytes = 1400
 )
 
-// DefaultProducers are pkg/client's defaults with a 1 s linger and 1 KB records sent
-// in the binary form, as its producer does.
+// DefaultProducers are pkg/client's producers with a 1 s linger, 1 MiB batches and 1 KB
+// records sent in the binary form, as its producer does; its request caps (5 MiB,
+// 10,000 records).
 func DefaultProducers(n int) Producers {
 	return Producers{Count: n, Linger: time.Second, BatchBytes: 1 << 20, BatchRecords: 1000,
-		EncodedRecordBytes: BinaryRecordBytes, Shape: ShapeSDK}
+		RequestBytes: 5 << 20, RequestRecords: 10000, EncodedRecordBytes: BinaryRecordBytes, Shape: ShapeSDK}
 }
 
 // Profile is what Strata's AWS backend sends per append and per poll; pkg/cost/measure
@@ -259,8 +268,9 @@ func (o Options) Validate() error {
 		return fmt.Errorf("cost: partitions must be at least 1 and groups not negative")
 	case w.Retention <= 0:
 		return fmt.Errorf("cost: retention must be positive")
-	case p.Count < 1 || p.Linger < 0 || p.BatchBytes <= 0 || p.BatchRecords < 1 || p.EncodedRecordBytes <= 0:
-		return fmt.Errorf("cost: producers, batch bytes and records must be positive, linger not negative")
+	case p.Count < 1 || p.Linger < 0 || p.BatchBytes <= 0 || p.BatchRecords < 1 || p.EncodedRecordBytes <= 0 ||
+		p.RequestBytes <= 0 || p.RequestRecords < 1:
+		return fmt.Errorf("cost: producers, batch and request bytes and records must be positive, linger not negative")
 	case o.Aggregator.Instances < 1 || o.Aggregator.Window <= 0 || o.Aggregator.BudgetBytes <= 0 ||
 		o.Aggregator.VCPUs <= 0 || o.Aggregator.MaxUtilisation <= 0 || o.Aggregator.MaxUtilisation > 1:
 		return fmt.Errorf("cost: the aggregator needs instances, vCPUs, a utilisation in (0,1], a window and a byte budget")
@@ -311,28 +321,36 @@ type Flow struct {
 	AckFloor               time.Duration // batching wait + service, the least ack latency
 }
 
-// FlowOf derives the flow of design d. In the tier, each instance takes an equal share
-// of the requests; a batch opens with a request and takes those arriving within the
-// window after it (1 + rate × window members on average), fewer when their records
-// reach the byte budget. Requests spread evenly over the partitions, so a batch of m
-// members touching k of P partitions each holds P·(1 − (1 − k/P)^m) partitions.
+// FlowOf derives the flow of design d. A producer's records spread evenly over the
+// partitions. SDK: each partition's batch fills at rate/P and is due when full or
+// lingered, all together; a round sends every partition's batch (one in flight per
+// partition, so a round lasts at least one service time), as few requests as the
+// request caps allow, whole batches each. Multi: one batch for all partitions, one
+// request each. In the tier, each instance takes an equal share of the requests; a
+// batch opens with a request and takes those arriving within the window after it (1 +
+// rate × window members on average), fewer when their records reach the byte budget.
+// A batch of m members touching k of P partitions each holds P·(1 − (1 − k/P)^m)
+// partitions.
 func FlowOf(o Options, d Design) Flow {
 	w, p := o.Workload, o.Producers
 	perProducer := w.EventsPerSec / float64(p.Count)
-	streams := 1.0
-	if p.Shape == ShapeSDK {
-		streams = float64(w.Partitions)
-	}
-	rate := perProducer / streams // records/s into one batch stream
-	capRecs := math.Max(1, math.Min(float64(p.BatchRecords), math.Floor(p.BatchBytes/p.EncodedRecordBytes)))
-	wait := math.Min(p.Linger.Seconds(), capRecs/rate)
-	service := o.Latency.Service().Seconds()
-	interval := math.Max(wait, service) // one request in flight per stream
-	recs := clamp(rate*interval, 1, capRecs)
 	parts := float64(w.Partitions)
-	k := 1.0
+	capRecs := math.Max(1, math.Min(float64(p.BatchRecords), math.Floor(p.BatchBytes/p.EncodedRecordBytes)))
+	service := o.Latency.Service().Seconds()
+	var wait, recs, k float64
 	if p.Shape == ShapeMulti {
+		wait = math.Min(p.Linger.Seconds(), capRecs/perProducer)
+		recs = clamp(perProducer*math.Max(wait, service), 1, capRecs) // one request in flight
 		k = math.Min(recs, parts)
+	} else {
+		wait = math.Min(p.Linger.Seconds(), capRecs*parts/perProducer)
+		round := clamp(perProducer*math.Max(wait, service), 1, capRecs*parts)
+		touched := math.Min(round, parts)
+		batch := round / touched
+		reqCap := math.Max(1, math.Min(float64(p.RequestRecords), math.Floor(p.RequestBytes/p.EncodedRecordBytes)))
+		perReq := clamp(math.Floor(reqCap/batch), 1, touched) // whole batches a request holds
+		reqs := math.Ceil(touched / perReq)
+		recs, k = round/reqs, touched/reqs
 	}
 	f := Flow{ProducerRequestsPerSec: w.EventsPerSec / recs, RecordsPerRequest: recs, BlocksPerRequest: k}
 	f.AppendsPerSec, f.RecordsPerAppend, f.BlocksPerAppend, f.MembersPerAppend = f.ProducerRequestsPerSec, recs, k, 1

@@ -65,12 +65,18 @@ func TestFlow(t *testing.T) {
 		blocks  float64
 		ack     time.Duration
 	}{
-		// 10 producers × 8 partitions: 625 records/s per batch stream; the 1 s linger
-		// cuts before the 1,000-record cap (1 MiB / 1,040 B would be 1,008): 80 appends/s of 625.
-		{"sdk, 10 producers, 1s", func(o *Options) {}, Baseline, 80, 625, 1, time.Second + 56*time.Millisecond},
-		// 1,000 producers: 6.25 records/s per stream → 6.25 per 1 s batch; 8,000 appends/s.
-		{"sdk, 1000 producers", func(o *Options) { o.Producers.Count = 1000 }, Baseline, 8000, 6.25, 1, time.Second + 56*time.Millisecond},
-		// 100,000 producers: 0.0625 records/s per stream: every record alone.
+		// 10 producers × 8 partitions: 625 records/s per partition batch; the 1 s linger
+		// cuts before the 1,000-record cap (1 MiB / 1,040 B would be 1,008). A round of
+		// 8 batches of 625 fits one request (5 MiB / 1,040 B = 5,041 records): 10
+		// appends/s of 5,000 records over 8 blocks.
+		{"sdk, 10 producers, 1s", func(o *Options) {}, Baseline, 10, 5000, 8, time.Second + 56*time.Millisecond},
+		// 1 producer: 6,250 records/s per partition fill 1,000 in 0.16 s; the round's
+		// 8,000 records exceed a request's 5,041, so it goes as two requests of whole
+		// batches (5 and 3): 12.5 appends/s of 4,000 records over 4 blocks.
+		{"sdk, 1 producer", func(o *Options) { o.Producers.Count = 1 }, Baseline, 12.5, 4000, 4, 216 * time.Millisecond},
+		// 1,000 producers: 50 records/s each → a round of 50 over 8 partitions a second.
+		{"sdk, 1000 producers", func(o *Options) { o.Producers.Count = 1000 }, Baseline, 1000, 50, 8, time.Second + 56*time.Millisecond},
+		// 100,000 producers: 0.5 records/s each: every record alone.
 		{"sdk, 100k producers", func(o *Options) { o.Producers.Count = 100000 }, Baseline, 50000, 1, 1, time.Second + 56*time.Millisecond},
 		// multi: 5,000 records/s per producer fill 1,000 records in 0.2 s.
 		{"multi, 10 producers", func(o *Options) { o.Producers.Shape = ShapeMulti }, Baseline, 50, 1000, 8,
@@ -79,20 +85,27 @@ func TestFlow(t *testing.T) {
 		{"multi, 10 producers, JSON", func(o *Options) {
 			o.Producers.Shape, o.Producers.EncodedRecordBytes = ShapeMulti, JSONRecordBytes
 		}, Baseline, 50000.0 / 748, 748, 8, time.Duration((748.0/5000 + 0.056) * float64(time.Second))},
-		// linger 0: a batch per service time (56 ms): 625 × 0.056 = 35 records.
-		{"sdk, linger 0", func(o *Options) { o.Producers.Linger = 0 }, Baseline, 50000 / 35.0, 35, 1, 56 * time.Millisecond},
-		// aggregation: 8,000 requests/s of 6.25 records need 8,000 × 1 ms + 50,000 × 70 ns
-		// = 8.0035 vCPU: 6 instances at 2 × 70 %. Each takes 1,333.3 requests/s, so a
-		// 50 ms batch has 1 + 66.67 members (below 4 MiB / (6.25 × 1,040 B) = 645):
-		// 8,000 / 67.67 objects/s of 422.9 records over 8 × (1 − (7/8)^67.67) partitions.
+		// linger 0: a round per service time (56 ms): 5,000 × 0.056 = 280 records.
+		{"sdk, linger 0", func(o *Options) { o.Producers.Linger = 0 }, Baseline, 50000 / 280.0, 280, 8, 56 * time.Millisecond},
+		// aggregation: 1,000 SDK requests/s of 50 records need 1,000 × 7 ms + 50,000 ×
+		// 70 ns = 7.0035 vCPU: 6 instances at 2 × 70 %. Each takes 166.7 requests/s, so a
+		// 50 ms batch has 1 + 8.33 members (below 4 MiB / (50 × 1,040 B) = 80): 1,000 /
+		// 9.33 objects/s of 466.7 records over 8 × (1 − (1 − 8/8)^9.33) = 8 partitions.
 		{"aggregation, 1000 producers", func(o *Options) {
-			o.Producers.Count, o.Profile.Group.CPUPerAppend = 1000, time.Millisecond
-		}, Aggregation, 8000 / (1 + 8000.0/6*0.05), 6.25 * (1 + 8000.0/6*0.05), 8 * (1 - math.Pow(7.0/8, 1+8000.0/6*0.05)),
+			o.Producers.Count, o.Profile.Group.CPUPerAppend = 1000, 7*time.Millisecond
+		}, Aggregation, 1000 / (1 + 1000.0/6*0.05), 50 * (1 + 1000.0/6*0.05), 8, time.Second + 106*time.Millisecond},
+		// 10,000 multi producers over 10 partitions: a 1 s request of 5 records touches
+		// 5. 10,000 requests/s need 10,000 × 0.3 ms + 50,000 × 70 ns = 3.0035 vCPU → 3
+		// instances of 3,333.3 requests/s, so 1 + 166.67 members a batch, over
+		// 10 × (1 − (1/2)^167.67) partitions.
+		{"aggregation, partial partitions", func(o *Options) {
+			o.Producers.Count, o.Producers.Shape, o.Workload.Partitions = 10000, ShapeMulti, 10
+		}, Aggregation, 10000 / (1 + 10000.0/3*0.05), 5 * (1 + 10000.0/3*0.05), 10 * (1 - math.Pow(0.5, 1+10000.0/3*0.05)),
 			time.Second + 106*time.Millisecond},
-		// a 1 s window: 4,001 members (2 instances, 0.3 ms each) would be 25,006 records,
-		// more than the 4 MiB budget holds (645 members of 6.25 records).
+		// a 1 s window: 501 members (2 instances, 0.3 ms each) would be 25,050 records,
+		// more than the 4 MiB budget holds (80 members of 50 records).
 		{"aggregation, budget binds", func(o *Options) { o.Producers.Count, o.Aggregator.Window = 1000, time.Second },
-			Aggregation, 8000 / 645.0, 6.25 * 645, 8 * (1 - math.Pow(7.0/8, 645)), 2*time.Second + 56*time.Millisecond},
+			Aggregation, 1000 / 80.0, 50 * 80, 8, 2*time.Second + 56*time.Millisecond},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -110,24 +123,24 @@ func TestFlow(t *testing.T) {
 }
 
 func TestStrataBaseline(t *testing.T) {
-	// 10 SDK producers, linger 1 s: 80 appends/s = 6,912,000 a day, one block each.
+	// 10 SDK producers, linger 1 s: 10 appends/s = 864,000 a day, 8 blocks each.
 	o := Defaults(10)
 	e := Strata(o, Baseline)
-	const appends = 6912000.0
+	const appends = 864000.0
 	want := map[string]float64{
 		"S3 PUT (segment objects)":                        appends * 5e-6,
-		"DynamoDB write units (sequencer, index, claims)": appends * 2 * 0.625e-6,
+		"DynamoDB write units (sequencer, index, claims)": appends * 8 * 2 * 0.625e-6,
 		// 10 blocks/s per partition = the 10 polls/s cap: 8 × 10 × 86,400 polls × 2 reads.
 		"DynamoDB read units (polls, append checks)": 6912000 * 2 * 0.125e-6,
-		"S3 GET (blocks read)":                       appends * 0.4e-6,
+		"S3 GET (blocks read)":                       appends * 8 * 0.4e-6,
 		// 51.2e6 B/s × 1.05 × 86,400 s / 2^30 GB for 1/30.4167 of a month.
 		"S3 storage (GB-month)":       51.2e6 * 1.05 * 86400 / (1 << 30) / (730.0 / 24) * 0.023,
-		"DynamoDB storage (GB-month)": appends * 300 / (1 << 30) / (730.0 / 24) * 0.25,
-		// 625 × 1,400 B = 875,000 B → 2 units of 512 KB; plus the polls.
-		"API Gateway HTTP API requests": (appends*2 + 6912000) * 1e-6,
+		"DynamoDB storage (GB-month)": appends * 8 * 300 / (1 << 30) / (730.0 / 24) * 0.25,
+		// 5,000 × 1,040 B = 5,200,000 B → 10 units of 512 KB; plus the polls.
+		"API Gateway HTTP API requests": (appends*10 + 6912000) * 1e-6,
 		"Lambda requests":               (appends + 6912000) * 0.2e-6,
-		// appends × (56 ms + 625 records × 70 ns) + polls × 20 ms at 1 GB.
-		"Lambda GB-seconds (appends + polls)": (appends*(0.056+625*70e-9) + 6912000*0.020) * 0.0000133334,
+		// appends × (56 ms + 5,000 records × 70 ns) + polls × 20 ms at 1 GB.
+		"Lambda GB-seconds (appends + polls)": (appends*(0.056+5000*70e-9) + 6912000*0.020) * 0.0000133334,
 	}
 	var total float64
 	for _, l := range e.Lines {
@@ -151,8 +164,8 @@ func TestFunctionURLDropsAPIGateway(t *testing.T) {
 	o := Defaults(10)
 	with := Strata(o, Baseline).PerDay()
 	o.Serving.FunctionURL = true
-	// 6,912,000 appends × 2 units + 6,912,000 polls at $1 per million.
-	near(t, "API Gateway share", with-Strata(o, Baseline).PerDay(), (6912000*2+6912000)*1e-6)
+	// 864,000 appends × 10 units + 6,912,000 polls at $1 per million.
+	near(t, "API Gateway share", with-Strata(o, Baseline).PerDay(), (864000*10+6912000)*1e-6)
 }
 
 func TestDesignWrites(t *testing.T) {
@@ -211,26 +224,27 @@ func TestTierIdempotentMembers(t *testing.T) {
 	o := Defaults(100)
 	o.Profile = IdempotentDesignProfile()
 	base, tier := Strata(o, Baseline), Strata(o, Aggregation)
-	// 100 SDK producers: 800 requests/s, each 1 claim + 1 commit + 1 entry + 1 partition claim.
-	near(t, "baseline WRU/day", writeUnits(base), 800*86400*4)
-	near(t, "tier WRU/day", writeUnits(tier), 800*86400*4)
+	// 100 SDK producers: 100 requests/s of 8 blocks, each 1 claim + per block 1 commit +
+	// 1 entry + 1 partition claim.
+	near(t, "baseline WRU/day", writeUnits(base), 100*86400*(1+8*3))
+	near(t, "tier WRU/day", writeUnits(tier), 100*86400*(1+8*3))
 	f := *tier.Flow
 	if f.MembersPerAppend < 2 {
-		t.Fatalf("%.2f members per batch at 800 requests/s, want several", f.MembersPerAppend)
+		t.Fatalf("%.2f members per batch at 100 requests/s, want several", f.MembersPerAppend)
 	}
-	near(t, "objects/s", f.AppendsPerSec, 800/f.MembersPerAppend)
+	near(t, "objects/s", f.AppendsPerSec, 100/f.MembersPerAppend)
 
 	// The counted group profile is what the model uses: half the commits, half their units.
 	o.Profile.Group.MemberCommitsPerBlock = 0.5
-	near(t, "tier WRU/day, half the commits", writeUnits(Strata(o, Aggregation)), 800*86400*(1+1+0.5*2))
+	near(t, "tier WRU/day, half the commits", writeUnits(Strata(o, Aggregation)), 100*86400*(1+8*(1+0.5*2)))
 
 	o.Profile.Group.MemberCommitsPerBlock = 1
 	o.FoldedClaims = true
 	folded := Strata(o, Aggregation)
 	g := *folded.Flow
-	near(t, "folded tier WRU/day", writeUnits(folded), 800*86400*1+g.AppendsPerSec*86400*g.BlocksPerAppend*2)
-	// Without the tier, folding drops the partition claim: 1 claim + 2 per block.
-	near(t, "folded baseline WRU/day", writeUnits(Strata(o, Baseline)), 800*86400*3)
+	near(t, "folded tier WRU/day", writeUnits(folded), 100*86400*1+g.AppendsPerSec*86400*g.BlocksPerAppend*2)
+	// Without the tier, folding drops the partition claims: 1 claim + 2 per block.
+	near(t, "folded baseline WRU/day", writeUnits(Strata(o, Baseline)), 100*86400*(1+8*2))
 }
 
 // TestTierInstancesFromCPU: the tier runs as many instances as its requests' CPU needs
@@ -243,12 +257,12 @@ func TestTierInstancesFromCPU(t *testing.T) {
 	if got := FlowOf(o, Baseline).Instances; got != 0 {
 		t.Errorf("no tier: %d instances, want 0", got)
 	}
-	// 80 requests/s × 20 ms + 50,000 records/s × 11 µs = 1.6 + 0.55 vCPU → 2.15 / 1.4 → 2.
-	o.Profile.Group.CPUPerAppend, o.Serving.CPUPerRecord = 20*time.Millisecond, JSONCPUPerRecord
+	// 10 requests/s × 160 ms + 50,000 records/s × 11 µs = 1.6 + 0.55 vCPU → 2.15 / 1.4 → 2.
+	o.Profile.Group.CPUPerAppend, o.Serving.CPUPerRecord = 160*time.Millisecond, JSONCPUPerRecord
 	if got := FlowOf(o, Aggregation).Instances; got != 2 {
 		t.Errorf("2.15 vCPU: %d instances, want 2", got)
 	}
-	o.Profile.Group.CPUPerAppend = 50 * time.Millisecond // 4 + 0.55 vCPU → 3.25 → 4
+	o.Profile.Group.CPUPerAppend = 400 * time.Millisecond // 4 + 0.55 vCPU → 3.25 → 4
 	e := Strata(o, Aggregation)
 	if e.Flow.Instances != 4 {
 		t.Errorf("4.55 vCPU: %d instances, want 4", e.Flow.Instances)
@@ -300,6 +314,8 @@ func TestValidate(t *testing.T) {
 		func(o *Options) { o.Workload.Retention = 0 },
 		func(o *Options) { o.Producers.Count = 0 },
 		func(o *Options) { o.Producers.Linger = -1 },
+		func(o *Options) { o.Producers.RequestBytes = 0 },
+		func(o *Options) { o.Producers.RequestRecords = 0 },
 		func(o *Options) { o.Aggregator.Window = 0 },
 		func(o *Options) { o.Aggregator.MaxUtilisation = 1.5 },
 		func(o *Options) { o.Serving.CPUPerRecord = -1 },

@@ -39,7 +39,7 @@ func Plot(base Options, dir string) error {
 		d     Design
 		fold  bool
 	}{
-		{"Strata SDK (per-partition appends)", ShapeSDK, Baseline, false},
+		{"Strata SDK (one request per round)", ShapeSDK, Baseline, false},
 		{"Strata SDK + aggregation tier", ShapeSDK, Aggregation, false},
 		{"Strata multi-partition appends", ShapeMulti, Baseline, false},
 		{"Strata per-topic commit", ShapeMulti, PerTopicCommit, false},
