@@ -34,10 +34,11 @@ const (
 	// requests, so that a producer sending flat out waits about two request times per
 	// record rather than for a deep queue (see ProducerConfig). On strata dev (8
 	// partitions, one producer sending 1 KB records flat out, `strata bench peers`, a
-	// 2-core machine, docs/BENCHMARKS.md) 3.5 MiB gave p99 ack latencies of 42–44 ms at
-	// 133k records/s with one request per partition batch; 4 MiB 49–51 ms at 138k–148k;
-	// 3 MiB 42–47 ms at 120k; the former 32 MiB 280–400 ms.
-	DefaultBufferBytes = 7 << 19
+	// 2-core machine, docs/BENCHMARKS.md), with one request per round, 3 MiB gave p99 ack
+	// latencies of 41–48 ms at 107k–125k records/s; 3.5 MiB 47–54 ms at 108k–124k;
+	// 2.5 MiB 36–45 ms at 95k–112k. (With one request per partition batch 3.5 MiB gave
+	// 42–44 ms at 133k; the former 32 MiB 280–400 ms.)
+	DefaultBufferBytes = 3 << 20
 	// DefaultBatchBytes is the default ProducerConfig.BatchBytes with the default
 	// buffer: half of it.
 	DefaultBatchBytes   = DefaultBufferBytes / 2
