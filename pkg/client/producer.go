@@ -35,7 +35,7 @@ const (
 	// record rather than for a deep queue (see ProducerConfig). On strata dev (8
 	// partitions, one producer sending 1 KB records flat out, `strata bench peers`, a
 	// 2-core machine, docs/BENCHMARKS.md), with one request per round, 3 MiB gave p99 ack
-	// latencies of 41–48 ms at 107k–125k records/s; 3.5 MiB 47–54 ms at 108k–124k;
+	// latencies of 41–50 ms at 101k–125k records/s; 3.5 MiB 47–54 ms at 108k–124k;
 	// 2.5 MiB 36–45 ms at 95k–112k. (With one request per partition batch 3.5 MiB gave
 	// 42–44 ms at 133k; the former 32 MiB 280–400 ms.)
 	DefaultBufferBytes = 3 << 20
