@@ -204,6 +204,25 @@ func onTopic(op, topic string) need { return need{op, "topic:" + topic} }
 func onGroup(op, g string) need     { return need{op, "group:" + g} }
 
 // authorize returns a 403 unless p has every permission.
+// principal authenticates the request and checks that its principal has every need.
+func (s *server) principal(r *http.Request, needs ...need) (*Principal, *apiError) {
+	p, e := s.authenticate(r)
+	if e == nil {
+		e = authorize(p, needs...)
+	}
+	return p, e
+}
+
+// allow is principal for a handler: on failure it writes the error and reports false.
+func (s *server) allow(w http.ResponseWriter, r *http.Request, needs ...need) (*Principal, bool) {
+	p, e := s.principal(r, needs...)
+	if e != nil {
+		writeError(w, e)
+		return nil, false
+	}
+	return p, true
+}
+
 func authorize(p *Principal, needs ...need) *apiError {
 	for _, n := range needs {
 		if !p.Allowed(n.op, n.resource) {

@@ -58,9 +58,8 @@ func (s *server) adminRoutes() {
 
 // listGroups answers the groups the caller may describe.
 func (s *server) listGroups(w http.ResponseWriter, r *http.Request) {
-	p, e := s.authenticate(r)
-	if e != nil {
-		writeError(w, e)
+	p, ok := s.allow(w, r)
+	if !ok {
 		return
 	}
 	names, err := s.admin.ListGroups(r.Context())
@@ -79,12 +78,7 @@ func (s *server) listGroups(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) getSettings(w http.ResponseWriter, r *http.Request) {
 	g := r.PathValue("group")
-	p, e := s.authenticate(r)
-	if e == nil {
-		e = authorize(p, onGroup(OpDescribe, g))
-	}
-	if e != nil {
-		writeError(w, e)
+	if _, ok := s.allow(w, r, onGroup(OpDescribe, g)); !ok {
 		return
 	}
 	st, err := s.admin.GetSettings(r.Context(), g)
@@ -97,12 +91,7 @@ func (s *server) getSettings(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) putSettings(w http.ResponseWriter, r *http.Request) {
 	g := r.PathValue("group")
-	p, e := s.authenticate(r)
-	if e == nil {
-		e = authorize(p, onGroup(OpReset, g))
-	}
-	if e != nil {
-		writeError(w, e)
+	if _, ok := s.allow(w, r, onGroup(OpReset, g)); !ok {
 		return
 	}
 	var req settingsRequest
@@ -132,12 +121,7 @@ func (s *server) putSettings(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) deletePositions(w http.ResponseWriter, r *http.Request) {
 	g, topic := r.PathValue("group"), r.PathValue("topic")
-	p, e := s.authenticate(r)
-	if e == nil {
-		e = authorize(p, onGroup(OpReset, g), onTopic(OpRead, topic))
-	}
-	if e != nil {
-		writeError(w, e)
+	if _, ok := s.allow(w, r, onGroup(OpReset, g), onTopic(OpRead, topic)); !ok {
 		return
 	}
 	if err := s.admin.DeletePositions(r.Context(), g, topic); err != nil {

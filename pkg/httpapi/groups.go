@@ -49,13 +49,10 @@ type partitionTarget struct {
 // parses the partition.
 func (s *server) consumeTarget(r *http.Request) (partitionTarget, *apiError) {
 	t := partitionTarget{group: r.PathValue("group"), topic: r.PathValue("topic")}
-	p, e := s.authenticate(r)
-	if e != nil {
+	if _, e := s.principal(r, onGroup(OpConsume, t.group), onTopic(OpRead, t.topic)); e != nil {
 		return t, e
 	}
-	if e := authorize(p, onGroup(OpConsume, t.group), onTopic(OpRead, t.topic)); e != nil {
-		return t, e
-	}
+	var e *apiError
 	t.partition, e = partitionParam(r)
 	return t, e
 }
@@ -189,12 +186,7 @@ type describeGroupResponse struct {
 
 func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 	g := r.PathValue("group")
-	p, e := s.authenticate(r)
-	if e == nil {
-		e = authorize(p, onGroup(OpDescribe, g))
-	}
-	if e != nil {
-		writeError(w, e)
+	if _, ok := s.allow(w, r, onGroup(OpDescribe, g)); !ok {
 		return
 	}
 	info, err := s.groups.Describe(r.Context(), g)
@@ -240,12 +232,7 @@ type resetPartition struct {
 
 func (s *server) reset(w http.ResponseWriter, r *http.Request) {
 	g, topic := r.PathValue("group"), r.PathValue("topic")
-	p, e := s.authenticate(r)
-	if e == nil {
-		e = authorize(p, onGroup(OpReset, g), onTopic(OpRead, topic))
-	}
-	if e != nil {
-		writeError(w, e)
+	if _, ok := s.allow(w, r, onGroup(OpReset, g), onTopic(OpRead, topic)); !ok {
 		return
 	}
 	var req resetRequest

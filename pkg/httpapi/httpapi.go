@@ -238,12 +238,7 @@ func (s *server) health(w http.ResponseWriter, _ *http.Request) {
 // serveMetrics serves the Prometheus text to a principal allowed OpMetrics on the
 // cluster.
 func (s *server) serveMetrics(w http.ResponseWriter, r *http.Request) {
-	p, e := s.authenticate(r)
-	if e == nil {
-		e = authorize(p, need{OpMetrics, ResourceCluster})
-	}
-	if e != nil {
-		writeError(w, e)
+	if _, ok := s.allow(w, r, need{OpMetrics, ResourceCluster}); !ok {
 		return
 	}
 	s.promH.ServeHTTP(w, r)

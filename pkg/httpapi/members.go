@@ -77,12 +77,7 @@ func leasesJSON(ls []group.Lease) []memberLeaseJSON {
 // fair share of free partitions, name the extras to hand back.
 func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 	g, topic := r.PathValue("group"), r.PathValue("topic")
-	p, e := s.authenticate(r)
-	if e == nil {
-		e = authorize(p, onGroup(OpConsume, g), onTopic(OpRead, topic))
-	}
-	if e != nil {
-		writeError(w, e)
+	if _, ok := s.allow(w, r, onGroup(OpConsume, g), onTopic(OpRead, topic)); !ok {
 		return
 	}
 	var req heartbeatRequest
@@ -136,12 +131,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 // leave removes a member from the group's live members.
 func (s *server) leave(w http.ResponseWriter, r *http.Request) {
 	g := r.PathValue("group")
-	p, e := s.authenticate(r)
-	if e == nil {
-		e = authorize(p, onGroup(OpConsume, g))
-	}
-	if e != nil {
-		writeError(w, e)
+	if _, ok := s.allow(w, r, onGroup(OpConsume, g)); !ok {
 		return
 	}
 	var req leaveRequest

@@ -43,12 +43,8 @@ type appendResult struct {
 
 func (s *server) appendRecords(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("topic")
-	p, e := s.authenticate(r)
-	if e == nil {
-		e = authorize(p, onTopic(OpAppend, topic))
-	}
-	if e != nil {
-		writeError(w, e)
+	p, ok := s.allow(w, r, onTopic(OpAppend, topic))
+	if !ok {
 		return
 	}
 	var opt log.AppendOptions
@@ -181,12 +177,7 @@ type pollResponse struct {
 
 func (s *server) poll(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("topic")
-	p, e := s.authenticate(r)
-	if e == nil {
-		e = authorize(p, onTopic(OpRead, topic))
-	}
-	if e != nil {
-		writeError(w, e)
+	if _, ok := s.allow(w, r, onTopic(OpRead, topic)); !ok {
 		return
 	}
 	partition, e := partitionParam(r)

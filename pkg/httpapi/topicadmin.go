@@ -33,12 +33,7 @@ func (s *server) topicAdminRoutes() {
 // deleteTopic tombstones a topic; the retention pass removes its data.
 func (s *server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("topic")
-	p, e := s.authenticate(r)
-	if e == nil {
-		e = authorize(p, onTopic(OpCreate, topic))
-	}
-	if e != nil {
-		writeError(w, e)
+	if _, ok := s.allow(w, r, onTopic(OpCreate, topic)); !ok {
 		return
 	}
 	if err := s.topics.DeleteTopic(r.Context(), topic); err != nil {
@@ -51,12 +46,7 @@ func (s *server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 // alterTopic raises a topic's partition count.
 func (s *server) alterTopic(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("topic")
-	p, e := s.authenticate(r)
-	if e == nil {
-		e = authorize(p, onTopic(OpCreate, topic))
-	}
-	if e != nil {
-		writeError(w, e)
+	if _, ok := s.allow(w, r, onTopic(OpCreate, topic)); !ok {
 		return
 	}
 	var req alterTopicRequest

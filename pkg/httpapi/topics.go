@@ -34,9 +34,8 @@ type describeTopicResponse struct {
 }
 
 func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
-	p, e := s.authenticate(r)
-	if e != nil {
-		writeError(w, e)
+	p, ok := s.allow(w, r)
+	if !ok {
 		return
 	}
 	var req createTopicRequest
@@ -74,9 +73,8 @@ func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
-	p, e := s.authenticate(r)
-	if e != nil {
-		writeError(w, e)
+	p, ok := s.allow(w, r)
+	if !ok {
 		return
 	}
 	names, err := s.log.ListTopics(r.Context())
@@ -95,12 +93,7 @@ func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("topic")
-	p, e := s.authenticate(r)
-	if e == nil {
-		e = authorize(p, onTopic(OpDescribe, topic))
-	}
-	if e != nil {
-		writeError(w, e)
+	if _, ok := s.allow(w, r, onTopic(OpDescribe, topic)); !ok {
 		return
 	}
 	info, err := s.log.DescribeTopic(r.Context(), topic)
