@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -64,9 +63,7 @@ func driveNATS(ctx context.Context, cfg Config, srv *server, producers int) (dri
 		return driven{}, fmt.Errorf("create consumer: %w", err)
 	}
 	value := payload(cfg.ValueBytes)
-	var consumed atomic.Int64
-	allIn := make(chan struct{})
-	var once sync.Once
+	got := newTally(cfg.Records)
 	cctx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
 	var cwg sync.WaitGroup
@@ -81,9 +78,7 @@ func driveNATS(ctx context.Context, cfg Config, srv *server, producers int) (dri
 				if _, err := it.Next(); err != nil {
 					return
 				}
-				if consumed.Add(1) == int64(cfg.Records) {
-					once.Do(func() { close(allIn) })
-				}
+				got.add(1)
 			}
 		})
 	}
@@ -140,15 +135,11 @@ func driveNATS(ctx context.Context, cfg Config, srv *server, producers int) (dri
 		})
 	}
 	pwg.Wait()
-	select {
-	case err := <-perr:
+	if err := firstErr(perr); err != nil {
 		return driven{}, fmt.Errorf("publish: %w", err)
-	default:
 	}
-	select {
-	case <-allIn:
-	case <-ctx.Done():
-		return driven{}, fmt.Errorf("consume: %d of %d records: %w", consumed.Load(), cfg.Records, ctx.Err())
+	if err := got.wait(ctx, nil); err != nil {
+		return driven{}, err
 	}
 	elapsed := time.Since(start)
 	stopConsumers()

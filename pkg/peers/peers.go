@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -415,5 +416,47 @@ func report(ch chan<- error, err error) {
 	select {
 	case ch <- err:
 	default:
+	}
+}
+
+// firstErr is the first error reported on ch, or nil when none was.
+func firstErr(ch <-chan error) error {
+	select {
+	case err := <-ch:
+		return err
+	default:
+		return nil
+	}
+}
+
+// tally counts the records consumers read and says when every record of a run is in.
+type tally struct {
+	want     int64
+	consumed atomic.Int64
+	allIn    chan struct{}
+	once     sync.Once
+}
+
+func newTally(records int) *tally {
+	return &tally{want: int64(records), allIn: make(chan struct{})}
+}
+
+// add counts n more records read.
+func (t *tally) add(n int) {
+	if t.consumed.Add(int64(n)) >= t.want {
+		t.once.Do(func() { close(t.allIn) })
+	}
+}
+
+// wait blocks until every record is read, a consumer reports an error on cerr (nil:
+// none can), or ctx ends.
+func (t *tally) wait(ctx context.Context, cerr <-chan error) error {
+	select {
+	case <-t.allIn:
+		return nil
+	case err := <-cerr:
+		return fmt.Errorf("consume: %w", err)
+	case <-ctx.Done():
+		return fmt.Errorf("consume: %d of %d records: %w", t.consumed.Load(), t.want, ctx.Err())
 	}
 }

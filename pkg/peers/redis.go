@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,9 +33,7 @@ func driveRedis(ctx context.Context, cfg Config, srv *server, producers int) (dr
 		return driven{}, fmt.Errorf("create group: %w", err)
 	}
 	value := payload(cfg.ValueBytes)
-	var consumed atomic.Int64
-	allIn := make(chan struct{})
-	var once sync.Once
+	got := newTally(cfg.Records)
 	cctx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
 	var cwg sync.WaitGroup
@@ -52,9 +49,7 @@ func driveRedis(ctx context.Context, cfg Config, srv *server, producers int) (dr
 				for _, s := range res {
 					n += len(s.Messages)
 				}
-				if consumed.Add(int64(n)) >= int64(cfg.Records) {
-					once.Do(func() { close(allIn) })
-				}
+				got.add(n)
 			}
 		})
 	}
@@ -89,15 +84,11 @@ func driveRedis(ctx context.Context, cfg Config, srv *server, producers int) (dr
 		})
 	}
 	pwg.Wait()
-	select {
-	case err := <-perr:
+	if err := firstErr(perr); err != nil {
 		return driven{}, fmt.Errorf("xadd: %w", err)
-	default:
 	}
-	select {
-	case <-allIn:
-	case <-ctx.Done():
-		return driven{}, fmt.Errorf("consume: %d of %d records: %w", consumed.Load(), cfg.Records, ctx.Err())
+	if err := got.wait(ctx, nil); err != nil {
+		return driven{}, err
 	}
 	elapsed := time.Since(start)
 	stopConsumers()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/stratalog/strata/pkg/client"
@@ -33,9 +32,7 @@ func driveStrata(ctx context.Context, cfg Config, srv *server, producers int) (d
 		return driven{}, fmt.Errorf("create topic: %w", err)
 	}
 	value := payload(cfg.ValueBytes)
-	var consumed atomic.Int64
-	allIn := make(chan struct{})
-	var once sync.Once
+	got := newTally(cfg.Records)
 	cctx, stopConsumers := context.WithCancel(ctx)
 	defer stopConsumers()
 	var cwg sync.WaitGroup
@@ -53,9 +50,7 @@ func driveStrata(ctx context.Context, cfg Config, srv *server, producers int) (d
 					return
 				}
 				off = r.NextOffset
-				if consumed.Add(int64(len(r.Records))) >= int64(cfg.Records) {
-					once.Do(func() { close(allIn) })
-				}
+				got.add(len(r.Records))
 			}
 		})
 	}
@@ -113,17 +108,11 @@ func driveStrata(ctx context.Context, cfg Config, srv *server, producers int) (d
 		})
 	}
 	pwg.Wait()
-	select {
-	case err := <-perr:
+	if err := firstErr(perr); err != nil {
 		return driven{}, fmt.Errorf("produce: %w", err)
-	default:
 	}
-	select {
-	case <-allIn:
-	case err := <-cerr:
-		return driven{}, fmt.Errorf("consume: %w", err)
-	case <-ctx.Done():
-		return driven{}, fmt.Errorf("consume: %d of %d records: %w", consumed.Load(), cfg.Records, ctx.Err())
+	if err := got.wait(ctx, cerr); err != nil {
+		return driven{}, err
 	}
 	elapsed := time.Since(start)
 	stopConsumers()
