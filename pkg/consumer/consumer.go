@@ -69,6 +69,9 @@ const (
 	HeaderAttempts        = "strata-attempts"
 )
 
+// DefaultMaxInFlightBytes is Config.MaxInFlightBytes's default.
+const DefaultMaxInFlightBytes = 64 << 20
+
 // ErrResetPolicyFail is returned when the position fell outside the log and the policy
 // is "fail".
 var ErrResetPolicyFail = errors.New("consumer: position out of range and reset policy is fail")
@@ -105,8 +108,12 @@ type Config struct {
 	// New refuses a longer one rather than let the lease lapse between renewals.
 	PollWait time.Duration
 	// MaxInFlight bounds the window from the oldest incomplete record to the newest
-	// polled one (default 4 × PollRecords).
-	MaxInFlight int
+	// polled one (default 4 × PollRecords), and MaxInFlightBytes the bytes of polled
+	// records not yet completed (default 64 MiB): when either is reached the run stops
+	// polling until workers catch up. One poll answer may exceed both (a binary poll
+	// answers whole commits); the run loop holds it and never waits on the workers.
+	MaxInFlight      int
+	MaxInFlightBytes int64
 	// CommitInterval bounds how long completed work waits for a commit (default 1s).
 	CommitInterval time.Duration
 	// Clock is this process's clock (default time.Now). The lease is tracked on it alone,
@@ -176,6 +183,9 @@ func New(l Log, c Coordinator, cfg Config) (*Consumer, error) {
 	if cfg.MaxInFlight <= 0 {
 		cfg.MaxInFlight = 4 * cfg.PollRecords
 	}
+	if cfg.MaxInFlightBytes <= 0 {
+		cfg.MaxInFlightBytes = DefaultMaxInFlightBytes
+	}
 	if cfg.CommitInterval <= 0 {
 		cfg.CommitInterval = time.Second
 	}
@@ -223,7 +233,11 @@ func (c *Consumer) RunLease(ctx context.Context, lease group.Lease, opt RunOptio
 }
 
 func (c *Consumer) runLease(ctx context.Context, lease group.Lease, deadline time.Time, opt RunOptions) (Stats, error) {
-	r := &run{c: c, lease: lease, p: lease.Partition, opt: opt, base: c.cfg.Clock()}
+	r := &run{c: c, lease: lease, p: lease.Partition, opt: opt, base: c.cfg.Clock(), lim: limits{
+		TTL: c.cfg.LeaseTTL, CommitInterval: c.cfg.CommitInterval, PollWait: c.cfg.PollWait,
+		MaxInFlight: c.cfg.MaxInFlight, MaxInFlightBytes: c.cfg.MaxInFlightBytes,
+		RetryAfter: min(retryAfter, c.cfg.LeaseTTL/10), IdlePoll: idlePoll,
+	}}
 	r.setDeadline(deadline)
 	st, err := r.loop(ctx)
 	if c.cfg.Metrics != nil {
@@ -232,12 +246,14 @@ func (c *Consumer) runLease(ctx context.Context, lease group.Lease, deadline tim
 	return st, err
 }
 
-// run is one partition's state while it is consumed.
+// run is one partition's state while it is consumed. The loop owns every field but
+// the atomics, the tracker (safe for concurrent use) and the queues.
 type run struct {
 	c     *Consumer
 	lease group.Lease
 	p     int32
 	opt   RunOptions
+	lim   limits
 
 	tracker   *checkpoint.Tracker
 	stats     Stats
@@ -246,12 +262,26 @@ type run struct {
 	workCtx   context.Context
 	cancel    context.CancelFunc
 	queues    []chan Record
-	wg        sync.WaitGroup
-	handled   atomic.Int64
-	retries   atomic.Int64
-	dead      atomic.Int64
-	dropped   atomic.Int64
+	// pending holds each worker's polled records that its queue had no room for; the
+	// loop hands them on as the queue drains and never waits for room.
+	pending [][]Record
+	wg      sync.WaitGroup
+	handled atomic.Int64
+	retries atomic.Int64
+	dead    atomic.Int64
+	dropped atomic.Int64
+	// heldBytes counts the bytes of polled records not yet completed.
+	heldBytes atomic.Int64
 	workErr   chan error
+	// wake tells the loop a worker completed a record (or failed); one slot, so many
+	// completions make one wake-up.
+	wake chan struct{}
+
+	fetch, hw               int64
+	lastRenew, renewRetryAt time.Time
+	lastCommit              time.Time
+	lastPoll, pollRetryAt   time.Time
+	oor                     *log.OffsetOutOfRangeError
 	// base is the Clock's reading when the run began and leaseUntil the local lease
 	// deadline as nanoseconds after it (Time.Sub uses the monotonic clock when both
 	// readings have one, as time.Now's do). Workers start no record past the deadline,
@@ -261,12 +291,21 @@ type run struct {
 	leaseUntil atomic.Int64
 }
 
+// Pauses of the run loop: after a failed poll or renew (at most a tenth of the TTL),
+// and between polls that find nothing new while records are still being handled.
+const (
+	retryAfter = 100 * time.Millisecond
+	idlePoll   = 5 * time.Millisecond
+)
+
 // setDeadline records the local lease deadline.
 func (r *run) setDeadline(t time.Time) { r.leaseUntil.Store(int64(t.Sub(r.base))) }
 
 // leaseLapsed reports whether the local lease deadline is at or before now.
 func (r *run) leaseLapsed(now time.Time) bool { return int64(now.Sub(r.base)) >= r.leaseUntil.Load() }
 
+// loop reads what the run knows, decides (decide, no I/O) and applies the plan, until
+// the run ends. It never waits on a worker.
 func (r *run) loop(ctx context.Context) (Stats, error) {
 	cfg := r.c.cfg
 	start, err := r.startOffset(ctx)
@@ -284,17 +323,17 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 	r.workCtx, r.cancel = context.WithCancel(ctx)
 	defer r.cancel()
 	r.workErr = make(chan error, cfg.Workers)
+	r.wake = make(chan struct{}, 1)
 	r.queues = make([]chan Record, cfg.Workers)
+	r.pending = make([][]Record, cfg.Workers)
 	for i := range r.queues {
-		// Room for every record the loop may have in flight, so dispatch never blocks
-		// the loop that renews the lease and commits.
-		r.queues[i] = make(chan Record, cfg.MaxInFlight+cfg.PollRecords)
+		r.queues[i] = make(chan Record, cfg.PollRecords)
 		r.wg.Add(1)
 		go r.worker(r.queues[i])
 	}
-	fetch := start
-	lastRenew := cfg.Clock()
-	lastCommit := cfg.Clock()
+	r.fetch, r.hw = start, -1
+	now := cfg.Clock()
+	r.lastRenew, r.lastCommit = now, now
 	for {
 		if ctx.Err() != nil {
 			return r.finish(ctx, nil)
@@ -304,91 +343,171 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 			return r.finish(ctx, err)
 		default:
 		}
-		now := cfg.Clock()
-		if now.Sub(lastRenew) >= cfg.LeaseTTL/3 || r.leaseLapsed(now) {
-			// The deadline counts from before the request: the server's expiry is later
-			// by at least the request's transit, whatever either clock says.
-			sent := cfg.Clock()
-			l, err := r.c.coord.Renew(ctx, cfg.Group, cfg.Topic, r.p, cfg.Member, r.lease.Generation, cfg.LeaseTTL)
-			if err != nil {
-				if errors.Is(err, group.ErrFenced) {
-					return r.finish(ctx, r.fence(err))
-				}
-				if r.leaseLapsed(cfg.Clock()) {
-					return r.finish(ctx, fmt.Errorf("consumer: lease expired while renew failed: %w", err))
-				}
-			} else {
-				r.lease.ExpiresAt = l.ExpiresAt
-				r.setDeadline(sent.Add(cfg.LeaseTTL))
-				lastRenew = sent
+		r.feed()
+		p := decide(r.lim, r.observe(cfg.Clock()))
+		if p.Renew {
+			if err := r.renew(ctx); err != nil {
+				return r.finish(ctx, err)
 			}
 		}
-		if next := r.tracker.Next(); next > r.committed && now.Sub(lastCommit) >= cfg.CommitInterval {
-			if err := r.commit(ctx, next, false); err != nil {
+		if p.Commit {
+			at := cfg.Clock()
+			if err := r.commit(ctx, r.tracker.Next(), false); err != nil {
 				if ctx.Err() != nil && !r.fenced.Load() {
 					return r.finish(ctx, nil) // stopping: finish commits without ctx
 				}
 				return r.finish(ctx, err)
 			}
-			lastCommit = now
+			r.lastCommit = at
 		}
-		// Bound the window (polled minus committable), not just the records in flight:
-		// one stuck record must not let the window grow without limit.
-		if fetch-r.tracker.Next() >= int64(cfg.MaxInFlight) {
-			if err := ctxtime.Sleep(ctx, 5*time.Millisecond); err != nil {
-				return r.finish(ctx, nil)
-			}
-			continue
-		}
-		wait := cfg.PollWait
-		if r.tracker.InFlight() > 0 {
-			wait = 0 // keep committing while work drains
-		}
-		res, err := r.c.log.Poll(ctx, cfg.Topic, r.p, fetch, log.PollOptions{MaxRecords: cfg.PollRecords, Wait: wait})
-		var oor *log.OffsetOutOfRangeError
 		switch {
-		case errors.As(err, &oor):
-			next, err := r.reposition(ctx, fetch, oor)
-			if err != nil {
+		case p.Done:
+			return r.finish(ctx, nil)
+		case p.Reposition:
+			if err := r.reposition(ctx); err != nil {
 				if ctx.Err() != nil && !r.fenced.Load() {
 					return r.finish(ctx, nil)
 				}
 				return r.finish(ctx, err)
 			}
-			fetch = next
-			continue
-		case ctx.Err() != nil:
-			return r.finish(ctx, nil)
-		case err != nil:
-			if err := ctxtime.Sleep(ctx, 100*time.Millisecond); err != nil {
-				return r.finish(ctx, nil)
+		case p.Poll:
+			if err := r.poll(ctx, p.PollWait); err != nil {
+				return r.finish(ctx, err)
 			}
-			continue
-		}
-		for _, rec := range res.Records {
-			// Offsets the log skips (an idempotent append's duplicate commit) complete
-			// at once, so the contiguous prefix passes them.
-			if err := r.tracker.Skip(rec.Offset); err != nil {
-				return r.finish(ctx, fmt.Errorf("consumer: %w", err))
-			}
-			if err := r.tracker.Start(rec.Offset); err != nil {
-				return r.finish(ctx, fmt.Errorf("consumer: %w", err))
-			}
-			r.dispatch(Record{Record: rec, Topic: cfg.Topic, Partition: r.p})
-		}
-		if err := r.tracker.Skip(res.NextOffset); err != nil {
-			return r.finish(ctx, fmt.Errorf("consumer: %w", err))
-		}
-		fetch = res.NextOffset
-		if len(res.Records) == 0 && r.tracker.InFlight() > 0 {
-			if err := ctxtime.Sleep(ctx, 2*time.Millisecond); err != nil {
-				return r.finish(ctx, nil)
-			}
-		}
-		if r.opt.UntilCaughtUp && fetch >= res.HighWatermark && r.tracker.InFlight() == 0 {
-			return r.finish(ctx, nil)
+		default:
+			r.sleep(p.Sleep)
 		}
 	}
+}
+
+// observe reads what decide needs.
+func (r *run) observe(now time.Time) observed {
+	return observed{
+		Now: now, LeaseLapsed: r.leaseLapsed(now), LastRenew: r.lastRenew, RenewRetryAt: r.renewRetryAt,
+		LastCommit: r.lastCommit, Committed: r.committed, Next: r.tracker.Next(), Fetch: r.fetch,
+		HighWatermark: r.hw, InFlight: r.tracker.InFlight(), HeldBytes: r.heldBytes.Load(),
+		LastPoll: r.lastPoll, PollRetryAt: r.pollRetryAt, OutOfRange: r.oor != nil, UntilCaughtUp: r.opt.UntilCaughtUp,
+	}
+}
+
+// renew renews the lease; a failure is retried after a pause unless it was fenced or
+// the local deadline passed meanwhile.
+func (r *run) renew(ctx context.Context) error {
+	cfg := r.c.cfg
+	// The deadline counts from before the request: the server's expiry is later by at
+	// least the request's transit, whatever either clock says.
+	sent := cfg.Clock()
+	l, err := r.c.coord.Renew(ctx, cfg.Group, cfg.Topic, r.p, cfg.Member, r.lease.Generation, cfg.LeaseTTL)
+	if err != nil {
+		if errors.Is(err, group.ErrFenced) {
+			return r.fence(err)
+		}
+		now := cfg.Clock()
+		if r.leaseLapsed(now) && ctx.Err() == nil {
+			return fmt.Errorf("consumer: lease expired while renew failed: %w", err)
+		}
+		r.renewRetryAt = now.Add(r.lim.RetryAfter)
+		return nil
+	}
+	r.lease.ExpiresAt = l.ExpiresAt
+	r.setDeadline(sent.Add(cfg.LeaseTTL))
+	r.lastRenew = sent
+	return nil
+}
+
+// poll polls once from the fetch position and buffers what it answers for the
+// workers; an answer may exceed PollRecords (whole commits), and is taken whole.
+func (r *run) poll(ctx context.Context, wait time.Duration) error {
+	cfg := r.c.cfg
+	res, err := r.c.log.Poll(ctx, cfg.Topic, r.p, r.fetch, log.PollOptions{MaxRecords: cfg.PollRecords, Wait: wait})
+	now := cfg.Clock()
+	var oor *log.OffsetOutOfRangeError
+	switch {
+	case errors.As(err, &oor):
+		if cfg.ResetPolicy == ResetFail {
+			return fmt.Errorf("%w: %w", ErrResetPolicyFail, oor)
+		}
+		r.oor = oor
+		return nil
+	case ctx.Err() != nil:
+		return nil // the loop finishes
+	case err != nil:
+		r.pollRetryAt = now.Add(r.lim.RetryAfter)
+		return nil
+	}
+	r.lastPoll = now
+	for _, rec := range res.Records {
+		// Offsets the log skips (an idempotent append's duplicate commit) complete
+		// at once, so the contiguous prefix passes them.
+		if err := r.tracker.Skip(rec.Offset); err != nil {
+			return fmt.Errorf("consumer: %w", err)
+		}
+		if err := r.tracker.Start(rec.Offset); err != nil {
+			return fmt.Errorf("consumer: %w", err)
+		}
+		r.heldBytes.Add(recordBytes(rec))
+		i := route(rec.Offset, rec.Key, len(r.queues), cfg.OrderedKeys, log.PartitionForKey)
+		r.pending[i] = append(r.pending[i], Record{Record: rec, Topic: cfg.Topic, Partition: r.p})
+	}
+	if err := r.tracker.Skip(res.NextOffset); err != nil {
+		return fmt.Errorf("consumer: %w", err)
+	}
+	r.fetch, r.hw = res.NextOffset, res.HighWatermark
+	r.feed()
+	return nil
+}
+
+// feed hands each worker as many of its pending records as its queue has room for.
+func (r *run) feed() {
+	for i, q := range r.queues {
+		recs := r.pending[i]
+		n := 0
+		for n < len(recs) && trySend(q, recs[n]) {
+			n++
+		}
+		if n == len(recs) {
+			r.pending[i] = nil
+		} else {
+			r.pending[i] = recs[n:]
+		}
+	}
+}
+
+func trySend(q chan<- Record, rec Record) bool {
+	select {
+	case q <- rec:
+		return true
+	default:
+		return false
+	}
+}
+
+// sleep waits up to d for a worker's completion (or the run's end).
+func (r *run) sleep(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.workCtx.Done():
+	case <-r.wake:
+	case <-t.C:
+	}
+}
+
+// signal wakes the loop without waiting.
+func (r *run) signal() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// recordBytes is what a polled record holds in memory, for the window's byte bound.
+func recordBytes(rec segment.Record) int64 {
+	n := len(rec.Key) + len(rec.Value)
+	for _, h := range rec.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return int64(n)
 }
 
 // startOffset is the committed offset, or where the reset policy starts a new group.
@@ -406,18 +525,11 @@ func (r *run) startOffset(ctx context.Context) (int64, error) {
 	return start, nil
 }
 
-// reposition applies the reset policy when the fetch position left the log; it waits
-// for in-flight records first, so the tracker restarts cleanly.
-func (r *run) reposition(ctx context.Context, fetch int64, oor *log.OffsetOutOfRangeError) (int64, error) {
+// reposition applies the reset policy once the fetch position left the log and every
+// record in flight is done (decide waits for that), so the tracker restarts cleanly.
+func (r *run) reposition(ctx context.Context) error {
 	cfg := r.c.cfg
-	if cfg.ResetPolicy == ResetFail {
-		return 0, fmt.Errorf("%w: %w", ErrResetPolicyFail, oor)
-	}
-	for r.tracker.InFlight() > 0 {
-		if err := ctxtime.Sleep(ctx, 2*time.Millisecond); err != nil {
-			return 0, err
-		}
-	}
+	oor, fetch := r.oor, r.fetch
 	next := oor.LogStartOffset
 	if cfg.ResetPolicy == ResetLatest || fetch > oor.HighWatermark {
 		next = oor.HighWatermark
@@ -427,25 +539,10 @@ func (r *run) reposition(ctx context.Context, fetch int64, oor *log.OffsetOutOfR
 	}
 	r.tracker.Reset(next)
 	if err := r.commit(ctx, next, true); err != nil {
-		return 0, err
+		return err
 	}
-	return next, nil
-}
-
-// dispatch queues a record: by key when keys must stay in order, else round-robin.
-func (r *run) dispatch(rec Record) {
-	i := 0
-	if n := len(r.queues); n > 1 {
-		if r.c.cfg.OrderedKeys && rec.Key != nil {
-			i = int(log.PartitionForKey(rec.Key, int32(n)))
-		} else {
-			i = int(rec.Offset % int64(n))
-		}
-	}
-	select {
-	case r.queues[i] <- rec:
-	case <-r.workCtx.Done():
-	}
+	r.oor, r.fetch = nil, next
+	return nil
 }
 
 func (r *run) worker(q <-chan Record) {
@@ -460,8 +557,11 @@ func (r *run) worker(q <-chan Record) {
 			}
 			if err := r.tracker.Done(rec.Offset); err != nil {
 				r.workErr <- fmt.Errorf("consumer: %w", err)
+				r.signal()
 				return
 			}
+			r.heldBytes.Add(-recordBytes(rec.Record))
+			r.signal()
 		}
 	}
 }
@@ -504,6 +604,7 @@ func (r *run) handle(rec Record) bool {
 	if derr := r.deadLetter(rec, err); derr != nil {
 		if r.workCtx.Err() == nil {
 			r.workErr <- fmt.Errorf("consumer: dead-letter %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, derr)
+			r.signal()
 		}
 		return false
 	}

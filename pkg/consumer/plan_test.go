@@ -1,0 +1,124 @@
+package consumer
+
+import (
+	"testing"
+	"time"
+)
+
+// TestDecide is the run loop's step as tables of scenarios: what the loop does next
+// from what it knows, with no store and no goroutine.
+func TestDecide(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	lim := limits{TTL: 30 * time.Second, CommitInterval: time.Second, PollWait: time.Second,
+		MaxInFlight: 2000, MaxInFlightBytes: 1 << 20, RetryAfter: 100 * time.Millisecond, IdlePoll: 5 * time.Millisecond}
+	// base: caught up to nothing yet, just renewed and committed, nothing in flight.
+	base := observed{Now: t0, LastRenew: t0, LastCommit: t0, Committed: 10, Next: 10, Fetch: 10, HighWatermark: -1}
+	cases := []struct {
+		name string
+		mod  func(o *observed)
+		want plan
+	}{
+		{"idle: long-poll", nil, plan{Poll: true, PollWait: time.Second}},
+		{"work in flight, more in the log: poll at once", func(o *observed) {
+			o.Fetch, o.HighWatermark, o.InFlight = 20, 100, 10
+		}, plan{Poll: true}},
+		{"renew due at TTL/3", func(o *observed) {
+			o.Now = t0.Add(10 * time.Second)
+			o.LastCommit = o.Now
+		}, plan{Renew: true, Poll: true, PollWait: time.Second}},
+		{"lease lapsed: renew at once", func(o *observed) {
+			o.Now, o.LeaseLapsed = t0.Add(time.Second), true
+			o.LastCommit = o.Now
+		}, plan{Renew: true, Poll: true, PollWait: time.Second}},
+		{"renew failed: wait for the retry", func(o *observed) {
+			o.Now = t0.Add(10 * time.Second)
+			o.RenewRetryAt = o.Now.Add(50 * time.Millisecond)
+			o.LastCommit = o.Now
+			o.Fetch, o.HighWatermark, o.InFlight = 12000, 12000, 2000 // window full
+		}, plan{Sleep: 50 * time.Millisecond}},
+		{"commit due", func(o *observed) {
+			o.Now, o.Next, o.Fetch, o.HighWatermark = t0.Add(time.Second), 15, 15, 15
+		}, plan{Commit: true, Poll: true, PollWait: time.Second}},
+		{"commit not yet due", func(o *observed) {
+			o.Now, o.Next, o.Fetch, o.HighWatermark, o.InFlight = t0.Add(300*time.Millisecond), 15, 15+2000, 10000, 2000
+		}, plan{Sleep: 700 * time.Millisecond}},
+		// Issue 18.1: one answer of 10,000 records (a whole commit) is far over the
+		// window; the loop keeps renewing and committing and waits for completions,
+		// never for room in a worker's queue.
+		{"whole commit over the window: renew and commit, no poll", func(o *observed) {
+			o.Now = t0.Add(10 * time.Second)
+			o.Next, o.Fetch, o.HighWatermark, o.InFlight = 4000, 10010, 10010, 6010
+		}, plan{Renew: true, Commit: true, Sleep: 10 * time.Second}},
+		{"bytes over the window: no poll", func(o *observed) {
+			o.Fetch, o.HighWatermark, o.InFlight, o.HeldBytes = 20, 100, 10, 1<<20
+		}, plan{Sleep: 10 * time.Second}},
+		{"caught up while work drains: poll again after IdlePoll", func(o *observed) {
+			o.Fetch, o.HighWatermark, o.InFlight, o.LastPoll = 20, 20, 10, t0.Add(-2*time.Millisecond)
+		}, plan{Sleep: 3 * time.Millisecond}},
+		{"caught up while work drains, IdlePoll passed: poll without a wait", func(o *observed) {
+			o.Fetch, o.HighWatermark, o.InFlight, o.LastPoll = 20, 20, 10, t0.Add(-5*time.Millisecond)
+		}, plan{Poll: true}},
+		{"poll failed: wait for the retry", func(o *observed) {
+			o.PollRetryAt = t0.Add(80 * time.Millisecond)
+		}, plan{Sleep: 80 * time.Millisecond}},
+		{"out of range with work in flight: drain first", func(o *observed) {
+			o.OutOfRange, o.InFlight, o.Fetch = true, 3, 13
+		}, plan{Sleep: 10 * time.Second}},
+		{"out of range, drained: reposition", func(o *observed) {
+			o.OutOfRange = true
+		}, plan{Reposition: true}},
+		{"until caught up, done", func(o *observed) {
+			o.UntilCaughtUp, o.HighWatermark = true, 10
+		}, plan{Done: true}},
+		{"until caught up, work in flight: not done", func(o *observed) {
+			o.UntilCaughtUp, o.HighWatermark, o.Fetch, o.InFlight, o.LastPoll = true, 12, 12, 2, t0
+		}, plan{Sleep: 5 * time.Millisecond}},
+		{"until caught up, no answer yet: poll", func(o *observed) {
+			o.UntilCaughtUp = true
+		}, plan{Poll: true, PollWait: time.Second}},
+		{"a renewal due in a nanosecond sleeps minSleep, not zero", func(o *observed) {
+			o.Now = t0.Add(10 * time.Second)
+			o.LastRenew = t0.Add(time.Nanosecond)
+			o.LastCommit = o.Now
+			o.Fetch, o.Next, o.HighWatermark, o.InFlight = 4000, 2000, 4000, 2000
+		}, plan{Sleep: minSleep}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := base
+			if c.mod != nil {
+				c.mod(&o)
+			}
+			if got := decide(lim, o); got != c.want {
+				t.Fatalf("decide = %+v, want %+v", got, c.want)
+			}
+		})
+	}
+}
+
+// TestDecideSleepsAreBounded: whatever the loop knows, a plan that does nothing else
+// sleeps at least minSleep (no spinning) and at most TTL/3 (renewals keep their pace).
+func TestDecideSleepsAreBounded(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	lim := limits{TTL: 3 * time.Second, CommitInterval: time.Second, PollWait: time.Second,
+		MaxInFlight: 100, MaxInFlightBytes: 1 << 20, RetryAfter: 100 * time.Millisecond, IdlePoll: 5 * time.Millisecond}
+	for _, lapsed := range []bool{false, true} {
+		for _, ago := range []time.Duration{0, 500 * time.Millisecond, 999 * time.Millisecond, 2 * time.Second} {
+			for _, inflight := range []int{0, 50, 100} {
+				o := observed{Now: t0, LeaseLapsed: lapsed, LastRenew: t0.Add(-ago), LastCommit: t0.Add(-ago),
+					Committed: 0, Next: 0, Fetch: int64(inflight), HighWatermark: int64(inflight), InFlight: inflight,
+					LastPoll: t0, OutOfRange: inflight == 50}
+				p := decide(lim, o)
+				if p.Poll || p.Done || p.Reposition {
+					continue
+				}
+				if p.Sleep < minSleep || p.Sleep > lim.TTL/3 {
+					t.Errorf("%+v: sleep %s outside [%s, %s]", o, p.Sleep, minSleep, lim.TTL/3)
+				}
+				if lapsed && !p.Renew {
+					t.Errorf("%+v: lease lapsed and no renew", o)
+				}
+			}
+		}
+	}
+}
