@@ -88,8 +88,9 @@ type StepResult struct {
 }
 
 // Step heartbeats the member, renews its leases, takes free or expired leases up to
-// its fair share and reports any extras to release. An error leaves the Balancer
-// consistent; the caller retries at the next interval.
+// its fair share and reports any extras to release. It reads (members, leases),
+// decides with the pure planBalance, then applies the plan. An error leaves the
+// Balancer consistent; the caller retries at the next interval.
 func (b *Balancer) Step(ctx context.Context) (StepResult, error) {
 	var res StepResult
 	cfg := b.cfg
@@ -101,6 +102,7 @@ func (b *Balancer) Step(ctx context.Context) (StepResult, error) {
 		}
 		b.ensured = true
 	}
+	// The heartbeat and the renewals are due every step, whatever the plan says.
 	if err := cfg.Store.Heartbeat(ctx, store.Member{Group: cfg.Group, ID: cfg.Member, ExpiresAt: exp}); err != nil {
 		return res, fmt.Errorf("group: heartbeat of %q in %s: %w", cfg.Member, cfg.Group, err)
 	}
@@ -118,71 +120,121 @@ func (b *Balancer) Step(ctx context.Context) (StepResult, error) {
 		l.ExpiresAt = a.ExpiresAt
 		b.held[p] = l
 	}
+	// Read.
 	members, err := cfg.Store.LiveMembers(ctx, cfg.Group, now)
 	if err != nil {
 		return res, fmt.Errorf("group: live members of %s: %w", cfg.Group, err)
 	}
-	res.LiveMembers = max(len(members), 1)
-	share := (int(cfg.Partitions) + res.LiveMembers - 1) / res.LiveMembers
-	res.FairShare = share
-	if len(b.held) < share {
-		if err := b.take(ctx, now, exp, share, &res); err != nil {
+	view := balanceView{Partitions: cfg.Partitions, Start: b.start, Held: b.heldPartitions(), LiveMembers: len(members)}
+	if len(view.Held) < fairShare(view.Partitions, view.LiveMembers) {
+		rows, err := cfg.Store.ListAssignments(ctx, cfg.Group)
+		if err != nil {
+			return res, fmt.Errorf("group: list leases of %s: %w", cfg.Group, err)
+		}
+		for _, a := range rows {
+			if a.Topic == cfg.Topic && a.Live(now) && a.Owner != cfg.Member {
+				view.Busy = append(view.Busy, a.Partition)
+			}
+		}
+	}
+	// Decide.
+	pl := planBalance(view)
+	res.LiveMembers, res.FairShare = pl.LiveMembers, pl.Share
+	// Apply.
+	for _, p := range pl.Take {
+		if len(b.held) >= pl.Share {
+			break
+		}
+		if err := b.acquire(ctx, p, now, exp, &res); err != nil {
 			return res, err
 		}
 	}
-	if extra := len(b.held) - share; extra > 0 {
-		ps := b.heldPartitions()
-		for _, p := range ps[len(ps)-extra:] {
-			res.Release = append(res.Release, b.held[p])
-		}
+	for _, p := range pl.Release {
+		res.Release = append(res.Release, b.held[p])
 	}
 	return res, nil
 }
 
-// take acquires free or expired leases (or this member's own, from an earlier
-// incarnation) until the member holds share of them.
-func (b *Balancer) take(ctx context.Context, now, exp time.Time, share int, res *StepResult) error {
+// balanceView is what a step knows when it decides: the topic's partition count, where
+// this member starts scanning, the partitions it holds (sorted), how many members are
+// live, and the partitions other members hold live leases on (read only when the
+// member is under its share).
+type balanceView struct {
+	Partitions  int32
+	Start       int32
+	Held        []int32
+	LiveMembers int
+	Busy        []int32
+}
+
+// balancePlan is a step's decision: the fair share, the partitions to try to take in
+// order (the step stops once it holds its share; an acquire another member won is
+// skipped), and the held extras to hand back.
+type balancePlan struct {
+	LiveMembers, Share int
+	Take               []int32
+	Release            []int32
+}
+
+// fairShare is ceil(partitions / live members), counting this member when no one is
+// live yet.
+func fairShare(partitions int32, live int) int {
+	live = max(live, 1)
+	return (int(partitions) + live - 1) / live
+}
+
+// planBalance is the balancer's pure decision, as KCL does it: under the fair share,
+// take free or expired partitions scanning from Start; over it, hand back the highest
+// held partitions. It never takes a partition another member holds live.
+func planBalance(v balanceView) balancePlan {
+	pl := balancePlan{LiveMembers: max(v.LiveMembers, 1), Share: fairShare(v.Partitions, v.LiveMembers)}
+	if extra := len(v.Held) - pl.Share; extra > 0 {
+		pl.Release = append([]int32(nil), v.Held[len(v.Held)-extra:]...)
+		return pl
+	}
+	if len(v.Held) == pl.Share {
+		return pl
+	}
+	skip := make(map[int32]bool, len(v.Held)+len(v.Busy))
+	for _, p := range v.Held {
+		skip[p] = true
+	}
+	for _, p := range v.Busy {
+		skip[p] = true
+	}
+	for i := range v.Partitions {
+		if p := (v.Start + i) % v.Partitions; !skip[p] {
+			pl.Take = append(pl.Take, p)
+		}
+	}
+	return pl
+}
+
+// acquire takes partition's lease with its committed offset; a lease another member
+// took since the listing is skipped.
+func (b *Balancer) acquire(ctx context.Context, p int32, now, exp time.Time, res *StepResult) error {
 	cfg := b.cfg
-	rows, err := cfg.Store.ListAssignments(ctx, cfg.Group)
+	a, err := cfg.Store.AcquireLease(ctx, cfg.Group, cfg.Topic, p, cfg.Member, now, exp)
+	if errors.Is(err, store.ErrLeaseHeld) {
+		return nil
+	}
 	if err != nil {
-		return fmt.Errorf("group: list leases of %s: %w", cfg.Group, err)
+		return fmt.Errorf("group: acquire %s %s/%d: %w", cfg.Group, cfg.Topic, p, err)
 	}
-	busy := map[int32]bool{}
-	for _, a := range rows {
-		if a.Topic == cfg.Topic && a.Live(now) && a.Owner != cfg.Member {
-			busy[a.Partition] = true
+	b.takes++
+	res.Takes++
+	committed, err := committedOffset(ctx, cfg.Store, cfg.Group, cfg.Topic, p)
+	if err != nil {
+		// Without its position the caller cannot process it: hand it back now rather
+		// than sit on it until the lease expires.
+		if rerr := cfg.Store.ReleaseLease(ctx, cfg.Group, cfg.Topic, p, cfg.Member, a.Generation); rerr != nil {
+			return errors.Join(err, rerr)
 		}
+		return err
 	}
-	for i := range cfg.Partitions {
-		if len(b.held) >= share {
-			break
-		}
-		p := (b.start + i) % cfg.Partitions
-		if _, mine := b.held[p]; mine || busy[p] {
-			continue
-		}
-		a, err := cfg.Store.AcquireLease(ctx, cfg.Group, cfg.Topic, p, cfg.Member, now, exp)
-		if errors.Is(err, store.ErrLeaseHeld) {
-			continue // another member took it since the listing
-		}
-		if err != nil {
-			return fmt.Errorf("group: acquire %s %s/%d: %w", cfg.Group, cfg.Topic, p, err)
-		}
-		b.takes++
-		res.Takes++
-		committed, err := committedOffset(ctx, cfg.Store, cfg.Group, cfg.Topic, p)
-		if err != nil {
-			// Without its position the caller cannot process it: hand it back now
-			// rather than sit on it until the lease expires.
-			if rerr := cfg.Store.ReleaseLease(ctx, cfg.Group, cfg.Topic, p, cfg.Member, a.Generation); rerr != nil {
-				return errors.Join(err, rerr)
-			}
-			return err
-		}
-		l := leaseOf(a, committed)
-		b.held[p] = l
-		res.Acquired = append(res.Acquired, l)
-	}
+	l := leaseOf(a, committed)
+	b.held[p] = l
+	res.Acquired = append(res.Acquired, l)
 	return nil
 }
 
