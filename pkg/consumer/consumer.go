@@ -8,6 +8,8 @@ package consumer
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,12 +62,12 @@ const (
 	ResetFail     = "fail"
 )
 
-// Headers a dead-lettered record carries besides its own.
+// Headers a dead-lettered record carries besides its own. The handler's error is not
+// among them (it is logged; see deadLetter).
 const (
 	HeaderOriginTopic     = "strata-origin-topic"
 	HeaderOriginPartition = "strata-origin-partition"
 	HeaderOriginOffset    = "strata-origin-offset"
-	HeaderError           = "strata-error"
 	HeaderAttempts        = "strata-attempts"
 )
 
@@ -612,33 +614,63 @@ func (r *run) handle(rec Record) bool {
 	return true
 }
 
+// deadLetter appends rec to the dead-letter topic under DeadLetterKey. The body is
+// the same on every delivery of the record — its key, value, timestamp and headers,
+// the origin headers and the attempts — so a redelivery after a crash between this
+// append and the commit (or a move, or a reset) is answered as a retry of the first
+// append: the record lands once. The handler's error is logged, not stored in the
+// record: its text differs between deliveries (durations, hosts, request ids), and the
+// server hashes every header of an idempotent append.
 func (r *run) deadLetter(rec Record, cause error) error {
+	cfg := r.c.cfg
 	hs := append([]segment.Header(nil), rec.Headers...)
 	hs = append(hs,
 		segment.Header{Key: HeaderOriginTopic, Value: []byte(rec.Topic)},
 		segment.Header{Key: HeaderOriginPartition, Value: []byte(strconv.Itoa(int(rec.Partition)))},
 		segment.Header{Key: HeaderOriginOffset, Value: []byte(strconv.FormatInt(rec.Offset, 10))},
-		segment.Header{Key: HeaderError, Value: []byte(cause.Error())},
 		segment.Header{Key: HeaderAttempts, Value: []byte(strconv.Itoa(rec.Attempt))},
 	)
 	ts := rec.Timestamp
-	// The idempotency key makes a redelivered poison record land in the dead-letter
-	// topic once, even after a crash between the append and the commit.
-	key := fmt.Sprintf("dlq:%s:%s:%d:%d", r.c.cfg.Group, rec.Topic, rec.Partition, rec.Offset)
-	if len(key) > 128 {
-		key = key[:128]
-	}
+	key := DeadLetterKey(cfg.Group, rec.Topic, rec.Partition, rec.Offset)
 	for attempt := 1; ; attempt++ {
-		_, err := r.c.log.Append(r.workCtx, r.c.cfg.DeadLetterTopic,
+		res, err := r.c.log.Append(r.workCtx, cfg.DeadLetterTopic,
 			[]log.Record{{Key: rec.Key, Value: rec.Value, Headers: hs, Timestamp: &ts}},
 			log.AppendOptions{IdempotencyKey: key})
-		if err == nil || !errors.Is(err, log.ErrUnavailable) || attempt >= r.c.cfg.MaxAttempts {
+		if err == nil {
+			lg := cfg.Logger.With("group", cfg.Group, "topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset)
+			if len(res) == 1 {
+				lg = lg.With("dead_letter_partition", res[0].Partition, "dead_letter_offset", res[0].Offset)
+			}
+			lg.Warn("consumer: record dead-lettered", "dead_letter_topic", cfg.DeadLetterTopic, "attempts", rec.Attempt, "err", cause)
+			return nil
+		}
+		if errors.Is(err, log.ErrIdempotencyKeyReused) {
+			// The key names this origin record alone: an earlier delivery dead-lettered
+			// it with other attempts (the group's max attempts changed in between).
+			cfg.Logger.Warn("consumer: record already dead-lettered by an earlier delivery", "group", cfg.Group,
+				"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "dead_letter_topic", cfg.DeadLetterTopic, "err", cause)
+			return nil
+		}
+		if !errors.Is(err, log.ErrUnavailable) || attempt >= cfg.MaxAttempts {
 			return err
 		}
-		if err := ctxtime.Sleep(r.workCtx, r.c.cfg.Backoff(attempt)); err != nil {
+		if err := ctxtime.Sleep(r.workCtx, cfg.Backoff(attempt)); err != nil {
 			return err
 		}
 	}
+}
+
+// DeadLetterKey is the Idempotency-Key of the dead-letter append of (group, topic,
+// partition, offset): "dlq:", 32 hex digits of SHA-256 over the group and topic names,
+// then ":partition:offset" — at most 67 characters, within wire.MaxIdempotencyKey
+// whatever the names' length, and distinct for distinct records (the names through the
+// hash, partition and offset verbatim), so no two poison records of a group share one.
+func DeadLetterKey(group, topic string, partition int32, offset int64) string {
+	h := sha256.New()
+	h.Write([]byte(group))
+	h.Write([]byte{0}) // names never hold NUL: group and topic stay apart
+	h.Write([]byte(topic))
+	return "dlq:" + hex.EncodeToString(h.Sum(nil)[:16]) + ":" + strconv.Itoa(int(partition)) + ":" + strconv.FormatInt(offset, 10)
 }
 
 // commit stores next as the group's position; force commits even when not above the

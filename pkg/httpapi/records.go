@@ -17,7 +17,7 @@ import (
 )
 
 // MaxIdempotencyKey is the longest Idempotency-Key header value.
-const MaxIdempotencyKey = 128
+const MaxIdempotencyKey = wire.MaxIdempotencyKey
 
 // MaxTimestampMs is the largest timestamp_ms an append accepts; the smallest is 0.
 const MaxTimestampMs = wire.MaxTimestampMs

@@ -167,8 +167,8 @@ func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt Appe
 	if t, err = l.topicCovering(ctx, t, recs); err != nil {
 		return nil, err
 	}
-	if len(opt.IdempotencyKey) > 128 {
-		return nil, invalidf("Idempotency-Key must be 1–128 characters")
+	if len(opt.IdempotencyKey) > wire.MaxIdempotencyKey {
+		return nil, invalidf("Idempotency-Key must be 1–%d characters", wire.MaxIdempotencyKey)
 	}
 	parts, err := l.place(t, recs, opt.IdempotencyKey)
 	if err != nil {
@@ -212,8 +212,8 @@ func (l *Log) prepareBlocks(ctx context.Context, topic string, blocks []Block, o
 	if err != nil {
 		return nil, err
 	}
-	if len(opt.IdempotencyKey) > 128 {
-		return nil, invalidf("Idempotency-Key must be 1–128 characters")
+	if len(opt.IdempotencyKey) > wire.MaxIdempotencyKey {
+		return nil, invalidf("Idempotency-Key must be 1–%d characters", wire.MaxIdempotencyKey)
 	}
 	if len(blocks) == 0 {
 		return nil, invalidf("the request holds no block")

@@ -24,6 +24,8 @@ const (
 	// MaxTimestampMs is the largest record timestamp (9999-12-31T23:59:59.999Z); the
 	// smallest is 0. Beyond them times have no RFC 3339 form, which stores may need.
 	MaxTimestampMs = 253402300799999
+	// MaxIdempotencyKey bounds the length of an append's Idempotency-Key (at least 1).
+	MaxIdempotencyKey = 128
 	// MaxPartitions bounds a topic's partition count.
 	MaxPartitions = 1024
 	// Lease TTL bounds (ttl_ms); a request without one gets DefaultLeaseTTL.
