@@ -392,7 +392,11 @@ func (l *Log) AppendedAt(ctx context.Context, topic string, partition int32, off
 }
 
 // OffsetForTime returns the first offset appended at or after t, or the high watermark
-// when there is none. It reads the partition's index entries from the log start.
+// when there is none. It reads the partition's index entries from the log start. When
+// the newest commits have no index entry yet (an appender between its commit and its
+// index write, or one that died before the materialiser ran) their times are unknown:
+// it answers the first offset without an entry, which every indexed record before it
+// preceded, so no record appended at or after t is skipped.
 func (l *Log) OffsetForTime(ctx context.Context, topic string, partition int32, t time.Time) (int64, error) {
 	start, hw, err := l.Bounds(ctx, topic, partition)
 	if err != nil {
@@ -404,18 +408,18 @@ func (l *Log) OffsetForTime(ctx context.Context, topic string, partition int32, 
 		if err != nil {
 			return 0, storeErr(err)
 		}
-		if len(page) == 0 {
-			break
-		}
+		from := next
 		for _, e := range page {
-			if e.Duplicate {
-				next = e.End()
-				continue
+			if e.End() <= next {
+				continue // the entry before next (the store answers the one containing it)
 			}
-			if !e.AppendedAt.Before(t) {
+			if !e.Duplicate && !e.AppendedAt.Before(t) {
 				return max(e.BaseOffset, start), nil
 			}
 			next = e.End()
+		}
+		if next == from {
+			return next, nil // no entry past next: the rest is unindexed
 		}
 	}
 	return hw, nil
