@@ -34,8 +34,10 @@ type Log interface {
 }
 
 // Coordinator is what the consumer needs of the group coordinator; errors must match
-// group.ErrFenced and group.ErrLeaseHeld.
+// group.ErrFenced and group.ErrLeaseHeld. GetSettings must return the group's stored
+// settings, or an error matching group.ErrNotFound for a group that does not exist yet.
 type Coordinator interface {
+	GetSettings(ctx context.Context, grp string) (group.Settings, error)
 	Acquire(ctx context.Context, grp, topic string, partition int32, member string, ttl time.Duration) (group.Lease, error)
 	Renew(ctx context.Context, grp, topic string, partition int32, member string, generation int64, ttl time.Duration) (group.Lease, error)
 	Release(ctx context.Context, grp, topic string, partition int32, member string, generation int64) error
@@ -93,16 +95,22 @@ type Config struct {
 	Workers int
 	// OrderedKeys hands all records of one key to the same worker, in offset order.
 	OrderedKeys bool
-	// MaxAttempts before dead-lettering (default 5); Backoff between attempts
-	// (default 50ms doubling to 2s).
-	MaxAttempts int
-	Backoff     func(attempt int) time.Duration
-	// DeadLetterTopic receives records that failed MaxAttempts times; when empty, such
-	// records are skipped and counted in Stats.Dropped.
+	// MaxAttempts, DeadLetterTopic and ResetPolicy are the group's settings (docs/API.md,
+	// "Group administration"), read from the coordinator when a run starts: unset (zero,
+	// "") means the group's stored value, and a set field overrides it for this
+	// consumer, logged as an override when it differs. A group not created yet has the
+	// defaults its first lease gives it (earliest, 5 attempts, no dead-letter topic).
+	//
+	// MaxAttempts is how many times a record is handled before it is dead-lettered.
+	// DeadLetterTopic receives records that failed MaxAttempts times; with none, such
+	// records are skipped and counted in Stats.Dropped. ResetPolicy applies when the
+	// position is below the log start or beyond the high watermark ("earliest",
+	// "latest", "fail"); a new group starts as it says.
+	MaxAttempts     int
 	DeadLetterTopic string
-	// ResetPolicy applies when the position is below the log start or beyond the high
-	// watermark ("earliest" default, "latest", "fail"); a new group starts as it says.
-	ResetPolicy string
+	ResetPolicy     string
+	// Backoff is the pause between attempts (default 50ms doubling to 2s).
+	Backoff     func(attempt int) time.Duration
 	LeaseTTL    time.Duration // default 30s; renewed every TTL/3
 	PollRecords int           // default 500
 	// PollWait is the long-poll wait when caught up (default 1s, or TTL/3 if shorter). A
@@ -156,16 +164,14 @@ func New(l Log, c Coordinator, cfg Config) (*Consumer, error) {
 	if cfg.Workers <= 0 {
 		cfg.Workers = 1
 	}
-	if cfg.MaxAttempts <= 0 {
-		cfg.MaxAttempts = 5
+	if cfg.MaxAttempts < 0 || cfg.MaxAttempts > group.MaxMaxAttempts {
+		return nil, fmt.Errorf("consumer: max attempts must be 1–%d (or 0 for the group's), got %d", group.MaxMaxAttempts, cfg.MaxAttempts)
 	}
 	if cfg.Backoff == nil {
 		cfg.Backoff = func(a int) time.Duration { return min(50*time.Millisecond<<min(a-1, 6), 2*time.Second) }
 	}
 	switch cfg.ResetPolicy {
-	case "":
-		cfg.ResetPolicy = ResetEarliest
-	case ResetEarliest, ResetLatest, ResetFail:
+	case "", ResetEarliest, ResetLatest, ResetFail:
 	default:
 		return nil, fmt.Errorf("consumer: unknown reset policy %q", cfg.ResetPolicy)
 	}
@@ -256,6 +262,8 @@ type run struct {
 	p     int32
 	opt   RunOptions
 	lim   limits
+	// pol is the run's policy: the group's settings with the configuration's overrides.
+	pol policy
 
 	tracker   *checkpoint.Tracker
 	stats     Stats
@@ -310,6 +318,11 @@ func (r *run) leaseLapsed(now time.Time) bool { return int64(now.Sub(r.base)) >=
 // the run ends. It never waits on a worker.
 func (r *run) loop(ctx context.Context) (Stats, error) {
 	cfg := r.c.cfg
+	pol, err := r.c.policy(ctx)
+	if err != nil {
+		return r.finish(ctx, err)
+	}
+	r.pol = pol
 	start, err := r.startOffset(ctx)
 	if err != nil {
 		return r.finish(ctx, err)
@@ -426,7 +439,7 @@ func (r *run) poll(ctx context.Context, wait time.Duration) error {
 	var oor *log.OffsetOutOfRangeError
 	switch {
 	case errors.As(err, &oor):
-		if cfg.ResetPolicy == ResetFail {
+		if r.pol.ResetPolicy == ResetFail {
 			return fmt.Errorf("%w: %w", ErrResetPolicyFail, oor)
 		}
 		r.oor = oor
@@ -521,7 +534,7 @@ func (r *run) startOffset(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if r.c.cfg.ResetPolicy == ResetLatest {
+	if r.pol.ResetPolicy == ResetLatest {
 		return hw, nil
 	}
 	return start, nil
@@ -530,10 +543,9 @@ func (r *run) startOffset(ctx context.Context) (int64, error) {
 // reposition applies the reset policy once the fetch position left the log and every
 // record in flight is done (decide waits for that), so the tracker restarts cleanly.
 func (r *run) reposition(ctx context.Context) error {
-	cfg := r.c.cfg
 	oor, fetch := r.oor, r.fetch
 	next := oor.LogStartOffset
-	if cfg.ResetPolicy == ResetLatest || fetch > oor.HighWatermark {
+	if r.pol.ResetPolicy == ResetLatest || fetch > oor.HighWatermark {
 		next = oor.HighWatermark
 	}
 	if fetch < oor.LogStartOffset {
@@ -583,7 +595,7 @@ func (r *run) awaitLease() bool {
 func (r *run) handle(rec Record) bool {
 	cfg := r.c.cfg
 	var err error
-	for attempt := 1; attempt <= cfg.MaxAttempts; attempt++ {
+	for attempt := 1; attempt <= r.pol.MaxAttempts; attempt++ {
 		rec.Attempt = attempt
 		if err = cfg.Handler(r.workCtx, rec); err == nil {
 			r.handled.Add(1)
@@ -592,14 +604,14 @@ func (r *run) handle(rec Record) bool {
 		if r.workCtx.Err() != nil {
 			return false
 		}
-		if attempt < cfg.MaxAttempts {
+		if attempt < r.pol.MaxAttempts {
 			r.retries.Add(1)
 			if ctxtime.Sleep(r.workCtx, cfg.Backoff(attempt)) != nil {
 				return false
 			}
 		}
 	}
-	if cfg.DeadLetterTopic == "" {
+	if r.pol.DeadLetterTopic == "" {
 		r.dropped.Add(1)
 		return true
 	}
@@ -633,7 +645,7 @@ func (r *run) deadLetter(rec Record, cause error) error {
 	ts := rec.Timestamp
 	key := DeadLetterKey(cfg.Group, rec.Topic, rec.Partition, rec.Offset)
 	for attempt := 1; ; attempt++ {
-		res, err := r.c.log.Append(r.workCtx, cfg.DeadLetterTopic,
+		res, err := r.c.log.Append(r.workCtx, r.pol.DeadLetterTopic,
 			[]log.Record{{Key: rec.Key, Value: rec.Value, Headers: hs, Timestamp: &ts}},
 			log.AppendOptions{IdempotencyKey: key})
 		if err == nil {
@@ -641,17 +653,17 @@ func (r *run) deadLetter(rec Record, cause error) error {
 			if len(res) == 1 {
 				lg = lg.With("dead_letter_partition", res[0].Partition, "dead_letter_offset", res[0].Offset)
 			}
-			lg.Warn("consumer: record dead-lettered", "dead_letter_topic", cfg.DeadLetterTopic, "attempts", rec.Attempt, "err", cause)
+			lg.Warn("consumer: record dead-lettered", "dead_letter_topic", r.pol.DeadLetterTopic, "attempts", rec.Attempt, "err", cause)
 			return nil
 		}
 		if errors.Is(err, log.ErrIdempotencyKeyReused) {
 			// The key names this origin record alone: an earlier delivery dead-lettered
 			// it with other attempts (the group's max attempts changed in between).
 			cfg.Logger.Warn("consumer: record already dead-lettered by an earlier delivery", "group", cfg.Group,
-				"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "dead_letter_topic", cfg.DeadLetterTopic, "err", cause)
+				"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "dead_letter_topic", r.pol.DeadLetterTopic, "err", cause)
 			return nil
 		}
-		if !errors.Is(err, log.ErrUnavailable) || attempt >= cfg.MaxAttempts {
+		if !errors.Is(err, log.ErrUnavailable) || attempt >= r.pol.MaxAttempts {
 			return err
 		}
 		if err := ctxtime.Sleep(r.workCtx, cfg.Backoff(attempt)); err != nil {

@@ -60,6 +60,10 @@ func (c *scriptedCoord) Commit(context.Context, string, string, int32, string, i
 	return nil
 }
 
+func (c *scriptedCoord) GetSettings(context.Context, string) (group.Settings, error) {
+	return group.Settings{}, group.ErrNotFound
+}
+
 // scriptedBalancer plays the steps it is given, one per call, then blocks until ctx
 // ends; like group.Balancer, releasing a partition it does not hold is an error.
 type scriptedBalancer struct {

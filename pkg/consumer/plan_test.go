@@ -1,8 +1,11 @@
 package consumer
 
 import (
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/stratalog/strata/pkg/group"
 )
 
 // TestDecide is the run loop's step as tables of scenarios: what the loop does next
@@ -120,5 +123,36 @@ func TestDecideSleepsAreBounded(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestResolvePolicy: unset configuration fields take the group's settings (or a new
+// group's defaults where an old row left one empty); set ones override and are named.
+func TestResolvePolicy(t *testing.T) {
+	g := group.Settings{ResetPolicy: "latest", MaxAttempts: 3, DeadLetterTopic: "dlq"}
+	cases := []struct {
+		name      string
+		s         group.Settings
+		cfg       Config
+		want      policy
+		overrides []string
+	}{
+		{"all unset: the group's", g, Config{}, policy{"latest", 3, "dlq"}, nil},
+		{"equal values are no override", g, Config{ResetPolicy: "latest", MaxAttempts: 3, DeadLetterTopic: "dlq"}, policy{"latest", 3, "dlq"}, nil},
+		{"every field overridden", g, Config{ResetPolicy: "fail", MaxAttempts: 1, DeadLetterTopic: "other"},
+			policy{"fail", 1, "other"}, []string{"reset_policy", "max_attempts", "dead_letter_topic"}},
+		{"empty group row: defaults", group.Settings{}, Config{}, policy{"earliest", 5, ""}, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, ov := resolvePolicy(c.s, c.cfg)
+			var names []string
+			for _, o := range ov {
+				names = append(names, o.Setting)
+			}
+			if got != c.want || !slices.Equal(names, c.overrides) {
+				t.Fatalf("resolvePolicy = %+v %v, want %+v %v", got, names, c.want, c.overrides)
+			}
+		})
 	}
 }

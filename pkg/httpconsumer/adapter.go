@@ -18,7 +18,7 @@ import (
 )
 
 // ConsumerAdapter runs pkg/consumer over HTTP: it implements consumer.Log (Poll,
-// Append, Bounds) and consumer.Coordinator (Acquire, Renew, Release, Commit) with a
+// Append, Bounds) and consumer.Coordinator (Acquire, Renew, Release, Commit, GetSettings) with a
 // client.Client, and turns the contract's error codes back into the sentinels pkg/consumer
 // branches on (group.ErrFenced, group.ErrLeaseHeld as a *group.LeaseHeldError,
 // log.ErrOffsetOutOfRange as a *log.OffsetOutOfRangeError, log.ErrUnavailable). The
@@ -157,6 +157,17 @@ func (a *ConsumerAdapter) Release(ctx context.Context, grp, topic string, partit
 		return groupError(err)
 	}
 	return nil
+}
+
+// GetSettings implements consumer.Coordinator: the group's stored settings
+// (group.ErrNotFound for an unknown group).
+func (a *ConsumerAdapter) GetSettings(ctx context.Context, grp string) (group.Settings, error) {
+	s, err := a.c.GroupSettings(ctx, grp)
+	if err != nil {
+		return group.Settings{}, groupError(err)
+	}
+	return group.Settings{ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts, DeadLetterTopic: s.DeadLetterTopic,
+		CreatedAt: s.CreatedAt}, nil
 }
 
 // Commit implements consumer.Coordinator.

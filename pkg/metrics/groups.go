@@ -91,6 +91,18 @@ func (g *Groups) Commit(ctx context.Context, grp, topic string, partition int32,
 	return err
 }
 
+// GetSettings returns the group's settings from the wrapped coordinator (what
+// pkg/consumer reads when a run starts); group.ErrUnsupported when it has none.
+func (g *Groups) GetSettings(ctx context.Context, grp string) (group.Settings, error) {
+	r, ok := g.inner.(interface {
+		GetSettings(ctx context.Context, grp string) (group.Settings, error)
+	})
+	if !ok {
+		return group.Settings{}, group.ErrUnsupported
+	}
+	return r.GetSettings(ctx, grp)
+}
+
 // Describe implements Coordinator.
 func (g *Groups) Describe(ctx context.Context, grp string) (group.GroupInfo, error) {
 	info, err := g.inner.Describe(ctx, grp)
