@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-lambda-go/lambdacontext"
+	"github.com/aws/smithy-go"
 
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/deploy"
@@ -85,9 +86,12 @@ type Config struct {
 	// the records of one key on one worker, in offset order.
 	Workers     int
 	OrderedKeys bool
-	// MaxAttempts, Backoff, DeadLetterTopic and ResetPolicy are the group's retry,
-	// dead-letter and reset policies (pkg/consumer; defaults 5 attempts, no dead-letter
-	// topic: a record failing every attempt is dropped and counted, reset "earliest").
+	// MaxAttempts, DeadLetterTopic and ResetPolicy are the group's settings, read from
+	// the group when an invocation starts (`strata groups settings`): unset means the
+	// group's, a set field overrides it (logged). Backoff is the pause between attempts
+	// (pkg/consumer's default). Appending to the dead-letter topic needs the rights
+	// Subscribe grants with SubscribeOptions.DeadLetterTopic; without them the
+	// invocation fails with ErrDeadLetterDenied naming the topic.
 	MaxAttempts     int
 	Backoff         func(attempt int) time.Duration
 	DeadLetterTopic string
@@ -122,6 +126,40 @@ const (
 
 // ErrBadEvent is returned for an event the function cannot act on; nothing is touched.
 var ErrBadEvent = errors.New("lambdaconsumer: bad event")
+
+// ErrDeadLetterDenied is returned when the function's role may not append to the
+// group's dead-letter topic (S3 or DynamoDB answered AccessDenied): the record stays
+// uncommitted until the role gets the rights.
+var ErrDeadLetterDenied = errors.New("lambdaconsumer: the function's role may not append to the dead-letter topic")
+
+// deadLetterLog is the backend's log with access refusals of appends (the consumer
+// appends only dead letters) turned into ErrDeadLetterDenied, which names the topic and
+// the missing rights and is not retried as a transient failure.
+type deadLetterLog struct{ consumer.Log }
+
+// Append implements consumer.Log.
+func (l deadLetterLog) Append(ctx context.Context, topic string, recs []log.Record, opt log.AppendOptions) ([]log.Result, error) {
+	res, err := l.Log.Append(ctx, topic, recs, opt)
+	if err != nil && accessDenied(err) {
+		return nil, fmt.Errorf("%w %q: grant it s3:PutObject on the topic's segment objects and writes of its sequencer, "+
+			"index and idempotency rows (strata.SubscribeOptions.DeadLetterTopic, or ConsumerStatements(topic, group, %q) on the role): %s",
+			ErrDeadLetterDenied, topic, topic, err.Error())
+	}
+	return res, err
+}
+
+// accessDenied reports whether an AWS service refused the request for lack of rights.
+func accessDenied(err error) bool {
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) {
+		return false
+	}
+	switch apiErr.ErrorCode() {
+	case "AccessDenied", "AccessDeniedException":
+		return true
+	}
+	return false
+}
 
 // Result is what an invocation returns (visible in the Lambda console and in tests).
 type Result struct {
@@ -284,7 +322,7 @@ func (f *function) invoke(ctx context.Context, ev Event) (Result, error) {
 	// and returns, as it does at the deadline.
 	workCtx, stop := context.WithCancelCause(deadlineCtx)
 	defer stop(nil)
-	idle := idleLog{Log: b.Log, idle: func() { stop(errIdle) }}
+	idle := idleLog{Log: deadLetterLog{b.Log}, idle: func() { stop(errIdle) }}
 
 	c, err := consumer.New(idle, b.Groups, consumer.Config{
 		Group: ev.Group, Topic: ev.Topic, Member: member(ctx), Handler: consumer.Handler(f.handle),
