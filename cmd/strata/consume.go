@@ -133,13 +133,17 @@ func runConsume(ctx context.Context, c *client.Client, cc consumeConfig, out, er
 	if cc.from != consumer.ResetEarliest && cc.from != consumer.ResetLatest {
 		return usagef("--from must be earliest or latest, got %q", cc.from)
 	}
-	// The group's own reset policy applies unless --from overrides it.
-	if !cc.fromSet {
+	// The group's settings (reset policy, max attempts, dead-letter topic) apply: the
+	// consumer reads them when each partition's run starts. --from overrides the reset
+	// policy, and says so.
+	reset := ""
+	if cc.fromSet {
+		reset = cc.from
 		s, err := c.GroupSettings(ctx, cc.group)
 		switch {
-		case err == nil:
-			cc.from = s.ResetPolicy
-		case !errors.Is(err, client.ErrNotFound):
+		case err == nil && s.ResetPolicy != cc.from:
+			fmt.Fprintf(errOut, "strata: --from %s overrides group %s's reset policy %s\n", cc.from, cc.group, s.ResetPolicy)
+		case err != nil && !errors.Is(err, client.ErrNotFound):
 			return err
 		}
 	}
@@ -175,7 +179,7 @@ func runConsume(ctx context.Context, c *client.Client, cc consumeConfig, out, er
 	adapter := httpconsumer.NewConsumerAdapter(c)
 	cfg := consumer.Config{
 		Group: cc.group, Topic: cc.topic, Member: cc.member, Handler: handler,
-		ResetPolicy: cc.from, LeaseTTL: cc.leaseTTL, MaxAttempts: 1,
+		ResetPolicy: reset, LeaseTTL: cc.leaseTTL,
 	}
 	if cc.untilCaughtUp {
 		// Nothing to wait for at the high watermark: that is where the run ends.
