@@ -311,6 +311,7 @@ func TestGrantConsume(t *testing.T) {
 	want := []string{
 		"DELETE /v1/groups/billing/topics/orders/partitions/*/lease",
 		"GET /v1/groups/billing",
+		"GET /v1/groups/billing/settings",
 		"GET /v1/topics/orders",
 		"GET /v1/topics/orders/partitions/*/records",
 		"POST /v1/groups/billing/topics/orders/partitions/*/commit",

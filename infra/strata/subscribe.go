@@ -158,7 +158,8 @@ func (s *Strata) GrantProduce(grantee awsiam.IGrantable, topics ...string) (awsi
 
 // GrantConsume lets grantee consume each topic in group through the HTTP API: describe
 // and poll the topic; lease, renew, release and commit the group's partitions of it;
-// describe the group. Resetting the group is not included.
+// describe the group and read its settings (every consumer reads them when a run
+// starts). Resetting the group is not included.
 func (s *Strata) GrantConsume(grantee awsiam.IGrantable, group string, topics ...string) (awsiam.Grant, error) {
 	if len(topics) == 0 {
 		return nil, fmt.Errorf("strata: grant consume: no topic")
@@ -166,7 +167,7 @@ func (s *Strata) GrantConsume(grantee awsiam.IGrantable, group string, topics ..
 	if err := validTopic(group); err != nil {
 		return nil, fmt.Errorf("strata: grant consume: group: %w", err)
 	}
-	routes := []route{{"GET", "/v1/groups/" + group}}
+	routes := []route{{"GET", "/v1/groups/" + group}, {"GET", "/v1/groups/" + group + "/settings"}}
 	for _, t := range topics {
 		if err := validTopic(t); err != nil {
 			return nil, fmt.Errorf("strata: grant consume: %w", err)

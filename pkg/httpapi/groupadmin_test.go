@@ -143,6 +143,8 @@ func TestGroupAdminAuth(t *testing.T) {
 	e.call("PUT", "/v1/groups/billing/settings", settings, bearer("none-token")...).want(t, 403, "forbidden")
 	e.call("DELETE", "/v1/groups/billing/topics/orders/commits", nil, bearer("consume-only")...).want(t, 403, "forbidden")
 	e.call("PUT", "/v1/groups/billing/settings", settings, bearer("orders-token")...).want(t, 200)
+	// A consumer reads its group's settings when a run starts: consume admits it.
+	e.call("GET", "/v1/groups/billing/settings", nil, bearer("consume-only")...).want(t, 200)
 	e.call("PUT", "/v1/groups/other/settings", settings, bearer("admin-token")...).want(t, 200)
 	r := e.call("GET", "/v1/groups", nil, bearer("orders-token")...).want(t, 200)
 	if fmt.Sprint(r.body["groups"]) != "[billing]" {
