@@ -291,6 +291,7 @@ type run struct {
 	lastRenew, renewRetryAt time.Time
 	lastCommit              time.Time
 	lastPoll, pollRetryAt   time.Time
+	lastPollEmpty           bool
 	oor                     *log.OffsetOutOfRangeError
 	// base is the Clock's reading when the run began and leaseUntil the local lease
 	// deadline as nanoseconds after it (Time.Sub uses the monotonic clock when both
@@ -401,7 +402,7 @@ func (r *run) observe(now time.Time) observed {
 		Now: now, LeaseLapsed: r.leaseLapsed(now), LastRenew: r.lastRenew, RenewRetryAt: r.renewRetryAt,
 		LastCommit: r.lastCommit, Committed: r.committed, Next: r.tracker.Next(), Fetch: r.fetch,
 		HighWatermark: r.hw, InFlight: r.tracker.InFlight(), HeldBytes: r.heldBytes.Load(),
-		LastPoll: r.lastPoll, PollRetryAt: r.pollRetryAt, OutOfRange: r.oor != nil, UntilCaughtUp: r.opt.UntilCaughtUp,
+		LastPoll: r.lastPoll, LastPollEmpty: r.lastPollEmpty, PollRetryAt: r.pollRetryAt, OutOfRange: r.oor != nil, UntilCaughtUp: r.opt.UntilCaughtUp,
 	}
 }
 
@@ -450,7 +451,7 @@ func (r *run) poll(ctx context.Context, wait time.Duration) error {
 		r.pollRetryAt = now.Add(r.lim.RetryAfter)
 		return nil
 	}
-	r.lastPoll = now
+	r.lastPoll, r.lastPollEmpty = now, len(res.Records) == 0
 	for _, rec := range res.Records {
 		// Offsets the log skips (an idempotent append's duplicate commit) complete
 		// at once, so the contiguous prefix passes them.

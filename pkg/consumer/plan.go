@@ -44,9 +44,11 @@ type observed struct {
 	// worker); HeldBytes their bytes.
 	InFlight  int
 	HeldBytes int64
-	// LastPoll is when the last poll answered; PollRetryAt, after a failed poll, the
-	// earliest time for the next one.
+	// LastPoll is when the last poll answered and LastPollEmpty whether it answered no
+	// records (caught up, or at a commit not readable yet); PollRetryAt, after a failed
+	// poll, the earliest time for the next one.
 	LastPoll, PollRetryAt time.Time
+	LastPollEmpty         bool
 	// OutOfRange: the last poll found the position outside the log; the reset policy
 	// applies once every record in flight is done.
 	OutOfRange bool
@@ -122,7 +124,7 @@ func decide(lim limits, o observed) plan {
 		// which New bounds by TTL/3, so renewals keep their pace).
 		p.Poll, p.PollWait = true, lim.PollWait
 		return p
-	case caughtUp && o.Now.Before(o.LastPoll.Add(lim.IdlePoll)):
+	case (caughtUp || o.LastPollEmpty) && o.Now.Before(o.LastPoll.Add(lim.IdlePoll)):
 		// Work drains and the last poll found nothing new: look again shortly, never
 		// with a wait (commits must keep pace with completions).
 		wake = earliest(wake, o.LastPoll.Add(lim.IdlePoll))

@@ -61,6 +61,12 @@ func TestDecide(t *testing.T) {
 		{"caught up while work drains, IdlePoll passed: poll without a wait", func(o *observed) {
 			o.Fetch, o.HighWatermark, o.InFlight, o.LastPoll = 20, 20, 10, t0.Add(-5*time.Millisecond)
 		}, plan{Poll: true}},
+		{"empty answer at an unreadable commit while work drains: poll again after IdlePoll", func(o *observed) {
+			o.Fetch, o.HighWatermark, o.InFlight, o.LastPoll, o.LastPollEmpty = 20, 30, 10, t0.Add(-time.Millisecond), true
+		}, plan{Sleep: 4 * time.Millisecond}},
+		{"empty answer at an unreadable commit, nothing in flight: long-poll there", func(o *observed) {
+			o.Fetch, o.Next, o.HighWatermark, o.LastPoll, o.LastPollEmpty = 10, 10, 30, t0, true
+		}, plan{Poll: true, PollWait: time.Second}},
 		{"poll failed: wait for the retry", func(o *observed) {
 			o.PollRetryAt = t0.Add(80 * time.Millisecond)
 		}, plan{Sleep: 80 * time.Millisecond}},
