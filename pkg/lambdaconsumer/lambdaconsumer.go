@@ -7,7 +7,8 @@
 //     once, without error, so Lambda does not retry it);
 //   - polls and handles records with parallel workers (keys in order when asked), commits
 //     the contiguous completed prefix and renews the lease, through pkg/consumer, which
-//     also applies the retry, dead-letter and reset policies;
+//     also applies the group's retry, dead-letter and reset settings (read at each
+//     invocation; Config fields override them);
 //   - once caught up, long-polls up to IdleWait for more records, so a steady stream
 //     costs one invocation per idle gap (or per function timeout), not one per commit;
 //   - stops DeadlineMargin before the function's deadline, commits what is contiguous,
