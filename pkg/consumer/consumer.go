@@ -283,9 +283,10 @@ type run struct {
 	// heldBytes counts the bytes of polled records not yet completed.
 	heldBytes atomic.Int64
 	workErr   chan error
-	// wake tells the loop a worker completed a record (or failed); one slot, so many
-	// completions make one wake-up.
-	wake chan struct{}
+	// wake tells the loop a worker's queue has room again, or drained, or a worker
+	// failed; one slot, so many signals make one wake-up.
+	wake  chan struct{}
+	timer *time.Timer // sleep's, reused
 
 	fetch, hw               int64
 	lastRenew, renewRetryAt time.Time
@@ -498,15 +499,19 @@ func trySend(q chan<- Record, rec Record) bool {
 	}
 }
 
-// sleep waits up to d for a worker's completion (or the run's end).
+// sleep waits up to d for a worker's wake-up (or the run's end).
 func (r *run) sleep(d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
+	if r.timer == nil {
+		r.timer = time.NewTimer(d)
+	} else {
+		r.timer.Reset(d)
+	}
 	select {
 	case <-r.workCtx.Done():
 	case <-r.wake:
-	case <-t.C:
+	case <-r.timer.C:
 	}
+	r.timer.Stop()
 }
 
 // signal wakes the loop without waiting.
@@ -576,7 +581,11 @@ func (r *run) worker(q <-chan Record) {
 				return
 			}
 			r.heldBytes.Add(-recordBytes(rec.Record))
-			r.signal()
+			if len(q) <= cap(q)/2 {
+				// Room for the loop to refill (and an empty queue when the run is
+				// drained); decide wakes the loop for commits on its own.
+				r.signal()
+			}
 		}
 	}
 }

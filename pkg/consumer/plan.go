@@ -96,8 +96,12 @@ func decide(lim limits, o observed) plan {
 	if p.Renew {
 		wake = o.Now.Add(lim.TTL / 3)
 	}
-	if pending && !p.Commit && commitAt.Before(wake) {
-		wake = commitAt
+	if pending || o.InFlight > 0 {
+		// Completions do not wake the loop one by one: look for them to commit.
+		if p.Commit {
+			commitAt = o.Now.Add(lim.CommitInterval)
+		}
+		wake = earliest(wake, commitAt)
 	}
 	sleep := func() plan {
 		p.Sleep = max(wake.Sub(o.Now), minSleep)

@@ -51,10 +51,10 @@ func TestDecide(t *testing.T) {
 		{"whole commit over the window: renew and commit, no poll", func(o *observed) {
 			o.Now = t0.Add(10 * time.Second)
 			o.Next, o.Fetch, o.HighWatermark, o.InFlight = 4000, 10010, 10010, 6010
-		}, plan{Renew: true, Commit: true, Sleep: 10 * time.Second}},
+		}, plan{Renew: true, Commit: true, Sleep: time.Second}},
 		{"bytes over the window: no poll", func(o *observed) {
 			o.Fetch, o.HighWatermark, o.InFlight, o.HeldBytes = 20, 100, 10, 1<<20
-		}, plan{Sleep: 10 * time.Second}},
+		}, plan{Sleep: time.Second}}, // the next commit is due then
 		{"caught up while work drains: poll again after IdlePoll", func(o *observed) {
 			o.Fetch, o.HighWatermark, o.InFlight, o.LastPoll = 20, 20, 10, t0.Add(-2*time.Millisecond)
 		}, plan{Sleep: 3 * time.Millisecond}},
@@ -72,7 +72,7 @@ func TestDecide(t *testing.T) {
 		}, plan{Sleep: 80 * time.Millisecond}},
 		{"out of range with work in flight: drain first", func(o *observed) {
 			o.OutOfRange, o.InFlight, o.Fetch = true, 3, 13
-		}, plan{Sleep: 10 * time.Second}},
+		}, plan{Sleep: time.Second}},
 		{"out of range, drained: reposition", func(o *observed) {
 			o.OutOfRange = true
 		}, plan{Reposition: true}},
