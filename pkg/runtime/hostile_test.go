@@ -40,7 +40,7 @@ type hostileCase struct {
 
 func req(method, target, body string, headers ...string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: strata\r\nConnection: close\r\n", method, target)
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n", method, target)
 	for _, h := range headers {
 		b.WriteString(h + "\r\n")
 	}
@@ -66,8 +66,8 @@ func hostileTable() []hostileCase {
 	many := `{"records": [` + strings.Repeat(`{"value": ""},`, 10_000) + `{"value": ""}]}`
 	return []hostileCase{
 		// Oversized.
-		{name: "append Content-Length 10 MiB, body never sent", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\nContent-Length: 10485760\r\n\r\n", status: 413, codes: []string{tooLarge}},
-		{name: "append chunked body of 9.5 MiB", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+		{name: "append Content-Length 10 MiB, body never sent", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10485760\r\n\r\n", status: 413, codes: []string{tooLarge}},
+		{name: "append chunked body of 9.5 MiB", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
 			body: func(w io.Writer) {
 				chunk := strings.Repeat(" ", 64<<10)
 				for range 152 {
@@ -81,12 +81,12 @@ func hostileTable() []hostileCase {
 		{name: "lease body over 64 KiB", raw: req("POST", gp+"/lease", `{"member": "`+strings.Repeat("m", 70_000)+`"}`), status: 413, codes: []string{tooLarge}},
 		{name: "record over 1 MiB", raw: req("POST", appendPath, `{"records": [{"value": "`+big+`"}]}`), status: 413, codes: []string{tooLarge}},
 		{name: "10,001 records", raw: req("POST", appendPath, many), status: 413, codes: []string{tooLarge}},
-		{name: "Expect: 100-continue with 1 GiB", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nExpect: 100-continue\r\nContent-Length: 1073741824\r\n\r\n", status: 413, codes: []string{tooLarge}},
+		{name: "Expect: 100-continue with 1 GiB", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 1073741824\r\n\r\n", status: 413, codes: []string{tooLarge}},
 		// Truncated.
 		{name: "truncated JSON", raw: req("POST", appendPath, `{"records": [{"value": "dg=="`), status: 400, codes: []string{invalid}},
-		{name: "body shorter than Content-Length", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Length: 100\r\n\r\n{\"records\": [", halfClose: true, status: 400, codes: []string{invalid}},
+		{name: "body shorter than Content-Length", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"records\": [", halfClose: true, status: 400, codes: []string{invalid}},
 		{name: "empty body", raw: req("POST", appendPath, ""), status: 400, codes: []string{invalid}},
-		{name: "bad chunked encoding", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", status: 400, codes: []string{invalid}},
+		{name: "bad chunked encoding", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", status: 400, codes: []string{invalid}},
 		// Wrong types.
 		{name: "name a number", raw: req("POST", "/v1/topics", `{"name": 5, "partitions": 1}`), status: 400, codes: []string{invalid}},
 		{name: "partitions a string", raw: req("POST", "/v1/topics", `{"name": "x", "partitions": "1"}`), status: 400, codes: []string{invalid}},
@@ -141,7 +141,8 @@ func hostileTable() []hostileCase {
 		{name: "path with ..", raw: req("POST", "/v1/topics/x/../t/records", rec("")), status: 404, codes: []string{notFound}},
 		{name: "path with //", raw: req("GET", "//v1/topics", ""), status: 404, codes: []string{notFound}},
 		{name: "path with backslash", raw: req("GET", "/v1/topics/..\\..\\etc", ""), status: 404, codes: []string{notFound}},
-		{name: "absolute-form target", raw: req("GET", "http://other/v1/topics/t", ""), status: 200},
+		{name: "absolute-form target", raw: req("GET", "http://localhost/v1/topics/t", ""), status: 200},
+		{name: "absolute-form target naming another host", raw: req("GET", "http://other/v1/topics/t", ""), status: 403, codes: []string{"forbidden"}},
 		{name: "unknown route", raw: req("GET", "/v2/topics", ""), status: 404, codes: []string{notFound}},
 		{name: "OPTIONS *", raw: req("OPTIONS", "*", ""), status: 404, codes: []string{notFound}},
 		{name: "PUT on topics", raw: req("PUT", "/v1/topics", "{}"), status: 405, codes: []string{"method_not_allowed"}},
@@ -150,9 +151,9 @@ func hostileTable() []hostileCase {
 		{name: "Idempotency-Key twice", raw: req("POST", appendPath, rec(""), "Idempotency-Key: a", "Idempotency-Key: b"), status: 400, codes: []string{invalid}},
 		// Not HTTP/1.1 at all: answered by net/http, documented as outside the contract.
 		{name: "garbage request line", raw: "HELLO\r\n\r\n", status: 400},
-		{name: "header section over 64 KiB", raw: "GET /v1/health HTTP/1.1\r\nHost: s\r\nX-Big: " + strings.Repeat("b", 80<<10) + "\r\n\r\n", status: 431},
-		{name: "Content-Length not a number", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Length: abc\r\n\r\n", status: 400},
-		{name: "two different Content-Lengths", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n{}", status: 400},
+		{name: "header section over 64 KiB", raw: "GET /v1/health HTTP/1.1\r\nHost: localhost\r\nX-Big: " + strings.Repeat("b", 80<<10) + "\r\n\r\n", status: 431},
+		{name: "Content-Length not a number", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Length: abc\r\n\r\n", status: 400},
+		{name: "two different Content-Lengths", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n{}", status: 400},
 	}
 }
 
@@ -282,13 +283,13 @@ func TestHostileInput(t *testing.T) {
 	slowHeaders := make([]net.Conn, 0, slowConns)
 	for range slowConns {
 		cn := dial()
-		_, _ = io.WriteString(cn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: s\r\n")
+		_, _ = io.WriteString(cn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\n")
 		slowHeaders = append(slowHeaders, cn)
 	}
 	slowBodies := make([]net.Conn, 0, slowConns)
 	for range slowConns {
 		cn := dial()
-		_, _ = io.WriteString(cn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: s\r\nContent-Length: 1000\r\n\r\n{")
+		_, _ = io.WriteString(cn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n{")
 		slowBodies = append(slowBodies, cn)
 	}
 	idle := make([]net.Conn, 0, idleConns)

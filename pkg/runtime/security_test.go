@@ -1,0 +1,230 @@
+package runtime_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/runtime"
+)
+
+// do sends one request to the node with the given headers ("Name: value"; a "Host:"
+// one sets the Host) and returns the status, the headers and the body.
+func do(t *testing.T, method, url, body string, headers ...string) (int, http.Header, string) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, url, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range headers {
+		k, v, _ := strings.Cut(h, ": ")
+		if k == "Host" {
+			req.Host = v
+			continue
+		}
+		req.Header.Add(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestCrossSiteRequestsRefused (issue 19, item 1): against the node `strata dev` runs
+// (no --auth), what a page on another origin can send — a text/plain or form "simple"
+// POST, or any request its browser marks with a foreign Origin or Sec-Fetch-Site — is
+// refused, and creates, appends and resets nothing; the console's own origin and
+// non-browser clients pass.
+func TestCrossSiteRequestsRefused(t *testing.T) {
+	ctx := context.Background()
+	rt, c, _ := start(t, runtime.Config{DataDir: t.TempDir(), Console: true})
+	if _, err := c.CreateTopic(ctx, "orders", client.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ResetGroup(ctx, "billing", "orders", client.ResetEarliest()); err != nil {
+		t.Fatal(err)
+	}
+	base := rt.URL()
+	own := "Origin: " + base
+	attacks := []struct {
+		name, method, path, body string
+		headers                  []string
+		status                   int
+	}{
+		{"create as text/plain", "POST", "/v1/topics", `{"name": "evil", "partitions": 1}`, []string{"Content-Type: text/plain"}, 415},
+		{"create as a form", "POST", "/v1/topics", `{"name": "evil", "partitions": 1}`, []string{"Content-Type: application/x-www-form-urlencoded"}, 415},
+		{"create as multipart", "POST", "/v1/topics", `{"name": "evil", "partitions": 1}`, []string{"Content-Type: multipart/form-data; boundary=x"}, 415},
+		{"create without Content-Type", "POST", "/v1/topics", `{"name": "evil", "partitions": 1}`, nil, 415},
+		{"append as text/plain", "POST", "/v1/topics/orders/records", `{"records": [{"value": "Zm9yZ2Vk"}]}`, []string{"Content-Type: text/plain;charset=UTF-8"}, 415},
+		{"reset as text/plain", "POST", "/v1/groups/billing/topics/orders/reset", `{"to": "latest"}`, []string{"Content-Type: text/plain"}, 415},
+		{"create from another origin", "POST", "/v1/topics", `{"name": "evil", "partitions": 1}`, []string{"Content-Type: application/json", "Origin: http://evil.example"}, 403},
+		{"create from another port", "POST", "/v1/topics", `{"name": "evil", "partitions": 1}`, []string{"Content-Type: application/json", "Origin: http://127.0.0.1:1"}, 403},
+		{"create from a null origin", "POST", "/v1/topics", `{"name": "evil", "partitions": 1}`, []string{"Content-Type: application/json", "Origin: null"}, 403},
+		{"append cross-site", "POST", "/v1/topics/orders/records", `{"records": [{"value": "Zm9yZ2Vk"}]}`, []string{"Content-Type: application/json", "Sec-Fetch-Site: cross-site"}, 403},
+		{"reset same-site", "POST", "/v1/groups/billing/topics/orders/reset", `{"to": "latest"}`, []string{"Content-Type: application/json", "Sec-Fetch-Site: same-site"}, 403},
+		{"read cross-site", "GET", "/v1/topics/orders/partitions/0/records?offset=0", "", []string{"Sec-Fetch-Site: cross-site"}, 403},
+		{"delete from another origin", "DELETE", "/v1/topics/orders", "", []string{own + ".evil.example"}, 403},
+		{"rebound name", "GET", "/v1/topics", "", []string{"Host: evil.example"}, 403},
+		{"rebound name with the port", "GET", "/v1/topics/orders/partitions/0/records?offset=0", "", []string{"Host: evil.example:" + rt.Addr()[strings.LastIndexByte(rt.Addr(), ':')+1:]}, 403},
+		{"rebound name on the console", "GET", "/console/", "", []string{"Host: evil.example"}, 403},
+		{"rebound name under localhost's look-alike", "GET", "/v1/topics", "", []string{"Host: localhost.evil.example"}, 403},
+	}
+	for _, a := range attacks {
+		status, _, body := do(t, a.method, base+a.path, a.body, a.headers...)
+		if status != a.status || !strings.Contains(body, `"error"`) {
+			t.Errorf("%s: %d %s, want %d", a.name, status, body, a.status)
+		}
+	}
+	// Nothing changed: no topic "evil", no record in orders, billing still at earliest.
+	names, err := c.ListTopics(ctx)
+	if err != nil || len(names) != 1 || names[0] != "orders" {
+		t.Fatalf("topics after the attacks: %v %v", names, err)
+	}
+	info, err := c.DescribeTopic(ctx, "orders")
+	if err != nil || info.PartitionInfo[0].HighWatermark != 0 {
+		t.Fatalf("orders after the attacks: %+v %v", info, err)
+	}
+
+	// What passes: the server's own origin, same-origin and user-initiated fetches, IP
+	// and localhost Host values, and a cross-site navigation to the console page.
+	port := rt.Addr()[strings.LastIndexByte(rt.Addr(), ':')+1:]
+	passes := []struct {
+		name, method, path, body string
+		headers                  []string
+		status                   int
+	}{
+		{"own origin", "POST", "/v1/topics/orders/records", `{"records": [{"value": "b2s="}]}`, []string{"Content-Type: application/json", own, "Sec-Fetch-Site: same-origin"}, 200},
+		{"user typed the URL", "GET", "/v1/topics", "", []string{"Sec-Fetch-Site: none"}, 200},
+		{"localhost", "GET", "/v1/topics", "", []string{"Host: localhost:" + port}, 200},
+		{"localhost with a trailing dot", "GET", "/v1/topics", "", []string{"Host: localhost.:" + port}, 200},
+		{"a name under .localhost", "GET", "/v1/topics", "", []string{"Host: strata.localhost:" + port}, 200},
+		{"IPv6 loopback", "GET", "/v1/topics", "", []string{"Host: [::1]:" + port}, 200},
+		{"JSON with a charset", "POST", "/v1/topics", `{"name": "ok", "partitions": 1}`, []string{"Content-Type: application/json; charset=utf-8"}, 201},
+		{"console opened from a link elsewhere", "GET", "/console/", "", []string{"Sec-Fetch-Site: cross-site"}, 200},
+	}
+	for _, p := range passes {
+		if status, _, body := do(t, p.method, base+p.path, p.body, p.headers...); status != p.status {
+			t.Errorf("%s: %d %s, want %d", p.name, status, body, p.status)
+		}
+	}
+}
+
+// TestAllowedHosts (issue 19, item 1): a name the operator allows is answered; others
+// still are not; "*" answers every Host.
+func TestAllowedHosts(t *testing.T) {
+	rt, _, _ := start(t, runtime.Config{DataDir: t.TempDir(), AllowedHosts: []string{"strata.internal"}})
+	if s, _, b := do(t, "GET", rt.URL()+"/v1/topics", "", "Host: Strata.Internal:4580"); s != 200 {
+		t.Errorf("allowed name: %d %s", s, b)
+	}
+	if s, _, b := do(t, "GET", rt.URL()+"/v1/topics", "", "Host: other.internal"); s != 403 {
+		t.Errorf("other name: %d %s", s, b)
+	}
+	anyHost, _, _ := start(t, runtime.Config{DataDir: t.TempDir(), AllowedHosts: []string{"*"}})
+	if s, _, b := do(t, "GET", anyHost.URL()+"/v1/topics", "", "Host: whatever.example"); s != 200 {
+		t.Errorf("with *: %d %s", s, b)
+	}
+}
+
+// TestHandlerBehindAPIGatewayAnswersAnyHost: the node New builds (the api function
+// behind API Gateway, whose Host is the API's own domain and whose callers sign their
+// requests) has no Host or Origin check; the Content-Type rule is the contract's and
+// holds there too.
+func TestHandlerBehindAPIGatewayAnswersAnyHost(t *testing.T) {
+	rt, err := runtime.New(context.Background(), runtime.Config{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	req := httptest.NewRequest("POST", "https://abc123.execute-api.us-east-1.amazonaws.com/v1/topics", strings.NewReader(`{"name": "t", "partitions": 1}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Origin", "https://console.aws.amazon.com")
+	w := httptest.NewRecorder()
+	rt.Handler().ServeHTTP(w, req)
+	if w.Code != 201 {
+		t.Fatalf("behind API Gateway: %d %s", w.Code, w.Body)
+	}
+	req = httptest.NewRequest("POST", "https://abc123.execute-api.us-east-1.amazonaws.com/v1/topics", strings.NewReader(`{"name": "u", "partitions": 1}`))
+	req.Header.Set("Content-Type", "text/plain")
+	w = httptest.NewRecorder()
+	rt.Handler().ServeHTTP(w, req)
+	if w.Code != 415 {
+		t.Fatalf("text/plain behind API Gateway: %d %s", w.Code, w.Body)
+	}
+}
+
+// TestInflightAppendBytesBounded (issue 19, item 5): appends whose bodies would take
+// the server past its in-flight bound are answered 503 with Retry-After at once, their
+// bodies unread, and those past a principal's bound 429; once the holder finishes,
+// appends are accepted again.
+func TestInflightAppendBytesBounded(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		limit  runtime.Config
+		status int
+	}{
+		{"server", runtime.Config{}, http.StatusServiceUnavailable},
+		{"principal", runtime.Config{}, http.StatusTooManyRequests},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := runtime.Config{DataDir: t.TempDir()}
+			if tc.status == http.StatusServiceUnavailable {
+				cfg.Inflight.ServerBytes, cfg.Inflight.PrincipalBytes = 1<<20, -1
+			} else {
+				cfg.Inflight.ServerBytes, cfg.Inflight.PrincipalBytes = -1, 1<<20
+			}
+			rt, c, _ := start(t, cfg)
+			ctx := context.Background()
+			if _, err := c.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 1}); err != nil {
+				t.Fatal(err)
+			}
+			// The holder declares 1 MiB and sends none of it (its own connection, so the
+			// header goes out at once).
+			conn, err := net.Dial("tcp", rt.Addr())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 1<<20)
+			small := `{"records": [{"value": "eA=="}]}`
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				status, h, body := do(t, "POST", rt.URL()+"/v1/topics/t/records", small, "Content-Type: application/json")
+				if status == tc.status {
+					if h.Get("Retry-After") == "" {
+						t.Fatalf("%d without Retry-After: %s", status, body)
+					}
+					break
+				}
+				if status != 200 || time.Now().After(deadline) {
+					t.Fatalf("while 1 MiB is in flight: %d %s, want 200 until the holder is admitted, then %d", status, body, tc.status)
+				}
+				time.Sleep(10 * time.Millisecond) // the holder's request is not admitted yet
+			}
+			_ = conn.Close() // the holder gives up; its handler ends and releases the bytes
+			for {
+				status, _, body := do(t, "POST", rt.URL()+"/v1/topics/t/records", small, "Content-Type: application/json")
+				if status == 200 {
+					break
+				}
+				if status != tc.status || time.Now().After(deadline) {
+					t.Fatalf("after the holder ended: %d %s", status, body)
+				}
+				time.Sleep(10 * time.Millisecond) // the holder's handler is finishing
+			}
+		})
+	}
+}
