@@ -228,3 +228,21 @@ func TestInflightAppendBytesBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestConsoleCannotBeFramed (issue 19, item 9): the console page forbids framing
+// (CSP frame-ancestors 'none' and X-Frame-Options: DENY), and API answers, errors
+// included, carry X-Content-Type-Options: nosniff.
+func TestConsoleCannotBeFramed(t *testing.T) {
+	rt, _, _ := start(t, runtime.Config{DataDir: t.TempDir(), Console: true})
+	for _, path := range []string{"/console/", "/console/console.js"} {
+		status, h, _ := do(t, "GET", rt.URL()+path, "")
+		if status != 200 || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") || h.Get("X-Frame-Options") != "DENY" {
+			t.Errorf("%s: %d CSP %q X-Frame-Options %q", path, status, h.Get("Content-Security-Policy"), h.Get("X-Frame-Options"))
+		}
+	}
+	for _, path := range []string{"/v1/topics", "/v1/topics/missing", "/nowhere", "/v1/health"} {
+		if _, h, _ := do(t, "GET", rt.URL()+path, ""); h.Get("X-Content-Type-Options") != "nosniff" {
+			t.Errorf("%s: X-Content-Type-Options %q", path, h.Get("X-Content-Type-Options"))
+		}
+	}
+}
