@@ -361,3 +361,48 @@ func TestDeadLetterRights(t *testing.T) {
 		t.Errorf("%d statements %v, want 8 consumer and 5 dead-letter", len(got), got)
 	}
 }
+
+// TestDeadLetterGrantIsWhatAnAppendCalls (issue 19, item 6): the dead-letter statements
+// grant exactly the calls an append makes on S3 and DynamoDB — no DeleteItem, no
+// ConditionCheckItem, and segment puts only with If-None-Match (never an overwrite).
+func TestDeadLetterGrantIsWhatAnAppendCalls(t *testing.T) {
+	var roleID string
+	for _, id := range tpl.OfType("AWS::IAM::Role") {
+		if strings.HasPrefix(id, "UserRole") {
+			roleID = id
+		}
+	}
+	sts, _, err := tpl.RoleStatements(roleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"DeadLetterTopic":       "dynamodb:GetItem",
+		"DeadLetterSequencer":   "dynamodb:GetItem dynamodb:PutItem dynamodb:UpdateItem",
+		"DeadLetterIndex":       "dynamodb:GetItem dynamodb:PutItem dynamodb:Query",
+		"DeadLetterIdempotency": "dynamodb:GetItem dynamodb:PutItem",
+		"DeadLetterSegments":    "s3:PutObject",
+	}
+	seen := 0
+	for _, st := range sts {
+		w, ok := want[st.Sid]
+		if !ok {
+			continue
+		}
+		seen++
+		acts := slices.Clone(st.Actions)
+		sort.Strings(acts)
+		if got := strings.Join(acts, " "); got != w {
+			t.Errorf("%s allows %q, want exactly %q", st.Sid, got, w)
+		}
+		if st.Sid == "DeadLetterSegments" {
+			c, _ := json.Marshal(st.Condition)
+			if string(c) != `{"Null":{"s3:if-none-match":"false"}}` {
+				t.Errorf("DeadLetterSegments condition %s, want PutObject only with If-None-Match", c)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d dead-letter statements, want %d", seen, len(want))
+	}
+}
