@@ -1,6 +1,7 @@
 package runtime_test
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -195,16 +196,34 @@ func TestInflightAppendBytesBounded(t *testing.T) {
 				t.Fatal(err)
 			}
 			// The holder declares 1 MiB and sends none of it (its own connection, so the
-			// header goes out at once).
-			conn, err := net.Dial("tcp", rt.Addr())
-			if err != nil {
-				t.Fatal(err)
+			// header goes out at once). It is refused itself when it arrives while a
+			// small append holds bytes; then it is sent again.
+			var conn net.Conn
+			refused := make(chan struct{}, 1)
+			hold := func() {
+				var err error
+				if conn, err = net.Dial("tcp", rt.Addr()); err != nil {
+					t.Fatal(err)
+				}
+				fmt.Fprintf(conn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 1<<20)
+				go func(c net.Conn) {
+					if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+						resp.Body.Close()
+						refused <- struct{}{}
+					}
+				}(conn)
 			}
-			defer conn.Close()
-			fmt.Fprintf(conn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 1<<20)
+			hold()
+			defer func() { _ = conn.Close() }()
 			small := `{"records": [{"value": "eA=="}]}`
 			deadline := time.Now().Add(30 * time.Second)
 			for {
+				select {
+				case <-refused:
+					_ = conn.Close()
+					hold()
+				default:
+				}
 				status, h, body := do(t, "POST", rt.URL()+"/v1/topics/t/records", small, "Content-Type: application/json")
 				if status == tc.status {
 					if h.Get("Retry-After") == "" {
