@@ -3,11 +3,14 @@ package runtime_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"strings"
 	"sync"
@@ -348,4 +351,34 @@ func TestInflightBoundUnderBurst(t *testing.T) {
 	}
 	t.Logf("32 concurrent appends of %d-byte bodies: %d accepted, %d answered 429 (one principal without auth), %d 503; peak heap in use sampled %d MiB (client and server in one process)",
 		len(body), n[200], n[429], n[503], peak.Load()>>20)
+}
+
+// TestShortTokenRefusedAtStart (issue 19, item 8): a node whose auth file holds a token
+// shorter than 22 characters does not start, and the error names the principal and the
+// rule; 22 characters start.
+func TestShortTokenRefusedAtStart(t *testing.T) {
+	for _, tc := range []struct {
+		token string
+		ok    bool
+	}{{"x", false}, {"s3cret", false}, {"twenty-one-characters", false}, {"twenty-two-characters!", true}} {
+		auth := filepath.Join(t.TempDir(), "auth.json")
+		if err := os.WriteFile(auth, []byte(`{"principals": {"`+tc.token+`": {"name": "ops", "allow": []}}}`), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		rt, err := runtime.Open(context.Background(), runtime.Config{DataDir: t.TempDir(), AuthFile: auth, Addr: "127.0.0.1:0", RetentionInterval: -1})
+		if tc.ok {
+			if err != nil {
+				t.Fatalf("%q: %v", tc.token, err)
+			}
+			_ = rt.Close(context.Background())
+			continue
+		}
+		if err == nil {
+			_ = rt.Close(context.Background())
+			t.Fatalf("%q: the node started", tc.token)
+		}
+		if !errors.Is(err, runtime.ErrConfig) || !strings.Contains(err.Error(), `"ops"`) || !strings.Contains(err.Error(), "at least 22") {
+			t.Errorf("%q: %v, want a configuration error naming the principal and the 22-character rule", tc.token, err)
+		}
+	}
 }
