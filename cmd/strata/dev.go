@@ -39,6 +39,11 @@ STRATA_FAULT_SERVICES.
 
 The web console is at http://ADDR/console/ (--console=false turns it off).
 
+Browsers on this machine are kept out: a request whose Origin or Sec-Fetch-Site says
+another site, a body that is not JSON, or a Host other than an IP address, localhost or
+--allowed-hosts is refused. Without --auth every other client that reaches ADDR may do
+everything; a warning says so when ADDR is beyond loopback.
+
 Prints "listening on http://ADDR" once ready; on SIGINT or SIGTERM it finishes the
 requests in flight and exits within 5 seconds.`,
 		Args: exactArgs(),
