@@ -346,7 +346,7 @@ func TestConsumeFollowsAndCommitsOnInterrupt(t *testing.T) {
 // TestTokens: --token and STRATA_TOKEN reach a node with auth on.
 func TestTokens(t *testing.T) {
 	authFile := filepath.Join(t.TempDir(), "auth.json")
-	if err := os.WriteFile(authFile, []byte(`{"principals": {"tok": {"name": "ops", "allow": [
+	if err := os.WriteFile(authFile, []byte(`{"principals": {"tok-0123456789abcdefghij": {"name": "ops", "allow": [
 		{"resource": "topic:*", "ops": ["create", "describe"]}]}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -355,8 +355,8 @@ func TestTokens(t *testing.T) {
 	if err := cliErr(t, url, "topics", "list"); !errors.Is(err, client.ErrUnauthorized) {
 		t.Fatalf("no token: %v", err)
 	}
-	cli(t, url, "", "--token", "tok", "topics", "create", "t1")
-	t.Setenv(envToken, "tok")
+	cli(t, url, "", "--token", "tok-0123456789abcdefghij", "topics", "create", "t1")
+	t.Setenv(envToken, "tok-0123456789abcdefghij")
 	t.Setenv(envURL, url)
 	out, _, err := cliCtx(context.Background(), "", "topics", "list")
 	if err != nil || !strings.Contains(out, "t1") {

@@ -96,7 +96,7 @@ func inkRows(img image.Image) int {
 func TestConsolePage(t *testing.T) {
 	browser := findBrowser(t)
 	auth := filepath.Join(t.TempDir(), "auth.json")
-	if err := os.WriteFile(auth, []byte(`{"principals": {"admin-token": {"name": "admin", "allow": [
+	if err := os.WriteFile(auth, []byte(`{"principals": {"admin-token-0123456789a": {"name": "admin", "allow": [
 		{"resource": "topic:*", "ops": ["create", "describe", "append", "read"]},
 		{"resource": "group:*", "ops": ["consume", "describe", "reset"]}]}}}`), 0o600); err != nil {
 		t.Fatal(err)
@@ -107,7 +107,7 @@ func TestConsolePage(t *testing.T) {
 		token string
 	}{
 		{"open", nil, ""},
-		{"auth", []string{"--auth", auth}, "admin-token"},
+		{"auth", []string{"--auth", auth}, "admin-token-0123456789a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dev := startDev(t, t.TempDir(), tc.args...)

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"os"
 	"time"
 
@@ -36,6 +38,11 @@ S3 and DynamoDB requests; see pkg/awsfault for STRATA_FAULT_SEED, STRATA_FAULT_K
 STRATA_FAULT_SERVICES.
 
 The web console is at http://ADDR/console/ (--console=false turns it off).
+
+Browsers on this machine are kept out: a request whose Origin or Sec-Fetch-Site says
+another site, a body that is not JSON, or a Host other than an IP address, localhost or
+--allowed-hosts is refused. Without --auth every other client that reaches ADDR may do
+everything; a warning says so when ADDR is beyond loopback.
 
 Prints "listening on http://ADDR" once ready; on SIGINT or SIGTERM it finishes the
 requests in flight and exits within 5 seconds.`,
@@ -70,6 +77,8 @@ requests in flight and exits within 5 seconds.`,
 		"concurrent appends arriving within this window share one segment object and one commit per partition (0 turns group commit off)")
 	f.BoolVar(&verbose, "verbose", false, "log retention passes and other routine events")
 	f.BoolVar(&cfg.Console, "console", true, "serve the web console at /console/")
+	f.StringSliceVar(&cfg.AllowedHosts, "allowed-hosts", nil,
+		"Host `NAMES` answered besides IP addresses and localhost (comma-separated; * for any): others are refused against DNS rebinding")
 	return cmd
 }
 
@@ -82,10 +91,23 @@ func runDev(ctx context.Context, cmd *cobra.Command, cfg runtime.Config) error {
 	if _, err := fmt.Fprintf(cmd.OutOrStdout(), "listening on http://%s\n", rt.Addr()); err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
 	}
+	if cfg.AuthFile == "" && !loopback(rt.Addr()) {
+		fmt.Fprintf(cmd.ErrOrStderr(), "warning: listening on %s beyond loopback without --auth: anyone who can reach it may read, append, reset and delete everything\n", rt.Addr())
+	}
 	serveErr := rt.Serve(ctx)
 	closeCtx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	return errors.Join(serveErr, rt.Close(closeCtx))
+}
+
+// loopback reports whether addr (host:port) listens on loopback only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
 
 // injectFaults installs pkg/awsfault's injector when STRATA_FAULT_RATE asks for one

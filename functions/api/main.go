@@ -18,11 +18,8 @@ import (
 
 func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	grants, err := deploy.ParseGrants(os.Getenv(deploy.EnvGrants))
-	if err != nil {
-		fatal(logger, err)
-	}
-	principals, err := lambdafn.NewPrincipals(grants)
+	// Without grants every caller is refused, unless the stack opted out explicitly.
+	principals, err := lambdafn.PrincipalsFromEnv(os.Getenv)
 	if err != nil {
 		fatal(logger, err)
 	}

@@ -61,10 +61,16 @@ type Props struct {
 	MaxRetention time.Duration
 
 	// APIGrants is the api's per-topic and per-group grants keyed by principal ARN
-	// pattern (STRATA_GRANTS, JSON in the auth file's grant format). Default none: every
-	// principal IAM admits may do everything it may invoke (GrantProduce and GrantConsume
-	// confine principals to routes of their topics and groups).
+	// pattern (STRATA_GRANTS, JSON in the auth file's grant format). Default none: the
+	// API refuses every call unless EveryPrincipalAdmin is set (GrantProduce and
+	// GrantConsume confine principals to routes of their topics and groups; the grants
+	// say what they may do there).
 	APIGrants string
+	// EveryPrincipalAdmin makes every IAM principal allowed to invoke the API an admin
+	// that may do everything, deleting topics included (STRATA_EVERY_PRINCIPAL_ADMIN=1).
+	// Without it and without APIGrants the API refuses every call: authorization denies
+	// by default. It excludes APIGrants.
+	EveryPrincipalAdmin bool
 
 	// Memory sizes in MiB. Defaults: api 1024 (2048 on managed instances), dispatch
 	// 256, retention 256.
@@ -253,6 +259,9 @@ func (p Props) withDefaults() (Props, error) {
 	if strings.ContainsAny(p.ObjectPrefix, "*?") || len(p.ObjectPrefix) > 512 {
 		errs = append(errs, fmt.Errorf("strata: Props.ObjectPrefix %q: no * or ? (they would widen the IAM grants), at most 512 bytes", p.ObjectPrefix))
 	}
+	if p.APIGrants != "" && p.EveryPrincipalAdmin {
+		errs = append(errs, errors.New("strata: Props.APIGrants and Props.EveryPrincipalAdmin exclude each other"))
+	}
 	if p.APIGrants != "" && !json.Valid([]byte(p.APIGrants)) {
 		errs = append(errs, errors.New("strata: Props.APIGrants is not valid JSON"))
 	}
@@ -397,6 +406,9 @@ func (s *Strata) newFunction(name string, memory int) awslambda.Function {
 		env[EnvMaxRetentionMS] = jsii.String(strconv.FormatInt(s.props.MaxRetention.Milliseconds(), 10))
 		if s.props.APIGrants != "" {
 			env[deploy.EnvGrants] = jsii.String(s.props.APIGrants)
+		}
+		if s.props.EveryPrincipalAdmin {
+			env[deploy.EnvEveryPrincipalAdmin] = jsii.String("1")
 		}
 	}
 	if name == deploy.FunctionDispatch {

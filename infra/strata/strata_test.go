@@ -169,6 +169,7 @@ func TestPropsValidation(t *testing.T) {
 		{"instance memory", strata.Props{AssetDir: "x", ManagedInstances: &strata.ManagedInstances{MemoryGiBPerVCPU: 1}}, "MemoryGiBPerVCPU"},
 		{"environments", strata.Props{AssetDir: "x", ManagedInstances: &strata.ManagedInstances{MinEnvironments: 5, MaxEnvironments: 2}}, "MinEnvironments"},
 		{"grants", strata.Props{AssetDir: "x", APIGrants: "{"}, "APIGrants"},
+		{"grants and every principal an admin", strata.Props{AssetDir: "x", APIGrants: "[]", EveryPrincipalAdmin: true}, "exclude each other"},
 		{"table prefix", strata.Props{AssetDir: "x", TablePrefix: "a b"}, "TablePrefix"},
 		{"object prefix", strata.Props{AssetDir: "x", ObjectPrefix: "a*"}, "ObjectPrefix"},
 		{"cpu target", strata.Props{AssetDir: "x", ManagedInstances: &strata.ManagedInstances{TargetCPUUtilization: 120}}, "TargetCPUUtilization"},
@@ -179,6 +180,42 @@ func TestPropsValidation(t *testing.T) {
 				t.Errorf("error %v, want one mentioning %s", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestAPIAuthorizationDefaultDeny (issue 19, item 7): the synthesized api function,
+// without APIGrants, is configured to refuse every call (neither STRATA_GRANTS nor
+// STRATA_EVERY_PRINCIPAL_ADMIN, which deploy.APIAuthorization reads as deny-all); with
+// Props.EveryPrincipalAdmin it gets the explicit opt-out.
+func TestAPIAuthorizationDefaultDeny(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		props      strata.Props
+		everyAdmin bool
+	}{
+		{"Default", strata.Props{AssetDir: dir}, false},
+		{"Open", strata.Props{AssetDir: dir, EveryPrincipalAdmin: true}, true},
+	} {
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+		st := awscdk.NewStack(app, jsii.String(tc.name), nil)
+		if _, err := strata.New(st, "Log", tc.props); err != nil {
+			t.Fatal(err)
+		}
+		tp, err := tmpl.New(assertions.Template_FromStack(st, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, api, err := tp.Find("AWS::Lambda::Function", "Description", "Strata api")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := api.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		getenv := func(k string) string { v, _ := env[k].(string); return v }
+		grants, everyAdmin, err := deploy.APIAuthorization(getenv)
+		if err != nil || len(grants) != 0 || everyAdmin != tc.everyAdmin {
+			t.Errorf("%s: the api function reads grants %v, every principal an admin %v (%v), want none and %v; env %v",
+				tc.name, grants, everyAdmin, err, tc.everyAdmin, env)
+		}
 	}
 }
 
@@ -360,5 +397,50 @@ func TestDeadLetterRights(t *testing.T) {
 	}
 	if len(got) != 13 {
 		t.Errorf("%d statements %v, want 8 consumer and 5 dead-letter", len(got), got)
+	}
+}
+
+// TestDeadLetterGrantIsWhatAnAppendCalls (issue 19, item 6): the dead-letter statements
+// grant exactly the calls an append makes on S3 and DynamoDB — no DeleteItem, no
+// ConditionCheckItem, and segment puts only with If-None-Match (never an overwrite).
+func TestDeadLetterGrantIsWhatAnAppendCalls(t *testing.T) {
+	var roleID string
+	for _, id := range tpl.OfType("AWS::IAM::Role") {
+		if strings.HasPrefix(id, "UserRole") {
+			roleID = id
+		}
+	}
+	sts, _, err := tpl.RoleStatements(roleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"DeadLetterTopic":       "dynamodb:GetItem",
+		"DeadLetterSequencer":   "dynamodb:GetItem dynamodb:PutItem dynamodb:UpdateItem",
+		"DeadLetterIndex":       "dynamodb:GetItem dynamodb:PutItem dynamodb:Query",
+		"DeadLetterIdempotency": "dynamodb:GetItem dynamodb:PutItem",
+		"DeadLetterSegments":    "s3:PutObject",
+	}
+	seen := 0
+	for _, st := range sts {
+		w, ok := want[st.Sid]
+		if !ok {
+			continue
+		}
+		seen++
+		acts := slices.Clone(st.Actions)
+		sort.Strings(acts)
+		if got := strings.Join(acts, " "); got != w {
+			t.Errorf("%s allows %q, want exactly %q", st.Sid, got, w)
+		}
+		if st.Sid == "DeadLetterSegments" {
+			c, _ := json.Marshal(st.Condition)
+			if string(c) != `{"Null":{"s3:if-none-match":"false"}}` {
+				t.Errorf("DeadLetterSegments condition %s, want PutObject only with If-None-Match", c)
+			}
+		}
+	}
+	if seen != len(want) {
+		t.Errorf("%d dead-letter statements, want %d", seen, len(want))
 	}
 }

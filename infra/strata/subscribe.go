@@ -102,16 +102,23 @@ func (s *Strata) ConsumerStatements(topic, group, deadLetterTopic string) []awsi
 		}),
 	}
 	if deadLetterTopic != "" {
+		// Exactly what an append to the topic calls (pkg/store/dynamo, pkg/store/s3):
+		// read and seed or advance the partition's counter, claim and read idempotency
+		// keys, write and look up index entries, and put segment objects only where no
+		// object is (If-None-Match: *). No delete, no transaction check, no overwrite.
 		d := deadLetterTopic
 		out = append(out,
 			s.rowStatement("DeadLetterTopic", dynamo.TopicsTable, []string{"dynamodb:GetItem"}, d),
-			s.rowStatement("DeadLetterSequencer", dynamo.SequencerTable, append(append([]string{}, tableRead...), tableWrite...), d+"#*"),
-			s.rowStatement("DeadLetterIndex", dynamo.IndexTable, append(append([]string{}, tableRead...), tableWrite...), d+"#*"),
-			s.rowStatement("DeadLetterIdempotency", dynamo.IdempotencyTable, append(append([]string{}, tableRead...), tableWrite...), d+"#*"),
+			s.rowStatement("DeadLetterSequencer", dynamo.SequencerTable, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, d+"#*"),
+			s.rowStatement("DeadLetterIndex", dynamo.IndexTable, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"}, d+"#*"),
+			s.rowStatement("DeadLetterIdempotency", dynamo.IdempotencyTable, []string{"dynamodb:GetItem", "dynamodb:PutItem"}, d+"#*"),
 			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Sid:       jsii.String("DeadLetterSegments"),
 				Actions:   jsii.Strings(objectWrite...),
 				Resources: &[]*string{s.Bucket.ArnForObjects(jsii.String(s.segmentPrefix() + d + "/*"))},
+				// S3 refuses a PutObject without If-None-Match under this condition:
+				// the role can add segment objects, never replace one.
+				Conditions: &map[string]any{"Null": map[string]any{"s3:if-none-match": "false"}},
 			}))
 	}
 	return out

@@ -46,8 +46,14 @@ const (
 	// EnvTablePrefix is prepended to every table suffix of dynamo.Tables().
 	EnvTablePrefix = "STRATA_TABLE_PREFIX"
 	// EnvGrants holds the API's grants keyed by principal ARN pattern (JSON, the auth
-	// file's grant format); unset or empty means every admitted principal may do all.
+	// file's grant format); unset or empty means no caller may do anything, unless
+	// EnvEveryPrincipalAdmin says otherwise.
 	EnvGrants = "STRATA_GRANTS"
+	// EnvEveryPrincipalAdmin, "1", makes every principal API Gateway admitted (every IAM
+	// identity allowed to invoke the API) an admin that may do everything, deleting
+	// topics included. It is the explicit opt-out of authorization and excludes
+	// EnvGrants; unset or "0", authorization is EnvGrants' and denies by default.
+	EnvEveryPrincipalAdmin = "STRATA_EVERY_PRINCIPAL_ADMIN"
 	// EnvSubscriptions holds the dispatch subscriptions (JSON, []Subscription).
 	EnvSubscriptions = "STRATA_SUBSCRIPTIONS"
 	// EnvTopic and EnvGroup name what a consumer function consumes.
@@ -185,8 +191,11 @@ const (
 // Grant is one entry of EnvGrants: the permissions of the callers whose IAM principal
 // ARN (the userArn API Gateway puts in the request context: for a role, the
 // assumed-role ARN "arn:aws:sts::ACCOUNT:assumed-role/ROLE/SESSION") matches Principal.
-// Principal is an ARN pattern where each * matches any run of characters ("/" and
-// ":" included). Entries are
+// Principal is an ARN pattern where * matches any run of characters within one
+// "/"-separated part of the ARN (not "/") and ** any run, "/" included: so
+// "arn:aws:sts::ACCOUNT:assumed-role/ci-*/*" matches every session of every role
+// whose name starts with ci-, and "arn:aws:iam::ACCOUNT:user/*" no user under a path.
+// Entries are
 // tried in order and the first match decides; a caller no entry matches may do nothing.
 // Allow has the auth file's grant format (docs/API.md, "Authorization").
 type Grant struct {
@@ -202,8 +211,36 @@ type GrantAllow struct {
 	Ops      []string `json:"ops"`
 }
 
-// ParseGrants decodes the value of EnvGrants; empty means no grants (every admitted
-// principal may do everything). It takes the ordered list of Grant, or the short form
+// ParseEveryPrincipalAdmin decodes the value of EnvEveryPrincipalAdmin: "1" is true,
+// "" and "0" false, anything else an error (a typo never opens the API).
+func ParseEveryPrincipalAdmin(raw string) (bool, error) {
+	switch strings.TrimSpace(raw) {
+	case "", "0":
+		return false, nil
+	case "1":
+		return true, nil
+	}
+	return false, fmt.Errorf("deploy: %s=%q: want 1 or 0", EnvEveryPrincipalAdmin, raw)
+}
+
+// APIAuthorization reads the api function's authorization settings (getenv is
+// os.Getenv): the grants, or everyAdmin when EnvEveryPrincipalAdmin opts out of
+// authorization. Both set is an error; neither means every caller is refused.
+func APIAuthorization(getenv func(string) string) (grants []Grant, everyAdmin bool, err error) {
+	if everyAdmin, err = ParseEveryPrincipalAdmin(getenv(EnvEveryPrincipalAdmin)); err != nil {
+		return nil, false, err
+	}
+	if grants, err = ParseGrants(getenv(EnvGrants)); err != nil {
+		return nil, false, err
+	}
+	if everyAdmin && len(grants) > 0 {
+		return nil, false, fmt.Errorf("deploy: %s and %s are both set: grants or every principal an admin, not both", EnvGrants, EnvEveryPrincipalAdmin)
+	}
+	return grants, everyAdmin, nil
+}
+
+// ParseGrants decodes the value of EnvGrants; empty means no grants (every caller is
+// refused unless EnvEveryPrincipalAdmin is set). It takes the ordered list of Grant, or the short form
 // {"<principal pattern>": [<GrantAllow>...], ...}, whose entries are named after their
 // pattern and tried most specific first (longest pattern first, then in lexical order).
 // It checks the shape; the api function checks resources and operations as the auth

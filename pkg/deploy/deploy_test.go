@@ -80,3 +80,27 @@ func FuzzParseGrants(f *testing.F) {
 		}
 	})
 }
+
+// TestAPIAuthorization (issue 19, item 7): neither setting is deny-all (no grants, not
+// every principal an admin); "1" is the opt-out; both, or another value, is an error.
+func TestAPIAuthorization(t *testing.T) {
+	for _, tc := range []struct {
+		env        map[string]string
+		grants     int
+		everyAdmin bool
+		err        bool
+	}{
+		{map[string]string{}, 0, false, false},
+		{map[string]string{deploy.EnvEveryPrincipalAdmin: "0"}, 0, false, false},
+		{map[string]string{deploy.EnvEveryPrincipalAdmin: "1"}, 0, true, false},
+		{map[string]string{deploy.EnvGrants: `{"arn:aws:iam::1:user/a": []}`}, 1, false, false},
+		{map[string]string{deploy.EnvGrants: `{"arn:aws:iam::1:user/a": []}`, deploy.EnvEveryPrincipalAdmin: "1"}, 0, false, true},
+		{map[string]string{deploy.EnvEveryPrincipalAdmin: "true"}, 0, false, true},
+		{map[string]string{deploy.EnvEveryPrincipalAdmin: "yes"}, 0, false, true},
+	} {
+		grants, everyAdmin, err := deploy.APIAuthorization(func(k string) string { return tc.env[k] })
+		if (err != nil) != tc.err || len(grants) != tc.grants || everyAdmin != tc.everyAdmin {
+			t.Errorf("%v: %d grants, every admin %v, error %v", tc.env, len(grants), everyAdmin, err)
+		}
+	}
+}

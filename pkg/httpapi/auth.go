@@ -7,7 +7,9 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/stratalog/strata/pkg/log"
 )
@@ -20,6 +22,10 @@ const (
 	OpRead     = "read"
 	OpConsume  = "consume"
 	OpReset    = "reset"
+	// OpDelete deletes a topic (and with it every group's positions on it) and OpAlter
+	// changes it (more partitions): neither is implied by create.
+	OpDelete = "delete"
+	OpAlter  = "alter"
 	// OpMetrics on ResourceCluster lets a principal read /metrics, which names every
 	// topic and group and their lags.
 	OpMetrics = "metrics"
@@ -29,7 +35,12 @@ const (
 const ResourceCluster = "cluster"
 
 // knownOps are the operations a grant on a topic or a group may allow.
-var knownOps = map[string]bool{OpCreate: true, OpDescribe: true, OpAppend: true, OpRead: true, OpConsume: true, OpReset: true}
+var knownOps = map[string]bool{OpCreate: true, OpDescribe: true, OpAppend: true, OpRead: true, OpConsume: true, OpReset: true,
+	OpDelete: true, OpAlter: true}
+
+// MinTokenLength is the shortest token an auth file may hold: 22 characters of base64
+// carry about 128 bits, beyond guessing even without the failure rate limit.
+const MinTokenLength = 22
 
 // Authorizer maps Bearer tokens to principals and their grants, loaded from the JSON
 // file of `strata dev --auth`. It is immutable and safe for concurrent use.
@@ -117,6 +128,9 @@ func ParseAuth(data []byte) (*Authorizer, error) {
 		if token == "" || strings.IndexFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0 {
 			return nil, fmt.Errorf("principal %q: a token must be non-empty without whitespace or control characters", pf.Name)
 		}
+		if n := utf8.RuneCountInString(token); n < MinTokenLength {
+			return nil, fmt.Errorf("principal %q: its token has %d characters, at least %d are required (e.g. openssl rand -base64 24)", pf.Name, n, MinTokenLength)
+		}
 		if pf.Name == "" {
 			return nil, errors.New("a principal has no name")
 		}
@@ -163,7 +177,7 @@ func parseGrant(resource string, ops []string) (grant, error) {
 	}
 	for _, op := range ops {
 		if !knownOps[op] {
-			return grant{}, fmt.Errorf("resource %q: unknown op %q (known: create, describe, append, read, consume, reset)", resource, op)
+			return grant{}, fmt.Errorf("resource %q: unknown op %q (known: create, describe, append, read, consume, reset, delete, alter)", resource, op)
 		}
 		g.ops[op] = true
 	}
@@ -182,11 +196,22 @@ func (s *server) authenticate(r *http.Request) (*Principal, *apiError) {
 	if h == "" {
 		return nil, unauthorized("missing Authorization: Bearer token")
 	}
+	// A client that guessed wrong too often is not even looked up until its failure
+	// bucket refills: guessing is slowed to the refill rate.
+	client, now := clientOf(r), time.Now()
+	if s.now != nil {
+		now = s.now()
+	}
+	if e := s.failures.blocked(client, now); e != nil {
+		return nil, e
+	}
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		s.failures.fail(client, now)
 		return nil, unauthorized("Authorization must be a Bearer token")
 	}
 	p, ok := s.auth.byToken[sha256.Sum256([]byte(token))]
 	if !ok {
+		s.failures.fail(client, now)
 		return nil, unauthorized("unknown token")
 	}
 	return p, nil

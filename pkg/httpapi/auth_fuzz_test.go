@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -120,7 +121,7 @@ func oracleParse(data []byte) (oracleFile, bool) {
 	}
 	for token, p := range f.Principals {
 		unusable := strings.IndexFunc(token, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) >= 0
-		if token == "" || unusable || p.Name == "" {
+		if utf8.RuneCountInString(token) < MinTokenLength || unusable || p.Name == "" {
 			return f, false
 		}
 		for _, g := range p.Allow {
@@ -143,36 +144,38 @@ func oracleParse(data []byte) (oracleFile, bool) {
 // say, a wildcard allowing every resource its prefix covers.
 func FuzzParseAuth(f *testing.F) {
 	for _, seed := range []string{
-		`{"principals": {"admin-token": {"name": "admin", "allow": [
+		`{"principals": {"admin-token00000000000": {"name": "admin", "allow": [
 		  {"resource": "topic:*", "ops": ["create", "describe", "append", "read"]},
 		  {"resource": "group:*", "ops": ["consume", "describe", "reset"]}]},
-		  "t2": {"name": "orders-svc", "allow": [
+		  "t200000000000000000000": {"name": "orders-svc", "allow": [
 		  {"resource": "topic:orders", "ops": ["create", "describe", "append", "read"]},
 		  {"resource": "group:billing", "ops": ["consume", "describe", "reset"]}]}}}`,
-		`{"principals": {"p": {"name": "prefix", "allow": [{"resource": "topic:ord*", "ops": ["describe", "read"]}, {"resource": "group:bill*", "ops": ["consume"]}]}}}`,
-		`{"principals": {"p": {"name": "n", "allow": [{"resource": "topic:.*", "ops": ["read"]}, {"resource": "topic:a", "ops": ["read", "read"]}]}}}`,
-		`{"principals": {"none": {"name": "none", "allow": []}, "nil": {"name": "nil"}}}`,
+		`{"principals": {"p000000000000000000000": {"name": "prefix", "allow": [{"resource": "topic:ord*", "ops": ["describe", "read"]}, {"resource": "group:bill*", "ops": ["consume"]}]}}}`,
+		`{"principals": {"p000000000000000000000": {"name": "n", "allow": [{"resource": "topic:.*", "ops": ["read"]}, {"resource": "topic:a", "ops": ["read", "read"]}]}}}`,
+		`{"principals": {"none000000000000000000": {"name": "none", "allow": []}, "nil0000000000000000000": {"name": "nil"}}}`,
 		`{"principals": {}}`,
-		`{"principals": {"t": {"name": "a"}, "t": {"name": "b"}}}`,
-		`{"Principals": {"t": {"NAME": "n", "Allow": [{"Resource": "topic:a", "OPS": ["read"]}]}}}`,
-		`{"principals": {"t": {"name": "n", "allow": [{"resource": "topic:a*b", "ops": ["read"]}]}}}`,
-		`{"principals": {"t": {"name": "n", "allow": [{"resource": "topic:a**", "ops": ["read"]}]}}}`,
-		`{"principals": {"t": {"name": "n", "allow": [{"resource": "*", "ops": ["read"]}]}}}`,
-		`{"principals": {"t": {"name": "n", "allow": [{"resource": "queue:a", "ops": ["read"]}]}}}`,
-		`{"principals": {"t": {"name": "n", "allow": [{"resource": "topic:..", "ops": ["read"]}]}}}`,
-		`{"principals": {"t": {"name": "n", "allow": [{"resource": "topic:a", "ops": []}]}}}`,
-		`{"principals": {"t": {"name": "n", "allow": [{"resource": "topic:a", "ops": ["write"]}]}}}`,
-		`{"principals": {"t": {"name": "n", "allow": [{"resource": "topic:a", "ops": ["read"], "deny": true}]}}}`,
+		`{"principals": {"short-token": {"name": "n", "allow": []}}}`,
+		`{"principals": {"exactly-22-characters!": {"name": "n", "allow": []}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "a"}, "t000000000000000000000": {"name": "b"}}}`,
+		`{"Principals": {"t000000000000000000000": {"NAME": "n", "Allow": [{"Resource": "topic:a", "OPS": ["read"]}]}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "n", "allow": [{"resource": "topic:a*b", "ops": ["read"]}]}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "n", "allow": [{"resource": "topic:a**", "ops": ["read"]}]}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "n", "allow": [{"resource": "*", "ops": ["read"]}]}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "n", "allow": [{"resource": "queue:a", "ops": ["read"]}]}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "n", "allow": [{"resource": "topic:..", "ops": ["read"]}]}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "n", "allow": [{"resource": "topic:a", "ops": []}]}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "n", "allow": [{"resource": "topic:a", "ops": ["write"]}]}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "n", "allow": [{"resource": "topic:a", "ops": ["read"], "deny": true}]}}}`,
 		`{"principals": {"a b": {"name": "n"}}}`,
 		`{"principals": {"\u000bt": {"name": "n"}}}`,
 		`{"principals": {"t\u00a0": {"name": "n"}}}`,
 		`{"principals": {"": {"name": "n"}}}`,
-		`{"principals": {"t": {"name": ""}}}`,
-		`{"principals": {"t": {"name": "n", "allow": [{"resource": "cluster", "ops": ["metrics"]}, {"resource": "topic:*", "ops": ["read"]}]}}}`,
-		`{"principals": {"t": {"name": "n", "allow": [{"resource": "cluster", "ops": ["read"]}]}}}`,
-		`{"principals": {"t": {"name": "n", "allow": [{"resource": "topic:*", "ops": ["metrics"]}]}}}`,
-		`{"principals": {"t": {"name": "n", "allow": null}}}`,
-		`{"principals": {"t": {"name": "n", "allow": [{"resource": "topic:a", "ops": ["read"], "Ops": ["append"]}]}}}`,
+		`{"principals": {"t000000000000000000000": {"name": ""}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "n", "allow": [{"resource": "cluster", "ops": ["metrics"]}, {"resource": "topic:*", "ops": ["read"]}]}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "n", "allow": [{"resource": "cluster", "ops": ["read"]}]}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "n", "allow": [{"resource": "topic:*", "ops": ["metrics"]}]}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "n", "allow": null}}}`,
+		`{"principals": {"t000000000000000000000": {"name": "n", "allow": [{"resource": "topic:a", "ops": ["read"], "Ops": ["append"]}]}}}`,
 		`{"principals": {}} {}`,
 		`{"principals": {}}]`,
 		`{"principals": {}}}`,
@@ -210,7 +213,7 @@ func FuzzParseAuth(f *testing.F) {
 				t.Fatalf("token %q (principal %q) does not authenticate: %v", token, wp.Name, e)
 			}
 			for _, res := range probes(wp.Allow) {
-				for _, op := range []string{OpCreate, OpDescribe, OpAppend, OpRead, OpConsume, OpReset, OpMetrics, "write", ""} {
+				for _, op := range []string{OpCreate, OpDescribe, OpAppend, OpRead, OpConsume, OpReset, OpDelete, OpAlter, OpMetrics, "write", ""} {
 					expect := false
 					for _, g := range wp.Allow {
 						if !contains(g.Ops, op) {

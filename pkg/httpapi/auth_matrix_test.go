@@ -111,7 +111,7 @@ func TestPermissionMatrix(t *testing.T) {
 		if g == nil {
 			g = []matrixGrant{}
 		}
-		file[token] = map[string]any{"name": token + "-svc", "allow": g}
+		file[tok(token)] = map[string]any{"name": token + "-svc", "allow": g}
 	}
 	data, err := json.Marshal(map[string]any{"principals": file})
 	if err != nil {

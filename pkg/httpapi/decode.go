@@ -7,17 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
 
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // decodeBody decodes the request body as exactly one JSON value into v (decodeStrict:
 // names matched exactly, no null, no member twice, no unknown field, no trailing data).
 // The body is cut at limit bytes before anything is decoded: a larger body is a 413.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *apiError {
+	if e := requireJSON(r); e != nil {
+		return e
+	}
 	if r.ContentLength > limit {
 		return tooLarge(limit)
 	}
@@ -29,6 +35,25 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) *api
 		return bodyError(err, limit)
 	}
 	return nil
+}
+
+// requireJSON refuses a request whose Content-Type is not application/json with a 415.
+// A browser sends a cross-site "simple" POST (text/plain, form types) without a
+// preflight; requiring JSON (or the binary records type, which appendRecords checks
+// first) keeps such a page from reaching any handler that changes something.
+func requireJSON(r *http.Request) *apiError {
+	ct := r.Header.Get("Content-Type")
+	if mt, _, err := mime.ParseMediaType(ct); err == nil && mt == "application/json" && len(r.Header.Values("Content-Type")) == 1 {
+		return nil
+	}
+	if ct == "" {
+		return unsupportedMedia("missing Content-Type: a request body must be application/json (or " + wire.ContentTypeBlocks + " for an append)")
+	}
+	return unsupportedMedia(fmt.Sprintf("Content-Type %q: a request body must be application/json (or %s for an append)", ct, wire.ContentTypeBlocks))
+}
+
+func unsupportedMedia(msg string) *apiError {
+	return &apiError{status: http.StatusUnsupportedMediaType, code: codeUnsupportedMedia, message: msg}
 }
 
 // readBody reads the whole request body, cut at limit bytes (*http.MaxBytesError).

@@ -25,6 +25,7 @@ const (
 	codeStaleCommit         = "stale_commit"
 	codeGroupActive         = "group_active"
 	codeTooLarge            = "payload_too_large"
+	codeUnsupportedMedia    = "unsupported_media_type"
 	codeOffsetOutOfRange    = "offset_out_of_range"
 	codeIdempotencyReused   = "idempotency_key_reused"
 	codeBeyondHighWatermark = "beyond_high_watermark"

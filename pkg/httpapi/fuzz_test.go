@@ -68,6 +68,7 @@ func FuzzAppendRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, key string) {
 		before := highWatermarks(t, e, "t")
 		req := httptest.NewRequest("POST", "/v1/topics/t/records", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		if key != "" {
 			req.Header.Set("Idempotency-Key", key)
 		}
@@ -161,6 +162,7 @@ func FuzzCommitRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req := httptest.NewRequest("POST", gp+"0/commit", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		w := httptest.NewRecorder()
 		e.h.ServeHTTP(w, req)
 		checkFuzzAnswer(t, req, w)

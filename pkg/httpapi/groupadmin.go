@@ -98,7 +98,8 @@ func (s *server) getSettings(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) putSettings(w http.ResponseWriter, r *http.Request) {
 	g := r.PathValue("group")
-	if _, ok := s.allow(w, r, onGroup(OpReset, g)); !ok {
+	p, ok := s.allow(w, r, onGroup(OpReset, g))
+	if !ok {
 		return
 	}
 	var req settingsRequest
@@ -114,6 +115,13 @@ func (s *server) putSettings(w http.ResponseWriter, r *http.Request) {
 	if req.DeadLetterTopic != nil {
 		if *req.DeadLetterTopic == "" {
 			writeError(w, invalid(`"dead_letter_topic" must be a topic name (absent for none)`))
+			return
+		}
+		// Dead letters are appended to the topic: naming it needs the right to append
+		// there, or a caller could redirect a group's dead letters into any topic and
+		// learn from the answer whether a topic exists.
+		if e := authorize(p, onTopic(OpAppend, *req.DeadLetterTopic)); e != nil {
+			writeError(w, e)
 			return
 		}
 		in.DeadLetterTopic = *req.DeadLetterTopic

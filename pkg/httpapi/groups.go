@@ -186,7 +186,8 @@ type describeGroupResponse struct {
 
 func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 	g := r.PathValue("group")
-	if _, ok := s.allow(w, r, onGroup(OpDescribe, g)); !ok {
+	p, ok := s.allow(w, r, onGroup(OpDescribe, g))
+	if !ok {
 		return
 	}
 	info, err := s.groups.Describe(r.Context(), g)
@@ -194,8 +195,13 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	resp := describeGroupResponse{Group: g, Partitions: make([]groupPartition, len(info.Partitions))}
-	for i, pi := range info.Partitions {
+	// A topic's partitions, high watermarks and owners are shown only to a caller who
+	// may describe that topic, as GET /v1/topics lists only those.
+	resp := describeGroupResponse{Group: g, Partitions: make([]groupPartition, 0, len(info.Partitions))}
+	for _, pi := range info.Partitions {
+		if !p.Allowed(OpDescribe, "topic:"+pi.Topic) {
+			continue
+		}
 		gp := groupPartition{
 			Topic:           pi.Topic,
 			Partition:       pi.Partition,
@@ -209,7 +215,7 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 			owner, exp := pi.Owner, pi.LeaseExpiresAt.UnixMilli()
 			gp.Owner, gp.LeaseExpiresAtMs = &owner, &exp
 		}
-		resp.Partitions[i] = gp
+		resp.Partitions = append(resp.Partitions, gp)
 	}
 	writeJSON(w, http.StatusOK, resp)
 }

@@ -269,9 +269,12 @@ func newEnv(t testing.TB, opts ...option) *env {
 		t.Fatal(err)
 	}
 	cfg := httpapi.Config{
-		Log:     e.log,
-		Groups:  group.New(e.meta, e.log, e.clock.Now),
-		Metrics: seen,
+		// Tests present wrong tokens on purpose, far more often than a client would;
+		// TestAuthFailuresSlowedPerClient turns the limit on.
+		AuthFailures: httpapi.AuthFailureLimit{FailuresPerSecond: -1},
+		Log:          e.log,
+		Groups:       group.New(e.meta, e.log, e.clock.Now),
+		Metrics:      seen,
 		MetricsHandler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 			_, _ = w.Write([]byte("strata_test 1\n"))
@@ -334,6 +337,10 @@ func (e *env) call(method, path string, body any, header ...string) *resp {
 	req := httptest.NewRequest(method, path, rd)
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Add(header[i], header[i+1])
+	}
+	// A body is JSON unless the test says otherwise (a nil header value removes it).
+	if rd != nil && req.Header.Values("Content-Type") == nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, req)
@@ -414,6 +421,7 @@ var codesByStatus = map[int]map[string]bool{
 	403: {"forbidden": true},
 	404: {"not_found": true},
 	405: {"method_not_allowed": true},
+	415: {"unsupported_media_type": true},
 	409: {"topic_exists": true, "lease_held": true, "fenced": true, "stale_commit": true, "group_active": true},
 	413: {"payload_too_large": true},
 	416: {"offset_out_of_range": true},

@@ -6,6 +6,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -76,6 +77,12 @@ type Config struct {
 	Auth *Authorizer
 	// Quota is the per-principal produce quota; the zero value imposes none.
 	Quota Quota
+	// AuthFailures slows down token guessing per client address (with Auth); the zero
+	// value takes the defaults.
+	AuthFailures AuthFailureLimit
+	// Inflight bounds the append body bytes being handled at once; the zero value
+	// takes the defaults.
+	Inflight InflightLimit
 	// Metrics observes every request; NopMetrics when nil.
 	Metrics Metrics
 	// Clock returns the current time (quota refill, latency); time.Now when nil.
@@ -107,18 +114,20 @@ const (
 
 // server holds the handlers' dependencies.
 type server struct {
-	log     Log
-	groups  Groups
-	members Members
-	admin   GroupAdmin
-	topics  TopicAdmin
-	auth    *Authorizer
-	quota   *quotas
-	metrics Metrics
-	now     func() time.Time
-	logger  *slog.Logger
-	mux     *http.ServeMux
-	promH   http.Handler
+	log      Log
+	groups   Groups
+	members  Members
+	admin    GroupAdmin
+	topics   TopicAdmin
+	auth     *Authorizer
+	quota    *quotas
+	failures *failLimiter
+	inflight *inflight
+	metrics  Metrics
+	now      func() time.Time
+	logger   *slog.Logger
+	mux      *http.ServeMux
+	promH    http.Handler
 }
 
 // New returns the handler of the whole contract, /metrics included when
@@ -161,6 +170,8 @@ func New(cfg Config) http.Handler {
 		s.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s.quota = newQuotas(cfg.Quota)
+	s.failures = newFailLimiter(cfg.AuthFailures)
+	s.inflight = newInflight(cfg.Inflight)
 
 	const gp = "/v1/groups/{group}/topics/{topic}/partitions/{p}"
 	s.mux.HandleFunc("GET /v1/health", s.health)
@@ -168,7 +179,7 @@ func New(cfg Config) http.Handler {
 	s.mux.HandleFunc("GET /v1/topics", s.listTopics)
 	s.mux.HandleFunc("GET /v1/topics/{topic}", s.describeTopic)
 	s.mux.HandleFunc("POST /v1/topics/{topic}/records", s.appendRecords)
-	s.mux.HandleFunc("GET /v1/topics/{topic}/partitions/{p}/records", s.poll)
+	s.mux.HandleFunc(pollRoute, s.poll)
 	s.mux.HandleFunc("POST "+gp+"/lease", s.lease)
 	s.mux.HandleFunc("DELETE "+gp+"/lease", s.release)
 	s.mux.HandleFunc("POST "+gp+"/commit", s.commit)
@@ -187,13 +198,19 @@ func New(cfg Config) http.Handler {
 // and reports the request to Metrics.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
+	// No answer of the API is to be sniffed into something a browser would render.
+	w.Header().Set("X-Content-Type-Options", "nosniff")
 	sw := &statusWriter{ResponseWriter: w}
 	route := "unmatched"
 	// A path ServeMux would clean (".", "..", "//") gets its redirect, which is no answer
 	// of the contract: such a path names no route.
 	if _, pattern := s.mux.Handler(r); pattern != "" && canonicalPath(r.URL.EscapedPath()) {
-		s.mux.ServeHTTP(sw, r)
 		route = pattern
+		if e := noQuery(pattern, r.URL.RawQuery); e != nil {
+			writeError(sw, e)
+		} else {
+			s.mux.ServeHTTP(sw, r)
+		}
 	} else {
 		s.unmatched(sw, r)
 	}
@@ -202,6 +219,25 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusOK
 	}
 	s.metrics.Request(route, status, s.now().Sub(start))
+}
+
+// pollRoute is the one route that takes query parameters; it checks its own.
+const pollRoute = "GET /v1/topics/{topic}/partitions/{p}/records"
+
+// noQuery refuses any query parameter on a route that takes none (docs/API.md: unknown
+// parameters are 400 on every route), so a typo never silently means a default.
+func noQuery(pattern, raw string) *apiError {
+	if pattern == pollRoute || raw == "" {
+		return nil
+	}
+	q, e := parseQuery(raw)
+	if e != nil {
+		return e
+	}
+	for k := range q.v {
+		return invalid(fmt.Sprintf("unknown query parameter %q (this route takes none)", k))
+	}
+	return nil
 }
 
 // canonicalPath reports whether p is already in the form ServeMux redirects to: rooted,

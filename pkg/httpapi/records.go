@@ -55,6 +55,17 @@ func (s *server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		}
 		opt.IdempotencyKey = keys[0]
 	}
+	// The body's bytes are held against the in-flight bounds before it is read.
+	n := r.ContentLength
+	if n < 0 || n > MaxAppendBody {
+		n = MaxAppendBody
+	}
+	release, e := s.inflight.acquire(p.Name, n)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	defer release()
 	if isBlocks(r.Header.Get("Content-Type")) {
 		s.appendBlocks(w, r, topic, p, opt)
 		return

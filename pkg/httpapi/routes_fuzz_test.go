@@ -22,6 +22,7 @@ import (
 // reports to the *testing.F the env was built with).
 func serveFuzz(e *env, method, target string, body []byte) (*http.Request, *httptest.ResponseRecorder) {
 	req := httptest.NewRequest(method, target, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	w := httptest.NewRecorder()
 	e.h.ServeHTTP(w, req)
 	return req, w
@@ -527,7 +528,8 @@ func checkRoutingAnswer(t *testing.T, req *http.Request, w *httptest.ResponseRec
 
 // FuzzRouting sends any method, path, query, body and Authorization header to the whole
 // handler, without and with auth, with the metadata store down or the objects corrupt.
-// mode bit 0 selects the auth server, bits 1–2 the fault.
+// mode bit 0 selects the auth server, bits 1–2 the fault, bit 3 sends a body without
+// its JSON Content-Type.
 func FuzzRouting(f *testing.F) {
 	open := newEnv(f)
 	a, err := httpapi.ParseAuth([]byte(authFile))
@@ -553,17 +555,18 @@ func FuzzRouting(f *testing.F) {
 	}{
 		{"GET", "/v1/health", "", "", 0},
 		{"GET", "/v1/topics", "", "", 0},
-		{"GET", "/v1/topics", "", "Bearer orders-token", 1},
+		{"GET", "/v1/topics", "", "Bearer " + tok("orders-token"), 1},
 		{"GET", "/v1/topics/t", "", "", 0},
 		{"GET", "/v1/topics/nope", "", "", 0},
 		{"GET", "/v1/topics/..x", "", "", 0},
-		{"GET", "/v1/topics/orders", "", "Bearer prefix-token", 1},
-		{"GET", "/v1/topics/t", "", "Bearer none-token", 1},
+		{"GET", "/v1/topics/orders", "", "Bearer " + tok("prefix-token"), 1},
+		{"GET", "/v1/topics/t", "", "Bearer " + tok("none-token"), 1},
 		{"GET", "/v1/topics/t", "", "Basic eDp5", 1},
 		{"GET", "/v1/topics/t", "", "Bearer nope", 1},
 		{"GET", "/v1/topics/t", "", "", 1},
 		{"POST", "/v1/topics", `{"name": "n", "partitions": 1}`, "", 0},
-		{"POST", "/v1/topics", `{"name": "ord9", "partitions": 1}`, "Bearer prefix-token", 1},
+		{"POST", "/v1/topics", `{"name": "n", "partitions": 1}`, "", 8},
+		{"POST", "/v1/topics", `{"name": "ord9", "partitions": 1}`, "Bearer " + tok("prefix-token"), 1},
 		{"POST", "/v1/topics/t/records", `{"records": [{"value": "eA=="}]}`, "", 0},
 		{"POST", "/v1/topics/t/records?x=1", `{"records": [{"value": "eA==", "partition": 1}]}`, "", 2},
 		{"GET", "/v1/topics/t/partitions/0/records?offset=0", "", "", 0},
@@ -574,10 +577,10 @@ func FuzzRouting(f *testing.F) {
 		{"POST", "/v1/groups/g/topics/t/partitions/0/lease", `{"member": "m", "generation": 1}`, "", 2},
 		{"DELETE", "/v1/groups/g/topics/t/partitions/0/lease", `{"member": "m", "generation": 1}`, "", 0},
 		{"POST", "/v1/groups/g/topics/t/partitions/0/commit", `{"member": "m", "generation": 1, "next_offset": 2}`, "", 0},
-		{"POST", "/v1/groups/billing/topics/orders/partitions/0/commit", `{"member": "m", "generation": 1, "next_offset": 2}`, "Bearer consume-only", 1},
+		{"POST", "/v1/groups/billing/topics/orders/partitions/0/commit", `{"member": "m", "generation": 1, "next_offset": 2}`, "Bearer " + tok("consume-only"), 1},
 		{"GET", "/v1/groups/g", "", "", 0},
 		{"GET", "/v1/groups/g", "", "", 2},
-		{"GET", "/v1/groups/billing", "", "Bearer orders-token", 1},
+		{"GET", "/v1/groups/billing", "", "Bearer " + tok("orders-token"), 1},
 		{"GET", "/v1/groups/nope", "", "", 0},
 		{"GET", "/v1/groups/-x", "", "", 0},
 		{"GET", "/v1/groups/g?x=1", "", "", 0},
@@ -620,6 +623,10 @@ func FuzzRouting(f *testing.F) {
 		req.Method, req.URL, req.RequestURI = method, u, target
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
+		}
+		// A body is sent as JSON unless mode bit 3 is set.
+		if len(body) > 0 && mode&8 == 0 {
+			req.Header.Set("Content-Type", "application/json")
 		}
 		// A long poll at the high watermark would stall the fuzzer; cut it short.
 		timeout := 10 * time.Second

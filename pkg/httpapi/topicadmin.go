@@ -33,7 +33,7 @@ func (s *server) topicAdminRoutes() {
 // deleteTopic tombstones a topic; the retention pass removes its data.
 func (s *server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("topic")
-	if _, ok := s.allow(w, r, onTopic(OpCreate, topic)); !ok {
+	if _, ok := s.allow(w, r, onTopic(OpDelete, topic)); !ok {
 		return
 	}
 	if err := s.topics.DeleteTopic(r.Context(), topic); err != nil {
@@ -46,7 +46,7 @@ func (s *server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 // alterTopic raises a topic's partition count.
 func (s *server) alterTopic(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("topic")
-	if _, ok := s.allow(w, r, onTopic(OpCreate, topic)); !ok {
+	if _, ok := s.allow(w, r, onTopic(OpAlter, topic)); !ok {
 		return
 	}
 	var req alterTopicRequest

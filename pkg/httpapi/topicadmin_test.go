@@ -99,10 +99,32 @@ func TestAlterTopicAuth(t *testing.T) {
 	e := authEnv(t)
 	e.call("PATCH", "/v1/topics/orders", map[string]any{"partitions": 2}).want(t, 401, "unauthorized")
 	e.call("PATCH", "/v1/topics/orders", map[string]any{"partitions": 2}, bearer("prefix-token")...).want(t, 403, "forbidden")
-	e.call("PATCH", "/v1/topics/orders", map[string]any{"partitions": 2}, bearer("orders-token")...).want(t, 200)
+	e.call("PATCH", "/v1/topics/orders", map[string]any{"partitions": 2}, bearer("admin-token")...).want(t, 200)
 	e.call("DELETE", "/v1/topics/payments", nil).want(t, 401, "unauthorized")
 	e.call("DELETE", "/v1/topics/payments", nil, bearer("orders-token")...).want(t, 403, "forbidden")
 	e.call("DELETE", "/v1/topics/payments", nil, bearer("admin-token")...).want(t, 204)
+}
+
+// TestDeleteAndAlterNeedTheirOwnOps (issue 19, item 2): a principal that may create,
+// describe, append and read a topic may neither delete it nor add partitions; "delete"
+// and "alter" grant exactly those.
+func TestDeleteAndAlterNeedTheirOwnOps(t *testing.T) {
+	a, err := httpapi.ParseAuth([]byte(`{"principals": {
+		"` + tok("ci") + `": {"name": "ci", "allow": [{"resource": "topic:orders*", "ops": ["create", "describe", "append", "read"]}]},
+		"` + tok("deleter") + `": {"name": "deleter", "allow": [{"resource": "topic:orders", "ops": ["delete"]}]},
+		"` + tok("alterer") + `": {"name": "alterer", "allow": [{"resource": "topic:orders", "ops": ["alter"]}]}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, withAuth(a))
+	e.call("POST", "/v1/topics", map[string]any{"name": "orders", "partitions": 1}, bearer("ci")...).want(t, 201)
+	e.call("DELETE", "/v1/topics/orders", nil, bearer("ci")...).want(t, 403, "forbidden")
+	e.call("PATCH", "/v1/topics/orders", map[string]any{"partitions": 2}, bearer("ci")...).want(t, 403, "forbidden")
+	e.call("PATCH", "/v1/topics/orders", map[string]any{"partitions": 2}, bearer("deleter")...).want(t, 403, "forbidden")
+	e.call("DELETE", "/v1/topics/orders", nil, bearer("alterer")...).want(t, 403, "forbidden")
+	e.call("GET", "/v1/topics/orders", nil, bearer("ci")...).want(t, 200)
+	e.call("PATCH", "/v1/topics/orders", map[string]any{"partitions": 2}, bearer("alterer")...).want(t, 200)
+	e.call("DELETE", "/v1/topics/orders", nil, bearer("deleter")...).want(t, 204)
 }
 
 // FuzzAlterTopicRequest: any body gets a documented answer and never a panic, and the

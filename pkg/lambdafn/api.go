@@ -166,11 +166,9 @@ type Principals struct {
 }
 
 // NewPrincipals checks the grants' resources and operations as the auth file's loader
-// does; no grants returns nil (no authorization).
+// does. No grants refuses every caller: authorization on AWS denies by default, and the
+// stack opts out only explicitly (deploy.EnvEveryPrincipalAdmin, a nil *Principals).
 func NewPrincipals(grants []deploy.Grant) (*Principals, error) {
-	if len(grants) == 0 {
-		return nil, nil
-	}
 	type allow struct {
 		Resource string   `json:"resource"`
 		Ops      []string `json:"ops"`
@@ -201,6 +199,18 @@ func NewPrincipals(grants []deploy.Grant) (*Principals, error) {
 	return p, nil
 }
 
+// PrincipalsFromEnv reads the api function's authorization from its environment
+// (getenv is os.Getenv; deploy.APIAuthorization): the grants' Principals, which refuse
+// every caller when there are none, or nil (every admitted principal may do
+// everything) when the stack set deploy.EnvEveryPrincipalAdmin.
+func PrincipalsFromEnv(getenv func(string) string) (*Principals, error) {
+	grants, everyAdmin, err := deploy.APIAuthorization(getenv)
+	if err != nil || everyAdmin {
+		return nil, err
+	}
+	return NewPrincipals(grants)
+}
+
 // Authorizer is what the HTTP handler must be built with (nil for nil Principals).
 func (p *Principals) Authorizer() *httpapi.Authorizer {
 	if p == nil {
@@ -228,26 +238,38 @@ func newToken() string {
 	return hex.EncodeToString(b)
 }
 
-// MatchPrincipal reports whether arn matches pattern, where each * in pattern matches
-// any run of characters (none, "/" and ":" included).
+// MatchPrincipal reports whether arn matches pattern (deploy.Grant): "**" matches any
+// run of characters, "/" included; "*" any run without "/", so a wildcard for a role
+// name cannot stretch across the rest of an ARN's path.
 func MatchPrincipal(pattern, arn string) bool {
-	parts := strings.Split(pattern, "*")
-	if len(parts) == 1 {
-		return pattern == arn
-	}
-	if !strings.HasPrefix(arn, parts[0]) {
+	return matchGlob(pattern, arn)
+}
+
+// matchGlob matches s against pattern by backtracking over its wildcards. Patterns are
+// at most 2 KiB (deploy.ParseGrants), ARNs a few hundred bytes, and each wildcard
+// position is tried once per starting point, so the cost stays small.
+func matchGlob(pattern, s string) bool {
+	for len(pattern) > 0 {
+		if pattern[0] != '*' {
+			if len(s) == 0 || s[0] != pattern[0] {
+				return false
+			}
+			pattern, s = pattern[1:], s[1:]
+			continue
+		}
+		deep := strings.HasPrefix(pattern, "**")
+		rest := strings.TrimLeft(pattern, "*")
+		for i := 0; i <= len(s); i++ {
+			if matchGlob(rest, s[i:]) {
+				return true
+			}
+			if i < len(s) && s[i] == '/' && !deep {
+				return false
+			}
+		}
 		return false
 	}
-	rest := arn[len(parts[0]):]
-	last := parts[len(parts)-1]
-	for _, p := range parts[1 : len(parts)-1] {
-		i := strings.Index(rest, p)
-		if i < 0 {
-			return false
-		}
-		rest = rest[i+len(p):]
-	}
-	return len(rest) >= len(last) && strings.HasSuffix(rest, last)
+	return len(s) == 0
 }
 
 // MetricsNamespace is the CloudWatch namespace of the functions' EMF metrics:

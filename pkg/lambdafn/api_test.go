@@ -31,9 +31,26 @@ func fixture(t testing.TB, name string) []byte {
 
 // newAPI assembles the api function's handler as functions/api does, on the embedded
 // backend.
+// No grants stands for the explicit opt-out, every principal an admin; newAPIEnv
+// assembles from the environment itself.
 func newAPI(t testing.TB, grants []deploy.Grant) *lambdafn.API {
 	t.Helper()
-	p, err := lambdafn.NewPrincipals(grants)
+	env := map[string]string{deploy.EnvEveryPrincipalAdmin: "1"}
+	if grants != nil {
+		raw, err := deploy.EncodeGrants(grants)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env = map[string]string{deploy.EnvGrants: raw}
+	}
+	return newAPIEnv(t, env)
+}
+
+// newAPIEnv assembles the api function's handler from its environment as functions/api
+// does, on the embedded backend.
+func newAPIEnv(t testing.TB, env map[string]string) *lambdafn.API {
+	t.Helper()
+	p, err := lambdafn.PrincipalsFromEnv(func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,13 +88,13 @@ func errorCode(t testing.TB, resp events.APIGatewayV2HTTPResponse) string {
 // through the handler `strata dev` serves.
 func TestAPIFixtures(t *testing.T) {
 	billing := []deploy.Grant{{
-		Principal: "arn:aws:sts::123456789012:assumed-role/billing-*",
+		Principal: "arn:aws:sts::123456789012:assumed-role/billing-*/*",
 		Name:      "billing",
 		Allow: []deploy.GrantAllow{
 			{Resource: "topic:orders", Ops: []string{"create", "describe", "append", "read"}},
 		},
 	}}
-	shortForm, err := deploy.ParseGrants(`{"arn:aws:sts::123456789012:assumed-role/billing-*":
+	shortForm, err := deploy.ParseGrants(`{"arn:aws:sts::123456789012:assumed-role/billing-*/*":
 		[{"resource":"topic:orders","ops":["create","describe","append","read"]}]}`)
 	if err != nil {
 		t.Fatal(err)
@@ -93,7 +110,7 @@ func TestAPIFixtures(t *testing.T) {
 		}
 	}{
 		{
-			name: "no grants: every admitted principal may do everything",
+			name: "every principal an admin (explicit): every admitted principal may do everything",
 			steps: []struct {
 				fixture string
 				status  int
@@ -243,6 +260,35 @@ func TestAPIRefusesOtherEvents(t *testing.T) {
 	}
 }
 
+// TestAPIDefaultDeny (issue 19, item 7): without STRATA_GRANTS and without the explicit
+// STRATA_EVERY_PRINCIPAL_ADMIN, every IAM principal API Gateway admits is refused
+// everything (health aside); the opt-out lets them do all; both set, or a value other
+// than 1 or 0, is a start-up error.
+func TestAPIDefaultDeny(t *testing.T) {
+	api := newAPIEnv(t, map[string]string{})
+	for _, f := range []string{"apigw-v2-create-topic.json", "apigw-v2-append.json", "apigw-v2-poll.json", "apigw-v2-describe-topic.json"} {
+		if resp := invoke(t, api, fixture(t, f)); resp.StatusCode != 403 || errorCode(t, resp) != "forbidden" {
+			t.Errorf("%s without grants: %d %s, want 403 forbidden", f, resp.StatusCode, resp.Body)
+		}
+	}
+	if resp := invoke(t, api, fixture(t, "apigw-v2-health-no-iam.json")); resp.StatusCode != 200 {
+		t.Errorf("health: %d", resp.StatusCode)
+	}
+	open := newAPIEnv(t, map[string]string{deploy.EnvEveryPrincipalAdmin: "1"})
+	if resp := invoke(t, open, fixture(t, "apigw-v2-create-topic.json")); resp.StatusCode != 201 {
+		t.Errorf("every principal an admin: create %d %s", resp.StatusCode, resp.Body)
+	}
+	for _, env := range []map[string]string{
+		{deploy.EnvEveryPrincipalAdmin: "1", deploy.EnvGrants: `{"arn:aws:iam::1:user/a": [{"resource": "topic:*", "ops": ["read"]}]}`},
+		{deploy.EnvEveryPrincipalAdmin: "yes"},
+		{deploy.EnvEveryPrincipalAdmin: "true"},
+	} {
+		if _, err := lambdafn.PrincipalsFromEnv(func(k string) string { return env[k] }); err == nil {
+			t.Errorf("%v accepted", env)
+		}
+	}
+}
+
 func TestMatchPrincipal(t *testing.T) {
 	for _, tc := range []struct {
 		pattern, arn string
@@ -250,13 +296,22 @@ func TestMatchPrincipal(t *testing.T) {
 	}{
 		{"arn:aws:iam::1:user/alice", "arn:aws:iam::1:user/alice", true},
 		{"arn:aws:iam::1:user/alice", "arn:aws:iam::1:user/alice2", false},
-		{"arn:aws:sts::1:assumed-role/billing-*", "arn:aws:sts::1:assumed-role/billing-producer/s", true},
-		{"arn:aws:sts::1:assumed-role/billing-*", "arn:aws:sts::1:assumed-role/audit/s", false},
+		{"arn:aws:sts::1:assumed-role/billing-*/*", "arn:aws:sts::1:assumed-role/billing-producer/s", true},
+		{"arn:aws:sts::1:assumed-role/billing-*/*", "arn:aws:sts::1:assumed-role/audit/s", false},
+		{"arn:aws:sts::1:assumed-role/billing-**", "arn:aws:sts::1:assumed-role/billing-producer/s", true},
 		{"*", "anything", true},
+		{"**", "arn:aws:iam::1:user/a/b", true},
 		{"arn:aws:sts::*:assumed-role/*/ci", "arn:aws:sts::9:assumed-role/deploy/ci", true},
 		{"arn:aws:sts::*:assumed-role/*/ci", "arn:aws:sts::9:assumed-role/deploy/cid", false},
 		{"a*a", "a", false},
 		{"a*a", "aa", true},
+		// Issue 19, item 9: a * does not cross "/", so a role-name wildcard cannot match
+		// a role elsewhere in the path or a longer ARN.
+		{"arn:aws:sts::1:assumed-role/billing-*", "arn:aws:sts::1:assumed-role/billing-producer/s", false},
+		{"arn:aws:iam::1:role/app-*", "arn:aws:iam::1:role/app-x/../admin", false},
+		{"arn:aws:iam::1:user/*", "arn:aws:iam::1:user/team/alice", false},
+		{"arn:aws:iam::1:user/**", "arn:aws:iam::1:user/team/alice", true},
+		{"*", "arn:aws:iam::1:user/alice", false},
 	} {
 		if got := lambdafn.MatchPrincipal(tc.pattern, tc.arn); got != tc.want {
 			t.Errorf("MatchPrincipal(%q, %q) = %v", tc.pattern, tc.arn, got)
@@ -267,7 +322,7 @@ func TestMatchPrincipal(t *testing.T) {
 func TestNewPrincipalsRefusesBadGrants(t *testing.T) {
 	for _, g := range [][]deploy.Grant{
 		{{Principal: "*", Name: "x", Allow: []deploy.GrantAllow{{Resource: "queue:orders", Ops: []string{"read"}}}}},
-		{{Principal: "*", Name: "x", Allow: []deploy.GrantAllow{{Resource: "topic:orders", Ops: []string{"delete"}}}}},
+		{{Principal: "*", Name: "x", Allow: []deploy.GrantAllow{{Resource: "topic:orders", Ops: []string{"drop"}}}}},
 		{{Principal: "*", Name: "", Allow: nil}},
 	} {
 		if _, err := lambdafn.NewPrincipals(g); err == nil {
@@ -281,7 +336,7 @@ func FuzzAPIInvoke(f *testing.F) {
 	for _, name := range []string{"apigw-v2-create-topic.json", "apigw-v2-append.json", "apigw-v2-poll.json", "apigw-v2-append-base64.json", "scheduled-event.json"} {
 		f.Add(fixture(f, name))
 	}
-	api := newAPI(f, []deploy.Grant{{Principal: "arn:aws:sts::123456789012:assumed-role/billing-*", Name: "billing",
+	api := newAPI(f, []deploy.Grant{{Principal: "arn:aws:sts::123456789012:assumed-role/billing-*/*", Name: "billing",
 		Allow: []deploy.GrantAllow{{Resource: "topic:*", Ops: []string{"create", "append", "read", "describe"}}}}})
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		out, err := api.Invoke(context.Background(), payload)

@@ -9,7 +9,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,7 +42,7 @@ type hostileCase struct {
 
 func req(method, target, body string, headers ...string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: strata\r\nConnection: close\r\n", method, target)
+	fmt.Fprintf(&b, "%s %s HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n", method, target)
 	for _, h := range headers {
 		b.WriteString(h + "\r\n")
 	}
@@ -66,8 +68,8 @@ func hostileTable() []hostileCase {
 	many := `{"records": [` + strings.Repeat(`{"value": ""},`, 10_000) + `{"value": ""}]}`
 	return []hostileCase{
 		// Oversized.
-		{name: "append Content-Length 10 MiB, body never sent", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\nContent-Length: 10485760\r\n\r\n", status: 413, codes: []string{tooLarge}},
-		{name: "append chunked body of 9.5 MiB", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
+		{name: "append Content-Length 10 MiB, body never sent", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 10485760\r\n\r\n", status: 413, codes: []string{tooLarge}},
+		{name: "append chunked body of 9.5 MiB", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n",
 			body: func(w io.Writer) {
 				chunk := strings.Repeat(" ", 64<<10)
 				for range 152 {
@@ -81,12 +83,12 @@ func hostileTable() []hostileCase {
 		{name: "lease body over 64 KiB", raw: req("POST", gp+"/lease", `{"member": "`+strings.Repeat("m", 70_000)+`"}`), status: 413, codes: []string{tooLarge}},
 		{name: "record over 1 MiB", raw: req("POST", appendPath, `{"records": [{"value": "`+big+`"}]}`), status: 413, codes: []string{tooLarge}},
 		{name: "10,001 records", raw: req("POST", appendPath, many), status: 413, codes: []string{tooLarge}},
-		{name: "Expect: 100-continue with 1 GiB", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nExpect: 100-continue\r\nContent-Length: 1073741824\r\n\r\n", status: 413, codes: []string{tooLarge}},
+		{name: "Expect: 100-continue with 1 GiB", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: 1073741824\r\n\r\n", status: 413, codes: []string{tooLarge}},
 		// Truncated.
 		{name: "truncated JSON", raw: req("POST", appendPath, `{"records": [{"value": "dg=="`), status: 400, codes: []string{invalid}},
-		{name: "body shorter than Content-Length", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Length: 100\r\n\r\n{\"records\": [", halfClose: true, status: 400, codes: []string{invalid}},
+		{name: "body shorter than Content-Length", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"records\": [", halfClose: true, status: 400, codes: []string{invalid}},
 		{name: "empty body", raw: req("POST", appendPath, ""), status: 400, codes: []string{invalid}},
-		{name: "bad chunked encoding", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", status: 400, codes: []string{invalid}},
+		{name: "bad chunked encoding", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n", status: 400, codes: []string{invalid}},
 		// Wrong types.
 		{name: "name a number", raw: req("POST", "/v1/topics", `{"name": 5, "partitions": 1}`), status: 400, codes: []string{invalid}},
 		{name: "partitions a string", raw: req("POST", "/v1/topics", `{"name": "x", "partitions": "1"}`), status: 400, codes: []string{invalid}},
@@ -141,7 +143,8 @@ func hostileTable() []hostileCase {
 		{name: "path with ..", raw: req("POST", "/v1/topics/x/../t/records", rec("")), status: 404, codes: []string{notFound}},
 		{name: "path with //", raw: req("GET", "//v1/topics", ""), status: 404, codes: []string{notFound}},
 		{name: "path with backslash", raw: req("GET", "/v1/topics/..\\..\\etc", ""), status: 404, codes: []string{notFound}},
-		{name: "absolute-form target", raw: req("GET", "http://other/v1/topics/t", ""), status: 200},
+		{name: "absolute-form target", raw: req("GET", "http://localhost/v1/topics/t", ""), status: 200},
+		{name: "absolute-form target naming another host", raw: req("GET", "http://other/v1/topics/t", ""), status: 403, codes: []string{"forbidden"}},
 		{name: "unknown route", raw: req("GET", "/v2/topics", ""), status: 404, codes: []string{notFound}},
 		{name: "OPTIONS *", raw: req("OPTIONS", "*", ""), status: 404, codes: []string{notFound}},
 		{name: "PUT on topics", raw: req("PUT", "/v1/topics", "{}"), status: 405, codes: []string{"method_not_allowed"}},
@@ -150,9 +153,9 @@ func hostileTable() []hostileCase {
 		{name: "Idempotency-Key twice", raw: req("POST", appendPath, rec(""), "Idempotency-Key: a", "Idempotency-Key: b"), status: 400, codes: []string{invalid}},
 		// Not HTTP/1.1 at all: answered by net/http, documented as outside the contract.
 		{name: "garbage request line", raw: "HELLO\r\n\r\n", status: 400},
-		{name: "header section over 64 KiB", raw: "GET /v1/health HTTP/1.1\r\nHost: s\r\nX-Big: " + strings.Repeat("b", 80<<10) + "\r\n\r\n", status: 431},
-		{name: "Content-Length not a number", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Length: abc\r\n\r\n", status: 400},
-		{name: "two different Content-Lengths", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: s\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n{}", status: 400},
+		{name: "header section over 64 KiB", raw: "GET /v1/health HTTP/1.1\r\nHost: localhost\r\nX-Big: " + strings.Repeat("b", 80<<10) + "\r\n\r\n", status: 431},
+		{name: "Content-Length not a number", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Length: abc\r\n\r\n", status: 400},
+		{name: "two different Content-Lengths", raw: "POST " + appendPath + " HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n{}", status: 400},
 	}
 }
 
@@ -282,13 +285,13 @@ func TestHostileInput(t *testing.T) {
 	slowHeaders := make([]net.Conn, 0, slowConns)
 	for range slowConns {
 		cn := dial()
-		_, _ = io.WriteString(cn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: s\r\n")
+		_, _ = io.WriteString(cn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\n")
 		slowHeaders = append(slowHeaders, cn)
 	}
 	slowBodies := make([]net.Conn, 0, slowConns)
 	for range slowConns {
 		cn := dial()
-		_, _ = io.WriteString(cn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: s\r\nContent-Length: 1000\r\n\r\n{")
+		_, _ = io.WriteString(cn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Length: 1000\r\n\r\n{")
 		slowBodies = append(slowBodies, cn)
 	}
 	idle := make([]net.Conn, 0, idleConns)
@@ -443,4 +446,262 @@ func containsStr(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// secPrincipal is one principal of the hostile security pass and its grants, as an
+// oracle independent of the server's: resource (a trailing * a prefix) -> ops.
+type secPrincipal struct {
+	token, name string
+	grants      map[string][]string
+}
+
+func (p secPrincipal) allowed(op, resource string) bool {
+	for res, ops := range p.grants {
+		if prefix, wild := strings.CutSuffix(res, "*"); res == resource || wild && strings.HasPrefix(resource, prefix) {
+			if containsStr(ops, op) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// secRoute is one route of the contract with the permissions it needs for topic T and
+// group G, and a valid body.
+type secRoute struct {
+	method, path, body string
+	needs              [][2]string // {op, resource}; "T" and "G" are replaced
+}
+
+// fill puts topic and group into a secRoute path's T and G segments.
+func fill(path, topic, group string) string {
+	p, q, _ := strings.Cut(path, "?")
+	segs := strings.Split(p, "/")
+	for i, sg := range segs {
+		switch sg {
+		case "T":
+			segs[i] = topic
+		case "G":
+			segs[i] = group
+		}
+	}
+	if q != "" {
+		return strings.Join(segs, "/") + "?" + q
+	}
+	return strings.Join(segs, "/")
+}
+
+func secRoutes() []secRoute {
+	const gp = "/v1/groups/G/topics/T/partitions/0"
+	return []secRoute{
+		{"GET", "/v1/topics/T", "", [][2]string{{"describe", "topic:T"}}},
+		{"POST", "/v1/topics/T/records", `{"records": [{"value": "eA=="}]}`, [][2]string{{"append", "topic:T"}}},
+		{"GET", "/v1/topics/T/partitions/0/records?offset=0", "", [][2]string{{"read", "topic:T"}}},
+		{"POST", gp + "/lease", `{"member": "hostile", "ttl_ms": 1000}`, [][2]string{{"consume", "group:G"}, {"read", "topic:T"}}},
+		{"POST", gp + "/commit", `{"member": "hostile", "generation": 1, "next_offset": 0}`, [][2]string{{"consume", "group:G"}, {"read", "topic:T"}}},
+		{"DELETE", gp + "/lease", `{"member": "hostile", "generation": 1}`, [][2]string{{"consume", "group:G"}, {"read", "topic:T"}}},
+		{"POST", "/v1/groups/G/topics/T/heartbeat", `{"member": "hostile-hb", "ttl_ms": 1000}`, [][2]string{{"consume", "group:G"}, {"read", "topic:T"}}},
+		{"DELETE", "/v1/groups/G/members", `{"member": "hostile-hb"}`, [][2]string{{"consume", "group:G"}}},
+		{"GET", "/v1/groups/G", "", [][2]string{{"describe", "group:G"}}},
+		{"GET", "/v1/groups/G/settings", "", [][2]string{{"describe", "group:G"}}},
+		{"PUT", "/v1/groups/G/settings", `{"reset_policy": "earliest", "max_attempts": 5, "dead_letter_topic": "T"}`, [][2]string{{"reset", "group:G"}, {"append", "topic:T"}}},
+		{"POST", "/v1/groups/G/topics/T/reset", `{"to": "earliest"}`, [][2]string{{"reset", "group:G"}, {"read", "topic:T"}}},
+		{"POST", "/v1/topics", `{"name": "T-new", "partitions": 1}`, [][2]string{{"create", "topic:T-new"}}},
+		{"PATCH", "/v1/topics/T", `{"partitions": 9}`, [][2]string{{"alter", "topic:T"}}},
+		{"DELETE", "/v1/topics/T", "", [][2]string{{"delete", "topic:T"}}},
+	}
+}
+
+// TestHostileSecurity (issue 19, "must show"): the security pass on the assembled
+// server, counting what it tried and what held — the grant matrix with auth on, name
+// and path tricks, token guessing, and, without auth, cross-site and rebinding attempts
+// and bodies of the wrong type or size. docs/RELIABILITY.md quotes its counts.
+func TestHostileSecurity(t *testing.T) {
+	principals := []secPrincipal{
+		{"admin-0123456789abcdefghij", "admin", map[string][]string{
+			"topic:*": {"create", "describe", "append", "read", "delete", "alter"}, "group:*": {"consume", "describe", "reset"}}},
+		{"ci-0123456789abcdefghijklm", "ci", map[string][]string{"topic:orders*": {"create", "describe", "append", "read"}}},
+		{"producer-0123456789abcdefg", "producer", map[string][]string{"topic:orders": {"append", "describe"}}},
+		{"billing-0123456789abcdefgh", "billing", map[string][]string{
+			"topic:orders": {"read", "describe"}, "group:billing": {"consume", "describe", "reset"}}},
+		{"dlq-0123456789abcdefghijkl", "dlq", map[string][]string{"group:billing": {"reset"}, "topic:orders.dlq": {"append"}}},
+		{"none-0123456789abcdefghijk", "none", map[string][]string{}},
+	}
+	file := map[string]any{}
+	for _, p := range principals {
+		var allow []map[string]any
+		for res, ops := range p.grants {
+			allow = append(allow, map[string]any{"resource": res, "ops": ops})
+		}
+		if allow == nil {
+			allow = []map[string]any{}
+		}
+		file[p.token] = map[string]any{"name": p.name, "allow": allow}
+	}
+	raw, _ := json.Marshal(map[string]any{"principals": file})
+	authFile := filepath.Join(t.TempDir(), "auth.json")
+	if err := os.WriteFile(authFile, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt, _, _ := start(t, runtime.Config{DataDir: t.TempDir(), AuthFile: authFile})
+	admin := "Authorization: Bearer " + principals[0].token
+	for _, topic := range []string{"orders", "orders.dlq", "payments"} {
+		if s, _, b := do(t, "POST", rt.URL()+"/v1/topics", `{"name": "`+topic+`", "partitions": 1}`, "Content-Type: application/json", admin); s != 201 {
+			t.Fatalf("create %s: %d %s", topic, s, b)
+		}
+	}
+	type tally struct{ tried, held int }
+	counts := map[string]*tally{}
+	count := func(kind string, held bool, format string, args ...any) {
+		c := counts[kind]
+		if c == nil {
+			c = &tally{}
+			counts[kind] = c
+		}
+		c.tried++
+		if held {
+			c.held++
+		} else {
+			t.Errorf(kind+": "+format, args...)
+		}
+	}
+
+	// Name and path tricks: look-alikes, encodings and traversals of a topic the
+	// billing principal may read, on the routes it may use; only the exact name passes.
+	billing := "Authorization: Bearer " + principals[3].token
+	tricks := []string{"ORDERS", "Orders", "orders.", "orders-", "orders.x", "orders%2F..%2Fpayments", "orders%2e", "orders%00", "orders%20",
+		"..%2Fpayments", "%2e%2e", "orders%2Fx", "0rders", "ordersx", "payments", "orders.dlq", "%C3%B6rders", "orders%E2%80%8B", "ord%2A", "*"}
+	for _, name := range tricks {
+		for _, path := range []string{"/v1/topics/" + name, "/v1/topics/" + name + "/partitions/0/records?offset=0",
+			"/v1/groups/billing/topics/" + name + "/partitions/0/lease", "/v1/groups/billing/topics/" + name + "/reset"} {
+			method, body := "GET", ""
+			if strings.HasSuffix(path, "/lease") {
+				method, body = "POST", `{"member": "m"}`
+			} else if strings.HasSuffix(path, "/reset") {
+				method, body = "POST", `{"to": "latest"}`
+			}
+			status, _, b := do(t, method, rt.URL()+path, body, billing, "Content-Type: application/json")
+			count("name and path tricks", status == 403 || status == 404 || status == 400, "%s %s: %d %s, want it refused", method, path, status, b)
+		}
+	}
+
+	// The grant matrix: every principal, every route, on topics and groups it may and may
+	// not touch. A denied request is 403 (never 401 for a known token, never a 2xx); an
+	// allowed one is never 401 or 403. Destructive routes come last, topic by topic.
+	for _, target := range [][2]string{{"payments", "ledger"}, {"orders", "billing"}} {
+		for _, r := range secRoutes() {
+			for _, p := range principals {
+				repl := strings.NewReplacer("T", target[0], "G", target[1])
+				want := true
+				for _, n := range r.needs {
+					want = want && p.allowed(n[0], repl.Replace(n[1]))
+				}
+				body := strings.NewReplacer("\"T\"", `"`+target[0]+`"`, "T-new", target[0]+"-new").Replace(r.body)
+				if r.method == "PUT" && target[0] == "orders" {
+					body = strings.Replace(body, `"orders"`, `"orders.dlq"`, 1)
+					want = p.allowed("reset", "group:billing") && p.allowed("append", "topic:orders.dlq")
+				}
+				path := fill(r.path, target[0], target[1])
+				hdr := []string{"Authorization: Bearer " + p.token}
+				if body != "" {
+					hdr = append(hdr, "Content-Type: application/json")
+				}
+				status, _, b := do(t, r.method, rt.URL()+path, body, hdr...)
+				if want {
+					count("grant matrix", status != 401 && status != 403, "%s %s %s: %d %s, want it allowed", p.name, r.method, path, status, b)
+				} else {
+					count("grant matrix", status == 403, "%s %s %s: %d %s, want 403", p.name, r.method, path, status, b)
+				}
+			}
+		}
+	}
+
+	// Token guessing from one address: 20 wrong tokens are 401, then every request with
+	// credentials is 429 with Retry-After, the right token included.
+	for i := range 30 {
+		status, h, _ := do(t, "GET", rt.URL()+"/v1/topics", "", fmt.Sprintf("Authorization: Bearer guess-%024d", i))
+		want := 401
+		if i >= 20 {
+			want = 429
+		}
+		count("token guesses", status == want && (want == 401 || h.Get("Retry-After") != ""), "guess %d: %d, want %d", i, status, want)
+	}
+	status, _, _ := do(t, "GET", rt.URL()+"/v1/topics", "", admin)
+	count("token guesses", status == 429, "the right token from a guessing address: %d, want 429", status)
+
+	// Without auth (strata dev's default): cross-site, rebinding, wrong body types and
+	// oversize bodies on every route that changes something; nothing may change.
+	open, c, _ := start(t, runtime.Config{DataDir: t.TempDir(), Console: true})
+	ctx := context.Background()
+	if _, err := c.CreateTopic(ctx, "orders", client.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.ResetGroup(ctx, "billing", "orders", client.ResetEarliest()); err != nil {
+		t.Fatal(err)
+	}
+	state := func() string {
+		var b strings.Builder
+		for _, p := range []string{"/v1/topics", "/v1/topics/orders", "/v1/groups/billing/settings", "/v1/groups"} {
+			_, _, body := do(t, "GET", open.URL()+p, "")
+			b.WriteString(body)
+		}
+		return b.String()
+	}
+	before := state()
+	port := open.Addr()[strings.LastIndexByte(open.Addr(), ':')+1:]
+	crossSite := [][]string{
+		{"Content-Type: application/json", "Origin: http://evil.example"},
+		{"Content-Type: application/json", "Origin: null"},
+		{"Content-Type: application/json", "Origin: http://127.0.0.1:1"},
+		{"Content-Type: application/json", "Origin: http://localhost:" + port + ".evil.example"},
+		{"Content-Type: application/json", "Origin: http://evil.example", "Origin: " + open.URL()},
+		{"Content-Type: application/json", "Sec-Fetch-Site: cross-site"},
+		{"Content-Type: application/json", "Sec-Fetch-Site: same-site"},
+		{"Content-Type: application/json", "Sec-Fetch-Site: same-origin", "Sec-Fetch-Site: cross-site"},
+		{"Content-Type: application/json", "Host: evil.example"},
+		{"Content-Type: application/json", "Host: evil.example:" + port},
+		{"Content-Type: application/json", "Host: 127.0.0.1.evil.example"},
+		{"Content-Type: application/json", "Host: localhost.evil.example"},
+	}
+	wrongType := []string{"text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x",
+		"", "application/jsonp", "text/json", "application/json-seq", "application/*", "*/*"}
+	for _, r := range secRoutes() {
+		if r.method == "GET" {
+			continue
+		}
+		path := fill(r.path, "orders", "billing")
+		body := strings.NewReplacer("\"T\"", `"orders"`, "T-new", "evil").Replace(r.body)
+		for _, hdr := range crossSite {
+			status, _, b := do(t, r.method, open.URL()+path, body, hdr...)
+			count("cross-site and rebinding", status == 403, "%s %s %v: %d %s, want 403", r.method, path, hdr, status, b)
+		}
+		if body == "" {
+			continue
+		}
+		for _, ct := range wrongType {
+			status, _, b := do(t, r.method, open.URL()+path, body, "Content-Type: "+ct)
+			count("wrong body types", status == 415, "%s %s as %q: %d %s, want 415", r.method, path, ct, status, b)
+		}
+		limit := 64 << 10
+		if strings.HasSuffix(path, "/records") {
+			limit = 9 << 20
+		}
+		big := body[:len(body)-1] + strings.Repeat(" ", limit) + "}"
+		status, _, b := do(t, r.method, open.URL()+path, big, "Content-Type: application/json")
+		count("oversize bodies", status == 413, "%s %s with %d bytes: %d %.200s, want 413", r.method, path, len(big), status, b)
+	}
+	if after := state(); after != before {
+		t.Errorf("refused requests changed the log:\n%s\n->\n%s", before, after)
+	}
+	kinds := make([]string, 0, len(counts))
+	for k := range counts {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	total, held := 0, 0
+	for _, k := range kinds {
+		t.Logf("%-26s %4d tried, %4d held", k, counts[k].tried, counts[k].held)
+		total, held = total+counts[k].tried, held+counts[k].held
+	}
+	t.Logf("%-26s %4d tried, %4d held", "total", total, held)
 }

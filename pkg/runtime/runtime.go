@@ -86,9 +86,17 @@ type Config struct {
 	Console bool
 	// Quota is the per-principal produce quota; zero imposes none.
 	Quota httpapi.Quota
+	// Inflight bounds the append bytes handled at once (httpapi.InflightLimit; zero
+	// takes its defaults).
+	Inflight httpapi.InflightLimit
 	// RetentionInterval is the period of the retention pass (default 30s; negative
 	// disables the loop, RunRetention still works).
 	RetentionInterval time.Duration
+	// AllowedHosts are the Host names a node made by Open answers besides IP
+	// literals and localhost (httpapi.LocalGuard; "*" answers any). Open guards its
+	// listener against DNS rebinding and cross-site browser requests; New, which the api
+	// function behind API Gateway uses, does not.
+	AllowedHosts []string
 	// Addr is the listen address (default 127.0.0.1:4580; port 0 picks a free port,
 	// which Addr reports).
 	Addr string
@@ -205,6 +213,9 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		_ = r.closeStores()
 		return nil, fmt.Errorf("runtime: listen on %s: %w", cfg.Addr, err)
 	}
+	// A listener on a developer's machine is reachable from every page their browser
+	// opens: refuse rebound Host names and cross-site requests (docs/API.md).
+	r.handler = httpapi.Guard(r.handler, httpapi.LocalGuard{AllowedHosts: cfg.AllowedHosts, PagePrefix: console.Prefix})
 	r.srv = httpapi.NewServer(r.ln.Addr().String(), r.handler)
 	r.srv.ErrorLog = slog.NewLogLogger(r.logger.Handler(), slog.LevelWarn)
 	r.listening = true
@@ -283,6 +294,7 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		Admin:          r.coord,
 		Auth:           auth,
 		Quota:          cfg.Quota,
+		Inflight:       cfg.Inflight,
 		Metrics:        httpMetrics,
 		Logger:         r.logger,
 		MetricsHandler: metrics.Handler(r.registry),

@@ -168,7 +168,7 @@ func TestShutdownFinishesInFlightRequest(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
+	fmt.Fprintf(conn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s",
 		len(body), body[:10])
 	time.Sleep(50 * time.Millisecond) // the server has read the header: the request is in flight
 	stopped := make(chan error, 1)
@@ -201,9 +201,9 @@ func TestShutdownFinishesInFlightRequest(t *testing.T) {
 func TestAuth(t *testing.T) {
 	ctx := context.Background()
 	authFile := filepath.Join(t.TempDir(), "auth.json")
-	err := os.WriteFile(authFile, []byte(`{"principals": {"s3cret": {"name": "ops", "allow": [
+	err := os.WriteFile(authFile, []byte(`{"principals": {"s3cret-0123456789abcdef": {"name": "ops", "allow": [
 		{"resource": "topic:*", "ops": ["create", "describe", "append", "read"]}]},
-		"prom": {"name": "prometheus", "allow": [{"resource": "cluster", "ops": ["metrics"]}]}}}`), 0o600)
+		"prom-0123456789abcdefgh": {"name": "prometheus", "allow": [{"resource": "cluster", "ops": ["metrics"]}]}}}`), 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +211,7 @@ func TestAuth(t *testing.T) {
 	if _, err := c.ListTopics(ctx); !errors.Is(err, client.ErrUnauthorized) {
 		t.Fatalf("list without a token: %v", err)
 	}
-	authed, _ := client.New(rt.URL(), client.WithToken("s3cret"))
+	authed, _ := client.New(rt.URL(), client.WithToken("s3cret-0123456789abcdef"))
 	if _, err := authed.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +227,7 @@ func TestAuth(t *testing.T) {
 	for _, c := range []struct {
 		token string
 		code  int
-	}{{"", 401}, {"wrong", 401}, {"s3cret", 403}, {"prom", 200}} {
+	}{{"", 401}, {"wrong", 401}, {"s3cret-0123456789abcdef", 403}, {"prom-0123456789abcdefgh", 200}} {
 		code, body := get(t, rt.URL()+"/metrics", c.token)
 		if code != c.code {
 			t.Fatalf("/metrics with token %q: %d, want %d: %s", c.token, code, c.code, body)
@@ -263,7 +263,7 @@ func TestNonCanonicalPaths(t *testing.T) {
 		{"GET", "//v1/topics"},
 		{"OPTIONS", "*"},
 	} {
-		raw := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
+		raw := fmt.Sprintf("%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s",
 			tc.method, tc.path, len(body), body)
 		code, hdr, got := rawRequest(t, rt.Addr(), raw)
 		if code != http.StatusNotFound || hdr.Get("Location") != "" || !strings.HasPrefix(hdr.Get("Content-Type"), "application/json") ||

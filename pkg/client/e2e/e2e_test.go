@@ -403,8 +403,8 @@ func TestProducerUnderQuota(t *testing.T) {
 func TestAuth(t *testing.T) {
 	ctx := context.Background()
 	auth, err := httpapi.ParseAuth([]byte(`{"principals": {
-		"admin": {"name": "admin", "allow": [{"resource": "topic:*", "ops": ["create", "describe", "append", "read"]}]},
-		"reader": {"name": "reader", "allow": [{"resource": "topic:orders", "ops": ["describe"]}]}}}`))
+		"admin-0123456789abcdefgh": {"name": "admin", "allow": [{"resource": "topic:*", "ops": ["create", "describe", "append", "read"]}]},
+		"reader-0123456789abcdefg": {"name": "reader", "allow": [{"resource": "topic:orders", "ops": ["describe"]}]}}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,11 +416,11 @@ func TestAuth(t *testing.T) {
 	mustIs(t, "no token", err, client.ErrUnauthorized)
 	_, err = newClient(t, url, client.WithToken("stranger")).ListTopics(ctx)
 	mustIs(t, "unknown token", err, client.ErrUnauthorized)
-	admin := newClient(t, url, client.WithToken("admin"))
+	admin := newClient(t, url, client.WithToken("admin-0123456789abcdefgh"))
 	if _, err := admin.CreateTopic(ctx, "orders", client.TopicConfig{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
-	reader := newClient(t, url, client.WithToken("reader"))
+	reader := newClient(t, url, client.WithToken("reader-0123456789abcdefg"))
 	if _, err := reader.DescribeTopic(ctx, "orders"); err != nil {
 		t.Fatal(err)
 	}
