@@ -56,6 +56,11 @@ const (
 	EnvEveryPrincipalAdmin = "STRATA_EVERY_PRINCIPAL_ADMIN"
 	// EnvSubscriptions holds the dispatch subscriptions (JSON, []Subscription).
 	EnvSubscriptions = "STRATA_SUBSCRIPTIONS"
+	// EnvSubscriptionsPath is the SSM Parameter Store path under which other CDK apps
+	// store the subscriptions they attach (one parameter per topic and group, named by
+	// SubscriptionParameterName); dispatch reads them beside EnvSubscriptions. Unset
+	// means none.
+	EnvSubscriptionsPath = "STRATA_SUBSCRIPTIONS_PATH"
 	// EnvTopic and EnvGroup name what a consumer function consumes.
 	EnvTopic = "STRATA_TOPIC"
 	EnvGroup = "STRATA_GROUP"
@@ -173,6 +178,45 @@ func EncodeSubscriptions(subs []Subscription) (string, error) {
 	}
 	b, err := json.Marshal(subs)
 	return string(b), err
+}
+
+// SubscriptionParameterName is the name of the SSM parameter holding the subscription
+// of topic and group under path (EnvSubscriptionsPath): "<path>/<topic>/<group>". The
+// name makes a topic and group subscribable once per deployment (a second parameter of
+// the same name cannot be created).
+func SubscriptionParameterName(path, topic, group string) string {
+	return strings.TrimSuffix(path, "/") + "/" + topic + "/" + group
+}
+
+// EncodeSubscriptionParameter is the value of s's parameter: s as JSON.
+func EncodeSubscriptionParameter(s Subscription) (string, error) {
+	if err := s.Validate(); err != nil {
+		return "", err
+	}
+	b, err := json.Marshal(s)
+	return string(b), err
+}
+
+// ParseSubscriptionParameter decodes the parameter name holding value under path: value
+// must be one Subscription (no unknown fields) whose topic and group are those its name
+// says, so that a parameter cannot claim another subscription's place.
+func ParseSubscriptionParameter(path, name, value string) (Subscription, error) {
+	var s Subscription
+	dec := json.NewDecoder(strings.NewReader(value))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return Subscription{}, fmt.Errorf("deploy: subscription parameter %s: %w", name, err)
+	}
+	if dec.More() {
+		return Subscription{}, fmt.Errorf("deploy: subscription parameter %s: trailing data after the subscription", name)
+	}
+	if err := s.Validate(); err != nil {
+		return Subscription{}, fmt.Errorf("deploy: subscription parameter %s: %w", name, err)
+	}
+	if want := SubscriptionParameterName(path, s.Topic, s.Group); name != want {
+		return Subscription{}, fmt.Errorf("deploy: subscription parameter %s holds topic %q and group %q: its name must be %s", name, s.Topic, s.Group, want)
+	}
+	return s, nil
 }
 
 // Lambda limits the api function enforces (docs/API.md, "Behind API Gateway").

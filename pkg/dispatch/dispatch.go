@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"time"
 
@@ -56,10 +57,30 @@ type Offsets interface {
 	Bounds(ctx context.Context, topic string, partition int32) (logStart, highWatermark int64, err error)
 }
 
+// Source lists subscriptions kept outside the function's configuration: those other
+// CDK apps attach as SSM parameters (docs/DESIGN.md §4, "Subscriptions from other
+// apps"). Dispatch calls it on every batch and sweep, so it must be cheap on repeated
+// calls (cache). On an error it must return what it still knows (the last list it
+// read, or none) with the error.
+type Source interface {
+	Subscriptions(ctx context.Context) ([]deploy.Subscription, error)
+}
+
 // Config configures a Dispatcher. Leases and Invoker are required; Offsets is required
-// for Sweep; Materializer is optional (nil: commits are only dispatched).
+// for Sweep; Materializer and Source are optional (nil: commits are only dispatched;
+// only Subscriptions are served).
 type Config struct {
+	// Subscriptions are the deployment's own (STRATA_SUBSCRIPTIONS): a duplicate or an
+	// invalid one is an error of New.
 	Subscriptions []deploy.Subscription
+	// Source adds subscriptions attached by other apps. A bad or duplicate one (of a
+	// topic and group already subscribed) is skipped, and a Source error leaves only what
+	// it returned: both are logged and counted (Stats.SourceErrors), and returned by
+	// Sweep but never by HandleCommits, so that one app's broken subscription cannot
+	// stall the stream every commit is materialised from (the sweep catches up).
+	Source Source
+	// Logger receives the Source's problems (discarded when nil).
+	Logger *slog.Logger
 	Leases        Leases
 	Offsets       Offsets
 	Invoker       Invoker
@@ -83,6 +104,9 @@ func New(cfg Config) (*Dispatcher, error) {
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	d := &Dispatcher{cfg: cfg, byTopic: map[string][]deploy.Subscription{}}
 	seen := map[[2]string]bool{}
@@ -112,6 +136,7 @@ type Stats struct {
 	SkippedNoLag int // the group's commit had reached the high watermark
 	Invocations  int // consumer invocations accepted
 	InvokeErrors int // invocations that failed
+	SourceErrors int // attached subscriptions skipped, or a Source that failed
 }
 
 // Add sums two Stats.
@@ -121,7 +146,7 @@ func (s Stats) Add(o Stats) Stats {
 		Candidates: s.Candidates + o.Candidates, LeaseChecks: s.LeaseChecks + o.LeaseChecks,
 		CommitReads: s.CommitReads + o.CommitReads, SkippedLive: s.SkippedLive + o.SkippedLive,
 		SkippedNoLag: s.SkippedNoLag + o.SkippedNoLag, Invocations: s.Invocations + o.Invocations,
-		InvokeErrors: s.InvokeErrors + o.InvokeErrors,
+		InvokeErrors: s.InvokeErrors + o.InvokeErrors, SourceErrors: s.SourceErrors + o.SourceErrors,
 	}
 }
 
@@ -158,9 +183,11 @@ func (d *Dispatcher) HandleCommits(ctx context.Context, commits []Commit) (Stats
 			newest[k] = c.HighWatermark
 		}
 	}
+	byTopic, problems := d.subscriptions(ctx, &st)
+	d.report(problems)
 	var cands []candidate
 	for k, hw := range newest {
-		for _, s := range d.byTopic[k.topic] {
+		for _, s := range byTopic[k.topic] {
 			cands = append(cands, candidate{sub: s, partition: k.partition, hw: hw, logStart: 0})
 		}
 	}
@@ -177,8 +204,14 @@ func (d *Dispatcher) Sweep(ctx context.Context) (Stats, error) {
 	}
 	var st Stats
 	var cands []candidate
-	var errs []error
-	for _, s := range d.cfg.Subscriptions {
+	byTopic, problems := d.subscriptions(ctx, &st)
+	d.report(problems)
+	errs := problems
+	var subs []deploy.Subscription
+	for _, ss := range byTopic {
+		subs = append(subs, ss...)
+	}
+	for _, s := range subs {
 		n, err := d.cfg.Offsets.Partitions(ctx, s.Topic)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("dispatch: partitions of %q: %w", s.Topic, err))
@@ -198,6 +231,47 @@ func (d *Dispatcher) Sweep(ctx context.Context) (Stats, error) {
 	}
 	st, err := d.run(ctx, st, cands)
 	return st, errors.Join(append(errs, err)...)
+}
+
+// subscriptions are the static subscriptions by topic plus the Source's valid ones that
+// name a topic and group not yet subscribed; problems lists what was skipped and why.
+func (d *Dispatcher) subscriptions(ctx context.Context, st *Stats) (byTopic map[string][]deploy.Subscription, problems []error) {
+	if d.cfg.Source == nil {
+		return d.byTopic, nil
+	}
+	attached, err := d.cfg.Source.Subscriptions(ctx)
+	if err != nil {
+		problems = append(problems, fmt.Errorf("dispatch: attached subscriptions: %w", err))
+	}
+	byTopic = make(map[string][]deploy.Subscription, len(d.byTopic)+len(attached))
+	seen := map[[2]string]bool{}
+	for t, ss := range d.byTopic {
+		byTopic[t] = append([]deploy.Subscription(nil), ss...)
+		for _, s := range ss {
+			seen[[2]string{s.Topic, s.Group}] = true
+		}
+	}
+	for _, s := range attached {
+		k := [2]string{s.Topic, s.Group}
+		switch err := s.Validate(); {
+		case err != nil:
+			problems = append(problems, fmt.Errorf("dispatch: attached subscription skipped: %w", err))
+		case seen[k]:
+			problems = append(problems, fmt.Errorf("dispatch: attached subscription of topic %q and group %q to %s skipped: the topic and group are already subscribed", s.Topic, s.Group, s.Function))
+		default:
+			seen[k] = true
+			byTopic[s.Topic] = append(byTopic[s.Topic], s)
+		}
+	}
+	st.SourceErrors += len(problems)
+	return byTopic, problems
+}
+
+// report logs the Source's problems.
+func (d *Dispatcher) report(problems []error) {
+	for _, p := range problems {
+		d.cfg.Logger.Warn("dispatch: attached subscriptions", "error", p)
+	}
 }
 
 // run checks each candidate once and invokes the lagging ones without a live lease.
