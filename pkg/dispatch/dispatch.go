@@ -80,11 +80,11 @@ type Config struct {
 	// stall the stream every commit is materialised from (the sweep catches up).
 	Source Source
 	// Logger receives the Source's problems (discarded when nil).
-	Logger *slog.Logger
-	Leases        Leases
-	Offsets       Offsets
-	Invoker       Invoker
-	Materializer  Materializer
+	Logger       *slog.Logger
+	Leases       Leases
+	Offsets      Offsets
+	Invoker      Invoker
+	Materializer Materializer
 	// Clock returns the current time (time.Now when nil); a lease is live while the
 	// clock is before its expiry.
 	Clock func() time.Time
