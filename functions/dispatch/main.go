@@ -12,9 +12,11 @@ import (
 	"github.com/aws/aws-lambda-go/lambda"
 	"github.com/aws/aws-sdk-go-v2/config"
 	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
+	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/dispatch"
+	"github.com/stratalog/strata/pkg/dispatch/params"
 	"github.com/stratalog/strata/pkg/lambdafn"
 	"github.com/stratalog/strata/pkg/metrics/emf"
 	"github.com/stratalog/strata/pkg/runtime"
@@ -39,8 +41,16 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
+	var attached dispatch.Source // subscriptions other apps attach, when the stack says where
+	if path := os.Getenv(deploy.EnvSubscriptionsPath); path != "" {
+		if attached, err = params.New(params.Config{Client: ssm.NewFromConfig(awsCfg), Path: path}); err != nil {
+			fatal(err)
+		}
+	}
 	d, err := dispatch.New(dispatch.Config{
 		Subscriptions: subs,
+		Source:        attached,
+		Logger:        logger,
 		Leases:        rt.Meta(),
 		Offsets:       rt.Log(),
 		Invoker:       asyncInvoker{client: awslambda.NewFromConfig(awsCfg)},
