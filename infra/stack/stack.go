@@ -157,6 +157,10 @@ func New(app constructs.Construct, cfg Config) (*Stack, error) {
 	if err := s.Subscribe(out.Consumer, cfg.ExampleTopic, cfg.ExampleGroup, nil); err != nil {
 		return nil, err
 	}
+	// What another app attaches with strata.Attach(scope, id, strata.ImportAttributes(<stack name>)).
+	if err := s.Export(cfg.StackName); err != nil {
+		return nil, err
+	}
 	for id, v := range map[string]*string{
 		"ApiUrl":        s.API.ApiEndpoint(),
 		"BucketName":    s.Bucket.BucketName(),

@@ -362,6 +362,8 @@ func TestStrataRoles(t *testing.T) {
 			"dynamodb:ListStreams on *", // ListStreams has no resource-level permissions
 			"lambda:InvokeFunction on <GetAtt:" + consumer + ".Arn>",
 			"sqs:GetQueueAttributes,sqs:GetQueueUrl,sqs:SendMessage on <GetAtt:" + queue + ".Arn>",
+			// the subscriptions other apps attach: the deployment's path only
+			"ssm:GetParametersByPath on arn:<Ref:AWS::Partition>:ssm:<Ref:AWS::Region>:<Ref:AWS::AccountId>:parameter/strata/Strata-subscriptions",
 		},
 		deploy.FunctionRetention: {
 			"s3:DeleteObject on " + objects,
@@ -668,4 +670,24 @@ func jsonEqual(a, b any) bool {
 	_ = json.Unmarshal([]byte(js(a)), &x)
 	_ = json.Unmarshal([]byte(js(b)), &y)
 	return reflect.DeepEqual(x, y)
+}
+
+// TestExportsForAttach: the stack exports, under its name, every attribute
+// strata.ImportAttributes imports, with the deployment's values.
+func TestExportsForAttach(t *testing.T) {
+	got := map[string]string{}
+	for _, o := range tpl.Outputs {
+		if o.Export != nil {
+			got[o.Export.Name] = tmpl.Join(o.Value)
+		}
+	}
+	for _, name := range strata.ExportNames("Strata") {
+		if _, ok := got[name]; !ok {
+			t.Errorf("no export %s (have %v)", name, got)
+		}
+	}
+	if got["Strata:TablePrefix"] != "Strata-" || got["Strata:SubscriptionsPath"] != "/strata/Strata-subscriptions" ||
+		!strings.HasPrefix(got["Strata:DispatchRoleArn"], "<GetAtt:StrataFndispatchRole") {
+		t.Errorf("exports %v", got)
+	}
 }

@@ -50,6 +50,10 @@ type Props struct {
 	TablePrefix string
 	// ObjectPrefix is prepended to every segment object key (STRATA_OBJECT_PREFIX).
 	ObjectPrefix string
+	// SubscriptionsPath is the SSM Parameter Store path where other CDK apps attach
+	// their subscriptions (Attach, Attached.Subscribe) and dispatch reads them
+	// (STRATA_SUBSCRIPTIONS_PATH). Default: "/strata/<table prefix>subscriptions".
+	SubscriptionsPath string
 
 	// DefaultPartitions and DefaultRetention are what the api gives a topic created
 	// without them. Defaults: 4 and 24 hours (docs/API.md).
@@ -152,8 +156,10 @@ type Strata struct {
 
 	props         Props
 	tablePrefix   string
+	subsPath      string
 	subscriptions []deploy.Subscription
 	subscribed    map[[2]string]bool
+	granted       map[string]int // subscriptions per function (node path)
 }
 
 // New creates a Strata deployment in scope. Invalid props are an error; nothing is
@@ -168,11 +174,16 @@ func New(scope constructs.Construct, id string, props Props) (*Strata, error) {
 		Functions:  map[string]awslambda.Function{},
 		props:      p,
 		subscribed: map[[2]string]bool{},
+		granted:    map[string]int{},
 	}
 	constructs.NewConstruct_Override(s, scope, jsii.String(id))
 	s.tablePrefix = p.TablePrefix
 	if s.tablePrefix == "" {
 		s.tablePrefix = *awscdk.Stack_Of(scope).StackName() + "-"
+	}
+	s.subsPath = p.SubscriptionsPath
+	if s.subsPath == "" {
+		s.subsPath = "/strata/" + s.tablePrefix + "subscriptions"
 	}
 	s.newBucket()
 	s.newTables()
@@ -262,6 +273,9 @@ func (p Props) withDefaults() (Props, error) {
 	if p.APIGrants != "" && p.EveryPrincipalAdmin {
 		errs = append(errs, errors.New("strata: Props.APIGrants and Props.EveryPrincipalAdmin exclude each other"))
 	}
+	if p.SubscriptionsPath != "" && !validParameterPath(p.SubscriptionsPath) {
+		errs = append(errs, fmt.Errorf("strata: Props.SubscriptionsPath %q: want an absolute Parameter Store path of A-Z a-z 0-9 _ . - levels, at most 600 bytes, not under /aws or /ssm", p.SubscriptionsPath))
+	}
 	if p.APIGrants != "" && !json.Valid([]byte(p.APIGrants)) {
 		errs = append(errs, errors.New("strata: Props.APIGrants is not valid JSON"))
 	}
@@ -282,6 +296,16 @@ func (p Props) withDefaults() (Props, error) {
 // tablePrefixRE is what DynamoDB allows in table names, short enough for any suffix.
 var tablePrefixRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,200}$`)
 
+// parameterPathRE is a Parameter Store path whose parameters "<path>/<topic>/<group>"
+// stay within the 1011-byte name limit for any topic and group.
+var parameterPathRE = regexp.MustCompile(`^(/[A-Za-z0-9_.-]+)+$`)
+
+func validParameterPath(path string) bool {
+	lower := strings.ToLower(path)
+	return len(path) <= 600 && parameterPathRE.MatchString(path) &&
+		!strings.HasPrefix(lower, "/aws") && !strings.HasPrefix(lower, "/ssm")
+}
+
 func (p Props) memory(name string) int {
 	switch name {
 	case deploy.FunctionAPI:
@@ -298,6 +322,10 @@ func (s *Strata) TableName(suffix string) string { return s.tablePrefix + suffix
 
 // TablePrefix is the deployment's STRATA_TABLE_PREFIX.
 func (s *Strata) TablePrefix() string { return s.tablePrefix }
+
+// SubscriptionsPath is the Parameter Store path of subscriptions attached by other apps
+// (STRATA_SUBSCRIPTIONS_PATH).
+func (s *Strata) SubscriptionsPath() string { return s.subsPath }
 
 // Subscriptions returns the subscriptions made so far (what STRATA_SUBSCRIPTIONS holds).
 func (s *Strata) Subscriptions() []deploy.Subscription { return slices.Clone(s.subscriptions) }
@@ -413,6 +441,7 @@ func (s *Strata) newFunction(name string, memory int) awslambda.Function {
 	}
 	if name == deploy.FunctionDispatch {
 		env[deploy.EnvSubscriptions] = jsii.String("[]") // Subscribe fills it in
+		env[deploy.EnvSubscriptionsPath] = jsii.String(s.subsPath)
 	}
 	timeout := 30 * time.Second
 	switch name {
@@ -470,6 +499,14 @@ func (s *Strata) tableStatements(name string) []awsiam.PolicyStatement {
 					"StringLike": map[string]any{"s3:prefix": []string{s.segmentPrefix() + "*"}},
 				},
 			}))
+	case deploy.FunctionDispatch:
+		// The subscriptions other apps attach (Attach): GetParametersByPath on the path
+		// covers every parameter below it, and nothing else.
+		out = append(out, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("AttachedSubscriptions"),
+			Actions:   jsii.Strings("ssm:GetParametersByPath"),
+			Resources: &[]*string{parameterArn(s, s.subsPath)},
+		}))
 	case deploy.FunctionRetention:
 		out = append(out,
 			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -487,6 +524,17 @@ func (s *Strata) tableStatements(name string) []awsiam.PolicyStatement {
 			}))
 	}
 	return out
+}
+
+// parameterArn is the ARN of the Parameter Store path (or parameter) in scope's stack's
+// account and region.
+func parameterArn(scope constructs.Construct, path string) *string {
+	return awscdk.Stack_Of(scope).FormatArn(&awscdk.ArnComponents{
+		Service:      jsii.String("ssm"),
+		Resource:     jsii.String("parameter"),
+		ResourceName: jsii.String(strings.TrimPrefix(path, "/")),
+		ArnFormat:    awscdk.ArnFormat_SLASH_RESOURCE_NAME,
+	})
 }
 
 // sidPart makes a table suffix usable in a statement id (alphanumeric).

@@ -2,9 +2,13 @@ package strata
 
 import (
 	"fmt"
+	"maps"
+	"strconv"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/stratalog/strata/pkg/deploy"
@@ -58,9 +62,7 @@ func (s *Strata) Subscribe(fn awslambda.IFunction, topic, group string, opts *Su
 		Actions:   jsii.Strings("lambda:InvokeFunction"),
 		Resources: &[]*string{fn.FunctionArn()},
 	}))
-	for _, st := range s.ConsumerStatements(topic, group, opts.DeadLetterTopic) {
-		fn.AddToRolePolicy(st)
-	}
+	grantConsumer(fn, s.ConsumerStatements(topic, group, opts.DeadLetterTopic), s.granted)
 	if f, ok := fn.(awslambda.Function); ok {
 		for k, v := range s.ConsumerEnvironment(topic, group) {
 			f.AddEnvironment(jsii.String(k), v, nil)
@@ -70,9 +72,48 @@ func (s *Strata) Subscribe(fn awslambda.IFunction, topic, group string, opts *Su
 	return nil
 }
 
+// grantConsumer adds a subscription's statements to fn's role. The k-th subscription of
+// one function (k > 1, counted in granted by node path) gets its statement ids suffixed
+// with k: one policy document must not repeat an id (cfn-lint E3510).
+func grantConsumer(fn awslambda.IFunction, sts []awsiam.PolicyStatement, granted map[string]int) {
+	path := *fn.Node().Path()
+	granted[path]++
+	k := granted[path]
+	for _, st := range sts {
+		if k > 1 {
+			st = st.Copy(&awsiam.PolicyStatementProps{Sid: jsii.String(*st.Sid() + strconv.Itoa(k))})
+		}
+		fn.AddToRolePolicy(st)
+	}
+}
+
 // ConsumerEnvironment is the environment the consumer library reads for topic and group.
 func (s *Strata) ConsumerEnvironment(topic, group string) map[string]*string {
-	env := s.commonEnv()
+	return s.target().consumerEnvironment(topic, group)
+}
+
+// target is what a consumer's rights and environment name of a deployment, created in
+// this app (Strata) or attached (Attached): one definition of them serves both.
+type target struct {
+	tableArn      func(suffix string) *string
+	bucket        awss3.IBucket
+	segmentPrefix string
+	api           awsapigatewayv2.IHttpApi
+	env           map[string]*string // the stores' environment (commonEnv)
+}
+
+func (s *Strata) target() target {
+	return target{
+		tableArn:      func(suffix string) *string { return s.Tables[suffix].TableArn() },
+		bucket:        s.Bucket,
+		segmentPrefix: s.segmentPrefix(),
+		api:           s.API,
+		env:           s.commonEnv(),
+	}
+}
+
+func (t target) consumerEnvironment(topic, group string) map[string]*string {
+	env := maps.Clone(t.env)
 	env[deploy.EnvTopic] = jsii.String(topic)
 	env[deploy.EnvGroup] = jsii.String(group)
 	return env
@@ -84,6 +125,10 @@ func (s *Strata) ConsumerEnvironment(topic, group string) map[string]*string {
 // DynamoDB statement is confined to its rows by dynamodb:LeadingKeys (no Scan is granted,
 // so every call names its key). With deadLetterTopic, also appending to that topic.
 func (s *Strata) ConsumerStatements(topic, group, deadLetterTopic string) []awsiam.PolicyStatement {
+	return s.target().consumerStatements(topic, group, deadLetterTopic)
+}
+
+func (s target) consumerStatements(topic, group, deadLetterTopic string) []awsiam.PolicyStatement {
 	gt := group + "#" + topic
 	out := []awsiam.PolicyStatement{
 		s.rowStatement("ConsumerTopic", dynamo.TopicsTable, []string{"dynamodb:GetItem"}, topic),
@@ -98,7 +143,7 @@ func (s *Strata) ConsumerStatements(topic, group, deadLetterTopic string) []awsi
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Sid:       jsii.String("ConsumerSegments"),
 			Actions:   jsii.Strings(objectRead...),
-			Resources: &[]*string{s.Bucket.ArnForObjects(jsii.String(s.segmentPrefix() + topic + "/*"))},
+			Resources: &[]*string{s.bucket.ArnForObjects(jsii.String(s.segmentPrefix + topic + "/*"))},
 		}),
 	}
 	if deadLetterTopic != "" {
@@ -115,7 +160,7 @@ func (s *Strata) ConsumerStatements(topic, group, deadLetterTopic string) []awsi
 			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Sid:       jsii.String("DeadLetterSegments"),
 				Actions:   jsii.Strings(objectWrite...),
-				Resources: &[]*string{s.Bucket.ArnForObjects(jsii.String(s.segmentPrefix() + d + "/*"))},
+				Resources: &[]*string{s.bucket.ArnForObjects(jsii.String(s.segmentPrefix + d + "/*"))},
 				// S3 refuses a PutObject without If-None-Match under this condition:
 				// the role can add segment objects, never replace one.
 				Conditions: &map[string]any{"Null": map[string]any{"s3:if-none-match": "false"}},
@@ -126,11 +171,11 @@ func (s *Strata) ConsumerStatements(topic, group, deadLetterTopic string) []awsi
 
 // rowStatement allows actions on table only for items whose partition key matches one
 // of the patterns (StringLike: '*' matches any run of characters).
-func (s *Strata) rowStatement(sid, table string, actions []string, keyPatterns ...string) awsiam.PolicyStatement {
+func (s target) rowStatement(sid, table string, actions []string, keyPatterns ...string) awsiam.PolicyStatement {
 	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:       jsii.String(sid),
 		Actions:   jsii.Strings(actions...),
-		Resources: &[]*string{s.Tables[table].TableArn()},
+		Resources: &[]*string{s.tableArn(table)},
 		Conditions: &map[string]any{
 			"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": keyPatterns},
 		},
@@ -148,6 +193,10 @@ type route struct{ method, path string }
 // GrantProduce lets grantee create nothing but append to and describe each topic through
 // the HTTP API (execute-api:Invoke on exactly those routes).
 func (s *Strata) GrantProduce(grantee awsiam.IGrantable, topics ...string) (awsiam.Grant, error) {
+	return s.target().grantProduce(grantee, topics...)
+}
+
+func (s target) grantProduce(grantee awsiam.IGrantable, topics ...string) (awsiam.Grant, error) {
 	if len(topics) == 0 {
 		return nil, fmt.Errorf("strata: grant produce: no topic")
 	}
@@ -168,6 +217,10 @@ func (s *Strata) GrantProduce(grantee awsiam.IGrantable, topics ...string) (awsi
 // describe the group and read its settings (every consumer reads them when a run
 // starts). Resetting the group is not included.
 func (s *Strata) GrantConsume(grantee awsiam.IGrantable, group string, topics ...string) (awsiam.Grant, error) {
+	return s.target().grantConsume(grantee, group, topics...)
+}
+
+func (s target) grantConsume(grantee awsiam.IGrantable, group string, topics ...string) (awsiam.Grant, error) {
 	if len(topics) == 0 {
 		return nil, fmt.Errorf("strata: grant consume: no topic")
 	}
@@ -190,10 +243,10 @@ func (s *Strata) GrantConsume(grantee awsiam.IGrantable, group string, topics ..
 	return s.grantRoutes(grantee, routes), nil
 }
 
-func (s *Strata) grantRoutes(grantee awsiam.IGrantable, routes []route) awsiam.Grant {
+func (s target) grantRoutes(grantee awsiam.IGrantable, routes []route) awsiam.Grant {
 	arns := make([]*string, 0, len(routes))
 	for _, r := range routes {
-		arns = append(arns, s.API.ArnForExecuteApi(jsii.String(r.method), jsii.String(r.path), jsii.String("*")))
+		arns = append(arns, s.api.ArnForExecuteApi(jsii.String(r.method), jsii.String(r.path), jsii.String("*")))
 	}
 	return awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
 		Grantee:      grantee,

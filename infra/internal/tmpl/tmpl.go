@@ -20,6 +20,15 @@ import (
 type Template struct {
 	A         assertions.Template
 	Resources map[string]Resource
+	Outputs   map[string]Output
+}
+
+// Output is one output of the template.
+type Output struct {
+	Value  any `json:"Value"`
+	Export *struct {
+		Name string `json:"Name"`
+	} `json:"Export"`
 }
 
 // Resource is one resource of the template.
@@ -36,11 +45,12 @@ func New(t assertions.Template) (*Template, error) {
 	}
 	var doc struct {
 		Resources map[string]Resource `json:"Resources"`
+		Outputs   map[string]Output   `json:"Outputs"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		return nil, err
 	}
-	return &Template{A: t, Resources: doc.Resources}, nil
+	return &Template{A: t, Resources: doc.Resources, Outputs: doc.Outputs}, nil
 }
 
 // Export writes the template as JSON to $STRATA_INFRA_TEMPLATES/<name>.template.json when
@@ -222,7 +232,8 @@ func GetAtt(v any, attr string) (string, bool) {
 }
 
 // Join flattens {"Fn::Join": ["", [parts...]]} into a string with each reference
-// written as <Ref:id> or <GetAtt:id.attr>; a plain string is returned as is.
+// written as <Ref:id>, <GetAtt:id.attr> or <Import:export name>; a plain string is
+// returned as is.
 func Join(v any) string {
 	switch x := v.(type) {
 	case string:
@@ -230,6 +241,9 @@ func Join(v any) string {
 	case map[string]any:
 		if ref, ok := x["Ref"].(string); ok {
 			return "<Ref:" + ref + ">"
+		}
+		if name, ok := x["Fn::ImportValue"].(string); ok {
+			return "<Import:" + name + ">"
 		}
 		if l, ok := x["Fn::GetAtt"].([]any); ok && len(l) == 2 {
 			return fmt.Sprintf("<GetAtt:%v.%v>", l[0], l[1])
