@@ -2,13 +2,12 @@ module github.com/stratalog/strata/infra
 
 go 1.26.8
 
-replace github.com/stratalog/strata => ../
-
 require (
 	github.com/aws/aws-cdk-go/awscdk/v2 v2.277.0
 	github.com/aws/constructs-go/constructs/v10 v10.8.1
 	github.com/aws/jsii-runtime-go v1.142.0
-	github.com/stratalog/strata v0.0.0-00010101000000-000000000000
+	github.com/stratalog/strata v0.1.0
+	golang.org/x/mod v0.42.0
 	pgregory.net/rapid v1.3.0
 )
 
@@ -37,7 +36,6 @@ require (
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/yuin/goldmark v1.7.16 // indirect
 	golang.org/x/lint v0.0.0-20241112194109-818c5a804067 // indirect
-	golang.org/x/mod v0.42.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	golang.org/x/telemetry v0.0.0-20261009151841-97e8ea77aa2a // indirect
