@@ -5,9 +5,15 @@
 #      in infra/, its own Go module);
 #   2. `npx aws-cdk synth` from the repository root with the CLI pinned in package.json
 #      (npm ci), network namespaced away when `unshare -n` is available;
-#   3. cfn-lint (pinned in infra/requirements-lint.txt, installed into infra/.venv) on the
-#      CLI's template and the two the tests synthesized (the construct with every option,
-#      managed instances included): no errors (warnings are printed, not fatal).
+#   3. the example subscriber app (infra/examples/subscriber, a module of its own as a
+#      user's app is): go vet, its template test, and `npx aws-cdk synth` in its directory;
+#   4. cfn-lint (pinned in infra/requirements-lint.txt, installed into infra/.venv) on the
+#      CLI's templates and those the tests synthesized (the construct with every option,
+#      managed instances included, the attaching stacks): no errors (warnings are
+#      printed, not fatal).
+# The modules build against the checkout through infra/go.work and
+# infra/examples/subscriber/go.work (their go.mod files require releases, with no
+# replace: infra/README.md, "Attach from your own app").
 # Function assets: when scripts/build-functions.sh exists the functions are built first
 # and synth requires them; otherwise synth uses the app's placeholder assets (see
 # infra/README.md). STRATA_INFRA_PLACEHOLDERS=1 skips the build.
@@ -16,9 +22,7 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 export JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION=1 CDK_DISABLE_VERSION_CHECK=true CDK_DISABLE_CLI_TELEMETRY=true
-# The infra module replaces github.com/stratalog/strata with ../: when the root module's
-# requirements move ahead of infra/go.sum, resolve them instead of failing.
-export GOFLAGS="${GOFLAGS:--mod=mod}"
+example=infra/examples/subscriber
 
 step() { printf '\n== %s\n' "$*"; }
 
@@ -29,6 +33,7 @@ if [[ -n "$unformatted" ]]; then
 	exit 1
 fi
 go -C infra vet ./...
+go -C "$example" vet ./...
 
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
@@ -36,6 +41,9 @@ trap 'rm -rf "$out"' EXIT
 step "go test ./... (infra module: assertions on two synthesized templates)"
 mkdir -p "$out/tests"
 STRATA_INFRA_TEMPLATES="$out/tests" go -C infra test -count=1 ./...
+
+step "go test ./... ($example: assertions on its synthesized template)"
+STRATA_INFRA_TEMPLATES="$out/tests" go -C "$example" test -count=1 ./...
 
 step "npm ci (aws-cdk CLI pinned in package.json)"
 npm ci --no-audit --no-fund --loglevel=error
@@ -56,6 +64,13 @@ step "npx aws-cdk synth${offline:+ (offline)}"
 "${offline[@]}" npx --no-install aws-cdk synth --quiet --no-notices "${context[@]}" -o "$out/synth" >/dev/null
 test -s "$out/synth/Strata.template.json"
 
+step "npx aws-cdk synth in $example${offline:+ (offline)}: a user's app attaching to the stack above"
+mkdir -p "$out/subscriber-asset"
+printf '#!/bin/sh\nexit 1\n' >"$out/subscriber-asset/bootstrap" # the CI stand-in for its built handler
+(cd "$example" && "${offline[@]}" npx --no-install aws-cdk synth --quiet --no-notices \
+	-c subscriber:asset="$out/subscriber-asset" -o "$out/subscriber" >/dev/null)
+test -s "$out/subscriber/Billing.template.json"
+
 step "cfn-lint (infra/.venv)"
 venv=infra/.venv
 if ! "$venv/bin/python" -c 'import sys' 2>/dev/null || ! cmp -s infra/requirements-lint.txt "$venv/requirements-lint.txt"; then
@@ -65,10 +80,11 @@ if ! "$venv/bin/python" -c 'import sys' 2>/dev/null || ! cmp -s infra/requiremen
 	cp infra/requirements-lint.txt "$venv/requirements-lint.txt"
 fi
 "$venv/bin/cfn-lint" --version
-# The app's template from the CLI, and the tests' (the app's stack, and the construct with
-# every option set: managed instances, prefixes, a dead-letter topic, grants).
-templates=("$out/synth/Strata.template.json" "$out"/tests/*.template.json)
-[[ ${#templates[@]} -eq 3 ]] || { echo "want 3 templates, have: ${templates[*]}" >&2; exit 1; }
+# The apps' templates from the CLI, and the tests' (the app's stack, the construct with
+# every option set: managed instances, prefixes, a dead-letter topic, grants; the
+# attaching stacks).
+templates=("$out/synth/Strata.template.json" "$out/subscriber/Billing.template.json" "$out"/tests/*.template.json)
+[[ ${#templates[@]} -eq 6 ]] || { echo "want 6 templates, have: ${templates[*]}" >&2; exit 1; }
 "$venv/bin/cfn-lint" --non-zero-exit-code error -- "${templates[@]}"
 
 step "infra: ok"
