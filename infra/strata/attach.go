@@ -242,7 +242,7 @@ func (a *Attached) Subscribe(fn awslambda.IFunction, topic, group string, opts *
 	}
 	a.subscribed[[2]string{topic, group}] = true
 
-	awsssm.NewStringParameter(a, jsii.String("Subscription-"+topic+"-"+group), &awsssm.StringParameterProps{
+	awsssm.NewStringParameter(a, jsii.String("Subscription:"+topic+":"+group), &awsssm.StringParameterProps{
 		ParameterName: jsii.String(deploy.SubscriptionParameterName(a.attrs.SubscriptionsPath, topic, group)),
 		StringValue:   jsii.String(value),
 		Description:   jsii.String("Strata subscription: dispatch invokes the function for topic " + topic + ", group " + group),

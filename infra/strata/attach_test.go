@@ -2,6 +2,7 @@ package strata_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -347,5 +348,37 @@ func TestOneFunctionTwoSubscriptionsUniqueSids(t *testing.T) {
 	}
 	if len(sts) != 16 {
 		t.Errorf("%d statements, want 8 per subscription", len(sts))
+	}
+}
+
+// TestSubscriptionsWhoseNamesJoinAlike: topic "a-b" in group "c" and topic "a" in group
+// "b-c" are two subscriptions (as are group "a-b" on topic "c" and group "a" on topic
+// "b-c"); before, each pair joined to one construct id ("Subscription-a-b-c") and the
+// second Subscribe panicked in jsii.
+func TestSubscriptionsWhoseNamesJoinAlike(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	st := awscdk.NewStack(app, jsii.String("Alike"), nil)
+	s, err := strata.New(st, "Strata", strata.Props{AssetDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := strata.Attach(st, "Attached", s.Attributes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []strata.Deployment{s, a} {
+		fn := userFunction(st, fmt.Sprintf("F%p", d))
+		for _, tg := range [][2]string{{"a-b", "c"}, {"a", "b-c"}, {"c", "a-b"}, {"b-c", "a"}} {
+			if err := d.Subscribe(fn, tg[0], tg[1], nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tp, err := tmpl.New(assertions.Template_FromStack(st, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(tp.OfType("AWS::SSM::Parameter")); n != 4 {
+		t.Errorf("%d parameters, want 4", n)
 	}
 }

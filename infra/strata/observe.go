@@ -88,7 +88,7 @@ func (s *Strata) functionAlarms(scope constructs.Construct, id, label string, fn
 // observeSubscription adds the lag, dead-letter, error and throttle alarms and a
 // dashboard row for a subscribed consumer function.
 func (s *Strata) observeSubscription(fn awslambda.IFunction, topic, group string) {
-	scope := constructs.NewConstruct(s, jsii.String("Subscription-"+group+"-"+topic))
+	scope := constructs.NewConstruct(s, jsii.String("Subscription:"+group+":"+topic))
 	dims := map[string]*string{DimensionGroup: jsii.String(group), DimensionTopic: jsii.String(topic)}
 	lag := strataMetric(MetricLagSeconds, "Maximum", dims)
 	dead := strataMetric(MetricDeadLettered, "Sum", dims)
