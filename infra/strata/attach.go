@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
@@ -137,6 +138,10 @@ func ImportAttributes(exportPrefix string) Attributes {
 type Attached struct {
 	constructs.Construct
 
+	// Alarms lists the lag and dead-letter alarms of each subscription made here, in
+	// creation order (default thresholds of AlarmThresholds, no actions: add your own).
+	Alarms []awscloudwatch.Alarm
+
 	attrs      Attributes
 	t          target
 	subscribed map[[2]string]bool
@@ -216,7 +221,7 @@ func (a *Attached) Attributes() Attributes { return a.attrs }
 // changed); grants fn ConsumerStatements; and sets fn's environment when fn is a
 // Function created in this app. A topic and group may be subscribed once per deployment
 // (a second parameter of the same name fails the deploy); bad names are an error and
-// change nothing.
+// change nothing. It also adds the subscription's lag and dead-letter alarms (Alarms).
 func (a *Attached) Subscribe(fn awslambda.IFunction, topic, group string, opts *SubscribeOptions) error {
 	if opts == nil {
 		opts = &SubscribeOptions{}
@@ -262,7 +267,32 @@ func (a *Attached) Subscribe(fn awslambda.IFunction, topic, group string, opts *
 			f.AddEnvironment(jsii.String(k), v, nil)
 		}
 	}
+	a.observe(topic, group)
 	return nil
+}
+
+// observe adds the subscription's lag and dead-letter alarms (as Strata.Subscribe does
+// in the deployment's stack) to this stack: the metrics are the consumer library's,
+// emitted by the subscribed function.
+func (a *Attached) observe(topic, group string) {
+	scope := constructs.NewConstruct(a, jsii.String("Alarms:"+group+":"+topic))
+	dims := map[string]*string{DimensionGroup: jsii.String(group), DimensionTopic: jsii.String(topic)}
+	for _, al := range []struct {
+		id, what, metric, stat string
+		threshold              float64
+	}{
+		{"LagSeconds", "Consumer lag in seconds", MetricLagSeconds, "Maximum", defaultLagSeconds},
+		{"DeadLettered", "Records dead-lettered", MetricDeadLettered, "Sum", defaultDeadLettered},
+	} {
+		a.Alarms = append(a.Alarms, awscloudwatch.NewAlarm(scope, jsii.String(al.id), &awscloudwatch.AlarmProps{
+			Metric:             strataMetric(al.metric, al.stat, dims),
+			Threshold:          jsii.Number(al.threshold),
+			EvaluationPeriods:  jsii.Number(1),
+			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+			AlarmDescription:   jsii.String(al.what + " of group " + group + " on topic " + topic),
+		}))
+	}
 }
 
 // ConsumerStatements are the rights of a consumer of topic in group (see

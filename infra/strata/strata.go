@@ -255,7 +255,7 @@ func (p Props) withDefaults() (Props, error) {
 	for _, t := range []struct {
 		v *float64
 		d float64
-	}{{&a.LagSeconds, 300}, {&a.DeadLettered, 1}, {&a.FunctionErrors, 1}, {&a.Throttles, 1}} {
+	}{{&a.LagSeconds, defaultLagSeconds}, {&a.DeadLettered, defaultDeadLettered}, {&a.FunctionErrors, 1}, {&a.Throttles, 1}} {
 		if *t.v == 0 {
 			*t.v = t.d
 		}
@@ -292,6 +292,13 @@ func (p Props) withDefaults() (Props, error) {
 	}
 	return p, errors.Join(errs...)
 }
+
+// Default alarm thresholds of a subscription (AlarmThresholds), also those of an
+// attached deployment's subscriptions.
+const (
+	defaultLagSeconds   = 300
+	defaultDeadLettered = 1
+)
 
 // tablePrefixRE is what DynamoDB allows in table names, short enough for any suffix.
 var tablePrefixRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{0,200}$`)
