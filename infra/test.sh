@@ -38,7 +38,7 @@ go -C "$example" vet ./...
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 
-step "go test ./... (infra module: assertions on two synthesized templates)"
+step "go test ./... (infra module: assertions on the synthesized templates)"
 mkdir -p "$out/tests"
 STRATA_INFRA_TEMPLATES="$out/tests" go -C infra test -count=1 ./...
 
