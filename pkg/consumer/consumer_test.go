@@ -440,15 +440,19 @@ func TestDuplicateCommitsAreSkipped(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
 		f := newFixture(t, s, "orders", 2)
-		key := "orders#retry-1"
-		e := store.IndexEntry{Topic: "orders", Partition: 0, Count: 1}
+		tp, err := f.log.Topic(ctx, "orders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := tp.ID() + "#retry-1"
+		e := store.IndexEntry{Topic: tp.ID(), Partition: 0, Count: 1}
 		// Two commits of one request (the first attempt's block and the retry's) written
 		// straight to the store, then a normal record after them.
 		res, err := f.log.Append(ctx, "orders", []log.Record{{Value: []byte("first"), Partition: i32(0)}}, log.AppendOptions{IdempotencyKey: "retry-1"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ent, err := s.Meta.IndexEntries(ctx, "orders", 0, res[0].Offset, 1)
+		ent, err := s.Meta.IndexEntries(ctx, tp.ID(), 0, res[0].Offset, 1)
 		if err != nil || len(ent) != 1 {
 			t.Fatalf("entry of the first attempt: %v, %v", ent, err)
 		}

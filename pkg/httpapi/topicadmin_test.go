@@ -55,13 +55,6 @@ func (f *faultyMeta) DeleteTopic(ctx context.Context, name string, at time.Time)
 	return f.MetaStore.(store.TopicAdminStore).DeleteTopic(ctx, name, at)
 }
 
-func (f *faultyMeta) TopicTombstone(ctx context.Context, name string) (time.Time, bool, error) {
-	if err := f.fail(); err != nil {
-		return time.Time{}, false, err
-	}
-	return f.MetaStore.(store.TopicAdminStore).TopicTombstone(ctx, name)
-}
-
 func (f *faultyMeta) DeletedTopics(ctx context.Context) ([]store.DeletedTopic, error) {
 	if err := f.fail(); err != nil {
 		return nil, err
@@ -69,11 +62,11 @@ func (f *faultyMeta) DeletedTopics(ctx context.Context) ([]store.DeletedTopic, e
 	return f.MetaStore.(store.TopicAdminStore).DeletedTopics(ctx)
 }
 
-func (f *faultyMeta) PurgeTopic(ctx context.Context, name string) error {
+func (f *faultyMeta) PurgeTopic(ctx context.Context, name, incarnation string) error {
 	if err := f.fail(); err != nil {
 		return err
 	}
-	return f.MetaStore.(store.TopicAdminStore).PurgeTopic(ctx, name)
+	return f.MetaStore.(store.TopicAdminStore).PurgeTopic(ctx, name, incarnation)
 }
 
 func TestDeleteTopic(t *testing.T) {
@@ -88,9 +81,15 @@ func TestDeleteTopic(t *testing.T) {
 	if fmt.Sprint(r.body["topics"]) != "[keep]" {
 		t.Fatalf("topics after delete %s", r.raw)
 	}
-	e.call("POST", "/v1/topics", map[string]any{"name": "t", "partitions": 1}).want(t, 409, "topic_exists")
 	e.call("DELETE", "/v1/topics/t", nil).want(t, 404, "not_found")
 	e.call("DELETE", "/v1/topics/never", nil).want(t, 404, "not_found")
+	// The name is free at once: created again, it is a new topic from offset 0.
+	e.createTopic("t", 1)
+	e.call("POST", "/v1/topics", map[string]any{"name": "t", "partitions": 1}).want(t, 409, "topic_exists")
+	e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "c"})).want(t, 200)
+	if hw := e.hws("t"); len(hw) != 1 || hw[0] != 1 {
+		t.Fatalf("high watermarks of the re-created topic %v, want [1]", hw)
+	}
 	e.meta.down.Store(true)
 	e.call("DELETE", "/v1/topics/keep", nil).want(t, 503, "unavailable")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -181,11 +182,13 @@ func DecodeSequencerImage(it map[string]types.AttributeValue) (dispatch.Commit, 
 		return dispatch.Commit{}, err
 	}
 	// The store's decoder checks types and offsets; a partition or topic no append can
-	// have written must not reach dispatch either.
-	if st.Partition < 0 || !log.ValidName(st.Topic) {
+	// have written must not reach dispatch either. The item is keyed by the topic's
+	// incarnation (store.TopicID); dispatch wakes the groups of the name.
+	name, inc := store.SplitTopicID(st.Topic)
+	if st.Partition < 0 || !log.ValidName(name) || (inc != "" || strings.Contains(st.Topic, "#")) && !store.ValidIncarnation(inc) {
 		return dispatch.Commit{}, fmt.Errorf("sequencer item names topic %q partition %d", st.Topic, st.Partition)
 	}
-	return dispatch.Commit{Topic: st.Topic, Partition: st.Partition, HighWatermark: st.NextOffset, Payload: st}, nil
+	return dispatch.Commit{Topic: name, Partition: st.Partition, HighWatermark: st.NextOffset, Payload: st}, nil
 }
 
 // LogMaterializer writes the index entries of a batch's commits through the log

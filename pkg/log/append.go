@@ -174,7 +174,7 @@ func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt Appe
 	if err != nil {
 		return nil, err
 	}
-	m := &member{ctx: ctx, topic: topic, t: t, nrecs: len(recs), start: l.now(), groups: groupByPartition(parts)}
+	m := &member{ctx: ctx, topic: t.ID(), t: t, nrecs: len(recs), start: l.now(), groups: groupByPartition(parts)}
 	if opt.IdempotencyKey != "" {
 		m.bodyHash = hashBody(recs, parts)
 	}
@@ -226,7 +226,7 @@ func (l *Log) prepareBlocks(ctx context.Context, topic string, blocks []Block, o
 			break
 		}
 	}
-	m := &member{ctx: ctx, topic: topic, t: t, start: l.now(), groups: make([]*partGroup, len(blocks))}
+	m := &member{ctx: ctx, topic: t.ID(), t: t, start: l.now(), groups: make([]*partGroup, len(blocks))}
 	seen := make(map[int32]bool, len(blocks))
 	for i, b := range blocks {
 		if b.Partition < 0 || b.Partition >= t.Partitions {
@@ -281,7 +281,8 @@ func (l *Log) admit(ctx context.Context, m *member, key string) error {
 	if key == "" {
 		return nil
 	}
-	// Keys are scoped to the topic: the same key on two topics names two requests.
+	// Keys are scoped to the topic's incarnation: the same key on two topics, or on two
+	// incarnations of one name, names two requests.
 	m.idemKey = m.topic + "#" + key
 	fresh, err := l.claimRequest(ctx, m.idemKey, m.bodyHash, m.nrecs, l.now().Add(m.t.Retention+retentionGrace))
 	if err != nil || fresh {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/store"
 )
 
@@ -26,14 +27,16 @@ import (
 
 // member is one validated request waiting for its batch.
 type member struct {
-	ctx   context.Context
+	ctx context.Context
+	// topic is t's incarnation (store.TopicID): batches, index entries and claims are
+	// per incarnation.
 	topic string
 	t     store.Topic
 	nrecs int
 	// groups are the request's partitions (their outcomes once done); pending those
 	// still to append, in partition order (an earlier attempt appended the others).
 	groups, pending []*partGroup
-	// idemKey ("topic#key") and bodyHash are set for an idempotent request.
+	// idemKey ("<topic ID>#key") and bodyHash are set for an idempotent request.
 	idemKey, bodyHash string
 	// size is the record bytes of the pending partitions: the byte budget's measure.
 	size  int
@@ -132,7 +135,7 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 		}
 		c.length = off - c.offset
 	}
-	key := fmt.Sprintf("v1/%s/%s", topic, ulid.MustNew(ulid.Timestamp(now), crand.Reader).String())
+	key := segment.ObjectKey(t.Name, t.Incarnation, ulid.MustNew(ulid.Timestamp(now), crand.Reader))
 	if err := l.objects.Put(ctx, key, obj); err != nil {
 		failAll(storeErr(fmt.Errorf("put segment object: %w", err)))
 		return
@@ -192,7 +195,7 @@ func (l *Log) answer(m *member) error {
 		}
 	}
 	if firstErr == nil {
-		l.metrics.Appended(m.topic, m.nrecs, m.size, l.now().Sub(m.start))
+		l.metrics.Appended(m.t.Name, m.nrecs, m.size, l.now().Sub(m.start))
 		return nil
 	}
 	if !errors.Is(firstErr, ErrUnavailable) {

@@ -5,11 +5,15 @@ package log
 
 import (
 	"context"
+	crand "crypto/rand"
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/oklog/ulid/v2"
 
 	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/wire"
@@ -181,17 +185,24 @@ func (l *Log) CreateTopic(ctx context.Context, name string, partitions int32, re
 	if retention < MinRetention {
 		return store.Topic{}, invalidf("retention must be at least %s, got %s", MinRetention, retention)
 	}
-	t := store.Topic{Name: name, Partitions: partitions, Retention: retention, CreatedAt: l.now().UTC().Truncate(time.Millisecond)}
+	now := l.now().UTC().Truncate(time.Millisecond)
+	t := store.Topic{Name: name, Incarnation: newIncarnation(now), Partitions: partitions, Retention: retention, CreatedAt: now}
 	if err := l.meta.CreateTopic(ctx, t); err != nil {
 		if errors.Is(err, store.ErrExists) {
-			if deleted, _ := l.deletedNames(ctx); deleted[name] {
-				return store.Topic{}, fmt.Errorf("%w: %s is deleted and not yet purged by the retention pass; create it again after that", ErrTopicExists, name)
-			}
 			return store.Topic{}, fmt.Errorf("%w: %s", ErrTopicExists, name)
 		}
 		return store.Topic{}, storeErr(err)
 	}
+	l.mu.Lock()
+	l.topics[name] = cachedTopic{t: t, at: l.now()}
+	l.mu.Unlock()
 	return t, nil
+}
+
+// newIncarnation names a new topic incarnation: a ULID of its creation time, lowercase
+// (store.ValidIncarnation), so incarnations sort by creation and never repeat.
+func newIncarnation(now time.Time) string {
+	return strings.ToLower(ulid.MustNew(ulid.Timestamp(now), crand.Reader).String())
 }
 
 // Topic returns a topic's configuration, cached for TopicCacheTTL: a partition count
@@ -213,17 +224,7 @@ func (l *Log) ListTopics(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, storeErr(err)
 	}
-	deleted, err := l.deletedNames(ctx)
-	if err != nil || len(deleted) == 0 {
-		return names, err
-	}
-	live := names[:0]
-	for _, n := range names {
-		if !deleted[n] {
-			live = append(live, n)
-		}
-	}
-	return live, nil
+	return names, nil
 }
 
 // DescribeTopic returns the topic with each partition's log start and high watermark.
@@ -234,7 +235,7 @@ func (l *Log) DescribeTopic(ctx context.Context, name string) (TopicInfo, error)
 	}
 	info := TopicInfo{Topic: t, Partitions: make([]PartitionInfo, t.Partitions)}
 	for p := int32(0); p < t.Partitions; p++ {
-		start, hw, err := l.bounds(ctx, name, p)
+		start, hw, err := l.bounds(ctx, t.ID(), p)
 		if err != nil {
 			return TopicInfo{}, err
 		}
@@ -254,32 +255,35 @@ func (l *Log) Partitions(ctx context.Context, topic string) (int32, error) {
 
 // Bounds returns a partition's log start offset and high watermark.
 func (l *Log) Bounds(ctx context.Context, topic string, partition int32) (logStart, highWatermark int64, err error) {
-	if err := l.checkPartition(ctx, topic, partition); err != nil {
+	t, err := l.checkPartition(ctx, topic, partition)
+	if err != nil {
 		return 0, 0, err
 	}
-	return l.bounds(ctx, topic, partition)
+	return l.bounds(ctx, t.ID(), partition)
 }
 
-func (l *Log) checkPartition(ctx context.Context, topic string, partition int32) error {
+// checkPartition returns the topic when it has the partition.
+func (l *Log) checkPartition(ctx context.Context, topic string, partition int32) (store.Topic, error) {
 	t, err := l.Topic(ctx, topic)
 	if err != nil {
-		return err
+		return store.Topic{}, err
 	}
 	if partition >= t.Partitions {
 		if t, err = l.reloadTopic(ctx, topic); err != nil {
-			return err
+			return store.Topic{}, err
 		}
 	}
 	if partition < 0 || partition >= t.Partitions {
-		return invalidf("partition %d outside [0, %d)", partition, t.Partitions)
+		return store.Topic{}, invalidf("partition %d outside [0, %d)", partition, t.Partitions)
 	}
-	return nil
+	return t, nil
 }
 
-// bounds reads the log start and the high watermark from the partition's sequencer
-// item: one strongly consistent read, and the high watermark never moves back.
-func (l *Log) bounds(ctx context.Context, topic string, partition int32) (int64, int64, error) {
-	st, err := l.meta.Sequencer(ctx, topic, partition)
+// bounds reads the log start and the high watermark from the sequencer item of the
+// partition of the topic incarnation id (a store.TopicID): one strongly consistent
+// read, and the high watermark never moves back.
+func (l *Log) bounds(ctx context.Context, id string, partition int32) (int64, int64, error) {
+	st, err := l.meta.Sequencer(ctx, id, partition)
 	if err != nil {
 		return 0, 0, storeErr(err)
 	}
@@ -340,7 +344,8 @@ func (l *Log) Materialize(ctx context.Context, states []store.SeqState) (int, er
 			n++
 		}
 		if n > 0 {
-			l.metrics.CommitsMaterialized(k.topic, n)
+			name, _ := store.SplitTopicID(k.topic)
+			l.metrics.CommitsMaterialized(name, n)
 			l.notifier.notify(k)
 		}
 		written += n
@@ -360,11 +365,14 @@ func (l *Log) Migrate(ctx context.Context) error {
 	}
 	for _, name := range names {
 		t, err := l.Topic(ctx, name)
+		if errors.Is(err, ErrTopicNotFound) {
+			continue // deleted since the listing
+		}
 		if err != nil {
 			return err
 		}
 		for p := int32(0); p < t.Partitions; p++ {
-			if _, err := l.meta.Sequencer(ctx, name, p); err != nil {
+			if _, err := l.meta.Sequencer(ctx, t.ID(), p); err != nil {
 				return storeErr(fmt.Errorf("migrate %s/%d: %w", name, p, err))
 			}
 		}

@@ -315,7 +315,11 @@ func TestMalformedSegment(t *testing.T) {
 		if err := s.Objects.Put(ctx, "v1/t/garbage", []byte("this is not a segment block at all")); err != nil {
 			t.Fatal(err)
 		}
-		e := store.IndexEntry{Topic: "t", Partition: 0, BaseOffset: 0, Count: 1, ObjectKey: "v1/t/garbage", ByteLength: 10,
+		tp, err := l.Topic(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := store.IndexEntry{Topic: tp.ID(), Partition: 0, BaseOffset: 0, Count: 1, ObjectKey: "v1/t/garbage", ByteLength: 10,
 			AppendedAt: time.UnixMilli(1_700_000_000_000), MaxTimestamp: time.UnixMilli(1_700_000_000_000)}
 		if _, err := storetest.AppendEntry(ctx, s.Meta, e); err != nil {
 			t.Fatal(err)

@@ -44,9 +44,9 @@ type PollResult struct {
 // proportional to the records returned, not to the length of the log.
 func (l *Log) Poll(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (PollResult, error) {
 	var res PollResult
-	err := l.poll(ctx, topic, partition, offset, &opt, func() (bool, error) {
+	err := l.poll(ctx, topic, partition, offset, &opt, func(id string) (bool, error) {
 		var err error
-		res, err = l.pollOnce(ctx, topic, partition, offset, opt)
+		res, err = l.pollOnce(ctx, id, partition, offset, opt)
 		return len(res.Records) > 0 || res.NextOffset > offset, err
 	})
 	if err != nil {
@@ -79,9 +79,9 @@ type RangesResult struct {
 // the reader verifies their CRCs as it decodes them.
 func (l *Log) PollRanges(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (RangesResult, error) {
 	var res RangesResult
-	err := l.poll(ctx, topic, partition, offset, &opt, func() (bool, error) {
+	err := l.poll(ctx, topic, partition, offset, &opt, func(id string) (bool, error) {
 		var err error
-		res, err = l.rangesOnce(ctx, topic, partition, offset, opt)
+		res, err = l.rangesOnce(ctx, id, partition, offset, opt)
 		return len(res.Ranges) > 0 || res.NextOffset > offset, err
 	})
 	if err != nil {
@@ -92,8 +92,9 @@ func (l *Log) PollRanges(ctx context.Context, topic string, partition int32, off
 
 // poll validates a poll and runs once until it finds something (it returns true), the
 // wait is over or a commit stays unmaterialised past the gap wait (then the last result
-// of once stands, with no error).
-func (l *Log) poll(ctx context.Context, topic string, partition int32, offset int64, opt *PollOptions, once func() (bool, error)) error {
+// of once stands, with no error). once reads the topic's current incarnation, whose
+// TopicID it is given.
+func (l *Log) poll(ctx context.Context, topic string, partition int32, offset int64, opt *PollOptions, once func(id string) (bool, error)) error {
 	if opt.MaxRecords == 0 {
 		opt.MaxRecords = DefaultPollRecords
 	}
@@ -110,9 +111,11 @@ func (l *Log) poll(ctx context.Context, topic string, partition int32, offset in
 	case opt.Wait < 0 || opt.Wait > MaxPollWait:
 		return invalidf("wait must be 0–%s, got %s", MaxPollWait, opt.Wait)
 	}
-	if err := l.checkPartition(ctx, topic, partition); err != nil {
+	t, err := l.checkPartition(ctx, topic, partition)
+	if err != nil {
 		return err
 	}
+	id := t.ID()
 	var deadline <-chan time.Time
 	if opt.Wait > 0 {
 		t := time.NewTimer(opt.Wait)
@@ -122,8 +125,8 @@ func (l *Log) poll(ctx context.Context, topic string, partition int32, offset in
 	var gapSince time.Time
 	for {
 		// Subscribe before reading, so an append between the read and the wait wakes us.
-		woken := l.notifier.wait(tpKey{topic, partition})
-		found, err := once()
+		woken := l.notifier.wait(tpKey{id, partition})
+		found, err := once(id)
 		if errors.Is(err, errNotMaterialized) {
 			// Committed but not yet in the index: the appender's entry write or the
 			// materialiser is moments away. Wait for it, never skip it.
@@ -379,7 +382,11 @@ func (l *Log) fetchRanges(ctx context.Context, entries []store.IndexEntry, check
 // offset whose commit is not materialised yet takes the time of the next entry (a
 // slightly later append). An offset with no entry at or after it is out of range.
 func (l *Log) AppendedAt(ctx context.Context, topic string, partition int32, offset int64) (time.Time, error) {
-	es, err := l.meta.IndexEntries(ctx, topic, partition, offset, 2)
+	t, err := l.Topic(ctx, topic)
+	if err != nil {
+		return time.Time{}, err
+	}
+	es, err := l.meta.IndexEntries(ctx, t.ID(), partition, offset, 2)
 	if err != nil {
 		return time.Time{}, storeErr(err)
 	}
@@ -398,7 +405,12 @@ func (l *Log) AppendedAt(ctx context.Context, topic string, partition int32, off
 // it answers the first offset without an entry, which every indexed record before it
 // preceded, so no record appended at or after t is skipped.
 func (l *Log) OffsetForTime(ctx context.Context, topic string, partition int32, t time.Time) (int64, error) {
-	start, hw, err := l.Bounds(ctx, topic, partition)
+	tp, err := l.checkPartition(ctx, topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	topic = tp.ID()
+	start, hw, err := l.bounds(ctx, topic, partition)
 	if err != nil {
 		return 0, err
 	}

@@ -193,7 +193,11 @@ func TestHighWatermarkNeverMovesBack(t *testing.T) {
 		wantBounds("after retention", l, 3, 3)
 
 		// Every remaining entry deleted, as DynamoDB's TTL does after a long outage.
-		es, err := s.Meta.IndexEntries(ctx, "hw", 0, 0, 100)
+		tp, err := l.Topic(ctx, "hw")
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := s.Meta.IndexEntries(ctx, tp.ID(), 0, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

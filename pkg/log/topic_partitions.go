@@ -23,20 +23,14 @@ type cachedTopic struct {
 	at time.Time
 }
 
-// reloadTopic reads the topic from the store and caches it.
+// reloadTopic reads the topic from the store and caches it. One read answers both
+// whether the name has a live topic and which incarnation: a delete removes the row
+// (docs/DESIGN.md, "Topic deletion"), so nothing can change between two reads.
 func (l *Log) reloadTopic(ctx context.Context, name string) (store.Topic, error) {
 	if !ValidName(name) {
 		return store.Topic{}, fmt.Errorf("%w: %q", ErrTopicNotFound, name)
 	}
 	t, err := l.meta.GetTopic(ctx, name)
-	if err == nil {
-		if a, ok := l.meta.(store.TopicAdminStore); ok {
-			var deleted bool
-			if _, deleted, err = a.TopicTombstone(ctx, name); err == nil && deleted {
-				err = fmt.Errorf("%w: deleted", store.ErrNotFound)
-			}
-		}
-	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			l.mu.Lock()
@@ -107,12 +101,12 @@ func (l *Log) topicAdmin(what string) (store.TopicAdminStore, error) {
 	return a, nil
 }
 
-// DeleteTopic deletes a topic: a tombstone on its row makes the name unknown to
-// appends, polls and describes at once on this node and within TopicCacheTTL on every
-// other; the retention pass then deletes its objects, index entries and the groups'
-// positions on it, and finally the row (docs/DESIGN.md, "Topic deletion"). The name
-// stays taken until then. Its partitions' counters are kept, so a topic created again
-// under the name continues at the old offsets rather than reusing them.
+// DeleteTopic deletes a topic: its row moves to the deleted incarnations in one step,
+// which makes the name unknown to appends, polls and describes at once on this node
+// and within TopicCacheTTL on every other, and frees it: CreateTopic may make a new
+// incarnation of the name at once, from offset 0. The retention pass then purges the
+// old incarnation — its index entries, counters, objects and claims (docs/DESIGN.md,
+// "Topic deletion").
 func (l *Log) DeleteTopic(ctx context.Context, name string) error {
 	a, err := l.topicAdmin("delete topics")
 	if err != nil {
@@ -132,22 +126,4 @@ func (l *Log) DeleteTopic(ctx context.Context, name string) error {
 		return storeErr(err)
 	}
 	return nil
-}
-
-// deletedNames returns the names of deleted topics not yet purged (none when the store
-// has no tombstones).
-func (l *Log) deletedNames(ctx context.Context) (map[string]bool, error) {
-	a, ok := l.meta.(store.TopicAdminStore)
-	if !ok {
-		return nil, nil
-	}
-	ds, err := a.DeletedTopics(ctx)
-	if err != nil {
-		return nil, storeErr(err)
-	}
-	out := make(map[string]bool, len(ds))
-	for _, d := range ds {
-		out[d.Name] = true
-	}
-	return out, nil
 }

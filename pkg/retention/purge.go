@@ -9,14 +9,15 @@ import (
 	"github.com/stratalog/strata/pkg/store"
 )
 
-// purgeDeleted removes what is left of deleted topics whose tombstone is older than the
-// margin (by then no append that read the topic before its deletion can still commit,
-// as the log commits only within its commit window, and every node's topic cache has
-// expired): each partition's log start moves to its high watermark, its index entries
-// and the topic's segment objects are deleted, every group's positions on it are
-// dropped, and last the row goes. The sequencer counters stay, so a topic created again
-// under the name continues at the old offsets. A step that fails (or a group still
-// holding a live lease there) leaves the row for the next pass, which starts over.
+// purgeDeleted removes what is left of deleted incarnations whose deletion is older than
+// the margin (by then no append that read the topic before its deletion can still
+// commit, as the log commits only within its commit window, and every node's topic cache
+// has expired): each partition's log start moves to its high watermark, its index
+// entries and the incarnation's segment objects are deleted, the groups' positions on
+// it are dropped when the name has no live incarnation since, and last the store purges
+// the incarnation's counters (and claims where it can) with its record. Nothing of
+// another incarnation of the name is touched. A step that fails (or a group still
+// holding a live lease there) leaves the record for the next pass, which starts over.
 func (j *Job) purgeDeleted(ctx context.Context, now time.Time, margin time.Duration, st *Stats) error {
 	admin, ok := j.Meta.(store.TopicAdminStore)
 	if !ok {
@@ -32,23 +33,24 @@ func (j *Job) purgeDeleted(ctx context.Context, now time.Time, margin time.Durat
 			continue
 		}
 		if err := j.purge(ctx, admin, d.Topic, now, st); err != nil {
-			errs = append(errs, fmt.Errorf("retention: purge deleted topic %s: %w", d.Name, err))
+			errs = append(errs, fmt.Errorf("retention: purge deleted topic %s (incarnation %q): %w", d.Name, d.Incarnation, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
 func (j *Job) purge(ctx context.Context, admin store.TopicAdminStore, t store.Topic, now time.Time, st *Stats) error {
+	id := t.ID()
 	for p := int32(0); p < t.Partitions; p++ {
-		seq, err := j.Meta.Sequencer(ctx, t.Name, p)
+		seq, err := j.Meta.Sequencer(ctx, id, p)
 		if err != nil {
 			return err
 		}
-		if err := j.Meta.AdvanceLogStart(ctx, t.Name, p, seq.NextOffset); err != nil {
+		if err := j.Meta.AdvanceLogStart(ctx, id, p, seq.NextOffset); err != nil {
 			return err
 		}
 		for {
-			es, err := j.Meta.IndexEntries(ctx, t.Name, p, 0, pageSize)
+			es, err := j.Meta.IndexEntries(ctx, id, p, 0, pageSize)
 			if err != nil {
 				return err
 			}
@@ -56,31 +58,48 @@ func (j *Job) purge(ctx context.Context, admin store.TopicAdminStore, t store.To
 				break
 			}
 			for _, e := range es {
-				if err := j.Meta.DeleteIndexEntry(ctx, t.Name, p, e.BaseOffset); err != nil {
+				if err := j.Meta.DeleteIndexEntry(ctx, id, p, e.BaseOffset); err != nil {
 					return err
 				}
 				st.EntriesDeleted++
 			}
 		}
 	}
-	// Every object of the topic: none can be written any more.
+	// Every object of the incarnation: none can be written any more.
 	if err := j.objects(ctx, t, now.Add(time.Hour), st); err != nil {
 		return err
 	}
-	if groups, ok := j.Meta.(store.GroupAdminStore); ok {
-		names, err := groups.ListGroups(ctx)
-		if err != nil {
-			return err
-		}
-		for _, g := range names {
-			if err := groups.DeleteCommits(ctx, g, t.Name, now); err != nil {
-				return fmt.Errorf("positions of group %s: %w", g, err)
-			}
-		}
+	if err := j.dropPositions(ctx, t.Name, now); err != nil {
+		return err
 	}
-	if err := admin.PurgeTopic(ctx, t.Name); err != nil {
+	if err := admin.PurgeTopic(ctx, t.Name, t.Incarnation); err != nil {
 		return err
 	}
 	st.TopicsPurged++
+	return nil
+}
+
+// dropPositions deletes every group's positions on the name, unless a live incarnation
+// has it again: commits are kept by name, and those of the new incarnation must stay
+// (group.Coordinator reads a commit of another incarnation as none).
+func (j *Job) dropPositions(ctx context.Context, name string, now time.Time) error {
+	groups, ok := j.Meta.(store.GroupAdminStore)
+	if !ok {
+		return nil
+	}
+	if _, err := j.Meta.GetTopic(ctx, name); err == nil {
+		return nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	names, err := groups.ListGroups(ctx)
+	if err != nil {
+		return err
+	}
+	for _, g := range names {
+		if err := groups.DeleteCommits(ctx, g, name, now); err != nil {
+			return fmt.Errorf("positions of group %s: %w", g, err)
+		}
+	}
 	return nil
 }

@@ -14,13 +14,17 @@ import (
 )
 
 // TestPurgeDeletedTopic: a deleted topic refuses appends at once; past the margin the
-// pass deletes its objects, index entries and groups' positions, then its row; the name
-// can be created again and continues at the old offsets.
+// pass deletes its objects, index entries, counters and groups' positions, then its
+// record; the name, free since the delete, created again starts from offset 0.
 func TestPurgeDeletedTopic(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
 		f := newFixture(t, s)
 		f.append(t, 3)
+		old, err := f.l.Topic(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
 		coord := group.New(s.Meta, f.l, func() time.Time { return f.now })
 		l, err := coord.Acquire(ctx, "billing", "r", 0, "m", time.Second)
 		if err != nil {
@@ -44,9 +48,6 @@ func TestPurgeDeletedTopic(t *testing.T) {
 		if err := f.l.DeleteTopic(ctx, "r"); !errors.Is(err, log.ErrTopicNotFound) {
 			t.Fatalf("second delete: %v", err)
 		}
-		if _, err := f.l.CreateTopic(ctx, "r", 1, time.Hour); !errors.Is(err, log.ErrTopicExists) {
-			t.Fatalf("create before the purge: %v, want ErrTopicExists", err)
-		}
 
 		// Within the margin nothing is purged.
 		if st := f.run(t, retention.Job{}); st.TopicsPurged != 0 || f.objects(t) == 0 {
@@ -57,26 +58,75 @@ func TestPurgeDeletedTopic(t *testing.T) {
 		if st.TopicsPurged != 1 || f.objects(t) != 0 {
 			t.Fatalf("after the margin: %+v, %d objects left", st, f.objects(t))
 		}
-		if es, err := s.Meta.IndexEntries(ctx, "r", 0, 0, 10); err != nil || len(es) != 0 {
+		if es, err := s.Meta.IndexEntries(ctx, old.ID(), 0, 0, 10); err != nil || len(es) != 0 {
 			t.Fatalf("index entries left: %+v, %v", es, err)
+		}
+		if seq, err := s.Meta.Sequencer(ctx, old.ID(), 0); err != nil || seq.NextOffset != 0 || seq.NextSeq != 0 {
+			t.Fatalf("the counter survived the purge: %+v, %v", seq, err)
 		}
 		if _, err := s.Meta.GetCommit(ctx, "billing", "r", 0); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("the group's position survived: %v", err)
 		}
-		if _, err := s.Meta.GetTopic(ctx, "r"); !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("the row survived: %v", err)
+		if ds, err := s.Meta.(store.TopicAdminStore).DeletedTopics(ctx); err != nil || len(ds) != 0 {
+			t.Fatalf("deleted incarnations left after the purge: %+v, %v", ds, err)
 		}
 
-		// Re-created, the name continues at the old offsets: nothing is reused.
+		// Re-created, the name is a new incarnation from offset 0.
 		if _, err := f.l.CreateTopic(ctx, "r", 1, time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		res, err := f.l.Append(ctx, "r", []log.Record{{Value: []byte("again")}}, log.AppendOptions{})
-		if err != nil || res[0].Offset != 3 {
-			t.Fatalf("append to the re-created topic: %+v, %v; want offset 3", res, err)
+		if err != nil || res[0].Offset != 0 {
+			t.Fatalf("append to the re-created topic: %+v, %v; want offset 0", res, err)
 		}
-		if start, hw := f.bounds(t); start != 3 || hw != 4 {
-			t.Fatalf("bounds of the re-created topic [%d, %d), want [3, 4)", start, hw)
+		if start, hw := f.bounds(t); start != 0 || hw != 1 {
+			t.Fatalf("bounds of the re-created topic [%d, %d), want [0, 1)", start, hw)
+		}
+	})
+}
+
+// TestRetentionDeletesOnlyItsOwnObjects (issue 18, item 13): topics whose names differ
+// only in case, and two incarnations of one name, never share objects: a pass, or the
+// purge of one, deletes only objects under its own incarnation's prefix, on both
+// backends.
+func TestRetentionDeletesOnlyItsOwnObjects(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		f := newFixture(t, s)
+		for _, name := range []string{"Orders", "orders"} {
+			if _, err := f.l.CreateTopic(ctx, name, 1, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put := func(topic, v string) {
+			t.Helper()
+			if _, err := f.l.Append(ctx, topic, []log.Record{{Value: []byte(v)}}, log.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		put("Orders", "upper-old")
+		put("orders", "lower-old")
+		if err := f.l.DeleteTopic(ctx, "Orders"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.l.CreateTopic(ctx, "Orders", 1, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		put("Orders", "upper-new")
+		f.now = f.now.Add(6 * time.Minute)
+		if st := f.run(t, retention.Job{}); st.TopicsPurged != 1 || st.ObjectsDeleted != 1 {
+			t.Fatalf("pass after the margin: %+v, want one topic purged and its one object deleted", st)
+		}
+		for topic, want := range map[string]string{"orders": "lower-old", "Orders": "upper-new"} {
+			res, err := f.l.Poll(ctx, topic, 0, 0, log.PollOptions{MaxRecords: 10})
+			if err != nil || len(res.Records) != 1 || string(res.Records[0].Value) != want {
+				t.Fatalf("%s after the purge of the old Orders: %+v, %v; want [%s]", topic, res, err, want)
+			}
+		}
+		// Past the retention of both, each pass deletes its own object and nothing else.
+		f.now = f.now.Add(2 * time.Hour)
+		if st := f.run(t, retention.Job{}); st.ObjectsDeleted != 2 {
+			t.Fatalf("pass past the retention: %+v, want the objects of orders and Orders", st)
 		}
 	})
 }

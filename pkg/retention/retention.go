@@ -10,11 +10,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/store"
 )
 
@@ -112,7 +112,8 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 // a later expired commit proves them older than the cutoff: the first entry found, or
 // the counter's newest commit when no entry is left.
 func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time.Time, st *Stats) error {
-	seq, err := j.Meta.Sequencer(ctx, t.Name, p)
+	id := t.ID()
+	seq, err := j.Meta.Sequencer(ctx, id, p)
 	if err != nil {
 		return err
 	}
@@ -120,7 +121,7 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time
 	newStart := start
 	var expired []store.IndexEntry
 	for from := start; from < end; {
-		page, err := j.Meta.IndexEntries(ctx, t.Name, p, from, pageSize)
+		page, err := j.Meta.IndexEntries(ctx, id, p, from, pageSize)
 		if err != nil {
 			return err
 		}
@@ -146,21 +147,21 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time
 	if len(expired) == 0 && newStart < end && seq.Last != nil && !seq.Last.Entry.AppendedAt.After(cutoff) {
 		// Nothing indexed at or after the log start, and the newest commit is expired:
 		// every offset below the high watermark is.
-		if es, err := j.Meta.IndexEntries(ctx, t.Name, p, start, 2); err == nil && !anyAtOrAfter(es, start) {
+		if es, err := j.Meta.IndexEntries(ctx, id, p, start, 2); err == nil && !anyAtOrAfter(es, start) {
 			newStart = end
 		} else if err != nil {
 			return err
 		}
 	}
 	if newStart > start {
-		if err := j.Meta.AdvanceLogStart(ctx, t.Name, p, newStart); err != nil {
+		if err := j.Meta.AdvanceLogStart(ctx, id, p, newStart); err != nil {
 			return err
 		}
 		st.RecordsExpired += newStart - start
 		st.PartitionsMoved++
 	}
 	for _, e := range expired {
-		if err := j.Meta.DeleteIndexEntry(ctx, t.Name, p, e.BaseOffset); err != nil {
+		if err := j.Meta.DeleteIndexEntry(ctx, id, p, e.BaseOffset); err != nil {
 			return err
 		}
 		st.EntriesDeleted++
@@ -177,17 +178,17 @@ func anyAtOrAfter(es []store.IndexEntry, offset int64) bool {
 	return false
 }
 
-// objects deletes the topic's segment objects written before cutoff: their entries were
-// all appended at the object's ULID time, so they are below every log start by now.
+// objects deletes the segment objects of the topic's incarnation written before cutoff:
+// their entries were all appended at the object's ULID time, so they are below every
+// log start by now. Only keys that are exactly the incarnation's prefix and a ULID are
+// its objects (segment.ObjectID): another incarnation's, a longer name's or a stray
+// file's are left alone.
 func (j *Job) objects(ctx context.Context, t store.Topic, cutoff time.Time, st *Stats) error {
-	prefix := "v1/" + t.Name + "/"
+	prefix := segment.ObjectPrefix(t.Name, t.Incarnation)
 	var doomed []string
 	err := j.Objects.List(ctx, prefix, func(o store.ObjectInfo) error {
-		id, err := ulid.ParseStrict(strings.TrimPrefix(o.Key, prefix))
-		if err != nil {
-			return nil // not a segment object: leave it alone.
-		}
-		if ulid.Time(id.Time()).Before(cutoff) {
+		id, ok := segment.ObjectID(prefix, o.Key)
+		if ok && ulid.Time(id.Time()).Before(cutoff) {
 			doomed = append(doomed, o.Key)
 		}
 		return nil

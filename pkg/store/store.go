@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -117,10 +118,50 @@ type ObjectInfo struct {
 
 // Topic is a topic's configuration, fixed at creation.
 type Topic struct {
-	Name       string
-	Partitions int32
-	Retention  time.Duration
-	CreatedAt  time.Time
+	Name string
+	// Incarnation tells apart the topics that have had one name (Kafka's topic ID,
+	// KIP-516): a topic created again after a delete is a new incarnation, and its
+	// records, counters, idempotency claims and segment objects are keyed by ID(), so
+	// nothing of the old one is ever seen through the new one. The empty incarnation is
+	// the layout of topics created before incarnations, whose keys carry the name alone.
+	Incarnation string
+	Partitions  int32
+	Retention   time.Duration
+	CreatedAt   time.Time
+}
+
+// ID is the topic's key in the sequencer, index and idempotency tables: see TopicID.
+func (t Topic) ID() string { return TopicID(t.Name, t.Incarnation) }
+
+// TopicID is the key of incarnation of topic name in the per-partition tables: the name
+// for the legacy (empty) incarnation, else "name#incarnation". Names cannot contain '#'
+// (docs/API.md), so an ID names one incarnation and SplitTopicID inverts it.
+func TopicID(name, incarnation string) string {
+	if incarnation == "" {
+		return name
+	}
+	return name + "#" + incarnation
+}
+
+// ValidIncarnation reports whether s can be an incarnation: 1 to 64 lowercase letters
+// and digits (pkg/log makes them lowercase ULIDs), so it holds neither the '#' of a
+// TopicID nor the '/' of an object key, and folds to itself on a case-insensitive disk.
+func ValidIncarnation(s string) bool {
+	if len(s) < 1 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'z') {
+			return false
+		}
+	}
+	return true
+}
+
+// SplitTopicID returns the name and incarnation a TopicID was made of.
+func SplitTopicID(id string) (name, incarnation string) {
+	name, incarnation, _ = strings.Cut(id, "#")
+	return name, incarnation
 }
 
 // IndexEntry maps a contiguous run of a partition's offsets to a block of a segment
@@ -219,13 +260,16 @@ type SequencerStore interface {
 
 // TopicStore holds topic configurations.
 type TopicStore interface {
-	// CreateTopic must store t only if no topic has its name, else return ErrExists. It
-	// should also create its partitions' sequencer counters at zero (a counter it does
-	// not create is seeded on first use).
+	// CreateTopic must store t only if no live topic has its name, else return
+	// ErrExists; a deleted topic's name is free (TopicAdminStore.DeleteTopic). It should
+	// also create its partitions' sequencer counters (keyed by t.ID()) at zero (a
+	// counter it does not create is seeded on first use). Callers must give every new
+	// topic a fresh Incarnation; the empty one is kept for topics stored before them.
 	CreateTopic(ctx context.Context, t Topic) error
-	// GetTopic must return ErrNotFound for an unknown topic.
+	// GetTopic must return the live topic of the name in one read, and ErrNotFound for
+	// an unknown or deleted one.
 	GetTopic(ctx context.Context, name string) (Topic, error)
-	// ListTopics must return every topic name in lexical order.
+	// ListTopics must return every live topic name in lexical order.
 	ListTopics(ctx context.Context) ([]string, error)
 }
 

@@ -20,26 +20,25 @@ type TopicAdminStore interface {
 	// partition's sequencer counter as it is, and the new partitions' counters start at
 	// their index (zero for partitions never written).
 	IncreasePartitions(ctx context.Context, name string, partitions int32) (Topic, error)
-	// DeleteTopic must put a tombstone on the topic, deleted at at, keeping its row
-	// (so the name stays taken: CreateTopic of it must still return ErrExists); a
-	// second DeleteTopic must keep the first time. ErrNotFound for an unknown topic.
+	// DeleteTopic must, atomically, remove the live topic of the name (GetTopic then
+	// answers ErrNotFound and CreateTopic may create the name again at once, as a new
+	// incarnation) and keep the deleted incarnation, deleted at at, for DeletedTopics
+	// until PurgeTopic. ErrNotFound for an unknown (or already deleted) name.
 	DeleteTopic(ctx context.Context, name string, at time.Time) error
-	// TopicTombstone must return when the topic was deleted, and false for a topic
-	// without a tombstone or an unknown one.
-	TopicTombstone(ctx context.Context, name string) (at time.Time, deleted bool, err error)
-	// DeletedTopics must return every tombstoned topic, by name.
+	// DeletedTopics must return every deleted incarnation not yet purged, by name.
 	DeletedTopics(ctx context.Context) ([]DeletedTopic, error)
-	// PurgeTopic must remove the row and tombstone of a deleted topic, and nothing else:
-	// the partitions' sequencer counters stay, so a topic created again under the name
-	// continues at the old offsets and never reuses one. An unknown name is not an
-	// error; a topic without a tombstone must be refused with ErrNotDeleted.
-	PurgeTopic(ctx context.Context, name string) error
+	// PurgeTopic must remove the record of a deleted incarnation and its partitions'
+	// sequencer counters, and nothing of any other incarnation of the name; it may
+	// remove the incarnation's idempotency claims too (else they expire with their
+	// TTL: no other incarnation can match them). Purging what is not there is not an
+	// error; the live incarnation of the name must be refused with ErrNotDeleted.
+	PurgeTopic(ctx context.Context, name, incarnation string) error
 }
 
-// ErrNotDeleted is PurgeTopic of a topic that has no tombstone.
+// ErrNotDeleted is PurgeTopic of a live topic.
 var ErrNotDeleted = errors.New("store: topic is not deleted")
 
-// DeletedTopic is a tombstoned topic.
+// DeletedTopic is a deleted incarnation waiting for its purge.
 type DeletedTopic struct {
 	Topic
 	DeletedAt time.Time

@@ -83,12 +83,7 @@ func (s *MetaStore) scanAll(ctx context.Context, op string, in *dynamodb.ScanInp
 
 // CreateTopic puts the topic row only if no row has its name.
 func (s *MetaStore) CreateTopic(ctx context.Context, t store.Topic) error {
-	it := item{
-		attrTopic:      avS(t.Name),
-		"partitions":   avN(int64(t.Partitions)),
-		"retention_ms": &types.AttributeValueMemberN{Value: durationMillis(t.Retention)},
-	}
-	setTime(it, "created_at", t.CreatedAt)
+	it := topicItem(t)
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                           aws.String(s.topics),
 		Item:                                it,
@@ -107,7 +102,7 @@ func (s *MetaStore) CreateTopic(ctx context.Context, t store.Topic) error {
 		// it; a tombstoned one never is.
 		_, deleted := cf.item[attrDeletedAt]
 		if old, derr := decodeTopic(cf.item); cf.item == nil || deleted || derr != nil || old.Partitions != t.Partitions ||
-			old.Retention != t.Retention || !old.CreatedAt.Equal(t.CreatedAt.Truncate(time.Millisecond)) {
+			old.Incarnation != t.Incarnation || old.Retention != t.Retention || !old.CreatedAt.Equal(t.CreatedAt.Truncate(time.Millisecond)) {
 			return fmt.Errorf("dynamo: create topic %q: %w", t.Name, store.ErrExists)
 		}
 	}
@@ -115,35 +110,61 @@ func (s *MetaStore) CreateTopic(ctx context.Context, t store.Topic) error {
 	return nil
 }
 
-// GetTopic reads the topic row.
+// attrIncarnation is a topic row's incarnation (absent for the legacy layout).
+const attrIncarnation = "incarnation"
+
+// topicItem is the live row of t.
+func topicItem(t store.Topic) item {
+	it := item{
+		attrTopic:      avS(t.Name),
+		"partitions":   avN(int64(t.Partitions)),
+		"retention_ms": &types.AttributeValueMemberN{Value: durationMillis(t.Retention)},
+	}
+	if t.Incarnation != "" {
+		it[attrIncarnation] = avS(t.Incarnation)
+	}
+	setTime(it, "created_at", t.CreatedAt)
+	return it
+}
+
+// GetTopic reads the topic row: one read answers both whether the name has a live
+// topic and which. A row with a tombstone (the legacy delete, which kept the row) is
+// not found.
 func (s *MetaStore) GetTopic(ctx context.Context, name string) (store.Topic, error) {
 	it, err := s.getItem(ctx, "get topic "+name, s.topics, item{attrTopic: avS(name)})
 	if err != nil {
 		return store.Topic{}, err
 	}
-	if it == nil {
+	if _, deleted := it[attrDeletedAt]; it == nil || deleted || strings.Contains(name, "#") {
 		return store.Topic{}, fmt.Errorf("dynamo: topic %q: %w", name, store.ErrNotFound)
 	}
 	return decodeTopic(it)
 }
 
+// decodeTopic decodes a live row or a graveyard row (keyed TopicID+"#" by graveKey).
 func decodeTopic(it item) (store.Topic, error) {
 	d := decoder{it: it}
 	t := store.Topic{
-		Name:       d.str(attrTopic, true),
-		Partitions: d.int32("partitions", true),
-		Retention:  d.duration("retention_ms"),
-		CreatedAt:  d.time("created_at"),
+		Name:        d.str(attrTopic, true),
+		Incarnation: d.str(attrIncarnation, false),
+		Partitions:  d.int32("partitions", true),
+		Retention:   d.duration("retention_ms"),
+		CreatedAt:   d.time("created_at"),
+	}
+	if name, _, grave := strings.Cut(t.Name, "#"); grave {
+		t.Name = name
 	}
 	return t, d.err
 }
 
-// ListTopics scans the topics table; it holds one small row per topic.
+// ListTopics scans the topics table (one small row per topic) for the live rows: not
+// the graveyard's, nor legacy tombstoned ones.
 func (s *MetaStore) ListTopics(ctx context.Context) ([]string, error) {
 	items, err := s.scanAll(ctx, "list topics", &dynamodb.ScanInput{
 		TableName:                aws.String(s.topics),
 		ProjectionExpression:     aws.String("#k"),
-		ExpressionAttributeNames: map[string]string{"#k": attrTopic},
+		FilterExpression:         aws.String("attribute_not_exists(#d)"),
+		ExpressionAttributeNames: map[string]string{"#k": attrTopic, "#d": attrDeletedAt},
 	})
 	if err != nil {
 		return nil, err
@@ -151,9 +172,12 @@ func (s *MetaStore) ListTopics(ctx context.Context) ([]string, error) {
 	names := make([]string, 0, len(items))
 	for _, it := range items {
 		d := decoder{it: it}
-		names = append(names, d.str(attrTopic, true))
+		name := d.str(attrTopic, true)
 		if d.err != nil {
 			return nil, d.err
+		}
+		if !strings.Contains(name, "#") {
+			names = append(names, name)
 		}
 	}
 	slices.Sort(names)

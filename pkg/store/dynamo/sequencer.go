@@ -234,7 +234,7 @@ func (s *MetaStore) seedNewTopic(ctx context.Context, t store.Topic) {
 	for range min(workers, int(t.Partitions)) {
 		wg.Go(func() {
 			for p := range next {
-				_ = s.putCounter(ctx, t.Name, p, 0, 0)
+				_ = s.putCounter(ctx, t.ID(), p, 0, 0)
 			}
 		})
 	}

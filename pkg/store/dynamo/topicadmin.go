@@ -26,8 +26,8 @@ func (s *MetaStore) IncreasePartitions(ctx context.Context, name string, partiti
 		TableName:                           aws.String(s.topics),
 		Key:                                 item{attrTopic: avS(name)},
 		UpdateExpression:                    aws.String("SET #p = :n"),
-		ConditionExpression:                 aws.String("attribute_exists(#k) AND #p < :n"),
-		ExpressionAttributeNames:            map[string]string{"#p": "partitions", "#k": attrTopic},
+		ConditionExpression:                 aws.String("attribute_exists(#k) AND attribute_not_exists(#d) AND #p < :n"),
+		ExpressionAttributeNames:            map[string]string{"#p": "partitions", "#k": attrTopic, "#d": attrDeletedAt},
 		ExpressionAttributeValues:           item{":n": avN(int64(partitions))},
 		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -36,7 +36,7 @@ func (s *MetaStore) IncreasePartitions(ctx context.Context, name string, partiti
 		err = mapError(op, err)
 		var cf *conditionFailed
 		if errors.As(err, &cf) {
-			if cf.item == nil {
+			if _, deleted := cf.item[attrDeletedAt]; cf.item == nil || deleted {
 				return store.Topic{}, fmt.Errorf("dynamo: topic %q: %w", name, store.ErrNotFound)
 			}
 			return store.Topic{}, fmt.Errorf("dynamo: %s: %w", op, store.ErrPartitionsNotRaised)
@@ -48,51 +48,64 @@ func (s *MetaStore) IncreasePartitions(ctx context.Context, name string, partiti
 		return store.Topic{}, err
 	}
 	for p := old.Partitions; p < partitions; p++ {
-		_ = s.putCounter(ctx, name, p, 0, 0)
+		_ = s.putCounter(ctx, old.ID(), p, 0, 0)
 	}
 	old.Partitions = partitions
 	return old, nil
 }
 
-// attrDeletedAt is the tombstone on a topic row: its deletion time in epoch ms.
+// attrDeletedAt is the tombstone of a deleted incarnation, in epoch ms: on its graveyard
+// row, or (the legacy delete, before incarnations) on the topic row itself.
 const attrDeletedAt = "deleted_at"
 
-// DeleteTopic sets the tombstone on the topic row unless it has one.
+// graveKey is the topics-table key of a deleted incarnation's row: names cannot contain
+// '#', so it never collides with a live row's key.
+func graveKey(name, incarnation string) string { return name + "#" + incarnation }
+
+// DeleteTopic moves the live row to the graveyard in one transaction: the row is read,
+// then deleted on the condition that it is unchanged (no concurrent delete, re-create
+// or partition increase) while its copy is put under graveKey with the tombstone.
 func (s *MetaStore) DeleteTopic(ctx context.Context, name string, at time.Time) error {
 	op := "delete topic " + name
-	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.topics),
-		Key:                       item{attrTopic: avS(name)},
-		UpdateExpression:          aws.String("SET #d = if_not_exists(#d, :at)"),
-		ConditionExpression:       aws.String("attribute_exists(#k)"),
-		ExpressionAttributeNames:  map[string]string{"#d": attrDeletedAt, "#k": attrTopic},
-		ExpressionAttributeValues: item{":at": avN(at.UnixMilli())},
-	})
-	if err != nil {
+	for attempt := 0; ; attempt++ {
+		t, err := s.GetTopic(ctx, name)
+		if err != nil {
+			return err
+		}
+		grave := topicItem(t)
+		grave[attrTopic] = avS(graveKey(t.Name, t.Incarnation))
+		grave[attrDeletedAt] = avN(at.UnixMilli())
+		unchanged := "attribute_exists(#k) AND attribute_not_exists(#d) AND #p = :p AND "
+		vals := item{":p": avN(int64(t.Partitions))}
+		if t.Incarnation == "" {
+			unchanged += "attribute_not_exists(#i)"
+		} else {
+			unchanged += "#i = :i"
+			vals[":i"] = avS(t.Incarnation)
+		}
+		_, err = s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{
+			{Delete: &types.Delete{
+				TableName:                 aws.String(s.topics),
+				Key:                       item{attrTopic: avS(name)},
+				ConditionExpression:       aws.String(unchanged),
+				ExpressionAttributeNames:  map[string]string{"#k": attrTopic, "#d": attrDeletedAt, "#p": "partitions", "#i": attrIncarnation},
+				ExpressionAttributeValues: vals,
+			}},
+			{Put: &types.Put{TableName: aws.String(s.topics), Item: grave}},
+		}})
+		if err == nil {
+			return nil
+		}
 		err = mapError(op, err)
-		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
-			return fmt.Errorf("dynamo: topic %q: %w", name, store.ErrNotFound)
+		if tx := (*txConditionFailed)(nil); errors.As(err, &tx) && attempt < 3 {
+			continue // changed meanwhile: read it again
 		}
 		return err
 	}
-	return nil
 }
 
-// TopicTombstone reads the tombstone of the topic row.
-func (s *MetaStore) TopicTombstone(ctx context.Context, name string) (time.Time, bool, error) {
-	it, err := s.getItem(ctx, "tombstone of "+name, s.topics, item{attrTopic: avS(name)})
-	if err != nil || it == nil {
-		return time.Time{}, false, err
-	}
-	if _, ok := it[attrDeletedAt]; !ok {
-		return time.Time{}, false, nil
-	}
-	d := decoder{it: it}
-	at := d.time(attrDeletedAt)
-	return at, d.err == nil, d.err
-}
-
-// DeletedTopics scans the topics table for rows with a tombstone.
+// DeletedTopics scans the topics table for rows with a tombstone: graveyard rows and
+// legacy tombstoned rows.
 func (s *MetaStore) DeletedTopics(ctx context.Context) ([]store.DeletedTopic, error) {
 	items, err := s.scanAll(ctx, "list deleted topics", &dynamodb.ScanInput{
 		TableName:                aws.String(s.topics),
@@ -115,23 +128,57 @@ func (s *MetaStore) DeletedTopics(ctx context.Context) ([]store.DeletedTopic, er
 		}
 		out = append(out, store.DeletedTopic{Topic: t, DeletedAt: at})
 	}
-	slices.SortFunc(out, func(a, b store.DeletedTopic) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b store.DeletedTopic) int {
+		return strings.Compare(graveKey(a.Name, a.Incarnation), graveKey(b.Name, b.Incarnation))
+	})
 	return out, nil
 }
 
-// PurgeTopic deletes a tombstoned topic row; the counters stay.
-func (s *MetaStore) PurgeTopic(ctx context.Context, name string) error {
-	op := "purge topic " + name
-	_, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+// PurgeTopic deletes a deleted incarnation's counters, then its graveyard row (and, for
+// the legacy incarnation, a tombstoned topic row). Its idempotency claims are left to
+// their TTL: the table is keyed by claim, and no other incarnation can match them.
+func (s *MetaStore) PurgeTopic(ctx context.Context, name, incarnation string) error {
+	op := "purge topic " + graveKey(name, incarnation)
+	it, err := s.getItem(ctx, op, s.topics, item{attrTopic: avS(graveKey(name, incarnation))})
+	if err != nil {
+		return err
+	}
+	if it == nil {
+		// Not in the graveyard: the live row (refused), a legacy delete (which kept the
+		// tombstone on the topic row itself), or nothing.
+		if it, err = s.getItem(ctx, op, s.topics, item{attrTopic: avS(name)}); err != nil || it == nil {
+			return err
+		}
+		t, err := decodeTopic(it)
+		if err != nil || t.Incarnation != incarnation {
+			return err
+		}
+		if _, deleted := it[attrDeletedAt]; !deleted {
+			return fmt.Errorf("dynamo: %s: %w", op, store.ErrNotDeleted)
+		}
+	}
+	t, err := decodeTopic(it)
+	if err != nil {
+		return err
+	}
+	for p := int32(0); p < t.Partitions; p++ {
+		if _, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(s.sequencer),
+			Key:       seqKey(t.ID(), p),
+		}); err != nil {
+			return mapError(fmt.Sprintf("%s: counter %d", op, p), err)
+		}
+	}
+	_, err = s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 		TableName:                aws.String(s.topics),
-		Key:                      item{attrTopic: avS(name)},
-		ConditionExpression:      aws.String("attribute_not_exists(#k) OR attribute_exists(#d)"),
-		ExpressionAttributeNames: map[string]string{"#d": attrDeletedAt, "#k": attrTopic},
+		Key:                      item{attrTopic: it[attrTopic]},
+		ConditionExpression:      aws.String("attribute_exists(#d)"),
+		ExpressionAttributeNames: map[string]string{"#d": attrDeletedAt},
 	})
 	if err != nil {
 		err = mapError(op, err)
 		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
-			return fmt.Errorf("dynamo: %s: %w", op, store.ErrNotDeleted)
+			return nil // purged meanwhile
 		}
 		return err
 	}

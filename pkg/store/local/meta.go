@@ -24,11 +24,14 @@ const (
 	bucketMembers     = "members"
 	bucketIdempotency = "idempotency"
 	bucketSequencer   = "sequencer"
+	// bucketGraveyard holds deleted incarnations until their purge (name, incarnation →
+	// graveRec).
+	bucketGraveyard = "topic_graveyard"
 )
 
 func allBuckets() []string {
 	return []string{bucketTopics, bucketIndex, bucketPartitions, bucketAssignments,
-		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency, bucketSequencer}
+		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency, bucketSequencer, bucketGraveyard}
 }
 
 // openTimeout bounds the wait for bbolt's file lock, so a second process on the same
@@ -125,7 +128,7 @@ func (m *MetaStore) CreateTopic(ctx context.Context, t store.Topic) error {
 			return err
 		}
 		for p := int32(0); p < t.Partitions; p++ {
-			if _, err := seqLocked(tx, t.Name, p); err != nil {
+			if _, err := seqLocked(tx, t.ID(), p); err != nil {
 				return err
 			}
 		}

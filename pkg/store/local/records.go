@@ -14,18 +14,19 @@ import (
 // the on-disk format does not shift when a Go field is renamed. Times are stored in UTC.
 
 type topicRec struct {
-	Name       string        `json:"name"`
-	Partitions int32         `json:"partitions"`
-	Retention  time.Duration `json:"retention_ns"`
-	CreatedAt  time.Time     `json:"created_at"`
+	Name        string        `json:"name"`
+	Incarnation string        `json:"incarnation,omitempty"`
+	Partitions  int32         `json:"partitions"`
+	Retention   time.Duration `json:"retention_ns"`
+	CreatedAt   time.Time     `json:"created_at"`
 }
 
 func topicToRec(t store.Topic) topicRec {
-	return topicRec{Name: t.Name, Partitions: t.Partitions, Retention: t.Retention, CreatedAt: t.CreatedAt.UTC()}
+	return topicRec{Name: t.Name, Incarnation: t.Incarnation, Partitions: t.Partitions, Retention: t.Retention, CreatedAt: t.CreatedAt.UTC()}
 }
 
 func (r topicRec) toStore() store.Topic {
-	return store.Topic{Name: r.Name, Partitions: r.Partitions, Retention: r.Retention, CreatedAt: r.CreatedAt}
+	return store.Topic{Name: r.Name, Incarnation: r.Incarnation, Partitions: r.Partitions, Retention: r.Retention, CreatedAt: r.CreatedAt}
 }
 
 type indexRec struct {

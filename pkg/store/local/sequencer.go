@@ -65,15 +65,20 @@ func seqLocked(tx *bolt.Tx, topic string, partition int32) (seqRec, error) {
 	return rec, err
 }
 
-// migrate seeds the sequencer row of every partition of every topic (run on open).
+// migrate upgrades the file on open: legacy tombstones (a deleted topic's row kept with
+// a tombstone beside it) move to the graveyard, freeing their names; then every live
+// partition's sequencer row is seeded.
 func migrate(tx *bolt.Tx) error {
+	if err := migrateTombstones(tx); err != nil {
+		return err
+	}
 	return tx.Bucket([]byte(bucketTopics)).ForEach(func(k, v []byte) error {
 		var t topicRec
 		if err := json.Unmarshal(v, &t); err != nil {
 			return fmt.Errorf("local: migrate: decode topic %q: %w", k, err)
 		}
 		for p := int32(0); p < t.Partitions; p++ {
-			if _, err := seqLocked(tx, t.Name, p); err != nil {
+			if _, err := seqLocked(tx, t.toStore().ID(), p); err != nil {
 				return fmt.Errorf("local: migrate %s/%d: %w", t.Name, p, err)
 			}
 		}

@@ -1,8 +1,8 @@
 package local
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -36,7 +36,7 @@ func (m *MetaStore) IncreasePartitions(ctx context.Context, name string, partiti
 			return err
 		}
 		for p := old; p < partitions; p++ {
-			if _, err := seqLocked(tx, name, p); err != nil {
+			if _, err := seqLocked(tx, t.ID(), p); err != nil {
 				return err
 			}
 		}
@@ -46,102 +46,143 @@ func (m *MetaStore) IncreasePartitions(ctx context.Context, name string, partiti
 	return out, err
 }
 
-// bucketTombstones holds deleted topics' tombstones (name → tombstoneRec); it is
-// created by the first DeleteTopic.
+// bucketTombstones held the tombstones of deleted topics whose rows stayed, before
+// incarnations; the file's upgrade on open moves them to the graveyard.
 const bucketTombstones = "topic_tombstones"
 
 type tombstoneRec struct {
 	DeletedAt time.Time `json:"deleted_at"`
 }
 
-// DeleteTopic writes the topic's tombstone unless it has one.
-func (m *MetaStore) DeleteTopic(ctx context.Context, name string, at time.Time) error {
-	return m.update(ctx, func(tx *bolt.Tx) error {
-		if tx.Bucket([]byte(bucketTopics)).Get([]byte(name)) == nil {
-			return fmt.Errorf("local: topic %q: %w", name, store.ErrNotFound)
-		}
-		b, err := tx.CreateBucketIfNotExists([]byte(bucketTombstones))
-		if err != nil {
-			return err
-		}
-		if b.Get([]byte(name)) != nil {
-			return nil
-		}
-		data, err := json.Marshal(tombstoneRec{DeletedAt: at.UTC()})
-		if err != nil {
-			return err
-		}
-		return b.Put([]byte(name), data)
-	})
+// graveRec is a deleted incarnation waiting for its purge.
+type graveRec struct {
+	Topic     topicRec  `json:"topic"`
+	DeletedAt time.Time `json:"deleted_at"`
 }
 
-func tombstone(tx *bolt.Tx, name string) (tombstoneRec, bool, error) {
+func graveKey(name, incarnation string) []byte {
+	return appendString(appendString(nil, name), incarnation)
+}
+
+// bury moves the live topic row t to the graveyard, deleted at at, in tx; an
+// incarnation already buried keeps its first deletion time.
+func bury(tx *bolt.Tx, t topicRec, at time.Time) error {
+	if err := tx.Bucket([]byte(bucketTopics)).Delete([]byte(t.Name)); err != nil {
+		return err
+	}
+	key := graveKey(t.Name, t.Incarnation)
+	if tx.Bucket([]byte(bucketGraveyard)).Get(key) != nil {
+		return nil
+	}
+	return putRec(tx, bucketGraveyard, key, graveRec{Topic: t, DeletedAt: at.UTC()})
+}
+
+// migrateTombstones buries every topic of the legacy tombstones bucket and drops the
+// bucket.
+func migrateTombstones(tx *bolt.Tx) error {
 	b := tx.Bucket([]byte(bucketTombstones))
 	if b == nil {
-		return tombstoneRec{}, false, nil
+		return nil
 	}
-	v := b.Get([]byte(name))
-	if v == nil {
-		return tombstoneRec{}, false, nil
+	type buried struct {
+		t  topicRec
+		at time.Time
 	}
-	var rec tombstoneRec
-	if err := decodeRec(bucketTombstones, []byte(name), v, &rec); err != nil {
-		return tombstoneRec{}, false, err
-	}
-	return rec, true, nil
-}
-
-// TopicTombstone reads the topic's tombstone.
-func (m *MetaStore) TopicTombstone(ctx context.Context, name string) (time.Time, bool, error) {
-	var rec tombstoneRec
-	var ok bool
-	err := m.view(ctx, func(tx *bolt.Tx) error {
-		var err error
-		rec, ok, err = tombstone(tx, name)
-		return err
+	var todo []buried
+	err := b.ForEach(func(k, v []byte) error {
+		var rec tombstoneRec
+		if err := decodeRec(bucketTombstones, k, v, &rec); err != nil {
+			return err
+		}
+		t, ok, err := getRec[topicRec](tx, bucketTopics, k)
+		if err != nil || !ok {
+			return err
+		}
+		todo = append(todo, buried{t, rec.DeletedAt})
+		return nil
 	})
-	return rec.DeletedAt, ok, err
+	if err != nil {
+		return fmt.Errorf("local: migrate tombstones: %w", err)
+	}
+	for _, d := range todo {
+		if err := bury(tx, d.t, d.at); err != nil {
+			return fmt.Errorf("local: migrate tombstone of %q: %w", d.t.Name, err)
+		}
+	}
+	return tx.DeleteBucket([]byte(bucketTombstones))
 }
 
-// DeletedTopics returns the tombstoned topics whose rows remain, by name.
+// DeleteTopic moves the live topic to the graveyard in one transaction.
+func (m *MetaStore) DeleteTopic(ctx context.Context, name string, at time.Time) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		t, ok, err := getRec[topicRec](tx, bucketTopics, []byte(name))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("local: topic %q: %w", name, store.ErrNotFound)
+		}
+		return bury(tx, t, at)
+	})
+}
+
+// DeletedTopics returns the buried incarnations, by name (then incarnation).
 func (m *MetaStore) DeletedTopics(ctx context.Context) ([]store.DeletedTopic, error) {
 	var out []store.DeletedTopic
 	err := m.view(ctx, func(tx *bolt.Tx) error {
-		b := tx.Bucket([]byte(bucketTombstones))
-		if b == nil {
-			return nil
-		}
-		return b.ForEach(func(k, v []byte) error {
-			var rec tombstoneRec
-			if err := decodeRec(bucketTombstones, k, v, &rec); err != nil {
+		out = out[:0]
+		return tx.Bucket([]byte(bucketGraveyard)).ForEach(func(k, v []byte) error {
+			var rec graveRec
+			if err := decodeRec(bucketGraveyard, k, v, &rec); err != nil {
 				return err
 			}
-			t, ok, err := getRec[topicRec](tx, bucketTopics, k)
-			if err != nil || !ok {
-				return err
-			}
-			out = append(out, store.DeletedTopic{Topic: t.toStore(), DeletedAt: rec.DeletedAt})
+			out = append(out, store.DeletedTopic{Topic: rec.Topic.toStore(), DeletedAt: rec.DeletedAt})
 			return nil
 		})
 	})
 	return out, err
 }
 
-// PurgeTopic removes a deleted topic's row and tombstone; its counters stay.
-func (m *MetaStore) PurgeTopic(ctx context.Context, name string) error {
+// PurgeTopic removes a buried incarnation, its sequencer rows and, for an incarnation
+// (not the legacy layout, whose claims' prefix is shared with the name's later
+// incarnations), its idempotency claims, in one transaction.
+func (m *MetaStore) PurgeTopic(ctx context.Context, name, incarnation string) error {
 	return m.update(ctx, func(tx *bolt.Tx) error {
-		if tx.Bucket([]byte(bucketTopics)).Get([]byte(name)) == nil {
-			return nil
+		key := graveKey(name, incarnation)
+		rec, ok, err := getRec[graveRec](tx, bucketGraveyard, key)
+		if err != nil {
+			return err
 		}
-		if _, ok, err := tombstone(tx, name); err != nil || !ok {
-			if err == nil {
+		if !ok {
+			live, found, err := getRec[topicRec](tx, bucketTopics, []byte(name))
+			if err == nil && found && live.Incarnation == incarnation {
 				err = fmt.Errorf("local: purge %q: %w", name, store.ErrNotDeleted)
 			}
 			return err
 		}
-		if err := tx.Bucket([]byte(bucketTopics)).Delete([]byte(name)); err != nil {
+		id := rec.Topic.toStore().ID()
+		seq := tx.Bucket([]byte(bucketSequencer))
+		for p := int32(0); p < rec.Topic.Partitions; p++ {
+			if err := seq.Delete(partitionKey(id, p)); err != nil {
+				return err
+			}
+		}
+		if incarnation != "" {
+			if err := deletePrefix(tx.Bucket([]byte(bucketIdempotency)), []byte(id+"#")); err != nil {
+				return err
+			}
+		}
+		return tx.Bucket([]byte(bucketGraveyard)).Delete(key)
+	})
+}
+
+// deletePrefix deletes every key of b that starts with prefix.
+func deletePrefix(b *bolt.Bucket, prefix []byte) error {
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+		if err := c.Delete(); err != nil {
 			return err
 		}
-		return tx.Bucket([]byte(bucketTombstones)).Delete([]byte(name))
-	})
+	}
+	return nil
 }

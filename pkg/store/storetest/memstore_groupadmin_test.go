@@ -73,48 +73,45 @@ func (s *memStore) IncreasePartitions(_ context.Context, name string, partitions
 	return t, nil
 }
 
-func (s *memStore) tombstones() map[string]time.Time { return s.tombstoned }
-
 func (s *memStore) DeleteTopic(_ context.Context, name string, at time.Time) error {
 	s.lock()
 	defer s.mu.Unlock()
-	if _, ok := s.topics[name]; !ok {
+	t, ok := s.topics[name]
+	if !ok {
 		return store.ErrNotFound
 	}
-	if _, ok := s.tombstones()[name]; !ok {
-		s.tombstones()[name] = s.storeTime(at)
+	delete(s.topics, name)
+	if _, ok := s.graveyard[t.ID()]; !ok {
+		s.graveyard[t.ID()] = store.DeletedTopic{Topic: t, DeletedAt: s.storeTime(at)}
 	}
 	return nil
-}
-
-func (s *memStore) TopicTombstone(_ context.Context, name string) (time.Time, bool, error) {
-	s.lock()
-	defer s.mu.Unlock()
-	at, ok := s.tombstones()[name]
-	return at, ok, nil
 }
 
 func (s *memStore) DeletedTopics(context.Context) ([]store.DeletedTopic, error) {
 	s.lock()
 	defer s.mu.Unlock()
 	var out []store.DeletedTopic
-	for name, at := range s.tombstones() {
-		out = append(out, store.DeletedTopic{Topic: s.topics[name], DeletedAt: at})
+	for _, d := range s.graveyard {
+		out = append(out, d)
 	}
-	slices.SortFunc(out, func(a, b store.DeletedTopic) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b store.DeletedTopic) int { return strings.Compare(a.ID(), b.ID()) })
 	return out, nil
 }
 
-func (s *memStore) PurgeTopic(_ context.Context, name string) error {
+func (s *memStore) PurgeTopic(_ context.Context, name, incarnation string) error {
 	s.lock()
 	defer s.mu.Unlock()
-	if _, ok := s.topics[name]; !ok {
+	id := store.TopicID(name, incarnation)
+	d, ok := s.graveyard[id]
+	if !ok {
+		if t, live := s.topics[name]; live && t.Incarnation == incarnation {
+			return store.ErrNotDeleted
+		}
 		return nil
 	}
-	if _, ok := s.tombstones()[name]; !ok {
-		return store.ErrNotDeleted
+	for p := int32(0); p < d.Partitions; p++ {
+		delete(s.seq, tpKey{id, p})
 	}
-	delete(s.topics, name)
-	delete(s.tombstones(), name)
+	delete(s.graveyard, id)
 	return nil
 }

@@ -30,7 +30,7 @@ type memStore struct {
 	commits     map[gtp]store.CommitRow
 	groups      map[string]store.GroupConfig
 	members     map[string]map[string]store.Member
-	tombstoned  map[string]time.Time // deleted topics (memstore_groupadmin_test.go)
+	graveyard   map[string]store.DeletedTopic // deleted incarnations by ID (memstore_groupadmin_test.go)
 }
 
 type tpKey struct {
@@ -55,7 +55,7 @@ func newMemStore(bug string) *memStore {
 		commits:     map[gtp]store.CommitRow{},
 		groups:      map[string]store.GroupConfig{},
 		members:     map[string]map[string]store.Member{},
-		tombstoned:  map[string]time.Time{},
+		graveyard:   map[string]store.DeletedTopic{},
 	}
 }
 

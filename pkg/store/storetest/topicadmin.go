@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -29,8 +30,9 @@ func topicAdminSections() []section[store.MetaStore] {
 			{"NeverDecreases", testIncreaseRefused},
 		}},
 		{"Deletion", []testCase[store.MetaStore]{
-			{"TombstoneKeepsNameTaken", testDeleteTopicTombstone},
-			{"PurgeKeepsCounters", testPurgeTopic},
+			{"DeleteFreesNameAtOnce", testDeleteFreesName},
+			{"PurgeIsPerIncarnation", testPurgeTopic},
+			{"LegacyIncarnation", testLegacyIncarnation},
 		}},
 	}
 }
@@ -78,52 +80,122 @@ func testIncreaseRefused(ctx context.Context, t *testing.T, m store.MetaStore) {
 	}
 }
 
-func testDeleteTopicTombstone(ctx context.Context, t *testing.T, m store.MetaStore) {
+// testDeleteFreesName: a delete frees the name at once and keeps the deleted
+// incarnation for its purge; the name created again is a new incarnation whose counters
+// start at zero beside the old one's (issue 18, item 14), and GetTopic answers a
+// deleted name as unknown in its one read (item 6).
+func testDeleteFreesName(ctx context.Context, t *testing.T, m store.MetaStore) {
 	a := m.(store.TopicAdminStore)
-	tp := store.Topic{Name: UniqueName(t, "t"), Partitions: 2, Retention: time.Hour, CreatedAt: at(0)}
-	must(t, "CreateTopic", m.CreateTopic(ctx, tp))
-	if _, deleted, err := a.TopicTombstone(ctx, tp.Name); err != nil || deleted {
-		t.Fatalf("TopicTombstone of a live topic = %v, %v", deleted, err)
-	}
+	old := store.Topic{Name: UniqueName(t, "t"), Incarnation: "inc-a", Partitions: 2, Retention: time.Hour, CreatedAt: at(0)}
+	must(t, "CreateTopic", m.CreateTopic(ctx, old))
+	commit(ctx, t, m, entry(old.ID(), 1, 0, 3))
 	wantErrIs(t, "DeleteTopic of an unknown topic", a.DeleteTopic(ctx, UniqueName(t, "missing"), at(1)), store.ErrNotFound)
-	wantErrIs(t, "PurgeTopic of a live topic", a.PurgeTopic(ctx, tp.Name), store.ErrNotDeleted)
-	must(t, "DeleteTopic", a.DeleteTopic(ctx, tp.Name, at(1000)))
-	must(t, "DeleteTopic again", a.DeleteTopic(ctx, tp.Name, at(9000)))
-	when, deleted, err := a.TopicTombstone(ctx, tp.Name)
-	must(t, "TopicTombstone", err)
-	if !deleted || !msTime(when).Equal(msTime(at(1000))) {
-		t.Fatalf("TopicTombstone = %v, %v; want deleted at the first time", when, deleted)
+	wantErrIs(t, "PurgeTopic of a live topic", a.PurgeTopic(ctx, old.Name, old.Incarnation), store.ErrNotDeleted)
+	must(t, "DeleteTopic", a.DeleteTopic(ctx, old.Name, at(1000)))
+	_, err := m.GetTopic(ctx, old.Name)
+	wantErrIs(t, "GetTopic of a deleted topic", err, store.ErrNotFound)
+	wantErrIs(t, "DeleteTopic again", a.DeleteTopic(ctx, old.Name, at(9000)), store.ErrNotFound)
+	names, err := m.ListTopics(ctx)
+	must(t, "ListTopics", err)
+	if slices.Contains(names, old.Name) {
+		t.Fatalf("ListTopics after the delete = %v, still holds %s", names, old.Name)
 	}
-	wantErrIs(t, "CreateTopic of a deleted name", m.CreateTopic(ctx, tp), store.ErrExists)
+	wantDeleted(ctx, t, a, old, at(1000))
+
+	again := old
+	again.Incarnation = "inc-b"
+	again.Partitions = 1
+	must(t, "CreateTopic of a deleted name", m.CreateTopic(ctx, again))
+	got, err := m.GetTopic(ctx, again.Name)
+	must(t, "GetTopic", err)
+	if normTopic(got) != normTopic(again) {
+		t.Fatalf("GetTopic of the re-created topic = %+v, want %+v", got, again)
+	}
+	wantNextOffset(ctx, t, m, again.ID(), 0, 0)
+	commit(ctx, t, m, entry(again.ID(), 0, 0, 1))
+	wantNextOffset(ctx, t, m, again.ID(), 0, 1)
+	wantNextOffset(ctx, t, m, old.ID(), 1, 3)
+	wantDeleted(ctx, t, a, old, at(1000))
+	wantErrIs(t, "PurgeTopic of the live incarnation", a.PurgeTopic(ctx, again.Name, again.Incarnation), store.ErrNotDeleted)
+}
+
+func wantDeleted(ctx context.Context, t *testing.T, a store.TopicAdminStore, tp store.Topic, when time.Time) {
+	t.Helper()
 	ds, err := a.DeletedTopics(ctx)
 	must(t, "DeletedTopics", err)
-	found := false
 	for _, d := range ds {
-		if d.Name == tp.Name {
-			found = d.Partitions == 2 && msTime(d.DeletedAt).Equal(msTime(at(1000)))
+		if d.Name == tp.Name && d.Incarnation == tp.Incarnation {
+			if normTopic(d.Topic) != normTopic(tp) || !msTime(d.DeletedAt).Equal(msTime(when)) {
+				t.Fatalf("DeletedTopics holds %+v, want %+v deleted at %v", d, tp, when)
+			}
+			return
 		}
 	}
-	if !found {
-		t.Fatalf("DeletedTopics = %+v, want %s with 2 partitions deleted at 1000", ds, tp.Name)
+	t.Fatalf("DeletedTopics = %+v, want %s incarnation %q", ds, tp.Name, tp.Incarnation)
+}
+
+// testPurgeTopic: a purge removes the deleted incarnation's record and counters and
+// nothing of the name's live incarnation, whose claims stay too (issue 18, item 5).
+func testPurgeTopic(ctx context.Context, t *testing.T, m store.MetaStore) {
+	a := m.(store.TopicAdminStore)
+	old := store.Topic{Name: UniqueName(t, "t"), Incarnation: "inc-a", Partitions: 2, Retention: time.Hour, CreatedAt: at(0)}
+	must(t, "CreateTopic", m.CreateTopic(ctx, old))
+	e := commit(ctx, t, m, entry(old.ID(), 1, 0, 3))
+	claim := func(tp store.Topic) store.IdempotencyRecord {
+		return store.IdempotencyRecord{Key: tp.ID() + "#k", Partition: 0, BodyHash: "h", BaseOffset: 0, Count: 1, ExpiresAt: at(86_400_000)}
+	}
+	must(t, "ClaimIdempotency", m.ClaimIdempotency(ctx, claim(old)))
+	must(t, "DeleteTopic", a.DeleteTopic(ctx, old.Name, at(1000)))
+	live := old
+	live.Incarnation = "inc-b"
+	must(t, "CreateTopic again", m.CreateTopic(ctx, live))
+	must(t, "ClaimIdempotency of the new incarnation", m.ClaimIdempotency(ctx, claim(live)))
+	commit(ctx, t, m, entry(live.ID(), 1, 0, 2))
+
+	// Retention deletes the index entries before the purge.
+	must(t, "DeleteIndexEntry", m.DeleteIndexEntry(ctx, old.ID(), 1, e.BaseOffset))
+	must(t, "PurgeTopic", a.PurgeTopic(ctx, old.Name, old.Incarnation))
+	must(t, "PurgeTopic again", a.PurgeTopic(ctx, old.Name, old.Incarnation))
+	ds, err := a.DeletedTopics(ctx)
+	must(t, "DeletedTopics", err)
+	for _, d := range ds {
+		if d.Name == old.Name {
+			t.Fatalf("DeletedTopics after the purge holds %+v", d)
+		}
+	}
+	wantNextOffset(ctx, t, m, old.ID(), 1, 0) // the counter is gone: it reads as never written
+	got, err := m.GetTopic(ctx, live.Name)
+	must(t, "GetTopic of the live incarnation", err)
+	if normTopic(got) != normTopic(live) {
+		t.Fatalf("GetTopic after the purge of the old incarnation = %+v, want %+v", got, live)
+	}
+	wantNextOffset(ctx, t, m, live.ID(), 1, 2)
+	if _, err := m.GetIdempotency(ctx, claim(live).Key, 0); err != nil {
+		t.Fatalf("the live incarnation's claim after the purge: %v", err)
 	}
 }
 
-func testPurgeTopic(ctx context.Context, t *testing.T, m store.MetaStore) {
+// testLegacyIncarnation: a topic stored without an incarnation (before them) keys its
+// partitions by its name; deleting it frees the name for a new incarnation whose
+// counters are apart, and its purge leaves the new incarnation alone.
+func testLegacyIncarnation(ctx context.Context, t *testing.T, m store.MetaStore) {
 	a := m.(store.TopicAdminStore)
-	tp := store.Topic{Name: UniqueName(t, "t"), Partitions: 2, Retention: time.Hour, CreatedAt: at(0)}
-	must(t, "CreateTopic", m.CreateTopic(ctx, tp))
-	commit(ctx, t, m, entry(tp.Name, 1, 0, 3))
-	must(t, "DeleteTopic", a.DeleteTopic(ctx, tp.Name, at(1000)))
-	must(t, "PurgeTopic", a.PurgeTopic(ctx, tp.Name))
-	must(t, "PurgeTopic again", a.PurgeTopic(ctx, tp.Name))
-	_, err := m.GetTopic(ctx, tp.Name)
-	wantErrIs(t, "GetTopic after purge", err, store.ErrNotFound)
-	if _, deleted, err := a.TopicTombstone(ctx, tp.Name); err != nil || deleted {
-		t.Fatalf("TopicTombstone after purge = %v, %v", deleted, err)
+	legacy := store.Topic{Name: UniqueName(t, "t"), Partitions: 1, Retention: time.Hour, CreatedAt: at(0)}
+	if legacy.ID() != legacy.Name {
+		t.Fatalf("the legacy ID is %q, want the name", legacy.ID())
 	}
-	// The name is free again, and the counters were kept: offsets continue, never reused.
-	must(t, "CreateTopic again", m.CreateTopic(ctx, tp))
-	wantNextOffset(ctx, t, m, tp.Name, 1, 3)
-	commit(ctx, t, m, entry(tp.Name, 1, 0, 1))
-	wantNextOffset(ctx, t, m, tp.Name, 1, 4)
+	must(t, "CreateTopic", m.CreateTopic(ctx, legacy))
+	commit(ctx, t, m, entry(legacy.Name, 0, 0, 4))
+	must(t, "DeleteTopic", a.DeleteTopic(ctx, legacy.Name, at(1000)))
+	wantDeleted(ctx, t, a, legacy, at(1000))
+	next := legacy
+	next.Incarnation = "inc-1"
+	must(t, "CreateTopic of the legacy name", m.CreateTopic(ctx, next))
+	wantNextOffset(ctx, t, m, next.ID(), 0, 0)
+	commit(ctx, t, m, entry(next.ID(), 0, 0, 1))
+	must(t, "PurgeTopic of the legacy incarnation", a.PurgeTopic(ctx, legacy.Name, ""))
+	wantNextOffset(ctx, t, m, next.ID(), 0, 1)
+	if _, err := m.GetTopic(ctx, next.Name); err != nil {
+		t.Fatalf("GetTopic after the legacy purge: %v", err)
+	}
 }
