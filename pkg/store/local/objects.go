@@ -28,16 +28,88 @@ var ErrInvalidKey = errors.New("local: invalid object key")
 // (S3 cannot express an empty range), or a range past the end of the object.
 var ErrInvalidRange = errors.New("local: invalid range")
 
-// On-disk names carry a prefix so that a key "a" (file f_a) and a key "a/b" (directory
-// d_a) never collide, and so temporary files (t_...) can never be mistaken for objects.
+// On-disk names carry a prefix so that a key "a" (file o_a) and a key "a/b" (directory
+// p_a) never collide, and so temporary files (t_...) can never be mistaken for objects.
+// After the prefix comes the segment encoded by encodeSegment, whose output has no
+// upper-case letter: two keys differing only in case ("Orders", "orders") get names that
+// differ even on a case-insensitive filesystem (macOS, Windows), which would otherwise
+// put them in one folder. The f_/d_ names of the earlier, unencoded layout are renamed
+// when the store is opened (migrateLayout).
 const (
-	filePrefix = "f_"
-	dirPrefix  = "d_"
+	filePrefix = "o_"
+	dirPrefix  = "p_"
 	tmpPrefix  = "t_"
+	// legacyFilePrefix and legacyDirPrefix name the unencoded layout's files and
+	// directories.
+	legacyFilePrefix = "f_"
+	legacyDirPrefix  = "d_"
+	// layoutMarker is written in the root once no legacy name is left.
+	layoutMarker = "strata-objects-layout-2"
 	// maxKeyLen matches S3's limit; maxSegmentLen keeps prefixed names within NAME_MAX.
 	maxKeyLen     = 1024
 	maxSegmentLen = 255 - len(filePrefix)
 )
+
+// encodeSegment maps a key segment to an on-disk name injectively and without upper-case
+// letters: lower-case letters, digits, '.', '-' and '_' stay; an upper-case letter
+// becomes '^' and its lower case; any other byte '~' and two lower-case hex digits.
+func encodeSegment(seg string) string {
+	var b strings.Builder
+	b.Grow(len(seg))
+	for i := 0; i < len(seg); i++ {
+		c := seg[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '.', c == '-', c == '_':
+			b.WriteByte(c)
+		case c >= 'A' && c <= 'Z':
+			b.WriteByte('^')
+			b.WriteByte(c + ('a' - 'A'))
+		default:
+			const hex = "0123456789abcdef"
+			b.WriteByte('~')
+			b.WriteByte(hex[c>>4])
+			b.WriteByte(hex[c&15])
+		}
+	}
+	return b.String()
+}
+
+// decodeSegment inverts encodeSegment; ok is false for a name it cannot have made.
+func decodeSegment(name string) (string, bool) {
+	out := make([]byte, 0, len(name))
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '.', c == '-', c == '_':
+			out = append(out, c)
+		case c == '^' && i+1 < len(name) && name[i+1] >= 'a' && name[i+1] <= 'z':
+			out = append(out, name[i+1]-('a'-'A'))
+			i++
+		case c == '~' && i+2 < len(name):
+			hi, ok1 := unhex(name[i+1])
+			lo, ok2 := unhex(name[i+2])
+			v := hi<<4 | lo
+			if !ok1 || !ok2 || encodeSegment(string([]byte{v})) != name[i:i+3] {
+				return "", false
+			}
+			out = append(out, v)
+			i += 2
+		default:
+			return "", false
+		}
+	}
+	return string(out), true
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case c >= '0' && c <= '9':
+		return c - '0', true
+	case c >= 'a' && c <= 'f':
+		return c - 'a' + 10, true
+	}
+	return 0, false
+}
 
 // ObjectStore stores each object as one file under a root directory; key segments
 // separated by '/' become sub-directories.
@@ -62,7 +134,101 @@ func NewObjectStore(dir string) (*ObjectStore, error) {
 	if err := mkdirAllDurable(root); err != nil {
 		return nil, fmt.Errorf("local: create object store directory: %w", err)
 	}
+	if err := migrateLayout(root); err != nil {
+		return nil, fmt.Errorf("local: upgrade object store layout: %w", err)
+	}
 	return &ObjectStore{root: root}, nil
+}
+
+// migrateLayout renames the unencoded layout's names (f_<segment>, d_<segment>) to the
+// encoded ones, then writes the layout marker, so later opens skip the walk. It is
+// idempotent: a crash leaves legacy names that the next open renames.
+func migrateLayout(root string) error {
+	marker := filepath.Join(root, layoutMarker)
+	if _, err := os.Stat(marker); err == nil {
+		return nil
+	}
+	if err := migrateDir(root); err != nil {
+		return err
+	}
+	if err := os.WriteFile(marker, []byte("2\n"), 0o644); err != nil {
+		return err
+	}
+	return syncDir(root)
+}
+
+func migrateDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	changed := false
+	for _, e := range entries {
+		name := e.Name()
+		var target string
+		switch {
+		case strings.HasPrefix(name, legacyDirPrefix) && e.IsDir():
+			target = dirPrefix + encodeSegment(name[len(legacyDirPrefix):])
+		case strings.HasPrefix(name, legacyFilePrefix) && e.Type().IsRegular():
+			target = filePrefix + encodeSegment(name[len(legacyFilePrefix):])
+		case strings.HasPrefix(name, dirPrefix) && e.IsDir():
+			if err := migrateDir(filepath.Join(dir, name)); err != nil {
+				return err
+			}
+			continue
+		default:
+			continue
+		}
+		from, to := filepath.Join(dir, name), filepath.Join(dir, target)
+		if e.IsDir() {
+			if err := migrateDir(from); err != nil {
+				return err
+			}
+			if _, err := os.Stat(to); err == nil {
+				// A directory of the new layout exists already (an earlier open crashed
+				// mid-way): move the children over.
+				if err := mergeDir(from, to); err != nil {
+					return err
+				}
+				changed = true
+				continue
+			}
+		}
+		if err := os.Rename(from, to); err != nil {
+			return err
+		}
+		changed = true
+	}
+	if changed {
+		return syncDir(dir)
+	}
+	return nil
+}
+
+// mergeDir moves every entry of from (already migrated) into to, then removes from.
+func mergeDir(from, to string) error {
+	entries, err := os.ReadDir(from)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		src, dst := filepath.Join(from, e.Name()), filepath.Join(to, e.Name())
+		if e.IsDir() {
+			if _, err := os.Stat(dst); err == nil {
+				if err := mergeDir(src, dst); err != nil {
+					return err
+				}
+				continue
+			}
+		}
+		if err := os.Rename(src, dst); err != nil {
+			return err
+		}
+	}
+	if err := syncDir(to); err != nil {
+		return err
+	}
+	return os.Remove(from)
 }
 
 // Put stores data under key if no object has that key: it writes and fsyncs a temporary
@@ -80,7 +246,7 @@ func (s *ObjectStore) Put(ctx context.Context, key string, data []byte) error {
 	if err != nil {
 		return mapErr("put", key, err)
 	}
-	final := filepath.Join(dir, filePrefix+segs[len(segs)-1])
+	final := filepath.Join(dir, filePrefix+encodeSegment(segs[len(segs)-1]))
 	if _, err := os.Lstat(final); err == nil {
 		return mapErr("put", key, fs.ErrExist)
 	}
@@ -198,7 +364,7 @@ func (s *ObjectStore) List(ctx context.Context, prefix string, fn func(store.Obj
 			if validSegment(seg) != nil {
 				return nil // no valid key has this prefix
 			}
-			dir = filepath.Join(dir, dirPrefix+seg)
+			dir = filepath.Join(dir, dirPrefix+encodeSegment(seg))
 		}
 	}
 	return s.walk(ctx, dir, dirPart, rest, fn)
@@ -222,14 +388,18 @@ func (s *ObjectStore) walk(ctx context.Context, dir, keyPrefix, filter string, f
 	for _, e := range entries {
 		name := e.Name()
 		var c child
+		var ok bool
 		switch {
 		case strings.HasPrefix(name, filePrefix) && e.Type().IsRegular():
-			c = child{seg: name[len(filePrefix):], entry: e}
+			c = child{entry: e}
+			c.seg, ok = decodeSegment(name[len(filePrefix):])
 			c.sortKey = c.seg
 		case strings.HasPrefix(name, dirPrefix) && e.IsDir():
-			c = child{seg: name[len(dirPrefix):], entry: e}
+			c = child{entry: e}
+			c.seg, ok = decodeSegment(name[len(dirPrefix):])
 			c.sortKey = c.seg + "/"
-		default:
+		}
+		if !ok {
 			continue // temporary files and anything not ours
 		}
 		if strings.HasPrefix(c.seg, filter) {
@@ -270,9 +440,9 @@ func (s *ObjectStore) filePath(key string) (string, error) {
 	parts := make([]string, 0, len(segs)+1)
 	parts = append(parts, s.root)
 	for _, seg := range segs[:len(segs)-1] {
-		parts = append(parts, dirPrefix+seg)
+		parts = append(parts, dirPrefix+encodeSegment(seg))
 	}
-	parts = append(parts, filePrefix+segs[len(segs)-1])
+	parts = append(parts, filePrefix+encodeSegment(segs[len(segs)-1]))
 	return filepath.Join(parts...), nil
 }
 
@@ -281,7 +451,7 @@ func (s *ObjectStore) filePath(key string) (string, error) {
 func (s *ObjectStore) ensureDir(segs []string) (string, error) {
 	cur := s.root
 	for _, seg := range segs {
-		next := filepath.Join(cur, dirPrefix+seg)
+		next := filepath.Join(cur, dirPrefix+encodeSegment(seg))
 		if _, ok := s.durableDirs.Load(next); !ok {
 			if err := os.Mkdir(next, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 				return "", err
@@ -325,6 +495,8 @@ func validSegment(seg string) error {
 		return fmt.Errorf("segment %q", seg)
 	case len(seg) > maxSegmentLen:
 		return fmt.Errorf("segment of %d bytes, longer than %d", len(seg), maxSegmentLen)
+	case len(encodeSegment(seg)) > maxSegmentLen:
+		return fmt.Errorf("segment of %d bytes on disk, longer than %d", len(encodeSegment(seg)), maxSegmentLen)
 	case strings.IndexByte(seg, 0) >= 0:
 		return errors.New("NUL byte")
 	}

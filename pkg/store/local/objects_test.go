@@ -48,6 +48,7 @@ func treeNames(t *testing.T, dir string) []string {
 var invalidKeys = []string{
 	"", "/", "/abs", "/etc/passwd", "..", "../x", "a/../../x", "a/..", "./a", "a/./b", ".",
 	"a//b", "a/", "//", "a\x00b", strings.Repeat("k", maxSegmentLen+1), strings.Repeat("a/", 600) + "b",
+	strings.Repeat("K", maxSegmentLen/2+1), // fits as a key, not on disk once encoded
 }
 
 func TestInvalidKeysNeverTouchTheDisk(t *testing.T) {
@@ -67,11 +68,11 @@ func TestInvalidKeysNeverTouchTheDisk(t *testing.T) {
 			t.Errorf("Delete(%q) = %v, want ErrInvalidKey", key, err)
 		}
 	}
-	if got := treeNames(t, parent); !slices.Equal(got, []string{"objects"}) {
-		t.Fatalf("after invalid puts the tree above the store holds %v, want only the store directory", got)
+	if got := treeNames(t, parent); !slices.Equal(got, []string{"objects", filepath.Join("objects", layoutMarker)}) {
+		t.Fatalf("after invalid puts the tree above the store holds %v, want only the store directory and its layout marker", got)
 	}
-	if got := treeNames(t, dir); len(got) != 0 {
-		t.Fatalf("after invalid puts the store holds %v, want nothing", got)
+	if got := treeNames(t, dir); !slices.Equal(got, []string{layoutMarker}) {
+		t.Fatalf("after invalid puts the store holds %v, want only the layout marker", got)
 	}
 }
 
@@ -239,7 +240,14 @@ func FuzzObjectKey(f *testing.F) {
 			if !strings.HasPrefix(p, prefix) {
 				t.Fatalf("key %q: path element %q lacks prefix %q", key, p, prefix)
 			}
-			segs[i] = p[len(prefix):]
+			seg, ok := decodeSegment(p[len(prefix):])
+			if !ok {
+				t.Fatalf("key %q: path element %q does not decode", key, p)
+			}
+			if strings.ToLower(p) != p {
+				t.Fatalf("key %q: path element %q has upper case: a case-insensitive disk would fold it", key, p)
+			}
+			segs[i] = seg
 		}
 		if back := strings.Join(segs, "/"); back != key {
 			t.Fatalf("key %q maps to %q, which reads back as %q", key, path, back)
@@ -283,4 +291,125 @@ func TestStoresCreateNestedDirectories(t *testing.T) {
 	if _, err := NewObjectStore(file); err == nil {
 		t.Fatal("NewObjectStore over a regular file succeeded")
 	}
+}
+
+// TestCaseFoldedNamesNeverShareAFolder (issue 18, item 13): keys differing only in case
+// ("Orders" and "orders") mapped to one folder on a case-insensitive filesystem (macOS,
+// Windows), and retention or the purge of one deleted the other's objects. Every on-disk
+// path is now distinct even after folding case (simulated with strings.ToLower), and
+// each key reads back its own object.
+func TestCaseFoldedNamesNeverShareAFolder(t *testing.T) {
+	ctx := context.Background()
+	s, dir := newObjects(t)
+	keys := []string{"v1/Orders/01J0000000000000000000000A", "v1/orders/01J0000000000000000000000A",
+		"v1/ORDERS/x", "v1/orders/x", "v1/o^rders/x", "v1/o~5ers/x", "v1/O/a", "v1/o/a"}
+	for _, k := range keys {
+		if err := s.Put(ctx, k, []byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	folded := map[string]string{}
+	for _, k := range keys {
+		path, err := s.filePath(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(dir, path)
+		f := strings.ToLower(rel)
+		if other, ok := folded[f]; ok {
+			t.Fatalf("keys %q and %q fold to one path %q", other, k, f)
+		}
+		folded[f] = k
+		if dirPart := filepath.Dir(f); folded["dir:"+dirPart] != "" && filepath.Dir(rel) != folded["dir:"+dirPart] {
+			t.Fatalf("folders %q and %q fold to one", filepath.Dir(rel), folded["dir:"+dirPart])
+		}
+		folded["dir:"+filepath.Dir(f)] = filepath.Dir(rel)
+		got, err := s.GetRange(ctx, k, 0, int64(len(k)))
+		if err != nil || string(got) != k {
+			t.Fatalf("GetRange(%q) = %q, %v", k, got, err)
+		}
+	}
+	var listed []string
+	if err := s.List(ctx, "v1/", func(oi store.ObjectInfo) error {
+		listed = append(listed, oi.Key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Clone(keys)
+	slices.Sort(want)
+	if !slices.Equal(listed, want) {
+		t.Fatalf("List = %v, want %v (key order)", listed, want)
+	}
+	// Deleting one never touches its case-folded twin.
+	if err := s.Delete(ctx, "v1/Orders/01J0000000000000000000000A"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetRange(ctx, "v1/orders/01J0000000000000000000000A", 0, 1); err != nil {
+		t.Fatalf("deleting v1/Orders/... removed v1/orders/...: %v", err)
+	}
+}
+
+// TestLegacyLayoutMigrates: a directory written by the unencoded layout (d_/f_ names)
+// opens with every object readable and listed under its key, and opens again cleanly.
+func TestLegacyLayoutMigrates(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	legacy := map[string]string{
+		"v1/Orders/01J0000000000000000000000A": filepath.Join("d_v1", "d_Orders", "f_01J0000000000000000000000A"),
+		"v1/orders/01J0000000000000000000000B": filepath.Join("d_v1", "d_orders", "f_01J0000000000000000000000B"),
+		"top":                                  "f_top",
+	}
+	for key, rel := range legacy {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(key), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		s, err := NewObjectStore(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var listed []string
+		if err := s.List(ctx, "", func(oi store.ObjectInfo) error {
+			listed = append(listed, oi.Key)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if len(listed) != len(legacy) {
+			t.Fatalf("List after the upgrade = %v, want the %d legacy objects", listed, len(legacy))
+		}
+		for key := range legacy {
+			got, err := s.GetRange(ctx, key, 0, int64(len(key)))
+			if err != nil || string(got) != key {
+				t.Fatalf("GetRange(%q) after the upgrade = %q, %v", key, got, err)
+			}
+		}
+	}
+}
+
+// FuzzSegmentEncoding: on-disk names decode without panicking; encoding round-trips,
+// never yields upper case, and a name decodes only if it is the encoding of what it
+// decodes to (so the map from keys to names is injective).
+func FuzzSegmentEncoding(f *testing.F) {
+	for _, seed := range []string{"Orders", "orders", "^o", "~4f", "~4F", "a~", "^", "01J0000000000000000000000A", "\x00\xff"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		enc := encodeSegment(s)
+		if strings.ToLower(enc) != enc {
+			t.Fatalf("encodeSegment(%q) = %q has upper case", s, enc)
+		}
+		if back, ok := decodeSegment(enc); !ok || back != s {
+			t.Fatalf("decodeSegment(encodeSegment(%q)) = %q, %v", s, back, ok)
+		}
+		if dec, ok := decodeSegment(s); ok && encodeSegment(dec) != s {
+			t.Fatalf("decodeSegment(%q) = %q, which encodes to %q", s, dec, encodeSegment(dec))
+		}
+	})
 }
