@@ -108,6 +108,9 @@ func New(cfg Config) (*Dispatcher, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if ids, ok := cfg.Offsets.(topicIDs); ok {
+		cfg.Leases = byIncarnation{cfg.Leases, ids}
+	}
 	d := &Dispatcher{cfg: cfg, byTopic: map[string][]deploy.Subscription{}}
 	seen := map[[2]string]bool{}
 	for _, s := range cfg.Subscriptions {
@@ -335,4 +338,38 @@ func (d *Dispatcher) lagging(ctx context.Context, st *Stats, c candidate) (bool,
 		return false, nil
 	}
 	return true, nil
+}
+
+// topicIDs resolves a topic name to its live incarnation's store.TopicID (*log.Log has
+// it; group.TopicIDs is the same contract).
+type topicIDs interface {
+	TopicID(ctx context.Context, name string) (string, error)
+}
+
+// byIncarnation reads leases and commits under the topic's live incarnation, where the
+// group coordinator keeps them (group.ByIncarnation): a deleted topic's positions are
+// never taken for those of a topic created again under its name.
+type byIncarnation struct {
+	Leases
+	ids topicIDs
+}
+
+func (b byIncarnation) GetAssignment(ctx context.Context, group, topic string, partition int32) (store.Assignment, error) {
+	id, err := b.ids.TopicID(ctx, topic)
+	if err != nil {
+		return store.Assignment{}, err
+	}
+	a, err := b.Leases.GetAssignment(ctx, group, id, partition)
+	a.Topic = topic
+	return a, err
+}
+
+func (b byIncarnation) GetCommit(ctx context.Context, group, topic string, partition int32) (store.CommitRow, error) {
+	id, err := b.ids.TopicID(ctx, topic)
+	if err != nil {
+		return store.CommitRow{}, err
+	}
+	c, err := b.Leases.GetCommit(ctx, group, id, partition)
+	c.Topic = topic
+	return c, err
 }

@@ -75,10 +75,15 @@ type Coordinator struct {
 	known sync.Map
 }
 
-// New returns a Coordinator over st and off; clock nil means time.Now.
+// New returns a Coordinator over st and off; clock nil means time.Now. When off also
+// resolves topic incarnations (TopicIDs, as *log.Log does), leases and commits are
+// kept per incarnation (ByIncarnation).
 func New(st Store, off Offsets, clock func() time.Time) *Coordinator {
 	if clock == nil {
 		clock = time.Now
+	}
+	if ids, ok := off.(TopicIDs); ok {
+		st = ByIncarnation(st, ids)
 	}
 	return &Coordinator{store: st, offsets: off, now: clock}
 }

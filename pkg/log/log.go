@@ -218,6 +218,17 @@ func (l *Log) Topic(ctx context.Context, name string) (store.Topic, error) {
 	return l.reloadTopic(ctx, name)
 }
 
+// TopicID returns the store.TopicID of the live incarnation of the topic name (cached
+// as Topic is): the key its partitions' rows have, and the one groups keep their
+// leases and commits under (group.ByIncarnation).
+func (l *Log) TopicID(ctx context.Context, name string) (string, error) {
+	t, err := l.Topic(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	return t.ID(), nil
+}
+
 // ListTopics returns every topic name in lexical order.
 func (l *Log) ListTopics(ctx context.Context) ([]string, error) {
 	names, err := l.meta.ListTopics(ctx)

@@ -14,7 +14,7 @@ import (
 // commit, as the log commits only within its commit window, and every node's topic cache
 // has expired): each partition's log start moves to its high watermark, its index
 // entries and the incarnation's segment objects are deleted, the groups' positions on
-// it are dropped when the name has no live incarnation since, and last the store purges
+// it are dropped, and last the store purges
 // the incarnation's counters (and claims where it can) with its record. Nothing of
 // another incarnation of the name is touched. A step that fails (or a group still
 // holding a live lease there) leaves the record for the next pass, which starts over.
@@ -69,7 +69,7 @@ func (j *Job) purge(ctx context.Context, admin store.TopicAdminStore, t store.To
 	if err := j.objects(ctx, t, now.Add(time.Hour), st); err != nil {
 		return err
 	}
-	if err := j.dropPositions(ctx, t.Name, now); err != nil {
+	if err := j.dropPositions(ctx, id, now); err != nil {
 		return err
 	}
 	if err := admin.PurgeTopic(ctx, t.Name, t.Incarnation); err != nil {
@@ -79,25 +79,20 @@ func (j *Job) purge(ctx context.Context, admin store.TopicAdminStore, t store.To
 	return nil
 }
 
-// dropPositions deletes every group's positions on the name, unless a live incarnation
-// has it again: commits are kept by name, and those of the new incarnation must stay
-// (group.Coordinator reads a commit of another incarnation as none).
-func (j *Job) dropPositions(ctx context.Context, name string, now time.Time) error {
+// dropPositions deletes every group's positions on the incarnation id (fencing its
+// leases): groups keep them per incarnation (group.ByIncarnation), so those of a topic
+// created again under the name are not touched.
+func (j *Job) dropPositions(ctx context.Context, id string, now time.Time) error {
 	groups, ok := j.Meta.(store.GroupAdminStore)
 	if !ok {
 		return nil
-	}
-	if _, err := j.Meta.GetTopic(ctx, name); err == nil {
-		return nil
-	} else if !errors.Is(err, store.ErrNotFound) {
-		return err
 	}
 	names, err := groups.ListGroups(ctx)
 	if err != nil {
 		return err
 	}
 	for _, g := range names {
-		if err := groups.DeleteCommits(ctx, g, name, now); err != nil {
+		if err := groups.DeleteCommits(ctx, g, id, now); err != nil {
 			return fmt.Errorf("positions of group %s: %w", g, err)
 		}
 	}

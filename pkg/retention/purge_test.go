@@ -130,3 +130,67 @@ func TestRetentionDeletesOnlyItsOwnObjects(t *testing.T) {
 		}
 	})
 }
+
+// TestGroupPositionsDoNotCarryOver (issue 18, item 14): a group's commit and lease on a
+// deleted topic must not apply to the topic created again under its name. The old
+// lease is fenced, the new incarnation starts with no position (the reset policy
+// decides), and the purge of the old incarnation leaves the new positions alone.
+func TestGroupPositionsDoNotCarryOver(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		f := newFixture(t, s)
+		f.append(t, 3)
+		old, err := f.l.Topic(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		coord := group.New(s.Meta, f.l, func() time.Time { return f.now })
+		stale, err := coord.Acquire(ctx, "billing", "r", 0, "m", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := coord.Commit(ctx, "billing", "r", 0, "m", stale.Generation, 3); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.l.DeleteTopic(ctx, "r"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.l.CreateTopic(ctx, "r", 1, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		f.append(t, 3)
+		if err := coord.Commit(ctx, "billing", "r", 0, "m", stale.Generation, 3); !errors.Is(err, store.ErrFenced) {
+			t.Fatalf("commit of the old incarnation's lease on the new one: %v, want ErrFenced", err)
+		}
+		if c, err := coord.Committed(ctx, "billing", "r", 0); err != nil || c != nil {
+			t.Fatalf("position on the re-created topic = %v, %v; want none", c, err)
+		}
+		fresh, err := coord.Acquire(ctx, "billing", "r", 0, "m2", time.Minute)
+		if err != nil {
+			t.Fatalf("acquire on the re-created topic (the old lease is another incarnation's): %v", err)
+		}
+		if fresh.Committed != nil {
+			t.Fatalf("a new lease carries the old position %d", *fresh.Committed)
+		}
+		if err := coord.Commit(ctx, "billing", "r", 0, "m2", fresh.Generation, 1); err != nil {
+			t.Fatalf("commit 1 on the new incarnation (below the old position 3): %v", err)
+		}
+		info, err := coord.Describe(ctx, "billing")
+		if err != nil || len(info.Partitions) != 1 || info.Partitions[0].Committed == nil || *info.Partitions[0].Committed != 1 {
+			t.Fatalf("describe = %+v, %v; want only the new incarnation's position 1", info.Partitions, err)
+		}
+		if err := coord.Release(ctx, "billing", "r", 0, "m2", fresh.Generation); err != nil {
+			t.Fatal(err)
+		}
+		f.now = f.now.Add(6 * time.Minute)
+		if st := f.run(t, retention.Job{}); st.TopicsPurged != 1 {
+			t.Fatalf("pass after the margin: %+v", st)
+		}
+		if _, err := s.Meta.GetCommit(ctx, "billing", old.ID(), 0); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the old incarnation's position survived its purge: %v", err)
+		}
+		if c, err := coord.Committed(ctx, "billing", "r", 0); err != nil || c == nil || *c != 1 {
+			t.Fatalf("the new incarnation's position after the purge = %v, %v; want 1", c, err)
+		}
+	})
+}

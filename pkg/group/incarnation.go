@@ -1,0 +1,225 @@
+package group
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// TopicIDs resolves a topic name to the store.TopicID of its live incarnation (*log.Log
+// has it); an unknown or deleted name is an error wrapping store.ErrNotFound.
+type TopicIDs interface {
+	TopicID(ctx context.Context, name string) (string, error)
+}
+
+// ByIncarnation returns st with every lease and commit of a topic keyed by the topic's
+// live incarnation (its store.TopicID) instead of its name, as Kafka keys by topic ID
+// (KIP-516): a group's positions and leases on a deleted topic never carry over to a
+// topic created again under the name. A member still holding a lease of the old
+// incarnation is fenced on its next renew, release or commit (those of a name with no
+// live incarnation too), and the new incarnation starts with no position, so each
+// group starts there as its reset policy says. Rows read back carry the topic name;
+// rows of incarnations other than the live one are left out. The legacy incarnation's
+// ID is the name, so rows written before incarnations keep their meaning.
+func ByIncarnation(st Store, ids TopicIDs) Store {
+	return &byIncarnation{Store: st, ids: ids}
+}
+
+type byIncarnation struct {
+	Store
+	ids TopicIDs
+}
+
+var (
+	_ store.LeaseStore      = (*byIncarnation)(nil)
+	_ store.GroupAdminStore = (*byIncarnation)(nil)
+)
+
+// id resolves topic; lost turns a name without a live incarnation into ErrFenced, for
+// the calls of a member that held a lease on it.
+func (s *byIncarnation) id(ctx context.Context, topic string, lost bool) (string, error) {
+	id, err := s.ids.TopicID(ctx, topic)
+	if err != nil && lost && errors.Is(err, store.ErrNotFound) {
+		return "", fmt.Errorf("%w: topic %s was deleted: %w", store.ErrFenced, topic, err)
+	}
+	return id, err
+}
+
+func (s *byIncarnation) AcquireLease(ctx context.Context, group, topic string, partition int32, member string, now, expiresAt time.Time) (store.Assignment, error) {
+	id, err := s.id(ctx, topic, false)
+	if err != nil {
+		return store.Assignment{}, err
+	}
+	a, err := s.Store.AcquireLease(ctx, group, id, partition, member, now, expiresAt)
+	a.Topic = topic
+	return a, err
+}
+
+func (s *byIncarnation) RenewLease(ctx context.Context, group, topic string, partition int32, member string, generation int64, expiresAt time.Time) (store.Assignment, error) {
+	id, err := s.id(ctx, topic, true)
+	if err != nil {
+		return store.Assignment{}, err
+	}
+	a, err := s.Store.RenewLease(ctx, group, id, partition, member, generation, expiresAt)
+	a.Topic = topic
+	return a, err
+}
+
+func (s *byIncarnation) ReleaseLease(ctx context.Context, group, topic string, partition int32, member string, generation int64) error {
+	id, err := s.id(ctx, topic, true)
+	if err != nil {
+		return err
+	}
+	return s.Store.ReleaseLease(ctx, group, id, partition, member, generation)
+}
+
+func (s *byIncarnation) GetAssignment(ctx context.Context, group, topic string, partition int32) (store.Assignment, error) {
+	id, err := s.id(ctx, topic, false)
+	if err != nil {
+		return store.Assignment{}, err
+	}
+	a, err := s.Store.GetAssignment(ctx, group, id, partition)
+	a.Topic = topic
+	return a, err
+}
+
+func (s *byIncarnation) Commit(ctx context.Context, c store.CommitRow, member string) error {
+	id, err := s.id(ctx, c.Topic, true)
+	if err != nil {
+		return err
+	}
+	c.Topic = id
+	return s.Store.Commit(ctx, c, member)
+}
+
+func (s *byIncarnation) GetCommit(ctx context.Context, group, topic string, partition int32) (store.CommitRow, error) {
+	id, err := s.id(ctx, topic, false)
+	if err != nil {
+		return store.CommitRow{}, err
+	}
+	c, err := s.Store.GetCommit(ctx, group, id, partition)
+	c.Topic = topic
+	return c, err
+}
+
+func (s *byIncarnation) ResetCommits(ctx context.Context, group, topic string, offsets map[int32]int64, now time.Time) error {
+	id, err := s.id(ctx, topic, false)
+	if err != nil {
+		return err
+	}
+	return s.Store.ResetCommits(ctx, group, id, offsets, now)
+}
+
+// live maps a row's topic ID to its name, ok only for the live incarnation's rows.
+func (s *byIncarnation) live(ctx context.Context, cache map[string]string, id string) (string, bool, error) {
+	name, _ := store.SplitTopicID(id)
+	cur, seen := cache[name]
+	if !seen {
+		var err error
+		cur, err = s.ids.TopicID(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			cur, err = "", nil
+		}
+		if err != nil {
+			return "", false, err
+		}
+		cache[name] = cur
+	}
+	return name, cur == id, nil
+}
+
+func (s *byIncarnation) ListAssignments(ctx context.Context, group string) ([]store.Assignment, error) {
+	rows, err := s.Store.ListAssignments(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	cache := map[string]string{}
+	out := rows[:0]
+	for _, a := range rows {
+		name, ok, err := s.live(ctx, cache, a.Topic)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			a.Topic = name
+			out = append(out, a)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b store.Assignment) int { return cmpTP(a.Topic, a.Partition, b.Topic, b.Partition) })
+	return out, nil
+}
+
+func (s *byIncarnation) ListCommits(ctx context.Context, group string) ([]store.CommitRow, error) {
+	rows, err := s.Store.ListCommits(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	cache := map[string]string{}
+	out := rows[:0]
+	for _, c := range rows {
+		name, ok, err := s.live(ctx, cache, c.Topic)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			c.Topic = name
+			out = append(out, c)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b store.CommitRow) int { return cmpTP(a.Topic, a.Partition, b.Topic, b.Partition) })
+	return out, nil
+}
+
+func cmpTP(at string, ap int32, bt string, bp int32) int {
+	switch {
+	case at < bt:
+		return -1
+	case at > bt:
+		return 1
+	case ap < bp:
+		return -1
+	case ap > bp:
+		return 1
+	}
+	return 0
+}
+
+func (s *byIncarnation) admin() (store.GroupAdminStore, error) {
+	a, ok := s.Store.(store.GroupAdminStore)
+	if !ok {
+		return nil, ErrUnsupported
+	}
+	return a, nil
+}
+
+func (s *byIncarnation) PutGroupConfig(ctx context.Context, cfg store.GroupConfig) (store.GroupConfig, error) {
+	a, err := s.admin()
+	if err != nil {
+		return store.GroupConfig{}, err
+	}
+	return a.PutGroupConfig(ctx, cfg)
+}
+
+func (s *byIncarnation) ListGroups(ctx context.Context) ([]string, error) {
+	a, err := s.admin()
+	if err != nil {
+		return nil, err
+	}
+	return a.ListGroups(ctx)
+}
+
+func (s *byIncarnation) DeleteCommits(ctx context.Context, group, topic string, now time.Time) error {
+	a, err := s.admin()
+	if err != nil {
+		return err
+	}
+	id, err := s.id(ctx, topic, false)
+	if err != nil {
+		return err
+	}
+	return a.DeleteCommits(ctx, group, id, now)
+}
