@@ -240,7 +240,7 @@ func TestPausedConsumerResumesAfterReassignment(t *testing.T) {
 		}
 		// The whole process stops: no renewals, no commits.
 		gate.set(true)
-		old, err := f.stores.Meta.GetAssignment(ctx, "billing", "orders", 0)
+		old, err := group.ByIncarnation(f.stores.Meta, f.log).GetAssignment(ctx, "billing", "orders", 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ func TestPausedConsumerResumesAfterReassignment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		now, err := f.stores.Meta.GetAssignment(ctx, "billing", "orders", 0)
+		now, err := group.ByIncarnation(f.stores.Meta, f.log).GetAssignment(ctx, "billing", "orders", 0)
 		if err != nil || now.Generation <= old.Generation {
 			t.Fatalf("generation %d after reassignment from %d (%v)", now.Generation, old.Generation, err)
 		}
@@ -389,7 +389,7 @@ func TestBehindLogStartAppliesResetPolicy(t *testing.T) {
 			f.resetTo(t, "g-"+c.policy, 2)
 		}
 		// Retention removes offsets 2–5 below every group's position.
-		if err := f.stores.Meta.AdvanceLogStart(ctx, "orders", 0, 6); err != nil {
+		if err := f.stores.Meta.AdvanceLogStart(ctx, mustTopicID(t, f.log, "orders"), 0, 6); err != nil {
 			t.Fatal(err)
 		}
 		for _, c := range cases {
@@ -486,3 +486,13 @@ func TestDuplicateCommitsAreSkipped(t *testing.T) {
 }
 
 func i32(v int32) *int32 { return &v }
+
+// mustTopicID is the store key (store.TopicID) of the live incarnation of topic name.
+func mustTopicID(t *testing.T, l *log.Log, name string) string {
+	t.Helper()
+	id, err := l.TopicID(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}

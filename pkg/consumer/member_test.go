@@ -46,7 +46,7 @@ func TestMembersShareATopic(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bal, err := group.NewBalancer(group.BalancerConfig{Store: s.Meta, Group: "billing", Topic: "orders", Member: name,
+		bal, err := group.NewBalancer(group.BalancerConfig{Store: group.ByIncarnation(s.Meta, l), Group: "billing", Topic: "orders", Member: name,
 			Partitions: 4, TTL: time.Second})
 		if err != nil {
 			t.Fatal(err)

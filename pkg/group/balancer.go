@@ -13,6 +13,9 @@ import (
 
 // BalancerConfig wires a Balancer. Every field is required except Clock (time.Now).
 type BalancerConfig struct {
+	// Store must be the view of the store the members' Coordinator uses — over a log,
+	// ByIncarnation(meta, log), as Coordinator.Step passes — so that both key leases by
+	// the topic's incarnation.
 	Store  Store
 	Group  string
 	Topic  string

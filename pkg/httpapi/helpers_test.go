@@ -246,6 +246,14 @@ type env struct {
 	clock   *clocktest.Clock
 }
 
+// tid is the store key (store.TopicID) of the live incarnation of topic name: what the
+// per-partition rows and the groups' leases and commits are keyed by. An unknown topic
+// yields "" (which names no row), so it is safe inside fuzz functions.
+func (e *env) tid(name string) string {
+	id, _ := e.log.TopicID(context.Background(), name)
+	return id
+}
+
 type option func(*httpapi.Config)
 
 func withAuth(a *httpapi.Authorizer) option { return func(c *httpapi.Config) { c.Auth = a } }

@@ -393,7 +393,7 @@ func TestPollValidation(t *testing.T) {
 		t.Fatalf("416 details %s, want log_start_offset 0 and high_watermark 2", r.raw)
 	}
 	// Below the log start (retention moved it).
-	if err := e.meta.AdvanceLogStart(context.Background(), "t", 0, 1); err != nil {
+	if err := e.meta.AdvanceLogStart(context.Background(), e.tid("t"), 0, 1); err != nil {
 		t.Fatal(err)
 	}
 	r = e.call("GET", "/v1/topics/t/partitions/0/records?offset=0", nil).want(t, 416, "offset_out_of_range")

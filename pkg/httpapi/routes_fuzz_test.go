@@ -225,7 +225,7 @@ func FuzzLeaseRequest(f *testing.F) {
 			p = 1
 		}
 		before := groupState(t, e, "g")
-		prev, _ := e.meta.MetaStore.GetAssignment(context.Background(), "g", "t", p)
+		prev, _ := e.meta.MetaStore.GetAssignment(context.Background(), "g", e.tid("t"), p)
 		req, w := serveFuzz(e, "POST", fmt.Sprintf("%s%d/lease", gp, p), body)
 		checkFuzzAnswer(t, req, w)
 		if w.Code >= 400 {
@@ -251,7 +251,7 @@ func FuzzLeaseRequest(f *testing.F) {
 		case sent.Generation == nil && gen != prev.Generation+1:
 			t.Fatalf("acquire %q answered generation %d after %d", body, gen, prev.Generation)
 		}
-		a, err := e.meta.MetaStore.GetAssignment(context.Background(), "g", "t", p)
+		a, err := e.meta.MetaStore.GetAssignment(context.Background(), "g", e.tid("t"), p)
 		if err != nil || a.Owner != sent.Member || a.Generation != gen || a.ExpiresAt.UnixMilli() != exp {
 			t.Fatalf("after lease %q the store holds %+v, %v; answer %s", body, a, err, w.Body.Bytes())
 		}
@@ -282,7 +282,7 @@ func FuzzReleaseRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		before := groupState(t, e, "g")
-		prev, _ := e.meta.MetaStore.GetAssignment(context.Background(), "g", "t", 0)
+		prev, _ := e.meta.MetaStore.GetAssignment(context.Background(), "g", e.tid("t"), 0)
 		req, w := serveFuzz(e, "DELETE", gp+"0/lease", body)
 		checkFuzzAnswer(t, req, w)
 		if w.Code >= 400 {
@@ -296,7 +296,7 @@ func FuzzReleaseRequest(f *testing.F) {
 		}
 		var sent leaseBody
 		decodeLoose(t, body, &sent)
-		a, err := e.meta.MetaStore.GetAssignment(context.Background(), "g", "t", 0)
+		a, err := e.meta.MetaStore.GetAssignment(context.Background(), "g", e.tid("t"), 0)
 		if err != nil || a.Live(e.clock.Now()) || a.Generation != prev.Generation || prev.Owner != sent.Member ||
 			sent.Generation == nil || *sent.Generation != prev.Generation {
 			t.Fatalf("release %q of %+v left %+v, %v", body, prev, a, err)
@@ -398,7 +398,7 @@ func FuzzResetRequest(f *testing.F) {
 				(want >= 0 && p.CommittedOffset != want) {
 				t.Fatalf("reset %q answered %s; bounds %+v", body, w.Body.Bytes(), info.Partitions)
 			}
-			c, err := e.meta.MetaStore.GetCommit(context.Background(), g, "t", int32(i))
+			c, err := e.meta.MetaStore.GetCommit(context.Background(), g, e.tid("t"), int32(i))
 			if err != nil || c.NextOffset != p.CommittedOffset {
 				t.Fatalf("reset %q answered %s, the store holds %+v, %v", body, w.Body.Bytes(), c, err)
 			}

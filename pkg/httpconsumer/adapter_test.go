@@ -75,7 +75,7 @@ func TestAdapterLogErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendN(t, n.log, "t", 1, 10)
-	if err := n.meta.AdvanceLogStart(ctx, "t", 1, 4); err != nil {
+	if err := n.meta.AdvanceLogStart(ctx, topicID(t, n.log, "t"), 1, 4); err != nil {
 		t.Fatal(err)
 	}
 
@@ -364,7 +364,7 @@ func TestConsumerOverHTTP(t *testing.T) {
 	// Retention moved partition 0's log start past the committed offset: the reset policy
 	// (earliest) skips to the log start and counts the records lost.
 	appendN(t, n.log, "orders", 0, 10)
-	if err := n.meta.AdvanceLogStart(ctx, "orders", 0, perPartition+4); err != nil {
+	if err := n.meta.AdvanceLogStart(ctx, topicID(t, n.log, "orders"), 0, perPartition+4); err != nil {
 		t.Fatal(err)
 	}
 	st, err := cons.Run(ctx, 0, consumer.RunOptions{UntilCaughtUp: true})
@@ -390,4 +390,14 @@ func TestConsumerOverHTTP(t *testing.T) {
 	if c, _ := n.coord.Committed(ctx, "billing", "orders", 2); c == nil || *c != perPartition {
 		t.Fatalf("fenced run moved the committed offset to %v", c)
 	}
+}
+
+// topicID is the store key (store.TopicID) of the live incarnation of topic name.
+func topicID(t *testing.T, l *log.Log, name string) string {
+	t.Helper()
+	id, err := l.TopicID(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
 }

@@ -64,7 +64,11 @@ func (n *node) committed(t *testing.T) int64 {
 
 func (n *node) leaseOwner(t *testing.T) string {
 	t.Helper()
-	a, err := n.stores.Meta.GetAssignment(context.Background(), "billing", "orders", 0)
+	id, err := n.log.TopicID(context.Background(), "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := n.stores.Meta.GetAssignment(context.Background(), "billing", id, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

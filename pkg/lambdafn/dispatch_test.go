@@ -305,11 +305,15 @@ func TestLogMaterializer(t *testing.T) {
 	api := lambdafn.NewAPI(rt.Handler(), nil)
 	invoke(t, api, fixture(t, "apigw-v2-create-topic.json"))
 	invoke(t, api, fixture(t, "apigw-v2-append.json"))
-	st, err := rt.Meta().Sequencer(ctx, "orders", 0)
+	id, err := rt.Log().TopicID(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := rt.Meta().Sequencer(ctx, id, 0)
 	if err != nil || st.Last == nil {
 		t.Fatalf("sequencer state %+v, %v", st, err)
 	}
-	if err := rt.Meta().DeleteIndexEntry(ctx, "orders", 0, st.Last.Entry.BaseOffset); err != nil {
+	if err := rt.Meta().DeleteIndexEntry(ctx, id, 0, st.Last.Entry.BaseOffset); err != nil {
 		t.Fatal(err)
 	}
 	c := dispatch.Commit{Topic: "orders", Partition: 0, HighWatermark: st.NextOffset, Payload: st}
@@ -319,7 +323,7 @@ func TestLogMaterializer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	es, err := rt.Meta().IndexEntries(ctx, "orders", 0, st.Last.Entry.BaseOffset, 10)
+	es, err := rt.Meta().IndexEntries(ctx, id, 0, st.Last.Entry.BaseOffset, 10)
 	if err != nil || len(es) != 1 || es[0].ObjectKey != st.Last.Entry.ObjectKey {
 		t.Fatalf("index after materialising: %+v, %v", es, err)
 	}

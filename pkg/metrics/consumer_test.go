@@ -64,7 +64,7 @@ func TestConsumerRunsReportThemselves(t *testing.T) {
 	mustValue(t, reg, "strata_consumer_dropped_total", gt, 1)
 
 	// RunMember's runs report too: partition 1 through the balancer.
-	bal, err := group.NewBalancer(group.BalancerConfig{Store: s.Meta, Group: "g", Topic: "orders", Member: "m",
+	bal, err := group.NewBalancer(group.BalancerConfig{Store: group.ByIncarnation(s.Meta, l), Group: "g", Topic: "orders", Member: "m",
 		Partitions: 2, TTL: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
