@@ -106,7 +106,7 @@ func GroupCommitWindow(getenv func(string) string) (time.Duration, error) {
 const MetricsNamespace = "Strata"
 
 // SegmentKeyPrefix is the prefix of every segment object key (before EnvObjectPrefix is
-// applied): objects are "v1/<topic>/<ULID>".
+// applied): objects are "v1/<topic>/<incarnation>/<ULID>" (segment.ObjectKey).
 const SegmentKeyPrefix = "v1/"
 
 // Subscription binds a consumer function to a topic and group: dispatch invokes Function
