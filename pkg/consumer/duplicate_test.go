@@ -15,6 +15,7 @@ import (
 // commitDuplicate commits the block at base once more under the idempotency key that
 // claimed it, as a retried idempotent append does when its first attempt's commit was
 // not yet materialised: the new offsets are indexed as a duplicate, which readers skip.
+// topic is the topic's store key (store.TopicID).
 func commitDuplicate(t *testing.T, s backendtest.Stores, topic, key string, base int64) {
 	t.Helper()
 	ctx := context.Background()
@@ -52,10 +53,11 @@ func TestDuplicateBlocksSkipped(t *testing.T) {
 			}
 			return res[0].Offset
 		}
-		k := appendTwo("k")                     // 2, 3
-		commitDuplicate(t, s, "orders", "k", k) // 4, 5 skipped
-		appendTwo("")                           // 6, 7
-		commitDuplicate(t, s, "orders", "k", k) // 8, 9 skipped
+		id := mustTopicID(t, f.log, "orders")
+		k := appendTwo("k")               // 2, 3
+		commitDuplicate(t, s, id, "k", k) // 4, 5 skipped
+		appendTwo("")                     // 6, 7
+		commitDuplicate(t, s, id, "k", k) // 8, 9 skipped
 		if _, hw, err := f.log.Bounds(ctx, "orders", 0); err != nil || hw != 10 {
 			t.Fatalf("high watermark %d (%v), want 10", hw, err)
 		}
