@@ -143,7 +143,8 @@ func TestSoak(t *testing.T) {
 	acfg := awstest.Config(ctx, t)
 	acfg.APIOptions = append(acfg.APIOptions, faults.Middleware)
 	rec := &recorder{failed: map[string]int{}, idempotent: map[string]bool{}, failures: map[string]int64{}}
-	balStore := recStore{Store: dynamo.New(dynamodb.NewFromConfig(acfg), dcfg), rec: rec}
+	direct := dynamo.New(dynamodb.NewFromConfig(acfg), dcfg)
+	balStore := recStore{Store: group.ByIncarnation(direct, group.TopicsOf(direct)), rec: rec}
 
 	faults.SetEnabled(true)
 	t0 := time.Now()

@@ -223,3 +223,18 @@ func (s *byIncarnation) DeleteCommits(ctx context.Context, group, topic string, 
 	}
 	return a.DeleteCommits(ctx, group, id, now)
 }
+
+// TopicsOf resolves names through the topics table itself (one read per call), for a
+// Balancer that talks to the store directly, as a fleet of consumers may:
+// ByIncarnation(st, TopicsOf(st)) keys its leases as the Coordinator does.
+func TopicsOf(ts store.TopicStore) TopicIDs { return topicsOf{ts} }
+
+type topicsOf struct{ ts store.TopicStore }
+
+func (t topicsOf) TopicID(ctx context.Context, name string) (string, error) {
+	tp, err := t.ts.GetTopic(ctx, name)
+	if err != nil {
+		return "", err
+	}
+	return tp.ID(), nil
+}
