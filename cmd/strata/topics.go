@@ -180,10 +180,10 @@ func newTopicsDeleteCmd(o *options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "delete NAME",
 		Short: "Delete a topic and, in the background, its records",
-		Long: `Delete NAME: appends and reads of it fail at once. The server's retention pass then
-removes its records and every group's positions on it (after a 5-minute margin) and
-frees the name; until then creating NAME again fails. A topic created again under the
-name continues at the old offsets: offsets are never reused.`,
+		Long: `Delete NAME: appends and reads of it fail at once, and the name is free at once: a
+topic created again under it is a new topic, from offset 0, on which no group has a
+position. The server's retention pass removes the deleted topic's records and every
+group's positions on it in the background (after a 5-minute margin).`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()

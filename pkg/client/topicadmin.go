@@ -23,9 +23,9 @@ func (c *Client) IncreasePartitions(ctx context.Context, name string, partitions
 	return fromWireTopic(w), nil
 }
 
-// DeleteTopic deletes a topic: it is unknown to appends and reads at once, and the
-// retention pass removes its data and frees the name later (docs/API.md). A topic
-// created again under the name continues at the old offsets.
+// DeleteTopic deletes a topic: it is unknown to appends and reads at once and its name
+// is free at once — a topic created again under it is a new one, from offset 0 — while
+// the retention pass removes its data in the background (docs/API.md).
 func (c *Client) DeleteTopic(ctx context.Context, name string) error {
 	if err := c.doJSON(ctx, http.MethodDelete, "/v1/topics/"+seg(name), nil, nil, nil); err != nil {
 		return fmt.Errorf("strata: delete topic %q: %w", name, err)
