@@ -19,6 +19,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/store/awstest"
 	"github.com/stratalog/strata/pkg/store/dynamo"
 )
@@ -362,7 +363,7 @@ func TestConsumerDeadlineMidBatch(t *testing.T) {
 	if !first.StoppedAtDeadline || first.Committed <= 0 || first.Committed >= int64(orders) {
 		t.Fatalf("first invocation %+v: want it stopped by its deadline mid-batch", first)
 	}
-	a, err := dynamo.New(d.ddb, d.cfg).GetAssignment(context.Background(), "billing", "orders", 0)
+	a, err := leases(d).GetAssignment(context.Background(), "billing", "orders", 0)
 	if err != nil || a.Owner != "" {
 		t.Errorf("after the deadline the lease is %+v (%v), want released", a, err)
 	}
@@ -375,10 +376,17 @@ func TestConsumerDeadlineMidBatch(t *testing.T) {
 	checkExactlyOnce(t, d, api, orders)
 }
 
+// leases reads the deployment's leases as the coordinator keeps them: under the topic's
+// live incarnation.
+func leases(d *deployment) group.Store {
+	meta := dynamo.New(d.ddb, d.cfg)
+	return group.ByIncarnation(meta, group.TopicsOf(meta))
+}
+
 // waitForLease waits until some member holds a live lease on orders/0 for billing.
 func waitForLease(t *testing.T, d *deployment) {
 	t.Helper()
-	meta := dynamo.New(d.ddb, d.cfg)
+	meta := leases(d)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		a, err := meta.GetAssignment(context.Background(), "billing", "orders", 0)
