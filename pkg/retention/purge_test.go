@@ -64,7 +64,7 @@ func TestPurgeDeletedTopic(t *testing.T) {
 		if seq, err := s.Meta.Sequencer(ctx, old.ID(), 0); err != nil || seq.NextOffset != 0 || seq.NextSeq != 0 {
 			t.Fatalf("the counter survived the purge: %+v, %v", seq, err)
 		}
-		if _, err := s.Meta.GetCommit(ctx, "billing", "r", 0); !errors.Is(err, store.ErrNotFound) {
+		if _, err := s.Meta.GetCommit(ctx, "billing", old.ID(), 0); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("the group's position survived: %v", err)
 		}
 		if ds, err := s.Meta.(store.TopicAdminStore).DeletedTopics(ctx); err != nil || len(ds) != 0 {
