@@ -44,7 +44,8 @@ var (
 func (s *byIncarnation) id(ctx context.Context, topic string, lost bool) (string, error) {
 	id, err := s.ids.TopicID(ctx, topic)
 	if err != nil && lost && errors.Is(err, store.ErrNotFound) {
-		return "", fmt.Errorf("%w: topic %s was deleted: %w", store.ErrFenced, topic, err)
+		// Fenced only (not also not-found): the caller held a lease, and it is lost.
+		return "", fmt.Errorf("%w: topic %s has no live incarnation (%v)", store.ErrFenced, topic, err)
 	}
 	return id, err
 }
