@@ -31,7 +31,11 @@ func TestOffsetForTimeWithUnindexedNewestCommit(t *testing.T) {
 		}
 		// The newest commit loses its index entry; the high watermark (in the counter)
 		// stays 3.
-		if err := s.Meta.DeleteIndexEntry(ctx, "ts", 0, 2); err != nil {
+		id, err := l.TopicID(ctx, "ts")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Meta.DeleteIndexEntry(ctx, id, 0, 2); err != nil {
 			t.Fatal(err)
 		}
 		if _, hw, err := l.Bounds(ctx, "ts", 0); err != nil || hw != 3 {

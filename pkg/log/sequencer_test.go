@@ -202,7 +202,7 @@ func TestHighWatermarkNeverMovesBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range es {
-			if err := s.Meta.DeleteIndexEntry(ctx, "hw", 0, e.BaseOffset); err != nil {
+			if err := s.Meta.DeleteIndexEntry(ctx, tp.ID(), 0, e.BaseOffset); err != nil {
 				t.Fatal(err)
 			}
 		}
