@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -270,13 +269,4 @@ func matchGlob(pattern, s string) bool {
 		return false
 	}
 	return len(s) == 0
-}
-
-// MetricsNamespace is the CloudWatch namespace of the functions' EMF metrics:
-// STRATA_METRICS_NAMESPACE, default deploy.MetricsNamespace.
-func MetricsNamespace() string {
-	if ns := strings.TrimSpace(os.Getenv(deploy.EnvMetricsNamespace)); ns != "" {
-		return ns
-	}
-	return deploy.MetricsNamespace
 }
