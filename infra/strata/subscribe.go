@@ -72,10 +72,9 @@ func (s *Strata) Subscribe(fn awslambda.IFunction, topic, group string, opts *Su
 
 // ConsumerEnvironment is the environment the consumer library reads for topic and group.
 func (s *Strata) ConsumerEnvironment(topic, group string) map[string]*string {
-	env := s.commonEnv()
-	env[deploy.EnvTopic] = jsii.String(topic)
-	env[deploy.EnvGroup] = jsii.String(group)
-	return env
+	st := s.settings()
+	st.Topic, st.Group = topic, group
+	return environment(st)
 }
 
 // ConsumerStatements are the rights of a consumer of topic in group, and nothing more:

@@ -43,8 +43,11 @@ type Settings struct {
 	// (EnvMaxConcurrency above 1), off otherwise. Negative means off (rendered "0").
 	GroupCommitWindow time.Duration `env:"STRATA_GROUP_COMMIT_WINDOW"`
 	// Grants are the api's grants keyed by principal ARN pattern (JSON, ParseGrants'
-	// formats); empty means every admitted principal may do all.
+	// formats); empty means every caller is refused unless EveryPrincipalAdmin is set.
 	Grants string `env:"STRATA_GRANTS"`
+	// EveryPrincipalAdmin makes every principal API Gateway admitted an admin (the
+	// explicit opt-out of authorization, "1"); it excludes Grants.
+	EveryPrincipalAdmin bool `env:"STRATA_EVERY_PRINCIPAL_ADMIN"`
 
 	// Subscriptions are dispatch's subscriptions.
 	Subscriptions []Subscription `env:"STRATA_SUBSCRIPTIONS"`

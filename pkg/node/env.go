@@ -73,7 +73,11 @@ func FromSettings(s deploy.Settings, endpoint, maxConcurrency string, faults *aw
 	if err != nil {
 		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
-	cfg.Function.Grants = grants
+	if s.EveryPrincipalAdmin && len(grants) > 0 {
+		return Config{}, fmt.Errorf("%w: %s and %s are both set: grants or every principal an admin, not both",
+			ErrConfig, deploy.EnvGrants, deploy.EnvEveryPrincipalAdmin)
+	}
+	cfg.Function.Grants, cfg.Function.EveryPrincipalAdmin = grants, s.EveryPrincipalAdmin
 	return cfg, nil
 }
 

@@ -37,20 +37,21 @@ func TestFromEnvReadsEverySetting(t *testing.T) {
 // sample holds a valid, non-default value of every setting; a setting added to
 // deploy.Settings without one here fails TestEverySettingReachesTheConfig.
 var sample = map[string]string{
-	deploy.EnvBucket:             "b",
-	deploy.EnvObjectPrefix:       "p/",
-	deploy.EnvTablePrefix:        "t-",
-	deploy.EnvBootstrap:          "1",
-	deploy.EnvMetricsNamespace:   "NS",
-	deploy.EnvDefaultPartitions:  "8",
-	deploy.EnvDefaultRetentionMS: "3600000",
-	deploy.EnvMaxRetentionMS:     "2592000000",
-	deploy.EnvGroupCommitWindow:  "3ms",
-	deploy.EnvGrants:             `{"arn:aws:iam::1:role/*":[{"resource":"topic:*","ops":["read"]}]}`,
-	deploy.EnvSubscriptions:      `[{"topic":"orders","group":"g","function":"f"}]`,
-	deploy.EnvTopic:              "orders",
-	deploy.EnvGroup:              "g",
-	deploy.EnvBusinessTable:      "biz",
+	deploy.EnvBucket:              "b",
+	deploy.EnvObjectPrefix:        "p/",
+	deploy.EnvTablePrefix:         "t-",
+	deploy.EnvBootstrap:           "1",
+	deploy.EnvMetricsNamespace:    "NS",
+	deploy.EnvDefaultPartitions:   "8",
+	deploy.EnvDefaultRetentionMS:  "3600000",
+	deploy.EnvMaxRetentionMS:      "2592000000",
+	deploy.EnvGroupCommitWindow:   "3ms",
+	deploy.EnvGrants:              `{"arn:aws:iam::1:role/*":[{"resource":"topic:*","ops":["read"]}]}`,
+	deploy.EnvSubscriptions:       `[{"topic":"orders","group":"g","function":"f"}]`,
+	deploy.EnvEveryPrincipalAdmin: "1",
+	deploy.EnvTopic:               "orders",
+	deploy.EnvGroup:               "g",
+	deploy.EnvBusinessTable:       "biz",
 }
 
 // TestEverySettingReachesTheConfig: each setting, set alone, changes the node's
@@ -140,6 +141,7 @@ func TestFromEnvRefuses(t *testing.T) {
 		{deploy.EnvSubscriptions, `[{"topic":"a"}]`},
 		{deploy.EnvGrants, `{`},
 		{"STRATA_FAULT_RATE", "lots"},
+		{deploy.EnvEveryPrincipalAdmin, "true"},
 	} {
 		_, err := node.FromEnv(envOf(map[string]string{c.name: c.value}))
 		if !errors.Is(err, node.ErrConfig) || !strings.Contains(err.Error(), c.name) && !strings.Contains(err.Error(), "retention") {

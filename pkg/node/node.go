@@ -72,8 +72,12 @@ type Config struct {
 // FunctionSettings are the settings of the stack that configure a function rather than
 // the node it opens.
 type FunctionSettings struct {
-	// Grants are the api's grants by IAM principal (nil: everyone admitted may do all).
+	// Grants are the api's grants by IAM principal (none: every caller is refused
+	// unless EveryPrincipalAdmin).
 	Grants []deploy.Grant
+	// EveryPrincipalAdmin opts the api out of authorization: every principal API
+	// Gateway admitted may do everything.
+	EveryPrincipalAdmin bool
 	// Subscriptions are dispatch's subscriptions.
 	Subscriptions []deploy.Subscription
 	// Topic and Group are the only ones a consumer function accepts ("" accepts any).
