@@ -309,6 +309,10 @@ func (n *Node) Log() *log.Log { return n.log }
 // Coordinator is the node's group coordinator; nil unless asked for PartGroups.
 func (n *Node) Coordinator() *group.Coordinator { return n.coord }
 
+// CommitStream is the reader of the sequencer table's stream (aws backend, opened with
+// PartMaterializer); nil otherwise.
+func (n *Node) CommitStream() *dynamo.CommitStream { return n.commits }
+
 // AWS is the SDK configuration the stores use (loaded once; dispatch builds its Lambda
 // client from it); false on the local backend.
 func (n *Node) AWS() (aws.Config, bool) {
