@@ -163,10 +163,10 @@ func ParseSettings(getenv func(string) string) (Settings, error) {
 			}
 			fv.Set(reflect.ValueOf(subs))
 		case f.Type.Kind() == reflect.Bool:
-			switch raw {
-			case "1", "true":
+			switch raw { // only 1 and 0: a typo never turns a switch on
+			case "1":
 				fv.SetBool(true)
-			case "0", "false":
+			case "0":
 			default:
 				bad("1 or 0")
 			}
