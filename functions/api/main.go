@@ -26,7 +26,7 @@ func main() {
 	}
 	cfg.Backend = node.BackendAWS
 	// Without grants every caller is refused, unless the stack opted out explicitly.
-	principals, err := lambdafn.PrincipalsFromEnv(os.Getenv)
+	principals, err := lambdafn.APIPrincipals(cfg.Function)
 	if err != nil {
 		fatal(logger, err)
 	}

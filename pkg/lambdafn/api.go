@@ -24,6 +24,7 @@ import (
 
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/httpapi"
+	"github.com/stratalog/strata/pkg/node"
 )
 
 // API serves the HTTP contract behind API Gateway: it is a lambda.Handler over the same
@@ -198,16 +199,24 @@ func NewPrincipals(grants []deploy.Grant) (*Principals, error) {
 	return p, nil
 }
 
-// PrincipalsFromEnv reads the api function's authorization from its environment
-// (getenv is os.Getenv; deploy.APIAuthorization): the grants' Principals, which refuse
-// every caller when there are none, or nil (every admitted principal may do
-// everything) when the stack set deploy.EnvEveryPrincipalAdmin.
+// APIPrincipals is the api function's authorization from its configuration
+// (node.FromEnv): the grants' Principals, which refuse every caller when there are
+// none, or nil (every admitted principal may do everything) when the stack set
+// deploy.EnvEveryPrincipalAdmin.
+func APIPrincipals(f node.FunctionSettings) (*Principals, error) {
+	if f.EveryPrincipalAdmin {
+		return nil, nil
+	}
+	return NewPrincipals(f.Grants)
+}
+
+// PrincipalsFromEnv is APIPrincipals of the configuration node.FromEnv reads from getenv.
 func PrincipalsFromEnv(getenv func(string) string) (*Principals, error) {
-	grants, everyAdmin, err := deploy.APIAuthorization(getenv)
-	if err != nil || everyAdmin {
+	cfg, err := node.FromEnv(getenv)
+	if err != nil {
 		return nil, err
 	}
-	return NewPrincipals(grants)
+	return APIPrincipals(cfg.Function)
 }
 
 // Authorizer is what the HTTP handler must be built with (nil for nil Principals).
