@@ -3,7 +3,7 @@
 # STRATA_FUZZTIME (default 2s) each, one after another, on top of its committed corpus
 # (testdata/fuzz) and f.Add seeds, which plain `go test` already replays. A crasher is
 # written to the package's testdata/fuzz/FuzzXxx by `go test` itself: commit it with the
-# fix. Fuzz targets that need the AWS emulator read the usual STRATA_AWS_ENDPOINT.
+# fix. Fuzz targets that need the AWS emulator read AWS_ENDPOINT_URL (or STRATA_AWS_ENDPOINT).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

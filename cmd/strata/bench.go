@@ -12,6 +12,7 @@ import (
 
 	"github.com/stratalog/strata/pkg/cost"
 	"github.com/stratalog/strata/pkg/cost/measure"
+	"github.com/stratalog/strata/pkg/node"
 )
 
 // newBenchCmd groups the benchmarks: `strata bench cost` and `strata bench peers`.
@@ -34,8 +35,8 @@ func newBenchCostCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "cost",
 		Short: "Count Strata's AWS requests on the emulator and price a workload against Kinesis and Kafka",
-		Long: `Runs a tiny workload through the AWS backend on the emulator (STRATA_AWS_ENDPOINT or
-AWS_ENDPOINT_URL, loopback only), counting every request by service, operation and bytes:
+		Long: `Runs a tiny workload through the AWS backend on the emulator (AWS_ENDPOINT_URL or its
+alias STRATA_AWS_ENDPOINT, loopback only), counting every request by service, operation and bytes:
 appends alone, and concurrent appenders sharing group-commit batches. It then extrapolates
 to the target workload with the AWS list prices of pkg/cost/prices.go.
 --no-measure prices the design's request profile instead.`,
@@ -65,14 +66,14 @@ to the target workload with the AWS list prices of pkg/cost/prices.go.
 				return err
 			}
 			if !noMeasure {
-				ep := os.Getenv("STRATA_AWS_ENDPOINT")
-				if ep == "" {
-					ep = os.Getenv("AWS_ENDPOINT_URL")
+				env, err := node.FromEnv(os.Getenv)
+				if err != nil {
+					return err
 				}
-				if ep == "" {
-					return errors.New("no emulator: set STRATA_AWS_ENDPOINT (e.g. http://127.0.0.1:4566) or pass --no-measure")
+				if env.AWS.Endpoint == "" {
+					return errors.New("no emulator: set AWS_ENDPOINT_URL (or STRATA_AWS_ENDPOINT), e.g. http://127.0.0.1:4566, or pass --no-measure")
 				}
-				cfg, err := measure.EmulatorConfig(ep)
+				cfg, err := measure.EmulatorConfig(env.AWS.Endpoint)
 				if err != nil {
 					return err
 				}

@@ -12,7 +12,7 @@ import (
 // and in JSON, checking its exit code, that text output has its header and JSON output
 // parses, and for each a failing case's exit code and one-line error.
 func TestEveryCommandBothFormats(t *testing.T) {
-	url := node(t, runtime.Config{})
+	url := startNode(t, runtime.Config{})
 	run := func(stdin string, args ...string) (string, string, int) {
 		return runBin(t, stdin, append([]string{"--url", url}, args...)...)
 	}

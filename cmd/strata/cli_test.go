@@ -18,11 +18,11 @@ import (
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
-// node runs an in-process Strata for the CLI to talk to; it stops when the test ends.
-func node(t *testing.T, cfg runtime.Config) string {
+// startNode runs an in-process Strata for the CLI to talk to; it stops when the test ends.
+func startNode(t *testing.T, cfg runtime.Config) string {
 	t.Helper()
-	if cfg.DataDir == "" {
-		cfg.DataDir = t.TempDir()
+	if cfg.Node.DataDir == "" {
+		cfg.Node.DataDir = t.TempDir()
 	}
 	cfg.Addr, cfg.RetentionInterval = "127.0.0.1:0", -1
 	rt, err := runtime.Open(context.Background(), cfg)
@@ -106,7 +106,7 @@ func rows(out string) []string {
 }
 
 func TestTopicsCommands(t *testing.T) {
-	url := node(t, runtime.Config{})
+	url := startNode(t, runtime.Config{})
 	out := cli(t, url, "", "topics", "create", "orders", "--partitions", "4", "--retention", "2h")
 	if got := rows(out); len(got) != 2 || got[0] != "NAME PARTITIONS RETENTION" || got[1] != "orders 4 2h0m0s" {
 		t.Fatalf("create:\n%s", out)
@@ -171,7 +171,7 @@ func consumed(t *testing.T, out string) []consumedJSON {
 }
 
 func TestProduceConsumeGroups(t *testing.T) {
-	url := node(t, runtime.Config{})
+	url := startNode(t, runtime.Config{})
 	cli(t, url, "", "topics", "create", "orders", "--partitions", "3")
 
 	lines := "alice:1\nbob:2\nalice:3\nno-key-here\n\ncarol:\xff\n"
@@ -293,7 +293,7 @@ func TestProduceConsumeGroups(t *testing.T) {
 // TestConsumeFollowsAndCommitsOnInterrupt: consume follows new records like tail -f;
 // cancelling it (Ctrl-C) commits what was printed and releases the leases.
 func TestConsumeFollowsAndCommitsOnInterrupt(t *testing.T) {
-	url := node(t, runtime.Config{})
+	url := startNode(t, runtime.Config{})
 	cli(t, url, "", "topics", "create", "events", "--partitions", "2")
 	cli(t, url, "a\nb\n", "produce", "events")
 
@@ -350,7 +350,7 @@ func TestTokens(t *testing.T) {
 		{"resource": "topic:*", "ops": ["create", "describe"]}]}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	url := node(t, runtime.Config{AuthFile: authFile})
+	url := startNode(t, runtime.Config{AuthFile: authFile})
 	t.Setenv(envToken, "")
 	if err := cliErr(t, url, "topics", "list"); !errors.Is(err, client.ErrUnauthorized) {
 		t.Fatalf("no token: %v", err)
@@ -369,7 +369,7 @@ func TestTokens(t *testing.T) {
 
 // TestConsumeJSONHeaders: header values print as text when UTF-8, else as base64.
 func TestConsumeJSONHeaders(t *testing.T) {
-	url := node(t, runtime.Config{})
+	url := startNode(t, runtime.Config{})
 	cli(t, url, "", "topics", "create", "h")
 	c, _ := client.New(url)
 	_, err := c.Append(context.Background(), "h", []client.Record{{Value: []byte("v"),

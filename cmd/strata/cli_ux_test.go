@@ -77,7 +77,7 @@ func TestHelpText(t *testing.T) {
 // TestRuntimeErrorsAreOneLine: server errors print as one line in the user's terms with
 // the HTTP status, exit 1.
 func TestRuntimeErrorsAreOneLine(t *testing.T) {
-	url := node(t, runtime.Config{})
+	url := startNode(t, runtime.Config{})
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -112,7 +112,7 @@ func TestCleanMessage(t *testing.T) {
 // fails with the record-size error while the others are appended, headers and the
 // partition flag apply, and the header row lines up with the rows.
 func TestProduceLines(t *testing.T) {
-	url := node(t, runtime.Config{})
+	url := startNode(t, runtime.Config{})
 	cli(t, url, "", "topics", "create", "t", "--partitions", "2")
 	long := strings.Repeat("x", 1<<20+1)
 	out, errOut, code := runBin(t, "a\n\n  \n"+long+"\nb\r\n", "--url", url, "produce", "t", "--partition", "1", "--header", "src=cli", "--header", "k=v=w")

@@ -12,7 +12,7 @@ import (
 // the group's stored reset policy says (latest: nothing printed), and --from overrides
 // it, saying so on stderr.
 func TestConsumeAppliesGroupSettings(t *testing.T) {
-	url := node(t, runtime.Config{})
+	url := startNode(t, runtime.Config{})
 	cli(t, url, "", "topics", "create", "events", "--partitions", "1")
 	cli(t, url, "a\nb\n", "produce", "events")
 	for _, g := range []string{"late", "late2"} {

@@ -17,6 +17,7 @@ import (
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/httpconsumer"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
@@ -51,7 +52,7 @@ func runDemoSize(ctx context.Context, w, progress io.Writer, size demoSize) erro
 		return err
 	}
 	defer os.RemoveAll(dir)
-	rt, err := runtime.Open(ctx, runtime.Config{DataDir: dir, Addr: "127.0.0.1:0"})
+	rt, err := runtime.Open(ctx, runtime.Config{Node: node.Config{DataDir: dir}, Addr: "127.0.0.1:0"})
 	if err != nil {
 		return err
 	}

@@ -11,26 +11,53 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/stratalog/strata/pkg/awsfault"
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
+
+// devFlags are `strata dev`'s flags that override a setting of the environment.
+type devFlags struct {
+	backend, dataDir, bucket, tablePrefix, objectPrefix string
+	bootstrap                                           bool
+	defaultPartitions                                   int
+	defaultRetention, maxRetention                      time.Duration
+}
 
 // newDevCmd is the local runtime: the whole API on embedded (or AWS) backends in one
 // process (docs/API.md, "Local runtime").
 func newDevCmd() *cobra.Command {
 	var (
-		cfg       runtime.Config
-		bootstrap bool
-		verbose   bool
+		cfg     runtime.Config
+		fl      devFlags
+		window  time.Duration
+		verbose bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Serve the Strata API locally on embedded backends (or AWS)",
 		Long: `Serve the Strata HTTP API in one process. With --backend local (the default) records
 live under --data-dir (segment files and a bbolt database, fsync'd before every
-acknowledgement, so they survive kill -9). With --backend aws they live in S3 and
-DynamoDB, at AWS_ENDPOINT_URL when set (an emulator) or in real AWS.
+acknowledgement, so they survive kill -9).
+
+With --backend aws they live in S3 and DynamoDB: the bucket --bucket and the tables
+<--table-prefix>topics, <--table-prefix>sequencer, ... (a deployed stack's BucketName and
+TablePrefix outputs; --bootstrap creates them when missing). The AWS SDK's default chain
+supplies credentials and region: AWS_PROFILE (or AWS_ACCESS_KEY_ID and
+AWS_SECRET_ACCESS_KEY) and AWS_REGION (or the profile's region); the identity needs
+read and write rights to the bucket and the tables. AWS_ENDPOINT_URL (or its alias
+STRATA_AWS_ENDPOINT) points every client at an emulator, e.g. http://127.0.0.1:4566.
+
+Topics: --default-partitions and --default-retention apply where a create request
+leaves them out; --max-retention refuses a longer retention (400), as a deployed stack
+does at its bucket's lifecycle backstop (none by default locally).
+
+The environment a deployed function reads configures dev too (flags win):
+STRATA_BUCKET, STRATA_TABLE_PREFIX, STRATA_OBJECT_PREFIX, STRATA_BOOTSTRAP=1,
+STRATA_DEFAULT_PARTITIONS, STRATA_DEFAULT_RETENTION_MS, STRATA_MAX_RETENTION_MS.
 
 Testing aid: with --backend aws, STRATA_FAULT_RATE (0–1) injects AWS faults (throttling,
 HTTP 500s, timeouts, before the request or after it was applied) into that fraction of
@@ -53,33 +80,64 @@ requests in flight and exits within 5 seconds.`,
 				level = slog.LevelInfo
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
-			cfg.AWS.Bootstrap = bootstrap
-			if cfg.GroupCommitWindow == 0 {
-				cfg.GroupCommitWindow = -1 // the flag's 0 means off, the runtime's 0 its default
-			}
-			if err := injectFaults(&cfg); err != nil {
+			env, err := node.FromEnv(os.Getenv)
+			if err != nil {
 				return err
+			}
+			cfg.Node = fl.apply(cmd.Flags(), env)
+			cfg.Node.GroupCommitWindow = window
+			if window == 0 {
+				cfg.Node.GroupCommitWindow = -1 // the flag's 0 means off, the runtime's 0 its default
+			}
+			if cfg.Node.AWS.Faults != nil {
+				if cfg.Node.Backend != node.BackendAWS {
+					return fmt.Errorf("%s applies to --backend aws only", awsfault.EnvRate)
+				}
+				cfg.Logger.Warn("injecting AWS faults (testing aid)", "rate", os.Getenv(awsfault.EnvRate))
 			}
 			return runDev(cmd.Context(), cmd, cfg)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Addr, "addr", runtime.DefaultAddr, "listen address (port 0 picks a free one)")
-	f.StringVar(&cfg.DataDir, "data-dir", "strata-data", "directory of the embedded backend")
+	f.StringVar(&fl.dataDir, "data-dir", "strata-data", "directory of the embedded backend")
 	f.StringVar(&cfg.AuthFile, "auth", "", "auth `FILE` (tokens and grants); without it every call is allowed")
 	f.DurationVar(&cfg.RetentionInterval, "retention-interval", runtime.DefaultRetentionInterval, "period of the retention pass")
-	f.StringVar(&cfg.Backend, "backend", runtime.BackendLocal, "storage backend: local or aws")
-	f.StringVar(&cfg.AWS.Bucket, "bucket", os.Getenv("STRATA_BUCKET"), "aws: segment bucket (env STRATA_BUCKET; default strata-segments)")
-	f.StringVar(&cfg.AWS.TablePrefix, "table-prefix", os.Getenv("STRATA_TABLE_PREFIX"), "aws: DynamoDB table name prefix (env STRATA_TABLE_PREFIX; default strata-)")
-	f.StringVar(&cfg.AWS.Prefix, "object-prefix", "", "aws: key prefix of segment objects in the bucket")
-	f.BoolVar(&bootstrap, "bootstrap", os.Getenv("STRATA_BOOTSTRAP") == "1", "aws: create the bucket and tables when missing (env STRATA_BOOTSTRAP=1)")
-	f.DurationVar(&cfg.GroupCommitWindow, "group-commit-window", runtime.DefaultGroupCommitWindow,
+	f.StringVar(&fl.backend, "backend", node.BackendLocal, "storage backend: local or aws")
+	f.StringVar(&fl.bucket, "bucket", "", "aws: segment bucket (env "+deploy.EnvBucket+"; default strata-segments)")
+	f.StringVar(&fl.tablePrefix, "table-prefix", "", "aws: DynamoDB table name prefix (env "+deploy.EnvTablePrefix+"; default strata-)")
+	f.StringVar(&fl.objectPrefix, "object-prefix", "", "aws: key prefix of segment objects in the bucket (env "+deploy.EnvObjectPrefix+")")
+	f.BoolVar(&fl.bootstrap, "bootstrap", false, "aws: create the bucket and tables when missing (env "+deploy.EnvBootstrap+"=1)")
+	f.IntVar(&fl.defaultPartitions, "default-partitions", 0, "partitions of a topic created without a count (env "+deploy.EnvDefaultPartitions+"; default 4)")
+	f.DurationVar(&fl.defaultRetention, "default-retention", 0, "retention of a topic created without one (env "+deploy.EnvDefaultRetentionMS+"; default 24h)")
+	f.DurationVar(&fl.maxRetention, "max-retention", 0, "longest retention a topic may ask for, 0 for none (env "+deploy.EnvMaxRetentionMS+"; default none)")
+	f.DurationVar(&window, "group-commit-window", runtime.DefaultGroupCommitWindow,
 		"concurrent appends arriving within this window share one segment object and one commit per partition (0 turns group commit off)")
 	f.BoolVar(&verbose, "verbose", false, "log retention passes and other routine events")
 	f.BoolVar(&cfg.Console, "console", true, "serve the web console at /console/")
 	f.StringSliceVar(&cfg.AllowedHosts, "allowed-hosts", nil,
 		"Host `NAMES` answered besides IP addresses and localhost (comma-separated; * for any): others are refused against DNS rebinding")
 	return cmd
+}
+
+// apply returns env's node configuration with every flag the command line set applied
+// over it (flags win over the environment).
+func (fl devFlags) apply(fs *pflag.FlagSet, env node.Config) node.Config {
+	cfg := env
+	cfg.Backend, cfg.DataDir = fl.backend, fl.dataDir
+	set := func(name string, apply func()) {
+		if fs.Changed(name) {
+			apply()
+		}
+	}
+	set("bucket", func() { cfg.AWS.Bucket = fl.bucket })
+	set("table-prefix", func() { cfg.AWS.TablePrefix = fl.tablePrefix })
+	set("object-prefix", func() { cfg.AWS.ObjectPrefix = fl.objectPrefix })
+	set("bootstrap", func() { cfg.AWS.Bootstrap = fl.bootstrap })
+	set("default-partitions", func() { cfg.Topics.Partitions = int32(min(max(fl.defaultPartitions, -1), 1<<20)) })
+	set("default-retention", func() { cfg.Topics.Retention = fl.defaultRetention })
+	set("max-retention", func() { cfg.Topics.MaxRetention = fl.maxRetention })
+	return cfg
 }
 
 // runDev opens the node, announces it, serves until ctx ends and shuts down.
@@ -108,19 +166,4 @@ func loopback(addr string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
-}
-
-// injectFaults installs pkg/awsfault's injector when STRATA_FAULT_RATE asks for one
-// (a testing aid, announced on the log).
-func injectFaults(cfg *runtime.Config) error {
-	in, err := awsfault.FromEnv()
-	if err != nil || in == nil {
-		return err
-	}
-	if cfg.Backend != runtime.BackendAWS {
-		return fmt.Errorf("%s applies to --backend aws only", awsfault.EnvRate)
-	}
-	cfg.AWS.APIOptions = append(cfg.AWS.APIOptions, in.Middleware)
-	cfg.Logger.Warn("injecting AWS faults (testing aid)", "rate", os.Getenv(awsfault.EnvRate))
-	return nil
 }

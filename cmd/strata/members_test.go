@@ -141,7 +141,7 @@ func waitLine(t *testing.T, p *consumeProc, s string) time.Time {
 // none twice except on a partition that changed hands (a rebalance window).
 func TestMembersSplitPartitions(t *testing.T) {
 	const ttl = 3 * time.Second
-	url := node(t, runtime.Config{})
+	url := startNode(t, runtime.Config{})
 	c, err := client.New(url)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 // Command api is the api Lambda function: the whole HTTP contract (docs/API.md) behind
 // an API Gateway HTTP API (payload format 2.0), served by the handler `strata dev`
-// serves, assembled by pkg/runtime. Configuration: functions/README.md.
+// serves, on a node opened through pkg/node. Configuration: functions/README.md.
 package main
 
 import (
@@ -10,32 +10,31 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
-	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/lambdafn"
 	"github.com/stratalog/strata/pkg/metrics/emf"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
 func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	// Without grants every caller is refused, unless the stack opted out explicitly.
-	principals, err := lambdafn.PrincipalsFromEnv(os.Getenv)
+	// On Lambda Managed Instances one environment runs many invocations at once; the
+	// node's group commit (on there by default) coalesces their appends.
+	cfg, err := node.FromEnv(os.Getenv)
 	if err != nil {
 		fatal(logger, err)
 	}
-	// On Lambda Managed Instances one environment runs many invocations at once; group
-	// commit coalesces their appends into shared objects and commits.
-	window, err := deploy.GroupCommitWindow(os.Getenv)
+	cfg.Backend = node.BackendAWS
+	// Without grants every caller is refused, unless the stack opted out explicitly.
+	principals, err := lambdafn.APIPrincipals(cfg.Function)
 	if err != nil {
 		fatal(logger, err)
 	}
 	rt, err := runtime.New(context.Background(), runtime.Config{
-		Backend:           runtime.BackendAWS,
-		AWS:               runtime.AWSConfigFromEnv(),
-		Auth:              principals.Authorizer(),
-		Sink:              emf.New(os.Stdout, lambdafn.MetricsNamespace(), nil),
-		Logger:            logger,
-		GroupCommitWindow: window,
+		Node:   cfg,
+		Auth:   principals.Authorizer(),
+		Sink:   emf.New(os.Stdout, cfg.Function.MetricsNamespace, nil),
+		Logger: logger,
 	})
 	if err != nil {
 		fatal(logger, err)

@@ -11,23 +11,28 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
-	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/lambdaconsumer"
+	"github.com/stratalog/strata/pkg/node"
 )
 
 func main() {
-	awsCfg, err := config.LoadDefaultConfig(context.Background())
+	cfg, err := node.FromEnv(os.Getenv)
 	if err != nil {
-		slog.Error("consumer: cannot start", "error", err)
-		os.Exit(1)
+		fatal(err)
 	}
-	table := os.Getenv(deploy.EnvBusinessTable)
-	if table == "" {
-		table = deploy.BusinessDefaultTable
+	cfg.Backend = node.BackendAWS
+	awsCfg, err := cfg.AWS.LoadSDK(context.Background(), nil)
+	if err != nil {
+		fatal(err)
 	}
-	orders := &orderTable{client: dynamodb.NewFromConfig(awsCfg), table: table}
-	lambda.Start(lambdaconsumer.Handler(lambdaconsumer.Config{Workers: 4, OrderedKeys: true}, orders.apply))
+	orders := &orderTable{client: dynamodb.NewFromConfig(awsCfg), table: cfg.Function.BusinessTable}
+	open := func(ctx context.Context) (lambdaconsumer.Backend, error) { return lambdaconsumer.OpenNode(ctx, cfg) }
+	lambda.Start(lambdaconsumer.Handler(lambdaconsumer.Config{Workers: 4, OrderedKeys: true, Open: open}, orders.apply))
+}
+
+func fatal(err error) {
+	slog.Error("consumer: cannot start", "error", err)
+	os.Exit(1)
 }

@@ -1,6 +1,6 @@
 // Command retention is the scheduled retention Lambda function: each scheduled event
-// runs the retention pass `strata dev` runs on its timer (pkg/retention through
-// pkg/runtime). Configuration: functions/README.md.
+// runs the retention pass `strata dev` runs on its timer (pkg/retention on a node opened
+// through pkg/node, with no HTTP runtime). Configuration: functions/README.md.
 package main
 
 import (
@@ -12,19 +12,23 @@ import (
 
 	"github.com/stratalog/strata/pkg/lambdafn"
 	"github.com/stratalog/strata/pkg/metrics/emf"
-	"github.com/stratalog/strata/pkg/runtime"
+	"github.com/stratalog/strata/pkg/node"
 )
 
 func main() {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
-	rt, err := runtime.New(context.Background(), runtime.Config{
-		Backend: runtime.BackendAWS,
-		AWS:     runtime.AWSConfigFromEnv(),
-		Logger:  logger,
-	})
-	if err != nil {
+	fatal := func(err error) {
 		logger.Error("retention: cannot start", "error", err)
 		os.Exit(1)
 	}
-	lambda.Start(lambdafn.NewRetention(rt.RunRetention, emf.New(os.Stdout, lambdafn.MetricsNamespace(), nil)))
+	cfg, err := node.FromEnv(os.Getenv)
+	if err != nil {
+		fatal(err)
+	}
+	cfg.Backend, cfg.Logger = node.BackendAWS, logger
+	n, err := node.Open(context.Background(), cfg, node.PartRetention)
+	if err != nil {
+		fatal(err)
+	}
+	lambda.Start(lambdafn.NewRetention(n.RunRetention, emf.New(os.Stdout, cfg.Function.MetricsNamespace, nil)))
 }

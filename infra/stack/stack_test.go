@@ -198,7 +198,7 @@ func TestFunctions(t *testing.T) {
 	_, api := function(t, "Strata api")
 	env := api["Environment"].(map[string]any)["Variables"].(map[string]any)
 	for k, want := range map[string]string{
-		strata.EnvDefaultPartitions: "4", strata.EnvDefaultRetentionMS: "86400000", strata.EnvMaxRetentionMS: "604800000",
+		deploy.EnvDefaultPartitions: "4", deploy.EnvDefaultRetentionMS: "86400000", deploy.EnvMaxRetentionMS: "604800000",
 	} {
 		if env[k] != want {
 			t.Errorf("api: %s = %v, want %s", k, env[k], want)
@@ -689,5 +689,34 @@ func TestExportsForAttach(t *testing.T) {
 	if got["Strata:TablePrefix"] != "Strata-" || got["Strata:SubscriptionsPath"] != "/strata/Strata-subscriptions" ||
 		!strings.HasPrefix(got["Strata:DispatchRoleArn"], "<GetAtt:StrataFndispatchRole") {
 		t.Errorf("exports %v", got)
+	}
+}
+
+// TestEveryStrataVariableIsRead: every STRATA_* variable the synthesized stack sets on
+// any function is a field of deploy.Settings, the one definition pkg/node parses (its
+// tests check that node.FromEnv reads every field and that each one changes the node's
+// configuration). A variable the stack writes and no code reads fails here.
+func TestEveryStrataVariableIsRead(t *testing.T) {
+	read := map[string]bool{}
+	for _, name := range deploy.SettingNames() {
+		read[name] = true
+	}
+	functions := tpl.OfType("AWS::Lambda::Function")
+	seen := 0
+	for _, id := range functions {
+		env, _ := tpl.Resources[id].Properties["Environment"].(map[string]any)
+		vars, _ := env["Variables"].(map[string]any)
+		for name := range vars {
+			if !strings.HasPrefix(name, "STRATA_") {
+				continue
+			}
+			seen++
+			if !read[name] {
+				t.Errorf("function %s: the stack sets %s, which no code reads (not a field of deploy.Settings)", id, name)
+			}
+		}
+	}
+	if len(functions) == 0 || seen == 0 {
+		t.Fatalf("%d functions, %d STRATA_* variables: the template was not read", len(functions), seen)
 	}
 }

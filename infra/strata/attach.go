@@ -163,14 +163,6 @@ func Attach(scope constructs.Construct, id string, attrs Attributes) (*Attached,
 		tables[ts.Suffix] = t.TableArn()
 	}
 	bucket := awss3.Bucket_FromBucketName(a, jsii.String("Segments"), jsii.String(attrs.BucketName))
-	env := map[string]*string{
-		deploy.EnvBucket:           jsii.String(attrs.BucketName),
-		deploy.EnvTablePrefix:      jsii.String(attrs.TablePrefix),
-		deploy.EnvMetricsNamespace: jsii.String(deploy.MetricsNamespace),
-	}
-	if attrs.ObjectPrefix != "" {
-		env[deploy.EnvObjectPrefix] = jsii.String(attrs.ObjectPrefix)
-	}
 	a.t = target{
 		tableArn:      func(suffix string) *string { return tables[suffix] },
 		bucket:        bucket,
@@ -178,7 +170,7 @@ func Attach(scope constructs.Construct, id string, attrs Attributes) (*Attached,
 		api: awsapigatewayv2.HttpApi_FromHttpApiAttributes(a, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiAttributes{
 			HttpApiId: jsii.String(attrs.HTTPAPIID),
 		}),
-		env: env,
+		settings: deploy.Settings{Bucket: attrs.BucketName, TablePrefix: attrs.TablePrefix, ObjectPrefix: attrs.ObjectPrefix, MetricsNamespace: deploy.MetricsNamespace},
 	}
 	return a, nil
 }

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -118,18 +117,6 @@ type AlarmThresholds struct {
 	// AppendLatencyP99: the 99th percentile of append acknowledgement latency.
 	AppendLatencyP99 time.Duration
 }
-
-// Environment variables the stack sets beyond pkg/deploy's (to be added there by the
-// functions' owner; the api reads them).
-const (
-	// EnvDefaultPartitions is the partition count of a topic created without one.
-	EnvDefaultPartitions = "STRATA_DEFAULT_PARTITIONS"
-	// EnvDefaultRetentionMS is the retention of a topic created without one.
-	EnvDefaultRetentionMS = "STRATA_DEFAULT_RETENTION_MS"
-	// EnvMaxRetentionMS is the longest retention a topic may have (the bucket's
-	// lifecycle rule expires objects a day after it).
-	EnvMaxRetentionMS = "STRATA_MAX_RETENTION_MS"
-)
 
 // Strata is one deployment. Its fields are for reading (dashboards, outputs, further
 // grants); change the deployment through Props, Subscribe and the Grant methods.
@@ -401,15 +388,27 @@ func attribute(k dynamo.KeyAttr) *awsdynamodb.Attribute {
 	return &awsdynamodb.Attribute{Name: jsii.String(k.Name), Type: t}
 }
 
-// commonEnv is the environment every function that reaches the stores gets.
-func (s *Strata) commonEnv() map[string]*string {
-	env := map[string]*string{
-		deploy.EnvBucket:           s.Bucket.BucketName(),
-		deploy.EnvTablePrefix:      jsii.String(s.tablePrefix),
-		deploy.EnvMetricsNamespace: jsii.String(deploy.MetricsNamespace),
+// settings are the settings every function that reaches the stores gets (the bucket's
+// name is a token, resolved at deploy time).
+func (s *Strata) settings() deploy.Settings {
+	return deploy.Settings{
+		Bucket:           *s.Bucket.BucketName(),
+		TablePrefix:      s.tablePrefix,
+		ObjectPrefix:     s.props.ObjectPrefix,
+		MetricsNamespace: deploy.MetricsNamespace,
 	}
-	if s.props.ObjectPrefix != "" {
-		env[deploy.EnvObjectPrefix] = jsii.String(s.props.ObjectPrefix)
+}
+
+// environment renders settings as a function's environment: the one definition the
+// functions parse back (pkg/node), so the stack never sets a variable no code reads.
+func environment(st deploy.Settings) map[string]*string {
+	vars, err := st.Env()
+	if err != nil {
+		panic(fmt.Sprintf("strata: render settings: %v", err)) // subscriptions are validated when made
+	}
+	env := make(map[string]*string, len(vars))
+	for k, v := range vars {
+		env[k] = jsii.String(v)
 	}
 	return env
 }
@@ -434,21 +433,20 @@ func (s *Strata) newFunction(name string, memory int) awslambda.Function {
 	for _, st := range s.tableStatements(name) {
 		role.AddToPrincipalPolicy(st)
 	}
-	env := s.commonEnv()
+	st := s.settings()
 	if name == deploy.FunctionAPI {
-		env[EnvDefaultPartitions] = jsii.String(strconv.Itoa(s.props.DefaultPartitions))
-		env[EnvDefaultRetentionMS] = jsii.String(strconv.FormatInt(s.props.DefaultRetention.Milliseconds(), 10))
-		env[EnvMaxRetentionMS] = jsii.String(strconv.FormatInt(s.props.MaxRetention.Milliseconds(), 10))
-		if s.props.APIGrants != "" {
-			env[deploy.EnvGrants] = jsii.String(s.props.APIGrants)
-		}
-		if s.props.EveryPrincipalAdmin {
-			env[deploy.EnvEveryPrincipalAdmin] = jsii.String("1")
-		}
+		st.DefaultPartitions = s.props.DefaultPartitions
+		st.DefaultRetention = s.props.DefaultRetention
+		st.MaxRetention = s.props.MaxRetention
+		st.Grants = s.props.APIGrants
+		st.EveryPrincipalAdmin = s.props.EveryPrincipalAdmin
 	}
 	if name == deploy.FunctionDispatch {
+		st.SubscriptionsPath = s.subsPath
+	}
+	env := environment(st)
+	if name == deploy.FunctionDispatch {
 		env[deploy.EnvSubscriptions] = jsii.String("[]") // Subscribe fills it in
-		env[deploy.EnvSubscriptionsPath] = jsii.String(s.subsPath)
 	}
 	timeout := 30 * time.Second
 	switch name {

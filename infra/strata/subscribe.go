@@ -2,7 +2,6 @@ package strata
 
 import (
 	"fmt"
-	"maps"
 	"strconv"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
@@ -99,7 +98,7 @@ type target struct {
 	bucket        awss3.IBucket
 	segmentPrefix string
 	api           awsapigatewayv2.IHttpApi
-	env           map[string]*string // the stores' environment (commonEnv)
+	settings      deploy.Settings // the stores' settings (Strata.settings)
 }
 
 func (s *Strata) target() target {
@@ -108,15 +107,14 @@ func (s *Strata) target() target {
 		bucket:        s.Bucket,
 		segmentPrefix: s.segmentPrefix(),
 		api:           s.API,
-		env:           s.commonEnv(),
+		settings:      s.settings(),
 	}
 }
 
 func (t target) consumerEnvironment(topic, group string) map[string]*string {
-	env := maps.Clone(t.env)
-	env[deploy.EnvTopic] = jsii.String(topic)
-	env[deploy.EnvGroup] = jsii.String(group)
-	return env
+	st := t.settings
+	st.Topic, st.Group = topic, group
+	return environment(st)
 }
 
 // ConsumerStatements are the rights of a consumer of topic in group, and nothing more:

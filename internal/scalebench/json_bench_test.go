@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
@@ -18,7 +19,7 @@ import (
 func BenchmarkDevAppendJSON(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rt, err := runtime.Open(ctx, runtime.Config{DataDir: b.TempDir(), Addr: "127.0.0.1:0", RetentionInterval: -1})
+	rt, err := runtime.Open(ctx, runtime.Config{Node: node.Config{DataDir: b.TempDir()}, Addr: "127.0.0.1:0", RetentionInterval: -1})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/httpconsumer"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/store/awstest"
@@ -106,8 +107,9 @@ func TestSoak(t *testing.T) {
 	dcfg := dynamo.Config{TablePrefix: "soak" + id + "-", Bucket: "strata-soak-" + id}
 	logs := &lineCounter{}
 	rt, err := runtime.Open(ctx, runtime.Config{
-		Backend: runtime.BackendAWS, Addr: "127.0.0.1:0", RetentionInterval: -1,
-		AWS:    runtime.AWSConfig{Bucket: dcfg.Bucket, TablePrefix: dcfg.TablePrefix, Bootstrap: true, APIOptions: []func(*middleware.Stack) error{faults.Middleware}},
+		Addr: "127.0.0.1:0", RetentionInterval: -1,
+		Node: node.Config{Backend: node.BackendAWS, AWS: node.AWSConfig{Bucket: dcfg.Bucket, TablePrefix: dcfg.TablePrefix, Bootstrap: true,
+			APIOptions: []func(*middleware.Stack) error{faults.Middleware}}},
 		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

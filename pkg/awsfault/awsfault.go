@@ -20,7 +20,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -177,10 +176,12 @@ func ParseFaults(s string) ([]Fault, error) {
 }
 
 // FromEnv returns the Injector STRATA_FAULT_RATE (and STRATA_FAULT_SEED,
-// STRATA_FAULT_KINDS, STRATA_FAULT_SERVICES) describe, or nil when STRATA_FAULT_RATE is
-// unset or empty. A malformed variable is an error.
-func FromEnv() (*Injector, error) {
-	raw := os.Getenv(EnvRate)
+// STRATA_FAULT_KINDS, STRATA_FAULT_SERVICES) describe in getenv (pkg/node passes the
+// environment it reads), or nil when STRATA_FAULT_RATE is unset or empty. Values are
+// trimmed; a malformed variable is an error.
+func FromEnv(getenv func(string) string) (*Injector, error) {
+	get := func(name string) string { return strings.TrimSpace(getenv(name)) }
+	raw := get(EnvRate)
 	if raw == "" {
 		return nil, nil
 	}
@@ -189,17 +190,17 @@ func FromEnv() (*Injector, error) {
 		return nil, fmt.Errorf("awsfault: %s=%q: %w", EnvRate, raw, err)
 	}
 	cfg := Config{Rate: rate, Seed: rand.Uint64()}
-	if s := os.Getenv(EnvSeed); s != "" {
+	if s := get(EnvSeed); s != "" {
 		if cfg.Seed, err = strconv.ParseUint(s, 10, 64); err != nil {
 			return nil, fmt.Errorf("awsfault: %s=%q: %w", EnvSeed, s, err)
 		}
 	}
-	if s := os.Getenv(EnvFaults); s != "" {
+	if s := get(EnvFaults); s != "" {
 		if cfg.Faults, err = ParseFaults(s); err != nil {
 			return nil, err
 		}
 	}
-	if s := os.Getenv(EnvServices); s != "" {
+	if s := get(EnvServices); s != "" {
 		for _, svc := range strings.Split(s, ",") {
 			if svc = strings.TrimSpace(svc); svc != "" {
 				cfg.Services = append(cfg.Services, svc)

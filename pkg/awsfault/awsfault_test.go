@@ -249,18 +249,19 @@ func TestConfig(t *testing.T) {
 	if err != nil || len(got) != 2 || got[0] != (awsfault.Fault{Kind: awsfault.Status500, Phase: awsfault.After}) {
 		t.Fatalf("ParseFaults: %v %v", got, err)
 	}
-	t.Setenv(awsfault.EnvRate, "")
-	if in, err := awsfault.FromEnv(); in != nil || err != nil {
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	if in, err := awsfault.FromEnv(getenv); in != nil || err != nil {
 		t.Fatalf("FromEnv without a rate: %v %v", in, err)
 	}
-	t.Setenv(awsfault.EnvRate, "lots")
-	if _, err := awsfault.FromEnv(); err == nil {
+	env[awsfault.EnvRate] = "lots"
+	if _, err := awsfault.FromEnv(getenv); err == nil {
 		t.Fatal("FromEnv accepted rate \"lots\"")
 	}
-	t.Setenv(awsfault.EnvRate, "0.05")
-	t.Setenv(awsfault.EnvSeed, "7")
-	t.Setenv(awsfault.EnvFaults, "after/timeout")
-	if in, err := awsfault.FromEnv(); in == nil || err != nil {
+	env[awsfault.EnvRate] = " 0.05 "
+	env[awsfault.EnvSeed] = "7"
+	env[awsfault.EnvFaults] = "after/timeout"
+	if in, err := awsfault.FromEnv(getenv); in == nil || err != nil {
 		t.Fatalf("FromEnv: %v %v", in, err)
 	}
 }

@@ -217,10 +217,16 @@ type Aggregator struct {
 	BudgetBytes    float64 // a batch is cut when its members' records reach this many bytes
 }
 
-// DefaultAggregator: at least two m7g.large instances (2 vCPUs, loaded to 70 %), a
-// 50 ms window, 4 MiB batches.
+// MinManagedInstances is the fewest execution environments a Lambda Managed Instances
+// capacity provider runs: AWS starts at least three (spread over Availability Zones),
+// busy or idle, so the tier's idle floor is three instance-hours an hour plus the 15 %
+// management fee.
+const MinManagedInstances = 3
+
+// DefaultAggregator: at least MinManagedInstances m7g.large instances (2 vCPUs, loaded
+// to 70 %), a 50 ms window, 4 MiB batches.
 func DefaultAggregator() Aggregator {
-	return Aggregator{Instances: 2, VCPUs: 2, MaxUtilisation: 0.7, Window: 50 * time.Millisecond, BudgetBytes: 4 << 20}
+	return Aggregator{Instances: MinManagedInstances, VCPUs: 2, MaxUtilisation: 0.7, Window: 50 * time.Millisecond, BudgetBytes: 4 << 20}
 }
 
 // Kafka sizes the three-AZ Kafka cluster.
@@ -271,7 +277,9 @@ func (o Options) Validate() error {
 	case p.Count < 1 || p.Linger < 0 || p.BatchBytes <= 0 || p.BatchRecords < 1 || p.EncodedRecordBytes <= 0 ||
 		p.RequestBytes <= 0 || p.RequestRecords < 1:
 		return fmt.Errorf("cost: producers, batch and request bytes and records must be positive, linger not negative")
-	case o.Aggregator.Instances < 1 || o.Aggregator.Window <= 0 || o.Aggregator.BudgetBytes <= 0 ||
+	case o.Aggregator.Instances < MinManagedInstances:
+		return fmt.Errorf("cost: the aggregation tier runs at least %d Managed Instances (AWS's minimum), got %d", MinManagedInstances, o.Aggregator.Instances)
+	case o.Aggregator.Window <= 0 || o.Aggregator.BudgetBytes <= 0 ||
 		o.Aggregator.VCPUs <= 0 || o.Aggregator.MaxUtilisation <= 0 || o.Aggregator.MaxUtilisation > 1:
 		return fmt.Errorf("cost: the aggregator needs instances, vCPUs, a utilisation in (0,1], a window and a byte budget")
 	case o.Serving.CPUPerRecord < 0 || o.Profile.Group.CPUPerAppend < 0:

@@ -2,6 +2,7 @@ package cost
 
 import (
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -248,19 +249,21 @@ func TestTierIdempotentMembers(t *testing.T) {
 }
 
 // TestTierInstancesFromCPU: the tier runs as many instances as its requests' CPU needs
-// (at 2 vCPUs loaded to 70 %), never fewer than Aggregator.Instances.
+// (at 2 vCPUs loaded to 70 %), never fewer than Aggregator.Instances, which is AWS's
+// minimum of 3 Managed Instances.
 func TestTierInstancesFromCPU(t *testing.T) {
 	o := Defaults(10)
-	if got := FlowOf(o, Aggregation).Instances; got != 2 {
-		t.Errorf("10 producers: %d instances, want the floor of 2", got)
+	if got := FlowOf(o, Aggregation).Instances; got != MinManagedInstances {
+		t.Errorf("10 producers: %d instances, want the floor of 3", got)
 	}
 	if got := FlowOf(o, Baseline).Instances; got != 0 {
 		t.Errorf("no tier: %d instances, want 0", got)
 	}
-	// 10 requests/s × 160 ms + 50,000 records/s × 11 µs = 1.6 + 0.55 vCPU → 2.15 / 1.4 → 2.
+	// 10 requests/s × 160 ms + 50,000 records/s × 11 µs = 1.6 + 0.55 vCPU → 2.15 / 1.4 → 2,
+	// below the minimum of 3.
 	o.Profile.Group.CPUPerAppend, o.Serving.CPUPerRecord = 160*time.Millisecond, JSONCPUPerRecord
-	if got := FlowOf(o, Aggregation).Instances; got != 2 {
-		t.Errorf("2.15 vCPU: %d instances, want 2", got)
+	if got := FlowOf(o, Aggregation).Instances; got != 3 {
+		t.Errorf("2.15 vCPU: %d instances, want the minimum 3", got)
 	}
 	o.Profile.Group.CPUPerAppend = 400 * time.Millisecond // 4 + 0.55 vCPU → 3.25 → 4
 	e := Strata(o, Aggregation)
@@ -271,6 +274,16 @@ func TestTierInstancesFromCPU(t *testing.T) {
 		if l.Item == "Managed Instances (instance-hours)" {
 			near(t, "instance-hours", l.Quantity, 96)
 		}
+	}
+}
+
+// TestTierBelowManagedMinimumRefused: fewer than AWS's 3 Managed Instances is no
+// configuration the tier can run.
+func TestTierBelowManagedMinimumRefused(t *testing.T) {
+	o := Defaults(10)
+	o.Aggregator.Instances = 2
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "at least 3") {
+		t.Fatalf("2 instances: %v, want a refusal naming the minimum of 3", err)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -35,9 +34,10 @@ func Functions() []string {
 	return []string{FunctionAPI, FunctionDispatch, FunctionRetention, FunctionConsumer}
 }
 
-// Environment variables the functions read and the stack sets. `strata dev --backend
-// aws` reads the same names for the same settings. The SDK's own AWS_ENDPOINT_URL points
-// every client at an emulator.
+// Environment variables the functions read and the stack sets: the `env` tags of
+// Settings (the typed form), named here for code that names one. pkg/node is their only
+// reader (node.FromEnv); `strata dev --backend aws` reads the same names for the same
+// settings.
 const (
 	// EnvBucket names the segment bucket.
 	EnvBucket = "STRATA_BUCKET"
@@ -77,30 +77,32 @@ const (
 	// EnvMaxConcurrency is Lambda's own variable for the invocations one execution
 	// environment runs at once (Lambda Managed Instances).
 	EnvMaxConcurrency = "AWS_LAMBDA_MAX_CONCURRENCY"
+	// EnvEndpoint is the SDK's own variable pointing every AWS client at one endpoint
+	// (an emulator); S3 is then addressed path-style. Tests and `strata dev` read it.
+	EnvEndpoint = "AWS_ENDPOINT_URL"
+	// EnvEndpointAlias is the older name of EnvEndpoint the test scripts export; it is
+	// read when EnvEndpoint is unset.
+	EnvEndpointAlias = "STRATA_AWS_ENDPOINT"
+	// EnvEndpointS3 is the SDK's per-service endpoint of S3 (path-style addressing too).
+	EnvEndpointS3 = "AWS_ENDPOINT_URL_S3"
 )
+
+// Endpoint is the AWS endpoint getenv names: EnvEndpoint, else EnvEndpointAlias,
+// trimmed; empty means AWS itself. It is the one place the two names are reconciled, for
+// pkg/node and the emulator tests (pkg/store/awstest).
+func Endpoint(getenv func(string) string) string {
+	if ep := strings.TrimSpace(getenv(EnvEndpoint)); ep != "" {
+		return ep
+	}
+	return strings.TrimSpace(getenv(EnvEndpointAlias))
+}
 
 // DefaultManagedGroupCommitWindow is the api function's group-commit window on Lambda
 // Managed Instances unless EnvGroupCommitWindow says otherwise.
 const DefaultManagedGroupCommitWindow = 5 * time.Millisecond
 
-// GroupCommitWindow is the api function's group-commit window from its environment
-// (getenv is os.Getenv): negative means off, as runtime.Config takes it.
-func GroupCommitWindow(getenv func(string) string) (time.Duration, error) {
-	if raw := strings.TrimSpace(getenv(EnvGroupCommitWindow)); raw != "" {
-		d, err := time.ParseDuration(raw)
-		if err != nil || d < 0 || d > time.Second {
-			return 0, fmt.Errorf("deploy: %s=%q: want a duration from 0 to 1s", EnvGroupCommitWindow, raw)
-		}
-		if d == 0 {
-			return -1, nil
-		}
-		return d, nil
-	}
-	if n, err := strconv.Atoi(strings.TrimSpace(getenv(EnvMaxConcurrency))); err == nil && n > 1 {
-		return DefaultManagedGroupCommitWindow, nil
-	}
-	return -1, nil
-}
+// MaxGroupCommitWindow is the longest EnvGroupCommitWindow the api function accepts.
+const MaxGroupCommitWindow = time.Second
 
 // MetricsNamespace is the default CloudWatch namespace of Strata's metrics.
 const MetricsNamespace = "Strata"

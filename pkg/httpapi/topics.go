@@ -5,6 +5,8 @@ import (
 	"math"
 	"net/http"
 	"time"
+
+	"github.com/stratalog/strata/pkg/log"
 )
 
 // maxRetentionMs keeps retention_ms * 1ms within a time.Duration.
@@ -43,15 +45,20 @@ func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	switch {
-	case req.Name == nil:
+	if req.Name == nil {
 		writeError(w, invalid(`"name" is required`))
 		return
-	case req.Partitions == nil:
-		writeError(w, invalid(`"partitions" is required`))
-		return
 	}
-	// Zero is the log's "default": an explicit retention_ms must be in range itself.
+	// Zero is the log's "default" (the node's default partitions and retention, which
+	// also bounds retention): explicit values must be in range themselves.
+	partitions := int32(0)
+	if req.Partitions != nil {
+		if *req.Partitions < 1 {
+			writeError(w, invalid(fmt.Sprintf("partitions must be 1–%d, got %d", log.MaxPartitions, *req.Partitions)))
+			return
+		}
+		partitions = *req.Partitions
+	}
 	retention := time.Duration(0)
 	if req.RetentionMs != nil {
 		if *req.RetentionMs < 1000 || *req.RetentionMs > maxRetentionMs {
@@ -64,7 +71,7 @@ func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	t, err := s.log.CreateTopic(r.Context(), *req.Name, *req.Partitions, retention)
+	t, err := s.log.CreateTopic(r.Context(), *req.Name, partitions, retention)
 	if err != nil {
 		s.fail(w, r, err)
 		return

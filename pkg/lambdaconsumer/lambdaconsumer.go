@@ -46,6 +46,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -56,6 +57,7 @@ import (
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/node"
 )
 
 // Record is a record handed to the handler, with its topic, partition and attempt.
@@ -110,7 +112,7 @@ type Config struct {
 	// MaxDuration bounds an invocation when the context has no deadline (default 5m).
 	MaxDuration time.Duration
 	// Open returns the backend, once per execution environment (cold start); default
-	// OpenAWS with the configuration from the environment.
+	// OpenNode with the configuration from the environment (node.FromEnv).
 	Open func(ctx context.Context) (Backend, error)
 	// Metrics receives each run's statistics; default EMF lines on standard output.
 	Metrics Metrics
@@ -202,11 +204,14 @@ type function struct {
 }
 
 func newFunction(cfg Config, handle Handle) *function {
+	// The environment is read once, by pkg/node; a malformed value fails every
+	// invocation's open with an error naming it.
+	env, envErr := node.FromEnv(os.Getenv)
 	if cfg.Topic == "" {
-		cfg.Topic = getenv(deploy.EnvTopic)
+		cfg.Topic = env.Function.Topic
 	}
 	if cfg.Group == "" {
-		cfg.Group = getenv(deploy.EnvGroup)
+		cfg.Group = env.Function.Group
 	}
 	if cfg.IdleWait <= 0 {
 		cfg.IdleWait = DefaultIdleWait
@@ -219,10 +224,19 @@ func newFunction(cfg Config, handle Handle) *function {
 		cfg.MaxDuration = DefaultMaxDuration
 	}
 	if cfg.Open == nil {
-		cfg.Open = func(ctx context.Context) (Backend, error) { return OpenAWS(ctx, EnvConfig()) }
+		cfg.Open = func(ctx context.Context) (Backend, error) {
+			if envErr != nil {
+				return Backend{}, envErr
+			}
+			return OpenNode(ctx, env)
+		}
 	}
 	if cfg.Metrics == nil {
-		cfg.Metrics = stdoutMetrics()
+		ns := env.Function.MetricsNamespace
+		if ns == "" {
+			ns = deploy.MetricsNamespace
+		}
+		cfg.Metrics = stdoutMetrics(ns)
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now

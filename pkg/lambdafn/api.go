@@ -17,7 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/httpapi"
+	"github.com/stratalog/strata/pkg/node"
 )
 
 // API serves the HTTP contract behind API Gateway: it is a lambda.Handler over the same
@@ -199,16 +199,24 @@ func NewPrincipals(grants []deploy.Grant) (*Principals, error) {
 	return p, nil
 }
 
-// PrincipalsFromEnv reads the api function's authorization from its environment
-// (getenv is os.Getenv; deploy.APIAuthorization): the grants' Principals, which refuse
-// every caller when there are none, or nil (every admitted principal may do
-// everything) when the stack set deploy.EnvEveryPrincipalAdmin.
+// APIPrincipals is the api function's authorization from its configuration
+// (node.FromEnv): the grants' Principals, which refuse every caller when there are
+// none, or nil (every admitted principal may do everything) when the stack set
+// deploy.EnvEveryPrincipalAdmin.
+func APIPrincipals(f node.FunctionSettings) (*Principals, error) {
+	if f.EveryPrincipalAdmin {
+		return nil, nil
+	}
+	return NewPrincipals(f.Grants)
+}
+
+// PrincipalsFromEnv is APIPrincipals of the configuration node.FromEnv reads from getenv.
 func PrincipalsFromEnv(getenv func(string) string) (*Principals, error) {
-	grants, everyAdmin, err := deploy.APIAuthorization(getenv)
-	if err != nil || everyAdmin {
+	cfg, err := node.FromEnv(getenv)
+	if err != nil {
 		return nil, err
 	}
-	return NewPrincipals(grants)
+	return APIPrincipals(cfg.Function)
 }
 
 // Authorizer is what the HTTP handler must be built with (nil for nil Principals).
@@ -270,13 +278,4 @@ func matchGlob(pattern, s string) bool {
 		return false
 	}
 	return len(s) == 0
-}
-
-// MetricsNamespace is the CloudWatch namespace of the functions' EMF metrics:
-// STRATA_METRICS_NAMESPACE, default deploy.MetricsNamespace.
-func MetricsNamespace() string {
-	if ns := strings.TrimSpace(os.Getenv(deploy.EnvMetricsNamespace)); ns != "" {
-		return ns
-	}
-	return deploy.MetricsNamespace
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/lambdafn"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 	"github.com/stratalog/strata/pkg/segment"
 	"github.com/stratalog/strata/pkg/wire"
@@ -54,7 +55,7 @@ func newAPIEnv(t testing.TB, env map[string]string) *lambdafn.API {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, err := runtime.New(context.Background(), runtime.Config{DataDir: t.TempDir(), Auth: p.Authorizer()})
+	rt, err := runtime.New(context.Background(), runtime.Config{Node: node.Config{DataDir: t.TempDir()}, Auth: p.Authorizer()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/stratalog/strata/pkg/dispatch"
 	"github.com/stratalog/strata/pkg/lambdafn"
 	"github.com/stratalog/strata/pkg/metrics/emf"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/retention"
 	"github.com/stratalog/strata/pkg/runtime"
 	"github.com/stratalog/strata/pkg/store"
@@ -59,7 +60,7 @@ func (m *materialized) Materialize(_ context.Context, cs []dispatch.Commit) erro
 // topic "orders" has records on both partitions.
 func newDispatch(t *testing.T, m dispatch.Materializer) (*lambdafn.Dispatch, *recorder, *runtime.Runtime, *bytesSink) {
 	t.Helper()
-	rt, err := runtime.New(context.Background(), runtime.Config{DataDir: t.TempDir()})
+	rt, err := runtime.New(context.Background(), runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +262,7 @@ func FuzzDispatchInvoke(f *testing.F) {
 	f.Add(fixture(f, "scheduled-event.json"))
 	f.Add([]byte(`{"Records":[{"eventSource":"aws:dynamodb","eventName":"INSERT","dynamodb":{"NewImage":{"topic":{"S":"orders"},"partition":{"N":"0"},"next_offset":{"L":[{"L":[]}]}}}}]}`))
 	dir := f.TempDir()
-	rt, err := runtime.New(context.Background(), runtime.Config{DataDir: filepath.Join(dir, "n")})
+	rt, err := runtime.New(context.Background(), runtime.Config{Node: node.Config{DataDir: filepath.Join(dir, "n")}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -297,7 +298,7 @@ func FuzzDispatchInvoke(f *testing.F) {
 // (the entry is missing) is made readable from its sequencer state.
 func TestLogMaterializer(t *testing.T) {
 	ctx := context.Background()
-	rt, err := runtime.New(ctx, runtime.Config{DataDir: t.TempDir()})
+	rt, err := runtime.New(ctx, runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,7 @@ const (
 	MaxBatchBytes      = wire.MaxBatchBytes
 	MaxPollRecords     = wire.MaxPollRecords
 	DefaultRetention   = 24 * time.Hour
+	DefaultPartitions  = 4
 	MinRetention       = time.Second
 	MaxPartitions      = wire.MaxPartitions
 	// retentionGrace is added to a topic's retention for the index entries' TTL, so
@@ -82,6 +83,49 @@ type Config struct {
 	// GroupCommitBytes is the record bytes at which a batch is written before its
 	// window ends (default DefaultGroupCommitBytes, at most MaxGroupCommitBytes).
 	GroupCommitBytes int
+	// Topics are the defaults and the bound CreateTopic applies (a deployment's
+	// STRATA_DEFAULT_PARTITIONS, STRATA_DEFAULT_RETENTION_MS, STRATA_MAX_RETENTION_MS).
+	Topics TopicDefaults
+}
+
+// TopicDefaults are what CreateTopic gives a topic created without a partition count or
+// a retention, and the longest retention it accepts. Zero fields take DefaultPartitions,
+// DefaultRetention and no maximum.
+type TopicDefaults struct {
+	Partitions int32
+	Retention  time.Duration
+	// MaxRetention, when positive, is the longest retention a topic may have: on AWS the
+	// bucket's lifecycle rule expires segment objects a day after it, so a longer
+	// retention would lose live records. CreateTopic refuses more (ErrInvalid).
+	MaxRetention time.Duration
+}
+
+// Validate reports whether d is usable: partitions within 1–MaxPartitions, retentions at
+// least MinRetention, the default retention within the maximum.
+func (d TopicDefaults) Validate() error {
+	switch {
+	case d.Partitions < 0 || d.Partitions > MaxPartitions:
+		return fmt.Errorf("log: default partitions %d, want 1 to %d", d.Partitions, MaxPartitions)
+	case d.Retention != 0 && d.Retention < MinRetention, d.MaxRetention != 0 && d.MaxRetention < MinRetention:
+		return fmt.Errorf("log: default retention %s and maximum retention %s must be at least %s", d.Retention, d.MaxRetention, MinRetention)
+	case d.MaxRetention > 0 && d.retention() > d.MaxRetention:
+		return fmt.Errorf("log: default retention %s exceeds the maximum retention %s", d.retention(), d.MaxRetention)
+	}
+	return nil
+}
+
+func (d TopicDefaults) partitions() int32 {
+	if d.Partitions == 0 {
+		return DefaultPartitions
+	}
+	return d.Partitions
+}
+
+func (d TopicDefaults) retention() time.Duration {
+	if d.Retention == 0 {
+		return DefaultRetention
+	}
+	return d.Retention
 }
 
 // Log is safe for concurrent use.
@@ -96,6 +140,7 @@ type Log struct {
 	gapWait      time.Duration
 	notifier     *notifier
 	group        *coalescer // nil: group commit off
+	defaults     TopicDefaults
 
 	mu     sync.Mutex
 	topics map[string]cachedTopic // configs, cached for TopicCacheTTL
@@ -123,6 +168,10 @@ func New(cfg Config) (*Log, error) {
 		gapWait:      cfg.GapWait,
 		notifier:     newNotifier(),
 		topics:       map[string]cachedTopic{},
+		defaults:     cfg.Topics,
+	}
+	if err := cfg.Topics.Validate(); err != nil {
+		return nil, err
 	}
 	if l.now == nil {
 		l.now = time.Now
@@ -171,19 +220,27 @@ type PartitionInfo struct {
 	HighWatermark  int64
 }
 
-// CreateTopic creates a topic; retention 0 means DefaultRetention.
+// CreateTopic creates a topic; partitions 0 and retention 0 take Config.Topics'
+// defaults. A retention above Config.Topics.MaxRetention is refused (ErrInvalid).
 func (l *Log) CreateTopic(ctx context.Context, name string, partitions int32, retention time.Duration) (store.Topic, error) {
 	if !ValidName(name) {
 		return store.Topic{}, invalidf("topic name %q must match %s", name, nameRE)
+	}
+	if partitions == 0 {
+		partitions = l.defaults.partitions()
 	}
 	if partitions < 1 || partitions > MaxPartitions {
 		return store.Topic{}, invalidf("partitions must be 1–%d, got %d", MaxPartitions, partitions)
 	}
 	if retention == 0 {
-		retention = DefaultRetention
+		retention = l.defaults.retention()
 	}
 	if retention < MinRetention {
 		return store.Topic{}, invalidf("retention must be at least %s, got %s", MinRetention, retention)
+	}
+	if maxR := l.defaults.MaxRetention; maxR > 0 && retention > maxR {
+		return store.Topic{}, invalidf("retention_ms %d (%s) is above this deployment's maximum retention_ms %d (%s): "+
+			"segment objects older than the maximum are expired by the bucket's lifecycle rule", retention.Milliseconds(), retention, maxR.Milliseconds(), maxR)
 	}
 	now := l.now().UTC().Truncate(time.Millisecond)
 	t := store.Topic{Name: name, Incarnation: newIncarnation(now), Partitions: partitions, Retention: retention, CreatedAt: now}

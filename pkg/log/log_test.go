@@ -429,7 +429,7 @@ func TestTopics(t *testing.T) {
 			{".", 1, 0, log.ErrInvalid},
 			{"..", 1, 0, log.ErrInvalid},
 			{"a/b", 1, 0, log.ErrInvalid},
-			{"p0", 0, 0, log.ErrInvalid},
+			{"p-1", -1, 0, log.ErrInvalid}, // 0 takes the default (TestCreateTopicDefaultsAndMaxRetention)
 			{"p1025", 1025, 0, log.ErrInvalid},
 			{"short", 1, 999 * time.Millisecond, log.ErrInvalid},
 			{"x.y_z-1", 1024, time.Second, nil},

@@ -214,10 +214,16 @@ func (l *Log) readErr(ctx context.Context, topic string, partition int32, offset
 	if !errors.Is(err, store.ErrNotFound) {
 		return err
 	}
-	if err := l.outOfRangeNow(ctx, topic, partition, offset); err != nil {
-		return err
+	start, h, berr := l.bounds(ctx, topic, partition)
+	if berr != nil {
+		return fmt.Errorf("log: a segment object of %s/%d is missing and the partition's bounds could not be read: %w", topic, partition, berr)
 	}
-	return fmt.Errorf("%w: segment object of %s/%d missing below the log start: %w", ErrCorrupt, topic, partition, err)
+	if offset < start {
+		return &OffsetOutOfRangeError{Offset: offset, LogStartOffset: start, HighWatermark: h}
+	}
+	return fmt.Errorf("%w: the segment object holding %s/%d offset %d is missing, above the log start %d "+
+		"(deleted outside the retention pass, e.g. by a bucket lifecycle rule shorter than the topic's retention): %w",
+		ErrCorrupt, topic, partition, offset, start, err)
 }
 
 func (l *Log) pollOnce(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (PollResult, error) {

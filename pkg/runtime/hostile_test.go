@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
@@ -218,7 +219,7 @@ func memStats() (heap uint64, goroutines int, rss uint64) {
 // parked polls all wake on one append, and the heap and goroutines come back down.
 func TestHostileInput(t *testing.T) {
 	ctx := context.Background()
-	rt, c, _ := start(t, runtime.Config{DataDir: t.TempDir()})
+	rt, c, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
 	if _, err := c.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +544,7 @@ func TestHostileSecurity(t *testing.T) {
 	if err := os.WriteFile(authFile, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rt, _, _ := start(t, runtime.Config{DataDir: t.TempDir(), AuthFile: authFile})
+	rt, _, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}, AuthFile: authFile})
 	admin := "Authorization: Bearer " + principals[0].token
 	for _, topic := range []string{"orders", "orders.dlq", "payments"} {
 		if s, _, b := do(t, "POST", rt.URL()+"/v1/topics", `{"name": "`+topic+`", "partitions": 1}`, "Content-Type: application/json", admin); s != 201 {
@@ -631,7 +632,7 @@ func TestHostileSecurity(t *testing.T) {
 
 	// Without auth (strata dev's default): cross-site, rebinding, wrong body types and
 	// oversize bodies on every route that changes something; nothing may change.
-	open, c, _ := start(t, runtime.Config{DataDir: t.TempDir(), Console: true})
+	open, c, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}, Console: true})
 	ctx := context.Background()
 	if _, err := c.CreateTopic(ctx, "orders", client.TopicConfig{Partitions: 1}); err != nil {
 		t.Fatal(err)

@@ -7,13 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
 // TestNewWithoutListener: New builds the node the Lambda functions use: the same
 // handler, no listener, no retention loop, and a prompt Close.
 func TestNewWithoutListener(t *testing.T) {
-	rt, err := runtime.New(context.Background(), runtime.Config{DataDir: t.TempDir()})
+	rt, err := runtime.New(context.Background(), runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

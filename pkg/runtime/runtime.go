@@ -1,7 +1,8 @@
-// Package runtime assembles a whole Strata node in one process from explicit
-// configuration: the stores (embedded files + bbolt, or S3 + DynamoDB), the log, the
-// group coordinator, the HTTP API with /metrics, and the retention loop. `strata dev`
-// and the in-process demo both use it (docs/API.md, "Local runtime").
+// Package runtime serves HTTP for one node: it opens the node through pkg/node (the
+// composition root: stores, log, coordinator, materialiser, retention) and adds the HTTP
+// API with /metrics, the console, the listener, the background loops and graceful
+// shutdown. `strata dev`, the in-process demo and the api function use it
+// (docs/API.md, "Local runtime"); functions that serve no HTTP open a node directly.
 package runtime
 
 import (
@@ -12,39 +13,22 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/smithy-go/logging"
-	"github.com/aws/smithy-go/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/stratalog/strata/pkg/console"
-	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/metrics"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/retention"
 	"github.com/stratalog/strata/pkg/store"
-	"github.com/stratalog/strata/pkg/store/dynamo"
-	"github.com/stratalog/strata/pkg/store/local"
-	s3store "github.com/stratalog/strata/pkg/store/s3"
-)
-
-// Backend names for Config.Backend.
-const (
-	BackendLocal = "local"
-	BackendAWS   = "aws"
 )
 
 // Defaults of the local runtime (docs/API.md).
@@ -62,18 +46,15 @@ const (
 	DefaultGroupCommitWindow = time.Millisecond
 )
 
-// ErrConfig is returned by Open for a configuration it cannot run.
-var ErrConfig = errors.New("runtime: bad configuration")
+// ErrConfig is returned by Open for a configuration it cannot run (node.ErrConfig).
+var ErrConfig = node.ErrConfig
 
-// Config describes one node. The zero value of every field but DataDir (with the local
-// backend) takes a default.
+// Config describes one served node.
 type Config struct {
-	// DataDir holds the embedded backend: DataDir/objects and DataDir/meta.db.
-	DataDir string
-	// Backend is "local" (default) or "aws".
-	Backend string
-	// AWS configures the aws backend.
-	AWS AWSConfig
+	// Node configures the node: backend, stores, topic defaults, group commit. Open,
+	// which `strata dev` uses, defaults its GroupCommitWindow to DefaultGroupCommitWindow
+	// (negative turns group commit off); New leaves it as given.
+	Node node.Config
 	// AuthFile, when set, turns authorization on (httpapi.LoadAuth format).
 	AuthFile string
 	// Auth, when set (and AuthFile is not), is the authorizer to use: the api function
@@ -102,14 +83,11 @@ type Config struct {
 	Addr string
 	// Registry receives the metrics; nil creates one with the Go and process collectors.
 	Registry *prometheus.Registry
-	// Logger receives server-side failures and retention errors; nil discards them.
+	// Logger receives server-side failures and retention errors (and the node's, unless
+	// Node.Logger is set); nil discards them.
 	Logger *slog.Logger
 	// ShutdownTimeout bounds the wait for in-flight requests on shutdown (default 4s).
 	ShutdownTimeout time.Duration
-	// GroupCommitWindow is the log's group-commit window (log.Config.GroupCommitWindow):
-	// Open, which `strata dev` uses, defaults it to DefaultGroupCommitWindow; negative
-	// turns group commit off (each append writes its own object and commits).
-	GroupCommitWindow time.Duration
 }
 
 // MetricsSink receives the log's and the HTTP API's observations.
@@ -118,61 +96,28 @@ type MetricsSink interface {
 	httpapi.Metrics
 }
 
-// AWSConfig names the AWS resources. The SDK's default configuration chain supplies
-// credentials, region and endpoint (AWS_ENDPOINT_URL points it at an emulator).
-type AWSConfig struct {
-	// Bucket holds segment objects (default dynamo.DefaultConfig().Bucket).
-	Bucket string
-	// Prefix is prepended to every object key (default none).
-	Prefix string
-	// TablePrefix is prepended to every table name (default dynamo.DefaultConfig()).
-	TablePrefix string
-	// Bootstrap creates the bucket and tables when missing (emulators, development).
-	Bootstrap bool
-	// PathStyle addresses S3 as endpoint/bucket/key; it is forced on when
-	// AWS_ENDPOINT_URL or AWS_ENDPOINT_URL_S3 is set, as emulators on 127.0.0.1 need it.
-	PathStyle bool
-	// APIOptions are added to every SDK client's middleware stack (tests: request
-	// counters, pkg/awsfault's injected faults).
-	APIOptions []func(*middleware.Stack) error
-}
-
-// AWSConfigFromEnv reads the AWS resource names from the environment variables the
-// stack sets for the functions and `strata dev --backend aws` reads (pkg/deploy):
-// STRATA_BUCKET, STRATA_OBJECT_PREFIX, STRATA_TABLE_PREFIX.
-func AWSConfigFromEnv() AWSConfig {
-	return AWSConfig{
-		Bucket:      os.Getenv(deploy.EnvBucket),
-		Prefix:      os.Getenv(deploy.EnvObjectPrefix),
-		TablePrefix: os.Getenv(deploy.EnvTablePrefix),
-	}
-}
-
 // Runtime is a running node. Its HTTP server starts with Serve; the retention loop
 // runs from Open until Close.
 type Runtime struct {
-	cfg       Config
-	logger    *slog.Logger
-	objects   store.ObjectStore
-	meta      store.MetaStore
-	localMeta *local.MetaStore
-	log       *log.Log
-	coord     *group.Coordinator
-	groups    *metrics.Groups
-	metrics   *metrics.Metrics
-	registry  *prometheus.Registry
-	handler   http.Handler
-	ln        net.Listener
-	srv       *http.Server
+	cfg      Config
+	logger   *slog.Logger
+	node     *node.Node
+	log      *log.Log
+	coord    *group.Coordinator
+	groups   *metrics.Groups
+	metrics  *metrics.Metrics
+	registry *prometheus.Registry
+	handler  http.Handler
+	ln       net.Listener
+	srv      *http.Server
 
 	// stopping ends the waits of long polls when shutdown starts.
 	stopping   context.Context
 	stopPolls  context.CancelFunc
 	stopRetain context.CancelFunc
 	retainDone chan struct{}
-	// commits reads the sequencer's stream (aws backend only): the in-process
-	// materialiser, as the dispatch function is in AWS.
-	commits         *dynamo.CommitStream
+	// materialiseDone is closed when the materialiser of the sequencer's stream (aws
+	// backend only; the dispatch function is it in AWS) has stopped.
 	materialiseDone chan struct{}
 
 	listening    bool
@@ -191,13 +136,13 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	}
 	// The node Open serves takes many concurrent requests in one process (strata dev):
 	// group commit is on by default here, not for every user of log.Config.
-	if cfg.GroupCommitWindow == 0 {
-		cfg.GroupCommitWindow = DefaultGroupCommitWindow
+	if cfg.Node.GroupCommitWindow == 0 {
+		cfg.Node.GroupCommitWindow = DefaultGroupCommitWindow
 	}
 	if cfg.RetentionInterval == 0 {
 		cfg.RetentionInterval = DefaultRetentionInterval
 	}
-	r, err := New(ctx, cfg)
+	r, err := build(ctx, cfg, node.PartGroups|node.PartRetention|node.PartMaterializer)
 	if err != nil {
 		return nil, err
 	}
@@ -223,20 +168,28 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	retainCtx, cancel := context.WithCancel(context.Background())
 	r.stopRetain = cancel
 	r.retainDone = make(chan struct{})
-	go r.retentionLoop(retainCtx)
+	go func() {
+		defer close(r.retainDone)
+		if cfg.RetentionInterval > 0 {
+			r.node.RunRetentionLoop(retainCtx, cfg.RetentionInterval)
+		}
+	}()
 	r.materialiseDone = make(chan struct{})
-	go r.materialiseLoop(retainCtx)
+	go func() {
+		defer close(r.materialiseDone)
+		r.node.RunMaterializer(retainCtx)
+	}()
 	return r, nil
 }
 
-// New builds the node without a listener or a retention loop: it opens the stores and
-// wires the log, the coordinator and the HTTP handler. The Lambda functions use it (the
-// api function serves Handler, the retention function calls RunRetention); Close
-// releases it.
+// New builds the node without a listener or background loops: it opens the node (log,
+// coordinator, retention) and wires the HTTP handler. The api function serves Handler;
+// Close releases it.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
-	if cfg.Backend == "" {
-		cfg.Backend = BackendLocal
-	}
+	return build(ctx, cfg, node.PartGroups|node.PartRetention)
+}
+
+func build(ctx context.Context, cfg Config, parts node.Parts) (*Runtime, error) {
 	if cfg.ShutdownTimeout <= 0 {
 		cfg.ShutdownTimeout = DefaultShutdownTimeout
 	}
@@ -248,15 +201,6 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 		r.registry = prometheus.NewRegistry()
 		r.registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			r.closeStores()
-		}
-	}()
-	if err := r.openStores(ctx); err != nil {
-		return nil, err
-	}
 	m, err := metrics.New(r.registry)
 	if err != nil {
 		return nil, fmt.Errorf("runtime: register metrics: %w", err)
@@ -267,12 +211,23 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.Sink != nil {
 		logMetrics, httpMetrics = cfg.Sink, cfg.Sink
 	}
-	r.log, err = log.New(log.Config{Objects: r.objects, Meta: r.meta, Metrics: logMetrics,
-		GroupCommitWindow: max(cfg.GroupCommitWindow, 0)})
-	if err != nil {
-		return nil, fmt.Errorf("runtime: %w", err)
+	ncfg := cfg.Node
+	ncfg.Metrics, ncfg.RetentionMetrics = logMetrics, m
+	if ncfg.Logger == nil {
+		ncfg.Logger = r.logger
 	}
-	r.coord = group.New(r.meta, r.log, nil)
+	r.node, err = node.Open(ctx, ncfg, parts)
+	if err != nil {
+		return nil, err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = r.node.Close()
+		}
+	}()
+	r.log = r.node.Log()
+	r.coord = r.node.Coordinator()
 	r.groups = m.WrapGroups(r.coord)
 	if err := r.registry.Register(metrics.NewLagCollector(r.groups, 0)); err != nil {
 		return nil, fmt.Errorf("runtime: register lag collector: %w", err)
@@ -323,95 +278,6 @@ func New(ctx context.Context, cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
-func (r *Runtime) openStores(ctx context.Context) error {
-	switch r.cfg.Backend {
-	case BackendLocal:
-		if r.cfg.DataDir == "" {
-			return fmt.Errorf("%w: the local backend needs a data directory", ErrConfig)
-		}
-		objs, err := local.NewObjectStore(filepath.Join(r.cfg.DataDir, "objects"))
-		if err != nil {
-			return fmt.Errorf("runtime: %w", err)
-		}
-		meta, err := local.OpenMetaStore(filepath.Join(r.cfg.DataDir, "meta.db"))
-		if err != nil {
-			return fmt.Errorf("runtime: %w", err)
-		}
-		r.objects, r.meta, r.localMeta = objs, meta, meta
-		return nil
-	case BackendAWS:
-		return r.openAWS(ctx)
-	}
-	return fmt.Errorf("%w: unknown backend %q (want local or aws)", ErrConfig, r.cfg.Backend)
-}
-
-func (r *Runtime) openAWS(ctx context.Context) error {
-	ac := r.cfg.AWS
-	dcfg := dynamo.DefaultConfig()
-	if ac.Bucket != "" {
-		dcfg.Bucket = ac.Bucket
-	}
-	if ac.TablePrefix != "" {
-		dcfg.TablePrefix = ac.TablePrefix
-	}
-	awsCfg, err := config.LoadDefaultConfig(ctx, config.WithLogger(r.sdkLogger()))
-	if err != nil {
-		return fmt.Errorf("runtime: load AWS configuration: %w", err)
-	}
-	awsCfg.APIOptions = append(awsCfg.APIOptions, ac.APIOptions...)
-	pathStyle := ac.PathStyle || os.Getenv("AWS_ENDPOINT_URL") != "" || os.Getenv("AWS_ENDPOINT_URL_S3") != ""
-	s3c := awss3.NewFromConfig(awsCfg, func(o *awss3.Options) { o.UsePathStyle = pathStyle })
-	ddb := dynamodb.NewFromConfig(awsCfg)
-	if ac.Bootstrap {
-		if err := dynamo.Bootstrap(ctx, ddb, s3c, dcfg); err != nil {
-			return fmt.Errorf("runtime: bootstrap AWS resources: %w", err)
-		}
-	}
-	r.objects = s3store.New(s3c, dcfg.Bucket, ac.Prefix)
-	r.meta = dynamo.New(ddb, dcfg)
-	r.commits = dynamo.NewCommitStream(ddb, dynamodbstreams.NewFromConfig(awsCfg), dcfg)
-	return nil
-}
-
-// materialiseLoop indexes the commits of appenders that stopped between their commit
-// and their index write, from the sequencer table's stream (aws backend; the embedded
-// backend commits and indexes in one transaction).
-func (r *Runtime) materialiseLoop(ctx context.Context) {
-	defer close(r.materialiseDone)
-	if r.commits == nil {
-		return
-	}
-	for ctx.Err() == nil {
-		err := r.commits.Run(ctx, func(ctx context.Context, batch []store.SeqState) error {
-			_, err := r.log.Materialize(ctx, batch)
-			if err != nil && ctx.Err() == nil {
-				r.logger.Warn("materialising commits failed; the batch is retried", "error", err)
-			}
-			return err
-		})
-		if err != nil && ctx.Err() == nil {
-			r.logger.Error("reading the sequencer stream failed; retrying", "error", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-	}
-}
-
-// sdkLogger sends the SDK's log lines (by default printed to stderr, e.g. one per
-// ranged GET without a checksum) to the runtime's logger: warnings as warnings, the
-// rest at debug level.
-func (r *Runtime) sdkLogger() logging.Logger {
-	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
-		level := slog.LevelDebug
-		if c == logging.Warn {
-			level = slog.LevelWarn
-		}
-		r.logger.Log(context.Background(), level, fmt.Sprintf(format, v...), "source", "aws-sdk")
-	})
-}
-
 // Addr is the address the node listens on (the real port when Config.Addr asked for 0).
 func (r *Runtime) Addr() string {
 	if !r.listening {
@@ -427,7 +293,10 @@ func (r *Runtime) URL() string { return "http://" + r.Addr() }
 func (r *Runtime) Log() *log.Log { return r.log }
 
 // Meta is the node's metadata store (dispatch reads leases and commits from it).
-func (r *Runtime) Meta() store.MetaStore { return r.meta }
+func (r *Runtime) Meta() store.MetaStore { return r.node.Meta() }
+
+// Node is the node the runtime serves.
+func (r *Runtime) Node() *node.Node { return r.node }
 
 // Coordinator is the node's group coordinator, for in-process users. Calls through it
 // bypass the metrics wrapper; Groups counts them.
@@ -524,50 +393,12 @@ func (r *Runtime) Close(ctx context.Context) error {
 	return r.closeErr
 }
 
-func (r *Runtime) closeStores() error {
-	if r.localMeta != nil {
-		if err := r.localMeta.Close(); err != nil {
-			return fmt.Errorf("runtime: close meta store: %w", err)
-		}
-	}
-	return nil
-}
+func (r *Runtime) closeStores() error { return r.node.Close() }
 
 // RunRetention makes one retention pass now (and, on the embedded backend, the TTL
 // sweep DynamoDB does by itself).
 func (r *Runtime) RunRetention(ctx context.Context) (retention.Stats, error) {
-	job := retention.Job{Meta: r.meta, Objects: r.objects}
-	st, err := job.Run(ctx)
-	r.metrics.RetentionRun(st, err)
-	if r.localMeta != nil {
-		n, derr := r.localMeta.DeleteExpired(ctx, time.Now())
-		r.metrics.TTLDeleted(n)
-		err = errors.Join(err, derr)
-	}
-	return st, err
-}
-
-func (r *Runtime) retentionLoop(ctx context.Context) {
-	defer close(r.retainDone)
-	if r.cfg.RetentionInterval < 0 {
-		return
-	}
-	t := time.NewTicker(r.cfg.RetentionInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			st, err := r.RunRetention(ctx)
-			if err != nil && ctx.Err() == nil {
-				r.logger.Error("retention pass failed", "error", err)
-			} else if st.PartitionsMoved > 0 || st.ObjectsDeleted > 0 {
-				r.logger.Info("retention pass", "records_expired", st.RecordsExpired,
-					"objects_deleted", st.ObjectsDeleted, "entries_deleted", st.EntriesDeleted)
-			}
-		}
-	}
+	return r.node.RunRetention(ctx)
 }
 
 // drainingLog ends the wait of long polls when shutdown starts, so they answer at once

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/store/awstest"
@@ -85,7 +86,7 @@ func get(t *testing.T, url, token string) (int, string) {
 func TestServeMetricsAndRestart(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	rt, c, stop := start(t, runtime.Config{DataDir: dir})
+	rt, c, stop := start(t, runtime.Config{Node: node.Config{DataDir: dir}})
 	if !strings.HasPrefix(rt.Addr(), "127.0.0.1:") || strings.HasSuffix(rt.Addr(), ":0") {
 		t.Fatalf("Addr %q", rt.Addr())
 	}
@@ -143,7 +144,7 @@ func TestServeMetricsAndRestart(t *testing.T) {
 		t.Fatalf("long poll in flight at shutdown: %+v, %v (want an empty 200)", po.res, po.err)
 	}
 
-	_, c2, _ := start(t, runtime.Config{DataDir: dir})
+	_, c2, _ := start(t, runtime.Config{Node: node.Config{DataDir: dir}})
 	got, err := c2.Poll(ctx, "orders", 1, 0, client.PollOptions{})
 	if err != nil || len(got.Records) != 1 || string(got.Records[0].Value) != "v" {
 		t.Fatalf("after restart: %+v, %v", got, err)
@@ -158,7 +159,7 @@ func TestServeMetricsAndRestart(t *testing.T) {
 // shutdown starts is completed and acknowledged.
 func TestShutdownFinishesInFlightRequest(t *testing.T) {
 	ctx := context.Background()
-	rt, c, stop := start(t, runtime.Config{DataDir: t.TempDir()})
+	rt, c, stop := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
 	if _, err := c.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -207,7 +208,7 @@ func TestAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rt, c, _ := start(t, runtime.Config{DataDir: t.TempDir(), AuthFile: authFile})
+	rt, c, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}, AuthFile: authFile})
 	if _, err := c.ListTopics(ctx); !errors.Is(err, client.ErrUnauthorized) {
 		t.Fatalf("list without a token: %v", err)
 	}
@@ -243,7 +244,7 @@ func TestAuth(t *testing.T) {
 // POST to such a path appends nothing (a client following a redirect would re-send it).
 func TestNonCanonicalPaths(t *testing.T) {
 	ctx := context.Background()
-	rt, c, _ := start(t, runtime.Config{DataDir: t.TempDir()})
+	rt, c, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
 	if _, err := c.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -303,7 +304,7 @@ func rawRequest(t testing.TB, addr, raw string) (int, http.Header, string) {
 // passes show in the metrics.
 func TestRetentionLoop(t *testing.T) {
 	ctx := context.Background()
-	rt, c, _ := start(t, runtime.Config{DataDir: t.TempDir(), RetentionInterval: 100 * time.Millisecond})
+	rt, c, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}, RetentionInterval: 100 * time.Millisecond})
 	if _, err := c.CreateTopic(ctx, "short", client.TopicConfig{Partitions: 1, Retention: time.Second}); err != nil {
 		t.Fatal(err)
 	}
@@ -343,14 +344,14 @@ func TestRetentionLoop(t *testing.T) {
 // TestOpenErrors: bad configurations fail cleanly and leave the data directory usable.
 func TestOpenErrors(t *testing.T) {
 	ctx := context.Background()
-	if _, err := runtime.Open(ctx, runtime.Config{Backend: "nope", DataDir: t.TempDir()}); !errors.Is(err, runtime.ErrConfig) {
+	if _, err := runtime.Open(ctx, runtime.Config{Node: node.Config{Backend: "nope", DataDir: t.TempDir()}}); !errors.Is(err, runtime.ErrConfig) {
 		t.Fatalf("unknown backend: %v", err)
 	}
 	if _, err := runtime.Open(ctx, runtime.Config{}); !errors.Is(err, runtime.ErrConfig) {
 		t.Fatalf("no data dir: %v", err)
 	}
 	dir := t.TempDir()
-	if _, err := runtime.Open(ctx, runtime.Config{DataDir: dir, AuthFile: filepath.Join(dir, "missing.json")}); !errors.Is(err, runtime.ErrConfig) {
+	if _, err := runtime.Open(ctx, runtime.Config{Node: node.Config{DataDir: dir}, AuthFile: filepath.Join(dir, "missing.json")}); !errors.Is(err, runtime.ErrConfig) {
 		t.Fatalf("missing auth file: %v", err)
 	}
 	busy, err := net.Listen("tcp", "127.0.0.1:0")
@@ -358,11 +359,11 @@ func TestOpenErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer busy.Close()
-	if _, err := runtime.Open(ctx, runtime.Config{DataDir: dir, Addr: busy.Addr().String()}); err == nil {
+	if _, err := runtime.Open(ctx, runtime.Config{Node: node.Config{DataDir: dir}, Addr: busy.Addr().String()}); err == nil {
 		t.Fatal("opened on an address in use")
 	}
 	// Every failed Open closed the meta store, so the directory opens again at once.
-	rt, err := runtime.Open(ctx, runtime.Config{DataDir: dir, Addr: "127.0.0.1:0"})
+	rt, err := runtime.Open(ctx, runtime.Config{Node: node.Config{DataDir: dir}, Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,8 +403,8 @@ func TestAWSBackend(t *testing.T) {
 		_ = dynamo.Teardown(ctx, awstest.DynamoDBClient(ctx, t), dcfg)
 		_ = s3store.DeleteBucket(ctx, awstest.S3Client(ctx, t), dcfg.Bucket)
 	})
-	_, c, _ := start(t, runtime.Config{Backend: runtime.BackendAWS,
-		AWS: runtime.AWSConfig{Bucket: dcfg.Bucket, TablePrefix: dcfg.TablePrefix, Prefix: "node/", Bootstrap: true}})
+	_, c, _ := start(t, runtime.Config{Node: node.Config{Backend: node.BackendAWS,
+		AWS: node.AWSConfig{Bucket: dcfg.Bucket, TablePrefix: dcfg.TablePrefix, ObjectPrefix: "node/", Bootstrap: true}}})
 	if _, err := c.CreateTopic(ctx, "orders", client.TopicConfig{Partitions: 2}); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
@@ -58,7 +59,7 @@ func do(t *testing.T, method, url, body string, headers ...string) (int, http.He
 // non-browser clients pass.
 func TestCrossSiteRequestsRefused(t *testing.T) {
 	ctx := context.Background()
-	rt, c, _ := start(t, runtime.Config{DataDir: t.TempDir(), Console: true})
+	rt, c, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}, Console: true})
 	if _, err := c.CreateTopic(ctx, "orders", client.TopicConfig{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}
@@ -133,14 +134,14 @@ func TestCrossSiteRequestsRefused(t *testing.T) {
 // TestAllowedHosts (issue 19, item 1): a name the operator allows is answered; others
 // still are not; "*" answers every Host.
 func TestAllowedHosts(t *testing.T) {
-	rt, _, _ := start(t, runtime.Config{DataDir: t.TempDir(), AllowedHosts: []string{"strata.internal"}})
+	rt, _, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}, AllowedHosts: []string{"strata.internal"}})
 	if s, _, b := do(t, "GET", rt.URL()+"/v1/topics", "", "Host: Strata.Internal:4580"); s != 200 {
 		t.Errorf("allowed name: %d %s", s, b)
 	}
 	if s, _, b := do(t, "GET", rt.URL()+"/v1/topics", "", "Host: other.internal"); s != 403 {
 		t.Errorf("other name: %d %s", s, b)
 	}
-	anyHost, _, _ := start(t, runtime.Config{DataDir: t.TempDir(), AllowedHosts: []string{"*"}})
+	anyHost, _, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}, AllowedHosts: []string{"*"}})
 	if s, _, b := do(t, "GET", anyHost.URL()+"/v1/topics", "", "Host: whatever.example"); s != 200 {
 		t.Errorf("with *: %d %s", s, b)
 	}
@@ -151,7 +152,7 @@ func TestAllowedHosts(t *testing.T) {
 // requests) has no Host or Origin check; the Content-Type rule is the contract's and
 // holds there too.
 func TestHandlerBehindAPIGatewayAnswersAnyHost(t *testing.T) {
-	rt, err := runtime.New(context.Background(), runtime.Config{DataDir: t.TempDir()})
+	rt, err := runtime.New(context.Background(), runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +188,7 @@ func TestInflightAppendBytesBounded(t *testing.T) {
 		{"principal", runtime.Config{}, http.StatusTooManyRequests},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := runtime.Config{DataDir: t.TempDir()}
+			cfg := runtime.Config{Node: node.Config{DataDir: t.TempDir()}}
 			if tc.status == http.StatusServiceUnavailable {
 				cfg.Inflight.ServerBytes, cfg.Inflight.PrincipalBytes = 1<<20, -1
 			} else {
@@ -258,7 +259,7 @@ func TestInflightAppendBytesBounded(t *testing.T) {
 // (CSP frame-ancestors 'none' and X-Frame-Options: DENY), and API answers, errors
 // included, carry X-Content-Type-Options: nosniff.
 func TestConsoleCannotBeFramed(t *testing.T) {
-	rt, _, _ := start(t, runtime.Config{DataDir: t.TempDir(), Console: true})
+	rt, _, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}, Console: true})
 	for _, path := range []string{"/console/", "/console/console.js"} {
 		status, h, _ := do(t, "GET", rt.URL()+path, "")
 		if status != 200 || !strings.Contains(h.Get("Content-Security-Policy"), "frame-ancestors 'none'") || h.Get("X-Frame-Options") != "DENY" {
@@ -281,7 +282,7 @@ func TestInflightBoundUnderBurst(t *testing.T) {
 	if testing.Short() {
 		t.Skip("sends 256 MiB")
 	}
-	rt, c, _ := start(t, runtime.Config{DataDir: t.TempDir()})
+	rt, c, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
 	ctx := context.Background()
 	if _, err := c.CreateTopic(ctx, "big", client.TopicConfig{Partitions: 1}); err != nil {
 		t.Fatal(err)
@@ -365,7 +366,7 @@ func TestShortTokenRefusedAtStart(t *testing.T) {
 		if err := os.WriteFile(auth, []byte(`{"principals": {"`+tc.token+`": {"name": "ops", "allow": []}}}`), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		rt, err := runtime.Open(context.Background(), runtime.Config{DataDir: t.TempDir(), AuthFile: auth, Addr: "127.0.0.1:0", RetentionInterval: -1})
+		rt, err := runtime.Open(context.Background(), runtime.Config{Node: node.Config{DataDir: t.TempDir()}, AuthFile: auth, Addr: "127.0.0.1:0", RetentionInterval: -1})
 		if tc.ok {
 			if err != nil {
 				t.Fatalf("%q: %v", tc.token, err)

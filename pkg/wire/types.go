@@ -3,10 +3,11 @@ package wire
 // The JSON shapes of docs/API.md as the SDK sends and reads them. Bytes are base64
 // (standard, padded) strings; optional request fields are omitted when unset.
 
-// TopicCreate is a JSON shape of the contract.
+// TopicCreate is a JSON shape of the contract. Partitions 0 is left out: the node's
+// default partition count applies.
 type TopicCreate struct {
 	Name        string `json:"name"`
-	Partitions  int32  `json:"partitions"`
+	Partitions  int32  `json:"partitions,omitempty"`
 	RetentionMs *int64 `json:"retention_ms,omitempty"`
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/stratalog/strata/pkg/awscount"
 	"github.com/stratalog/strata/pkg/cost"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/store/dynamo"
 	s3store "github.com/stratalog/strata/pkg/store/s3"
 )
@@ -153,12 +154,21 @@ func Run(ctx context.Context, cfg aws.Config, opt Options) (Result, error) {
 		_ = s3store.DeleteBucket(cctx, s3c, dcfg.Bucket)
 		_ = dynamo.Teardown(cctx, ddb, dcfg)
 	}()
-	objects, meta := s3store.New(s3c, dcfg.Bucket, ""), dynamo.New(ddb, dcfg)
-	lg, err := log.New(log.Config{Objects: objects, Meta: meta})
+	// Two nodes on the same stores, through the composition root the functions use:
+	// one writing every append on its own, one group-committing.
+	open := func(window time.Duration) (*log.Log, error) {
+		n, err := node.Open(ctx, node.Config{Backend: node.BackendAWS, GroupCommitWindow: window,
+			AWS: node.AWSConfig{SDK: &cfg, Bucket: dcfg.Bucket, TablePrefix: dcfg.TablePrefix}}, node.PartLog)
+		if err != nil {
+			return nil, fmt.Errorf("measure: %w", err)
+		}
+		return n.Log(), nil
+	}
+	lg, err := open(0)
 	if err != nil {
 		return Result{}, err
 	}
-	glg, err := log.New(log.Config{Objects: objects, Meta: meta, GroupCommitWindow: opt.GroupWindow})
+	glg, err := open(opt.GroupWindow)
 	if err != nil {
 		return Result{}, err
 	}

@@ -18,11 +18,15 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/stratalog/strata/pkg/deploy"
 )
 
 const (
-	// EnvEndpoint names the variable holding the emulator's URL, e.g. http://127.0.0.1:4566.
-	EnvEndpoint = "STRATA_AWS_ENDPOINT"
+	// EnvEndpoint names the variable holding the emulator's URL, e.g.
+	// http://127.0.0.1:4566: the SDK's own, as `strata dev` reads it; the test scripts'
+	// STRATA_AWS_ENDPOINT is its alias (deploy.Endpoint reconciles the two).
+	EnvEndpoint = deploy.EnvEndpoint
 	// EnvRequire names the variable that, set to 1, turns a missing emulator from a skip
 	// into a failure (CI sets it so emulator tests can never silently not run).
 	EnvRequire = "STRATA_REQUIRE_EMULATOR"
@@ -30,8 +34,9 @@ const (
 	Region = "us-east-1"
 )
 
-// Endpoint returns the emulator URL from STRATA_AWS_ENDPOINT after checking that it is a
-// loopback address that accepts connections. When it is unset or nothing answers, the
+// Endpoint returns the emulator URL from AWS_ENDPOINT_URL (or its alias
+// STRATA_AWS_ENDPOINT) after checking that it is a loopback address that accepts
+// connections. When it is unset or nothing answers, the
 // test is skipped, or failed when STRATA_REQUIRE_EMULATOR=1. A non-loopback endpoint
 // always fails the test: tests must never reach a real AWS account.
 func Endpoint(t testing.TB) string {
@@ -41,7 +46,7 @@ func Endpoint(t testing.TB) string {
 
 func endpoint(ctx context.Context, t testing.TB) string {
 	t.Helper()
-	raw := os.Getenv(EnvEndpoint)
+	raw := deploy.Endpoint(os.Getenv)
 	if raw == "" {
 		unavailable(t, EnvEndpoint+" is not set (run `bash localstack/start.sh` and export "+
 			EnvEndpoint+"=http://127.0.0.1:4566)")

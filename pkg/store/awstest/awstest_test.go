@@ -5,6 +5,8 @@ import (
 	"net"
 	"strings"
 	"testing"
+
+	"github.com/stratalog/strata/pkg/deploy"
 )
 
 // recorder is a testing.TB that records Skipf and Fatalf and stops the calling goroutine's
@@ -68,6 +70,7 @@ func TestEndpoint(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(EnvEndpoint, tc.endpoint)
+			t.Setenv(deploy.EnvEndpointAlias, "")
 			t.Setenv(EnvRequire, tc.require)
 			ep, r := runEndpoint(t)
 			switch {

@@ -98,7 +98,7 @@ func mapError(op string, err error) error {
 	}
 	var rnf *types.ResourceNotFoundException
 	if errors.As(err, &rnf) {
-		return fmt.Errorf("dynamo: %s: table missing (run Bootstrap or deploy the stack): %w", op, err)
+		return fmt.Errorf("dynamo: %s: table missing (deploy the stack, or create the tables and bucket with `strata dev --backend aws --bootstrap`): %w", op, err)
 	}
 	var apiErr smithy.APIError
 	if errors.As(err, &apiErr) && retryableCode(apiErr.ErrorCode()) {

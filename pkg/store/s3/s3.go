@@ -193,7 +193,7 @@ func mapError(op, key string, err error) error {
 	if errors.As(err, &apiErr) {
 		switch apiErr.ErrorCode() {
 		case "NoSuchBucket":
-			return fmt.Errorf("s3: %s %q: bucket missing (run the bootstrap): %w", op, key, err)
+			return fmt.Errorf("s3: %s %q: bucket missing (deploy the stack, or create the tables and bucket with `strata dev --backend aws --bootstrap`): %w", op, key, err)
 		case "NoSuchKey", "NotFound":
 			return fmt.Errorf("s3: %s %q: %w: %w", op, key, store.ErrNotFound, err)
 		case "PreconditionFailed", "ConditionalRequestConflict":

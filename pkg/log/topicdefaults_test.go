@@ -1,0 +1,96 @@
+package log_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// TestCreateTopicDefaultsAndMaxRetention: partitions and retention left out take the
+// configured defaults; a retention above the maximum is refused naming the maximum and
+// creates nothing.
+func TestCreateTopicDefaultsAndMaxRetention(t *testing.T) {
+	week := 7 * 24 * time.Hour
+	for _, c := range []struct {
+		name           string
+		defaults       log.TopicDefaults
+		partitions     int32
+		retention      time.Duration
+		wantPartitions int32
+		wantRetention  time.Duration
+		refused        bool
+	}{
+		{"built-in defaults", log.TopicDefaults{}, 0, 0, log.DefaultPartitions, log.DefaultRetention, false},
+		{"configured defaults", log.TopicDefaults{Partitions: 8, Retention: 48 * time.Hour}, 0, 0, 8, 48 * time.Hour, false},
+		{"explicit values win", log.TopicDefaults{Partitions: 8, Retention: 48 * time.Hour}, 2, time.Hour, 2, time.Hour, false},
+		{"at the maximum", log.TopicDefaults{MaxRetention: week}, 1, week, 1, week, false},
+		{"30 days on a 7-day stack", log.TopicDefaults{MaxRetention: week}, 1, 30 * 24 * time.Hour, 0, 0, true},
+		{"no maximum", log.TopicDefaults{}, 1, 365 * 24 * time.Hour, 1, 365 * 24 * time.Hour, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := backendtest.Local(context.Background(), t)
+			l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, Topics: c.defaults})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			got, err := l.CreateTopic(ctx, "orders", c.partitions, c.retention)
+			if c.refused {
+				if !errors.Is(err, log.ErrInvalid) || !strings.Contains(err.Error(), "maximum retention_ms 604800000") {
+					t.Fatalf("err = %v, want ErrInvalid naming the maximum", err)
+				}
+				if _, err := l.Topic(ctx, "orders"); !errors.Is(err, log.ErrTopicNotFound) && !errors.Is(err, store.ErrNotFound) {
+					t.Fatalf("refused topic exists: %v", err)
+				}
+				return
+			}
+			if err != nil || got.Partitions != c.wantPartitions || got.Retention != c.wantRetention {
+				t.Fatalf("%+v, %v; want %d partitions, %s", got, err, c.wantPartitions, c.wantRetention)
+			}
+		})
+	}
+}
+
+func TestTopicDefaultsValidate(t *testing.T) {
+	for _, d := range []log.TopicDefaults{
+		{Partitions: -1}, {Partitions: log.MaxPartitions + 1}, {Retention: time.Millisecond},
+		{MaxRetention: time.Millisecond}, {MaxRetention: time.Hour}, // default 24h above it
+		{Retention: 48 * time.Hour, MaxRetention: 24 * time.Hour},
+	} {
+		s := backendtest.Local(context.Background(), t)
+		if _, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, Topics: d}); err == nil {
+			t.Errorf("%+v accepted", d)
+		}
+	}
+}
+
+// TestMissingObjectAboveLogStart: an object missing above the log start (a lifecycle
+// rule expired it early) is corruption, and the message says it is above the log start,
+// not below it.
+func TestMissingObjectAboveLogStart(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		l := newLog(t, s)
+		mustTopic(t, l, "t", 1)
+		p := int32(0)
+		if _, err := l.Append(ctx, "t", []log.Record{{Value: []byte("a"), Partition: &p}}, log.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Objects.List(ctx, "v1/t/", func(o store.ObjectInfo) error { return s.Objects.Delete(ctx, o.Key) }); err != nil {
+			t.Fatal(err)
+		}
+		_, err := l.Poll(ctx, "t", 0, 0, log.PollOptions{})
+		if !errors.Is(err, log.ErrCorrupt) {
+			t.Fatalf("err = %v, want ErrCorrupt", err)
+		}
+		if msg := err.Error(); strings.Contains(msg, "below the log start") || !strings.Contains(msg, "offset 0 is missing, above the log start 0") {
+			t.Fatalf("message %q does not say the object above the log start is missing", msg)
+		}
+	})
+}

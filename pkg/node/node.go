@@ -1,0 +1,405 @@
+// Package node is Strata's one composition root: it turns a typed Config into a node —
+// the stores (embedded files + bbolt, or S3 + DynamoDB), the log, the group coordinator,
+// the materialiser of the sequencer's stream and the retention pass — building only the
+// parts its caller asks for. FromEnv is the only reader of the STRATA_* variables and of
+// the AWS endpoint variables (names in pkg/deploy). `strata dev` (through pkg/runtime),
+// every function main, pkg/lambdaconsumer's default backend, the cost tool and the test
+// harnesses open their nodes here.
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	awss3 "github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/smithy-go/logging"
+	"github.com/aws/smithy-go/middleware"
+
+	"github.com/stratalog/strata/pkg/awsfault"
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/retention"
+	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/store/dynamo"
+	"github.com/stratalog/strata/pkg/store/local"
+	s3store "github.com/stratalog/strata/pkg/store/s3"
+)
+
+// Backend names for Config.Backend.
+const (
+	BackendLocal = "local"
+	BackendAWS   = "aws"
+)
+
+// ErrConfig is returned for a configuration a node cannot run with.
+var ErrConfig = errors.New("node: bad configuration")
+
+// Config describes one node. The zero value of every field but DataDir (with the local
+// backend) takes a default.
+type Config struct {
+	// Backend is "local" (default) or "aws".
+	Backend string
+	// DataDir holds the embedded backend: DataDir/objects and DataDir/meta.db.
+	DataDir string
+	// AWS configures the aws backend.
+	AWS AWSConfig
+	// Topics are the defaults and the maximum retention the log applies to new topics.
+	Topics log.TopicDefaults
+	// GroupCommitWindow, when positive, is the log's group-commit window
+	// (log.Config.GroupCommitWindow); zero or negative writes every append on its own.
+	GroupCommitWindow time.Duration
+	// Metrics receives the log's observations; none when nil.
+	Metrics log.Metrics
+	// RetentionMetrics receives each retention pass's results; none when nil.
+	RetentionMetrics RetentionMetrics
+	// Logger receives the SDK's log lines and the background loops' failures; nil
+	// discards them.
+	Logger *slog.Logger
+	// Function holds the settings only a function reads (FromEnv fills it in).
+	Function FunctionSettings
+}
+
+// FunctionSettings are the settings of the stack that configure a function rather than
+// the node it opens.
+type FunctionSettings struct {
+	// Grants are the api's grants by IAM principal (none: every caller is refused
+	// unless EveryPrincipalAdmin).
+	Grants []deploy.Grant
+	// EveryPrincipalAdmin opts the api out of authorization: every principal API
+	// Gateway admitted may do everything.
+	EveryPrincipalAdmin bool
+	// Subscriptions are dispatch's subscriptions.
+	Subscriptions []deploy.Subscription
+	// SubscriptionsPath is where dispatch reads attached subscriptions ("" for none).
+	SubscriptionsPath string
+	// Topic and Group are the only ones a consumer function accepts ("" accepts any).
+	Topic, Group string
+	// BusinessTable is the example consumer's table (default deploy.BusinessDefaultTable).
+	BusinessTable string
+	// MetricsNamespace is the EMF namespace (default deploy.MetricsNamespace).
+	MetricsNamespace string
+}
+
+// AWSConfig names the AWS resources and how to reach them. Without SDK, the SDK's default
+// configuration chain supplies credentials and region.
+type AWSConfig struct {
+	// Bucket holds segment objects (default dynamo.DefaultConfig().Bucket).
+	Bucket string
+	// ObjectPrefix is prepended to every object key (default none).
+	ObjectPrefix string
+	// TablePrefix is prepended to every table name (default dynamo.DefaultConfig()).
+	TablePrefix string
+	// Endpoint, when set, is where every client goes (an emulator); S3 is then
+	// addressed path-style.
+	Endpoint string
+	// Bootstrap creates the bucket and tables when missing (emulators, development).
+	Bootstrap bool
+	// PathStyle addresses S3 as endpoint/bucket/key (forced on with an Endpoint).
+	PathStyle bool
+	// APIOptions are added to every SDK client's middleware stack (tests: request
+	// counters).
+	APIOptions []func(*middleware.Stack) error
+	// Faults, when set, injects AWS faults into the node's requests (a testing aid).
+	Faults *awsfault.Injector
+	// SDK, when set, is the SDK configuration to use instead of loading the default
+	// chain (tests and the cost tool on an emulator, with static credentials).
+	SDK *aws.Config
+}
+
+// RetentionMetrics receives the outcome of retention passes (*metrics.Metrics has it).
+type RetentionMetrics interface {
+	RetentionRun(st retention.Stats, err error)
+	TTLDeleted(n int)
+}
+
+// Parts says which parts of a node Open builds beyond the stores.
+type Parts uint8
+
+// The parts of a node. Groups and Materializer imply Log.
+const (
+	// PartLog is the partitioned log.
+	PartLog Parts = 1 << iota
+	// PartGroups is the group coordinator.
+	PartGroups
+	// PartMaterializer reads the sequencer's stream (aws backend) to index the commits
+	// of appenders that stopped between their commit and their index write.
+	PartMaterializer
+	// PartRetention is the retention pass.
+	PartRetention
+)
+
+// Node is an opened node: its stores and the parts asked for.
+type Node struct {
+	cfg       Config
+	parts     Parts
+	logger    *slog.Logger
+	objects   store.ObjectStore
+	meta      store.MetaStore
+	localMeta *local.MetaStore
+	log       *log.Log
+	coord     *group.Coordinator
+	commits   *dynamo.CommitStream
+	awsCfg    *aws.Config
+}
+
+// Open opens the stores of cfg and builds the parts asked for. Close releases them.
+func Open(ctx context.Context, cfg Config, parts Parts) (*Node, error) {
+	if cfg.Backend == "" {
+		cfg.Backend = BackendLocal
+	}
+	if parts&(PartGroups|PartMaterializer) != 0 {
+		parts |= PartLog
+	}
+	n := &Node{cfg: cfg, parts: parts, logger: cfg.Logger}
+	if n.logger == nil {
+		n.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := cfg.Topics.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	if err := n.openStores(ctx); err != nil {
+		_ = n.Close()
+		return nil, err
+	}
+	if parts&PartLog != 0 {
+		var err error
+		n.log, err = log.New(log.Config{Objects: n.objects, Meta: n.meta, Metrics: cfg.Metrics,
+			GroupCommitWindow: max(cfg.GroupCommitWindow, 0), Topics: cfg.Topics})
+		if err != nil {
+			_ = n.Close()
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+	}
+	if parts&PartGroups != 0 {
+		n.coord = group.New(n.meta, n.log, nil)
+	}
+	return n, nil
+}
+
+func (n *Node) openStores(ctx context.Context) error {
+	switch n.cfg.Backend {
+	case BackendLocal:
+		if n.cfg.DataDir == "" {
+			return fmt.Errorf("%w: the local backend needs a data directory", ErrConfig)
+		}
+		if n.cfg.AWS.Faults != nil {
+			return fmt.Errorf("%w: %s applies to the aws backend only", ErrConfig, awsfault.EnvRate)
+		}
+		objs, err := local.NewObjectStore(filepath.Join(n.cfg.DataDir, "objects"))
+		if err != nil {
+			return fmt.Errorf("node: %w", err)
+		}
+		meta, err := local.OpenMetaStore(filepath.Join(n.cfg.DataDir, "meta.db"))
+		if err != nil {
+			return fmt.Errorf("node: %w", err)
+		}
+		n.objects, n.meta, n.localMeta = objs, meta, meta
+		return nil
+	case BackendAWS:
+		return n.openAWS(ctx)
+	}
+	return fmt.Errorf("%w: unknown backend %q (want %s or %s)", ErrConfig, n.cfg.Backend, BackendLocal, BackendAWS)
+}
+
+// DynamoConfig is the table and bucket naming of c: its names over
+// dynamo.DefaultConfig().
+func (c AWSConfig) DynamoConfig() dynamo.Config {
+	dcfg := dynamo.DefaultConfig()
+	if c.Bucket != "" {
+		dcfg.Bucket = c.Bucket
+	}
+	if c.TablePrefix != "" {
+		dcfg.TablePrefix = c.TablePrefix
+	}
+	return dcfg
+}
+
+// LoadSDK returns the SDK configuration of c, loaded once per call: c.SDK or the default
+// chain, pointed at c.Endpoint, with c's middleware and faults added and the SDK's log
+// lines sent to logger (nil discards them).
+func (c AWSConfig) LoadSDK(ctx context.Context, logger *slog.Logger) (aws.Config, error) {
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	var awsCfg aws.Config
+	if c.SDK != nil {
+		awsCfg = c.SDK.Copy()
+	} else {
+		var err error
+		if awsCfg, err = config.LoadDefaultConfig(ctx, config.WithLogger(sdkLogger(logger))); err != nil {
+			return aws.Config{}, fmt.Errorf("node: load AWS configuration (credentials and region: the SDK's default chain, "+
+				"e.g. AWS_PROFILE or AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, and AWS_REGION): %w", err)
+		}
+	}
+	if c.Endpoint != "" {
+		awsCfg.BaseEndpoint = aws.String(c.Endpoint)
+	}
+	awsCfg.APIOptions = append(append([]func(*middleware.Stack) error(nil), awsCfg.APIOptions...), c.APIOptions...)
+	if c.Faults != nil {
+		awsCfg.APIOptions = append(awsCfg.APIOptions, c.Faults.Middleware)
+	}
+	if awsCfg.Region == "" {
+		return aws.Config{}, fmt.Errorf("%w: no AWS region: set AWS_REGION (or a profile's region)", ErrConfig)
+	}
+	return awsCfg, nil
+}
+
+// S3Client returns the S3 client of awsCfg as c addresses it (path-style with an
+// endpoint, as emulators on 127.0.0.1 need).
+func (c AWSConfig) S3Client(awsCfg aws.Config) *awss3.Client {
+	pathStyle := c.PathStyle || c.Endpoint != "" || c.SDK != nil && c.SDK.BaseEndpoint != nil
+	return awss3.NewFromConfig(awsCfg, func(o *awss3.Options) { o.UsePathStyle = o.UsePathStyle || pathStyle })
+}
+
+func (n *Node) openAWS(ctx context.Context) error {
+	ac := n.cfg.AWS
+	dcfg := ac.DynamoConfig()
+	awsCfg, err := ac.LoadSDK(ctx, n.logger)
+	if err != nil {
+		return err
+	}
+	n.awsCfg = &awsCfg
+	s3c := ac.S3Client(awsCfg)
+	ddb := dynamodb.NewFromConfig(awsCfg)
+	if ac.Bootstrap {
+		if err := dynamo.Bootstrap(ctx, ddb, s3c, dcfg); err != nil {
+			return fmt.Errorf("node: bootstrap AWS resources: %w", err)
+		}
+	}
+	n.objects = s3store.New(s3c, dcfg.Bucket, ac.ObjectPrefix)
+	n.meta = dynamo.New(ddb, dcfg)
+	if n.parts&PartMaterializer != 0 {
+		n.commits = dynamo.NewCommitStream(ddb, dynamodbstreams.NewFromConfig(awsCfg), dcfg)
+	}
+	return nil
+}
+
+// sdkLogger sends the SDK's log lines (by default printed to stderr, e.g. one per
+// ranged GET without a checksum) to logger: warnings as warnings, the rest at debug.
+func sdkLogger(logger *slog.Logger) logging.Logger {
+	return logging.LoggerFunc(func(c logging.Classification, format string, v ...any) {
+		level := slog.LevelDebug
+		if c == logging.Warn {
+			level = slog.LevelWarn
+		}
+		logger.Log(context.Background(), level, fmt.Sprintf(format, v...), "source", "aws-sdk")
+	})
+}
+
+// Config is the configuration the node was opened with (Backend defaulted).
+func (n *Node) Config() Config { return n.cfg }
+
+// Objects is the node's object store.
+func (n *Node) Objects() store.ObjectStore { return n.objects }
+
+// Meta is the node's metadata store.
+func (n *Node) Meta() store.MetaStore { return n.meta }
+
+// Log is the node's log; nil unless Open was asked for PartLog.
+func (n *Node) Log() *log.Log { return n.log }
+
+// Coordinator is the node's group coordinator; nil unless asked for PartGroups.
+func (n *Node) Coordinator() *group.Coordinator { return n.coord }
+
+// CommitStream is the reader of the sequencer table's stream (aws backend, opened with
+// PartMaterializer); nil otherwise.
+func (n *Node) CommitStream() *dynamo.CommitStream { return n.commits }
+
+// AWS is the SDK configuration the stores use (loaded once; dispatch builds its Lambda
+// client from it); false on the local backend.
+func (n *Node) AWS() (aws.Config, bool) {
+	if n.awsCfg == nil {
+		return aws.Config{}, false
+	}
+	return *n.awsCfg, true
+}
+
+// RunRetention makes one retention pass now (and, on the embedded backend, the TTL
+// sweep DynamoDB does by itself). It needs PartRetention.
+func (n *Node) RunRetention(ctx context.Context) (retention.Stats, error) {
+	if n.parts&PartRetention == 0 {
+		return retention.Stats{}, errors.New("node: RunRetention needs a node opened with PartRetention")
+	}
+	job := retention.Job{Meta: n.meta, Objects: n.objects}
+	st, err := job.Run(ctx)
+	rm := n.cfg.RetentionMetrics
+	if rm != nil {
+		rm.RetentionRun(st, err)
+	}
+	if n.localMeta != nil {
+		d, derr := n.localMeta.DeleteExpired(ctx, time.Now())
+		if rm != nil {
+			rm.TTLDeleted(d)
+		}
+		err = errors.Join(err, derr)
+	}
+	return st, err
+}
+
+// RunRetentionLoop runs a retention pass every interval until ctx ends.
+func (n *Node) RunRetentionLoop(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			st, err := n.RunRetention(ctx)
+			if err != nil && ctx.Err() == nil {
+				n.logger.Error("retention pass failed", "error", err)
+			} else if st.PartitionsMoved > 0 || st.ObjectsDeleted > 0 {
+				n.logger.Info("retention pass", "records_expired", st.RecordsExpired,
+					"objects_deleted", st.ObjectsDeleted, "entries_deleted", st.EntriesDeleted)
+			}
+		}
+	}
+}
+
+// RunMaterializer indexes, until ctx ends, the commits of appenders that stopped between
+// their commit and their index write, from the sequencer table's stream (aws backend
+// with PartMaterializer, as the dispatch function does in AWS; it returns at once
+// otherwise: the embedded backend commits and indexes in one transaction).
+func (n *Node) RunMaterializer(ctx context.Context) {
+	if n.commits == nil {
+		return
+	}
+	for ctx.Err() == nil {
+		err := n.commits.Run(ctx, func(ctx context.Context, batch []store.SeqState) error {
+			_, err := n.log.Materialize(ctx, batch)
+			if err != nil && ctx.Err() == nil {
+				n.logger.Warn("materialising commits failed; the batch is retried", "error", err)
+			}
+			return err
+		})
+		if err != nil && ctx.Err() == nil {
+			n.logger.Error("reading the sequencer stream failed; retrying", "error", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+// Close releases the stores. It is safe to call more than once.
+func (n *Node) Close() error {
+	if n.localMeta != nil {
+		m := n.localMeta
+		n.localMeta = nil
+		if err := m.Close(); err != nil {
+			return fmt.Errorf("node: close meta store: %w", err)
+		}
+	}
+	return nil
+}
