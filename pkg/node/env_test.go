@@ -48,6 +48,7 @@ var sample = map[string]string{
 	deploy.EnvGroupCommitWindow:   "3ms",
 	deploy.EnvGrants:              `{"arn:aws:iam::1:role/*":[{"resource":"topic:*","ops":["read"]}]}`,
 	deploy.EnvSubscriptions:       `[{"topic":"orders","group":"g","function":"f"}]`,
+	deploy.EnvSubscriptionsPath:   "/strata/t-subscriptions",
 	deploy.EnvEveryPrincipalAdmin: "1",
 	deploy.EnvTopic:               "orders",
 	deploy.EnvGroup:               "g",
