@@ -42,7 +42,9 @@ type Job struct {
 	// ObjectMargin delays deleting a segment object past its name's time plus retention
 	// (default 5m). The log commits an object only within its commit window (1m) of that
 	// time, so by then every entry referring to it is below the log start; the rest of
-	// the margin covers clock skew between hosts.
+	// the margin covers clock skew between hosts. For the same reason a gap in the index
+	// (a commit not materialised) is passed only once the entry after it is older than
+	// the cutoff by this margin.
 	ObjectMargin time.Duration
 }
 
@@ -107,10 +109,13 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 }
 
 // partition advances one partition's log start past its expired entries and deletes
-// them. Offsets below the first entry at or after the log start whose entries are gone
-// (DynamoDB's TTL after a long outage) or not yet materialised count as expired only when
-// a later expired commit proves them older than the cutoff: the first entry found, or
-// the counter's newest commit when no entry is left.
+// them. Offsets without an entry (gone to DynamoDB's TTL after a long outage, or a
+// commit not materialised yet) count as expired only when their age is proven: a commit
+// in a gap was made before the commit of the entry after it (offsets follow commit
+// order), which landed at most the commit window after its object's name time, so the
+// gap is older than that entry's time plus the object margin (the commit window and
+// clock skew between hosts). A gap is passed only when that bound is below the cutoff;
+// with no entry left, the counter's newest commit is the later commit.
 func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time.Time, st *Stats) error {
 	id := t.ID()
 	seq, err := j.Meta.Sequencer(ctx, id, p)
@@ -119,6 +124,7 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time
 	}
 	start, end := seq.LogStart, seq.NextOffset
 	newStart := start
+	gapCutoff := cutoff.Add(-j.margin())
 	var expired []store.IndexEntry
 	for from := start; from < end; {
 		page, err := j.Meta.IndexEntries(ctx, id, p, from, pageSize)
@@ -135,6 +141,11 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time
 			if e.AppendedAt.After(cutoff) {
 				break
 			}
+			if e.BaseOffset > from && e.AppendedAt.After(gapCutoff) {
+				// A gap before an expired entry: the commit in it may have landed up to
+				// the commit window after this entry's time, so it may still be live.
+				break
+			}
 			expired = append(expired, e)
 			newStart = max(newStart, e.End())
 			from = e.End()
@@ -144,9 +155,9 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time
 			break
 		}
 	}
-	if len(expired) == 0 && newStart < end && seq.Last != nil && !seq.Last.Entry.AppendedAt.After(cutoff) {
-		// Nothing indexed at or after the log start, and the newest commit is expired:
-		// every offset below the high watermark is.
+	if len(expired) == 0 && newStart < end && seq.Last != nil && !seq.Last.Entry.AppendedAt.After(gapCutoff) {
+		// Nothing indexed at or after the log start, and the newest commit is expired
+		// with the gap rule's margin: every offset below the high watermark is.
 		if es, err := j.Meta.IndexEntries(ctx, id, p, start, 2); err == nil && !anyAtOrAfter(es, start) {
 			newStart = end
 		} else if err != nil {

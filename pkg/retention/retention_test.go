@@ -187,6 +187,57 @@ func TestFreshGapKept(t *testing.T) {
 	})
 }
 
+// TestGapNotPassedUntilItsAgeIsProven (issue 18 item 10): an entry's time is its
+// object's name time, and a commit may land up to the commit window later, so the
+// commit in a gap before a just-expired entry may be a newer, live one (its appender
+// stalled between PUT and commit, or its clock is behind). The gap holds the log start
+// until the entry after it is older than the cutoff by the object margin.
+func TestGapNotPassedUntilItsAgeIsProven(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		f := newFixture(t, s)
+		f.append(t, 2)
+		// Offset 0's commit is not materialised (its entry is missing).
+		if err := s.Meta.DeleteIndexEntry(context.Background(), "r", 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		job := retention.Job{ObjectMargin: 5 * time.Minute}
+		f.now = t0.Add(time.Hour + 30*time.Second) // entry 1 expired 30 s ago
+		if st := f.run(t, job); st.PartitionsMoved != 0 {
+			t.Fatalf("a gap of unproven age was passed: %+v", st)
+		}
+		if start, _ := f.bounds(t); start != 0 {
+			t.Fatalf("log start %d, want 0 (the gap's commit may be live)", start)
+		}
+		f.now = t0.Add(time.Hour + 5*time.Minute) // proven: entry 1 is past cutoff + margin
+		f.run(t, job)
+		if start, hw := f.bounds(t); start != 2 || hw != 2 {
+			t.Fatalf("bounds [%d, %d) once the gap's age is proven, want [2, 2)", start, hw)
+		}
+	})
+}
+
+// TestNewestCommitProvesGapOnlyPastMargin (issue 18 item 10): with no entry left, the
+// newest commit's time proves the offsets below it expired only past the margin too.
+func TestNewestCommitProvesGapOnlyPastMargin(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		f := newFixture(t, s)
+		f.append(t, 1)
+		if err := s.Meta.DeleteIndexEntry(context.Background(), "r", 0, 0); err != nil {
+			t.Fatal(err)
+		}
+		job := retention.Job{ObjectMargin: 5 * time.Minute}
+		f.now = t0.Add(time.Hour + 30*time.Second)
+		if st := f.run(t, job); st.PartitionsMoved != 0 {
+			t.Fatalf("offsets of unproven age passed on the newest commit's time: %+v", st)
+		}
+		f.now = t0.Add(time.Hour + 5*time.Minute)
+		f.run(t, job)
+		if start, _ := f.bounds(t); start != 1 {
+			t.Fatalf("log start %d once proven, want 1", start)
+		}
+	})
+}
+
 // failingDeletes fails index deletions, as a throttled table would.
 type failingDeletes struct{ store.MetaStore }
 
