@@ -170,15 +170,29 @@ func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt Appe
 	if len(opt.IdempotencyKey) > wire.MaxIdempotencyKey {
 		return nil, invalidf("Idempotency-Key must be 1–%d characters", wire.MaxIdempotencyKey)
 	}
-	parts, err := l.place(t, recs, opt.IdempotencyKey)
+	parts, err := l.place(t, recs, opt.IdempotencyKey, t.Partitions)
 	if err != nil {
 		return nil, err
 	}
 	m := &member{ctx: ctx, topic: t.ID(), t: t, nrecs: len(recs), start: l.now(), groups: groupByPartition(parts)}
 	if opt.IdempotencyKey != "" {
-		m.bodyHash = hashBody(recs, parts)
+		m.bodyHash = hashBody(recs)
 	}
-	if err := l.admit(ctx, m, opt.IdempotencyKey); err != nil {
+	// A retry is placed by the partition count its first attempt was placed by, so that
+	// a partition increase between the two moves none of its records.
+	replace := func(n int32) error {
+		if n > m.t.Partitions {
+			if m.t, err = l.reloadTopic(ctx, topic); err != nil {
+				return err
+			}
+		}
+		if parts, err = l.place(m.t, recs, opt.IdempotencyKey, n); err != nil {
+			return err
+		}
+		m.groups = groupByPartition(parts)
+		return nil
+	}
+	if err := l.admit(ctx, m, opt.IdempotencyKey, replace); err != nil {
 		return nil, err
 	}
 	nowMs := l.now().UnixMilli()
@@ -261,7 +275,7 @@ func (l *Log) prepareBlocks(ctx context.Context, topic string, blocks []Block, o
 	if opt.IdempotencyKey != "" {
 		m.bodyHash = hashBlocks(blocks)
 	}
-	if err := l.admit(ctx, m, opt.IdempotencyKey); err != nil {
+	if err := l.admit(ctx, m, opt.IdempotencyKey, nil); err != nil {
 		return nil, err
 	}
 	m.size = 0
@@ -271,24 +285,35 @@ func (l *Log) prepareBlocks(ctx context.Context, topic string, blocks []Block, o
 	return m, nil
 }
 
-// admit claims an idempotent request's key and replays the partitions an earlier
-// attempt appended, leaving the others pending (in partition order); a request without
-// a key has every group pending.
-func (l *Log) admit(ctx context.Context, m *member, key string) error {
+// admit claims an idempotent request's key, with the partition count its records were
+// placed by, and replays the partitions an earlier attempt appended, leaving the others
+// pending (in partition order); a request without a key has every group pending. When
+// an earlier attempt was placed by another partition count, replace (nil for a request
+// of blocks, whose partitions are as sent) places m's records again by that count.
+func (l *Log) admit(ctx context.Context, m *member, key string, replace func(partitions int32) error) error {
 	m.out = make(chan error, 1)
-	m.pending = slices.Clone(m.groups)
-	sort.Slice(m.pending, func(a, b int) bool { return m.pending[a].partition < m.pending[b].partition })
+	pend := func() {
+		m.pending = slices.Clone(m.groups)
+		sort.Slice(m.pending, func(a, b int) bool { return m.pending[a].partition < m.pending[b].partition })
+	}
+	pend()
 	if key == "" {
 		return nil
 	}
 	// Keys are scoped to the topic's incarnation: the same key on two topics, or on two
 	// incarnations of one name, names two requests.
 	m.idemKey = m.topic + "#" + key
-	fresh, err := l.claimRequest(ctx, m.idemKey, m.bodyHash, m.nrecs, l.now().Add(m.t.Retention+retentionGrace))
+	fresh, placedBy, err := l.claimRequest(ctx, m.idemKey, m.bodyHash, m.nrecs, m.t.Partitions, l.now().Add(m.t.Retention+retentionGrace))
 	if err != nil || fresh {
 		// A claim this request created means no earlier attempt got as far as
 		// writing anything: there is nothing to replay (and no read to pay for).
 		return err
+	}
+	if replace != nil && placedBy > 0 && placedBy != m.t.Partitions {
+		if err := replace(placedBy); err != nil {
+			return err
+		}
+		pend()
 	}
 	m.pending, err = l.replayIdempotent(ctx, m.idemKey, m.bodyHash, m.pending)
 	return err
@@ -366,24 +391,26 @@ func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqComm
 	return c, nil
 }
 
-// claimRequest records which body an idempotency key names, before anything is written:
-// a key reused with another body is refused while nothing of it exists, and two
-// concurrent requests with one key and different bodies cannot each win some partitions.
-// fresh says the claim is this call's: no earlier attempt of the request exists.
-func (l *Log) claimRequest(ctx context.Context, key, bodyHash string, count int, expires time.Time) (fresh bool, err error) {
+// claimRequest records which body an idempotency key names, and the partition count its
+// records were placed by, before anything is written: a key reused with another body is
+// refused while nothing of it exists, and two concurrent requests with one key and
+// different bodies cannot each win some partitions. fresh says the claim is this call's:
+// no earlier attempt of the request exists; otherwise placedBy is the earlier attempt's
+// partition count (0 when its claim does not say).
+func (l *Log) claimRequest(ctx context.Context, key, bodyHash string, count int, partitions int32, expires time.Time) (fresh bool, placedBy int32, err error) {
 	err = l.meta.ClaimIdempotency(ctx, store.IdempotencyRecord{Key: key, Partition: requestClaim,
-		BodyHash: bodyHash, BaseOffset: -1, Count: int64(count), ExpiresAt: expires})
+		BodyHash: bodyHash, BaseOffset: -1, Count: int64(count), Partitions: partitions, ExpiresAt: expires})
 	var ie *store.IdempotencyError
 	switch {
 	case err == nil:
-		return true, nil
+		return true, partitions, nil
 	case errors.As(err, &ie):
 		if ie.Existing.BodyHash != bodyHash {
-			return false, fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, key)
+			return false, 0, fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, key)
 		}
-		return false, nil
+		return false, ie.Existing.Partitions, nil
 	default:
-		return false, storeErr(fmt.Errorf("claim idempotency key: %w", err))
+		return false, 0, storeErr(fmt.Errorf("claim idempotency key: %w", err))
 	}
 }
 
@@ -407,10 +434,12 @@ type partGroup struct {
 	err  error
 }
 
-// place validates the records and returns each one's partition. Unkeyed records go
-// round-robin, except in an idempotent request, where their placement derives from the
-// idempotency key so that a retry places them exactly as the first attempt did.
-func (l *Log) place(t store.Topic, recs []Record, idempotencyKey string) ([]int32, error) {
+// place validates the records and returns each one's partition: an explicit one as
+// given (within t's count), a keyed record by its key's hash over nparts partitions.
+// Unkeyed records go round-robin, except in an idempotent request, where their placement
+// derives from the idempotency key (over nparts) so that a retry places them exactly as
+// the first attempt did.
+func (l *Log) place(t store.Topic, recs []Record, idempotencyKey string, nparts int32) ([]int32, error) {
 	if len(recs) == 0 {
 		return nil, invalidf("records must not be empty")
 	}
@@ -437,9 +466,9 @@ func (l *Log) place(t store.Topic, recs []Record, idempotencyKey string) ([]int3
 			}
 			parts[i] = *r.Partition
 		case r.Key != nil:
-			parts[i] = PartitionForKey(r.Key, t.Partitions)
+			parts[i] = PartitionForKey(r.Key, nparts)
 		case idempotencyKey != "":
-			parts[i] = PartitionForKey(fmt.Appendf(nil, "%s#%d", idempotencyKey, i), t.Partitions)
+			parts[i] = PartitionForKey(fmt.Appendf(nil, "%s#%d", idempotencyKey, i), nparts)
 		default:
 			l.mu.Lock()
 			parts[i] = int32(l.rr % uint32(t.Partitions))
@@ -490,9 +519,11 @@ func (l *Log) replayIdempotent(ctx context.Context, key, bodyHash string, groups
 	return pending, nil
 }
 
-// hashBody identifies an append request for idempotency: partition, given timestamp,
-// key, value and headers of every record, in order.
-func hashBody(recs []Record, parts []int32) string {
+// hashBody identifies an append request for idempotency by what was sent: the explicit
+// partition (if any), given timestamp, key, value and headers of every record, in order.
+// It never covers the server's placement, which a partition increase changes between a
+// request and its retry.
+func hashBody(recs []Record) string {
 	h := sha256.New()
 	var buf [binary.MaxVarintLen64]byte
 	writeBytes := func(b []byte, isNil bool) {
@@ -503,8 +534,13 @@ func hashBody(recs []Record, parts []int32) string {
 		h.Write(buf[:binary.PutVarint(buf[:], int64(len(b)))])
 		h.Write(b)
 	}
-	for i, r := range recs {
-		h.Write(buf[:binary.PutVarint(buf[:], int64(parts[i]))])
+	h.Write([]byte("records/2"))
+	for _, r := range recs {
+		if r.Partition != nil {
+			h.Write(buf[:binary.PutVarint(buf[:], int64(*r.Partition))])
+		} else {
+			writeBytes(nil, true)
+		}
 		if r.Timestamp != nil {
 			h.Write(buf[:binary.PutVarint(buf[:], *r.Timestamp)])
 		} else {

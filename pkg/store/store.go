@@ -198,6 +198,10 @@ type IdempotencyRecord struct {
 	BodyHash   string
 	BaseOffset int64
 	Count      int64
+	// Partitions is the topic's partition count the request's records were placed by, set
+	// on the request-level claim (0 when not recorded): a retry after the topic gained
+	// partitions is placed as its first attempt was.
+	Partitions int32
 	ExpiresAt  time.Time
 }
 

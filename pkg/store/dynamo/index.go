@@ -145,6 +145,9 @@ func idemItem(r store.IdempotencyRecord) item {
 	it["body_hash"] = avS(r.BodyHash)
 	it[attrBaseOffset] = avN(r.BaseOffset)
 	it["count"] = avN(r.Count)
+	if r.Partitions > 0 {
+		it["partitions"] = avN(int64(r.Partitions))
+	}
 	setExpiry(it, "expires_at", r.ExpiresAt)
 	return it
 }
@@ -157,6 +160,7 @@ func decodeIdem(it item) (store.IdempotencyRecord, error) {
 		BodyHash:   d.str("body_hash", false),
 		BaseOffset: d.num(attrBaseOffset, true),
 		Count:      d.num("count", true),
+		Partitions: d.int32("partitions", false),
 		ExpiresAt:  d.time("expires_at"),
 	}
 	return r, d.err

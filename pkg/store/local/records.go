@@ -71,20 +71,21 @@ type idempotencyRec struct {
 	BodyHash   string    `json:"body_hash"`
 	BaseOffset int64     `json:"base_offset"`
 	Count      int64     `json:"count"`
+	Partitions int32     `json:"partitions,omitempty"`
 	ExpiresAt  time.Time `json:"expires_at"`
 }
 
 func idempotencyToRec(r store.IdempotencyRecord) idempotencyRec {
 	return idempotencyRec{
 		Key: r.Key, Partition: r.Partition, BodyHash: r.BodyHash,
-		BaseOffset: r.BaseOffset, Count: r.Count, ExpiresAt: r.ExpiresAt.UTC(),
+		BaseOffset: r.BaseOffset, Count: r.Count, Partitions: r.Partitions, ExpiresAt: r.ExpiresAt.UTC(),
 	}
 }
 
 func (r idempotencyRec) toStore() store.IdempotencyRecord {
 	return store.IdempotencyRecord{
 		Key: r.Key, Partition: r.Partition, BodyHash: r.BodyHash,
-		BaseOffset: r.BaseOffset, Count: r.Count, ExpiresAt: r.ExpiresAt,
+		BaseOffset: r.BaseOffset, Count: r.Count, Partitions: r.Partitions, ExpiresAt: r.ExpiresAt,
 	}
 }
 

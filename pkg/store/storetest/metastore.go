@@ -417,6 +417,14 @@ func testIdemClaimOnce(ctx context.Context, t *testing.T, m store.MetaStore) {
 	wantRecord(ctx, t, m, rec)
 	wantIdemErr(t, m.ClaimIdempotency(ctx, record(key, 2, entry(topic, 2, 5, 3), "sha256:bb")), rec)
 	wantRecord(ctx, t, m, rec)
+
+	// A request-level claim keeps the partition count its request was placed by.
+	req := store.IdempotencyRecord{Key: key, Partition: -1, BodyHash: "sha256:aa", BaseOffset: -1, Count: 8,
+		Partitions: 12, ExpiresAt: at(3_600_000)}
+	must(t, "ClaimIdempotency of a request claim", m.ClaimIdempotency(ctx, req))
+	wantRecord(ctx, t, m, req)
+	wantIdemErr(t, m.ClaimIdempotency(ctx, store.IdempotencyRecord{Key: key, Partition: -1, BodyHash: "sha256:aa",
+		BaseOffset: -1, Count: 8, Partitions: 24, ExpiresAt: at(3_600_000)}), req)
 }
 
 func testIdemPerPartition(ctx context.Context, t *testing.T, m store.MetaStore) {
