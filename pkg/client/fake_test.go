@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stratalog/strata/pkg/segment"
@@ -76,7 +77,7 @@ type appendCall struct {
 // appends as blocks too, one per append, which a binary poll answers whole.
 type fakeServer struct {
 	*httptest.Server
-	partitions int32
+	partitions atomic.Int32  // the topic's count; a test may raise it
 	delay      time.Duration // an append holds its partitions this long
 	// slow holds an append this much longer per partition it carries (the most of
 	// them); guarded by mu.
@@ -110,9 +111,10 @@ type fakeCommit struct {
 }
 
 func newFake(t interface{ Cleanup(func()) }, partitions int32) *fakeServer {
-	f := &fakeServer{partitions: partitions, retryAfter: "0", logs: map[int32][]fakeRecord{},
+	f := &fakeServer{retryAfter: "0", logs: map[int32][]fakeRecord{},
 		commits: map[int32][]fakeCommit{}, idem: map[string]idemEntry{}, inflight: map[int32]int{},
 		maxInflight: map[int32]int{}}
+	f.partitions.Store(partitions)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/health", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, map[string]any{"status": "ok"})
@@ -122,7 +124,7 @@ func newFake(t interface{ Cleanup(func()) }, partitions int32) *fakeServer {
 			writeErr(w, 404, "not_found", "no such topic", nil)
 			return
 		}
-		writeJSON(w, 200, map[string]any{"name": "orders", "partitions": f.partitions, "retention_ms": 86400000,
+		writeJSON(w, 200, map[string]any{"name": "orders", "partitions": f.partitions.Load(), "retention_ms": 86400000,
 			"partition_info": []any{}})
 	})
 	mux.HandleFunc("POST /v1/topics/{topic}/records", f.handleAppend)
@@ -309,14 +311,14 @@ func (f *fakeServer) decodeJSON(body []byte) ([]fakeRecord, []int32, error) {
 		}
 		switch {
 		case wr.Partition != nil:
-			if *wr.Partition < 0 || *wr.Partition >= f.partitions {
+			if *wr.Partition < 0 || *wr.Partition >= f.partitions.Load() {
 				return nil, nil, errors.New("bad partition")
 			}
 			parts[i] = *wr.Partition
 		case fr.Key != nil:
-			parts[i] = wire.PartitionForKey(fr.Key, f.partitions)
+			parts[i] = wire.PartitionForKey(fr.Key, f.partitions.Load())
 		default:
-			parts[i] = rr % f.partitions
+			parts[i] = rr % f.partitions.Load()
 			rr++
 		}
 		recs[i] = fr
@@ -335,7 +337,7 @@ func (f *fakeServer) decodeBlocks(body []byte) ([]fakeRecord, []int32, error) {
 	var recs []fakeRecord
 	var parts []int32
 	for i, fr := range frames {
-		if fr.Partition < 0 || fr.Partition >= f.partitions || slices.Contains(parts, fr.Partition) {
+		if fr.Partition < 0 || fr.Partition >= f.partitions.Load() || slices.Contains(parts, fr.Partition) {
 			return nil, nil, fmt.Errorf("frame %d: bad or repeated partition %d", i, fr.Partition)
 		}
 		sum, err := segment.Check(fr.Block)
@@ -522,7 +524,7 @@ func (f *fakeServer) handlePoll(w http.ResponseWriter, r *http.Request) {
 		maxRecs, _ = strconv.ParseInt(s, 10, 64)
 	}
 	p := int32(p64)
-	if err1 != nil || err2 != nil || p < 0 || p >= f.partitions || maxRecs <= 0 {
+	if err1 != nil || err2 != nil || p < 0 || p >= f.partitions.Load() || maxRecs <= 0 {
 		writeErr(w, 400, "invalid_request", "bad partition, offset or max_records", nil)
 		return
 	}

@@ -113,6 +113,11 @@ type ProducerConfig struct {
 	// Partitions is the topic's partition count; 0 describes the topic to learn it. It
 	// must be the server's count, or keys land elsewhere than the server would put them.
 	Partitions int32
+	// PartitionRefresh is how often the producer describes the topic to learn a raised
+	// partition count (`topics alter`), so that its keys follow the count other clients
+	// use (default DefaultPartitionRefresh; negative never). Records already buffered
+	// keep their partitions; a count never falls.
+	PartitionRefresh time.Duration
 	// BufferBytes bounds the bytes of records sent but not yet acknowledged or failed;
 	// Send blocks while a record does not fit.
 	BufferBytes int
@@ -164,7 +169,10 @@ type Producer struct {
 	c      *Client
 	topic  string
 	cfg    ProducerConfig
-	nparts int32
+	nparts int32 // guarded by mu: the refresher raises it
+
+	refreshStop chan struct{}  // closed by Close: the refresher exits
+	refreshWG   sync.WaitGroup // the refresher
 
 	ctx    context.Context // bounds in-flight sends; cancelled when Close gives up
 	cancel context.CancelFunc
@@ -236,6 +244,9 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 	if cfg.MaxInFlightRequests == 0 {
 		cfg.MaxInFlightRequests = DefaultMaxInFlightRequests
 	}
+	if cfg.PartitionRefresh == 0 {
+		cfg.PartitionRefresh = DefaultPartitionRefresh
+	}
 	switch {
 	case cfg.BatchBytes < 0 || cfg.BatchBytes > MaxBatchBytes:
 		return nil, fmt.Errorf("%w: BatchBytes %d outside [1, %d]", ErrInvalid, cfg.BatchBytes, MaxBatchBytes)
@@ -257,8 +268,59 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 	}
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &Producer{c: c, topic: topic, cfg: cfg, nparts: cfg.Partitions, ctx: pctx, cancel: cancel,
-		wake: make(chan struct{}, 1), spaceCh: make(chan struct{}), parts: make([]partQueue, cfg.Partitions)}
+		wake: make(chan struct{}, 1), spaceCh: make(chan struct{}), parts: make([]partQueue, cfg.Partitions),
+		refreshStop: make(chan struct{})}
+	if cfg.PartitionRefresh > 0 {
+		p.refreshWG.Add(1)
+		go p.refreshPartitions()
+	}
 	return p, nil
+}
+
+// DefaultPartitionRefresh is ProducerConfig.PartitionRefresh's default: the server's
+// own topic cache (log.TopicCacheTTL), so a producer follows a raised count within
+// about twice that.
+const DefaultPartitionRefresh = 5 * time.Second
+
+// refreshPartitions describes the topic every PartitionRefresh until Close, and raises
+// the producer's partition count when the topic's grew. A failed describe is tried
+// again at the next tick.
+func (p *Producer) refreshPartitions() {
+	defer p.refreshWG.Done()
+	tick := time.NewTicker(p.cfg.PartitionRefresh)
+	defer tick.Stop()
+	for {
+		select {
+		case <-p.refreshStop:
+			return
+		case <-tick.C:
+		}
+		ctx, cancel := context.WithTimeout(p.ctx, max(p.cfg.PartitionRefresh, 5*time.Second))
+		t, err := p.c.DescribeTopic(ctx, p.topic)
+		cancel()
+		if err == nil {
+			p.growPartitions(t.Partitions)
+		}
+	}
+}
+
+// growPartitions raises the producer's partition count to n; a lower or equal n (a
+// node whose cache is behind) changes nothing.
+func (p *Producer) growPartitions(n int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n <= p.nparts || n > wire.MaxPartitions {
+		return
+	}
+	p.parts = append(p.parts, make([]partQueue, n-p.nparts)...)
+	p.nparts = n
+}
+
+// Partitions is the partition count the producer places records by.
+func (p *Producer) Partitions() int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nparts
 }
 
 // Future is the pending outcome of one sent record. A failure after a transport error
@@ -321,8 +383,8 @@ func (p *Producer) Send(ctx context.Context, rec Record) (*Future, error) {
 	if ts < 0 || ts > MaxTimestampMs {
 		return nil, fmt.Errorf("%w: timestamp %v outside [1970, 9999]", ErrInvalid, rec.Timestamp)
 	}
-	if rec.Partition != nil && (*rec.Partition < 0 || *rec.Partition >= p.nparts) {
-		return nil, fmt.Errorf("%w: partition %d outside [0, %d)", ErrInvalid, *rec.Partition, p.nparts)
+	if n := p.Partitions(); rec.Partition != nil && (*rec.Partition < 0 || *rec.Partition >= n) {
+		return nil, fmt.Errorf("%w: partition %d outside [0, %d)", ErrInvalid, *rec.Partition, n)
 	}
 	f := &Future{rec: rec, ts: ts, size: blockSize(rec), done: make(chan struct{})}
 	for {
@@ -454,6 +516,8 @@ func (p *Producer) Close(ctx context.Context) error {
 		p.wg.Wait()
 		return nil
 	}
+	close(p.refreshStop)
+	p.refreshWG.Wait()
 	err := p.Flush(ctx)
 	if ctx.Err() != nil {
 		p.cancel()
@@ -683,19 +747,22 @@ func (p *Producer) sendRequest(r *request) {
 // their Results (Err nil) among the others (Err set) for the frames it knows them of.
 func (p *Producer) deliver(r *request) ([][]Result, error) {
 	if p.c.blocks.Load() != blocksOff {
-		res, err := p.deliverBlocks(r)
-		if !p.blocksRefused(err) {
+		res, refused, err := p.deliverBlocks(r)
+		if !refused {
 			return res, err
 		}
 	}
 	return p.deliverJSON(r)
 }
 
-// blocksRefused reports whether err, the answer to a binary append, says the server
-// does not take the binary format, and if so remembers it for the Client's life. That
-// is a 415; or a 400 before any binary append succeeded, which is what a server
-// predating the format (it parses the body as JSON) or a proxy that mangles binary
-// bodies answers. Nothing was appended then, so the request is sent again as JSON.
+// blocksRefused reports whether err, the answer to the first attempt of a binary
+// append, says the server does not take the binary format, and if so remembers it for
+// the Client's life. That is a 415; or a 400 before any binary append succeeded, which
+// is what a server predating the format (it parses the body as JSON) or a proxy that
+// mangles binary bodies answers. Nothing of the request was appended then (no earlier
+// attempt exists), so it may be sent again as JSON under a new key. The answer to a
+// retry is never read so: an earlier attempt may have been appended with its answer
+// lost, and re-sending it under another key would append it twice.
 func (p *Producer) blocksRefused(err error) bool {
 	var apiErr *APIError
 	if !errors.As(err, &apiErr) {
@@ -713,8 +780,10 @@ func (p *Producer) blocksRefused(err error) bool {
 }
 
 // deliverBlocks sends r as one binary append, a frame per partition, retrying with the
-// same Idempotency-Key and the very same bytes.
-func (p *Producer) deliverBlocks(r *request) ([][]Result, error) {
+// same Idempotency-Key and the very same bytes. refused reports that the first attempt
+// was refused as a format the server does not take (blocksRefused): nothing was
+// appended, and the caller sends r as JSON instead.
+func (p *Producer) deliverBlocks(r *request) (results [][]Result, refused bool, err error) {
 	body := make([]byte, 0, 5+r.size+len(r.frames)*frameOverhead)
 	body = wire.AppendRequest(body, nil)
 	var recs []segment.Record
@@ -728,14 +797,19 @@ func (p *Producer) deliverBlocks(r *request) ([][]Result, error) {
 		body = binary.BigEndian.AppendUint32(body, uint32(fr.part))
 		var err error
 		if body, err = segment.AppendBlock(body, recs); err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+			return nil, false, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
 	key := ulid.Make().String()
-	var results [][]Result
-	err := p.retry(len(r.frames), func() error {
+	attempts := 0
+	err = p.retry(len(r.frames), func() error {
 		start := time.Now()
 		blocks, err := p.c.appendBlocks(p.ctx, p.topic, body, key)
+		attempts++
+		if err != nil && attempts == 1 && p.blocksRefused(err) {
+			refused = true
+			return err
+		}
 		results = nil
 		if err == nil {
 			p.c.blocks.CompareAndSwap(blocksUnknown, blocksOn)
@@ -750,7 +824,7 @@ func (p *Producer) deliverBlocks(r *request) ([][]Result, error) {
 		}
 		return err
 	})
-	return results, err
+	return results, refused, err
 }
 
 // blockHeaders lists a record's headers for a block, sorted by name so that equal
