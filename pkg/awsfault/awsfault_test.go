@@ -120,10 +120,12 @@ func entry(topic string, n int64) store.IndexEntry {
 
 // TestSequencerAdd: the commit (one UpdateItem ADD) under each fault. A refusal
 // (throttling) is store.ErrUnavailable and nothing moved. A 500 or a timeout is never
-// retried blindly: before the request it is store.ErrCommitUnknown (the store cannot
-// tell it was not applied) and the counter did not move; after it, the store resolves
-// the commit by reading the counter (success with the right offsets) or, when that read
-// fails too, answers store.ErrCommitUnknown with the counter moved exactly once.
+// retried blindly: before the request the store proves it was not applied (the counter
+// and the index hold no commit of its block) and sends it again, which fails the same
+// way until the resends are spent: store.ErrUnavailable, not ErrCommitUnknown, and the
+// counter did not move; after it, the store resolves the commit by reading the counter
+// (success with the right offsets) or, when that read fails too, answers
+// store.ErrCommitUnknown with the counter moved exactly once.
 func TestSequencerAdd(t *testing.T) {
 	ctx := context.Background()
 	const n = 3
@@ -134,8 +136,8 @@ func TestSequencerAdd(t *testing.T) {
 		applied bool
 	}{
 		{awsfault.Fault{Kind: awsfault.Throttle, Phase: awsfault.Before}, []string{"DynamoDB.UpdateItem"}, store.ErrUnavailable, false},
-		{awsfault.Fault{Kind: awsfault.Status500, Phase: awsfault.Before}, []string{"DynamoDB.UpdateItem"}, store.ErrCommitUnknown, false},
-		{awsfault.Fault{Kind: awsfault.Timeout, Phase: awsfault.Before}, []string{"DynamoDB.UpdateItem"}, store.ErrCommitUnknown, false},
+		{awsfault.Fault{Kind: awsfault.Status500, Phase: awsfault.Before}, []string{"DynamoDB.UpdateItem"}, store.ErrUnavailable, false},
+		{awsfault.Fault{Kind: awsfault.Timeout, Phase: awsfault.Before}, []string{"DynamoDB.UpdateItem"}, store.ErrUnavailable, false},
 		{awsfault.Fault{Kind: awsfault.Status500, Phase: awsfault.After}, []string{"DynamoDB.UpdateItem"}, nil, true},
 		{awsfault.Fault{Kind: awsfault.Timeout, Phase: awsfault.After}, []string{"DynamoDB.UpdateItem"}, nil, true},
 		{awsfault.Fault{Kind: awsfault.Status500, Phase: awsfault.After}, []string{"DynamoDB.UpdateItem", "DynamoDB.GetItem"}, store.ErrCommitUnknown, true},

@@ -23,6 +23,16 @@ type Config struct {
 	// MaxTransactItems caps the items of one TransactWriteItems call; 0 means 100,
 	// DynamoDB's limit. ResetCommits splits larger resets (see its doc).
 	MaxTransactItems int
+	// CommitResolveWait bounds how long a commit whose answer was lost is looked for in
+	// the index, waiting for the materialiser, before its outcome is unknown; 0 means 5 s.
+	CommitResolveWait time.Duration
+}
+
+func (cfg Config) resolveWait() time.Duration {
+	if cfg.CommitResolveWait <= 0 {
+		return 5 * time.Second
+	}
+	return cfg.CommitResolveWait
 }
 
 // DefaultConfig is the configuration of a single Strata deployment per account and

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,6 +27,10 @@ type MetaStore struct {
 	cfg    Config
 	// Table names.
 	topics, sequencer, index, partitions, assignments, commits, groups, members, idem string
+	// seen is the greatest high watermark this store observed per partition (tp key →
+	// int64): a lower bound of the base of any commit sent after it, which bounds the
+	// index range a lost commit answer is looked for in (resolveCommit).
+	seen sync.Map
 }
 
 var _ store.MetaStore = (*MetaStore)(nil)

@@ -126,13 +126,25 @@ func notApplied(err error) bool {
 // Sequence is one UpdateItem: ADD the block's count to next_offset and 1 to next_seq,
 // SET the c_* payload, on condition that the counter exists; the new next_offset minus
 // the count is the block's base. A missing counter is seeded (migration) and the add
-// tried once more. An answer that may have been lost is resolved by reading the item:
-// the commit is ours when the item's newest payload is our block.
+// tried once more. An answer that may have been lost is resolved (resolveCommit): the
+// commit is found on the item or, once materialised, in the index; a commit proven not
+// applied is sent again.
 func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqCommit, error) {
 	e := c.Entry
 	op := fmt.Sprintf("commit %s/%d (%d records)", e.Topic, e.Partition, e.Count)
 	if e.Count < 1 {
 		return store.SeqCommit{}, fmt.Errorf("dynamo: %s: count must be positive", op)
+	}
+	tp := tpKey(e.Topic, e.Partition)
+	lo, known := s.seen.Load(tp)
+	if !known {
+		// The first commit of this store on the partition: learn a lower bound of its
+		// base (one read per partition for the store's life).
+		st, err := s.Sequencer(ctx, e.Topic, e.Partition)
+		if err != nil {
+			return store.SeqCommit{}, err
+		}
+		lo = s.observe(tp, st.NextOffset)
 	}
 	set := "SET #co = :obj, #cb = :boff, #cl = :blen, #cc = :n, #cm = :mts, #ca = :at, #ce = :exp"
 	names := map[string]string{"#no": attrNextOffset, "#ns": attrNextSeq, "#co": attrCObject, "#cb": attrCByteOff,
@@ -157,19 +169,22 @@ func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 	}
-	for seeded := false; ; seeded = true {
+	seeded, resends := false, 0
+	for {
 		out, err := s.client.UpdateItem(ctx, in, func(o *dynamodb.Options) { o.Retryer = commitRetryer() })
 		if err == nil {
 			st, err := DecodeSequencerImage(out.Attributes)
 			if err != nil || st.Last == nil {
 				return store.SeqCommit{}, fmt.Errorf("dynamo: %s: decode the updated counter: %w", op, err)
 			}
+			s.observe(tp, st.NextOffset)
 			c.Entry.BaseOffset, c.Seq = st.Last.Entry.BaseOffset, st.NextSeq
 			c.Entry.Duplicate, c.Materialized, c.Claim = false, false, nil
 			return c, nil
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if errors.As(err, &ccf) && !seeded {
+			seeded = true
 			if _, err := s.Sequencer(ctx, e.Topic, e.Partition); err != nil {
 				return store.SeqCommit{}, err
 			}
@@ -178,26 +193,121 @@ func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 		if notApplied(err) {
 			return store.SeqCommit{}, mapError(op, err)
 		}
-		return s.resolveCommit(ctx, op, c, err)
+		res, applied, rerr := s.resolveCommit(ctx, op, c, lo.(int64), err)
+		if applied || rerr != nil {
+			return res, rerr
+		}
+		// Proven not applied: the add may be sent again.
+		if resends >= maxResends || ctx.Err() != nil {
+			return store.SeqCommit{}, fmt.Errorf("dynamo: %s: not applied: %w: %w", op, store.ErrUnavailable, mapError(op, err))
+		}
+		resends++
 	}
 }
 
-// resolveCommit decides a commit whose answer may have been lost: it was applied if the
-// counter's newest payload is its block; otherwise its fate is unknown (it may have been
-// applied and overtaken), and the caller must not retry it.
-func (s *MetaStore) resolveCommit(ctx context.Context, op string, c store.SeqCommit, cause error) (store.SeqCommit, error) {
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	it, err := s.getItem(rctx, op, s.sequencer, seqKey(c.Entry.Topic, c.Entry.Partition))
-	if err == nil && it != nil {
-		st, derr := DecodeSequencerImage(it)
-		if derr == nil && st.Last != nil && st.Last.Entry.ObjectKey == c.Entry.ObjectKey && st.Last.Entry.ByteOffset == c.Entry.ByteOffset {
-			c.Entry.BaseOffset, c.Seq = st.Last.Entry.BaseOffset, st.NextSeq
-			c.Entry.Duplicate, c.Materialized, c.Claim = false, false, nil
-			return c, nil
+// maxResends bounds how often one commit proven not applied is sent again.
+const maxResends = 3
+
+// observe records hw as seen on the partition tp and returns the greatest seen so far.
+func (s *MetaStore) observe(tp string, hw int64) any {
+	for {
+		old, loaded := s.seen.LoadOrStore(tp, hw)
+		if !loaded {
+			return hw
+		}
+		if old.(int64) >= hw {
+			return old
+		}
+		if s.seen.CompareAndSwap(tp, old, hw) {
+			return hw
 		}
 	}
-	return store.SeqCommit{}, fmt.Errorf("dynamo: %s: %w: %w: %w", op, store.ErrCommitUnknown, store.ErrUnavailable, mapError(op, cause))
+}
+
+// resolveCommit decides a commit whose answer may have been lost, sent when the
+// partition's high watermark was at least lo. It reads the counter: the commit was
+// applied if the newest payload is its block. Otherwise, if applied, it lies in [lo, the
+// high watermark read), and its entry is written by the materialiser (which indexes
+// every commit from the stream; the appenders of the others write theirs at once). So
+// it waits, up to CommitResolveWait, until the index tiles that range: an entry of this
+// block there gives its base (applied); a range tiled without one proves the commit was
+// not applied (applied false, no error), and the caller may send it again. When the
+// range is not tiled in time the outcome is unknown (ErrCommitUnknown), and the caller
+// must not retry it.
+func (s *MetaStore) resolveCommit(ctx context.Context, op string, c store.SeqCommit, lo int64, cause error) (res store.SeqCommit, applied bool, err error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.resolveWait())
+	defer cancel()
+	e := c.Entry
+	found := func(base int64, seq int64) store.SeqCommit {
+		c.Entry.BaseOffset, c.Seq = base, seq
+		c.Entry.Duplicate, c.Materialized, c.Claim = false, false, nil
+		return c
+	}
+	var hw int64 = -1
+	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
+		if hw < 0 {
+			it, gerr := s.getItem(rctx, op, s.sequencer, seqKey(e.Topic, e.Partition))
+			if gerr == nil && it != nil {
+				st, derr := DecodeSequencerImage(it)
+				if derr == nil {
+					if st.Last != nil && st.Last.Entry.ObjectKey == e.ObjectKey && st.Last.Entry.ByteOffset == e.ByteOffset {
+						return found(st.Last.Entry.BaseOffset, st.NextSeq), true, nil
+					}
+					hw = st.NextOffset
+					lo = max(lo, st.LogStart)
+				}
+			}
+		}
+		if hw >= 0 {
+			base, tiled, ierr := s.findCommit(rctx, e, lo, hw)
+			switch {
+			case ierr != nil:
+			case base >= 0:
+				return found(base, 0), true, nil
+			case tiled:
+				return store.SeqCommit{}, false, nil
+			}
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-rctx.Done():
+			t.Stop()
+			return store.SeqCommit{}, false, fmt.Errorf("dynamo: %s: %w: %w: %w", op, store.ErrCommitUnknown, store.ErrUnavailable, mapError(op, cause))
+		case <-t.C:
+		}
+	}
+}
+
+// findCommit looks for e's block (object key and byte offset) among the index entries
+// of [lo, hw): its base, or -1 and whether the entries tile the whole range (no commit
+// of it is left unindexed).
+func (s *MetaStore) findCommit(ctx context.Context, e store.IndexEntry, lo, hw int64) (base int64, tiled bool, err error) {
+	for cur := lo; cur < hw; {
+		page, err := s.IndexEntries(ctx, e.Topic, e.Partition, cur, 100)
+		if err != nil {
+			return -1, false, err
+		}
+		moved := false
+		for _, x := range page {
+			if x.End() <= cur {
+				continue
+			}
+			if x.BaseOffset > cur {
+				return -1, false, nil // a commit not materialised yet
+			}
+			if x.ObjectKey == e.ObjectKey && x.ByteOffset == e.ByteOffset {
+				return x.BaseOffset, true, nil
+			}
+			cur, moved = x.End(), true
+			if cur >= hw {
+				break
+			}
+		}
+		if !moved {
+			return -1, false, nil
+		}
+	}
+	return -1, true, nil
 }
 
 // Sequencer reads the partition's counter strongly consistently. A partition without
