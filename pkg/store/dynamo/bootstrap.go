@@ -24,13 +24,13 @@ type Config struct {
 	// DynamoDB's limit. ResetCommits splits larger resets (see its doc).
 	MaxTransactItems int
 	// CommitResolveWait bounds how long a commit whose answer was lost is looked for in
-	// the index, waiting for the materialiser, before its outcome is unknown; 0 means 5 s.
+	// the index, waiting for the materialiser, before its outcome is unknown; 0 means 10 s.
 	CommitResolveWait time.Duration
 }
 
 func (cfg Config) resolveWait() time.Duration {
 	if cfg.CommitResolveWait <= 0 {
-		return 5 * time.Second
+		return 10 * time.Second
 	}
 	return cfg.CommitResolveWait
 }

@@ -244,9 +244,11 @@ func (s *MetaStore) resolveCommit(ctx context.Context, op string, c store.SeqCom
 		return c
 	}
 	var hw int64 = -1
+	var last error
 	for wait := 20 * time.Millisecond; ; wait = min(2*wait, 500*time.Millisecond) {
 		if hw < 0 {
 			it, gerr := s.getItem(rctx, op, s.sequencer, seqKey(e.Topic, e.Partition))
+			last = gerr
 			if gerr == nil && it != nil {
 				st, derr := DecodeSequencerImage(it)
 				if derr == nil {
@@ -262,6 +264,7 @@ func (s *MetaStore) resolveCommit(ctx context.Context, op string, c store.SeqCom
 			base, tiled, ierr := s.findCommit(rctx, e, lo, hw)
 			switch {
 			case ierr != nil:
+				last = ierr
 			case base >= 0:
 				return found(base, 0), true, nil
 			case tiled:
@@ -272,7 +275,11 @@ func (s *MetaStore) resolveCommit(ctx context.Context, op string, c store.SeqCom
 		select {
 		case <-rctx.Done():
 			t.Stop()
-			return store.SeqCommit{}, false, fmt.Errorf("dynamo: %s: %w: %w: %w", op, store.ErrCommitUnknown, store.ErrUnavailable, mapError(op, cause))
+			state := fmt.Sprintf("the counter was not readable (%v)", last)
+			if hw >= 0 {
+				state = fmt.Sprintf("offsets [%d, %d) not all indexed within %s (%v)", lo, hw, s.cfg.resolveWait(), last)
+			}
+			return store.SeqCommit{}, false, fmt.Errorf("dynamo: %s: %w: %s: %w: %w", op, store.ErrCommitUnknown, state, store.ErrUnavailable, mapError(op, cause))
 		case <-t.C:
 		}
 	}
