@@ -71,10 +71,11 @@ type RangesResult struct {
 	LogStartOffset int64
 }
 
-// PollRanges is Poll answering the stored bytes of whole commits instead of decoded
-// records (the binary wire format): the first range may start below offset (the reader
-// skips those records), and the ranges may hold more than MaxRecords records, since
-// commits are not cut. Offsets between ranges may be missing: an idempotent append's
+// PollRanges is Poll answering the stored bytes of commits instead of decoded records
+// (the binary wire format), cut at block boundaries to MaxBytes (at least the one block
+// holding offset; see cutRanges): the first range may start below offset, inside its
+// block (the reader skips those records), and the ranges may hold more than MaxRecords
+// records, since blocks are not cut. Offsets between ranges may be missing: an idempotent append's
 // duplicate commit, which readers skip. Blocks are checked only for their record counts;
 // the reader verifies their CRCs as it decodes them.
 func (l *Log) PollRanges(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (RangesResult, error) {
@@ -280,13 +281,61 @@ func (l *Log) rangesOnce(ctx context.Context, topic string, partition int32, off
 	if err != nil {
 		return RangesResult{}, l.readErr(ctx, topic, partition, offset, err)
 	}
-	for i, e := range sp.entries {
-		if !e.Duplicate {
-			res.Ranges = append(res.Ranges, Range{BaseOffset: e.BaseOffset, Count: e.Count, Data: data[i].([]byte)})
-		}
-		res.NextOffset = e.End()
+	stored := make([][]byte, len(data))
+	for i, d := range data {
+		stored[i], _ = d.([]byte) // nil for a duplicate entry, which is not read
+	}
+	if res.Ranges, res.NextOffset, err = cutRanges(sp.entries, stored, offset, int64(opt.MaxBytes)); err != nil {
+		return RangesResult{}, fmt.Errorf("%w: %s/%d: %v", ErrCorrupt, topic, partition, err)
 	}
 	return res, nil
+}
+
+// cutRanges answers the stored bytes of entries (data[i] is entry i's range) from
+// offset on, cut at block boundaries so that the answer holds at most maxBytes of
+// blocks — or the one block holding offset, when that alone is larger. A group commit's
+// entry holds many requests' blocks back to back, up to the group commit budget, so
+// answering entries whole could exceed what one poll answer carries (behind API Gateway
+// and Lambda, about 4 MiB before base64); a block is never larger than one append. Blocks
+// wholly below offset are left out, duplicate entries are skipped (readers skip their
+// offsets), and next is the offset after the last block answered or skipped.
+func cutRanges(entries []store.IndexEntry, data [][]byte, offset, maxBytes int64) (out []Range, next int64, err error) {
+	next = offset
+	var total int64
+	for i, e := range entries {
+		if e.Duplicate {
+			next = max(next, e.End())
+			continue
+		}
+		b, base := data[i], e.BaseOffset
+		var r *Range
+		for off := 0; off < len(b); {
+			info, err := segment.PeekInfo(b[off:])
+			if err != nil {
+				return nil, 0, fmt.Errorf("entry @%d: %w", e.BaseOffset, err)
+			}
+			size, end := int64(info.Size), base+int64(info.Count)
+			switch {
+			case end <= offset:
+				// Below offset: the reader would skip it.
+			case total > 0 && total+size > maxBytes:
+				return out, next, nil
+			default:
+				if r == nil {
+					out = append(out, Range{BaseOffset: base, Data: b[off : off+info.Size : off+info.Size]})
+					r = &out[len(out)-1]
+				} else {
+					r.Data = b[off-len(r.Data) : off+info.Size : off+info.Size]
+				}
+				r.Count += int64(info.Count)
+				total += size
+				next = end
+			}
+			base, off = end, off+info.Size
+		}
+		next = max(next, e.End())
+	}
+	return out, next, nil
 }
 
 // entriesFor reads the index entries covering offset onwards, enough for the budget. It
