@@ -136,10 +136,12 @@ func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 		return store.SeqCommit{}, fmt.Errorf("dynamo: %s: count must be positive", op)
 	}
 	tp := tpKey(e.Topic, e.Partition)
-	lo, known := s.seen.Load(tp)
-	if !known {
+	var lo int64
+	if v, known := s.seen.Load(tp); known {
+		lo = v.(int64)
+	} else {
 		// The first commit of this store on the partition: learn a lower bound of its
-		// base (one read per partition for the store's life).
+		// base (one read per partition for the store's life; none for a topic it created).
 		st, err := s.Sequencer(ctx, e.Topic, e.Partition)
 		if err != nil {
 			return store.SeqCommit{}, err
@@ -193,7 +195,7 @@ func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 		if notApplied(err) {
 			return store.SeqCommit{}, mapError(op, err)
 		}
-		res, applied, rerr := s.resolveCommit(ctx, op, c, lo.(int64), err)
+		res, applied, rerr := s.resolveCommit(ctx, op, c, lo, err)
 		if applied || rerr != nil {
 			return res, rerr
 		}
@@ -209,14 +211,14 @@ func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 const maxResends = 3
 
 // observe records hw as seen on the partition tp and returns the greatest seen so far.
-func (s *MetaStore) observe(tp string, hw int64) any {
+func (s *MetaStore) observe(tp string, hw int64) int64 {
 	for {
 		old, loaded := s.seen.LoadOrStore(tp, hw)
 		if !loaded {
 			return hw
 		}
 		if old.(int64) >= hw {
-			return old
+			return old.(int64)
 		}
 		if s.seen.CompareAndSwap(tp, old, hw) {
 			return hw
@@ -238,6 +240,7 @@ func (s *MetaStore) resolveCommit(ctx context.Context, op string, c store.SeqCom
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.resolveWait())
 	defer cancel()
 	e := c.Entry
+	// A commit found in the index has Seq 0: its commit number is not known there.
 	found := func(base int64, seq int64) store.SeqCommit {
 		c.Entry.BaseOffset, c.Seq = base, seq
 		c.Entry.Duplicate, c.Materialized, c.Claim = false, false, nil
@@ -351,7 +354,12 @@ func (s *MetaStore) seedNewTopic(ctx context.Context, t store.Topic) {
 	for range min(workers, int(t.Partitions)) {
 		wg.Go(func() {
 			for p := range next {
-				_ = s.putCounter(ctx, t.ID(), p, 0, 0)
+				if s.putCounter(ctx, t.ID(), p, 0, 0) == nil {
+					// 0 bounds the base of any later commit from below (a counter
+					// that existed already is at least 0): no read before this
+					// store's first commit on the partition.
+					s.observe(tpKey(t.ID(), p), 0)
+				}
 			}
 		})
 	}
