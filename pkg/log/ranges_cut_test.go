@@ -42,7 +42,11 @@ func TestBinaryPollCutsSharedCommit(t *testing.T) {
 				t.Fatalf("append %d: %v", i, err)
 			}
 		}
-		es, err := s.Meta.IndexEntries(ctx, "big", 0, 0, 100)
+		id, err := l.TopicID(ctx, "big")
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := s.Meta.IndexEntries(ctx, id, 0, 0, 100)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -197,7 +197,11 @@ func TestGapNotPassedUntilItsAgeIsProven(t *testing.T) {
 		f := newFixture(t, s)
 		f.append(t, 2)
 		// Offset 0's commit is not materialised (its entry is missing).
-		if err := s.Meta.DeleteIndexEntry(context.Background(), "r", 0, 0); err != nil {
+		id, err := f.l.TopicID(context.Background(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Meta.DeleteIndexEntry(context.Background(), id, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		job := retention.Job{ObjectMargin: 5 * time.Minute}
@@ -222,7 +226,11 @@ func TestNewestCommitProvesGapOnlyPastMargin(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		f := newFixture(t, s)
 		f.append(t, 1)
-		if err := s.Meta.DeleteIndexEntry(context.Background(), "r", 0, 0); err != nil {
+		id, err := f.l.TopicID(context.Background(), "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Meta.DeleteIndexEntry(context.Background(), id, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		job := retention.Job{ObjectMargin: 5 * time.Minute}
