@@ -36,6 +36,17 @@ func newFixture(t *testing.T, s backendtest.Stores) *fixture {
 	return f
 }
 
+// id is topic "r"'s store key (its name and incarnation), for tests that reach the
+// index directly.
+func (f *fixture) id(t *testing.T) string {
+	t.Helper()
+	id, err := f.l.TopicID(context.Background(), "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
 func (f *fixture) append(t *testing.T, n int) {
 	t.Helper()
 	for i := range n {
@@ -128,7 +139,7 @@ func TestPaging(t *testing.T) {
 		if start, hw := f.bounds(t); start != 130 || hw != 130 || st.EntriesDeleted != 130 {
 			t.Fatalf("bounds [%d, %d), %+v; want [130, 130) and 130 entries deleted", start, hw, st)
 		}
-		es, err := s.Meta.IndexEntries(context.Background(), "r", 0, 0, 200)
+		es, err := s.Meta.IndexEntries(context.Background(), f.id(t), 0, 0, 200)
 		if err != nil || len(es) != 0 {
 			t.Fatalf("index after the pass: %d entries, %v", len(es), err)
 		}
@@ -144,7 +155,7 @@ func TestGapBeforeExpiredEntry(t *testing.T) {
 		f := newFixture(t, s)
 		f.append(t, 4)
 		for _, base := range []int64{0, 1} {
-			if err := s.Meta.DeleteIndexEntry(ctx, "r", 0, base); err != nil {
+			if err := s.Meta.DeleteIndexEntry(ctx, f.id(t), 0, base); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -156,7 +167,7 @@ func TestGapBeforeExpiredEntry(t *testing.T) {
 		// Every entry gone (a long outage): the newest commit is expired, so is all.
 		f.append(t, 2)
 		for _, base := range []int64{4, 5} {
-			if err := s.Meta.DeleteIndexEntry(ctx, "r", 0, base); err != nil {
+			if err := s.Meta.DeleteIndexEntry(ctx, f.id(t), 0, base); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -174,7 +185,7 @@ func TestFreshGapKept(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		f := newFixture(t, s)
 		f.append(t, 2)
-		if err := s.Meta.DeleteIndexEntry(context.Background(), "r", 0, 0); err != nil {
+		if err := s.Meta.DeleteIndexEntry(context.Background(), f.id(t), 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		f.now = t0.Add(10 * time.Minute)
@@ -197,11 +208,7 @@ func TestGapNotPassedUntilItsAgeIsProven(t *testing.T) {
 		f := newFixture(t, s)
 		f.append(t, 2)
 		// Offset 0's commit is not materialised (its entry is missing).
-		id, err := f.l.TopicID(context.Background(), "r")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Meta.DeleteIndexEntry(context.Background(), id, 0, 0); err != nil {
+		if err := s.Meta.DeleteIndexEntry(context.Background(), f.id(t), 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		job := retention.Job{ObjectMargin: 5 * time.Minute}
@@ -226,11 +233,7 @@ func TestNewestCommitProvesGapOnlyPastMargin(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		f := newFixture(t, s)
 		f.append(t, 1)
-		id, err := f.l.TopicID(context.Background(), "r")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Meta.DeleteIndexEntry(context.Background(), id, 0, 0); err != nil {
+		if err := s.Meta.DeleteIndexEntry(context.Background(), f.id(t), 0, 0); err != nil {
 			t.Fatal(err)
 		}
 		job := retention.Job{ObjectMargin: 5 * time.Minute}
