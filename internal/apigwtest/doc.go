@@ -7,6 +7,10 @@
 // requestContext.authorizer.iam filled as API Gateway fills it, binary bodies base64) to
 // an Invoker: the api handler in process (InProcess) or a function under the Lambda
 // Runtime Interface Emulator (RIE). The function's answer is mapped back to HTTP.
+// Routes (Config.Routes) are matched as API Gateway matches them, each IAM-authorized or
+// public, with an Authorize hook for the caller's execute-api:Invoke rights. The limits
+// hold as on AWS: a body over 10 MB or an event over Lambda's 6 MB is a 413 without an
+// invocation, a failed invocation or an answer over 6 MB a 500.
 //
 // The signature is recomputed with aws-sdk-go-v2's v4 signer over the headers the
 // caller signed and the SHA-256 of the body actually received. That signer signs every

@@ -362,3 +362,22 @@ func TestWriteResponse(t *testing.T) {
 		})
 	}
 }
+
+// TestLambdaLimits: an event over Lambda's 6 MB invocation limit (a 4.5 MiB binary body
+// is 6 MiB base64) is API Gateway's 413 and never invoked; an answer over it is a 500.
+func TestLambdaLimits(t *testing.T) {
+	inv := &echo{}
+	_, srv := newFront(t, inv, nil)
+	big := bytes.Repeat([]byte{0xff}, 4608<<10)
+	status, _, body := do(t, signed(t, srv, producer, now, "POST", "/v1/topics/t/records", big, map[string]string{"Content-Type": "application/octet-stream"}))
+	if status != http.StatusRequestEntityTooLarge || string(body) != `{"message":"Request Entity Too Large"}` || inv.calls.Load() != 0 {
+		t.Errorf("big request: %d %s, %d invocations; want 413 and none", status, body, inv.calls.Load())
+	}
+	huge := apigwtest.InvokerFunc(func(context.Context, []byte) ([]byte, error) {
+		return json.Marshal(events.APIGatewayV2HTTPResponse{StatusCode: 200, Body: strings.Repeat("x", 6<<20)})
+	})
+	_, srv = newFront(t, huge, nil)
+	if status, _, body := do(t, signed(t, srv, producer, now, "GET", "/v1/topics", nil, nil)); status != http.StatusInternalServerError {
+		t.Errorf("huge answer: %d %.100s, want 500", status, body)
+	}
+}
