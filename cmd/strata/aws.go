@@ -150,7 +150,7 @@ func (o *options) authOptions(ctx context.Context) ([]client.Option, error) {
 	case authSigV4:
 		opt, err := awsauth.Option(ctx, o.url, awsauth.Options{Region: o.aws.region, Profile: o.aws.profile})
 		if err != nil {
-			return nil, fmt.Errorf("sign requests with AWS SigV4 (--aws): %w", err)
+			return nil, fmt.Errorf("sign requests with AWS SigV4 (--aws=false sends them unsigned): %w", err)
 		}
 		return []client.Option{opt}, nil
 	}
