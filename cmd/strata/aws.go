@@ -44,7 +44,7 @@ type awsOptions struct {
 }
 
 func addAWSFlags(pf *pflag.FlagSet, a *awsOptions) {
-	pf.BoolVar(&a.sign, "aws", false, "sign requests with AWS SigV4 for a deployment behind API Gateway (env "+envAWS+"; default: see Authentication)")
+	pf.BoolVar(&a.sign, "aws", false, "sign requests with AWS SigV4 for a deployment behind API Gateway (env "+envAWS+"; when it is the default: strata --help)")
 	pf.StringVar(&a.region, "region", "", "AWS `REGION` to sign for (default: the execute-api host's, else AWS_REGION or the profile's)")
 	pf.StringVar(&a.profile, "profile", "", "AWS shared configuration `PROFILE` for credentials and region (default: AWS_PROFILE, else default)")
 }
