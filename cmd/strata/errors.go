@@ -122,7 +122,7 @@ func hintFor(e *client.APIError) string {
 	case e.Is(client.ErrUnauthorized):
 		return "pass --token or set STRATA_TOKEN"
 	case e.Is(client.ErrForbidden):
-		return "the token lacks a grant for this (see the --auth file)"
+		return "the caller lacks a grant for this (strata dev: the --auth file; on AWS: the deployment's grants, strata:apiGrants)"
 	case e.Is(client.ErrGroupActive):
 		return "stop the group's consumers (or wait for their leases to expire) first"
 	}
