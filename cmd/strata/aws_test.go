@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/stratalog/strata/internal/apigwtest"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
@@ -91,7 +92,7 @@ func signingFront(t *testing.T) (*apigwtest.Front, string) {
 	} {
 		t.Setenv(k, v)
 	}
-	rt, err := runtime.New(context.Background(), runtime.Config{DataDir: t.TempDir()})
+	rt, err := runtime.New(context.Background(), runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/internal/apigwtest"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
@@ -26,7 +27,7 @@ func TestAwscurlAccepted(t *testing.T) {
 		}
 		t.Skip("STRATA_AWSCURL is not set (scripts/awscurl.sh installs awscurl and runs this test)")
 	}
-	rt, err := runtime.New(context.Background(), runtime.Config{DataDir: t.TempDir()})
+	rt, err := runtime.New(context.Background(), runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/stratalog/strata/internal/apigwtest"
 	"github.com/stratalog/strata/pkg/client"
 	"github.com/stratalog/strata/pkg/client/awsauth"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
@@ -45,7 +46,7 @@ type stack struct {
 
 func newStack(t *testing.T, principals ...apigwtest.Principal) *stack {
 	t.Helper()
-	rt, err := runtime.New(context.Background(), runtime.Config{DataDir: t.TempDir()})
+	rt, err := runtime.New(context.Background(), runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}
