@@ -36,9 +36,11 @@ fi
 go vet ./...
 # No -race on the whole tree: too slow on 2 cores.
 go test -count=1 -timeout 15m ./...
-# Bounded: 2 s per fuzz target, 75 s of Schemathesis (each script installs nothing but
-# its own pinned tool, once).
+# Bounded: 2 s per fuzz target, 75 s of Schemathesis, a few seconds of awscurl (each
+# script installs nothing but its own pinned tool, once).
 STRATA_FUZZTIME="${STRATA_FUZZTIME:-2s}" bash scripts/fuzz.sh
 STRATA_SCHEMATHESIS_SECONDS="${STRATA_SCHEMATHESIS_SECONDS:-75}" bash scripts/schemathesis.sh
+# The API Gateway test front's SigV4 verifier against awscurl, a signer nobody here wrote.
+bash scripts/awscurl.sh
 # The CDK stack is its own Go module (infra/go.mod): its tests, an offline synth and cfn-lint.
 bash infra/test.sh

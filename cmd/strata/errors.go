@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strings"
 
@@ -84,6 +85,9 @@ func userMessage(err error) string {
 		if hint := hintFor(api); hint != "" {
 			msg += "; " + hint
 		}
+		if api.Code == "" {
+			return fmt.Sprintf("%s (HTTP %d)", msg, api.Status)
+		}
 		return fmt.Sprintf("%s (HTTP %d %s)", msg, api.Status, api.Code)
 	}
 	return cleanMessage(err.Error())
@@ -111,10 +115,14 @@ var chainCause = regexp.MustCompile(` \((strata|log|store|group|segment|httpapi|
 // hintFor suggests the next step for the errors a new user meets most.
 func hintFor(e *client.APIError) string {
 	switch {
+	case e.Status == http.StatusForbidden && e.Code == "":
+		// API Gateway's own refusal, not Strata's: the signature or the IAM policy.
+		return "API Gateway refused the request: check the AWS credentials (--profile, AWS_PROFILE), " +
+			"the region (--region), the clock, and that the caller may execute-api:Invoke (see strata --help)"
 	case e.Is(client.ErrUnauthorized):
 		return "pass --token or set STRATA_TOKEN"
 	case e.Is(client.ErrForbidden):
-		return "the token lacks a grant for this (see the --auth file)"
+		return "the caller lacks a grant for this (strata dev: the --auth file; on AWS: the deployment's grants, strata:apiGrants)"
 	case e.Is(client.ErrGroupActive):
 		return "stop the group's consumers (or wait for their leases to expire) first"
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/stratalog/strata/pkg/client"
 )
@@ -38,6 +39,9 @@ type options struct {
 	url   string
 	token string
 	json  bool
+	aws   awsOptions
+	// awsFlag is --aws, to tell it given from its default.
+	awsFlag *pflag.Flag
 }
 
 // newRootCmd builds the whole command tree; tests run it with their own args and
@@ -47,6 +51,7 @@ func newRootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "strata",
 		Short:         "Strata: a partitioned, retained log on S3 and DynamoDB",
+		Long:          "Strata: a partitioned, retained log on S3 and DynamoDB.\n\n" + authHelp,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
@@ -57,15 +62,19 @@ func newRootCmd() *cobra.Command {
 	pf.StringVar(&o.url, "url", envOr(envURL, defaultURL), "Strata endpoint, e.g. the address strata dev --addr listens on (env "+envURL+")")
 	pf.StringVar(&o.token, "token", os.Getenv(envToken), "bearer token, for a server started with strata dev --auth (env "+envToken+")")
 	pf.BoolVar(&o.json, "json", false, "print JSON instead of tables")
+	addAWSFlags(pf, &o.aws)
+	o.awsFlag = pf.Lookup("aws")
 	root.AddCommand(newDevCmd(), newTopicsCmd(o), newProduceCmd(o), newConsumeCmd(o), newGroupsCmd(o), newDemoCmd(), newBenchCmd())
 	return root
 }
 
-// client returns a Client for --url and --token.
+// client returns a Client for --url, authenticated as --token or the AWS flags say
+// (authHelp).
 func (o *options) client() (*client.Client, error) {
-	var opts []client.Option
-	if o.token != "" {
-		opts = append(opts, client.WithToken(o.token))
+	o.aws.signSet = o.awsFlag != nil && o.awsFlag.Changed
+	opts, err := o.authOptions(context.Background())
+	if err != nil {
+		return nil, err
 	}
 	return client.New(o.url, opts...)
 }

@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,40 +20,52 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
+	"github.com/stratalog/strata/internal/apigwtest"
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/store/awstest"
 	"github.com/stratalog/strata/pkg/store/dynamo"
 )
 
-// httpEvent builds an API Gateway HTTP API v2 request with an IAM request context from
-// the api fixture.
+// caller is the IAM principal of the api fixture's events (pkg/lambdafn/testdata).
+var caller = apigwtest.Principal{AccessKeyID: "ASIAXAMPLEKEYID", AccountID: "123456789012",
+	ARN:      "arn:aws:sts::123456789012:assumed-role/billing-producer/billing-session",
+	UserID:   "AROAEXAMPLEROLEID:billing-session",
+	CallerID: "AROAEXAMPLEROLEID:billing-session"}
+
+// httpEvent builds the API Gateway HTTP API v2 event (apigwtest.NewEvent, as the test
+// front builds it) of a request from caller. A []byte body is sent as is (with the
+// Content-Type of headers, so a binary one is base64 in the event); another non-nil body
+// as JSON.
 func httpEvent(t *testing.T, method, path, query string, body any, headers map[string]string) []byte {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "pkg", "lambdafn", "testdata", "apigw-v2-append.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ev events.APIGatewayV2HTTPRequest
-	if err := json.Unmarshal(raw, &ev); err != nil {
-		t.Fatal(err)
-	}
-	ev.RawPath, ev.RequestContext.HTTP.Path, ev.RequestContext.HTTP.Method = path, path, method
-	ev.RawQueryString, ev.QueryStringParameters = query, nil
-	delete(ev.Headers, "idempotency-key")
-	delete(ev.Headers, "content-length")
-	for k, v := range headers {
-		ev.Headers[k] = v
-	}
-	ev.Body = ""
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
+	var b []byte
+	contentType := ""
+	switch v := body.(type) {
+	case nil:
+	case []byte:
+		b = v
+	default:
+		var err error
+		if b, err = json.Marshal(body); err != nil {
 			t.Fatal(err)
 		}
-		ev.Body = string(b)
+		contentType = "application/json"
 	}
-	out, err := json.Marshal(ev)
+	target := "https://a1b2c3d4e5.execute-api.us-east-1.amazonaws.com" + path
+	if query != "" {
+		target += "?" + query
+	}
+	r := httptest.NewRequest(method, target, bytes.NewReader(b))
+	r.Header.Set("Accept", "application/json")
+	r.Header.Set("User-Agent", "strata-e2e")
+	if contentType != "" {
+		r.Header.Set("Content-Type", contentType)
+	}
+	for k, v := range headers {
+		r.Header.Set(k, v)
+	}
+	out, err := json.Marshal(apigwtest.NewEvent(r, b, apigwtest.EventContext{APIID: "a1b2c3d4e5", AccountID: caller.AccountID, Caller: &caller}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@
 package stack
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -53,6 +54,8 @@ var contextKeys = map[string]string{
 	"strata:appendP99AlarmMs":      "append latency p99 alarm threshold, ms (default 1000)",
 	"strata:removal":               "retain (default) or destroy: what deleting the stack does to the bucket and tables",
 	"strata:managedInstances":      "true runs the api function on Lambda Managed Instances (default false: on-demand)",
+	"strata:apiGrants":             "the api's grants keyed by principal ARN pattern, JSON (STRATA_GRANTS; default none: every call refused)",
+	"strata:everyPrincipalAdmin":   "true makes every IAM principal allowed to invoke the API an admin (default false)",
 	"strata:exampleTopic":          "topic of the example order consumer (default orders)",
 	"strata:exampleGroup":          "group of the example order consumer (default order-consumer)",
 	"strata:assetDir":              "where the function assets are (default build/functions; read by infra/app)",
@@ -131,6 +134,25 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 		p.ManagedInstances = &strata.ManagedInstances{}
 	default:
 		err = fmt.Errorf("stack: context strata:managedInstances = %q: want true or false", m)
+	}
+	// Grants come as a JSON string (-c) or as JSON in cdk.json.
+	switch v := node.TryGetContext(jsii.String("strata:apiGrants")).(type) {
+	case nil:
+	case string:
+		p.APIGrants = v
+	default:
+		b, jerr := json.Marshal(v)
+		if jerr != nil {
+			err = fmt.Errorf("stack: context strata:apiGrants: %w", jerr)
+		}
+		p.APIGrants = string(b)
+	}
+	switch a := str("strata:everyPrincipalAdmin", "false"); a {
+	case "false":
+	case "true":
+		p.EveryPrincipalAdmin = true
+	default:
+		err = fmt.Errorf("stack: context strata:everyPrincipalAdmin = %q: want true or false", a)
 	}
 	return cfg, err
 }

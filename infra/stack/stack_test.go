@@ -636,6 +636,32 @@ func TestFromContext(t *testing.T) {
 	}
 }
 
+// TestFromContextAuthorization: the deployed stack can be given the api's grants or made
+// every-principal-admin from context, so a fresh deployment can create its first topic.
+func TestFromContextAuthorization(t *testing.T) {
+	const grants = `[{"principal":"arn:aws:sts::123456789012:assumed-role/admin/*","name":"admin","allow":[{"resource":"topic:*","ops":["create"]}]}]`
+	for _, tc := range []struct {
+		ctx       map[string]any
+		grants    string
+		admin     bool
+		wantError bool
+	}{
+		{map[string]any{}, "", false, false},
+		{map[string]any{"strata:apiGrants": grants}, grants, false, false},
+		{map[string]any{"strata:apiGrants": []any{map[string]any{"principal": "p", "name": "n", "allow": []any{}}}},
+			`[{"allow":[],"name":"n","principal":"p"}]`, false, false},
+		{map[string]any{"strata:everyPrincipalAdmin": "true"}, "", true, false},
+		{map[string]any{"strata:everyPrincipalAdmin": true}, "", true, false},
+		{map[string]any{"strata:everyPrincipalAdmin": "yes"}, "", false, true},
+	} {
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx})
+		cfg, err := stack.FromContext(app.Node(), "/assets")
+		if (err != nil) != tc.wantError || (err == nil && (cfg.Props.APIGrants != tc.grants || cfg.Props.EveryPrincipalAdmin != tc.admin)) {
+			t.Errorf("%v: grants %q admin %v err %v", tc.ctx, cfg.Props.APIGrants, cfg.Props.EveryPrincipalAdmin, err)
+		}
+	}
+}
+
 // TestContextKeysDocumented: every setting the app reads is in infra/README.md.
 func TestContextKeysDocumented(t *testing.T) {
 	readme, err := os.ReadFile("../README.md")

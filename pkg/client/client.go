@@ -1,6 +1,7 @@
 // Package client is Strata's Go SDK over the HTTP contract of docs/API.md: a Client with
 // one method per route, and a Producer that batches per partition, keeps key order and
-// retries idempotently.
+// retries idempotently. For a deployment behind API Gateway (IAM authorization), sign
+// the requests with the option of pkg/client/awsauth.
 package client
 
 import (
@@ -48,8 +49,9 @@ const (
 type Option func(*Client)
 
 // WithHTTPClient sets the HTTP client (transport, timeouts, or a request-signing
-// transport for API Gateway IAM auth). Its Timeout, if any, must exceed the longest
-// Poll wait. The default is a client without timeout: contexts bound each call.
+// transport for API Gateway IAM auth: pkg/client/awsauth signs with SigV4). Its Timeout,
+// if any, must exceed the longest Poll wait. The default is a client without timeout:
+// contexts bound each call.
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
 // WithToken sends "Authorization: Bearer token" on every request (strata dev --auth).

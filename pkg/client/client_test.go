@@ -448,6 +448,18 @@ func TestAPIErrorWithoutContractBody(t *testing.T) {
 	}
 }
 
+// TestGatewayMessage: API Gateway's own error body ({"message": …}, e.g. a refused
+// SigV4 signature) becomes the *APIError's message rather than the raw JSON.
+func TestGatewayMessage(t *testing.T) {
+	const msg = "The request signature we calculated does not match the signature you provided."
+	c := serveOne(t, exchange{method: "GET", path: "/v1/health", status: 403, answer: `{"message":"` + msg + `"}`})
+	err := c.Health(context.Background())
+	var e *client.APIError
+	if !errors.As(err, &e) || e.Status != 403 || e.Message != msg || e.Code != "" || !errors.Is(err, client.ErrForbidden) {
+		t.Fatalf("err = %v (%+v), want a 403 with the gateway's message", err, e)
+	}
+}
+
 // TestAppendPartialFailure: a 503 with results returns the results (appended ones with
 // offsets, failed ones with an *APIError) together with the error.
 func TestAppendPartialFailure(t *testing.T) {

@@ -219,7 +219,8 @@ const maxErrorBody = 1 << 20
 
 // decodeAPIError builds the *APIError of a non-2xx answer with the given status,
 // headers and body. A body that is not the contract's error object still yields an
-// *APIError carrying the status (and the start of the body as its message). The second
+// *APIError carrying the status and, as its message, API Gateway's {"message": …} or
+// else the start of the body. The second
 // result carries the append results of a partial failure, if any.
 func decodeAPIError(status int, h http.Header, body []byte) (*APIError, wireError) {
 	e := &APIError{Status: status, RetryAfter: parseRetryAfter(h.Get("Retry-After"), time.Now())}
@@ -227,6 +228,14 @@ func decodeAPIError(status int, h http.Header, body []byte) (*APIError, wireErro
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	if err := dec.Decode(&w); err != nil || w.Error == nil {
+		var gw struct {
+			Message string `json:"message"`
+		}
+		if json.Unmarshal(body, &gw) == nil && gw.Message != "" {
+			// API Gateway's own answer (a refused signature, a throttle, a timeout).
+			e.Message = string(truncate([]byte(gw.Message), 500))
+			return e, wireError{}
+		}
 		e.Message = strings.TrimSpace(string(truncate(body, 200)))
 		if e.Message == "" {
 			e.Message = http.StatusText(status)
