@@ -168,11 +168,22 @@ func (s *Stack) stop() {
 	}
 }
 
+// reportDenial records a denial and logs it (once per distinct denial: a retried
+// request repeats it).
 func (s *Stack) reportDenial(d Denial) {
 	s.mu.Lock()
+	first := true
+	for _, o := range s.denials {
+		if o.String() == d.String() {
+			first = false
+			break
+		}
+	}
 	s.denials = append(s.denials, d)
 	s.mu.Unlock()
-	s.t.Logf("IAM DENIED %s", d)
+	if first {
+		s.t.Logf("IAM DENIED %s", d)
+	}
 }
 
 // Denials returns every AWS request a function's role did not allow so far.
@@ -180,6 +191,25 @@ func (s *Stack) Denials() []Denial {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Denial(nil), s.denials...)
+}
+
+// DistinctDenials groups denials by what was denied: "<denial> (×n)", in first-seen
+// order.
+func DistinctDenials(ds []Denial) []string {
+	var order []string
+	n := map[string]int{}
+	for _, d := range ds {
+		k := d.String()
+		if n[k] == 0 {
+			order = append(order, k)
+		}
+		n[k]++
+	}
+	out := make([]string, len(order))
+	for i, k := range order {
+		out[i] = fmt.Sprintf("%s (×%d)", k, n[k])
+	}
+	return out
 }
 
 // StreamFailures returns the batches the stream mappings gave up on.
@@ -777,7 +807,7 @@ func (s *Stack) Summary() string {
 	}
 	st := s.Front.Stats()
 	fmt.Fprintf(&b, "HTTP API: %d accepted, %d refused (403), %d failed\n", st.Accepted, st.Refused, st.Failed)
-	for _, d := range s.Denials() {
+	for _, d := range DistinctDenials(s.Denials()) {
 		fmt.Fprintf(&b, "IAM DENIED %s\n", d)
 	}
 	for _, f := range s.StreamFailures() {
