@@ -97,8 +97,6 @@ type streamMapping struct {
 
 	mu    sync.Mutex
 	stats mappingStats
-	// idle is closed and replaced whenever the mapping has delivered everything it read.
-	busy int
 }
 
 func (m *streamMapping) Stats() mappingStats {
@@ -172,16 +170,8 @@ func (m *streamMapping) deliver(ctx context.Context, recs []streamtypes.Record) 
 	for i, r := range recs {
 		lrecs[i] = LambdaRecord(r, m.streamARN)
 	}
-	m.mu.Lock()
-	m.busy++
-	m.stats.Unprocessed += len(recs)
-	m.mu.Unlock()
-	defer func() {
-		m.mu.Lock()
-		m.busy--
-		m.stats.Unprocessed -= len(recs)
-		m.mu.Unlock()
-	}()
+	m.count(func(s *mappingStats) { s.Unprocessed += len(recs) })
+	defer m.count(func(s *mappingStats) { s.Unprocessed -= len(recs) })
 	queue := []Batch{{Lo: 0, Hi: len(recs)}}
 	for len(queue) > 0 && ctx.Err() == nil {
 		b := queue[0]

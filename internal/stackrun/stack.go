@@ -758,9 +758,9 @@ func (s *Stack) startAPI(callers []Caller) error {
 	return nil
 }
 
-// Quiesce waits until the stream mappings have delivered everything the stream holds
-// and no asynchronous invocation is running, or fails t after timeout.
-func (s *Stack) Quiesce(ctx context.Context, cond func() bool, timeout time.Duration, what string) {
+// WaitFor polls cond until it holds, or fails t after timeout naming what, with the
+// mappings', schedules' and invocations' state.
+func (s *Stack) WaitFor(ctx context.Context, cond func() bool, timeout time.Duration, what string) {
 	s.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {

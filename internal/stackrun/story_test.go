@@ -126,7 +126,7 @@ func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
 	// committed everything (the poison record dead-lettered or dropped).
 	business := businessTable(t, st)
 	ddb := awstest.DynamoDBClient(ctx, t)
-	st.Quiesce(ctx, func() bool {
+	st.WaitFor(ctx, func() bool {
 		g, err := c.DescribeGroup(ctx, exampleGroup)
 		if err != nil || len(g.Partitions) != 2 {
 			return false
@@ -193,7 +193,7 @@ func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
 	if _, err := c.Append(ctx, "audit", []client.Record{{Value: []byte("newest"), Partition: &zero}}, client.AppendOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	st.Quiesce(ctx, func() bool {
+	st.WaitFor(ctx, func() bool {
 		tp, err := c.DescribeTopic(ctx, "audit")
 		if err != nil || len(tp.PartitionInfo) != 1 {
 			return false
