@@ -148,7 +148,9 @@ func Start(t testing.TB, opts Options) *Stack {
 func (s *Stack) stop() {
 	s.cancel()
 	s.wg.Wait()
-	s.lambda.wg.Wait()
+	if s.lambda != nil {
+		s.lambda.wg.Wait()
+	}
 	for _, f := range s.Functions {
 		if f.Proxy != nil {
 			f.Proxy.Close()
@@ -156,6 +158,9 @@ func (s *Stack) stop() {
 		if s.t.Failed() {
 			s.t.Logf("%s", f.Logs())
 		}
+	}
+	if s.Template == nil || s.ddb == nil {
+		return
 	}
 	ctx := context.Background()
 	for _, id := range s.Template.OfType("AWS::DynamoDB::Table") {
