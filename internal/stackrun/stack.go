@@ -142,15 +142,23 @@ func Start(t testing.TB, opts Options) *Stack {
 	if err := s.startAPI(opts.Callers); err != nil {
 		t.Fatal(err)
 	}
+	// Cleanups run last-registered first: stop the pollers, schedules and invocations
+	// before the emulator processes (registered above) are killed under them.
+	t.Cleanup(s.quiet)
 	return s
 }
 
-func (s *Stack) stop() {
+// quiet stops the stream mappings and schedules and waits for every invocation.
+func (s *Stack) quiet() {
 	s.cancel()
 	s.wg.Wait()
 	if s.lambda != nil {
 		s.lambda.wg.Wait()
 	}
+}
+
+func (s *Stack) stop() {
+	s.quiet()
 	for _, f := range s.Functions {
 		if f.Proxy != nil {
 			f.Proxy.Close()
