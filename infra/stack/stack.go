@@ -4,6 +4,7 @@
 package stack
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -56,6 +57,7 @@ var contextKeys = map[string]string{
 	"strata:appendP99AlarmMs":      "append latency p99 alarm threshold, ms (default 1000)",
 	"strata:removal":               "retain (default) or destroy: what deleting the stack does to the bucket and tables",
 	"strata:managedInstances":      "true runs the api function on Lambda Managed Instances (default false: on-demand)",
+	"strata:apiGrants":             "the api's grants by principal ARN pattern, JSON (STRATA_GRANTS; default none: every call refused)",
 	"strata:exampleTopic":          "topic of the example order consumer (default orders)",
 	"strata:exampleGroup":          "group of the example order consumer (default order-consumer)",
 	"strata:exampleDeadLetter":     "topic the example group dead-letters to; the consumer may append to it (default none)",
@@ -129,6 +131,18 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 		p.RemovalPolicy = awscdk.RemovalPolicy_DESTROY
 	default:
 		err = fmt.Errorf("stack: context strata:removal = %q: want retain or destroy", r)
+	}
+	// Grants may be given as a JSON string (-c) or as JSON itself (cdk.json).
+	switch g := node.TryGetContext(jsii.String("strata:apiGrants")).(type) {
+	case nil:
+	case string:
+		p.APIGrants = g
+	default:
+		b, jerr := json.Marshal(g)
+		if jerr != nil {
+			err = fmt.Errorf("stack: context strata:apiGrants: %w", jerr)
+		}
+		p.APIGrants = string(b)
 	}
 	switch m := str("strata:managedInstances", "false"); m {
 	case "false":
