@@ -38,6 +38,11 @@ const (
 	deadLetterTopic   = "orders.dlq"
 )
 
+// operatorGrants are the api's grants of the operator: every topic and group.
+const operatorGrants = `[{"principal": "arn:aws:iam::` + stackrun.Account + `:user/operator", "name": "operator",
+  "allow": [{"resource": "topic:*", "ops": ["create", "describe", "append", "read", "alter"]},
+            {"resource": "group:*", "ops": ["consume", "describe", "reset"]}]}]`
+
 var (
 	// operator may call every route of the API (execute-api:Invoke on the API).
 	operator = apigwtest.Principal{AccessKeyID: "AKIAOPERATOR", SecretAccessKey: "operator-secret",
@@ -68,6 +73,8 @@ func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
 			"strata:exampleTopic":      exampleTopic,
 			"strata:exampleGroup":      exampleGroup,
 			"strata:exampleDeadLetter": deadLetterTopic,
+			// The api denies by default: the operator's grants (STRATA_GRANTS).
+			"strata:apiGrants": operatorGrants,
 		},
 		Callers: []stackrun.Caller{
 			{Principal: operator, Statements: []stackrun.Statement{{Effect: "Allow",
