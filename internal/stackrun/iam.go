@@ -201,6 +201,8 @@ func Classify(method string, u *url.URL, h http.Header, body []byte, streams fun
 		return classifyS3(method, u, h, body)
 	case "lambda":
 		return classifyLambda(method, u)
+	case "ssm":
+		return classifySSM(h.Get("X-Amz-Target"), body)
 	case "":
 		return nil, fmt.Errorf("unsigned request %s %s", method, u.Path)
 	default:
@@ -368,6 +370,42 @@ func classifyS3(method string, u *url.URL, h http.Header, body []byte) ([]Access
 		return []Access{{"s3:DeleteObject", objectARN}}, nil
 	}
 	return nil, fmt.Errorf("s3 object request %s %s not classified", method, u.Path)
+}
+
+// classifySSM handles the Parameter Store reads: a path or a parameter, by its ARN
+// ("arn:aws:ssm:region:account:parameter" + the name, which starts with /).
+func classifySSM(target string, body []byte) ([]Access, error) {
+	api, op, ok := strings.Cut(target, ".")
+	if !ok || api != "AmazonSSM" {
+		return nil, fmt.Errorf("ssm request without a known X-Amz-Target %q", target)
+	}
+	var b struct {
+		Path  string   `json:"Path"`
+		Name  string   `json:"Name"`
+		Names []string `json:"Names"`
+	}
+	if err := json.Unmarshal(body, &b); err != nil {
+		return nil, fmt.Errorf("ssm %s: body: %w", op, err)
+	}
+	arn := func(name string) string {
+		if !strings.HasPrefix(name, "/") {
+			name = "/" + name
+		}
+		return "arn:aws:ssm:" + Region + ":" + Account + ":parameter" + name
+	}
+	switch {
+	case op == "GetParametersByPath" && b.Path != "":
+		return []Access{{"ssm:GetParametersByPath", arn(b.Path)}}, nil
+	case op == "GetParameter" && b.Name != "":
+		return []Access{{"ssm:GetParameter", arn(b.Name)}}, nil
+	case op == "GetParameters" && len(b.Names) > 0:
+		var out []Access
+		for _, n := range b.Names {
+			out = append(out, Access{"ssm:GetParameters", arn(n)})
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("ssm %s not classified", op)
 }
 
 // lambdaInvokePath is the Lambda Invoke API's path.

@@ -25,11 +25,9 @@ func Synthesize(ctx context.Context, root, outDir, stack string, cdkContext map[
 	}
 	cmd := exec.CommandContext(ctx, "go", "run", "./app")
 	cmd.Dir = filepath.Join(root, "infra")
-	cmd.Env = append(os.Environ(), "CDK_OUTDIR="+outDir, "CDK_CONTEXT_JSON="+string(cj),
-		// infra/test.sh's settings: the infra module replaces the root module with ../,
-		// whose requirements may be ahead of infra/go.sum.
-		"GOFLAGS=-mod=mod", "JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION=1",
-		"JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1")
+	// The infra module builds against this checkout through infra/go.work.
+	cmd.Env = append(os.Environ(), "CDK_OUTDIR="+outDir, "CDK_CONTEXT_JSON="+string(cj), "GOFLAGS=",
+		"JSII_SILENCE_WARNING_UNTESTED_NODE_VERSION=1", "JSII_SILENCE_WARNING_DEPRECATED_NODE_VERSION=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("stackrun: synthesize (go run ./app in infra/): %v\n%s", err, out)
 	}

@@ -153,6 +153,9 @@ func TestClassify(t *testing.T) {
 		{name: "invoke by qualified arn", svc: "lambda", method: "POST", path: "/2015-03-31/functions/arn%3Aaws%3Alambda%3Aus-east-1%3A1%3Afunction%3Afn-a%3A%24LATEST/invocations",
 			want: []Access{{"lambda:InvokeFunction", "arn:aws:lambda:us-east-1:1:function:fn-a"}}},
 		{name: "other lambda api", svc: "lambda", method: "GET", path: "/2015-03-31/functions/fn-a", err: true},
+		{name: "parameters by path", svc: "ssm", target: "AmazonSSM.GetParametersByPath", method: "POST", path: "/",
+			body: `{"Path":"/strata/subs","Recursive":true}`, want: []Access{{"ssm:GetParametersByPath", "arn:aws:ssm:us-east-1:123456789012:parameter/strata/subs"}}},
+		{name: "ssm write", svc: "ssm", target: "AmazonSSM.PutParameter", method: "POST", path: "/", body: `{"Name":"/x"}`, err: true},
 		{name: "unsigned", method: "GET", path: "/bkt/k", err: true},
 		{name: "another service", svc: "sqs", method: "POST", path: "/", err: true},
 	} {
@@ -282,7 +285,7 @@ func FuzzClassify(f *testing.F) {
 		if err != nil {
 			return
 		}
-		prefix := map[string]string{"dynamodb": "dynamodb:", "s3": "s3:", "lambda": "lambda:"}[Service(h)]
+		prefix := map[string]string{"dynamodb": "dynamodb:", "s3": "s3:", "lambda": "lambda:", "ssm": "ssm:"}[Service(h)]
 		for _, a := range got {
 			if prefix == "" || !strings.HasPrefix(a.Action, prefix) || a.Resource == "" {
 				t.Fatalf("Classify(%s %s) = %v", method, path, got)
