@@ -1,22 +1,16 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	goruntime "runtime"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -27,55 +21,18 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
+	"github.com/stratalog/strata/internal/lambdarun"
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/store/awstest"
 	"github.com/stratalog/strata/pkg/store/dynamo"
 	s3store "github.com/stratalog/strata/pkg/store/s3"
 )
 
-// rieVersion is the Runtime Interface Emulator the tests build from the module proxy.
-const rieVersion = "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@v0.0.0-20261030222936-bef5c4ba774d"
-
-var (
-	buildOnce sync.Once
-	buildErr  error
-	rieBin    string
-	fnDir     string
-)
-
-// build compiles the emulator and the functions' bootstraps for the host architecture
-// (scripts/build-functions.sh with GOARCH=host) under build/e2e, which git ignores.
-func build(t *testing.T) {
+// build builds the emulator and the functions' bootstraps for the host architecture
+// (internal/lambdarun, shared with internal/stackrun) and returns where they are.
+func build(t *testing.T) lambdarun.Build {
 	t.Helper()
-	buildOnce.Do(func() {
-		root, err := filepath.Abs(filepath.Join("..", ".."))
-		if err != nil {
-			buildErr = err
-			return
-		}
-		dir := filepath.Join(root, "build", "e2e")
-		rieBin = filepath.Join(dir, "bin", "aws-lambda-rie")
-		fnDir = filepath.Join(dir, "functions")
-		if _, err := os.Stat(rieBin); err != nil {
-			cmd := exec.Command("go", "install", rieVersion)
-			cmd.Dir = dir
-			_ = os.MkdirAll(dir, 0o755)
-			cmd.Env = append(os.Environ(), "GOBIN="+filepath.Join(dir, "bin"), "CGO_ENABLED=0")
-			if out, err := cmd.CombinedOutput(); err != nil {
-				buildErr = fmt.Errorf("build the runtime interface emulator: %v\n%s", err, out)
-				return
-			}
-		}
-		cmd := exec.Command("bash", filepath.Join(root, "scripts", "build-functions.sh"))
-		cmd.Dir = root
-		cmd.Env = append(os.Environ(), "GOARCH="+goruntime.GOARCH, "OUT="+fnDir)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("build the functions: %v\n%s", err, out)
-		}
-	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
-	}
+	return lambdarun.Built(t)
 }
 
 // deployment is one test's resources on the emulator and the environment its
@@ -146,95 +103,23 @@ func (d *deployment) env(extra ...string) []string {
 type rie struct {
 	name string
 	url  string
-	log  *lockedBuffer
-	// mu serialises invocations: one emulator runs one invocation at a time.
-	mu sync.Mutex
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	log  *lambdarun.LockedBuffer
+	p    *lambdarun.Process
 }
 
 // startRIE runs build/e2e/functions/<name>/bootstrap under the emulator, listening on
 // loopback ports only.
 func startRIE(t *testing.T, name string, env []string) *rie {
 	t.Helper()
-	build(t)
-	addr, apiAddr := freePort(t), freePort(t)
-	args := []string{rieBin, "--runtime-interface-emulator-address", addr, "--runtime-api-address", apiAddr,
-		filepath.Join(fnDir, name, "bootstrap")}
-	if slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "AWS_LAMBDA_MAX_CONCURRENCY=") }) {
-		// The emulator's managed-instances mode runs the bootstrap only from Lambda's own
-		// locations, in /var/task: give it the function's directory as /var/task in a
-		// private mount namespace (a tmpfs over /var), leaving the machine untouched.
-		args = append([]string{"unshare", "-m", "--propagation", "private", "sh", "-c",
-			`mount -t tmpfs none /var && mkdir /var/task && mount --bind "$1" /var/task && shift && exec "$@"`,
-			"sh", filepath.Join(fnDir, name)}, args...)
-	}
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Dir = t.TempDir()
-	logs := &lockedBuffer{}
-	cmd.Env, cmd.Stdout, cmd.Stderr = env, logs, logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-		if t.Failed() {
-			t.Logf("%s emulator output:\n%s", name, logs.String())
-		}
-	})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s emulator did not listen on %s:\n%s", name, addr, logs.String())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return &rie{name: name, url: "http://" + addr + "/2015-03-31/functions/function/invocations", log: logs}
+	b := build(t)
+	p := lambdarun.Start(t, b.RIE, name, filepath.Join(b.Functions, name, "bootstrap"), env)
+	return &rie{name: name, url: p.URL, log: p.Log, p: p}
 }
 
 // invoke calls the function synchronously over the emulator's HTTP endpoint and
 // returns its response; a function error is an error.
 func (r *rie) invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.url, bytes.NewReader(payload))
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	var fnErr struct {
-		ErrorType    string `json:"errorType"`
-		ErrorMessage string `json:"errorMessage"`
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s: emulator answered %d: %s", r.name, resp.StatusCode, body)
-	}
-	if json.Unmarshal(body, &fnErr) == nil && fnErr.ErrorType != "" {
-		return nil, fmt.Errorf("%s: function error %s: %s", r.name, fnErr.ErrorType, fnErr.ErrorMessage)
-	}
-	return body, nil
+	return r.p.Invoke(ctx, payload)
 }
 
 func (r *rie) mustInvoke(t *testing.T, payload []byte, out any) {
@@ -336,23 +221,6 @@ func (s *lambdaService) wait() ([]deploy.ConsumerEvent, []consumerResult, error)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]deploy.ConsumerEvent(nil), s.events...), append([]consumerResult(nil), s.results...), errors.Join(s.errs...)
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func randomID() string {

@@ -36,6 +36,9 @@ type Config struct {
 	Props strata.Props
 	// ExampleTopic and ExampleGroup are what the example consumer consumes.
 	ExampleTopic, ExampleGroup string
+	// ExampleDeadLetter, when set, is the topic the example group dead-letters to: the
+	// consumer gets the rights to append to it.
+	ExampleDeadLetter string
 }
 
 // contextKeys lists every context key FromContext reads, with its meaning.
@@ -58,6 +61,7 @@ var contextKeys = map[string]string{
 	"strata:everyPrincipalAdmin":   "true makes every IAM principal allowed to invoke the API an admin (default false)",
 	"strata:exampleTopic":          "topic of the example order consumer (default orders)",
 	"strata:exampleGroup":          "group of the example order consumer (default order-consumer)",
+	"strata:exampleDeadLetter":     "topic the example group dead-letters to; the consumer may append to it (default none)",
 	"strata:assetDir":              "where the function assets are (default build/functions; read by infra/app)",
 	"strata:requireAssets":         "true refuses to synthesize with placeholder assets (read by infra/app)",
 }
@@ -105,6 +109,7 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 		ExampleTopic: str("strata:exampleTopic", "orders"),
 		ExampleGroup: str("strata:exampleGroup", "order-consumer"),
 	}
+	cfg.ExampleDeadLetter = str("strata:exampleDeadLetter", "")
 	p := &cfg.Props
 	p.AssetDir = assetDir
 	p.DefaultPartitions = int(num("strata:defaultPartitions"))
@@ -176,7 +181,8 @@ func New(app constructs.Construct, cfg Config) (*Stack, error) {
 	}
 	out := &Stack{Stack: st, Strata: s}
 	out.BusinessTable, out.Consumer = exampleConsumer(st, cfg)
-	if err := s.Subscribe(out.Consumer, cfg.ExampleTopic, cfg.ExampleGroup, nil); err != nil {
+	sub := &strata.SubscribeOptions{DeadLetterTopic: cfg.ExampleDeadLetter}
+	if err := s.Subscribe(out.Consumer, cfg.ExampleTopic, cfg.ExampleGroup, sub); err != nil {
 		return nil, err
 	}
 	// What another app attaches with strata.Attach(scope, id, strata.ImportAttributes(<stack name>)).

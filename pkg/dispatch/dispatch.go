@@ -140,6 +140,8 @@ type Stats struct {
 	Invocations  int // consumer invocations accepted
 	InvokeErrors int // invocations that failed
 	SourceErrors int // attached subscriptions skipped, or a Source that failed
+	// MissingTopics counts subscribed topics a sweep found not created (yet).
+	MissingTopics int
 }
 
 // Add sums two Stats.
@@ -150,6 +152,7 @@ func (s Stats) Add(o Stats) Stats {
 		CommitReads: s.CommitReads + o.CommitReads, SkippedLive: s.SkippedLive + o.SkippedLive,
 		SkippedNoLag: s.SkippedNoLag + o.SkippedNoLag, Invocations: s.Invocations + o.Invocations,
 		InvokeErrors: s.InvokeErrors + o.InvokeErrors, SourceErrors: s.SourceErrors + o.SourceErrors,
+		MissingTopics: s.MissingTopics + o.MissingTopics,
 	}
 }
 
@@ -200,7 +203,8 @@ func (d *Dispatcher) HandleCommits(ctx context.Context, commits []Commit) (Stats
 // Sweep considers every partition of every subscription's topic (reading its bounds)
 // and invokes the consumer where the group lags with no live lease: the safety net for
 // anything a stream batch missed (a failed invocation, a consumer that stopped at its
-// deadline with lag left).
+// deadline with lag left). A subscribed topic not created yet is counted
+// (Stats.MissingTopics) and skipped, not an error.
 func (d *Dispatcher) Sweep(ctx context.Context) (Stats, error) {
 	if d.cfg.Offsets == nil {
 		return Stats{}, errors.New("dispatch: Sweep needs Offsets")
@@ -216,6 +220,12 @@ func (d *Dispatcher) Sweep(ctx context.Context) (Stats, error) {
 	}
 	for _, s := range subs {
 		n, err := d.cfg.Offsets.Partitions(ctx, s.Topic)
+		if errors.Is(err, store.ErrNotFound) {
+			// Subscribed before anyone created the topic (a fresh deployment): nothing
+			// can lag, and failing every sweep until then would only raise alarms.
+			st.MissingTopics++
+			continue
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("dispatch: partitions of %q: %w", s.Topic, err))
 			continue
