@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,14 +112,14 @@ func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
 		t.Logf("stack run summary:\n%s", st.Summary())
 	}()
 
-	// The CLI, signed with the operator's credentials.
+	// The CLI, signed (--aws) with the operator's credentials.
 	cli := newCLI(t, st.APIURL)
 	cli.run(t, "topics", "create", exampleTopic, "--partitions", "2")
 	cli.run(t, "topics", "create", deadLetterTopic, "--partitions", "1")
 	cli.run(t, "groups", "settings", exampleGroup, "--max-attempts", "3", "--dead-letter-topic", deadLetterTopic)
 
-	// The SDK, signed with the operator's credentials.
-	c := sdk(t, st.APIURL, &signer{p: operator})
+	// The SDK, signed (pkg/client/awsauth) with the operator's credentials.
+	c := sdk(t, st.APIURL, signed(operator, nil))
 	const orders = 24
 	p, err := client.NewProducer(ctx, c, exampleTopic, client.ProducerConfig{Linger: 5 * time.Millisecond})
 	if err != nil {
@@ -234,16 +233,16 @@ func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
 		rt   http.RoundTripper
 	}{
 		{"unsigned", http.DefaultTransport},
-		{"bad signature", &signer{p: operator, tamper: func(r *http.Request) {
+		{"bad signature", signed(operator, func(r *http.Request) {
 			h := r.Header.Get("Authorization")
 			flip := "0"
 			if strings.HasSuffix(h, "0") {
 				flip = "1"
 			}
 			r.Header.Set("Authorization", h[:len(h)-1]+flip)
-		}}},
-		{"tampered path", &signer{p: operator, tamper: func(r *http.Request) { r.URL.Path = "/v1/topics/" + deadLetterTopic }}},
-		{"no execute-api:Invoke", &signer{p: stranger}},
+		})},
+		{"tampered path", signed(operator, func(r *http.Request) { r.URL.Path = "/v1/topics/" + deadLetterTopic })},
+		{"no execute-api:Invoke", signed(stranger, nil)},
 	} {
 		_, err := sdk(t, st.APIURL, tc.rt).DescribeTopic(ctx, exampleTopic)
 		if !errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden {
@@ -345,17 +344,16 @@ func newCLI(t *testing.T, apiURL string) *cli {
 	if cliErr != nil {
 		t.Fatal(cliErr)
 	}
-	// Until the CLI signs requests itself it talks to a signing proxy holding the
-	// operator's credentials (as aws-sigv4-proxy does); the front checks the signature
-	// either way.
-	proxy := httptest.NewServer(signingProxy(apiURL, operator))
-	t.Cleanup(proxy.Close)
-	return &cli{bin: cliBin, url: proxy.URL, env: []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH")}}
+	// The CLI signs with the operator's credentials from the environment (--aws: the
+	// front's URL is a loopback one, not an execute-api host).
+	return &cli{bin: cliBin, url: apiURL, env: []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"),
+		"AWS_ACCESS_KEY_ID=" + operator.AccessKeyID, "AWS_SECRET_ACCESS_KEY=" + operator.SecretAccessKey,
+		"AWS_REGION=" + stackrun.Region, "AWS_EC2_METADATA_DISABLED=true"}}
 }
 
 func (c *cli) run(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(c.bin, append([]string{"--url", c.url}, args...)...)
+	cmd := exec.Command(c.bin, append([]string{"--url", c.url, "--aws"}, args...)...)
 	cmd.Env = c.env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
