@@ -298,6 +298,13 @@ type IndexStore interface {
 	GetIdempotency(ctx context.Context, key string, partition int32) (IdempotencyRecord, error)
 	// DeleteIndexEntry must remove the entry at baseOffset; a missing entry is not an error.
 	DeleteIndexEntry(ctx context.Context, topic string, partition int32, baseOffset int64) error
+	// DeleteIndexRange must delete every entry of (topic, partition) lying wholly below
+	// offset below (End() <= below) and nothing else: an entry holding offset below or a
+	// later one, and other partitions, must stay. It returns how many it deleted. It is
+	// retention's delete, so its cost must grow with the entries it deletes, not with
+	// those retained. It need not be atomic: after an error any subset of the range may
+	// be gone, and calling it again must finish the job.
+	DeleteIndexRange(ctx context.Context, topic string, partition int32, below int64) (int, error)
 }
 
 // PartitionStore holds the log start offset, written by retention. It lives on the

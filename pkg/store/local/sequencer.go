@@ -111,7 +111,7 @@ func (m *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 			if ok {
 				claim = existing.toStore()
 				c.Entry.Duplicate = true
-			} else if err := putRec(tx, bucketIdempotency, ikey, idempotencyToRec(claim)); err != nil {
+			} else if err := putExpiring(tx, expiryIdempotency, ikey, idempotencyToRec(claim), claim.ExpiresAt); err != nil {
 				return err
 			}
 			c.Claim = &claim
@@ -162,7 +162,7 @@ func (m *MetaStore) ClaimIdempotency(ctx context.Context, rec store.IdempotencyR
 		if ok {
 			return &store.IdempotencyError{Existing: existing.toStore()}
 		}
-		return putRec(tx, bucketIdempotency, ikey, idempotencyToRec(rec))
+		return putExpiring(tx, expiryIdempotency, ikey, idempotencyToRec(rec), rec.ExpiresAt)
 	})
 }
 
