@@ -216,6 +216,9 @@ type SeqCommit struct {
 	// IdempotencyKey ("topic#key") and BodyHash are set for an idempotent append.
 	IdempotencyKey string
 	BodyHash       string
+	// ClaimExpiresAt is the TTL of the idempotency claim a materialising Sequence writes;
+	// zero means Entry.ExpiresAt.
+	ClaimExpiresAt time.Time
 	// Seq is the partition's commit number, from 1 (set by Sequence).
 	Seq int64
 	// Materialized reports that the backend wrote the index entry (and claimed the

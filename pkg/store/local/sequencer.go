@@ -101,8 +101,12 @@ func (m *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 		c.Seq = st.NextSeq
 		c.Claim = nil
 		if c.IdempotencyKey != "" {
+			exp := c.ClaimExpiresAt
+			if exp.IsZero() {
+				exp = c.Entry.ExpiresAt
+			}
 			claim := store.IdempotencyRecord{Key: c.IdempotencyKey, Partition: c.Entry.Partition, BodyHash: c.BodyHash,
-				BaseOffset: c.Entry.BaseOffset, Count: c.Entry.Count, ExpiresAt: c.Entry.ExpiresAt}
+				BaseOffset: c.Entry.BaseOffset, Count: c.Entry.Count, ExpiresAt: exp}
 			ikey := idempotencyKey(claim.Key, claim.Partition)
 			existing, ok, err := getRec[idempotencyRec](tx, bucketIdempotency, ikey)
 			if err != nil {
