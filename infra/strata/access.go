@@ -61,8 +61,8 @@ var (
 //     from topics, high watermarks, commits and leases whom to invoke. Reading a
 //     partition's counter seeds it when missing (the migration), a put on the sequencer.
 //   - retention advances log starts on the sequencer items (seeding them like dispatch),
-//     deletes index entries (ranges, in BatchWriteItem calls), and reads the topics it works from; the legacy partitions
-//     table is read by the migration only.
+//     deletes index entries (ranges, in BatchWriteItem calls), and reads the topics it
+//     works from; the legacy partitions table is read by the migration only.
 //
 // A subscribed consumer function's rights are narrower still (consumerStatements): the
 // rows of its own topic and group only.
