@@ -21,7 +21,8 @@ func TestIdempotencyClaimsKeptForTheWindow(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.CreateTopic(ctx, "w", 1, 2*time.Minute); err != nil {
+		topic, err := l.CreateTopic(ctx, "w", 1, 2*time.Minute)
+		if err != nil {
 			t.Fatal(err)
 		}
 		if _, err := l.Append(ctx, "w", []log.Record{{Value: []byte("v")}}, log.AppendOptions{IdempotencyKey: "k"}); err != nil {
@@ -29,7 +30,7 @@ func TestIdempotencyClaimsKeptForTheWindow(t *testing.T) {
 		}
 		want := now.Add(log.IdempotencyWindow)
 		for _, p := range []int32{-1, 0} {
-			rec, err := s.Meta.GetIdempotency(ctx, "w#k", p)
+			rec, err := s.Meta.GetIdempotency(ctx, topic.ID()+"#k", p)
 			if err != nil {
 				t.Fatalf("claim of partition %d: %v", p, err)
 			}

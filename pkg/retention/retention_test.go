@@ -326,7 +326,11 @@ func TestExpiredEntriesGoInOneRangeDelete(t *testing.T) {
 		if start, hw := f.bounds(t); start != 30 || hw != 32 {
 			t.Fatalf("bounds [%d, %d), want [30, 32)", start, hw)
 		}
-		es, err := s.Meta.IndexEntries(ctx, "r", 0, 0, 100)
+		topic, err := s.Meta.GetTopic(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := s.Meta.IndexEntries(ctx, topic.ID(), 0, 0, 100)
 		if err != nil || len(es) != 2 || es[0].BaseOffset != 30 || es[1].BaseOffset != 31 {
 			t.Fatalf("entries left = %+v, %v; want those at 30 and 31", es, err)
 		}
