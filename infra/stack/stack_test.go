@@ -456,7 +456,7 @@ func accessActions(a strata.Access) []string {
 		out = append(out, "dynamodb:Scan")
 	}
 	if a.Write {
-		out = append(out, "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
+		out = append(out, "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem")
 	}
 	sort.Strings(out)
 	return out

@@ -16,6 +16,8 @@ var (
 	tableScan = []string{"dynamodb:Scan"}
 	// tableWrite is conditional puts, updates, deletes and transaction condition checks.
 	tableWrite = []string{"dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"}
+	// tableBatchWrite is deletes in batches of 25 (retention's index range deletes).
+	tableBatchWrite = []string{"dynamodb:BatchWriteItem"}
 )
 
 // Access is what one role may do with one table.
@@ -34,6 +36,7 @@ func (a Access) actions() []string {
 	}
 	if a.Write {
 		out = append(out, tableWrite...)
+		out = append(out, tableBatchWrite...)
 	}
 	return out
 }
@@ -58,8 +61,8 @@ var (
 //     from topics, high watermarks, commits and leases whom to invoke. Reading a
 //     partition's counter seeds it when missing (the migration), a put on the sequencer.
 //   - retention advances log starts on the sequencer items (seeding them like dispatch),
-//     deletes index entries, and reads the topics it works from; the legacy partitions
-//     table is read by the migration only.
+//     deletes index entries (ranges, in BatchWriteItem calls), and reads the topics it
+//     works from; the legacy partitions table is read by the migration only.
 //
 // A subscribed consumer function's rights are narrower still (consumerStatements): the
 // rows of its own topic and group only.

@@ -303,7 +303,7 @@ func (l *Log) admit(ctx context.Context, m *member, key string, replace func(par
 	// Keys are scoped to the topic's incarnation: the same key on two topics, or on two
 	// incarnations of one name, names two requests.
 	m.idemKey = m.topic + "#" + key
-	fresh, placedBy, err := l.claimRequest(ctx, m.idemKey, m.bodyHash, m.nrecs, m.t.Partitions, l.now().Add(m.t.Retention+retentionGrace))
+	fresh, placedBy, err := l.claimRequest(ctx, m.idemKey, m.bodyHash, m.nrecs, m.t.Partitions, l.now().Add(IdempotencyWindow))
 	if err != nil || fresh {
 		// A claim this request created means no earlier attempt got as far as
 		// writing anything: there is nothing to replay (and no read to pay for).
@@ -364,7 +364,7 @@ func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqComm
 	e := &c.Entry
 	if c.IdempotencyKey != "" {
 		claim := store.IdempotencyRecord{Key: c.IdempotencyKey, Partition: e.Partition, BodyHash: c.BodyHash,
-			BaseOffset: e.BaseOffset, Count: e.Count, ExpiresAt: e.ExpiresAt}
+			BaseOffset: e.BaseOffset, Count: e.Count, ExpiresAt: claimExpiry(*e)}
 		err := l.meta.ClaimIdempotency(ctx, claim)
 		var ie *store.IdempotencyError
 		switch {
@@ -390,6 +390,10 @@ func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqComm
 	}
 	return c, nil
 }
+
+// claimExpiry is the TTL of a commit's idempotency claim: the window from its append.
+// The appender and the materialiser derive it from the entry alike.
+func claimExpiry(e store.IndexEntry) time.Time { return e.AppendedAt.Add(IdempotencyWindow) }
 
 // claimRequest records which body an idempotency key names, and the partition count its
 // records were placed by, before anything is written: a key reused with another body is

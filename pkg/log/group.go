@@ -160,7 +160,11 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 				MaxTimestamp: time.UnixMilli(c.maxTs), AppendedAt: time.UnixMilli(nowMs),
 				ExpiresAt: time.UnixMilli(nowMs).Add(t.Retention + retentionGrace),
 			}
-			base, err := l.commit(cctx, store.SeqCommit{Entry: e, IdempotencyKey: c.idemKey, BodyHash: c.bodyHash})
+			sc := store.SeqCommit{Entry: e, IdempotencyKey: c.idemKey, BodyHash: c.bodyHash}
+			if c.idemKey != "" {
+				sc.ClaimExpiresAt = claimExpiry(e)
+			}
+			base, err := l.commit(cctx, sc)
 			c.err = err
 			for _, g := range c.parts {
 				g.base, g.err = base, err

@@ -32,6 +32,13 @@ const (
 	// retentionGrace is added to a topic's retention for the index entries' TTL, so
 	// DynamoDB never deletes an entry the retention job still needs.
 	retentionGrace = 24 * time.Hour
+	// IdempotencyWindow is how long an Idempotency-Key's claims are kept after the append
+	// (docs/API.md): a retry within it returns the first attempt's offsets, one after it
+	// appends again. It is far past the SDK's retry horizon (10 retries, backoff capped
+	// at 10 s: under a minute) and a Lambda invocation's longest run (15 min), and it
+	// bounds the idempotency rows by the append rate, not by the retention (Kafka bounds
+	// its producer state by a fixed expiry the same way).
+	IdempotencyWindow = 20 * time.Minute
 	// DefaultCommitWindow is the default of Config.CommitWindow.
 	DefaultCommitWindow = time.Minute
 	// DefaultGroupCommitBytes is the default byte budget of a group-commit batch.

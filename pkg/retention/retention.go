@@ -25,6 +25,7 @@ type Meta interface {
 	Sequencer(ctx context.Context, topic string, partition int32) (store.SeqState, error)
 	IndexEntries(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error)
 	DeleteIndexEntry(ctx context.Context, topic string, partition int32, baseOffset int64) error
+	DeleteIndexRange(ctx context.Context, topic string, partition int32, below int64) (int, error)
 }
 
 // Objects is what retention needs of the object store.
@@ -126,6 +127,7 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time
 	newStart := start
 	gapCutoff := cutoff.Add(-j.margin())
 	var expired []store.IndexEntry
+	stale := false // an entry below the log start, left by a pass that failed to delete it
 	for from := start; from < end; {
 		page, err := j.Meta.IndexEntries(ctx, id, p, from, pageSize)
 		if err != nil {
@@ -134,8 +136,9 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time
 		done := true
 		for _, e := range page {
 			if e.End() <= from {
-				// Below the log start: an entry an earlier pass failed to delete. Its
-				// TTL (retention plus a grace) removes it; readers never reach it.
+				// Below the log start: an entry an earlier pass failed to delete.
+				// Readers never reach it; this pass's range delete removes it.
+				stale = true
 				continue
 			}
 			if e.AppendedAt.After(cutoff) {
@@ -171,13 +174,15 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time
 		st.RecordsExpired += newStart - start
 		st.PartitionsMoved++
 	}
-	for _, e := range expired {
-		if err := j.Meta.DeleteIndexEntry(ctx, id, p, e.BaseOffset); err != nil {
-			return err
-		}
-		st.EntriesDeleted++
+	if len(expired) == 0 && !stale {
+		return nil
 	}
-	return nil
+	// One range delete below the new log start (one transaction locally, batched
+	// parallel deletes on DynamoDB): its cost follows what expired, and entries below
+	// the log start that an earlier pass left go with it.
+	n, err := j.Meta.DeleteIndexRange(ctx, id, p, newStart)
+	st.EntriesDeleted += n
+	return err
 }
 
 func anyAtOrAfter(es []store.IndexEntry, offset int64) bool {

@@ -256,6 +256,10 @@ func (failingDeletes) DeleteIndexEntry(context.Context, string, int32, int64) er
 	return fmt.Errorf("injected: %w", store.ErrUnavailable)
 }
 
+func (failingDeletes) DeleteIndexRange(context.Context, string, int32, int64) (int, error) {
+	return 0, fmt.Errorf("injected: %w", store.ErrUnavailable)
+}
+
 // TestFailedPassKeepsObjects: a pass that could not finish a topic's partitions reports
 // the error and deletes none of that topic's objects; the next pass deletes them. (The
 // log start had moved before the failure, so the entries below it are left to their
@@ -278,6 +282,61 @@ func TestFailedPassKeepsObjects(t *testing.T) {
 		}
 		if st := f.run(t, retention.Job{}); st.ObjectsDeleted != 2 {
 			t.Fatalf("next pass %+v, want the 2 objects deleted", st)
+		}
+	})
+}
+
+// countingDeletes counts the index deletions a pass makes.
+type countingDeletes struct {
+	store.MetaStore
+	single, ranges int
+}
+
+func (c *countingDeletes) DeleteIndexEntry(ctx context.Context, topic string, partition int32, base int64) error {
+	c.single++
+	return c.MetaStore.DeleteIndexEntry(ctx, topic, partition, base)
+}
+
+func (c *countingDeletes) DeleteIndexRange(ctx context.Context, topic string, partition int32, below int64) (int, error) {
+	c.ranges++
+	return c.MetaStore.DeleteIndexRange(ctx, topic, partition, below)
+}
+
+// TestExpiredEntriesGoInOneRangeDelete (issue 18 item 15): a pass deletes a partition's
+// expired entries with one range delete, not one delete per entry, keeps the entries
+// at and after the new log start, and a pass with nothing expired deletes nothing.
+func TestExpiredEntriesGoInOneRangeDelete(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		f := newFixture(t, s)
+		f.append(t, 30)
+		f.now = t0.Add(30 * time.Minute)
+		f.append(t, 2) // fresh: kept
+		f.now = t0.Add(70 * time.Minute)
+		meta := &countingDeletes{MetaStore: s.Meta}
+		job := retention.Job{Meta: meta, Objects: s.Objects, Clock: func() time.Time { return f.now }}
+		st, err := job.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if meta.single != 0 || meta.ranges != 1 || st.EntriesDeleted != 30 {
+			t.Fatalf("pass made %d single and %d range deletes, %d entries deleted; want 0, 1, 30",
+				meta.single, meta.ranges, st.EntriesDeleted)
+		}
+		if start, hw := f.bounds(t); start != 30 || hw != 32 {
+			t.Fatalf("bounds [%d, %d), want [30, 32)", start, hw)
+		}
+		topic, err := s.Meta.GetTopic(ctx, "r")
+		if err != nil {
+			t.Fatal(err)
+		}
+		es, err := s.Meta.IndexEntries(ctx, topic.ID(), 0, 0, 100)
+		if err != nil || len(es) != 2 || es[0].BaseOffset != 30 || es[1].BaseOffset != 31 {
+			t.Fatalf("entries left = %+v, %v; want those at 30 and 31", es, err)
+		}
+		meta.ranges = 0
+		if _, err := job.Run(ctx); err != nil || meta.ranges != 0 {
+			t.Fatalf("a pass with nothing expired made %d range deletes (%v), want 0", meta.ranges, err)
 		}
 	})
 }

@@ -216,6 +216,9 @@ type SeqCommit struct {
 	// IdempotencyKey ("topic#key") and BodyHash are set for an idempotent append.
 	IdempotencyKey string
 	BodyHash       string
+	// ClaimExpiresAt is the TTL of the idempotency claim a materialising Sequence writes;
+	// zero means Entry.ExpiresAt.
+	ClaimExpiresAt time.Time
 	// Seq is the partition's commit number, from 1 (set by Sequence).
 	Seq int64
 	// Materialized reports that the backend wrote the index entry (and claimed the
@@ -298,6 +301,13 @@ type IndexStore interface {
 	GetIdempotency(ctx context.Context, key string, partition int32) (IdempotencyRecord, error)
 	// DeleteIndexEntry must remove the entry at baseOffset; a missing entry is not an error.
 	DeleteIndexEntry(ctx context.Context, topic string, partition int32, baseOffset int64) error
+	// DeleteIndexRange must delete every entry of (topic, partition) lying wholly below
+	// offset below (End() <= below) and nothing else: an entry holding offset below or a
+	// later one, and other partitions, must stay. It returns how many it deleted. It is
+	// retention's delete, so its cost must grow with the entries it deletes, not with
+	// those retained. It need not be atomic: after an error any subset of the range may
+	// be gone, and calling it again must finish the job.
+	DeleteIndexRange(ctx context.Context, topic string, partition int32, below int64) (int, error)
 }
 
 // PartitionStore holds the log start offset, written by retention. It lives on the

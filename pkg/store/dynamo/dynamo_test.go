@@ -317,3 +317,25 @@ func TestMigrationFromIndexFormat(t *testing.T) {
 		t.Fatalf("first commit after migration = base %d seq %d, %v; want 6 and 1", c.Entry.BaseOffset, c.Seq, err)
 	}
 }
+
+// TestDeleteIndexRangeInBatches: a range wider than one BatchWriteItem (25) is deleted
+// in several parallel calls, wholly and only below the cut.
+func TestDeleteIndexRangeInBatches(t *testing.T) {
+	m, _, _ := newStore(t, dynamo.Config{})
+	ctx := t.Context()
+	for base := range int64(80) {
+		e := store.IndexEntry{Topic: "t", Partition: 0, BaseOffset: base, Count: 1,
+			ObjectKey: fmt.Sprintf("v1/t/%d", base), ByteLength: 10}
+		if err := m.PutIndexEntry(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := m.DeleteIndexRange(ctx, "t", 0, 77)
+	if err != nil || n != 77 {
+		t.Fatalf("DeleteIndexRange(below 77) = %d, %v; want 77", n, err)
+	}
+	es, err := m.IndexEntries(ctx, "t", 0, 0, 100)
+	if err != nil || len(es) != 3 || es[0].BaseOffset != 77 {
+		t.Fatalf("entries left = %d from %v (%v); want 3 from 77", len(es), es, err)
+	}
+}

@@ -31,7 +31,7 @@ const (
 
 func allBuckets() []string {
 	return []string{bucketTopics, bucketIndex, bucketPartitions, bucketAssignments,
-		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency, bucketSequencer, bucketGraveyard}
+		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency, bucketSequencer, bucketGraveyard, bucketExpiry}
 }
 
 // openTimeout bounds the wait for bbolt's file lock, so a second process on the same
@@ -43,6 +43,8 @@ const openTimeout = 2 * time.Second
 // operation is atomic, durable when it returns, and conditional writes need no locking.
 type MetaStore struct {
 	db *bolt.DB
+	// sweepChunk bounds the rows one DeleteExpired transaction deletes.
+	sweepChunk int
 }
 
 var _ store.MetaStore = (*MetaStore)(nil)
@@ -64,9 +66,15 @@ func OpenMetaStore(path string) (*MetaStore, error) {
 		return nil, fmt.Errorf("local: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
+		newExpiry := tx.Bucket([]byte(bucketExpiry)) == nil
 		for _, name := range allBuckets() {
 			if _, err := tx.CreateBucketIfNotExists([]byte(name)); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		if newExpiry {
+			if err := buildExpiry(tx); err != nil {
+				return err
 			}
 		}
 		return migrate(tx)
@@ -79,7 +87,7 @@ func OpenMetaStore(path string) (*MetaStore, error) {
 		return nil, fmt.Errorf("local: open %s: %w", path, err)
 	}
 	db.MaxBatchDelay = batchDelay
-	return &MetaStore{db: db}, nil
+	return &MetaStore{db: db, sweepChunk: defaultSweepChunk}, nil
 }
 
 // batchDelay is how long a write waits for others to share its transaction: well under
@@ -187,7 +195,7 @@ func putIndexIfAbsent(tx *bolt.Tx, e store.IndexEntry) error {
 	if ok {
 		return &store.ConflictError{Existing: existing.toStore()}
 	}
-	return putRec(tx, bucketIndex, key, indexToRec(e))
+	return putExpiring(tx, expiryIndex, key, indexToRec(e), e.ExpiresAt)
 }
 
 // LastIndexEntry returns the partition's entry with the greatest base offset.
@@ -281,48 +289,42 @@ func (m *MetaStore) DeleteIndexEntry(ctx context.Context, topic string, partitio
 	})
 }
 
-// DeleteExpired deletes the index entries and idempotency records whose ExpiresAt is set
-// and before now, standing in for DynamoDB's TTL deletion; it returns how many it
-// deleted. Callers keep the newest entry of a partition alive by extending its expiry,
-// exactly as they must on DynamoDB.
-func (m *MetaStore) DeleteExpired(ctx context.Context, now time.Time) (int, error) {
+// DeleteIndexRange deletes the partition's entries lying wholly below offset below, in
+// one transaction that reads only those entries (and the one holding below, kept).
+func (m *MetaStore) DeleteIndexRange(ctx context.Context, topic string, partition int32, below int64) (int, error) {
 	deleted := 0
 	err := m.update(ctx, func(tx *bolt.Tx) error {
 		deleted = 0
-		n, err := deleteExpired[indexRec](tx, bucketIndex, now, func(r indexRec) time.Time { return r.ExpiresAt })
-		if err != nil {
-			return err
+		b := tx.Bucket([]byte(bucketIndex))
+		prefix := partitionKey(topic, partition)
+		end := indexKey(topic, partition, below)
+		var doomed []indexRec
+		c := b.Cursor()
+		for k, v := c.Seek(prefix); k != nil && bytes.Compare(k, end) < 0; k, v = c.Next() {
+			var rec indexRec
+			if err := decodeRec(bucketIndex, k, v, &rec); err != nil {
+				return err
+			}
+			if rec.BaseOffset+rec.Count <= below {
+				doomed = append(doomed, rec)
+			}
 		}
-		deleted += n
-		n, err = deleteExpired[idempotencyRec](tx, bucketIdempotency, now, func(r idempotencyRec) time.Time { return r.ExpiresAt })
-		deleted += n
-		return err
-	})
-	return deleted, err
-}
-
-func deleteExpired[T any](tx *bolt.Tx, bucket string, now time.Time, expiry func(T) time.Time) (int, error) {
-	b := tx.Bucket([]byte(bucket))
-	var doomed [][]byte
-	err := b.ForEach(func(k, v []byte) error {
-		var rec T
-		if err := decodeRec(bucket, k, v, &rec); err != nil {
-			return err
+		eb := tx.Bucket([]byte(bucketExpiry))
+		for _, rec := range doomed {
+			key := indexKey(topic, partition, rec.BaseOffset)
+			if err := b.Delete(key); err != nil {
+				return fmt.Errorf("local: delete index entry %s/%d@%d: %w", topic, partition, rec.BaseOffset, err)
+			}
+			if !rec.ExpiresAt.IsZero() {
+				if err := eb.Delete(expiryKey(rec.ExpiresAt, expiryIndex, key)); err != nil {
+					return fmt.Errorf("local: delete expiry key: %w", err)
+				}
+			}
 		}
-		if exp := expiry(rec); !exp.IsZero() && exp.Before(now) {
-			doomed = append(doomed, append([]byte(nil), k...))
-		}
+		deleted = len(doomed)
 		return nil
 	})
-	if err != nil {
-		return 0, err
-	}
-	for _, k := range doomed {
-		if err := b.Delete(k); err != nil {
-			return 0, fmt.Errorf("local: delete expired %s row: %w", bucket, err)
-		}
-	}
-	return len(doomed), nil
+	return deleted, err
 }
 
 // AcquireLease takes the lease for member when it is free, expired at now, or already

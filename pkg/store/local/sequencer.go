@@ -101,8 +101,12 @@ func (m *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 		c.Seq = st.NextSeq
 		c.Claim = nil
 		if c.IdempotencyKey != "" {
+			exp := c.ClaimExpiresAt
+			if exp.IsZero() {
+				exp = c.Entry.ExpiresAt
+			}
 			claim := store.IdempotencyRecord{Key: c.IdempotencyKey, Partition: c.Entry.Partition, BodyHash: c.BodyHash,
-				BaseOffset: c.Entry.BaseOffset, Count: c.Entry.Count, ExpiresAt: c.Entry.ExpiresAt}
+				BaseOffset: c.Entry.BaseOffset, Count: c.Entry.Count, ExpiresAt: exp}
 			ikey := idempotencyKey(claim.Key, claim.Partition)
 			existing, ok, err := getRec[idempotencyRec](tx, bucketIdempotency, ikey)
 			if err != nil {
@@ -111,7 +115,7 @@ func (m *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 			if ok {
 				claim = existing.toStore()
 				c.Entry.Duplicate = true
-			} else if err := putRec(tx, bucketIdempotency, ikey, idempotencyToRec(claim)); err != nil {
+			} else if err := putExpiring(tx, expiryIdempotency, ikey, idempotencyToRec(claim), claim.ExpiresAt); err != nil {
 				return err
 			}
 			c.Claim = &claim
@@ -162,7 +166,7 @@ func (m *MetaStore) ClaimIdempotency(ctx context.Context, rec store.IdempotencyR
 		if ok {
 			return &store.IdempotencyError{Existing: existing.toStore()}
 		}
-		return putRec(tx, bucketIdempotency, ikey, idempotencyToRec(rec))
+		return putExpiring(tx, expiryIdempotency, ikey, idempotencyToRec(rec), rec.ExpiresAt)
 	})
 }
 

@@ -361,6 +361,26 @@ func (s *memStore) DeleteIndexEntry(_ context.Context, topic string, partition i
 	return nil
 }
 
+func (s *memStore) DeleteIndexRange(_ context.Context, topic string, partition int32, below int64) (int, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	n := 0
+	for base, e := range s.index[s.partitionKey(topic, partition)] {
+		doomed := e.End() <= below
+		switch s.bug {
+		case "RangeDeleteTakesHolder":
+			doomed = base < below
+		case "RangeDeleteStopsAtGap":
+			doomed = doomed && base < 10
+		}
+		if doomed {
+			delete(s.index[s.partitionKey(topic, partition)], base)
+			n++
+		}
+	}
+	return n, nil
+}
+
 func (s *memStore) LogStart(_ context.Context, topic string, partition int32) (int64, error) {
 	s.lock()
 	defer s.mu.Unlock()

@@ -30,6 +30,7 @@ func metaStoreSections() []section[store.MetaStore] {
 			{"EntriesFromBeforeFirst", testIndexEntriesBeforeFirst},
 			{"PartitionsAndTopicsIsolated", testIndexIsolation},
 			{"DeleteIndexEntry", testDeleteIndexEntry},
+			{"DeleteIndexRange", testDeleteIndexRange},
 		}},
 		{"Sequencer", sequencerCases()},
 		{"Idempotency", []testCase[store.MetaStore]{
@@ -344,6 +345,40 @@ func testIndexIsolation(ctx context.Context, t *testing.T, m store.MetaStore) {
 	}
 	wantLast(ctx, t, m, base, 2, store.IndexEntry{}, false)
 	wantLast(ctx, t, m, base+"2", 0, store.IndexEntry{}, false)
+}
+
+// testDeleteIndexRange is retention's delete: only entries wholly below the cut go,
+// never the entry holding the cut nor a later one nor another partition's.
+func testDeleteIndexRange(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := UniqueName(t, "t")
+	// Partition 0: entries at 0, 10, 20, 40 (a gap at 30..40 where an entry was
+	// deleted), ending at 50; partition 1 alike.
+	es := append(tiling(topic, 0, 30, 0, 10, 20), entry(topic, 0, 40, 10))
+	other := tiling(topic, 1, 50, 0, 10, 20, 40)
+	putEntries(ctx, t, m, es...)
+	putEntries(ctx, t, m, other...)
+
+	deleteRange := func(below int64, want int) {
+		t.Helper()
+		n, err := m.DeleteIndexRange(ctx, topic, 0, below)
+		must(t, fmt.Sprintf("DeleteIndexRange(below %d)", below), err)
+		if n != want {
+			t.Fatalf("DeleteIndexRange(below %d) = %d deleted, want %d", below, n, want)
+		}
+	}
+	deleteRange(0, 0)
+	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, es)
+	deleteRange(15, 1) // 10..20 holds 15: kept
+	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, es[1:])
+	deleteRange(15, 0)
+	deleteRange(45, 2) // past the gap: 10 and 20 go, 40..50 holds 45
+	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, es[3:])
+	deleteRange(50, 1)
+	wantIndexEntries(ctx, t, m, topic, 0, 0, 10, nil)
+	wantIndexEntries(ctx, t, m, topic, 1, 0, 10, other)
+	if n, err := m.DeleteIndexRange(ctx, topic+"x", 0, 100); err != nil || n != 0 {
+		t.Fatalf("DeleteIndexRange of an unknown topic = %d, %v; want 0, nil", n, err)
+	}
 }
 
 func testDeleteIndexEntry(ctx context.Context, t *testing.T, m store.MetaStore) {

@@ -81,6 +81,8 @@ func TestMutants(t *testing.T) {
 		"EntriesNoContaining":      "MetaStore/Index/EntriesFromContainingEntry",
 		"EntriesContainingByEnd":   "MetaStore/Index/EntriesFromContainingEntry",
 		"EntriesIgnoreLimit":       "MetaStore/Index/EntriesFromContainingEntry",
+		"RangeDeleteTakesHolder":   "MetaStore/Index/DeleteIndexRange",
+		"RangeDeleteStopsAtGap":    "MetaStore/Index/DeleteIndexRange",
 		"IdemKeyIgnoresPartition":  "MetaStore/Idempotency/KeyIsPerPartition",
 		"IdemClaimOverwrites":      "MetaStore/Idempotency/ClaimOnce",
 		"SequenceRace":             "MetaStore/Races/SequencerTilesOffsets",
