@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/internal/clocktest"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/retention"
 	"github.com/stratalog/strata/pkg/store"
@@ -15,16 +16,15 @@ import (
 
 // clockLog is a Log over s with a settable clock, and a retention job on the same one.
 type clockLog struct {
-	mu  sync.Mutex
-	now time.Time
-	l   *log.Log
-	s   backendtest.Stores
+	*clocktest.Clock
+	l *log.Log
+	s backendtest.Stores
 }
 
 func newClockLog(t *testing.T, s backendtest.Stores) *clockLog {
 	t.Helper()
-	c := &clockLog{now: time.Now().UTC().Truncate(time.Millisecond), s: s}
-	l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, Clock: c.clock})
+	c := &clockLog{Clock: clocktest.New(time.Now().UTC().Truncate(time.Millisecond)), s: s}
+	l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, Clock: c.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,22 +32,10 @@ func newClockLog(t *testing.T, s backendtest.Stores) *clockLog {
 	return c
 }
 
-func (c *clockLog) clock() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clockLog) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
 // retain runs one retention pass at the log's clock.
 func (c *clockLog) retain(t *testing.T) retention.Stats {
 	t.Helper()
-	j := retention.Job{Meta: c.s.Meta, Objects: c.s.Objects, Clock: c.clock}
+	j := retention.Job{Meta: c.s.Meta, Objects: c.s.Objects, Clock: c.Now}
 	st, err := j.Run(context.Background())
 	if err != nil {
 		t.Fatalf("retention pass: %v", err)
@@ -95,7 +83,7 @@ func TestDeletedTopicRecreatedAtOnce(t *testing.T) {
 			t.Fatalf("bounds of the re-created topic = [%d, %d), %v; want [0, 1)", start, hw, err)
 		}
 		// The purge of the old incarnation, past the margin, leaves the new one alone.
-		c.advance(6 * time.Minute)
+		c.Advance(6 * time.Minute)
 		if st := c.retain(t); st.TopicsPurged != 1 {
 			t.Fatalf("retention pass after the margin purged %d topics, want 1", st.TopicsPurged)
 		}
@@ -130,7 +118,7 @@ func TestClaimsDoNotOutliveTheirTopic(t *testing.T) {
 		if err := c.l.DeleteTopic(ctx, "pay"); err != nil {
 			t.Fatal(err)
 		}
-		c.advance(6 * time.Minute)
+		c.Advance(6 * time.Minute)
 		c.retain(t)
 		if _, err := c.l.CreateTopic(ctx, "pay", 1, time.Hour); err != nil {
 			t.Fatal(err)
@@ -181,10 +169,10 @@ func TestPurgeRacingTopicReload(t *testing.T) {
 		}
 		hooked := &purgeAfterRead{MetaStore: s.Meta}
 		hooked.purge = func() {
-			admin.advance(6 * time.Minute)
+			admin.Advance(6 * time.Minute)
 			admin.retain(t)
 		}
-		node, err := log.New(log.Config{Objects: s.Objects, Meta: topicAdminMeta{hooked}, Clock: admin.clock})
+		node, err := log.New(log.Config{Objects: s.Objects, Meta: topicAdminMeta{hooked}, Clock: admin.Now})
 		if err != nil {
 			t.Fatal(err)
 		}
