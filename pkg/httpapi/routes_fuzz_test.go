@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/httpapi"
+	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
 )
 
@@ -144,9 +145,14 @@ func FuzzCreateTopicRequest(f *testing.F) {
 			RetentionMs *int64 `json:"retention_ms"`
 		}
 		decodeLoose(t, body, &sent)
-		wantRetention := int64(24 * time.Hour / time.Millisecond)
+		// A create that leaves out partitions or retention gets the log's defaults.
+		wantRetention := log.DefaultRetention.Milliseconds()
 		if sent.RetentionMs != nil {
 			wantRetention = *sent.RetentionMs
+		}
+		wantPartitions := sent.Partitions
+		if wantPartitions == 0 {
+			wantPartitions = log.DefaultPartitions
 		}
 		var got struct {
 			Name        string `json:"name"`
@@ -154,14 +160,14 @@ func FuzzCreateTopicRequest(f *testing.F) {
 			RetentionMs int64  `json:"retention_ms"`
 		}
 		decodeLoose(t, w.Body.Bytes(), &got)
-		if got.Name != sent.Name || got.Partitions != sent.Partitions || got.RetentionMs != wantRetention {
+		if got.Name != sent.Name || got.Partitions != wantPartitions || got.RetentionMs != wantRetention {
 			t.Fatalf("created %+v from %q", got, body)
 		}
 		if len(after) != len(before)+1 {
 			t.Fatalf("a created topic changed the topics %v -> %v", before, after)
 		}
 		info, err := e.log.DescribeTopic(context.Background(), sent.Name)
-		if err != nil || info.Topic.Partitions != sent.Partitions || info.Retention.Milliseconds() != wantRetention {
+		if err != nil || info.Topic.Partitions != wantPartitions || info.Retention.Milliseconds() != wantRetention {
 			t.Fatalf("created topic reads back as %+v, %v", info.Topic, err)
 		}
 	})
