@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
 	"golang.org/x/time/rate"
 
 	"github.com/stratalog/strata/pkg/client"
@@ -84,6 +85,7 @@ type rateReport struct {
 	passes            int // retention passes that moved something (strata dev's log)
 	maxOldest         time.Duration
 	finalData, finalM int64
+	census            string // rows and bytes per bucket of meta.db at the end
 }
 
 // TestRetentionKeepsPaceAtTheBriefsRate runs strata dev under SDK producers at a fixed rate
@@ -300,6 +302,7 @@ func runAtRate(t *testing.T, sc rateScale, retain bool) rateReport {
 	rep.passes = strings.Count(dev.cmd.Stderr.(*lockedWriter).String(), "retention pass")
 	_ = dev.cmd.Process.Kill()
 	<-dev.exited
+	rep.census = metaCensus(filepath.Join(dataDir, "meta.db"))
 	return rep
 }
 
@@ -346,6 +349,42 @@ func dirBytes(dir string) (total, meta int64) {
 	return total, meta
 }
 
+// metaCensus counts the rows and key+value bytes of each top-level bucket of the embedded
+// store's meta.db (which the stopped server no longer holds).
+func metaCensus(path string) string {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+	if err != nil {
+		return "meta.db: " + err.Error()
+	}
+	defer db.Close()
+	var parts []string
+	_ = db.View(func(tx *bolt.Tx) error {
+		return tx.ForEach(func(name []byte, b *bolt.Bucket) error {
+			var rows, bytes int64
+			var walk func(*bolt.Bucket)
+			walk = func(b *bolt.Bucket) {
+				_ = b.ForEach(func(k, v []byte) error {
+					if v == nil {
+						if sub := b.Bucket(k); sub != nil {
+							walk(sub)
+						}
+						return nil
+					}
+					rows++
+					bytes += int64(len(k) + len(v))
+					return nil
+				})
+			}
+			walk(b)
+			if rows > 0 {
+				parts = append(parts, fmt.Sprintf("%s %d rows %.1f MB", name, rows, float64(bytes)/1e6))
+			}
+			return nil
+		})
+	})
+	return strings.Join(parts, ", ")
+}
+
 func printRateReport(t *testing.T, title string, sc rateScale, r rateReport) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d partitions, %d producers at %d records/s of %d B, retention %s, %s\n",
@@ -361,5 +400,6 @@ func printRateReport(t *testing.T, title string, sc rateScale, r rateReport) {
 		r.sent, r.acked, float64(r.acked)/sc.Duration.Seconds(), r.failed, r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond),
 		r.max.Round(time.Millisecond), r.fast, r.slow, r.logStartAdvanced, sc.Partitions, r.passes, r.maxOldest.Round(time.Second),
 		float64(r.finalData)/1e6, float64(r.finalM)/1e6)
+	fmt.Fprintf(&b, "\nmeta.db at the end: %s", r.census)
 	t.Log(b.String())
 }
