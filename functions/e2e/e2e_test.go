@@ -9,7 +9,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -299,7 +298,7 @@ func TestOrdersThroughFunctions(t *testing.T) {
 		t.Errorf("consumers handled %d records, want %d", handled, orders)
 	}
 	checkExactlyOnce(t, d, api, orders)
-	if !strings.Contains(consumer.log.String(), `"strata_consumer_records_handled_total"`) {
+	if !consumer.logged(`"strata_consumer_records_handled_total"`) {
 		t.Error("the consumer wrote no EMF metrics")
 	}
 
@@ -372,8 +371,21 @@ func TestConsumerDeadlineMidBatch(t *testing.T) {
 	orders := appendOrders(t, api, 0, 4, 500)
 
 	ev, _ := json.Marshal(deploy.ConsumerEvent{Topic: "orders", Partition: 0, Group: "billing"})
+	// On a loaded machine one second of work may end before the first commit (or even
+	// before the group's settings are read): such an invocation must still stop at its
+	// deadline and release, and the next one tries again, as the dispatcher would.
 	var first consumerResult
-	short.mustInvoke(t, ev, &first)
+	for try := 1; ; try++ {
+		first = consumerResult{}
+		err := short.tryInvoke(ev, &first)
+		if err == nil && (first.Committed > 0 || !first.StoppedAtDeadline) || try == 5 {
+			if err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		t.Logf("invocation %d ended at its deadline before its first commit (a loaded machine): %+v %v; invoking again", try, first, err)
+	}
 	if !first.StoppedAtDeadline || first.Committed <= 0 || first.Committed >= int64(orders) {
 		t.Fatalf("first invocation %+v: want it stopped by its deadline mid-batch", first)
 	}
@@ -381,11 +393,21 @@ func TestConsumerDeadlineMidBatch(t *testing.T) {
 	if err != nil || a.Owner != "" {
 		t.Errorf("after the deadline the lease is %+v (%v), want released", a, err)
 	}
+	// The next invocation resumes at the commit; on a loaded machine it may reach its own
+	// deadline too, and the one after resumes at its commit in turn.
 	var second consumerResult
-	long.mustInvoke(t, ev, &second)
-	t.Logf("first invocation: %+v; second: %+v", first, second)
-	if second.Handled != int64(orders)-first.Committed || second.Committed != int64(orders) {
-		t.Errorf("second invocation %+v: want it to resume at %d and handle the remaining %d", second, first.Committed, int64(orders)-first.Committed)
+	for try := 1; ; try++ {
+		long.mustInvoke(t, ev, &second)
+		t.Logf("first invocation: %+v; resuming invocation %d: %+v", first, try, second)
+		if !second.StoppedAtDeadline || try == 10 {
+			if try == 1 && second.Handled != int64(orders)-first.Committed {
+				t.Errorf("second invocation %+v: want it to resume at %d and handle the remaining %d", second, first.Committed, int64(orders)-first.Committed)
+			}
+			break
+		}
+	}
+	if second.Committed != int64(orders) {
+		t.Errorf("last invocation %+v: want every one of the %d records committed", second, orders)
 	}
 	checkExactlyOnce(t, d, api, orders)
 }
@@ -420,7 +442,12 @@ func TestRetentionOnSchedule(t *testing.T) {
 	api := startRIE(t, deploy.FunctionAPI, d.env())
 	retentionFn := startRIE(t, deploy.FunctionRetention, d.env())
 	consumer := startRIE(t, deploy.FunctionConsumer, d.env(deploy.EnvTopic+"=orders", deploy.EnvGroup+"=billing"))
-	call(t, api, 201, httpEvent(t, "POST", "/v1/topics", "", map[string]any{"name": "orders", "partitions": 1, "retention_ms": 1000}, nil), nil)
+	// The retention is long enough that the newest append below is not expired by the
+	// time the pass runs, even on a loaded machine; the pass runs warm (a first,
+	// empty pass started the function) so that its own cold start does not count.
+	const retentionMS = 4000
+	call(t, api, 201, httpEvent(t, "POST", "/v1/topics", "", map[string]any{"name": "orders", "partitions": 1, "retention_ms": retentionMS}, nil), nil)
+	retentionFn.mustInvoke(t, mustRead(t, "scheduled-event.json"), nil)
 	appendOrders(t, api, 0, 3, 2)
 	// The group reads the first 2 records, commits and stops.
 	var lease struct {
@@ -432,8 +459,8 @@ func TestRetentionOnSchedule(t *testing.T) {
 		map[string]any{"member": "old", "generation": lease.Generation, "next_offset": 2}, nil), nil)
 	call(t, api, 204, httpEvent(t, "DELETE", leasePath, "", map[string]any{"member": "old", "generation": lease.Generation}, nil), nil)
 
-	time.Sleep(1500 * time.Millisecond) // the appends' entries are now past the topic's 1 s retention
-	appendOrders(t, api, 100, 1, 2)     // the newest entry: not expired
+	time.Sleep(retentionMS*time.Millisecond + 500*time.Millisecond) // the appends' entries are now past the topic's retention
+	appendOrders(t, api, 100, 1, 2)                                 // the newest entry: not expired
 
 	var st struct {
 		RecordsExpired  int64
@@ -443,7 +470,7 @@ func TestRetentionOnSchedule(t *testing.T) {
 	if st.RecordsExpired != 6 || st.PartitionsMoved != 1 {
 		t.Errorf("retention pass %+v: want the 6 expired records moved out", st)
 	}
-	if !strings.Contains(retentionFn.log.String(), `"strata_retention_records_expired_total":6`) {
+	if !retentionFn.logged(`"strata_retention_records_expired_total":6`) {
 		t.Errorf("the retention function's EMF lines lack the expired records:\n%s", retentionFn.log.String())
 	}
 	var topic struct {
@@ -463,7 +490,7 @@ func TestRetentionOnSchedule(t *testing.T) {
 	if res.Lost != 4 || res.Handled != 2 || res.Committed != 8 {
 		t.Errorf("consumer after retention %+v: want 4 records lost (2 → 6 by the earliest reset), 2 handled, committed 8", res)
 	}
-	if !strings.Contains(consumer.log.String(), `"strata_consumer_records_lost_total":4`) {
+	if !consumer.logged(`"strata_consumer_records_lost_total":4`) {
 		t.Errorf("the consumer's EMF lines lack the loss:\n%s", consumer.log.String())
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -120,6 +121,35 @@ func startRIE(t *testing.T, name string, env []string) *rie {
 // returns its response; a function error is an error.
 func (r *rie) invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	return r.p.Invoke(ctx, payload)
+}
+
+// logged reports whether the function's output contains s, waiting up to 10 s for it:
+// the emulator copies a function's output after the invocation's answer, so a line
+// printed during the invocation may arrive a little after it.
+func (r *rie) logged(s string) bool {
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(r.log.String(), s) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
+}
+
+// tryInvoke invokes the function and decodes its answer into out, returning the
+// function's error (or a garbled answer) instead of failing the test.
+func (r *rie) tryInvoke(payload []byte, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	body, err := r.invoke(ctx, payload)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("%s answered %s: %w", r.name, body, err)
+	}
+	return nil
 }
 
 func (r *rie) mustInvoke(t *testing.T, payload []byte, out any) {

@@ -355,12 +355,14 @@ func (n *Node) RunRetentionLoop(ctx context.Context, interval time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			start := time.Now()
 			st, err := n.RunRetention(ctx)
 			if err != nil && ctx.Err() == nil {
 				n.logger.Error("retention pass failed", "error", err)
 			} else if st.PartitionsMoved > 0 || st.ObjectsDeleted > 0 {
 				n.logger.Info("retention pass", "records_expired", st.RecordsExpired,
-					"objects_deleted", st.ObjectsDeleted, "entries_deleted", st.EntriesDeleted)
+					"objects_deleted", st.ObjectsDeleted, "entries_deleted", st.EntriesDeleted,
+					"took", time.Since(start).Round(time.Millisecond))
 			}
 		}
 	}
