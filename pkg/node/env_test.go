@@ -46,6 +46,7 @@ var sample = map[string]string{
 	deploy.EnvDefaultRetentionMS:  "3600000",
 	deploy.EnvMaxRetentionMS:      "2592000000",
 	deploy.EnvGroupCommitWindow:   "3ms",
+	deploy.EnvGroupCommitBudget:   "16777216",
 	deploy.EnvGrants:              `{"arn:aws:iam::1:role/*":[{"resource":"topic:*","ops":["read"]}]}`,
 	deploy.EnvSubscriptions:       `[{"topic":"orders","group":"g","function":"f"}]`,
 	deploy.EnvSubscriptionsPath:   "/strata/t-subscriptions",
