@@ -255,13 +255,16 @@ type Options struct {
 	// go, and in a group-commit batch idempotent members share the commits as members
 	// without a key do (each one's claim records its offsets within the shared run).
 	FoldedClaims bool
+	// Built are the levers built (BuiltLevers by default): the targets table counts a
+	// configuration needing any other as modelled.
+	Built []Lever
 }
 
 // Defaults returns the design workload with n producers and every default.
 func Defaults(n int) Options {
 	return Options{Prices: USEast1(), Workload: DesignWorkload(), Producers: DefaultProducers(n),
 		Profile: DesignProfile(), Latency: DefaultLatency(), Serving: DefaultServing(),
-		Aggregator: DefaultAggregator(), Kafka: DefaultKafka()}
+		Aggregator: DefaultAggregator(), Kafka: DefaultKafka(), Built: BuiltLevers()}
 }
 
 // Validate reports the first option that makes an estimate meaningless.
