@@ -137,10 +137,10 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 		err = fmt.Errorf("stack: context strata:removal = %q: want retain or destroy", r)
 	}
 	p.FrontDoor = strata.FrontDoor(str("strata:frontDoor", string(strata.FrontDoorAPIGateway)))
-	if v, ok := get("strata:groupCommitWindowMs"); ok {
+	if _, ok := get("strata:groupCommitWindowMs"); ok {
 		p.GroupCommitWindow = time.Duration(num("strata:groupCommitWindowMs") * float64(time.Millisecond))
-		if v == "0" || p.GroupCommitWindow == 0 {
-			p.GroupCommitWindow = -1 // off
+		if p.GroupCommitWindow == 0 {
+			p.GroupCommitWindow = -1 // 0 is off (rendered "0")
 		}
 	}
 	p.GroupCommitBudget = int(num("strata:groupCommitBudgetBytes"))

@@ -299,8 +299,11 @@ func (p Props) withDefaults() (Props, error) {
 			errs = append(errs, err)
 		}
 	}
-	if p.GroupCommitBudget < 0 {
-		errs = append(errs, fmt.Errorf("strata: Props.GroupCommitBudget = %d, want at least 0", p.GroupCommitBudget))
+	if p.GroupCommitBudget < 0 || p.GroupCommitBudget > deploy.MaxGroupCommitBudget {
+		errs = append(errs, fmt.Errorf("strata: Props.GroupCommitBudget = %d, want 0 to %d", p.GroupCommitBudget, deploy.MaxGroupCommitBudget))
+	}
+	if p.GroupCommitWindow > deploy.MaxGroupCommitWindow {
+		errs = append(errs, fmt.Errorf("strata: Props.GroupCommitWindow = %v, want at most %v", p.GroupCommitWindow, deploy.MaxGroupCommitWindow))
 	}
 	if p.RemovalPolicy == "" {
 		p.RemovalPolicy = awscdk.RemovalPolicy_RETAIN

@@ -181,6 +181,8 @@ func TestPropsValidation(t *testing.T) {
 		{"function URL grant without an account", strata.Props{AssetDir: "x", FrontDoor: strata.FrontDoorFunctionURL,
 			APIGrants: `{"arn:aws:iam::*:role/x":[{"resource":"topic:*","ops":["read"]}]}`}, "12-digit account"},
 		{"group commit budget", strata.Props{AssetDir: "x", GroupCommitBudget: -1}, "GroupCommitBudget"},
+		{"group commit budget above the log's", strata.Props{AssetDir: "x", GroupCommitBudget: 64<<20 + 1}, "GroupCommitBudget"},
+		{"group commit window above a second", strata.Props{AssetDir: "x", GroupCommitWindow: 2 * time.Second}, "GroupCommitWindow"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := strata.New(nil, "X", tc.p)

@@ -107,6 +107,10 @@ const DefaultManagedGroupCommitWindow = 5 * time.Millisecond
 // MaxGroupCommitWindow is the longest EnvGroupCommitWindow the api function accepts.
 const MaxGroupCommitWindow = time.Second
 
+// MaxGroupCommitBudget is the largest EnvGroupCommitBudget the api function accepts
+// (log.MaxGroupCommitBytes).
+const MaxGroupCommitBudget = 64 << 20
+
 // MetricsNamespace is the default CloudWatch namespace of Strata's metrics.
 const MetricsNamespace = "Strata"
 

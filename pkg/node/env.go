@@ -64,8 +64,8 @@ func FromSettings(s deploy.Settings, endpoint, maxConcurrency string, faults *aw
 	if s.GroupCommitWindow > deploy.MaxGroupCommitWindow {
 		return Config{}, fmt.Errorf("%w: %s=%s: want at most %s", ErrConfig, deploy.EnvGroupCommitWindow, s.GroupCommitWindow, deploy.MaxGroupCommitWindow)
 	}
-	if s.GroupCommitBudget > log.MaxGroupCommitBytes {
-		return Config{}, fmt.Errorf("%w: %s=%d: want at most %d", ErrConfig, deploy.EnvGroupCommitBudget, s.GroupCommitBudget, log.MaxGroupCommitBytes)
+	if s.GroupCommitBudget > deploy.MaxGroupCommitBudget {
+		return Config{}, fmt.Errorf("%w: %s=%d: want at most %d", ErrConfig, deploy.EnvGroupCommitBudget, s.GroupCommitBudget, deploy.MaxGroupCommitBudget)
 	}
 	if s.DefaultPartitions > log.MaxPartitions {
 		return Config{}, fmt.Errorf("%w: %s=%d: want 1 to %d", ErrConfig, deploy.EnvDefaultPartitions, s.DefaultPartitions, log.MaxPartitions)

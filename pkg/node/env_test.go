@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/node"
 )
 
@@ -131,6 +132,13 @@ func TestGroupCommitBudgetReachesTheLog(t *testing.T) {
 	cfg, err := node.FromEnv(envOf(map[string]string{deploy.EnvGroupCommitWindow: "250ms", deploy.EnvGroupCommitBudget: "16777216"}))
 	if err != nil || cfg.GroupCommitWindow != 250*time.Millisecond || cfg.GroupCommitBytes != 16<<20 {
 		t.Fatalf("window %v, budget %d, %v; want 250ms and 16 MiB", cfg.GroupCommitWindow, cfg.GroupCommitBytes, err)
+	}
+}
+
+// TestGroupCommitBudgetBoundIsTheLogs: the stack refuses what the log would.
+func TestGroupCommitBudgetBoundIsTheLogs(t *testing.T) {
+	if deploy.MaxGroupCommitBudget != log.MaxGroupCommitBytes {
+		t.Errorf("deploy.MaxGroupCommitBudget %d, log.MaxGroupCommitBytes %d", deploy.MaxGroupCommitBudget, log.MaxGroupCommitBytes)
 	}
 }
 
