@@ -22,18 +22,20 @@ const envAWS = "STRATA_AWS"
 // authHelp is the "Authentication" part of strata --help.
 const authHelp = `Authentication:
   strata dev --auth FILE      pass --token (or STRATA_TOKEN): a bearer token of the file
-  a deployment on AWS         requests are signed with AWS SigV4 (service execute-api),
+  a deployment on AWS         requests are signed with AWS SigV4 (service execute-api for
+                              API Gateway, lambda for a function URL; --aws-service),
                               with the AWS SDK's default credentials: AWS_ACCESS_KEY_ID /
                               AWS_SECRET_ACCESS_KEY / AWS_SESSION_TOKEN, AWS_PROFILE or
                               --profile, SSO, web identity, container and instance roles
 
   The CLI signs when --aws is given (or STRATA_AWS=1), and by default when the URL is an
-  API Gateway host (<api-id>.execute-api.<region>.amazonaws.com), when --profile or
-  --region is given, or when AWS credentials are configured (the variables above or
+  API Gateway host (<api-id>.execute-api.<region>.amazonaws.com) or a function URL
+  (<url-id>.lambda-url.<region>.on.aws), when --profile, --region or --aws-service is given, or when AWS credentials are configured (the variables above or
   ~/.aws/config, ~/.aws/credentials) and the URL is not a loopback address (strata dev
   never checks signatures). --token, or --aws=false, turns signing off; --token with
-  --aws is an error. The region is --region, else the execute-api host's, else
-  AWS_REGION or the profile's.`
+  --aws is an error. The region is --region, else the host's, else AWS_REGION or the
+  profile's. The service is --aws-service, else lambda for a lambda-url host and
+  execute-api for any other.`
 
 // awsOptions are the signing flags.
 type awsOptions struct {
@@ -41,11 +43,13 @@ type awsOptions struct {
 	signSet bool // --aws given, or STRATA_AWS set
 	region  string
 	profile string
+	service string // --aws-service
 }
 
 func addAWSFlags(pf *pflag.FlagSet, a *awsOptions) {
-	pf.BoolVar(&a.sign, "aws", false, "sign requests with AWS SigV4 for a deployment behind API Gateway (env "+envAWS+"; when it is the default: strata --help)")
+	pf.BoolVar(&a.sign, "aws", false, "sign requests with AWS SigV4 for a deployment behind API Gateway or a function URL (env "+envAWS+"; when it is the default: strata --help)")
 	pf.StringVar(&a.region, "region", "", "AWS `REGION` to sign for (default: the execute-api host's, else AWS_REGION or the profile's)")
+	pf.StringVar(&a.service, "aws-service", "", "SigV4 `SERVICE` to sign for: execute-api (API Gateway) or lambda (a function URL; default: lambda for a lambda-url host, else execute-api)")
 	pf.StringVar(&a.profile, "profile", "", "AWS shared configuration `PROFILE` for credentials and region (default: AWS_PROFILE, else default)")
 }
 
@@ -63,7 +67,7 @@ type authInputs struct {
 	url       string
 	token     string
 	aws       *bool // --aws or STRATA_AWS; nil when neither is given
-	explicit  bool  // --region or --profile given
+	explicit  bool  // --region, --profile or --aws-service given
 	hasAWSEnv bool  // AWS credentials configured (variables or shared files)
 }
 
@@ -129,7 +133,7 @@ func fileExists(path string) bool {
 
 // authOptions returns the client options of the chosen authentication.
 func (o *options) authOptions(ctx context.Context) ([]client.Option, error) {
-	in := authInputs{url: o.url, token: o.token, explicit: o.aws.region != "" || o.aws.profile != "",
+	in := authInputs{url: o.url, token: o.token, explicit: o.aws.region != "" || o.aws.profile != "" || o.aws.service != "",
 		hasAWSEnv: awsConfigured(os.Getenv, fileExists)}
 	if o.aws.signSet {
 		in.aws = &o.aws.sign
@@ -148,7 +152,7 @@ func (o *options) authOptions(ctx context.Context) ([]client.Option, error) {
 	case authToken:
 		return []client.Option{client.WithToken(o.token)}, nil
 	case authSigV4:
-		opt, err := awsauth.Option(ctx, o.url, awsauth.Options{Region: o.aws.region, Profile: o.aws.profile})
+		opt, err := awsauth.Option(ctx, o.url, awsauth.Options{Region: o.aws.region, Profile: o.aws.profile, Service: o.aws.service})
 		if err != nil {
 			return nil, fmt.Errorf("sign requests with AWS SigV4 (--aws=false sends them unsigned): %w", err)
 		}

@@ -37,7 +37,8 @@ func TestDecideAuth(t *testing.T) {
 		{"execute-api host, --aws=false", authInputs{url: api, aws: &no}, authNone, false},
 		{"custom domain with AWS credentials", authInputs{url: "https://strata.example.com", hasAWSEnv: true}, authSigV4, false},
 		{"custom domain without credentials", authInputs{url: "https://strata.example.com"}, authNone, false},
-		{"--region or --profile", authInputs{url: "http://127.0.0.1:9999", explicit: true}, authSigV4, false},
+		{"--region, --profile or --aws-service", authInputs{url: "http://127.0.0.1:9999", explicit: true}, authSigV4, false},
+		{"function URL host", authInputs{url: "https://abcdefghij.lambda-url.eu-west-1.on.aws"}, authSigV4, false},
 		{"--aws=false and a token", authInputs{url: api, aws: &no, token: "t"}, authToken, false},
 		{"--aws and --token", authInputs{url: api, aws: &yes, token: "t"}, 0, true},
 	} {
@@ -83,6 +84,13 @@ var cliPrincipal = apigwtest.Principal{AccessKeyID: "AKIDCLI", SecretAccessKey: 
 // shared AWS files.
 func signingFront(t *testing.T) (*apigwtest.Front, string) {
 	t.Helper()
+	return signingFrontFor(t, "")
+}
+
+// signingFrontFor is signingFront checking signatures for service ("" is execute-api;
+// apigwtest.ServiceLambda is a function URL).
+func signingFrontFor(t *testing.T, service string) (*apigwtest.Front, string) {
+	t.Helper()
 	dir := t.TempDir()
 	for k, v := range map[string]string{
 		"AWS_ACCESS_KEY_ID": cliPrincipal.AccessKeyID, "AWS_SECRET_ACCESS_KEY": cliPrincipal.SecretAccessKey,
@@ -98,7 +106,7 @@ func signingFront(t *testing.T) (*apigwtest.Front, string) {
 	}
 	t.Cleanup(func() { _ = rt.Close(context.Background()) })
 	f, err := apigwtest.New(apigwtest.Config{Region: "eu-west-1", Principals: []apigwtest.Principal{cliPrincipal},
-		Invoker: apigwtest.InProcess(rt.Handler(), nil)})
+		Service: service, Invoker: apigwtest.InProcess(rt.Handler(), nil)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,6 +141,26 @@ func TestCLISignedThroughFront(t *testing.T) {
 	}
 	if st := f.Stats(); st.Refused != 0 || st.Accepted == 0 {
 		t.Errorf("front stats %+v", st)
+	}
+}
+
+// TestCLISignedThroughFunctionURL (issue 20 item 3): with --aws-service lambda the CLI's
+// requests pass a function URL's SigV4 check (service lambda); without it they are
+// signed for execute-api and refused; an unknown service is an error.
+func TestCLISignedThroughFunctionURL(t *testing.T) {
+	f, url := signingFrontFor(t, apigwtest.ServiceLambda)
+	if out, errOut, err := cliCtx(context.Background(), "", "--url", url, "--aws-service", "lambda", "topics", "create", "orders", "--partitions", "1"); err != nil {
+		t.Fatalf("topics create, signed for lambda: %v\n%s%s", userMessage(err), out, errOut)
+	}
+	if _, _, err := cliCtx(context.Background(), "", "--url", url, "--aws", "topics", "describe", "orders"); err == nil {
+		t.Error("signed for execute-api: a function URL accepted it")
+	}
+	if _, _, err := cliCtx(context.Background(), "", "--url", url, "--aws-service", "s3", "topics", "describe", "orders"); err == nil ||
+		!strings.Contains(userMessage(err), "execute-api") {
+		t.Errorf("--aws-service s3: %v, want an error naming the services", err)
+	}
+	if st := f.Stats(); st.Accepted != 1 || st.Refused != 1 {
+		t.Errorf("front stats %+v, want 1 accepted, 1 refused", st)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -31,6 +32,7 @@ func newBenchCostCmd() *cobra.Command {
 		retention  time.Duration
 		shape      string
 		body       string
+		built      string
 	)
 	cmd := &cobra.Command{
 		Use:   "cost",
@@ -62,6 +64,11 @@ to the target workload with the AWS list prices of pkg/cost/prices.go.
 			if idempotent {
 				o.Profile = cost.IdempotentDesignProfile()
 			}
+			levers, err := cost.ParseLevers(built)
+			if err != nil {
+				return err
+			}
+			o.Built = levers
 			if err := o.Validate(); err != nil {
 				return err
 			}
@@ -130,9 +137,18 @@ to the target workload with the AWS list prices of pkg/cost/prices.go.
 	f.StringVar(&shape, "shape", "sdk", "producer appends: sdk (pkg/client: one request per round, a batch per partition, up to 5 MiB / 10,000 records) or multi (one per flush, the batch caps the whole request)")
 	f.BoolVar(&o.Serving.FunctionURL, "function-url", false, "clients call the api function's URL, not API Gateway")
 	f.StringVar(&body, "body", "binary", "producers' request body: binary (segment blocks, as pkg/client sends) or json")
+	f.StringVar(&built, "built", joinLevers(cost.BuiltLevers()), "levers built, comma-separated (function-url, tier, folded, manifest): the targets table counts a configuration needing another as modelled")
 	f.BoolVar(&o.FoldedClaims, "folded-claims", false, "price a design not built: one idempotency claim per request, shared commits in a batch")
 	f.Float64Var(&o.Aggregator.BudgetBytes, "agg-budget", o.Aggregator.BudgetBytes, "aggregation tier: bytes that cut a batch")
 	f.IntVar(&o.Aggregator.Instances, "agg-instances", o.Aggregator.Instances, "aggregation tier: fewest Lambda Managed Instances (more when CPU needs them)")
 	f.DurationVar(&o.Aggregator.Window, "agg-window", o.Aggregator.Window, "aggregation tier: group-commit window")
 	return cmd
+}
+
+func joinLevers(ls []cost.Lever) string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = string(l)
+	}
+	return strings.Join(out, ",")
 }

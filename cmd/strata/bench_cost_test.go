@@ -20,7 +20,8 @@ func TestBenchCostNoMeasure(t *testing.T) {
 		t.Fatalf("bench cost: %v\n%s", err, errOut)
 	}
 	for _, want := range []string{"design values (not measured), idempotency keys true", "1040 B per encoded record",
-		"== aggregation tier flow", "folded claims true", "== cost targets", "Kinesis provisioned, KPL aggregation"} {
+		"== aggregation tier flow", "folded claims true", "== targets (issue 20)", "built levers: function-url, tier",
+		"Kinesis provisioned, KPL aggregation"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -36,6 +37,13 @@ func TestBenchCostNoMeasure(t *testing.T) {
 	}
 	if _, _, err := cliCtx(context.Background(), "", "bench", "cost", "--no-measure", "--body", "xml"); err == nil {
 		t.Error("--body xml accepted")
+	}
+	out, _, err = cliCtx(context.Background(), "", "bench", "cost", "--no-measure", "--built", "function-url,tier,folded,manifest")
+	if err != nil || !strings.Contains(out, "built levers: function-url, tier, folded, manifest") || strings.Contains(out, "would meet (modelled)") {
+		t.Errorf("--built with every lever: %v; every configuration should count as built", err)
+	}
+	if _, _, err := cliCtx(context.Background(), "", "bench", "cost", "--no-measure", "--built", "cache"); err == nil {
+		t.Error("--built cache accepted")
 	}
 }
 

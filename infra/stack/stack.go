@@ -43,27 +43,30 @@ type Config struct {
 
 // contextKeys lists every context key FromContext reads, with its meaning.
 var contextKeys = map[string]string{
-	"strata:stackName":             "stack name (default Strata)",
-	"strata:defaultPartitions":     "partitions of a topic created without a count (default 4)",
-	"strata:defaultRetentionHours": "retention of a topic created without one (default 24)",
-	"strata:maxRetentionDays":      "longest topic retention; the bucket expires objects a day later (default 7)",
-	"strata:apiMemory":             "api function memory, MiB (default 1024; 2048 on managed instances)",
-	"strata:dispatchMemory":        "dispatch function memory, MiB (default 256)",
-	"strata:retentionMemory":       "retention function memory, MiB (default 256)",
-	"strata:lagSecondsAlarm":       "consumer lag alarm threshold, seconds (default 300)",
-	"strata:deadLetterAlarm":       "dead-lettered records alarm threshold per 5 minutes (default 1)",
-	"strata:errorsAlarm":           "function errors alarm threshold per 5 minutes (default 1)",
-	"strata:throttlesAlarm":        "function throttles alarm threshold per 5 minutes (default 1)",
-	"strata:appendP99AlarmMs":      "append latency p99 alarm threshold, ms (default 1000)",
-	"strata:removal":               "retain (default) or destroy: what deleting the stack does to the bucket and tables",
-	"strata:managedInstances":      "true runs the api function on Lambda Managed Instances (default false: on-demand)",
-	"strata:apiGrants":             "the api's grants keyed by principal ARN pattern, JSON (STRATA_GRANTS; default none: every call refused)",
-	"strata:everyPrincipalAdmin":   "true makes every IAM principal allowed to invoke the API an admin (default false)",
-	"strata:exampleTopic":          "topic of the example order consumer (default orders)",
-	"strata:exampleGroup":          "group of the example order consumer (default order-consumer)",
-	"strata:exampleDeadLetter":     "topic the example group dead-letters to; the consumer may append to it (default none)",
-	"strata:assetDir":              "where the function assets are (default build/functions; read by infra/app)",
-	"strata:requireAssets":         "true refuses to synthesize with placeholder assets (read by infra/app)",
+	"strata:stackName":              "stack name (default Strata)",
+	"strata:defaultPartitions":      "partitions of a topic created without a count (default 4)",
+	"strata:defaultRetentionHours":  "retention of a topic created without one (default 24)",
+	"strata:maxRetentionDays":       "longest topic retention; the bucket expires objects a day later (default 7)",
+	"strata:apiMemory":              "api function memory, MiB (default 1024; 2048 on managed instances)",
+	"strata:dispatchMemory":         "dispatch function memory, MiB (default 256)",
+	"strata:retentionMemory":        "retention function memory, MiB (default 256)",
+	"strata:lagSecondsAlarm":        "consumer lag alarm threshold, seconds (default 300)",
+	"strata:deadLetterAlarm":        "dead-lettered records alarm threshold per 5 minutes (default 1)",
+	"strata:errorsAlarm":            "function errors alarm threshold per 5 minutes (default 1)",
+	"strata:throttlesAlarm":         "function throttles alarm threshold per 5 minutes (default 1)",
+	"strata:appendP99AlarmMs":       "append latency p99 alarm threshold, ms (default 1000)",
+	"strata:removal":                "retain (default) or destroy: what deleting the stack does to the bucket and tables",
+	"strata:managedInstances":       "true runs the api function on Lambda Managed Instances (default false: on-demand)",
+	"strata:frontDoor":              "how callers reach the api: apigateway (default), function-url (its URL, IAM auth) or both",
+	"strata:groupCommitWindowMs":    "the api's group-commit window, ms (default: 5 on managed instances, off on demand; 0 is off)",
+	"strata:groupCommitBudgetBytes": "the api's group-commit batch budget, bytes (default 1 MiB, at most 64 MiB)",
+	"strata:apiGrants":              "the api's grants keyed by principal ARN pattern, JSON (STRATA_GRANTS; default none: every call refused)",
+	"strata:everyPrincipalAdmin":    "true makes every IAM principal allowed to invoke the API an admin (default false)",
+	"strata:exampleTopic":           "topic of the example order consumer (default orders)",
+	"strata:exampleGroup":           "group of the example order consumer (default order-consumer)",
+	"strata:exampleDeadLetter":      "topic the example group dead-letters to; the consumer may append to it (default none)",
+	"strata:assetDir":               "where the function assets are (default build/functions; read by infra/app)",
+	"strata:requireAssets":          "true refuses to synthesize with placeholder assets (read by infra/app)",
 }
 
 // ContextKeys returns the context keys FromContext reads and what each means.
@@ -133,6 +136,14 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 	default:
 		err = fmt.Errorf("stack: context strata:removal = %q: want retain or destroy", r)
 	}
+	p.FrontDoor = strata.FrontDoor(str("strata:frontDoor", string(strata.FrontDoorAPIGateway)))
+	if _, ok := get("strata:groupCommitWindowMs"); ok {
+		p.GroupCommitWindow = time.Duration(num("strata:groupCommitWindowMs") * float64(time.Millisecond))
+		if p.GroupCommitWindow == 0 {
+			p.GroupCommitWindow = -1 // 0 is off (rendered "0")
+		}
+	}
+	p.GroupCommitBudget = int(num("strata:groupCommitBudgetBytes"))
 	switch m := str("strata:managedInstances", "false"); m {
 	case "false":
 	case "true":
@@ -189,13 +200,19 @@ func New(app constructs.Construct, cfg Config) (*Stack, error) {
 	if err := s.Export(cfg.StackName); err != nil {
 		return nil, err
 	}
-	for id, v := range map[string]*string{
-		"ApiUrl":        s.API.ApiEndpoint(),
+	outputs := map[string]*string{
 		"BucketName":    s.Bucket.BucketName(),
 		"TablePrefix":   jsii.String(s.TablePrefix()),
 		"BusinessTable": out.BusinessTable.TableName(),
 		"DashboardName": s.Dashboard.DashboardName(),
-	} {
+	}
+	if s.API != nil {
+		outputs["ApiUrl"] = s.API.ApiEndpoint()
+	}
+	if s.FunctionURL != nil {
+		outputs["FunctionUrl"] = s.FunctionURL.Url()
+	}
+	for id, v := range outputs {
 		awscdk.NewCfnOutput(st, jsii.String(id), &awscdk.CfnOutputProps{Value: v})
 	}
 	return out, nil

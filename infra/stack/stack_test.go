@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -632,6 +633,32 @@ func TestFromContext(t *testing.T) {
 			if cfg.Props.DefaultPartitions != 8 || cfg.Props.ManagedInstances == nil || cfg.Props.RemovalPolicy != awscdk.RemovalPolicy_DESTROY || cfg.Props.AssetDir != "/assets" {
 				t.Errorf("%v: config %+v", tc.ctx, cfg.Props)
 			}
+		}
+	}
+}
+
+// TestFromContextFrontDoorAndAppendTier (issue 20 items 3, 5): the front door and the
+// group commit's window and budget come from context; 0 turns the window off.
+func TestFromContextFrontDoorAndAppendTier(t *testing.T) {
+	for _, tc := range []struct {
+		ctx    map[string]any
+		door   strata.FrontDoor
+		window time.Duration
+		budget int
+	}{
+		{map[string]any{}, strata.FrontDoorAPIGateway, 0, 0},
+		{map[string]any{"strata:frontDoor": "function-url", "strata:groupCommitWindowMs": 250, "strata:groupCommitBudgetBytes": 16777216},
+			strata.FrontDoorFunctionURL, 250 * time.Millisecond, 16 << 20},
+		{map[string]any{"strata:frontDoor": "both", "strata:groupCommitWindowMs": "0"}, strata.FrontDoorBoth, -1, 0},
+	} {
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx})
+		cfg, err := stack.FromContext(app.Node(), "/assets")
+		if err != nil {
+			t.Fatalf("%v: %v", tc.ctx, err)
+		}
+		p := cfg.Props
+		if p.FrontDoor != tc.door || p.GroupCommitWindow != tc.window || p.GroupCommitBudget != tc.budget {
+			t.Errorf("%v: front door %q, window %v, budget %d; want %q, %v, %d", tc.ctx, p.FrontDoor, p.GroupCommitWindow, p.GroupCommitBudget, tc.door, tc.window, tc.budget)
 		}
 	}
 }

@@ -52,7 +52,9 @@ type Attributes struct {
 	// exported (a CloudFormation output cannot be empty): set it when the deployment
 	// has one.
 	ObjectPrefix string
-	// HTTPAPIID is the HTTP API's id (for GrantProduce and GrantConsume).
+	// HTTPAPIID is the HTTP API's id (for GrantProduce and GrantConsume); NoHTTPAPI for
+	// a deployment reached by its function URL only, whose route grants are then an
+	// error (give lambda:InvokeFunctionUrl on its api function instead).
 	HTTPAPIID string
 	// DispatchRoleArn is the dispatch function's role: Subscribe lets it invoke the
 	// subscribed function (a resource policy on that function).
@@ -92,11 +94,15 @@ func ExportNames(exportPrefix string) []string {
 
 // Attributes are this deployment's attributes, for Attach in another app.
 func (s *Strata) Attributes() Attributes {
+	apiID := NoHTTPAPI
+	if s.API != nil {
+		apiID = *s.API.ApiId()
+	}
 	return Attributes{
 		TablePrefix:       s.tablePrefix,
 		BucketName:        *s.Bucket.BucketName(),
 		ObjectPrefix:      s.props.ObjectPrefix,
-		HTTPAPIID:         *s.API.ApiId(),
+		HTTPAPIID:         apiID,
 		DispatchRoleArn:   *s.Functions[deploy.FunctionDispatch].Role().RoleArn(),
 		SubscriptionsPath: s.subsPath,
 	}
@@ -167,10 +173,12 @@ func Attach(scope constructs.Construct, id string, attrs Attributes) (*Attached,
 		tableArn:      func(suffix string) *string { return tables[suffix] },
 		bucket:        bucket,
 		segmentPrefix: attrs.ObjectPrefix + deploy.SegmentKeyPrefix,
-		api: awsapigatewayv2.HttpApi_FromHttpApiAttributes(a, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiAttributes{
+		settings:      deploy.Settings{Bucket: attrs.BucketName, TablePrefix: attrs.TablePrefix, ObjectPrefix: attrs.ObjectPrefix, MetricsNamespace: deploy.MetricsNamespace},
+	}
+	if attrs.HTTPAPIID != NoHTTPAPI {
+		a.t.api = awsapigatewayv2.HttpApi_FromHttpApiAttributes(a, jsii.String("HttpApi"), &awsapigatewayv2.HttpApiAttributes{
 			HttpApiId: jsii.String(attrs.HTTPAPIID),
-		}),
-		settings: deploy.Settings{Bucket: attrs.BucketName, TablePrefix: attrs.TablePrefix, ObjectPrefix: attrs.ObjectPrefix, MetricsNamespace: deploy.MetricsNamespace},
+		})
 	}
 	return a, nil
 }

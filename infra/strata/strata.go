@@ -104,6 +104,18 @@ type Props struct {
 	// ManagedInstances, when set, runs the api function on Lambda Managed Instances
 	// (a capacity provider in its own VPC) instead of on-demand. Default: on-demand.
 	ManagedInstances *ManagedInstances
+	// GroupCommitWindow and GroupCommitBudget set the api function's group commit
+	// (STRATA_GROUP_COMMIT_WINDOW, STRATA_GROUP_COMMIT_BUDGET_BYTES): concurrent appends
+	// within the window share one segment object, cut early when their records reach the
+	// budget. Zero means the function's defaults (a 5 ms window on managed instances,
+	// off on demand; the log's byte cap); a negative window turns group commit off.
+	GroupCommitWindow time.Duration
+	GroupCommitBudget int
+
+	// FrontDoor is how callers reach the api function: FrontDoorAPIGateway (default),
+	// FrontDoorFunctionURL or FrontDoorBoth. With a function URL, every principal
+	// pattern of APIGrants must name its account (the URL's resource policy grants it).
+	FrontDoor FrontDoor
 }
 
 // AlarmThresholds are the alarms' thresholds; zero means the default.
@@ -129,8 +141,12 @@ type Strata struct {
 	Tables map[string]awsdynamodb.Table
 	// Functions maps each of api, dispatch and retention to its function.
 	Functions map[string]awslambda.Function
-	// API is the HTTP API (IAM authorization) in front of the api function.
+	// API is the HTTP API (IAM authorization) in front of the api function; nil with
+	// FrontDoorFunctionURL.
 	API awsapigatewayv2.HttpApi
+	// FunctionURL is the api function's URL (AuthType AWS_IAM); nil with
+	// FrontDoorAPIGateway.
+	FunctionURL awslambda.FunctionUrl
 	// StreamFailures receives the descriptions of stream batches dispatch failed on
 	// after its retries (the event source mapping's on-failure destination).
 	StreamFailures awssqs.Queue
@@ -147,6 +163,7 @@ type Strata struct {
 	subscriptions []deploy.Subscription
 	subscribed    map[[2]string]bool
 	granted       map[string]int // subscriptions per function (node path)
+	urlPrincipals []awsiam.IPrincipal
 }
 
 // New creates a Strata deployment in scope. Invalid props are an error; nothing is
@@ -177,7 +194,13 @@ func New(scope constructs.Construct, id string, props Props) (*Strata, error) {
 	for _, name := range []string{deploy.FunctionAPI, deploy.FunctionDispatch, deploy.FunctionRetention} {
 		s.Functions[name] = s.newFunction(name, p.memory(name))
 	}
-	s.newAPI()
+	if p.FrontDoor.apiGateway() {
+		s.newAPI()
+	}
+	if p.FrontDoor.functionURL() {
+		s.urlPrincipals, _, _ = urlPrincipals(p.APIGrants) // checked by withDefaults
+		s.newFunctionURL()
+	}
 	s.newDispatchSources()
 	s.newRetentionSchedule()
 	if p.ManagedInstances != nil {
@@ -265,6 +288,22 @@ func (p Props) withDefaults() (Props, error) {
 	}
 	if p.APIGrants != "" && !json.Valid([]byte(p.APIGrants)) {
 		errs = append(errs, errors.New("strata: Props.APIGrants is not valid JSON"))
+	}
+	if p.FrontDoor == "" {
+		p.FrontDoor = FrontDoorAPIGateway
+	}
+	if !slices.Contains(FrontDoors, p.FrontDoor) {
+		errs = append(errs, fmt.Errorf("strata: Props.FrontDoor %q: want one of %q", p.FrontDoor, FrontDoors))
+	} else if p.FrontDoor.functionURL() && p.APIGrants != "" && json.Valid([]byte(p.APIGrants)) {
+		if _, _, err := urlPrincipals(p.APIGrants); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if p.GroupCommitBudget < 0 || p.GroupCommitBudget > deploy.MaxGroupCommitBudget {
+		errs = append(errs, fmt.Errorf("strata: Props.GroupCommitBudget = %d, want 0 to %d", p.GroupCommitBudget, deploy.MaxGroupCommitBudget))
+	}
+	if p.GroupCommitWindow > deploy.MaxGroupCommitWindow {
+		errs = append(errs, fmt.Errorf("strata: Props.GroupCommitWindow = %v, want at most %v", p.GroupCommitWindow, deploy.MaxGroupCommitWindow))
 	}
 	if p.RemovalPolicy == "" {
 		p.RemovalPolicy = awscdk.RemovalPolicy_RETAIN
@@ -440,6 +479,8 @@ func (s *Strata) newFunction(name string, memory int) awslambda.Function {
 		st.MaxRetention = s.props.MaxRetention
 		st.Grants = s.props.APIGrants
 		st.EveryPrincipalAdmin = s.props.EveryPrincipalAdmin
+		st.GroupCommitWindow = s.props.GroupCommitWindow
+		st.GroupCommitBudget = s.props.GroupCommitBudget
 	}
 	if name == deploy.FunctionDispatch {
 		st.SubscriptionsPath = s.subsPath

@@ -63,6 +63,10 @@ func synth() error {
 		TablePrefix:  "t-",
 		APIGrants:    `{"arn:aws:iam::123456789012:role/billing-*":[{"resource":"topic:orders","ops":["read"]}]}`,
 		ObjectPrefix: "p/",
+		FrontDoor:    strata.FrontDoorBoth,
+		// The append tier's wide window and budget (issue 20 item 5).
+		GroupCommitWindow: 250 * time.Millisecond,
+		GroupCommitBudget: 16 << 20,
 		ManagedInstances: &strata.ManagedInstances{
 			TargetCPUUtilization: 60, PerEnvironmentMaxConcurrency: 64, MaxVCPUs: 32, MinEnvironments: 2, MaxEnvironments: 8,
 		},
@@ -173,6 +177,12 @@ func TestPropsValidation(t *testing.T) {
 		{"table prefix", strata.Props{AssetDir: "x", TablePrefix: "a b"}, "TablePrefix"},
 		{"object prefix", strata.Props{AssetDir: "x", ObjectPrefix: "a*"}, "ObjectPrefix"},
 		{"cpu target", strata.Props{AssetDir: "x", ManagedInstances: &strata.ManagedInstances{TargetCPUUtilization: 120}}, "TargetCPUUtilization"},
+		{"front door", strata.Props{AssetDir: "x", FrontDoor: "cloudfront"}, "FrontDoor"},
+		{"function URL grant without an account", strata.Props{AssetDir: "x", FrontDoor: strata.FrontDoorFunctionURL,
+			APIGrants: `{"arn:aws:iam::*:role/x":[{"resource":"topic:*","ops":["read"]}]}`}, "12-digit account"},
+		{"group commit budget", strata.Props{AssetDir: "x", GroupCommitBudget: -1}, "GroupCommitBudget"},
+		{"group commit budget above the log's", strata.Props{AssetDir: "x", GroupCommitBudget: 64<<20 + 1}, "GroupCommitBudget"},
+		{"group commit window above a second", strata.Props{AssetDir: "x", GroupCommitWindow: 2 * time.Second}, "GroupCommitWindow"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := strata.New(nil, "X", tc.p)
@@ -313,6 +323,9 @@ func routeArns(t *testing.T, role string) []string {
 	}
 	var out []string
 	for _, st := range sts {
+		if slices.Equal(st.Actions, []string{"lambda:InvokeFunctionUrl"}) || slices.Equal(st.Actions, []string{"lambda:InvokeFunction"}) {
+			continue // the function URL's grants (TestFunctionURL)
+		}
 		if !slices.Equal(st.Actions, []string{"execute-api:Invoke"}) {
 			t.Errorf("%s: statement %v", role, st.Actions)
 			continue
@@ -442,5 +455,141 @@ func TestDeadLetterGrantIsWhatAnAppendCalls(t *testing.T) {
 	}
 	if seen != len(want) {
 		t.Errorf("%d dead-letter statements, want %d", seen, len(want))
+	}
+}
+
+// TestFunctionURL (issue 20 item 3): with FrontDoorBoth the api function gets a URL
+// with IAM authorization beside the HTTP API; the account of the grants' principal
+// pattern may invoke it through its resource policy (lambda:InvokeFunctionUrl for
+// AWS_IAM, and lambda:InvokeFunction via the URL only, which AWS requires beside it);
+// GrantProduce and GrantConsume give their principals both actions on the function,
+// under the same conditions.
+func TestFunctionURL(t *testing.T) {
+	apiFn, _, err := tpl.Find("AWS::Lambda::Function", "Description", "Strata api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	urls := tpl.OfType("AWS::Lambda::Url")
+	if len(urls) != 1 {
+		t.Fatalf("function URLs %v, want one", urls)
+	}
+	up := tpl.Resources[urls[0]].Properties
+	if up["AuthType"] != "AWS_IAM" || tmpl.Join(up["TargetFunctionArn"]) != "<GetAtt:"+apiFn+".Arn>" {
+		t.Errorf("function URL %v: want AWS_IAM on the api function", up)
+	}
+	if n := len(tpl.OfType("AWS::ApiGatewayV2::Api")); n != 1 {
+		t.Errorf("%d HTTP APIs, want the HTTP API beside the URL", n)
+	}
+	perms := map[string]bool{}
+	for _, id := range tpl.OfType("AWS::Lambda::Permission") {
+		p := tpl.Resources[id].Properties
+		if tmpl.Join(p["FunctionName"]) != "<GetAtt:"+apiFn+".Arn>" {
+			continue
+		}
+		perms[fmt.Sprintf("%v %v %v %v", p["Action"], tmpl.Join(p["Principal"]), p["FunctionUrlAuthType"], p["InvokedViaFunctionUrl"])] = true
+	}
+	for _, want := range []string{"lambda:InvokeFunctionUrl 123456789012 AWS_IAM <nil>", "lambda:InvokeFunction 123456789012 <nil> true"} {
+		if !perms[want] {
+			t.Errorf("api function permissions %v lack %q", perms, want)
+		}
+	}
+	for _, role := range []string{"Producer", "Consumer"} {
+		var roleID string
+		for _, id := range tpl.OfType("AWS::IAM::Role") {
+			if strings.HasPrefix(id, role) {
+				roleID = id
+			}
+		}
+		sts, _, err := tpl.RoleStatements(roleID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, st := range sts {
+			if len(st.Actions) == 1 && strings.HasPrefix(st.Actions[0], "lambda:") {
+				if len(st.Resources) != 1 || tmpl.Join(st.Resources[0]) != "<GetAtt:"+apiFn+".Arn>" {
+					t.Errorf("%s: %s on %v, want the api function", role, st.Actions[0], st.Resources)
+				}
+				got[st.Actions[0]] = fmt.Sprint(st.Condition)
+			}
+		}
+		want := map[string]string{
+			"lambda:InvokeFunctionUrl": "map[StringEquals:map[lambda:FunctionUrlAuthType:AWS_IAM]]",
+			"lambda:InvokeFunction":    "map[Bool:map[lambda:InvokedViaFunctionUrl:true]]",
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s: function URL statements %v, want %v", role, got, want)
+		}
+	}
+}
+
+// TestGroupCommitSettings (issue 20 item 5): the append tier's window and budget reach
+// the api function's environment, and only its.
+func TestGroupCommitSettings(t *testing.T) {
+	for desc, want := range map[string][2]any{
+		"Strata api":      {"250ms", "16777216"},
+		"Strata dispatch": {nil, nil},
+	} {
+		_, r, err := tpl.Find("AWS::Lambda::Function", "Description", desc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vars := r.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+		if got := [2]any{vars["STRATA_GROUP_COMMIT_WINDOW"], vars[deploy.EnvGroupCommitBudget]}; got != want {
+			t.Errorf("%s: window and budget %v, want %v", desc, got, want)
+		}
+	}
+}
+
+// TestFunctionURLAlone: FrontDoorFunctionURL creates no HTTP API; the deployment exports
+// NoHTTPAPI as its API id, and GrantProduce grants the URL only.
+func TestFunctionURLAlone(t *testing.T) {
+	app := awscdk.NewApp(nil)
+	st := awscdk.NewStack(app, jsii.String("U"), nil)
+	s, err := strata.New(st, "Log", strata.Props{AssetDir: dir, FrontDoor: strata.FrontDoorFunctionURL,
+		APIGrants: `{"arn:aws:iam::123456789012:role/producer":[{"resource":"topic:orders","ops":["append"]}]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	producer := awsiam.NewRole(st, jsii.String("Producer"), &awsiam.RoleProps{AssumedBy: awsiam.NewAccountPrincipal(jsii.String("123456789012"))})
+	if _, err := s.GrantProduce(producer, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	if s.API != nil || s.FunctionURL == nil || s.Attributes().HTTPAPIID != strata.NoHTTPAPI {
+		t.Errorf("API %v, URL %v, exported API id %q", s.API, s.FunctionURL, s.Attributes().HTTPAPIID)
+	}
+	u, err := tmpl.New(assertions.Template_FromStack(st, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(u.OfType("AWS::ApiGatewayV2::Api")); n != 0 {
+		t.Errorf("%d HTTP APIs, want none", n)
+	}
+	var principals []string
+	for _, id := range u.OfType("AWS::Lambda::Permission") {
+		if p := tmpl.Join(u.Resources[id].Properties["Principal"]); p != "events.amazonaws.com" { // the schedules
+			principals = append(principals, p)
+		}
+	}
+	// The exact role of the grant, for both actions (no account-wide permission).
+	if want := []string{"arn:aws:iam::123456789012:role/producer", "arn:aws:iam::123456789012:role/producer"}; !slices.Equal(principals, want) {
+		t.Errorf("permission principals %q, want %q", principals, want)
+	}
+	var roleID string
+	for _, id := range u.OfType("AWS::IAM::Role") {
+		if strings.HasPrefix(id, "Producer") {
+			roleID = id
+		}
+	}
+	sts, _, err := u.RoleStatements(roleID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, st := range sts {
+		actions = append(actions, st.Actions...)
+	}
+	if want := []string{"lambda:InvokeFunctionUrl", "lambda:InvokeFunction"}; !slices.Equal(actions, want) {
+		t.Errorf("producer actions %q, want %q", actions, want)
 	}
 }

@@ -97,18 +97,25 @@ type target struct {
 	tableArn      func(suffix string) *string
 	bucket        awss3.IBucket
 	segmentPrefix string
-	api           awsapigatewayv2.IHttpApi
-	settings      deploy.Settings // the stores' settings (Strata.settings)
+	api           awsapigatewayv2.IHttpApi // nil without an HTTP API
+	urlFunction   *string                  // the api function's ARN when it has a URL; nil otherwise
+	settings      deploy.Settings          // the stores' settings (Strata.settings)
 }
 
 func (s *Strata) target() target {
-	return target{
+	t := target{
 		tableArn:      func(suffix string) *string { return s.Tables[suffix].TableArn() },
 		bucket:        s.Bucket,
 		segmentPrefix: s.segmentPrefix(),
-		api:           s.API,
 		settings:      s.settings(),
 	}
+	if s.API != nil {
+		t.api = s.API
+	}
+	if s.FunctionURL != nil {
+		t.urlFunction = s.Functions[deploy.FunctionAPI].FunctionArn()
+	}
+	return t
 }
 
 func (t target) consumerEnvironment(topic, group string) map[string]*string {
@@ -207,7 +214,7 @@ func (s target) grantProduce(grantee awsiam.IGrantable, topics ...string) (awsia
 			route{"POST", "/v1/topics/" + t + "/records"},
 			route{"GET", "/v1/topics/" + t})
 	}
-	return s.grantRoutes(grantee, routes), nil
+	return s.grantRoutes(grantee, routes)
 }
 
 // GrantConsume lets grantee consume each topic in group through the HTTP API: describe
@@ -238,17 +245,34 @@ func (s target) grantConsume(grantee awsiam.IGrantable, group string, topics ...
 			route{"DELETE", p + "lease"},
 			route{"POST", p + "commit"})
 	}
-	return s.grantRoutes(grantee, routes), nil
+	return s.grantRoutes(grantee, routes)
 }
 
-func (s target) grantRoutes(grantee awsiam.IGrantable, routes []route) awsiam.Grant {
-	arns := make([]*string, 0, len(routes))
-	for _, r := range routes {
-		arns = append(arns, s.api.ArnForExecuteApi(jsii.String(r.method), jsii.String(r.path), jsii.String("*")))
+// grantRoutes lets grantee invoke routes of the HTTP API (execute-api:Invoke on each)
+// and, when the api function has a URL, call that URL (which has no routes: the api's
+// grants, STRATA_GRANTS, confine the caller there).
+func (s target) grantRoutes(grantee awsiam.IGrantable, routes []route) (awsiam.Grant, error) {
+	var g awsiam.Grant
+	if s.api != nil {
+		arns := make([]*string, 0, len(routes))
+		for _, r := range routes {
+			arns = append(arns, s.api.ArnForExecuteApi(jsii.String(r.method), jsii.String(r.path), jsii.String("*")))
+		}
+		g = awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
+			Grantee:      grantee,
+			Actions:      jsii.Strings("execute-api:Invoke"),
+			ResourceArns: &arns,
+		})
 	}
-	return awsiam.Grant_AddToPrincipal(&awsiam.GrantOnPrincipalOptions{
-		Grantee:      grantee,
-		Actions:      jsii.Strings("execute-api:Invoke"),
-		ResourceArns: &arns,
-	})
+	if s.urlFunction != nil {
+		u := grantURL(grantee, s.urlFunction)
+		if g == nil {
+			return u, nil
+		}
+		return g.Combine(u), nil
+	}
+	if g == nil {
+		return nil, fmt.Errorf("strata: grant: the deployment has no HTTP API (HttpApiId %s): grant lambda:InvokeFunctionUrl on its api function", NoHTTPAPI)
+	}
+	return g, nil
 }

@@ -9,7 +9,8 @@
 // Runtime Interface Emulator (RIE). The function's answer is mapped back to HTTP.
 // Routes (Config.Routes) are matched as API Gateway matches them, each IAM-authorized or
 // public, with an Authorize hook for the caller's execute-api:Invoke rights. The limits
-// hold as on AWS: a body over 10 MB or an event over Lambda's 6 MB is a 413 without an
+// hold as on AWS (Config.Service "lambda" makes it a Lambda function URL with IAM
+// auth instead: signatures for the service lambda, one $default route, the same event): a body over 10 MB or an event over Lambda's 6 MB is a 413 without an
 // invocation, a failed invocation or an answer over 6 MB a 500.
 //
 // The signature is recomputed with aws-sdk-go-v2's v4 signer over the headers the

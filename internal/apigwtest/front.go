@@ -42,7 +42,8 @@ type Route struct {
 
 // Authorization is what an Authorize hook decides on: the caller, the matched route and
 // the execute-api resource ARN of the request
-// (arn:aws:execute-api:region:account:api-id/stage/METHOD/path).
+// (arn:aws:execute-api:region:account:api-id/stage/METHOD/path), or for a function URL
+// the function's ARN (lambda:InvokeFunctionUrl has no finer resource).
 type Authorization struct {
 	Caller   Principal
 	RouteKey string
@@ -55,6 +56,15 @@ type Authorization struct {
 type Config struct {
 	// Region is the API's region; signatures must be scoped to it.
 	Region string
+	// Service is the signing name requests must be scoped to: Service (execute-api, API
+	// Gateway; the default) or ServiceLambda, which makes the Front a Lambda function
+	// URL with AuthType AWS_IAM: one $default route (Routes must be nil), every request
+	// signed, Authorize asked about lambda:InvokeFunctionUrl on FunctionARN, and the same
+	// payload format 2.0 event (routeKey $default, APIID the URL's id).
+	Service string
+	// FunctionARN is the function a function URL invokes (the Authorization's Resource).
+	// Default: arn:aws:lambda:<Region>:<AccountID>:function:apigwtest.
+	FunctionARN string
 	// APIID, Stage ("" is "$default") and AccountID name the API in events and ARNs.
 	APIID, Stage, AccountID string
 	// Principals are the callers whose signatures verify, by access key.
@@ -113,7 +123,21 @@ func New(cfg Config) (*Front, error) {
 	if cfg.AccountID == "" {
 		cfg.AccountID = "123456789012"
 	}
-	f := &Front{cfg: cfg, v: &verifier{region: cfg.Region, maxSkew: cfg.MaxSkew, now: cfg.Clock,
+	switch cfg.Service {
+	case "":
+		cfg.Service = Service
+	case Service:
+	case ServiceLambda:
+		if cfg.Routes != nil {
+			return nil, errors.New("apigwtest: a function URL (Service lambda) has no routes: Config.Routes must be nil")
+		}
+		if cfg.FunctionARN == "" {
+			cfg.FunctionARN = fmt.Sprintf("arn:aws:lambda:%s:%s:function:apigwtest", cfg.Region, cfg.AccountID)
+		}
+	default:
+		return nil, fmt.Errorf("apigwtest: Config.Service %q: want %s or %s", cfg.Service, Service, ServiceLambda)
+	}
+	f := &Front{cfg: cfg, v: &verifier{region: cfg.Region, service: cfg.Service, maxSkew: cfg.MaxSkew, now: cfg.Clock,
 		keys: map[string]Principal{}, signer: v4.NewSigner()}}
 	for _, p := range cfg.Principals {
 		if p.AccessKeyID == "" || p.SecretAccessKey == "" {
@@ -177,6 +201,9 @@ func (f *Front) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.cfg.Authorize != nil {
 			a := Authorization{Caller: p, RouteKey: rt.Key, Method: r.Method, Path: r.URL.Path,
 				Resource: fmt.Sprintf("arn:aws:execute-api:%s:%s:%s/%s/%s%s", f.cfg.Region, f.cfg.AccountID, f.cfg.APIID, f.cfg.Stage, r.Method, r.URL.Path)}
+			if f.cfg.Service == ServiceLambda {
+				a.Resource = f.cfg.FunctionARN
+			}
 			if err := f.cfg.Authorize(ctx, a); err != nil {
 				f.stats.refused.Add(1)
 				writeMessage(w, http.StatusForbidden, "AccessDeniedException", err.Error())

@@ -381,3 +381,73 @@ func TestLambdaLimits(t *testing.T) {
 		t.Errorf("huge answer: %d %.100s, want 500", status, body)
 	}
 }
+
+// signedFor is signed scoped to service instead of execute-api.
+func signedFor(t *testing.T, srv *httptest.Server, p apigwtest.Principal, service, method, pathQuery string) *http.Request {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+pathQuery, http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(nil)
+	creds := aws.Credentials{AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey, SessionToken: p.SessionToken}
+	if err := v4.NewSigner().SignHTTP(context.Background(), creds, req, hex.EncodeToString(sum[:]), service, region, now); err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
+// TestFunctionURLFront (issue 20 item 3): with Service lambda the Front is a function
+// URL with IAM auth: a request signed for lambda passes and reaches the function as the
+// same 2.0 event (routeKey $default, the caller in authorizer.iam), one signed for
+// execute-api is refused, every path needs a signature (no public route), Authorize is
+// asked about the function's ARN, and routes are refused in its configuration.
+func TestFunctionURLFront(t *testing.T) {
+	inv := &echo{}
+	var asked []string
+	f, err := apigwtest.New(apigwtest.Config{Region: region, APIID: "urlid123", Service: apigwtest.ServiceLambda,
+		Principals: []apigwtest.Principal{producer}, Invoker: inv, Clock: func() time.Time { return now },
+		Authorize: func(_ context.Context, a apigwtest.Authorization) error {
+			asked = append(asked, a.Resource)
+			return nil
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(f)
+	t.Cleanup(srv.Close)
+
+	status, _, body := do(t, signedFor(t, srv, producer, "lambda", "GET", "/v1/topics/orders?x=1"))
+	if status != http.StatusOK {
+		t.Fatalf("signed for lambda: %d %s", status, body)
+	}
+	ev := eventOf(t, body)
+	if ev.RouteKey != "$default" || ev.RawPath != "/v1/topics/orders" || ev.RawQueryString != "x=1" || ev.RequestContext.APIID != "urlid123" ||
+		ev.RequestContext.Authorizer == nil || ev.RequestContext.Authorizer.IAM == nil || ev.RequestContext.Authorizer.IAM.UserARN != producer.ARN {
+		t.Errorf("event %+v", ev)
+	}
+	if want := "arn:aws:lambda:" + region + ":123456789012:function:apigwtest"; len(asked) != 1 || asked[0] != want {
+		t.Errorf("Authorize asked about %q, want [%s]", asked, want)
+	}
+	for _, tc := range []struct {
+		name string
+		req  *http.Request
+	}{
+		{"signed for execute-api", signedFor(t, srv, producer, "execute-api", "GET", "/v1/topics/orders")},
+		{"unsigned health", func() *http.Request { r, _ := http.NewRequest("GET", srv.URL+"/v1/health", nil); return r }()},
+	} {
+		if status, _, body := do(t, tc.req); status != http.StatusForbidden {
+			t.Errorf("%s: %d %s, want 403", tc.name, status, body)
+		}
+	}
+	if inv.calls.Load() != 1 {
+		t.Errorf("%d invocations, want only the lambda-signed one", inv.calls.Load())
+	}
+	if _, err := apigwtest.New(apigwtest.Config{Region: region, Service: apigwtest.ServiceLambda, Invoker: inv,
+		Routes: []apigwtest.Route{{Key: "$default"}}}); err == nil {
+		t.Error("a function URL with routes accepted")
+	}
+	if _, err := apigwtest.New(apigwtest.Config{Region: region, Service: "s3", Invoker: inv}); err == nil {
+		t.Error("Service s3 accepted")
+	}
+}

@@ -60,3 +60,43 @@ type body struct{ *bytes.Reader }
 func (body) Close() error { return nil }
 
 func httpBody(b []byte) body { return body{bytes.NewReader(b)} }
+
+// FuzzFunctionURLFront: the function-URL front (Service lambda) never panics, answers
+// every request, and invokes the function for none of these unsigned or forged ones —
+// not even the health check, which a function URL does not make public.
+func FuzzFunctionURLFront(f *testing.F) {
+	f.Add("POST", "/v1/topics/orders/records", "AWS4-HMAC-SHA256 Credential=AKIDPRODUCER/20261201/eu-west-1/lambda/aws4_request, SignedHeaders=host;x-amz-date, Signature=00", "20261201T100000Z", []byte("{}"))
+	f.Add("GET", "/v1/health", "", "", []byte(nil))
+	f.Add("GET", "/", "AWS4-HMAC-SHA256 Credential=AKIDPRODUCER/20261201/eu-west-1/execute-api/aws4_request, SignedHeaders=host, Signature=ab", "20261201T100000Z", []byte{0xff})
+	f.Fuzz(func(t *testing.T, method, path, authz, date string, body []byte) {
+		u, err := url.Parse(path)
+		if err != nil || method == "" {
+			return
+		}
+		inv := &echo{}
+		fr, err := apigwtest.New(apigwtest.Config{Region: region, Service: apigwtest.ServiceLambda,
+			Principals: []apigwtest.Principal{producer}, Invoker: inv, Clock: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := &http.Request{Method: method, URL: u, Host: "abc.lambda-url.eu-west-1.on.aws", Header: http.Header{},
+			Body: http.NoBody, Proto: "HTTP/1.1", RemoteAddr: "192.0.2.1:1234"}
+		if len(body) > 0 {
+			req.Body = httpBody(body)
+		}
+		if authz != "" {
+			req.Header.Set("Authorization", authz)
+		}
+		if date != "" {
+			req.Header.Set("X-Amz-Date", date)
+		}
+		rec := httptest.NewRecorder()
+		fr.ServeHTTP(rec, req)
+		if inv.calls.Load() != 0 {
+			t.Fatalf("a forged request reached the function: %d %s", rec.Code, rec.Body)
+		}
+		if rec.Code == 0 {
+			t.Fatal("no answer")
+		}
+	})
+}

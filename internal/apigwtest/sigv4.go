@@ -16,8 +16,11 @@ import (
 	v4 "github.com/aws/aws-sdk-go-v2/aws/signer/v4"
 )
 
-// Service is the SigV4 signing name of API Gateway's execute-api.
-const Service = "execute-api"
+// Signing names: API Gateway's execute-api and a Lambda function URL's lambda.
+const (
+	Service       = "execute-api"
+	ServiceLambda = "lambda"
+)
 
 // Principal is one test caller: its credentials and the identity API Gateway reports for
 // it in requestContext.authorizer.iam.
@@ -119,9 +122,10 @@ var (
 	errUnknownKey = &denial{http.StatusForbidden, "UnrecognizedClientException", "The security token included in the request is invalid."}
 )
 
-// verifier checks SigV4 signatures of execute-api requests.
+// verifier checks SigV4 signatures of requests scoped to service.
 type verifier struct {
 	region  string
+	service string
 	maxSkew time.Duration
 	now     func() time.Time
 	keys    map[string]Principal
@@ -158,8 +162,8 @@ func (v *verifier) verify(ctx context.Context, r *http.Request, body []byte) (Pr
 		return Principal{}, invalidSignature(fmt.Sprintf("Date in Credential scope does not match YYYYMMDD from ISO-8601 version of date from HTTP: '%s' != '%s', from 'X-Amz-Date'.", a.date, signed.Format("20060102")))
 	case a.region != v.region:
 		return Principal{}, invalidSignature(fmt.Sprintf("Credential should be scoped to a valid region, not '%s'.", a.region))
-	case a.service != Service:
-		return Principal{}, invalidSignature(fmt.Sprintf("Credential should be scoped to correct service: '%s'.", Service))
+	case a.service != v.service:
+		return Principal{}, invalidSignature(fmt.Sprintf("Credential should be scoped to correct service: '%s'.", v.service))
 	case a.terminator != "aws4_request":
 		return Principal{}, invalidSignature("Credential should be scoped with a valid terminator: 'aws4_request', not '" + a.terminator + "'.")
 	}
@@ -208,7 +212,7 @@ func (v *verifier) verify(ctx context.Context, r *http.Request, body []byte) (Pr
 		}
 	}
 	creds := aws.Credentials{AccessKeyID: p.AccessKeyID, SecretAccessKey: p.SecretAccessKey, SessionToken: p.SessionToken}
-	if err := v.signer.SignHTTP(ctx, creds, re, payloadHash, Service, v.region, signed); err != nil {
+	if err := v.signer.SignHTTP(ctx, creds, re, payloadHash, v.service, v.region, signed); err != nil {
 		return Principal{}, invalidSignature("the signature could not be computed: " + err.Error())
 	}
 	want, err := parseAuthorization(re.Header.Get("Authorization"))

@@ -43,7 +43,8 @@ type Options struct {
 	// Callers are the principals that may call the HTTP API: their signatures verify,
 	// and each route's IAM authorization checks execute-api:Invoke against their
 	// statements, in whose resources "{api}" stands for the API's execute-api ARN
-	// prefix (arn:aws:execute-api:region:account:api-id).
+	// prefix (arn:aws:execute-api:region:account:api-id) and "{function}" for the ARN
+	// of the function behind the function URL (lambda:InvokeFunctionUrl).
 	Callers []Caller
 }
 
@@ -65,8 +66,12 @@ type Stack struct {
 	Functions map[string]*Function
 	// APIURL is the HTTP API's endpoint (the front).
 	APIURL string
-	// Front is the API Gateway stand-in.
+	// Front is the API Gateway stand-in; nil when the template has no HTTP API.
 	Front *apigwtest.Front
+	// FunctionURL is the api function's URL (the URL front), "" when the template has
+	// none; URLFront checks its SigV4 signatures (service lambda) and IAM rights.
+	FunctionURL string
+	URLFront    *apigwtest.Front
 
 	emulator *url.URL
 	ddb      *dynamodb.Client
@@ -139,7 +144,12 @@ func Start(t testing.TB, opts Options) *Stack {
 	if err := s.startSchedules(ctx, opts.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.startAPI(opts.Callers); err != nil {
+	if len(s.Template.OfType("AWS::ApiGatewayV2::Api")) > 0 {
+		if err := s.startAPI(opts.Callers); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.startFunctionURL(opts.Callers); err != nil {
 		t.Fatal(err)
 	}
 	// Cleanups run last-registered first: stop the pollers, schedules and invocations
@@ -771,6 +781,95 @@ func (s *Stack) startAPI(callers []Caller) error {
 	return nil
 }
 
+// startFunctionURL serves the template's function URL (AWS::Lambda::Url, AuthType
+// AWS_IAM) behind a SigV4-checking front for the service lambda: a caller passes when
+// its identity policy allows lambda:InvokeFunctionUrl and lambda:InvokeFunction on the
+// function, or the function's resource policy (AWS::Lambda::Permission with
+// FunctionUrlAuthType AWS_IAM, and InvokedViaFunctionUrl for the second) names the
+// caller or its account. Conditions are not evaluated, as in Decide.
+func (s *Stack) startFunctionURL(callers []Caller) error {
+	urls := s.Template.OfType("AWS::Lambda::Url")
+	if len(urls) == 0 {
+		return nil
+	}
+	if len(urls) != 1 {
+		return fmt.Errorf("stackrun: %d function URLs in the template, the harness runs one", len(urls))
+	}
+	p := s.Template.Resources[urls[0]].Properties
+	if p["AuthType"] != "AWS_IAM" {
+		return fmt.Errorf("stackrun: function URL %s: AuthType %v, only AWS_IAM is run", urls[0], p["AuthType"])
+	}
+	target, err := s.Template.Resolve(p["TargetFunctionArn"])
+	if err != nil {
+		return fmt.Errorf("stackrun: function URL %s: %w", urls[0], err)
+	}
+	fn, ok := s.functionByARN(target)
+	if !ok {
+		return fmt.Errorf("stackrun: function URL %s: %s is not a function of the stack", urls[0], target)
+	}
+	resourceAllows := func(caller apigwtest.Principal, action string) bool {
+		for _, id := range s.Template.OfType("AWS::Lambda::Permission") {
+			pp := s.Template.Resources[id].Properties
+			name, err := s.Template.Resolve(pp["FunctionName"])
+			if err != nil || FunctionName(name) != fn.Name || pp["Action"] != action {
+				continue
+			}
+			if action == "lambda:InvokeFunctionUrl" && pp["FunctionUrlAuthType"] != "AWS_IAM" {
+				continue
+			}
+			if action == "lambda:InvokeFunction" && pp["InvokedViaFunctionUrl"] != true {
+				continue
+			}
+			principal, err := s.Template.Resolve(pp["Principal"])
+			if err == nil && (principal == caller.ARN || principal == Account && strings.Contains(caller.ARN, ":"+Account+":")) {
+				return true
+			}
+		}
+		return false
+	}
+	policies := map[string][]Statement{}
+	var principals []apigwtest.Principal
+	for _, c := range callers {
+		principals = append(principals, c.Principal)
+		var stmts []Statement
+		for _, st := range c.Statements {
+			st.Resources = append([]string(nil), st.Resources...)
+			for i, r := range st.Resources {
+				st.Resources[i] = strings.ReplaceAll(r, "{function}", fn.ARN)
+			}
+			stmts = append(stmts, st)
+		}
+		policies[c.Principal.AccessKeyID] = stmts
+	}
+	urlID := strings.ToLower(s.Name) + "url"
+	front, err := apigwtest.New(apigwtest.Config{
+		Region: Region, APIID: urlID, AccountID: Account, Service: apigwtest.ServiceLambda, FunctionARN: fn.ARN,
+		Principals: principals,
+		Authorize: func(_ context.Context, a apigwtest.Authorization) error {
+			for _, action := range []string{"lambda:InvokeFunctionUrl", "lambda:InvokeFunction"} {
+				if !Decide(policies[a.Caller.AccessKeyID], Access{action, a.Resource}).Allowed && !resourceAllows(a.Caller, action) {
+					return fmt.Errorf("User: %s is not authorized to perform: %s on resource: %s", a.Caller.ARN, action, a.Resource)
+				}
+			}
+			return nil
+		},
+		Invoker: apigwtest.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
+			ctx, cancel := context.WithTimeout(ctx, 30*time.Second) // the api function's timeout
+			defer cancel()
+			return fn.Invoke(ctx, payload)
+		}),
+	})
+	if err != nil {
+		return err
+	}
+	s.URLFront = front
+	srv := httptest.NewServer(front)
+	s.t.Cleanup(srv.Close)
+	s.FunctionURL = srv.URL
+	s.t.Logf("stackrun: function URL of %s (AWS_IAM) at %s", fn.Name, srv.URL)
+	return nil
+}
+
 // WaitFor polls cond until it holds, or fails t after timeout naming what, with the
 // mappings', schedules' and invocations' state.
 func (s *Stack) WaitFor(ctx context.Context, cond func() bool, timeout time.Duration, what string) {
@@ -818,8 +917,14 @@ func (s *Stack) Summary() string {
 	for id, r := range s.ScheduleRuns() {
 		fmt.Fprintf(&b, "schedule %s: %s runs, %s failed %s\n", id, r[0], r[1], r[2])
 	}
-	st := s.Front.Stats()
-	fmt.Fprintf(&b, "HTTP API: %d accepted, %d refused (403), %d failed\n", st.Accepted, st.Refused, st.Failed)
+	if s.Front != nil {
+		st := s.Front.Stats()
+		fmt.Fprintf(&b, "HTTP API: %d accepted, %d refused (403), %d failed\n", st.Accepted, st.Refused, st.Failed)
+	}
+	if s.URLFront != nil {
+		st := s.URLFront.Stats()
+		fmt.Fprintf(&b, "function URL: %d accepted, %d refused (403), %d failed\n", st.Accepted, st.Refused, st.Failed)
+	}
 	for _, d := range DistinctDenials(s.Denials()) {
 		fmt.Fprintf(&b, "IAM DENIED %s\n", d)
 	}

@@ -322,6 +322,7 @@ func scanOrders(t *testing.T, ddb *dynamodb.Client, table string) map[string]str
 type cli struct {
 	bin, url string
 	env      []string
+	flags    []string // before the command, after --url and --aws
 }
 
 var (
@@ -353,7 +354,7 @@ func newCLI(t *testing.T, apiURL string) *cli {
 
 func (c *cli) run(t *testing.T, args ...string) string {
 	t.Helper()
-	cmd := exec.Command(c.bin, append([]string{"--url", c.url, "--aws"}, args...)...)
+	cmd := exec.Command(c.bin, append(append([]string{"--url", c.url, "--aws"}, c.flags...), args...)...)
 	cmd.Env = c.env
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

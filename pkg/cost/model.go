@@ -255,13 +255,16 @@ type Options struct {
 	// go, and in a group-commit batch idempotent members share the commits as members
 	// without a key do (each one's claim records its offsets within the shared run).
 	FoldedClaims bool
+	// Built are the levers built (BuiltLevers by default): the targets table counts a
+	// configuration needing any other as modelled.
+	Built []Lever
 }
 
 // Defaults returns the design workload with n producers and every default.
 func Defaults(n int) Options {
 	return Options{Prices: USEast1(), Workload: DesignWorkload(), Producers: DefaultProducers(n),
 		Profile: DesignProfile(), Latency: DefaultLatency(), Serving: DefaultServing(),
-		Aggregator: DefaultAggregator(), Kafka: DefaultKafka()}
+		Aggregator: DefaultAggregator(), Kafka: DefaultKafka(), Built: BuiltLevers()}
 }
 
 // Validate reports the first option that makes an estimate meaningless.
@@ -499,18 +502,77 @@ func commitWrites(d Design, k float64, pf Profile) float64 {
 	return k * (pf.UpdatesPerBlock + entry)
 }
 
+// KPLAggregationMaxBytes is the KPL's AggregationMaxSize default: an aggregated
+// Kinesis record holds at most this many bytes of user records.
+const KPLAggregationMaxBytes = 51200
+
+// kinesisUnitBytes is one PUT payload unit (25 KB).
+const kinesisUnitBytes = 25 * 1024
+
+// KPLFlow is what Kinesis producers using the KPL send: each of Options.Producers
+// buffers its records for RecordMaxBufferedTime = the linger (at least one service
+// time, as Strata's producer) and then puts, per shard its records map to, aggregated
+// records of up to KPLAggregationMaxBytes; each aggregated record is billed in whole
+// 25 KB PUT payload units and counts once against the shard's 1,000 records/s.
+type KPLFlow struct {
+	Shards              float64 // shards the stream needs: write MiB/s, reads, and aggregated records/s
+	ShardsPerFlush      float64 // shards one producer's flush touches
+	BytesPerShardFlush  float64 // user record bytes one producer puts per shard per flush
+	UnitsPerShardFlush  float64
+	AggregatedPerSecond float64 // aggregated records/s, the whole fleet
+	UnitsPerSecond      float64
+	AckFloor            time.Duration // buffered time + one put
+}
+
+// KPLFlowOf derives the KPL's flow at o's producers and linger: a producer's R records
+// per flush spread over S shards touch S·(1 − (1 − 1/S)^R) of them (keys at random).
+func KPLFlowOf(o Options) KPLFlow {
+	w, p := o.Workload, o.Producers
+	in := w.EventsPerSec * w.EventBytes
+	shards := math.Max(math.Ceil(in/mib), math.Ceil(float64(w.Groups)*in/(2*mib)))
+	flush := math.Max(p.Linger.Seconds(), o.Latency.Service().Seconds())
+	recs := math.Max(1, w.EventsPerSec/float64(p.Count)*flush)
+	var f KPLFlow
+	for range 3 { // more shards spread a flush thinner: settle the count
+		f.Shards = shards
+		f.ShardsPerFlush = shards * (1 - math.Pow(1-1/shards, recs))
+		f.BytesPerShardFlush = recs / f.ShardsPerFlush * w.EventBytes
+		full := math.Floor(f.BytesPerShardFlush / KPLAggregationMaxBytes)
+		rem := f.BytesPerShardFlush - full*KPLAggregationMaxBytes
+		aggs := full
+		f.UnitsPerShardFlush = full * math.Ceil(KPLAggregationMaxBytes/kinesisUnitBytes)
+		if rem > 0 {
+			aggs++
+			f.UnitsPerShardFlush += math.Ceil(rem / kinesisUnitBytes)
+		}
+		flushes := float64(p.Count) * f.ShardsPerFlush / flush // producer-shard flushes a second
+		f.AggregatedPerSecond = flushes * aggs
+		f.UnitsPerSecond = flushes * f.UnitsPerShardFlush
+		next := math.Max(shards, math.Ceil(f.AggregatedPerSecond/1000-1e-9))
+		if next == shards {
+			break
+		}
+		shards = next
+	}
+	f.AckFloor = time.Duration((flush + o.Latency.API.Seconds() + o.Latency.S3Put.Seconds()) * float64(time.Second))
+	return f
+}
+
 // KinesisProvisioned prices Kinesis Data Streams in provisioned mode, sized for writes
 // (1 MiB/s or 1,000 records/s per shard) and shared-throughput reads (2 MiB/s per shard
-// for all consumers together). With aggregation producers pack records into 25 KB
-// payload units as the KPL does (the per-shard record limit then binds no longer).
+// for all consumers together). With aggregation the producers use the KPL at the same
+// buffering as Strata's (KPLFlowOf): its PUT payload units grow with the producer count
+// as each producer's flush is spread over the shards. Without it every 1 KB event is a
+// record and a unit.
 func KinesisProvisioned(o Options, aggregated bool) Estimate {
 	pr, w := o.Prices, o.Workload
 	in := w.EventsPerSec * w.EventBytes
 	shards := math.Ceil(in / mib)
-	units := w.EventsPerSec * math.Ceil(w.EventBytes/(25*1024))
+	units := w.EventsPerSec * math.Ceil(w.EventBytes/kinesisUnitBytes)
 	name := "Kinesis provisioned, no aggregation"
 	if aggregated {
-		units = math.Ceil(in / (25 * 1024))
+		f := KPLFlowOf(o)
+		shards, units = f.Shards, f.UnitsPerSecond
 		name = "Kinesis provisioned, KPL aggregation"
 	} else {
 		shards = math.Max(shards, math.Ceil(w.EventsPerSec/1000))

@@ -23,12 +23,16 @@ func TestAlternatives(t *testing.T) {
 		est    func(Options) Estimate
 		want   float64
 	}{
-		// 49 shards (write MiB/s) × 24 h × 0.015 = 17.64; 2,000 units/s × 86,400 × 0.014e-6 = 2.4192.
-		{"kinesis agg, 1 group", 1, func(o Options) Estimate { return KinesisProvisioned(o, true) }, 17.64 + 2.4192},
+		// 49 shards (write MiB/s) × 24 h × 0.015 = 17.64. KPL at the 1 s linger: each of 10
+		// producers flushes 5,000 records a second over all 49 shards, 104,490 B per shard:
+		// two full 51,200-B aggregated records (2 units each) and one of 2,090 B (1 unit),
+		// 5 units × 49 shards × 10 producers = 2,450 units/s × 86,400 × 0.014e-6 = 2.96352.
+		{"kinesis agg, 1 group", 1, func(o Options) Estimate { return KinesisProvisioned(o, true) }, 17.64 + 2.96352},
 		// 50 shards (1,000 records/s each) = 18.00; 50,000 units/s × 86,400 × 0.014e-6 = 60.48.
 		{"kinesis no agg, 1 group", 1, func(o Options) Estimate { return KinesisProvisioned(o, false) }, 18 + 60.48},
-		// reads 3 × 48.83 / 2 = 73.2 → 74 shards = 26.64.
-		{"kinesis agg, 3 groups", 3, func(o Options) Estimate { return KinesisProvisioned(o, true) }, 26.64 + 2.4192},
+		// reads 3 × 48.83 / 2 = 73.2 → 74 shards = 26.64; a flush puts 69,190 B per shard:
+		// 2 + 1 units, × 74 × 10 = 2,220 units/s = 2.685312.
+		{"kinesis agg, 3 groups", 3, func(o Options) Estimate { return KinesisProvisioned(o, true) }, 26.64 + 2.685312},
 		// 24 × 0.04 + 4,119.873046875 × (0.08 + 0.04).
 		{"kinesis on-demand, 1 group", 1, KinesisOnDemand, 0.96 + 4119.873046875*0.12},
 		// 24 × 0.04 + 4,119.873046875 × (0.08 + 3 × 0.04).
@@ -45,6 +49,49 @@ func TestAlternatives(t *testing.T) {
 			o.Workload.Groups = tt.groups
 			near(t, "$/day", tt.est(o).PerDay(), tt.want)
 		})
+	}
+}
+
+// TestKinesisKPLGrowsWithProducers (issue 20, the honest anchor): the KPL at the same
+// buffering as Strata's producers (RecordMaxBufferedTime = the linger) spreads each
+// producer's flush over the shards, so its PUT payload units grow with the producers
+// instead of staying at bytes/25 KB; and aggregated records beyond 1,000/s per shard add
+// shards.
+func TestKinesisKPLGrowsWithProducers(t *testing.T) {
+	touched := func(shards, recs float64) float64 { return shards * (1 - math.Pow(1-1/shards, recs)) }
+	tests := []struct {
+		name      string
+		producers int
+		linger    time.Duration
+		units     float64 // per second
+		shards    float64
+	}{
+		// 1 producer: 50,000 records a flush, 1,044,898 B per shard: 20 full aggregated
+		// records (40 units) and 21,898 B (1 unit) = 41 × 49 a second.
+		{"1 producer, 1 s", 1, time.Second, 41 * 49, 49},
+		// 1,000 producers at 1 s: 50 records a flush touch 31.6 shards, 1.6 KB each: 1 unit.
+		{"1000 producers, 1 s", 1000, time.Second, 1000 * touched(49, 50), 49},
+		// at 100 ms: 5 records touch 4.8 shards, ten flushes a second.
+		{"1000 producers, 100 ms", 1000, 100 * time.Millisecond, 1000 * touched(49, 5) / 0.1, 49},
+		// 10,000 producers at 100 ms: every flush one record, 100,000 aggregated
+		// records/s need 100 shards.
+		{"10000 producers, 100 ms", 10000, 100 * time.Millisecond, 10000 / 0.1, 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Defaults(tt.producers)
+			o.Producers.Linger = tt.linger
+			f := KPLFlowOf(o)
+			near(t, "units/s", f.UnitsPerSecond, tt.units)
+			near(t, "shards", f.Shards, tt.shards)
+			near(t, "$/day", KinesisProvisioned(o, true).PerDay(), tt.shards*24*0.015+tt.units*86400*0.014e-6)
+		})
+	}
+	o := Defaults(10)
+	few := KinesisProvisioned(o, true).PerDay()
+	o.Producers.Count = 1000
+	if many := KinesisProvisioned(o, true).PerDay(); many < 2*few {
+		t.Errorf("KPL at 1,000 producers $%.2f/day, at 10 $%.2f: want the payload units to grow with the producers", many, few)
 	}
 }
 

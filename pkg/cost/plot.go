@@ -13,8 +13,9 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-// Plot draws cost-producers.png ($/day against producers, every design and the
-// alternatives, and the tier with folded claims) and cost-linger.png ($/day and ack
+// Plot draws cost-producers.png ($/day against producers: every configuration of the
+// targets table, built or modelled, and the alternatives, Kinesis with the KPL at the
+// same linger) and cost-linger.png ($/day and ack
 // floor against linger) into dir.
 func Plot(base Options, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -33,39 +34,29 @@ func Plot(base Options, dir string) error {
 	for x := 1; x <= 10000; x *= 10 {
 		ns = append(ns, x, 2*x, 5*x)
 	}
-	series := []struct {
-		name  string
-		shape Shape
-		d     Design
-		fold  bool
-	}{
-		{"Strata SDK (one request per round)", ShapeSDK, Baseline, false},
-		{"Strata SDK + aggregation tier", ShapeSDK, Aggregation, false},
-		{"Strata multi-partition appends", ShapeMulti, Baseline, false},
-		{"Strata per-topic commit", ShapeMulti, PerTopicCommit, false},
-		{"Strata topic commit + manifest", ShapeMulti, TopicManifest, false},
-		{"Strata aggregation tier", ShapeMulti, Aggregation, false},
-		{"Strata aggregation tier + topic commit + manifest", ShapeMulti, AggTopicManifest, false},
-		{"Strata aggregation tier, folded claims (not built)", ShapeMulti, Aggregation, true},
-	}
 	var lines []any
-	for _, s := range series {
-		if s.fold && (base.FoldedClaims || !base.Profile.Idempotent) {
-			continue // the same as the unfolded line
+	for _, c := range Configurations() {
+		status := "modelled"
+		if c.Built(base.Built) {
+			status = "built"
 		}
 		pts := make(plotter.XYs, len(ns))
 		for i, n := range ns {
-			o.Producers.Count, o.Producers.Shape, o.FoldedClaims = n, s.shape, s.fold || base.FoldedClaims
-			pts[i] = plotter.XY{X: float64(n), Y: Strata(o, s.d).PerDay()}
+			pts[i] = plotter.XY{X: float64(n), Y: PriceTarget(base, c, n, 1, base.Producers.Linger).PerDay}
 		}
-		lines = append(lines, s.name, pts)
+		lines = append(lines, "Strata SDK, "+c.Name+" ("+status+")", pts)
 	}
 	if err := plotutil.AddLinePoints(p, lines...); err != nil {
 		return err
 	}
 	for i, a := range Alternatives(o) {
-		y := a.PerDay()
-		l, err := plotter.NewLine(plotter.XYs{{X: 1, Y: y}, {X: float64(ns[len(ns)-1]), Y: y}})
+		// The KPL's cost depends on the producers at the same linger; the others do not.
+		pts := make(plotter.XYs, len(ns))
+		for j, n := range ns {
+			o.Producers.Count = n
+			pts[j] = plotter.XY{X: float64(n), Y: Alternatives(o)[i].PerDay()}
+		}
+		l, err := plotter.NewLine(pts)
 		if err != nil {
 			return err
 		}
@@ -103,14 +94,21 @@ func Plot(base Options, dir string) error {
 	if err := plotutil.AddLinePoints(q, lines...); err != nil {
 		return err
 	}
-	kin := KinesisProvisioned(o, true).PerDay()
-	l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: kin}, {X: 5000, Y: kin}})
-	if err != nil {
-		return err
+	// Kinesis with the KPL at the same linger (RecordMaxBufferedTime), per producer count.
+	for i, n := range []int{10, 100, 1000} {
+		pts := make(plotter.XYs, len(lingers))
+		for j, l := range lingers {
+			o.Producers.Count, o.Producers.Linger = n, l
+			pts[j] = plotter.XY{X: float64(l.Milliseconds()), Y: KinesisProvisioned(o, true).PerDay()}
+		}
+		l, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		l.Color = []color.Color{color.RGBA{255, 120, 120, 255}, color.RGBA{200, 0, 0, 255}, color.RGBA{120, 0, 0, 255}}[i]
+		q.Add(l)
+		q.Legend.Add(fmt.Sprintf("Kinesis KPL, %d producers, same linger", n), l)
 	}
-	l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-	l.Color = color.RGBA{200, 0, 0, 255}
-	q.Add(l)
-	q.Legend.Add("Kinesis provisioned, KPL aggregation", l)
 	return q.Save(9*vg.Inch, 6*vg.Inch, filepath.Join(dir, "cost-linger.png"))
 }

@@ -3,7 +3,6 @@ package cost
 import (
 	"fmt"
 	"io"
-	"math"
 	"text/tabwriter"
 	"time"
 )
@@ -215,45 +214,8 @@ func Report(out io.Writer, base Options, s Sweep) error {
 		}
 		fmt.Fprintln(w)
 	}
-	targets(w, base, folds)
+	Targets(w, base, base.Built)
 	return nil
-}
-
-// targets writes the cost targets: at the workload, 10 and 100 producers, 1 and 3
-// groups, each design (the base's producer shape) priced against Kinesis provisioned
-// with aggregation and 10 % of three-AZ Kafka.
-func targets(w io.Writer, base Options, folds []bool) {
-	fmt.Fprintf(w, "== cost targets (%s, linger %s): Strata ≤ Kinesis KPL and ≤ 10%% of Kafka at 10 and 100 producers, 1 and 3 groups ==\n",
-		base.Producers.Shape, base.Producers.Linger)
-	type cell struct{ n, g int }
-	cells := []cell{{10, 1}, {100, 1}, {10, 3}, {100, 3}}
-	hdr := "design\tfolded claims\t"
-	for _, c := range cells {
-		o := base
-		o.Workload.Groups = c.g
-		hdr += fmt.Sprintf("%dp %dg (KPL %s, 10%% Kafka %s)\t", c.n, c.g, usd(KinesisProvisioned(o, true).PerDay()), usd(KafkaEC2(o).PerDay()/10))
-	}
-	fmt.Fprintln(w, hdr+"verdict\t")
-	for _, fold := range folds {
-		for _, d := range Designs {
-			row := fmt.Sprintf("%s\t%t\t", d, fold)
-			worst := 0.0 // the largest ratio to the tighter target
-			for _, c := range cells {
-				o := base
-				o.FoldedClaims, o.Workload.Groups, o.Producers.Count = fold, c.g, c.n
-				e := Strata(o, d)
-				kin, kafka := KinesisProvisioned(o, true).PerDay(), KafkaEC2(o).PerDay()
-				worst = math.Max(worst, e.PerDay()/math.Min(kin, kafka/10))
-				row += fmt.Sprintf("%s (%.2f× KPL, %.1f%% Kafka)\t", usd(e.PerDay()), e.PerDay()/kin, 100*e.PerDay()/kafka)
-			}
-			verdict := "met"
-			if worst > 1 {
-				verdict = fmt.Sprintf("missed (up to %.2f× the target)", worst)
-			}
-			fmt.Fprintln(w, row+verdict+"\t")
-		}
-	}
-	fmt.Fprintln(w)
 }
 
 func crossing(n int) string {

@@ -74,6 +74,9 @@ const (
 	// otherwise: an on-demand execution environment serves one request at a time, so
 	// there is nothing to coalesce.
 	EnvGroupCommitWindow = "STRATA_GROUP_COMMIT_WINDOW"
+	// EnvGroupCommitBudget is the api function's group-commit byte budget
+	// (Settings.GroupCommitBudget).
+	EnvGroupCommitBudget = "STRATA_GROUP_COMMIT_BUDGET_BYTES"
 	// EnvMaxConcurrency is Lambda's own variable for the invocations one execution
 	// environment runs at once (Lambda Managed Instances).
 	EnvMaxConcurrency = "AWS_LAMBDA_MAX_CONCURRENCY"
@@ -103,6 +106,10 @@ const DefaultManagedGroupCommitWindow = 5 * time.Millisecond
 
 // MaxGroupCommitWindow is the longest EnvGroupCommitWindow the api function accepts.
 const MaxGroupCommitWindow = time.Second
+
+// MaxGroupCommitBudget is the largest EnvGroupCommitBudget the api function accepts
+// (log.MaxGroupCommitBytes).
+const MaxGroupCommitBudget = 64 << 20
 
 // MetricsNamespace is the default CloudWatch namespace of Strata's metrics.
 const MetricsNamespace = "Strata"

@@ -42,6 +42,10 @@ type Settings struct {
 	// Zero means unset: DefaultManagedGroupCommitWindow on Lambda Managed Instances
 	// (EnvMaxConcurrency above 1), off otherwise. Negative means off (rendered "0").
 	GroupCommitWindow time.Duration `env:"STRATA_GROUP_COMMIT_WINDOW"`
+	// GroupCommitBudget is the record bytes at which the api function's group-commit
+	// batch is written before its window ends (zero: the log's default, 1 MiB; at most
+	// 64 MiB). A stack running a wide window (250 ms) sets it to cut objects of several MB.
+	GroupCommitBudget int `env:"STRATA_GROUP_COMMIT_BUDGET_BYTES"`
 	// Grants are the api's grants keyed by principal ARN pattern (JSON, ParseGrants'
 	// formats); empty means every caller is refused unless EveryPrincipalAdmin is set.
 	Grants string `env:"STRATA_GRANTS"`

@@ -152,6 +152,9 @@ func TestAPIFixtures(t *testing.T) {
 				{"apigw-v2-append-other-principal.json", 403, "forbidden"},
 				{"apigw-v2-poll.json", 200, ""},
 				{"apigw-v2-health-no-iam.json", 200, ""},
+				// The same caller through the function URL (issue 20 item 3): the event a
+				// lambda-url delivers, signed for the service lambda.
+				{"function-url-describe-topic.json", 200, ""},
 			},
 		},
 	} {
@@ -267,7 +270,7 @@ func TestAPIRefusesOtherEvents(t *testing.T) {
 // than 1 or 0, is a start-up error.
 func TestAPIDefaultDeny(t *testing.T) {
 	api := newAPIEnv(t, map[string]string{})
-	for _, f := range []string{"apigw-v2-create-topic.json", "apigw-v2-append.json", "apigw-v2-poll.json", "apigw-v2-describe-topic.json"} {
+	for _, f := range []string{"apigw-v2-create-topic.json", "apigw-v2-append.json", "apigw-v2-poll.json", "apigw-v2-describe-topic.json", "function-url-describe-topic.json"} {
 		if resp := invoke(t, api, fixture(t, f)); resp.StatusCode != 403 || errorCode(t, resp) != "forbidden" {
 			t.Errorf("%s without grants: %d %s, want 403 forbidden", f, resp.StatusCode, resp.Body)
 		}

@@ -53,6 +53,7 @@ func FromSettings(s deploy.Settings, endpoint, maxConcurrency string, faults *aw
 			MetricsNamespace:  s.MetricsNamespace,
 		},
 		GroupCommitWindow: groupCommitWindow(s.GroupCommitWindow, maxConcurrency),
+		GroupCommitBytes:  s.GroupCommitBudget,
 	}
 	if cfg.Function.BusinessTable == "" {
 		cfg.Function.BusinessTable = deploy.BusinessDefaultTable
@@ -62,6 +63,9 @@ func FromSettings(s deploy.Settings, endpoint, maxConcurrency string, faults *aw
 	}
 	if s.GroupCommitWindow > deploy.MaxGroupCommitWindow {
 		return Config{}, fmt.Errorf("%w: %s=%s: want at most %s", ErrConfig, deploy.EnvGroupCommitWindow, s.GroupCommitWindow, deploy.MaxGroupCommitWindow)
+	}
+	if s.GroupCommitBudget > deploy.MaxGroupCommitBudget {
+		return Config{}, fmt.Errorf("%w: %s=%d: want at most %d", ErrConfig, deploy.EnvGroupCommitBudget, s.GroupCommitBudget, deploy.MaxGroupCommitBudget)
 	}
 	if s.DefaultPartitions > log.MaxPartitions {
 		return Config{}, fmt.Errorf("%w: %s=%d: want 1 to %d", ErrConfig, deploy.EnvDefaultPartitions, s.DefaultPartitions, log.MaxPartitions)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/node"
 )
 
@@ -46,6 +47,7 @@ var sample = map[string]string{
 	deploy.EnvDefaultRetentionMS:  "3600000",
 	deploy.EnvMaxRetentionMS:      "2592000000",
 	deploy.EnvGroupCommitWindow:   "3ms",
+	deploy.EnvGroupCommitBudget:   "16777216",
 	deploy.EnvGrants:              `{"arn:aws:iam::1:role/*":[{"resource":"topic:*","ops":["read"]}]}`,
 	deploy.EnvSubscriptions:       `[{"topic":"orders","group":"g","function":"f"}]`,
 	deploy.EnvSubscriptionsPath:   "/strata/t-subscriptions",
@@ -124,6 +126,22 @@ func TestFromEnvGroupCommitWindow(t *testing.T) {
 	}
 }
 
+// TestGroupCommitBudgetReachesTheLog (issue 20 item 5): the stack's budget is the log's
+// batch budget, next to the window, so a stack can run 250 ms / 16 MiB.
+func TestGroupCommitBudgetReachesTheLog(t *testing.T) {
+	cfg, err := node.FromEnv(envOf(map[string]string{deploy.EnvGroupCommitWindow: "250ms", deploy.EnvGroupCommitBudget: "16777216"}))
+	if err != nil || cfg.GroupCommitWindow != 250*time.Millisecond || cfg.GroupCommitBytes != 16<<20 {
+		t.Fatalf("window %v, budget %d, %v; want 250ms and 16 MiB", cfg.GroupCommitWindow, cfg.GroupCommitBytes, err)
+	}
+}
+
+// TestGroupCommitBudgetBoundIsTheLogs: the stack refuses what the log would.
+func TestGroupCommitBudgetBoundIsTheLogs(t *testing.T) {
+	if deploy.MaxGroupCommitBudget != log.MaxGroupCommitBytes {
+		t.Errorf("deploy.MaxGroupCommitBudget %d, log.MaxGroupCommitBytes %d", deploy.MaxGroupCommitBudget, log.MaxGroupCommitBytes)
+	}
+}
+
 // TestFromEnvRefuses: a value that does not parse or is out of range is an error naming
 // the variable.
 func TestFromEnvRefuses(t *testing.T) {
@@ -137,6 +155,8 @@ func TestFromEnvRefuses(t *testing.T) {
 		{deploy.EnvMaxRetentionMS, "3600000"}, // below the default retention of 24 h
 		{deploy.EnvGroupCommitWindow, "soon"},
 		{deploy.EnvGroupCommitWindow, "-1ms"},
+		{deploy.EnvGroupCommitBudget, "67108865"}, // above log.MaxGroupCommitBytes
+		{deploy.EnvGroupCommitBudget, "lots"},
 		{deploy.EnvGroupCommitWindow, "2s"},
 		{deploy.EnvBootstrap, "yes"},
 		{deploy.EnvSubscriptions, `[{"topic":"a"}]`},

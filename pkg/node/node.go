@@ -58,6 +58,9 @@ type Config struct {
 	// GroupCommitWindow, when positive, is the log's group-commit window
 	// (log.Config.GroupCommitWindow); zero or negative writes every append on its own.
 	GroupCommitWindow time.Duration
+	// GroupCommitBytes is the group-commit batch's byte budget
+	// (log.Config.GroupCommitBytes); zero is the log's default.
+	GroupCommitBytes int
 	// Metrics receives the log's observations; none when nil.
 	Metrics log.Metrics
 	// RetentionMetrics receives each retention pass's results; none when nil.
@@ -174,7 +177,7 @@ func Open(ctx context.Context, cfg Config, parts Parts) (*Node, error) {
 	if parts&PartLog != 0 {
 		var err error
 		n.log, err = log.New(log.Config{Objects: n.objects, Meta: n.meta, Metrics: cfg.Metrics,
-			GroupCommitWindow: max(cfg.GroupCommitWindow, 0), Topics: cfg.Topics})
+			GroupCommitWindow: max(cfg.GroupCommitWindow, 0), GroupCommitBytes: cfg.GroupCommitBytes, Topics: cfg.Topics})
 		if err != nil {
 			_ = n.Close()
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)

@@ -438,6 +438,8 @@ func TestRegionFromHost(t *testing.T) {
 		"A1B2C3D4E5.EXECUTE-API.EU-WEST-1.AMAZONAWS.COM":                             "eu-west-1",
 		"a1b2c3d4e5.execute-api.cn-north-1.amazonaws.com.cn":                         "cn-north-1",
 		"a1b2c3d4e5-vpce-0123456789abcdef0.execute-api.us-west-2.vpce.amazonaws.com": "us-west-2",
+		"abcdefghij0123456789klmnop.lambda-url.eu-west-3.on.aws":                     "eu-west-3",
+		"x.lambda-url.us-east-1.on.aws.example.com":                                  "",
 		"api.example.com":                     "",
 		"127.0.0.1":                           "",
 		"execute-api.us-east-1.amazonaws.com": "",
@@ -447,5 +449,71 @@ func TestRegionFromHost(t *testing.T) {
 		if got := awsauth.RegionFromHost(host); got != want {
 			t.Errorf("RegionFromHost(%q) = %q, want %q", host, got, want)
 		}
+	}
+}
+
+func TestServiceFromHost(t *testing.T) {
+	for host, want := range map[string]string{
+		"abcdefghij0123456789klmnop.lambda-url.eu-west-3.on.aws": awsauth.ServiceLambda,
+		"ABC.LAMBDA-URL.US-EAST-1.ON.AWS":                        awsauth.ServiceLambda,
+		"a1b2c3d4e5.execute-api.us-east-1.amazonaws.com":         awsauth.Service,
+		"lambda-url.us-east-1.on.aws":                            awsauth.Service,
+		"x.lambda-url.us-east-1.on.aws.example.com":              awsauth.Service,
+		"127.0.0.1": awsauth.Service,
+	} {
+		if got := awsauth.ServiceFromHost(host); got != want {
+			t.Errorf("ServiceFromHost(%q) = %q, want %q", host, got, want)
+		}
+	}
+}
+
+// TestSignedSDKThroughFunctionURL (issue 20 item 3): the SDK signs for the service
+// lambda when told (Options.Service; a lambda-url host says so by itself) and its calls
+// pass a function-URL front, which refuses the execute-api signature; Load names the
+// service it chose and refuses an unknown one.
+func TestSignedSDKThroughFunctionURL(t *testing.T) {
+	ctx := context.Background()
+	rt, err := runtime.New(ctx, runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rt.Close(context.Background()) })
+	front, err := apigwtest.New(apigwtest.Config{Region: region, Service: apigwtest.ServiceLambda,
+		Principals: []apigwtest.Principal{alice}, Invoker: apigwtest.InProcess(rt.Handler(), nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(front)
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct {
+		service string
+		ok      bool
+	}{{awsauth.ServiceLambda, true}, {"", false}} {
+		tr, err := awsauth.Load(ctx, srv.URL, awsauth.Options{Region: region, Service: tc.service, Credentials: static(alice)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]string{true: awsauth.ServiceLambda, false: awsauth.Service}[tc.ok]; tr.Service() != want {
+			t.Errorf("service %q: transport signs for %q, want %q", tc.service, tr.Service(), want)
+		}
+		c, err := client.New(srv.URL, tr.Option())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.CreateTopic(ctx, "orders-"+tr.Service(), client.TopicConfig{Partitions: 1})
+		var apiErr *client.APIError
+		switch {
+		case tc.ok && err != nil:
+			t.Errorf("signed for lambda: %v", err)
+		case !tc.ok && (!errors.As(err, &apiErr) || apiErr.Status != http.StatusForbidden):
+			t.Errorf("signed for execute-api at a function URL: %v, want 403", err)
+		}
+	}
+	if tr, err := awsauth.Load(ctx, "https://abc.lambda-url.eu-west-3.on.aws", awsauth.Options{Credentials: static(alice)}); err != nil ||
+		tr.Service() != awsauth.ServiceLambda || tr.Region() != "eu-west-3" {
+		t.Errorf("lambda-url host: %v, want service lambda in eu-west-3", err)
+	}
+	if _, err := awsauth.Load(ctx, srv.URL, awsauth.Options{Region: region, Service: "s3", Credentials: static(alice)}); !errors.Is(err, awsauth.ErrService) {
+		t.Errorf("service s3: %v, want ErrService", err)
 	}
 }

@@ -1,0 +1,137 @@
+package cost
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestConfigurationsBuilt: a configuration is built when every lever it needs is; the
+// defaults count the function URL and the tier (this branch) and nothing else.
+func TestConfigurationsBuilt(t *testing.T) {
+	want := map[string]bool{
+		"API Gateway, on-demand Lambda":                                              true,
+		"API Gateway, tier 5 ms (deployed default on Managed Instances)":             true,
+		"function URL, on-demand Lambda":                                             true,
+		"function URL, tier 250 ms / 16 MiB":                                         true,
+		"function URL, folded claims":                                                false,
+		"function URL, folded claims, topic commit + manifest":                       false,
+		"function URL, tier 250 ms / 16 MiB, folded claims":                          false,
+		"function URL, tier 250 ms / 16 MiB, folded claims, topic commit + manifest": false,
+	}
+	cs := Configurations()
+	if len(cs) != len(want) {
+		t.Fatalf("%d configurations, want %d", len(cs), len(want))
+	}
+	for _, c := range cs {
+		w, ok := want[c.Name]
+		if !ok {
+			t.Errorf("unexpected configuration %q", c.Name)
+			continue
+		}
+		if got := c.Built(Defaults(1).Built); got != w {
+			t.Errorf("%s: built %v, want %v", c.Name, got, w)
+		}
+		if !c.Built(Levers) {
+			t.Errorf("%s: not built with every lever", c.Name)
+		}
+	}
+	if _, err := ParseLevers("tier, folded"); err != nil {
+		t.Error(err)
+	}
+	if _, err := ParseLevers("tier,cache"); err == nil {
+		t.Error("an unknown lever parsed")
+	}
+}
+
+// TestConfigurationApply: a configuration sets the front door, the tier's window and
+// budget and the claims as it says, and nothing of the function URL rows pays API Gateway.
+func TestConfigurationApply(t *testing.T) {
+	base := Defaults(100)
+	for _, c := range Configurations() {
+		o := c.Apply(base)
+		if o.Serving.FunctionURL != c.FunctionURL || o.FoldedClaims != c.Folded {
+			t.Errorf("%s: applied %+v", c.Name, o.Serving)
+		}
+		if c.TierWindow > 0 && o.Aggregator.Window != c.TierWindow {
+			t.Errorf("%s: window %v", c.Name, o.Aggregator.Window)
+		}
+		for _, l := range Strata(o, c.Design).Lines {
+			if c.FunctionURL && strings.HasPrefix(l.Item, "API Gateway") {
+				t.Errorf("%s: pays %s", c.Name, l.Item)
+			}
+		}
+	}
+}
+
+// TestTargetCellMet: the bounds of the issue — 1.0× the KPL at 10 and 100 producers, 2×
+// at 1,000, and 10 % of Kafka throughout.
+func TestTargetCellMet(t *testing.T) {
+	for _, tc := range []struct {
+		cell TargetCell
+		met  bool
+	}{
+		{TargetCell{Producers: 100, PerDay: 20, KPL: 20, Kafka: 400}, true},
+		{TargetCell{Producers: 100, PerDay: 21, KPL: 20, Kafka: 400}, false},
+		{TargetCell{Producers: 1000, PerDay: 39, KPL: 20, Kafka: 400}, true},
+		{TargetCell{Producers: 1000, PerDay: 39, KPL: 20, Kafka: 380}, false}, // above 10 % of Kafka
+		{TargetCell{Producers: 10, PerDay: 41, KPL: 20, Kafka: 1000}, false},
+	} {
+		if got := tc.cell.Met(); got != tc.met {
+			t.Errorf("%+v: met %v, want %v", tc.cell, got, tc.met)
+		}
+	}
+}
+
+// TestRequestFloor: 1,000 producers at one request a second pay $0.20 per million
+// requests: 86.4 M a day, $17.28.
+func TestRequestFloor(t *testing.T) {
+	near(t, "1 s", RequestFloor(Defaults(1), 1000, time.Second), 1000*86400*0.2e-6)
+	near(t, "100 ms", RequestFloor(Defaults(1), 1000, 100*time.Millisecond), 10000*86400*0.2e-6)
+}
+
+// TestParityLinger: at the linger found the configuration costs no more than the KPL at
+// that linger, and at every shorter one of the grid it costs more.
+func TestParityLinger(t *testing.T) {
+	base := Defaults(1)
+	for _, c := range Configurations() {
+		l := ParityLinger(base, c, 1000)
+		for _, g := range ParityLingers {
+			cell := PriceTarget(base, c, 1000, 1, g)
+			switch {
+			case l != 0 && g == l && cell.PerDay > cell.KPL:
+				t.Errorf("%s: at the parity linger %v $%.2f > KPL $%.2f", c.Name, g, cell.PerDay, cell.KPL)
+			case (l == 0 || g < l) && cell.PerDay <= cell.KPL:
+				t.Errorf("%s: at %v (before parity %v) $%.2f ≤ KPL $%.2f", c.Name, g, l, cell.PerDay, cell.KPL)
+			}
+		}
+	}
+}
+
+// TestTargetsTable: every configuration is printed at each linger and producer count,
+// said built or modelled, and a modelled row is never "met".
+func TestTargetsTable(t *testing.T) {
+	var b bytes.Buffer
+	Targets(&b, Defaults(1), BuiltLevers())
+	out := b.String()
+	for _, c := range Configurations() {
+		for _, l := range TargetLingers {
+			for _, n := range TargetProducers {
+				if !strings.Contains(out, c.Name) || !strings.Contains(out, l.String()) {
+					t.Errorf("no row for %s at %v, %d producers", c.Name, l, n)
+				}
+			}
+		}
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, "modelled") && strings.HasSuffix(strings.TrimSpace(line), " met") {
+			t.Errorf("a modelled row meets a target: %s", line)
+		}
+	}
+	for _, want := range []string{"$17.28/day in request fees alone", "parity at 1,000 producers", "KPL units/s"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("targets lack %q", want)
+		}
+	}
+}

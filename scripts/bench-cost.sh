@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The cost tables and plots of docs/BENCHMARKS.md §1 in one command (issue 20): counts
+# Strata's AWS requests on the moto emulator, prices the design workload (50,000 events/s
+# of 1 KB, 24 h) with `strata bench cost`, redraws docs/img/cost-*.png and writes the
+# report to build/bench-cost.txt (and stdout).
+#   STRATA_EMULATOR_PORT  emulator port (default 4566); an emulator already answering
+#                         there is used and left running, one this script starts is stopped
+#   extra arguments       go to `strata bench cost`, e.g. after merging the levers:
+#                         scripts/bench-cost.sh --built function-url,tier,folded,manifest
+set -euo pipefail
+cd "$(dirname "$0")/.."
+port="${STRATA_EMULATOR_PORT:-4566}"
+pidfile="localstack/.venv/run/moto-$port.pid"
+started=0
+if [ ! -f "$pidfile" ]; then
+	started=1
+fi
+STRATA_EMULATOR_PORT="$port" bash localstack/start.sh
+if [ "$started" = 1 ] && [ -f "$pidfile" ]; then
+	trap 'STRATA_EMULATOR_PORT="$port" bash localstack/stop.sh' EXIT
+fi
+mkdir -p build
+go build -o build/strata-bench ./cmd/strata
+AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
+	build/strata-bench bench cost --plot-dir docs/img "$@" | tee build/bench-cost.txt
