@@ -206,13 +206,8 @@ func (e *APIError) detailInt(name string) (int64, bool) {
 	return 0, false
 }
 
-// wireError is the body of every non-2xx answer. Results is present on a partially
-// failed JSON append, Blocks on a partially failed binary one.
-type wireError struct {
-	Error   map[string]any     `json:"error"`
-	Results []wire.Result      `json:"results,omitempty"`
-	Blocks  []wire.BlockResult `json:"blocks,omitempty"`
-}
+// wireError is the body of every non-2xx answer (the contract's shape).
+type wireError = wire.ErrorBody
 
 // maxErrorBody bounds how much of an error answer is read.
 const maxErrorBody = 1 << 20
