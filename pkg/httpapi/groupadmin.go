@@ -69,7 +69,7 @@ func (s *server) listGroups(w http.ResponseWriter, r *http.Request) {
 			visible = append(visible, n)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string][]string{"groups": visible})
+	writeJSON(w, http.StatusOK, wire.GroupList{Groups: visible})
 }
 
 func (s *server) getSettings(w http.ResponseWriter, r *http.Request) {
@@ -165,5 +165,5 @@ func (s *server) resetPartitions(w http.ResponseWriter, r *http.Request, g, topi
 	for i, o := range offsets {
 		out[i] = resetPartition{Partition: o.Partition, CommittedOffset: o.Offset}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"partitions": out})
+	writeJSON(w, http.StatusOK, wire.ResetResponse{Partitions: out})
 }

@@ -162,7 +162,7 @@ func (s *server) commit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"committed_offset": *req.NextOffset})
+	writeJSON(w, http.StatusOK, wire.CommitResponse{CommittedOffset: *req.NextOffset})
 }
 
 // The answers are the contract's shapes (pkg/wire).
@@ -247,7 +247,7 @@ func (s *server) reset(w http.ResponseWriter, r *http.Request) {
 	for i, o := range offsets {
 		out[i] = resetPartition{Partition: o.Partition, CommittedOffset: o.Offset}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"partitions": out})
+	writeJSON(w, http.StatusOK, wire.ResetResponse{Partitions: out})
 }
 
 // resetTarget decodes "to": "earliest", "latest", {"offset": N} or {"timestamp_ms": T}.

@@ -85,7 +85,7 @@ func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
 			visible = append(visible, n)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string][]string{"topics": visible})
+	writeJSON(w, http.StatusOK, wire.TopicList{Topics: visible})
 }
 
 func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
