@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 func newGroupsCmd(o *options) *cobra.Command {
@@ -17,18 +18,8 @@ func newGroupsCmd(o *options) *cobra.Command {
 	return cmd
 }
 
-// groupPartitionJSON is a group's partition as --json prints it (the API's fields).
-type groupPartitionJSON struct {
-	Topic            string  `json:"topic"`
-	Partition        int32   `json:"partition"`
-	CommittedOffset  *int64  `json:"committed_offset"`
-	HighWatermark    int64   `json:"high_watermark"`
-	LagRecords       int64   `json:"lag_records"`
-	LagSeconds       float64 `json:"lag_seconds"`
-	Owner            *string `json:"owner"`
-	Generation       int64   `json:"generation"`
-	LeaseExpiresAtMs *int64  `json:"lease_expires_at_ms"`
-}
+// groupPartitionJSON is a group's partition as --json prints it (the API's shape).
+type groupPartitionJSON = wire.GroupPartition
 
 func newGroupsDescribeCmd(o *options) *cobra.Command {
 	return &cobra.Command{
@@ -48,8 +39,9 @@ func newGroupsDescribeCmd(o *options) *cobra.Command {
 			if o.json {
 				ps := make([]groupPartitionJSON, len(g.Partitions))
 				for i, p := range g.Partitions {
+					lagRecords, lagSeconds := p.LagRecords, p.LagSeconds
 					ps[i] = groupPartitionJSON{Topic: p.Topic, Partition: p.Partition, CommittedOffset: p.CommittedOffset,
-						HighWatermark: p.HighWatermark, LagRecords: p.LagRecords, LagSeconds: p.LagSeconds, Generation: p.Generation}
+						HighWatermark: p.HighWatermark, LagRecords: &lagRecords, LagSeconds: &lagSeconds, Generation: p.Generation}
 					if p.Owner != "" {
 						owner := p.Owner
 						ps[i].Owner = &owner
@@ -59,10 +51,7 @@ func newGroupsDescribeCmd(o *options) *cobra.Command {
 						ps[i].LeaseExpiresAtMs = &ms
 					}
 				}
-				return printJSON(w, struct {
-					Group      string               `json:"group"`
-					Partitions []groupPartitionJSON `json:"partitions"`
-				}{g.Name, ps})
+				return printJSON(w, wire.Group{Group: g.Name, Partitions: ps})
 			}
 			tb := newTable(w, "TOPIC", "PARTITION", "COMMITTED", "HIGH_WATERMARK", "LAG", "LAG_SECONDS", "OWNER", "GENERATION", "LEASE_EXPIRES")
 			for _, p := range g.Partitions {
@@ -112,15 +101,11 @@ partitions where it exists. Refused while any member holds a live lease on the t
 			}
 			w := cmd.OutOrStdout()
 			if o.json {
-				type row struct {
-					Partition       int32 `json:"partition"`
-					CommittedOffset int64 `json:"committed_offset"`
-				}
-				rows := make([]row, len(res))
+				rows := make([]wire.ResetPartition, len(res))
 				for i, p := range res {
-					rows[i] = row(p)
+					rows[i] = wire.ResetPartition(p)
 				}
-				return printJSON(w, map[string]any{"partitions": rows})
+				return printJSON(w, wire.ResetResponse{Partitions: rows})
 			}
 			tb := newTable(w, "PARTITION", "COMMITTED")
 			for _, p := range res {

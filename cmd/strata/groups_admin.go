@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 func newGroupsListCmd(o *options) *cobra.Command {
@@ -15,14 +16,8 @@ func newGroupsListCmd(o *options) *cobra.Command {
 		func(ctx context.Context, c *client.Client) ([]string, error) { return c.ListGroups(ctx) })
 }
 
-// settingsJSON is a group's settings as --json prints them (the API's fields).
-type settingsJSON struct {
-	Group           string  `json:"group"`
-	ResetPolicy     string  `json:"reset_policy"`
-	MaxAttempts     int     `json:"max_attempts"`
-	DeadLetterTopic *string `json:"dead_letter_topic"`
-	CreatedAtMs     int64   `json:"created_at_ms"`
-}
+// settingsJSON is a group's settings as --json prints them (the API's shape).
+type settingsJSON = wire.GroupSettings
 
 func newGroupsSettingsCmd(o *options) *cobra.Command {
 	var (

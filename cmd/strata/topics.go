@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 func newTopicsCmd(o *options) *cobra.Command {
@@ -16,19 +17,11 @@ func newTopicsCmd(o *options) *cobra.Command {
 	return cmd
 }
 
-// topicJSON is a topic as --json prints it (the API's field names).
-type topicJSON struct {
-	Name          string              `json:"name"`
-	Partitions    int32               `json:"partitions"`
-	RetentionMs   int64               `json:"retention_ms"`
-	PartitionInfo []partitionInfoJSON `json:"partition_info,omitempty"`
-}
-
-type partitionInfoJSON struct {
-	Partition      int32 `json:"partition"`
-	LogStartOffset int64 `json:"log_start_offset"`
-	HighWatermark  int64 `json:"high_watermark"`
-}
+// topicJSON is a topic as --json prints it (the API's shape).
+type (
+	topicJSON         = wire.Topic
+	partitionInfoJSON = wire.PartitionInfo
+)
 
 func toTopicJSON(t *client.Topic) topicJSON {
 	out := topicJSON{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.Retention.Milliseconds()}

@@ -13,25 +13,25 @@ import (
 	"github.com/stratalog/strata/pkg/wire"
 )
 
-// Error codes of the HTTP contract (docs/API.md, "Errors").
+// Error codes of the HTTP contract (docs/API.md, "Errors"), as pkg/wire defines them.
 const (
-	CodeInvalidRequest       = "invalid_request"
-	CodeUnauthorized         = "unauthorized"
-	CodeForbidden            = "forbidden"
-	CodeNotFound             = "not_found"
-	CodeTopicExists          = "topic_exists"
-	CodeLeaseHeld            = "lease_held"
-	CodeFenced               = "fenced"
-	CodeStaleCommit          = "stale_commit"
-	CodeGroupActive          = "group_active"
-	CodePayloadTooLarge      = "payload_too_large"
-	CodeOffsetOutOfRange     = "offset_out_of_range"
-	CodeIdempotencyKeyReused = "idempotency_key_reused"
-	CodeBeyondHighWatermark  = "beyond_high_watermark"
-	CodeRateLimited          = "rate_limited"
-	CodeUnavailable          = "unavailable"
-	CodeMethodNotAllowed     = "method_not_allowed"
-	CodeInternal             = "internal"
+	CodeInvalidRequest       = wire.CodeInvalidRequest
+	CodeUnauthorized         = wire.CodeUnauthorized
+	CodeForbidden            = wire.CodeForbidden
+	CodeNotFound             = wire.CodeNotFound
+	CodeTopicExists          = wire.CodeTopicExists
+	CodeLeaseHeld            = wire.CodeLeaseHeld
+	CodeFenced               = wire.CodeFenced
+	CodeStaleCommit          = wire.CodeStaleCommit
+	CodeGroupActive          = wire.CodeGroupActive
+	CodePayloadTooLarge      = wire.CodePayloadTooLarge
+	CodeOffsetOutOfRange     = wire.CodeOffsetOutOfRange
+	CodeIdempotencyKeyReused = wire.CodeIdempotencyKeyReused
+	CodeBeyondHighWatermark  = wire.CodeBeyondHighWatermark
+	CodeRateLimited          = wire.CodeRateLimited
+	CodeUnavailable          = wire.CodeUnavailable
+	CodeMethodNotAllowed     = wire.CodeMethodNotAllowed
+	CodeInternal             = wire.CodeInternal
 )
 
 // Sentinel errors, one per error code, so callers branch with errors.Is on an *APIError
@@ -206,13 +206,8 @@ func (e *APIError) detailInt(name string) (int64, bool) {
 	return 0, false
 }
 
-// wireError is the body of every non-2xx answer. Results is present on a partially
-// failed JSON append, Blocks on a partially failed binary one.
-type wireError struct {
-	Error   map[string]any     `json:"error"`
-	Results []wire.Result      `json:"results,omitempty"`
-	Blocks  []wire.BlockResult `json:"blocks,omitempty"`
-}
+// wireError is the body of every non-2xx answer (the contract's shape).
+type wireError = wire.ErrorBody
 
 // maxErrorBody bounds how much of an error answer is read.
 const maxErrorBody = 1 << 20

@@ -19,22 +19,7 @@ type GroupSettings struct {
 	CreatedAt       time.Time
 }
 
-type wireSettings struct {
-	Group           string  `json:"group"`
-	ResetPolicy     string  `json:"reset_policy"`
-	MaxAttempts     int     `json:"max_attempts"`
-	DeadLetterTopic *string `json:"dead_letter_topic"`
-	CreatedAtMs     int64   `json:"created_at_ms"`
-}
-
-type wireSettingsRequest struct {
-	ResetPolicy string `json:"reset_policy"`
-	MaxAttempts int    `json:"max_attempts"`
-	// DeadLetterTopic is left out for none: the API refuses null in a request.
-	DeadLetterTopic *string `json:"dead_letter_topic,omitempty"`
-}
-
-func (w wireSettings) settings() *GroupSettings {
+func settingsFromWire(w wire.GroupSettings) *GroupSettings {
 	s := &GroupSettings{Group: w.Group, ResetPolicy: w.ResetPolicy, MaxAttempts: w.MaxAttempts, CreatedAt: time.UnixMilli(w.CreatedAtMs)}
 	if w.DeadLetterTopic != nil {
 		s.DeadLetterTopic = *w.DeadLetterTopic
@@ -44,9 +29,7 @@ func (w wireSettings) settings() *GroupSettings {
 
 // ListGroups returns the names of the groups the caller may describe.
 func (c *Client) ListGroups(ctx context.Context) ([]string, error) {
-	var w struct {
-		Groups []string `json:"groups"`
-	}
+	var w wire.GroupList
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/groups", nil, nil, &w); err != nil {
 		return nil, fmt.Errorf("strata: list groups: %w", err)
 	}
@@ -55,25 +38,25 @@ func (c *Client) ListGroups(ctx context.Context) ([]string, error) {
 
 // GroupSettings returns the group's settings; ErrNotFound for an unknown group.
 func (c *Client) GroupSettings(ctx context.Context, group string) (*GroupSettings, error) {
-	var w wireSettings
+	var w wire.GroupSettings
 	if err := c.doJSON(ctx, http.MethodGet, "/v1/groups/"+seg(group)+"/settings", nil, nil, &w); err != nil {
 		return nil, fmt.Errorf("strata: settings of group %q: %w", group, err)
 	}
-	return w.settings(), nil
+	return settingsFromWire(w), nil
 }
 
 // SetGroupSettings stores s's ResetPolicy, MaxAttempts and DeadLetterTopic as the
 // group's settings (creating the group) and returns what was stored.
 func (c *Client) SetGroupSettings(ctx context.Context, group string, s GroupSettings) (*GroupSettings, error) {
-	req := wireSettingsRequest{ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts}
+	req := wire.GroupSettingsRequest{ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts}
 	if s.DeadLetterTopic != "" {
 		req.DeadLetterTopic = &s.DeadLetterTopic
 	}
-	var w wireSettings
+	var w wire.GroupSettings
 	if err := c.doJSON(ctx, http.MethodPut, "/v1/groups/"+seg(group)+"/settings", nil, req, &w); err != nil {
 		return nil, fmt.Errorf("strata: set settings of group %q: %w", group, err)
 	}
-	return w.settings(), nil
+	return settingsFromWire(w), nil
 }
 
 // DeleteGroupOffsets drops the group's committed positions on topic; ErrGroupActive

@@ -14,9 +14,7 @@ import (
 // consumers rely on per-key order.
 func (c *Client) IncreasePartitions(ctx context.Context, name string, partitions int32) (*Topic, error) {
 	var w wire.Topic
-	body := struct {
-		Partitions int32 `json:"partitions"`
-	}{partitions}
+	body := wire.TopicAlter{Partitions: partitions}
 	if err := c.doJSON(ctx, http.MethodPatch, "/v1/topics/"+seg(name), nil, body, &w); err != nil {
 		return nil, fmt.Errorf("strata: increase partitions of %q to %d: %w", name, partitions, err)
 	}

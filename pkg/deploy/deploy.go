@@ -9,10 +9,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/stratalog/strata/pkg/segment"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Function names: each is the directory under functions/, the asset directory under
@@ -115,8 +117,8 @@ const MaxGroupCommitBudget = 64 << 20
 const MetricsNamespace = "Strata"
 
 // SegmentKeyPrefix is the prefix of every segment object key (before EnvObjectPrefix is
-// applied): objects are "v1/<topic>/<incarnation>/<ULID>" (segment.ObjectKey).
-const SegmentKeyPrefix = "v1/"
+// applied): pkg/segment owns the layout (segment.ObjectKey).
+const SegmentKeyPrefix = segment.KeyPrefix
 
 // Subscription binds a consumer function to a topic and group: dispatch invokes Function
 // for each partition of Topic where Group has lag and no live lease, as a Lambda event
@@ -135,14 +137,12 @@ type ConsumerEvent struct {
 	Group     string `json:"group"`
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
-
 // Validate reports whether s names a valid topic, group and function.
 func (s Subscription) Validate() error {
 	switch {
-	case !nameRE.MatchString(s.Topic):
+	case !wire.ValidName(s.Topic):
 		return fmt.Errorf("deploy: subscription topic %q is not a valid name", s.Topic)
-	case !nameRE.MatchString(s.Group):
+	case !wire.ValidName(s.Group):
 		return fmt.Errorf("deploy: subscription group %q is not a valid name", s.Group)
 	case strings.TrimSpace(s.Function) == "" || len(s.Function) > 256:
 		return errors.New("deploy: subscription function must be a function name or ARN")

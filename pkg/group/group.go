@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"sync"
 	"time"
@@ -100,10 +99,8 @@ func (c *Coordinator) ensureGroup(ctx context.Context, group string, now time.Ti
 	return nil
 }
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
-
-// validName reports whether s is a valid topic or group name.
-func validName(s string) bool { return nameRE.MatchString(s) }
+// validName reports whether s is a valid topic or group name (wire.NamePattern).
+func validName(s string) bool { return wire.ValidName(s) }
 
 // validMember reports whether s is 1–200 printable ASCII characters.
 func validMember(s string) bool {

@@ -10,28 +10,29 @@ import (
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
-// Error codes of the contract (docs/API.md, "Errors").
+// Error codes of the contract (docs/API.md, "Errors"), as pkg/wire defines them.
 const (
-	codeInvalid             = "invalid_request"
-	codeUnauthorized        = "unauthorized"
-	codeForbidden           = "forbidden"
-	codeNotFound            = "not_found"
-	codeMethodNotAllowed    = "method_not_allowed"
-	codeTopicExists         = "topic_exists"
-	codeLeaseHeld           = "lease_held"
-	codeFenced              = "fenced"
-	codeStaleCommit         = "stale_commit"
-	codeGroupActive         = "group_active"
-	codeTooLarge            = "payload_too_large"
-	codeUnsupportedMedia    = "unsupported_media_type"
-	codeOffsetOutOfRange    = "offset_out_of_range"
-	codeIdempotencyReused   = "idempotency_key_reused"
-	codeBeyondHighWatermark = "beyond_high_watermark"
-	codeRateLimited         = "rate_limited"
-	codeUnavailable         = "unavailable"
-	codeInternal            = "internal"
+	codeInvalid             = wire.CodeInvalidRequest
+	codeUnauthorized        = wire.CodeUnauthorized
+	codeForbidden           = wire.CodeForbidden
+	codeNotFound            = wire.CodeNotFound
+	codeMethodNotAllowed    = wire.CodeMethodNotAllowed
+	codeTopicExists         = wire.CodeTopicExists
+	codeLeaseHeld           = wire.CodeLeaseHeld
+	codeFenced              = wire.CodeFenced
+	codeStaleCommit         = wire.CodeStaleCommit
+	codeGroupActive         = wire.CodeGroupActive
+	codeTooLarge            = wire.CodePayloadTooLarge
+	codeUnsupportedMedia    = wire.CodeUnsupportedMediaType
+	codeOffsetOutOfRange    = wire.CodeOffsetOutOfRange
+	codeIdempotencyReused   = wire.CodeIdempotencyKeyReused
+	codeBeyondHighWatermark = wire.CodeBeyondHighWatermark
+	codeRateLimited         = wire.CodeRateLimited
+	codeUnavailable         = wire.CodeUnavailable
+	codeInternal            = wire.CodeInternal
 )
 
 // statusClientClosed is what Metrics sees when the client went away before an answer.

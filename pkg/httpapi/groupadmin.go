@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // GroupAdmin is what the group administration routes need of the coordinator: group
@@ -27,13 +28,8 @@ type settingsRequest struct {
 	DeadLetterTopic *string `json:"dead_letter_topic"`
 }
 
-type settingsResponse struct {
-	Group           string  `json:"group"`
-	ResetPolicy     string  `json:"reset_policy"`
-	MaxAttempts     int     `json:"max_attempts"`
-	DeadLetterTopic *string `json:"dead_letter_topic"`
-	CreatedAtMs     int64   `json:"created_at_ms"`
-}
+// settingsResponse is the contract's shape (pkg/wire).
+type settingsResponse = wire.GroupSettings
 
 func settingsJSON(g string, s group.Settings) settingsResponse {
 	out := settingsResponse{Group: g, ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts, CreatedAtMs: s.CreatedAt.UnixMilli()}
@@ -73,7 +69,7 @@ func (s *server) listGroups(w http.ResponseWriter, r *http.Request) {
 			visible = append(visible, n)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string][]string{"groups": visible})
+	writeJSON(w, http.StatusOK, wire.GroupList{Groups: visible})
 }
 
 func (s *server) getSettings(w http.ResponseWriter, r *http.Request) {
@@ -169,5 +165,5 @@ func (s *server) resetPartitions(w http.ResponseWriter, r *http.Request, g, topi
 	for i, o := range offsets {
 		out[i] = resetPartition{Partition: o.Partition, CommittedOffset: o.Offset}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"partitions": out})
+	writeJSON(w, http.StatusOK, wire.ResetResponse{Partitions: out})
 }

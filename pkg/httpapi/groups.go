@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Lease TTL bounds of the contract, in milliseconds.
@@ -22,11 +23,8 @@ type leaseRequest struct {
 	Generation *int64  `json:"generation"`
 }
 
-type leaseResponse struct {
-	Generation       int64  `json:"generation"`
-	LeaseExpiresAtMs int64  `json:"lease_expires_at_ms"`
-	CommittedOffset  *int64 `json:"committed_offset"`
-}
+// leaseResponse is the contract's shape (pkg/wire).
+type leaseResponse = wire.Lease
 
 type releaseRequest struct {
 	Member     *string `json:"member"`
@@ -164,25 +162,15 @@ func (s *server) commit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]int64{"committed_offset": *req.NextOffset})
+	writeJSON(w, http.StatusOK, wire.CommitResponse{CommittedOffset: *req.NextOffset})
 }
 
-type groupPartition struct {
-	Topic            string  `json:"topic"`
-	Partition        int32   `json:"partition"`
-	CommittedOffset  *int64  `json:"committed_offset"`
-	HighWatermark    int64   `json:"high_watermark"`
-	LagRecords       int64   `json:"lag_records"`
-	LagSeconds       float64 `json:"lag_seconds"`
-	Owner            *string `json:"owner"`
-	Generation       int64   `json:"generation"`
-	LeaseExpiresAtMs *int64  `json:"lease_expires_at_ms"`
-}
-
-type describeGroupResponse struct {
-	Group      string           `json:"group"`
-	Partitions []groupPartition `json:"partitions"`
-}
+// The answers are the contract's shapes (pkg/wire).
+type (
+	groupPartition        = wire.GroupPartition
+	describeGroupResponse = wire.Group
+	resetPartition        = wire.ResetPartition
+)
 
 func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 	g := r.PathValue("group")
@@ -207,10 +195,10 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 			Partition:       pi.Partition,
 			CommittedOffset: pi.Committed,
 			HighWatermark:   pi.HighWatermark,
-			LagRecords:      pi.LagRecords,
-			LagSeconds:      float64(pi.LagTime.Milliseconds()) / 1000,
 			Generation:      pi.Generation,
 		}
+		lagRecords, lagSeconds := pi.LagRecords, float64(pi.LagTime.Milliseconds())/1000
+		gp.LagRecords, gp.LagSeconds = &lagRecords, &lagSeconds
 		if pi.Owner != "" {
 			owner, exp := pi.Owner, pi.LeaseExpiresAt.UnixMilli()
 			gp.Owner, gp.LeaseExpiresAtMs = &owner, &exp
@@ -229,11 +217,6 @@ type resetRequest struct {
 type resetPosition struct {
 	Offset      *int64 `json:"offset"`
 	TimestampMs *int64 `json:"timestamp_ms"`
-}
-
-type resetPartition struct {
-	Partition       int32 `json:"partition"`
-	CommittedOffset int64 `json:"committed_offset"`
 }
 
 func (s *server) reset(w http.ResponseWriter, r *http.Request) {
@@ -264,7 +247,7 @@ func (s *server) reset(w http.ResponseWriter, r *http.Request) {
 	for i, o := range offsets {
 		out[i] = resetPartition{Partition: o.Partition, CommittedOffset: o.Offset}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"partitions": out})
+	writeJSON(w, http.StatusOK, wire.ResetResponse{Partitions: out})
 }
 
 // resetTarget decodes "to": "earliest", "latest", {"offset": N} or {"timestamp_ms": T}.

@@ -17,6 +17,7 @@ import (
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Log is what the handlers need of the partitioned log (*log.Log implements it).
@@ -268,7 +269,7 @@ func (s *server) unmatched(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) health(w http.ResponseWriter, _ *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	writeJSON(w, http.StatusOK, wire.Health{Status: "ok"})
 }
 
 // serveMetrics serves the Prometheus text to a principal allowed OpMetrics on the

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Members is what the member routes need of the group coordinator: the balancer's step
@@ -32,25 +33,12 @@ type heartbeatRequest struct {
 	Held   []heldLeaseJSON `json:"held"`
 }
 
-type memberLeaseJSON struct {
-	Partition        int32 `json:"partition"`
-	Generation       int64 `json:"generation"`
-	LeaseExpiresAtMs int64 `json:"lease_expires_at_ms"`
-}
-
-type acquiredLeaseJSON struct {
-	memberLeaseJSON
-	CommittedOffset *int64 `json:"committed_offset"`
-}
-
-type heartbeatResponse struct {
-	Acquired    []acquiredLeaseJSON `json:"acquired"`
-	Held        []memberLeaseJSON   `json:"held"`
-	Lost        []int32             `json:"lost"`
-	Release     []int32             `json:"release"`
-	LiveMembers int                 `json:"live_members"`
-	FairShare   int                 `json:"fair_share"`
-}
+// The answers are the contract's shapes (pkg/wire).
+type (
+	memberLeaseJSON   = wire.MemberLease
+	acquiredLeaseJSON = wire.AcquiredLease
+	heartbeatResponse = wire.Assignment
+)
 
 type leaveRequest struct {
 	Member *string `json:"member"`
@@ -120,7 +108,7 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		out.Lost = []int32{}
 	}
 	for i, l := range leasesJSON(res.Acquired) {
-		out.Acquired[i] = acquiredLeaseJSON{memberLeaseJSON: l, CommittedOffset: res.Acquired[i].Committed}
+		out.Acquired[i] = acquiredLeaseJSON{MemberLease: l, CommittedOffset: res.Acquired[i].Committed}
 	}
 	for i, l := range res.Release {
 		out.Release[i] = l.Partition

@@ -35,11 +35,7 @@ type appendRequest struct {
 }
 
 // appendResult is one record's outcome: an offset, or (in a partial failure) an error.
-type appendResult struct {
-	Partition int32          `json:"partition"`
-	Offset    *int64         `json:"offset,omitempty"`
-	Error     map[string]any `json:"error,omitempty"`
-}
+type appendResult = wire.Result
 
 func (s *server) appendRecords(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("topic")

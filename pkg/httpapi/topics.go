@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // maxRetentionMs keeps retention_ms * 1ms within a time.Duration.
@@ -18,22 +19,11 @@ type createTopicRequest struct {
 	RetentionMs *int64  `json:"retention_ms"`
 }
 
-type topicResponse struct {
-	Name        string `json:"name"`
-	Partitions  int32  `json:"partitions"`
-	RetentionMs int64  `json:"retention_ms"`
-}
-
-type partitionInfo struct {
-	Partition      int32 `json:"partition"`
-	LogStartOffset int64 `json:"log_start_offset"`
-	HighWatermark  int64 `json:"high_watermark"`
-}
-
-type describeTopicResponse struct {
-	topicResponse
-	PartitionInfo []partitionInfo `json:"partition_info"`
-}
+// The answers are the contract's shapes (pkg/wire).
+type (
+	topicResponse = wire.Topic
+	partitionInfo = wire.PartitionInfo
+)
 
 func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.allow(w, r)
@@ -95,7 +85,7 @@ func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
 			visible = append(visible, n)
 		}
 	}
-	writeJSON(w, http.StatusOK, map[string][]string{"topics": visible})
+	writeJSON(w, http.StatusOK, wire.TopicList{Topics: visible})
 }
 
 func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
@@ -108,8 +98,8 @@ func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	resp := describeTopicResponse{
-		topicResponse: topicResponse{Name: info.Name, Partitions: info.Topic.Partitions, RetentionMs: info.Retention.Milliseconds()},
+	resp := topicResponse{
+		Name: info.Name, Partitions: info.Topic.Partitions, RetentionMs: info.Retention.Milliseconds(),
 		PartitionInfo: make([]partitionInfo, len(info.Partitions)),
 	}
 	for i, pi := range info.Partitions {

@@ -25,6 +25,7 @@ import (
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/node"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // API serves the HTTP contract behind API Gateway: it is a lambda.Handler over the same
@@ -92,11 +93,11 @@ func (a *API) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 // Serve answers one request.
 func (a *API) Serve(ctx context.Context, req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	if n := bodySize(req); n > deploy.MaxAPIBody {
-		return errorResponse(http.StatusRequestEntityTooLarge, "payload_too_large",
+		return errorResponse(http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge,
 			fmt.Sprintf("the request body is %d bytes; behind API Gateway and Lambda at most %d bytes are accepted (docs/API.md)", n, deploy.MaxAPIBody))
 	}
 	if _, err := decodeBody(req); err != nil {
-		return errorResponse(http.StatusBadRequest, "invalid_request", "the body is flagged base64 but is not valid base64")
+		return errorResponse(http.StatusBadRequest, wire.CodeInvalidRequest, "the body is flagged base64 but is not valid base64")
 	}
 	// The caller's own Authorization header (a SigV4 signature behind IAM
 	// authorization) is never a Strata credential.

@@ -8,7 +8,6 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -48,10 +47,8 @@ const (
 	MaxGroupCommitBytes = 64 << 20
 )
 
-var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`)
-
-// ValidName reports whether s is a valid topic or group name.
-func ValidName(s string) bool { return nameRE.MatchString(s) }
+// ValidName reports whether s is a valid topic or group name (wire.NamePattern).
+func ValidName(s string) bool { return wire.ValidName(s) }
 
 // Meta is what the log needs of the metadata tables.
 type Meta interface {
@@ -231,7 +228,7 @@ type PartitionInfo struct {
 // defaults. A retention above Config.Topics.MaxRetention is refused (ErrInvalid).
 func (l *Log) CreateTopic(ctx context.Context, name string, partitions int32, retention time.Duration) (store.Topic, error) {
 	if !ValidName(name) {
-		return store.Topic{}, invalidf("topic name %q must match %s", name, nameRE)
+		return store.Topic{}, invalidf("topic name %q must match %s", name, wire.NamePattern)
 	}
 	if partitions == 0 {
 		partitions = l.defaults.partitions()

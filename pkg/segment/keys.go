@@ -15,13 +15,17 @@ import (
 // An incarnation never contains '/', so the two layouts never share a key, and a key
 // of one incarnation's prefix is never exactly the prefix plus a ULID of another's.
 
+// KeyPrefix is the first element of every segment object key: the layout's version.
+// Everything under it (and the deployment's object prefix) is segment data.
+const KeyPrefix = "v1/"
+
 // ObjectPrefix is the key prefix of the segment objects of a topic's incarnation (the
 // empty incarnation is the legacy layout).
 func ObjectPrefix(topic, incarnation string) string {
 	if incarnation == "" {
-		return "v1/" + topic + "/"
+		return KeyPrefix + topic + "/"
 	}
-	return "v1/" + topic + "/" + incarnation + "/"
+	return KeyPrefix + topic + "/" + incarnation + "/"
 }
 
 // ObjectKey is the key of the segment object id of a topic's incarnation.

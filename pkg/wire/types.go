@@ -1,6 +1,7 @@
 package wire
 
-// The JSON shapes of docs/API.md as the SDK sends and reads them. Bytes are base64
+// The JSON shapes of docs/API.md: the SDK sends and reads them, the server answers with
+// them (its request decoders keep stricter, presence-checking twins). Bytes are base64
 // (standard, padded) strings; optional request fields are omitted when unset.
 
 // TopicCreate is a JSON shape of the contract. Partitions 0 is left out: the node's
@@ -139,4 +140,81 @@ type ResetPartition struct {
 // Health is a JSON shape of the contract.
 type Health struct {
 	Status string `json:"status"`
+}
+
+// TopicAlter is a JSON shape of the contract (PATCH /v1/topics/{topic}).
+type TopicAlter struct {
+	Partitions int32 `json:"partitions"`
+}
+
+// GroupList is a JSON shape of the contract (GET /v1/groups).
+type GroupList struct {
+	Groups []string `json:"groups"`
+}
+
+// GroupSettings is a JSON shape of the contract: a group's settings as answered.
+type GroupSettings struct {
+	Group           string  `json:"group"`
+	ResetPolicy     string  `json:"reset_policy"`
+	MaxAttempts     int     `json:"max_attempts"`
+	DeadLetterTopic *string `json:"dead_letter_topic"`
+	CreatedAtMs     int64   `json:"created_at_ms"`
+}
+
+// GroupSettingsRequest is a JSON shape of the contract: a group's settings as put.
+// DeadLetterTopic is left out for none: the API refuses null in a request.
+type GroupSettingsRequest struct {
+	ResetPolicy     string  `json:"reset_policy"`
+	MaxAttempts     int     `json:"max_attempts"`
+	DeadLetterTopic *string `json:"dead_letter_topic,omitempty"`
+}
+
+// HeldLease is a JSON shape of the contract: a lease a member says it holds.
+type HeldLease struct {
+	Partition  int32 `json:"partition"`
+	Generation int64 `json:"generation"`
+}
+
+// Heartbeat is a JSON shape of the contract (a member's heartbeat request).
+type Heartbeat struct {
+	Member string      `json:"member"`
+	TTLMs  *int64      `json:"ttl_ms,omitempty"`
+	Held   []HeldLease `json:"held"`
+}
+
+// MemberLease is a JSON shape of the contract: a lease of a heartbeat's answer.
+type MemberLease struct {
+	Partition        int32 `json:"partition"`
+	Generation       int64 `json:"generation"`
+	LeaseExpiresAtMs int64 `json:"lease_expires_at_ms"`
+}
+
+// AcquiredLease is a JSON shape of the contract: a lease a heartbeat just acquired,
+// with the offset to resume from (null: none committed).
+type AcquiredLease struct {
+	MemberLease
+	CommittedOffset *int64 `json:"committed_offset"`
+}
+
+// Assignment is a JSON shape of the contract (a heartbeat's answer).
+type Assignment struct {
+	Acquired    []AcquiredLease `json:"acquired"`
+	Held        []MemberLease   `json:"held"`
+	Lost        []int32         `json:"lost"`
+	Release     []int32         `json:"release"`
+	LiveMembers int             `json:"live_members"`
+	FairShare   int             `json:"fair_share"`
+}
+
+// Leave is a JSON shape of the contract (a member leaving its group).
+type Leave struct {
+	Member string `json:"member"`
+}
+
+// ErrorBody is a JSON shape of the contract: the body of every non-2xx answer. Results
+// is present on a partially failed JSON append, Blocks on a partially failed binary one.
+type ErrorBody struct {
+	Error   map[string]any `json:"error"`
+	Results []Result       `json:"results,omitempty"`
+	Blocks  []BlockResult  `json:"blocks,omitempty"`
 }

@@ -1,10 +1,12 @@
-// Package wire is the part of Strata's HTTP contract (docs/API.md) that both the
-// server and the Go SDK (pkg/client) need: its limits, the key partitioner, the JSON
-// shapes of requests and answers and the framing of the binary ones. It imports only
-// the standard library and pkg/segment (the block format the binary bodies carry, itself
-// a leaf), so the SDK stands alone without any server package. (The server uses the
-// limits, the partitioner and the binary framing; its JSON handlers still decode with
-// their own stricter request types.)
+// Package wire is the single source of Strata's HTTP contract (docs/API.md,
+// docs/openapi.yaml): topic and group names and their pattern, the limits, the error
+// codes, the key partitioner, the JSON shapes of requests and answers and the framing of
+// the binary ones. The server answers with these shapes, the Go SDK (pkg/client) sends
+// and reads them and the CLI prints them, so none of them can drift; the server's
+// request decoders keep presence-checking twins whose members a test holds equal to
+// these. It imports only the standard library and pkg/segment (the block format the
+// binary bodies carry and the object key layout, itself a leaf), so the SDK stands
+// alone without any server package.
 package wire
 
 import "time"

@@ -1,0 +1,24 @@
+package wire
+
+// Error codes of the contract (docs/API.md, "Errors"): the "code" of every error object
+// the server answers with, and what the SDK maps to its sentinel errors.
+const (
+	CodeInvalidRequest       = "invalid_request"
+	CodeUnauthorized         = "unauthorized"
+	CodeForbidden            = "forbidden"
+	CodeNotFound             = "not_found"
+	CodeMethodNotAllowed     = "method_not_allowed"
+	CodeTopicExists          = "topic_exists"
+	CodeLeaseHeld            = "lease_held"
+	CodeFenced               = "fenced"
+	CodeStaleCommit          = "stale_commit"
+	CodeGroupActive          = "group_active"
+	CodePayloadTooLarge      = "payload_too_large"
+	CodeUnsupportedMediaType = "unsupported_media_type"
+	CodeOffsetOutOfRange     = "offset_out_of_range"
+	CodeIdempotencyKeyReused = "idempotency_key_reused"
+	CodeBeyondHighWatermark  = "beyond_high_watermark"
+	CodeRateLimited          = "rate_limited"
+	CodeUnavailable          = "unavailable"
+	CodeInternal             = "internal"
+)
