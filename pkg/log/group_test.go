@@ -539,8 +539,8 @@ func TestGroupCommitProperties(t *testing.T) {
 // TestLinearizableWithGroupCommit is the linearizability check of
 // TestLinearizableWithCrashedAppenders (same model, clients and crash steps) with the
 // appends going through four shared group-committing Logs (5 ms window), one per crash
-// mode, so concurrent appends share batches and a crash fails every member of one: 200
-// histories per backend, 0 violations.
+// mode, so concurrent appends share batches and a crash fails every member of one:
+// seqHistoriesFor histories per backend, 0 violations.
 func TestLinearizableWithGroupCommit(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
@@ -562,6 +562,7 @@ func TestLinearizableWithGroupCommit(t *testing.T) {
 		var clock atomic.Int64
 		tick := func() int64 { return clock.Add(1) }
 		var appends, crashes atomic.Int64
+		seqHistories := seqHistoriesFor(t, s)
 		for h := range seqHistories {
 			topic := fmt.Sprintf("glin-%d", h)
 			mustTopic(t, reader, topic, 1)

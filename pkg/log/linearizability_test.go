@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,8 +29,29 @@ import (
 const (
 	seqClients   = 5
 	seqOpsPerCli = 3
-	seqHistories = 200
 )
+
+// EnvLinHistories overrides the number of histories the linearizability checks run per
+// backend (default 200 embedded, 60 on the emulator).
+const EnvLinHistories = "STRATA_LIN_HISTORIES"
+
+// seqHistoriesFor is how many histories a linearizability check runs on s: 200 on the
+// embedded backend, 60 on the emulator, whose every request is serialised and whose
+// transactions copy whole tables (each history adds a topic), so that its histories
+// took 5–6 minutes a test on a loaded 2-core machine; STRATA_LIN_HISTORIES runs more.
+func seqHistoriesFor(t *testing.T, s backendtest.Stores) int {
+	if v := os.Getenv(EnvLinHistories); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("%s=%q: want a positive count", EnvLinHistories, v)
+		}
+		return n
+	}
+	if s.Name == "local" {
+		return 200
+	}
+	return 60
+}
 
 type seqKind int
 
@@ -132,7 +155,8 @@ func (c crashingMeta) PutIndexEntry(ctx context.Context, e store.IndexEntry) err
 	return c.MetaStore.PutIndexEntry(ctx, e)
 }
 
-// TestLinearizableWithCrashedAppenders checks 200 histories per backend.
+// TestLinearizableWithCrashedAppenders checks 200 histories on the embedded backend and
+// 60 on the emulator (seqHistoriesFor).
 func TestLinearizableWithCrashedAppenders(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
@@ -144,6 +168,7 @@ func TestLinearizableWithCrashedAppenders(t *testing.T) {
 		var clock atomic.Int64
 		tick := func() int64 { return clock.Add(1) }
 		crashes, undecided := 0, 0
+		seqHistories := seqHistoriesFor(t, s)
 		for h := range seqHistories {
 			topic := fmt.Sprintf("lin-%d", h)
 			mustTopic(t, reader, topic, 1)
