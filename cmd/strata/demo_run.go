@@ -19,6 +19,7 @@ import (
 	"github.com/stratalog/strata/pkg/httpconsumer"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 const (
@@ -360,11 +361,11 @@ func (k *killable) Renew(ctx context.Context, g, t string, p int32, m string, ge
 	return k.Coordinator.Renew(ctx, g, t, p, m, gen, ttl)
 }
 
-func (k *killable) Commit(ctx context.Context, g, t string, p int32, m string, gen, next int64) error {
+func (k *killable) Commit(ctx context.Context, g, t string, p int32, m string, gen, next int64, completed ...store.OffsetRange) error {
 	if k.dead.Load() {
 		return errKilled
 	}
-	if err := k.Coordinator.Commit(ctx, g, t, p, m, gen, next); err != nil {
+	if err := k.Coordinator.Commit(ctx, g, t, p, m, gen, next, completed...); err != nil {
 		return err
 	}
 	k.lastCommit.Store(next)

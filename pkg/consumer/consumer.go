@@ -23,6 +23,7 @@ import (
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/segment"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 // Log is what the consumer needs of the log. Errors must match log.ErrOffsetOutOfRange
@@ -41,7 +42,7 @@ type Coordinator interface {
 	Acquire(ctx context.Context, grp, topic string, partition int32, member string, ttl time.Duration) (group.Lease, error)
 	Renew(ctx context.Context, grp, topic string, partition int32, member string, generation int64, ttl time.Duration) (group.Lease, error)
 	Release(ctx context.Context, grp, topic string, partition int32, member string, generation int64) error
-	Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64) error
+	Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64, completed ...store.OffsetRange) error
 }
 
 // Handler handles one record; an error makes the consumer retry it, then dead-letter it.

@@ -195,9 +195,9 @@ func (p *pausable) Renew(ctx context.Context, g, t string, part int32, m string,
 	return p.Coordinator.Renew(ctx, g, t, part, m, gen, ttl)
 }
 
-func (p *pausable) Commit(ctx context.Context, g, t string, part int32, m string, gen, next int64) error {
+func (p *pausable) Commit(ctx context.Context, g, t string, part int32, m string, gen, next int64, completed ...store.OffsetRange) error {
 	p.wait()
-	return p.Coordinator.Commit(ctx, g, t, part, m, gen, next)
+	return p.Coordinator.Commit(ctx, g, t, part, m, gen, next, completed...)
 }
 
 // TestPausedConsumerResumesAfterReassignment is the brief's second scenario: a paused

@@ -199,6 +199,8 @@ type MemberLease struct {
 type AcquiredLease struct {
 	MemberLease
 	CommittedOffset *int64 `json:"committed_offset"`
+	// Completed are the offsets above CommittedOffset the last commit said were done.
+	Completed []OffsetRange `json:"completed,omitempty"`
 }
 
 // Assignment is a JSON shape of the contract (a heartbeat's answer).
