@@ -146,8 +146,11 @@ type Stats struct {
 	DeadLettered int64
 	Dropped      int64 // failed MaxAttempts times with no dead-letter topic configured
 	RecordsLost  int64 // skipped by a reset policy because retention had removed them
-	Committed    int64 // the last committed next offset
-	Fenced       bool
+	// Remembered counts records skipped, not handled, because the lease's last commit
+	// named them completed (an earlier run finished them above its committed offset).
+	Remembered int64
+	Committed  int64 // the last committed next offset
+	Fenced     bool
 }
 
 // Consumer runs partitions of one topic for one group member.
@@ -269,10 +272,14 @@ type run struct {
 	tracker   *checkpoint.Tracker
 	stats     Stats
 	committed int64
-	fenced    atomic.Bool
-	workCtx   context.Context
-	cancel    context.CancelFunc
-	queues    []chan Record
+	// saved is what the last commit stored above committed, and savedAt the tracker's
+	// completion count it was read at: a commit is due when either moved.
+	saved   []checkpoint.Range
+	savedAt int64
+	fenced  atomic.Bool
+	workCtx context.Context
+	cancel  context.CancelFunc
+	queues  []chan Record
 	// pending holds each worker's polled records that its queue had no room for; the
 	// loop hands them on as the queue drains and never waits for room.
 	pending [][]Record
@@ -332,6 +339,9 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 	}
 	r.tracker = checkpoint.New(start)
 	r.committed = start
+	if r.lease.Committed != nil && *r.lease.Committed == start {
+		r.remember(r.lease.Completed)
+	}
 	if r.lease.Committed == nil || *r.lease.Committed != start {
 		// Record where a new group (or a reset) starts, so lag is measured from there.
 		if err := r.commit(ctx, start, true); err != nil {
@@ -370,7 +380,7 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 		}
 		if p.Commit {
 			at := cfg.Clock()
-			if err := r.commit(ctx, r.tracker.Next(), false); err != nil {
+			if err := r.commitCheckpoint(ctx); err != nil {
 				if ctx.Err() != nil && !r.fenced.Load() {
 					return r.finish(ctx, nil) // stopping: finish commits without ctx
 				}
@@ -403,6 +413,7 @@ func (r *run) observe(now time.Time) observed {
 	return observed{
 		Now: now, LeaseLapsed: r.leaseLapsed(now), LastRenew: r.lastRenew, RenewRetryAt: r.renewRetryAt,
 		LastCommit: r.lastCommit, Committed: r.committed, Next: r.tracker.Next(), Fetch: r.fetch,
+		Unsaved:       r.tracker.Completions() != r.savedAt,
 		HighWatermark: r.hw, InFlight: r.tracker.InFlight(), HeldBytes: r.heldBytes.Load(),
 		LastPoll: r.lastPoll, LastPollEmpty: r.lastPollEmpty, PollRetryAt: r.pollRetryAt, OutOfRange: r.oor != nil, UntilCaughtUp: r.opt.UntilCaughtUp,
 	}
@@ -460,8 +471,13 @@ func (r *run) poll(ctx context.Context, wait time.Duration) error {
 		if err := r.tracker.Skip(rec.Offset); err != nil {
 			return fmt.Errorf("consumer: %w", err)
 		}
-		if err := r.tracker.Start(rec.Offset); err != nil {
+		remembered, err := r.tracker.Begin(rec.Offset)
+		if err != nil {
 			return fmt.Errorf("consumer: %w", err)
+		}
+		if remembered {
+			r.stats.Remembered++ // completed by an earlier run: not handled again
+			continue
 		}
 		r.heldBytes.Add(recordBytes(rec))
 		i := route(rec.Offset, rec.Key, len(r.queues), cfg.OrderedKeys, log.PartitionForKey)
@@ -712,6 +728,7 @@ func (r *run) commit(ctx context.Context, next int64, force bool) error {
 	}
 	r.committed = next
 	r.stats.Committed = next
+	r.saved = nil
 	return nil
 }
 
@@ -744,7 +761,7 @@ func (r *run) finish(ctx context.Context, cause error) (Stats, error) {
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if r.tracker != nil {
-		if err := r.commit(bg, r.tracker.Next(), false); err != nil {
+		if err := r.commitCheckpoint(bg); err != nil {
 			if errors.Is(err, group.ErrFenced) {
 				r.stats.Fenced = true
 			}
