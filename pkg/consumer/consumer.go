@@ -56,6 +56,10 @@ type Record struct {
 	Partition int32
 	// Attempt is 1 on the first delivery in this process.
 	Attempt int
+	// Fence is the run's fencing token (group, topic, partition, generation): a
+	// business write through group.Effects with it is refused once the partition moved
+	// to a newer generation, and applied once per record.
+	Fence group.Fence
 }
 
 // Reset policies for an offset below the log start (or a new group).
@@ -481,7 +485,8 @@ func (r *run) poll(ctx context.Context, wait time.Duration) error {
 		}
 		r.heldBytes.Add(recordBytes(rec))
 		i := route(rec.Offset, rec.Key, len(r.queues), cfg.OrderedKeys, log.PartitionForKey)
-		r.pending[i] = append(r.pending[i], Record{Record: rec, Topic: cfg.Topic, Partition: r.p})
+		r.pending[i] = append(r.pending[i], Record{Record: rec, Topic: cfg.Topic, Partition: r.p, Fence: group.Fence{
+			Group: cfg.Group, Topic: cfg.Topic, Partition: r.p, Generation: r.lease.Generation}})
 	}
 	if err := r.tracker.Skip(res.NextOffset); err != nil {
 		return fmt.Errorf("consumer: %w", err)
