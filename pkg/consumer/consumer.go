@@ -633,6 +633,14 @@ func (r *run) handle(rec Record) bool {
 			r.handled.Add(1)
 			return true
 		}
+		if errors.Is(err, group.ErrFenced) {
+			// A fenced business write (group.Effects) proves the partition moved on:
+			// stop at once, as a fenced commit does, instead of retrying or
+			// dead-lettering a record that is not this run's any more.
+			r.workErr <- r.fence(err)
+			r.signal()
+			return false
+		}
 		if r.workCtx.Err() != nil {
 			return false
 		}

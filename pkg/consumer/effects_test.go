@@ -44,15 +44,18 @@ func TestZombieBusinessWriteRefusedAfterReassignment(t *testing.T) {
 			return write(ctx, r)
 		}
 		c1, err := consumer.New(f.log, paused, consumer.Config{Group: "billing", Topic: "orders", Member: "m-1", Handler: h1,
-			PollWait: 10 * time.Millisecond, CommitInterval: time.Hour, LeaseTTL: 300 * time.Millisecond, MaxAttempts: 1})
+			PollWait: 10 * time.Millisecond, CommitInterval: time.Hour, LeaseTTL: 300 * time.Millisecond, MaxAttempts: 3,
+			Backoff: func(int) time.Duration { return time.Millisecond }})
 		if err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
+		var st1 consumer.Stats
+		var err1 error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = c1.Run(ctx, 0, consumer.RunOptions{})
+			st1, err1 = c1.Run(ctx, 0, consumer.RunOptions{})
 		}()
 		<-stalled
 		paused.set(true) // no renewals: the lease lapses
@@ -87,6 +90,11 @@ func TestZombieBusinessWriteRefusedAfterReassignment(t *testing.T) {
 
 		if !errors.Is(zombieErr, group.ErrFenced) {
 			t.Fatalf("zombie m-1's business write at generation %d: %v, want ErrFenced", zombieFence.Generation, zombieErr)
+		}
+		// The fenced write stops the zombie's run at once, as a fenced commit would:
+		// no retry, no dead letter, no commit.
+		if !errors.Is(err1, group.ErrFenced) || !st1.Fenced || st1.Retries != 0 || st1.Dropped != 0 || st1.DeadLettered != 0 {
+			t.Fatalf("zombie run: %+v, %v; want fenced, nothing retried or dropped", st1, err1)
 		}
 		if refused.Load() != 3 || applied.Load() != records-3 || st.Committed != records {
 			t.Fatalf("m-2 applied %d and was refused %d as applied (committed %d); want %d applied, 3 refused (offsets 0–2 were m-1's), %d committed",

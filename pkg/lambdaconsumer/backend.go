@@ -2,6 +2,7 @@ package lambdaconsumer
 
 import (
 	"context"
+	"errors"
 	"os"
 
 	"github.com/stratalog/strata/pkg/group"
@@ -15,6 +16,16 @@ import (
 // STRATA_TABLE_PREFIX, STRATA_OBJECT_PREFIX, AWS_ENDPOINT_URL for an emulator).
 func OpenNode(ctx context.Context, cfg node.Config) (Backend, error) {
 	return openNode(ctx, cfg, "")
+}
+
+// OpenNodeEffects is OpenNode with Backend.Effects, the fenced business store over the
+// DynamoDB table effectsTable (locally the embedded store), which handlers reach with
+// EffectsFrom.
+func OpenNodeEffects(ctx context.Context, cfg node.Config, effectsTable string) (Backend, error) {
+	if effectsTable == "" {
+		return Backend{}, errors.New("lambdaconsumer: no table for the fenced business store")
+	}
+	return openNode(ctx, cfg, effectsTable)
 }
 
 // openNode is OpenNode, with Backend.Effects over effectsTable when it is set (the

@@ -14,8 +14,9 @@ import (
 	"github.com/stratalog/strata/pkg/store"
 )
 
-// EffectKeyAttribute is the partition key (a string) of a fenced business table.
-const EffectKeyAttribute = "pk"
+// EffectKeyAttribute is the partition key (a string) of a fenced business table: the
+// example order table's (deploy.BusinessKey), so that table serves as one.
+const EffectKeyAttribute = "id"
 
 // Attributes of a business table's items.
 const (
