@@ -19,6 +19,7 @@ import (
 	"github.com/stratalog/strata/pkg/httpconsumer"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 const (
@@ -162,6 +163,7 @@ type demo struct {
 	shippingHandled atomic.Int64
 	killedAt        int64 // committed offset of the killed consumer's partition when it died
 	replayed        int64
+	zombieRefused   int // the zombie's business writes the fenced store refused
 }
 
 // runBilling consumes every partition with 4 workers each (keys in order) into the
@@ -304,7 +306,24 @@ func (d *demo) showZombie(ctx context.Context) error {
 	}
 	var apiErr *client.APIError
 	errors.As(err, &apiErr)
-	fmt.Fprintf(d.w, "zombie audit-zombie (generation %d) woke after partition 3 moved to audit-new (generation %d): its commit got %d %s\n",
+	// Its side effect too: a write to the fenced business store under its generation is
+	// refused, while the new owner's write of the same record lands.
+	es, err := d.rt.Node().Effects("")
+	if err != nil {
+		return err
+	}
+	fx := group.NewEffects(es, d.rt.Log())
+	fence := group.Fence{Group: grp, Topic: demoTopic, Partition: 3, Generation: zombie.Generation}
+	werr := fx.Apply(ctx, fence, 0, "audit/orders/3/0", []byte("zombie"))
+	if !errors.Is(werr, group.ErrFenced) {
+		return fmt.Errorf("demo: the zombie's business write was not fenced: %v", werr)
+	}
+	d.zombieRefused++
+	fence.Generation = fresh.Generation
+	if err := fx.Apply(ctx, fence, 0, "audit/orders/3/0", []byte("audit-new")); err != nil {
+		return fmt.Errorf("demo: the new owner's business write: %w", err)
+	}
+	fmt.Fprintf(d.w, "zombie audit-zombie (generation %d) woke after partition 3 moved to audit-new (generation %d): its commit got %d %s and its business write was refused as fenced\n",
 		zombie.Generation, fresh.Generation, apiErr.Status, apiErr.Code)
 	return d.c.Release(ctx, grp, demoTopic, 3, "audit-new", fresh.Generation)
 }
@@ -331,6 +350,7 @@ func (d *demo) summary(ctx context.Context, appended int64, took time.Duration) 
 	fmt.Fprintf(tw, "duplicates absorbed by the sink\t%d\n", dups)
 	fmt.Fprintf(tw, "applied by the sink\t%d\n", applied)
 	fmt.Fprintf(tw, "per-order sequence violations\t%d\n", outOfOrder)
+	fmt.Fprintf(tw, "zombie business writes refused\t%d\n", d.zombieRefused)
 	fmt.Fprintf(tw, "lag billing / shipping (records)\t%d / %d\n", lag["billing"], lag["shipping"])
 	fmt.Fprintf(tw, "records lost\t%d\n", lost)
 	fmt.Fprintf(tw, "took\t%.1fs\n", took.Seconds())
@@ -360,11 +380,11 @@ func (k *killable) Renew(ctx context.Context, g, t string, p int32, m string, ge
 	return k.Coordinator.Renew(ctx, g, t, p, m, gen, ttl)
 }
 
-func (k *killable) Commit(ctx context.Context, g, t string, p int32, m string, gen, next int64) error {
+func (k *killable) Commit(ctx context.Context, g, t string, p int32, m string, gen, next int64, completed ...store.OffsetRange) error {
 	if k.dead.Load() {
 		return errKilled
 	}
-	if err := k.Coordinator.Commit(ctx, g, t, p, m, gen, next); err != nil {
+	if err := k.Coordinator.Commit(ctx, g, t, p, m, gen, next, completed...); err != nil {
 		return err
 	}
 	k.lastCommit.Store(next)

@@ -1,8 +1,8 @@
 // Command consumer is the example order consumer, built on pkg/lambdaconsumer: each
-// order event is written to the business table with a conditional put keyed by
-// topic/partition/offset, so a replay (a crash before the commit, a duplicate
-// invocation that lost its lease) never applies an effect twice. Configuration:
-// functions/README.md.
+// order event is written to the business table through the fenced business store
+// (keyed by topic/partition/offset, conditional on the invocation's lease generation
+// and on the record's marker), so a replay never applies an effect twice and a zombie
+// invocation that lost its lease writes nothing. Configuration: functions/README.md.
 package main
 
 import (
@@ -11,7 +11,6 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
 	"github.com/stratalog/strata/pkg/lambdaconsumer"
 	"github.com/stratalog/strata/pkg/node"
@@ -23,12 +22,10 @@ func main() {
 		fatal(err)
 	}
 	cfg.Backend = node.BackendAWS
-	awsCfg, err := cfg.AWS.LoadSDK(context.Background(), nil)
-	if err != nil {
-		fatal(err)
+	orders := &orderTable{effects: lambdaconsumer.EffectsFrom}
+	open := func(ctx context.Context) (lambdaconsumer.Backend, error) {
+		return lambdaconsumer.OpenNodeEffects(ctx, cfg, cfg.Function.BusinessTable)
 	}
-	orders := &orderTable{client: dynamodb.NewFromConfig(awsCfg), table: cfg.Function.BusinessTable}
-	open := func(ctx context.Context) (lambdaconsumer.Backend, error) { return lambdaconsumer.OpenNode(ctx, cfg) }
 	lambda.Start(lambdaconsumer.Handler(lambdaconsumer.Config{Workers: 4, OrderedKeys: true, Open: open}, orders.apply))
 }
 

@@ -19,6 +19,9 @@ type Stores struct {
 	// Commits reads the sequencer's commit stream until ctx ends (the materialiser's
 	// input); nil for a backend that materialises every commit atomically (local).
 	Commits func(ctx context.Context, fn func(context.Context, []store.SeqState) error) error
+	// Effects makes the backend's fenced business store over Meta's assignments (on AWS
+	// a fresh business table, removed when the test ends).
+	Effects func(ctx context.Context, t testing.TB) store.EffectStore
 }
 
 // Maker makes fresh stores for one test; cleanup is registered on t.

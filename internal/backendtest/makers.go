@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stratalog/strata/pkg/node"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/store/awstest"
 	"github.com/stratalog/strata/pkg/store/dynamo"
 	s3store "github.com/stratalog/strata/pkg/store/s3"
@@ -24,7 +25,14 @@ func Local(ctx context.Context, t testing.TB) Stores {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { n.Close() })
-	return Stores{Name: "local", Objects: n.Objects(), Meta: n.Meta()}
+	meta := n.Meta()
+	return Stores{Name: "local", Objects: n.Objects(), Meta: meta, Effects: func(_ context.Context, t testing.TB) store.EffectStore {
+		es, ok := meta.(store.EffectStore)
+		if !ok {
+			t.Fatalf("local meta store %T is no store.EffectStore", meta)
+		}
+		return es
+	}}
 }
 
 // AWS makes a fresh bucket and tables (random prefix) on the emulator and removes them
@@ -58,7 +66,26 @@ func AWSWith(ctx context.Context, t testing.TB, adjust func(*aws.Config)) Stores
 	if err != nil {
 		t.Fatalf("open: %v", err)
 	}
-	return Stores{Name: "aws", Objects: n.Objects(), Meta: n.Meta(), Commits: n.CommitStream().Run}
+	meta := n.Meta()
+	effects := func(ctx context.Context, t testing.TB) store.EffectStore {
+		t.Helper()
+		dm, ok := meta.(*dynamo.MetaStore)
+		if !ok {
+			t.Fatalf("aws meta store %T is no *dynamo.MetaStore", meta)
+		}
+		table := dcfg.TablePrefix + "effects"
+		client := dynamodb.NewFromConfig(cfg)
+		if err := dynamo.CreateEffectsTable(ctx, client, table); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if _, err := client.DeleteTable(context.WithoutCancel(ctx), &dynamodb.DeleteTableInput{TableName: &table}); err != nil {
+				t.Errorf("cleanup table %s: %v", table, err)
+			}
+		})
+		return dm.Effects(table)
+	}
+	return Stores{Name: "aws", Objects: n.Objects(), Meta: meta, Commits: n.CommitStream().Run, Effects: effects}
 }
 
 func randomID() string {

@@ -471,9 +471,9 @@ type recCoord struct {
 	rec *recorder
 }
 
-func (c recCoord) Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64) error {
+func (c recCoord) Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64, completed ...store.OffsetRange) error {
 	start := time.Now()
-	err := c.Coordinator.Commit(ctx, grp, topic, partition, member, generation, nextOffset)
+	err := c.Coordinator.Commit(ctx, grp, topic, partition, member, generation, nextOffset, completed...)
 	c.rec.mu.Lock()
 	c.rec.commits = append(c.rec.commits, CommitCall{Group: grp, Partition: partition, Member: member, Generation: generation,
 		Next: nextOffset, Start: start, Accepted: err == nil})

@@ -47,13 +47,19 @@ const minWords = 1
 // which is small next to handling a record), so workers may call Done directly
 // while the poll loop calls Start. The zero value is a tracker starting at 0.
 type Tracker struct {
-	mu       sync.Mutex
-	base     int64    // first offset of this incarnation (New or Reset)
-	next     int64    // smallest incomplete offset; the commit position
-	end      int64    // next offset to be started; window is [next, end)
-	inFlight int      // started and not done
-	words    []uint64 // ring of done-bits; offset o lives at bit o mod (64·len)
-	copied   int64    // bits moved by resizes, to verify the amortised bound in tests
+	mu sync.Mutex
+	// remembered are runs of offsets at or above end that an earlier owner completed
+	// (Remember), sorted and disjoint; Begin completes them as they are reached.
+	remembered []Range
+	// completions counts Done and remembered Begin calls, so a caller can tell whether
+	// anything completed since it last looked.
+	completions int64
+	base        int64    // first offset of this incarnation (New or Reset)
+	next        int64    // smallest incomplete offset; the commit position
+	end         int64    // next offset to be started; window is [next, end)
+	inFlight    int      // started and not done
+	words       []uint64 // ring of done-bits; offset o lives at bit o mod (64·len)
+	copied      int64    // bits moved by resizes, to verify the amortised bound in tests
 }
 
 // New returns a tracker whose first offset to start, and commit position, is
@@ -68,6 +74,10 @@ func New(start int64) *Tracker {
 func (t *Tracker) Start(offset int64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.start(offset)
+}
+
+func (t *Tracker) start(offset int64) error {
 	if offset != t.end {
 		return fmt.Errorf("start %d, want %d: %w", offset, t.end, ErrOutOfOrder)
 	}
@@ -79,6 +89,12 @@ func (t *Tracker) Start(offset int64) error {
 	}
 	t.end++
 	t.inFlight++
+	for len(t.remembered) > 0 && t.remembered[0].To <= t.end {
+		t.remembered = t.remembered[1:]
+	}
+	if len(t.remembered) > 0 && t.remembered[0].From < t.end {
+		t.remembered[0].From = t.end
+	}
 	return nil
 }
 
@@ -108,6 +124,10 @@ func (t *Tracker) Skip(to int64) error {
 func (t *Tracker) Done(offset int64) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.done(offset)
+}
+
+func (t *Tracker) done(offset int64) error {
 	if offset < t.base || offset >= t.end {
 		return fmt.Errorf("done %d, started [%d, %d): %w", offset, t.base, t.end, ErrNotStarted)
 	}
@@ -119,6 +139,7 @@ func (t *Tracker) Done(offset int64) error {
 		return fmt.Errorf("done %d: %w", offset, ErrAlreadyDone)
 	}
 	t.inFlight--
+	t.completions++
 	if offset != t.next {
 		t.words[i] |= b
 		return nil
@@ -155,6 +176,7 @@ func (t *Tracker) Reset(start int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.base, t.next, t.end, t.inFlight = start, start, start, 0
+	t.remembered = nil
 	if len(t.words) == minWords {
 		clear(t.words)
 	} else {

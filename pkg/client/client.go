@@ -366,7 +366,8 @@ func (c *Client) lease(ctx context.Context, group, topic string, partition int32
 	if err := c.doJSON(ctx, http.MethodPost, groupPath(group, topic, partition, "lease"), nil, req, &w); err != nil {
 		return nil, err
 	}
-	return &Lease{Generation: w.Generation, ExpiresAt: time.UnixMilli(w.LeaseExpiresAtMs), CommittedOffset: w.CommittedOffset}, nil
+	return &Lease{Generation: w.Generation, ExpiresAt: time.UnixMilli(w.LeaseExpiresAtMs), CommittedOffset: w.CommittedOffset,
+		Completed: w.Completed}, nil
 }
 
 // Release gives up member's lease at generation; ErrFenced if the generation is obsolete.
@@ -382,11 +383,12 @@ func (c *Client) Release(ctx context.Context, group, topic string, partition int
 // Commit stores nextOffset (the next offset to read) as the group's position, fenced by
 // generation, and returns the committed offset. ErrFenced: not the owner at that
 // generation; ErrStaleCommit: below the committed offset; ErrBeyondHighWatermark: above
-// the high watermark.
-func (c *Client) Commit(ctx context.Context, group, topic string, partition int32, member string, generation, nextOffset int64) (int64, error) {
+// the high watermark. completed are offset ranges above nextOffset already handled
+// (wire.CheckCompleted), which the next lease of the partition returns.
+func (c *Client) Commit(ctx context.Context, group, topic string, partition int32, member string, generation, nextOffset int64, completed ...wire.OffsetRange) (int64, error) {
 	var w wire.CommitResponse
 	err := c.doJSON(ctx, http.MethodPost, groupPath(group, topic, partition, "commit"), nil,
-		wire.Commit{Member: member, Generation: generation, NextOffset: nextOffset}, &w)
+		wire.Commit{Member: member, Generation: generation, NextOffset: nextOffset, Completed: completed}, &w)
 	if err != nil {
 		return 0, fmt.Errorf("strata: commit %s/%s/%d gen %d @%d: %w", group, topic, partition, generation, nextOffset, err)
 	}

@@ -16,12 +16,14 @@ type HeldLease struct {
 }
 
 // MemberLease is a lease in a heartbeat's answer. CommittedOffset is set only for
-// newly acquired leases (nil before the group's first commit there).
+// newly acquired leases (nil before the group's first commit there), and Completed
+// with it: the offsets above it the last commit said were handled.
 type MemberLease struct {
 	Partition       int32
 	Generation      int64
 	ExpiresAt       time.Time
 	CommittedOffset *int64
+	Completed       []wire.OffsetRange
 }
 
 // Assignment is the balancer's answer to one heartbeat of a member (docs/API.md,
@@ -53,6 +55,7 @@ func fromWireAcquired(ws []wire.AcquiredLease) []MemberLease {
 	out := make([]MemberLease, len(ws))
 	for i, w := range ws {
 		out[i] = fromWireMemberLease(w.MemberLease, w.CommittedOffset)
+		out[i].Completed = w.Completed
 	}
 	return out
 }

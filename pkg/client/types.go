@@ -101,6 +101,8 @@ type Lease struct {
 	ExpiresAt  time.Time
 	// CommittedOffset is the group's next offset to read, nil before the first commit.
 	CommittedOffset *int64
+	// Completed are the offsets above CommittedOffset the last commit said were handled.
+	Completed []wire.OffsetRange
 }
 
 // Group describes a consumer group.

@@ -23,6 +23,7 @@ import (
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/segment"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 // Log is what the consumer needs of the log. Errors must match log.ErrOffsetOutOfRange
@@ -41,7 +42,7 @@ type Coordinator interface {
 	Acquire(ctx context.Context, grp, topic string, partition int32, member string, ttl time.Duration) (group.Lease, error)
 	Renew(ctx context.Context, grp, topic string, partition int32, member string, generation int64, ttl time.Duration) (group.Lease, error)
 	Release(ctx context.Context, grp, topic string, partition int32, member string, generation int64) error
-	Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64) error
+	Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64, completed ...store.OffsetRange) error
 }
 
 // Handler handles one record; an error makes the consumer retry it, then dead-letter it.
@@ -55,6 +56,10 @@ type Record struct {
 	Partition int32
 	// Attempt is 1 on the first delivery in this process.
 	Attempt int
+	// Fence is the run's fencing token (group, topic, partition, generation): a
+	// business write through group.Effects with it is refused once the partition moved
+	// to a newer generation, and applied once per record.
+	Fence group.Fence
 }
 
 // Reset policies for an offset below the log start (or a new group).
@@ -145,8 +150,11 @@ type Stats struct {
 	DeadLettered int64
 	Dropped      int64 // failed MaxAttempts times with no dead-letter topic configured
 	RecordsLost  int64 // skipped by a reset policy because retention had removed them
-	Committed    int64 // the last committed next offset
-	Fenced       bool
+	// Remembered counts records skipped, not handled, because the lease's last commit
+	// named them completed (an earlier run finished them above its committed offset).
+	Remembered int64
+	Committed  int64 // the last committed next offset
+	Fenced     bool
 }
 
 // Consumer runs partitions of one topic for one group member.
@@ -268,10 +276,14 @@ type run struct {
 	tracker   *checkpoint.Tracker
 	stats     Stats
 	committed int64
-	fenced    atomic.Bool
-	workCtx   context.Context
-	cancel    context.CancelFunc
-	queues    []chan Record
+	// saved is what the last commit stored above committed, and savedAt the tracker's
+	// completion count it was read at: a commit is due when either moved.
+	saved   []checkpoint.Range
+	savedAt int64
+	fenced  atomic.Bool
+	workCtx context.Context
+	cancel  context.CancelFunc
+	queues  []chan Record
 	// pending holds each worker's polled records that its queue had no room for; the
 	// loop hands them on as the queue drains and never waits for room.
 	pending [][]Record
@@ -331,6 +343,9 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 	}
 	r.tracker = checkpoint.New(start)
 	r.committed = start
+	if r.lease.Committed != nil && *r.lease.Committed == start {
+		r.remember(r.lease.Completed)
+	}
 	if r.lease.Committed == nil || *r.lease.Committed != start {
 		// Record where a new group (or a reset) starts, so lag is measured from there.
 		if err := r.commit(ctx, start, true); err != nil {
@@ -369,7 +384,7 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 		}
 		if p.Commit {
 			at := cfg.Clock()
-			if err := r.commit(ctx, r.tracker.Next(), false); err != nil {
+			if err := r.commitCheckpoint(ctx); err != nil {
 				if ctx.Err() != nil && !r.fenced.Load() {
 					return r.finish(ctx, nil) // stopping: finish commits without ctx
 				}
@@ -402,6 +417,7 @@ func (r *run) observe(now time.Time) observed {
 	return observed{
 		Now: now, LeaseLapsed: r.leaseLapsed(now), LastRenew: r.lastRenew, RenewRetryAt: r.renewRetryAt,
 		LastCommit: r.lastCommit, Committed: r.committed, Next: r.tracker.Next(), Fetch: r.fetch,
+		Unsaved:       r.tracker.Completions() != r.savedAt,
 		HighWatermark: r.hw, InFlight: r.tracker.InFlight(), HeldBytes: r.heldBytes.Load(),
 		LastPoll: r.lastPoll, LastPollEmpty: r.lastPollEmpty, PollRetryAt: r.pollRetryAt, OutOfRange: r.oor != nil, UntilCaughtUp: r.opt.UntilCaughtUp,
 	}
@@ -459,12 +475,18 @@ func (r *run) poll(ctx context.Context, wait time.Duration) error {
 		if err := r.tracker.Skip(rec.Offset); err != nil {
 			return fmt.Errorf("consumer: %w", err)
 		}
-		if err := r.tracker.Start(rec.Offset); err != nil {
+		remembered, err := r.tracker.Begin(rec.Offset)
+		if err != nil {
 			return fmt.Errorf("consumer: %w", err)
+		}
+		if remembered {
+			r.stats.Remembered++ // completed by an earlier run: not handled again
+			continue
 		}
 		r.heldBytes.Add(recordBytes(rec))
 		i := route(rec.Offset, rec.Key, len(r.queues), cfg.OrderedKeys, log.PartitionForKey)
-		r.pending[i] = append(r.pending[i], Record{Record: rec, Topic: cfg.Topic, Partition: r.p})
+		r.pending[i] = append(r.pending[i], Record{Record: rec, Topic: cfg.Topic, Partition: r.p, Fence: group.Fence{
+			Group: cfg.Group, Topic: cfg.Topic, Partition: r.p, Generation: r.lease.Generation}})
 	}
 	if err := r.tracker.Skip(res.NextOffset); err != nil {
 		return fmt.Errorf("consumer: %w", err)
@@ -611,6 +633,14 @@ func (r *run) handle(rec Record) bool {
 			r.handled.Add(1)
 			return true
 		}
+		if errors.Is(err, group.ErrFenced) {
+			// A fenced business write (group.Effects) proves the partition moved on:
+			// stop at once, as a fenced commit does, instead of retrying or
+			// dead-lettering a record that is not this run's any more.
+			r.workErr <- r.fence(err)
+			r.signal()
+			return false
+		}
 		if r.workCtx.Err() != nil {
 			return false
 		}
@@ -711,6 +741,7 @@ func (r *run) commit(ctx context.Context, next int64, force bool) error {
 	}
 	r.committed = next
 	r.stats.Committed = next
+	r.saved = nil
 	return nil
 }
 
@@ -743,7 +774,7 @@ func (r *run) finish(ctx context.Context, cause error) (Stats, error) {
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	if r.tracker != nil {
-		if err := r.commit(bg, r.tracker.Next(), false); err != nil {
+		if err := r.commitCheckpoint(bg); err != nil {
 			if errors.Is(err, group.ErrFenced) {
 				r.stats.Fenced = true
 			}

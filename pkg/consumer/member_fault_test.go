@@ -14,6 +14,7 @@ import (
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 // idleLog is a log with nothing to read: every poll waits and returns no records.
@@ -56,7 +57,7 @@ func (c *scriptedCoord) Release(context.Context, string, string, int32, string, 
 	return nil
 }
 
-func (c *scriptedCoord) Commit(context.Context, string, string, int32, string, int64, int64) error {
+func (c *scriptedCoord) Commit(context.Context, string, string, int32, string, int64, int64, ...store.OffsetRange) error {
 	return nil
 }
 

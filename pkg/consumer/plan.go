@@ -38,6 +38,9 @@ type observed struct {
 	Committed  int64
 	// Next is the end of the contiguous completed prefix; Fetch the next offset to poll.
 	Next, Fetch int64
+	// Unsaved: records completed since the last commit (above Next too), whose
+	// completed ranges a commit would remember.
+	Unsaved bool
 	// HighWatermark is the last poll answer's (−1 before the first answer).
 	HighWatermark int64
 	// InFlight is the records started and not completed (in the loop's buffer or at a
@@ -60,7 +63,7 @@ type observed struct {
 // reposition, poll or sleep.
 type plan struct {
 	Renew  bool
-	Commit bool // commit observed.Next
+	Commit bool // commit the checkpoint: Next and the completed ranges above it
 	// Done ends the run (caught up, nothing in flight).
 	Done bool
 	// Reposition applies the reset policy (nothing is in flight any more).
@@ -88,7 +91,7 @@ func decide(lim limits, o observed) plan {
 	}
 	p.Renew = !o.Now.Before(renewAt)
 	commitAt := o.LastCommit.Add(lim.CommitInterval)
-	pending := o.Next > o.Committed
+	pending := o.Next > o.Committed || o.Unsaved
 	p.Commit = pending && !o.Now.Before(commitAt)
 
 	// wake is when something becomes due without a worker's completion.

@@ -42,6 +42,14 @@ func TestDecide(t *testing.T) {
 		{"commit due", func(o *observed) {
 			o.Now, o.Next, o.Fetch, o.HighWatermark = t0.Add(time.Second), 15, 15, 15
 		}, plan{Commit: true, Poll: true, PollWait: time.Second}},
+		{"straggler: completions above it are due for a commit though Next stays", func(o *observed) {
+			o.Now, o.Fetch, o.HighWatermark, o.InFlight, o.Unsaved = t0.Add(time.Second), 15, 15, 1, true
+			o.LastPoll = o.Now
+		}, plan{Commit: true, Sleep: 5 * time.Millisecond}},
+		{"straggler, nothing completed since the last commit: no commit", func(o *observed) {
+			o.Now, o.Fetch, o.HighWatermark, o.InFlight = t0.Add(time.Second), 15, 15, 1
+			o.LastPoll, o.LastCommit = o.Now, o.Now
+		}, plan{Sleep: 5 * time.Millisecond}},
 		{"commit not yet due", func(o *observed) {
 			o.Now, o.Next, o.Fetch, o.HighWatermark, o.InFlight = t0.Add(300*time.Millisecond), 15, 15+2000, 10000, 2000
 		}, plan{Sleep: 700 * time.Millisecond}},

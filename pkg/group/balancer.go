@@ -226,7 +226,7 @@ func (b *Balancer) acquire(ctx context.Context, p int32, now, exp time.Time, res
 	}
 	b.takes++
 	res.Takes++
-	committed, err := committedOffset(ctx, cfg.Store, cfg.Group, cfg.Topic, p)
+	committed, completed, err := committedOffset(ctx, cfg.Store, cfg.Group, cfg.Topic, p)
 	if err != nil {
 		// Without its position the caller cannot process it: hand it back now rather
 		// than sit on it until the lease expires.
@@ -235,7 +235,7 @@ func (b *Balancer) acquire(ctx context.Context, p int32, now, exp time.Time, res
 		}
 		return err
 	}
-	l := leaseOf(a, committed)
+	l := leaseOf(a, committed, completed)
 	b.held[p] = l
 	res.Acquired = append(res.Acquired, l)
 	return nil

@@ -61,6 +61,9 @@ type Lease struct {
 	ExpiresAt  time.Time
 	// Committed is the next offset to read, nil before the group's first commit.
 	Committed *int64
+	// Completed are the offsets above Committed the last commit said were handled
+	// (sorted, disjoint): whoever holds the lease skips them instead of redoing them.
+	Completed []store.OffsetRange
 }
 
 // Coordinator runs the group operations. Its only state is the set of groups it has
@@ -183,20 +186,21 @@ func createGroupIfAbsent(ctx context.Context, st Store, group string, now time.T
 	return nil
 }
 
-// committedOffset returns the next offset to read, nil before the first commit.
-func committedOffset(ctx context.Context, st Store, group, topic string, partition int32) (*int64, error) {
+// committedOffset returns the next offset to read, nil before the first commit, and
+// the completed ranges stored with it.
+func committedOffset(ctx context.Context, st Store, group, topic string, partition int32) (*int64, []store.OffsetRange, error) {
 	row, err := st.GetCommit(ctx, group, topic, partition)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("group: read commit of %s %s/%d: %w", group, topic, partition, err)
+		return nil, nil, fmt.Errorf("group: read commit of %s %s/%d: %w", group, topic, partition, err)
 	}
 	o := row.NextOffset
-	return &o, nil
+	return &o, row.Completed, nil
 }
 
-func leaseOf(a store.Assignment, committed *int64) Lease {
+func leaseOf(a store.Assignment, committed *int64, completed []store.OffsetRange) Lease {
 	return Lease{
 		Group:      a.Group,
 		Topic:      a.Topic,
@@ -205,6 +209,7 @@ func leaseOf(a store.Assignment, committed *int64) Lease {
 		Generation: a.Generation,
 		ExpiresAt:  a.ExpiresAt,
 		Committed:  committed,
+		Completed:  completed,
 	}
 }
 
@@ -234,11 +239,11 @@ func (c *Coordinator) Acquire(ctx context.Context, group, topic string, partitio
 	if err != nil {
 		return Lease{}, fmt.Errorf("group: acquire %s %s/%d for %q: %w", group, topic, partition, member, err)
 	}
-	committed, err := committedOffset(ctx, c.store, group, topic, partition)
+	committed, completed, err := committedOffset(ctx, c.store, group, topic, partition)
 	if err != nil {
 		return Lease{}, err
 	}
-	return leaseOf(a, committed), nil
+	return leaseOf(a, committed, completed), nil
 }
 
 // Renew moves the expiry of member's lease at generation to now + ttl; any other owner
@@ -259,11 +264,11 @@ func (c *Coordinator) Renew(ctx context.Context, group, topic string, partition 
 	if err != nil {
 		return Lease{}, fmt.Errorf("group: renew %s %s/%d for %q gen %d: %w", group, topic, partition, member, generation, err)
 	}
-	committed, err := committedOffset(ctx, c.store, group, topic, partition)
+	committed, completed, err := committedOffset(ctx, c.store, group, topic, partition)
 	if err != nil {
 		return Lease{}, err
 	}
-	return leaseOf(a, committed), nil
+	return leaseOf(a, committed, completed), nil
 }
 
 // Release frees member's lease at generation (the generation stays); any other owner or
@@ -286,7 +291,12 @@ func (c *Coordinator) Release(ctx context.Context, group, topic string, partitio
 // committed one (else ErrStaleCommit; equal is accepted). An offset above the high
 // watermark is refused before the store is touched: the HW only grows, so a later
 // commit of the same offset may succeed.
-func (c *Coordinator) Commit(ctx context.Context, group, topic string, partition int32, member string, generation, nextOffset int64) error {
+//
+// completed are the offsets above nextOffset already handled, stored with the commit
+// (replacing the last commit's) and returned by the next lease: at most
+// wire.MaxCompletedRanges ranges, sorted, disjoint and not touching, above nextOffset
+// and up to the high watermark, else ErrInvalid and nothing changes.
+func (c *Coordinator) Commit(ctx context.Context, group, topic string, partition int32, member string, generation, nextOffset int64, completed ...store.OffsetRange) error {
 	if err := checkNames(group, topic, partition); err != nil {
 		return err
 	}
@@ -295,6 +305,9 @@ func (c *Coordinator) Commit(ctx context.Context, group, topic string, partition
 	}
 	if nextOffset < 0 {
 		return invalidf("negative offset %d", nextOffset)
+	}
+	if err := CheckCompleted(nextOffset, completed); err != nil {
+		return err
 	}
 	if err := c.checkPartition(ctx, topic, partition); err != nil {
 		return err
@@ -306,6 +319,9 @@ func (c *Coordinator) Commit(ctx context.Context, group, topic string, partition
 	if nextOffset > hw {
 		return &BeyondHighWatermarkError{Topic: topic, Partition: partition, Offset: nextOffset, HighWatermark: hw}
 	}
+	if n := len(completed); n > 0 && completed[n-1].To > hw {
+		return invalidf("completed range [%d, %d) ends above the high watermark %d", completed[n-1].From, completed[n-1].To, hw)
+	}
 	row := store.CommitRow{
 		Group:       group,
 		Topic:       topic,
@@ -313,6 +329,7 @@ func (c *Coordinator) Commit(ctx context.Context, group, topic string, partition
 		NextOffset:  nextOffset,
 		Generation:  generation,
 		CommittedAt: c.now(),
+		Completed:   completed,
 	}
 	if err := c.store.Commit(ctx, row, member); err != nil {
 		return fmt.Errorf("group: commit %s %s/%d@%d for %q gen %d: %w", group, topic, partition, nextOffset, member, generation, err)
@@ -326,7 +343,8 @@ func (c *Coordinator) Committed(ctx context.Context, group, topic string, partit
 	if err := checkNames(group, topic, partition); err != nil {
 		return nil, err
 	}
-	return committedOffset(ctx, c.store, group, topic, partition)
+	o, _, err := committedOffset(ctx, c.store, group, topic, partition)
+	return o, err
 }
 
 // GroupInfo is the state of a group: its settings and every partition it has leased

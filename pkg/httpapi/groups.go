@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/wire"
 )
 
@@ -35,6 +36,31 @@ type commitRequest struct {
 	Member     *string `json:"member"`
 	Generation *int64  `json:"generation"`
 	NextOffset *int64  `json:"next_offset"`
+	// Completed is read as lists so that a range of other than two bounds is refused
+	// (a [2]int64 would drop or zero-fill bounds silently).
+	Completed [][]int64 `json:"completed"`
+}
+
+// completedRanges checks the commit's completed ranges against the contract; the
+// coordinator checks them against the high watermark.
+func completedRanges(next int64, raw [][]int64) ([]store.OffsetRange, *apiError) {
+	if raw == nil {
+		return nil, nil
+	}
+	if len(raw) > wire.MaxCompletedRanges {
+		return nil, invalid(fmt.Sprintf("completed: %d ranges, at most %d", len(raw), wire.MaxCompletedRanges))
+	}
+	rs := make([]wire.OffsetRange, len(raw))
+	for i, r := range raw {
+		if len(r) != 2 {
+			return nil, invalid(fmt.Sprintf("completed: range %d has %d bounds, want [from, to]", i, len(r)))
+		}
+		rs[i] = wire.OffsetRange{r[0], r[1]}
+	}
+	if err := wire.CheckCompleted(next, rs); err != nil {
+		return nil, invalid("completed: " + err.Error())
+	}
+	return group.FromWire(rs), nil
 }
 
 // partitionTarget is the {group}, {topic} and {p} of a partition route.
@@ -118,7 +144,8 @@ func (s *server) lease(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, leaseResponse{Generation: l.Generation, LeaseExpiresAtMs: l.ExpiresAt.UnixMilli(), CommittedOffset: l.Committed})
+	writeJSON(w, http.StatusOK, leaseResponse{Generation: l.Generation, LeaseExpiresAtMs: l.ExpiresAt.UnixMilli(), CommittedOffset: l.Committed,
+		Completed: group.ToWire(l.Completed)})
 }
 
 func (s *server) release(w http.ResponseWriter, r *http.Request) {
@@ -158,7 +185,12 @@ func (s *server) commit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, missing("member", "generation", "next_offset"))
 		return
 	}
-	if err := s.groups.Commit(r.Context(), t.group, t.topic, t.partition, *req.Member, *req.Generation, *req.NextOffset); err != nil {
+	completed, e := completedRanges(*req.NextOffset, req.Completed)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if err := s.groups.Commit(r.Context(), t.group, t.topic, t.partition, *req.Member, *req.Generation, *req.NextOffset, completed...); err != nil {
 		s.fail(w, r, err)
 		return
 	}

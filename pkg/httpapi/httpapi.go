@@ -37,7 +37,7 @@ type Groups interface {
 	Acquire(ctx context.Context, g, topic string, partition int32, member string, ttl time.Duration) (group.Lease, error)
 	Renew(ctx context.Context, g, topic string, partition int32, member string, generation int64, ttl time.Duration) (group.Lease, error)
 	Release(ctx context.Context, g, topic string, partition int32, member string, generation int64) error
-	Commit(ctx context.Context, g, topic string, partition int32, member string, generation, nextOffset int64) error
+	Commit(ctx context.Context, g, topic string, partition int32, member string, generation, nextOffset int64, completed ...store.OffsetRange) error
 	Describe(ctx context.Context, g string) (group.GroupInfo, error)
 	Reset(ctx context.Context, g, topic string, to group.ResetTo) ([]group.PartitionOffset, error)
 }

@@ -108,7 +108,8 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 		out.Lost = []int32{}
 	}
 	for i, l := range leasesJSON(res.Acquired) {
-		out.Acquired[i] = acquiredLeaseJSON{MemberLease: l, CommittedOffset: res.Acquired[i].Committed}
+		out.Acquired[i] = acquiredLeaseJSON{MemberLease: l, CommittedOffset: res.Acquired[i].Committed,
+			Completed: group.ToWire(res.Acquired[i].Completed)}
 	}
 	for i, l := range res.Release {
 		out.Release[i] = l.Partition

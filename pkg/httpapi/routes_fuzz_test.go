@@ -57,7 +57,7 @@ func groupState(t *testing.T, e *env, g string) string {
 		t.Fatalf("list commits of %q: %v", g, err)
 	}
 	for _, c := range cs {
-		fmt.Fprintf(&b, "\ncommit %s/%d next=%d gen=%d at=%d meta=%q", c.Topic, c.Partition, c.NextOffset, c.Generation, c.CommittedAt.UnixNano(), c.Metadata)
+		fmt.Fprintf(&b, "\ncommit %s/%d next=%d gen=%d at=%d meta=%q completed=%v", c.Topic, c.Partition, c.NextOffset, c.Generation, c.CommittedAt.UnixNano(), c.Metadata, c.Completed)
 	}
 	return b.String()
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/segment"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 // ConsumerAdapter runs pkg/consumer over HTTP: it implements consumer.Log (Poll,
@@ -137,7 +138,8 @@ func (a *ConsumerAdapter) Acquire(ctx context.Context, grp, topic string, partit
 		return group.Lease{}, groupError(err)
 	}
 	return group.Lease{Group: grp, Topic: topic, Partition: partition, Member: member,
-		Generation: l.Generation, ExpiresAt: deadline(sent, ttl), Committed: l.CommittedOffset}, nil
+		Generation: l.Generation, ExpiresAt: deadline(sent, ttl), Committed: l.CommittedOffset,
+		Completed: group.FromWire(l.Completed)}, nil
 }
 
 // Renew implements consumer.Coordinator; ExpiresAt is the local deadline.
@@ -148,7 +150,8 @@ func (a *ConsumerAdapter) Renew(ctx context.Context, grp, topic string, partitio
 		return group.Lease{}, groupError(err)
 	}
 	return group.Lease{Group: grp, Topic: topic, Partition: partition, Member: member,
-		Generation: l.Generation, ExpiresAt: deadline(sent, ttl), Committed: l.CommittedOffset}, nil
+		Generation: l.Generation, ExpiresAt: deadline(sent, ttl), Committed: l.CommittedOffset,
+		Completed: group.FromWire(l.Completed)}, nil
 }
 
 // Release implements consumer.Coordinator.
@@ -171,8 +174,8 @@ func (a *ConsumerAdapter) GetSettings(ctx context.Context, grp string) (group.Se
 }
 
 // Commit implements consumer.Coordinator.
-func (a *ConsumerAdapter) Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64) error {
-	if _, err := a.c.Commit(ctx, grp, topic, partition, member, generation, nextOffset); err != nil {
+func (a *ConsumerAdapter) Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64, completed ...store.OffsetRange) error {
+	if _, err := a.c.Commit(ctx, grp, topic, partition, member, generation, nextOffset, group.ToWire(completed)...); err != nil {
 		err = groupError(err)
 		var beyond *group.BeyondHighWatermarkError
 		if errors.As(err, &beyond) {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // MemberBalancer is consumer.Balancer over HTTP: each Step is one Heartbeat carrying
@@ -55,9 +56,9 @@ func (b *MemberBalancer) Step(ctx context.Context) (group.StepResult, error) {
 	if ttl == 0 {
 		ttl = group.DefaultTTL
 	}
-	lease := func(p int32, gen int64, committed *int64) group.Lease {
+	lease := func(p int32, gen int64, committed *int64, completed []wire.OffsetRange) group.Lease {
 		return group.Lease{Group: b.group, Topic: b.topic, Partition: p, Member: b.member, Generation: gen,
-			ExpiresAt: sent.Add(ttl), Committed: committed}
+			ExpiresAt: sent.Add(ttl), Committed: committed, Completed: group.FromWire(completed)}
 	}
 	res := group.StepResult{Lost: a.Lost, LiveMembers: a.LiveMembers, FairShare: a.FairShare, Takes: len(a.Acquired)}
 	b.mu.Lock()
@@ -67,11 +68,11 @@ func (b *MemberBalancer) Step(ctx context.Context) (group.StepResult, error) {
 	}
 	for _, l := range a.Acquired {
 		b.held[l.Partition] = l.Generation
-		res.Acquired = append(res.Acquired, lease(l.Partition, l.Generation, l.CommittedOffset))
+		res.Acquired = append(res.Acquired, lease(l.Partition, l.Generation, l.CommittedOffset, l.Completed))
 	}
 	for _, p := range a.Release {
 		if gen, ok := b.held[p]; ok {
-			res.Release = append(res.Release, lease(p, gen, nil))
+			res.Release = append(res.Release, lease(p, gen, nil, nil))
 		}
 	}
 	return res, nil

@@ -74,6 +74,21 @@ type Handle func(ctx context.Context, r Record) error
 type Backend struct {
 	Log    consumer.Log
 	Groups consumer.Coordinator
+	// Effects, when set, is the fenced business store handlers reach with
+	// EffectsFrom(ctx): writes fenced by the record's lease (Record.Fence).
+	Effects *group.Effects
+}
+
+type effectsKey struct{}
+
+// EffectsFrom returns the fenced business store of the invocation whose handler got
+// ctx (Config.EffectsTable, or Backend.Effects), nil when none is configured. Write a
+// record's effect with Apply(ctx, r.Fence, r.Offset, key, value): a zombie invocation's
+// write is refused (group.ErrFenced) and a redelivered record's too (group.ErrApplied,
+// which the handler treats as done).
+func EffectsFrom(ctx context.Context) *group.Effects {
+	e, _ := ctx.Value(effectsKey{}).(*group.Effects)
+	return e
 }
 
 // Metrics receives each invocation's consumer statistics (emf.Sink has it).
@@ -118,6 +133,11 @@ type Config struct {
 	Metrics Metrics
 	// Clock is the consumer's clock (default time.Now).
 	Clock func() time.Time
+	// EffectsTable is the DynamoDB table of the fenced business store (EffectsFrom) the
+	// default Open opens (locally the embedded store; empty: none). The function's role
+	// needs dynamodb:ConditionCheckItem on the assignments table and PutItem, GetItem
+	// on this table.
+	EffectsTable string
 }
 
 // Defaults.
@@ -228,7 +248,7 @@ func newFunction(cfg Config, handle Handle) *function {
 			if envErr != nil {
 				return Backend{}, envErr
 			}
-			return OpenNode(ctx, env)
+			return openNode(ctx, env, cfg.EffectsTable)
 		}
 	}
 	if cfg.Metrics == nil {
@@ -350,7 +370,11 @@ func (f *function) invoke(ctx context.Context, ev Event) (Result, error) {
 	if err != nil {
 		return res, fmt.Errorf("lambdaconsumer: configuration: %w", err)
 	}
-	st, err := c.Run(workCtx, ev.Partition, consumer.RunOptions{})
+	runCtx := workCtx
+	if b.Effects != nil {
+		runCtx = context.WithValue(workCtx, effectsKey{}, b.Effects)
+	}
+	st, err := c.Run(runCtx, ev.Partition, consumer.RunOptions{})
 	if errors.Is(err, group.ErrLeaseHeld) {
 		res.LeaseHeld = true
 		return res, nil

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 // Coordinator is the group coordinator's API as the HTTP handlers use it
@@ -19,7 +20,7 @@ type Coordinator interface {
 	Acquire(ctx context.Context, g, topic string, partition int32, member string, ttl time.Duration) (group.Lease, error)
 	Renew(ctx context.Context, g, topic string, partition int32, member string, generation int64, ttl time.Duration) (group.Lease, error)
 	Release(ctx context.Context, g, topic string, partition int32, member string, generation int64) error
-	Commit(ctx context.Context, g, topic string, partition int32, member string, generation, nextOffset int64) error
+	Commit(ctx context.Context, g, topic string, partition int32, member string, generation, nextOffset int64, completed ...store.OffsetRange) error
 	Describe(ctx context.Context, g string) (group.GroupInfo, error)
 	Reset(ctx context.Context, g, topic string, to group.ResetTo) ([]group.PartitionOffset, error)
 }
@@ -83,8 +84,8 @@ func (g *Groups) Release(ctx context.Context, grp, topic string, partition int32
 }
 
 // Commit implements Coordinator, counting fenced commits.
-func (g *Groups) Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64) error {
-	err := g.inner.Commit(ctx, grp, topic, partition, member, generation, nextOffset)
+func (g *Groups) Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64, completed ...store.OffsetRange) error {
+	err := g.inner.Commit(ctx, grp, topic, partition, member, generation, nextOffset, completed...)
 	if errors.Is(err, group.ErrFenced) {
 		g.m.fencedCommits.WithLabelValues(grp, topic).Inc()
 	}

@@ -308,6 +308,23 @@ func (n *Node) Objects() store.ObjectStore { return n.objects }
 // Meta is the node's metadata store.
 func (n *Node) Meta() store.MetaStore { return n.meta }
 
+// Effects returns the fenced business store of the node's backend (store.EffectStore):
+// on AWS the DynamoDB table named table (the user's, see dynamo.EffectStore), fenced by
+// the deployment's assignments table; locally the metadata file's own buckets (table
+// is not used).
+func (n *Node) Effects(table string) (store.EffectStore, error) {
+	switch m := n.meta.(type) {
+	case *dynamo.MetaStore:
+		if table == "" {
+			return nil, fmt.Errorf("node: the aws backend's fenced business store needs a table name")
+		}
+		return m.Effects(table), nil
+	case store.EffectStore:
+		return m, nil
+	}
+	return nil, fmt.Errorf("node: %T has no fenced business store", n.meta)
+}
+
 // Log is the node's log; nil unless Open was asked for PartLog.
 func (n *Node) Log() *log.Log { return n.log }
 

@@ -343,6 +343,15 @@ type CommitRow struct {
 	Generation  int64
 	CommittedAt time.Time
 	Metadata    string
+	// Completed are runs of offsets above NextOffset the consumer has already handled
+	// (sorted, disjoint, non-empty; the coordinator checks them), stored with the commit
+	// so that a new owner skips them. A commit replaces them; a reset clears them.
+	Completed []OffsetRange
+}
+
+// OffsetRange is the half-open run of offsets [From, To).
+type OffsetRange struct {
+	From, To int64
 }
 
 // GroupConfig is a consumer group's settings.
@@ -383,11 +392,13 @@ type LeaseStore interface {
 	// generation matches (else ErrFenced), and set the commit row's NextOffset only if
 	// nextOffset >= the current one (else ErrStaleCommit; equal is accepted). When both
 	// checks fail the error is ErrFenced: a fenced caller must learn it lost the lease.
+	// The row's Completed ranges must be stored as given, replacing the earlier ones
+	// (none given removes them), and GetCommit must return them in order.
 	Commit(ctx context.Context, c CommitRow, member string) error
 	// GetCommit must return the row or ErrNotFound.
 	GetCommit(ctx context.Context, group, topic string, partition int32) (CommitRow, error)
 	// ResetCommits must set the commit rows of the given partitions to the given
-	// offsets (regardless of the current ones) only if no lease of the group on topic is
+	// offsets (regardless of the current ones), dropping their Completed ranges, only if no lease of the group on topic is
 	// live at now, else ErrGroupActive and change nothing. In the same atomic operation it
 	// must fence every earlier generation of the group on topic: every assignment row of
 	// (group, topic), and a row for every partition reset, gets generation + 1 (1 for a

@@ -87,6 +87,9 @@ type Lease struct {
 	Generation       int64  `json:"generation"`
 	LeaseExpiresAtMs int64  `json:"lease_expires_at_ms"`
 	CommittedOffset  *int64 `json:"committed_offset"`
+	// Completed are the offsets above CommittedOffset the last commit said were done;
+	// a new owner skips them.
+	Completed []OffsetRange `json:"completed,omitempty"`
 }
 
 // Release is a JSON shape of the contract.
@@ -100,6 +103,8 @@ type Commit struct {
 	Member     string `json:"member"`
 	Generation int64  `json:"generation"`
 	NextOffset int64  `json:"next_offset"`
+	// Completed are offsets above NextOffset already handled (CheckCompleted).
+	Completed []OffsetRange `json:"completed,omitempty"`
 }
 
 // CommitResponse is a JSON shape of the contract.
@@ -194,6 +199,8 @@ type MemberLease struct {
 type AcquiredLease struct {
 	MemberLease
 	CommittedOffset *int64 `json:"committed_offset"`
+	// Completed are the offsets above CommittedOffset the last commit said were done.
+	Completed []OffsetRange `json:"completed,omitempty"`
 }
 
 // Assignment is a JSON shape of the contract (a heartbeat's answer).

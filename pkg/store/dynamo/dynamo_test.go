@@ -339,3 +339,17 @@ func TestDeleteIndexRangeInBatches(t *testing.T) {
 		t.Fatalf("entries left = %d from %v (%v); want 3 from 77", len(es), es, err)
 	}
 }
+
+func TestEffectConformance(t *testing.T) {
+	storetest.RunEffectTests(t, func(ctx context.Context, t *testing.T) (store.MetaStore, store.EffectStore) {
+		m, client, cfg := newStore(t, dynamo.Config{})
+		table := cfg.TablePrefix + "orders-applied"
+		if err := dynamo.CreateEffectsTable(ctx, client, table); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table})
+		})
+		return m, m.Effects(table)
+	})
+}

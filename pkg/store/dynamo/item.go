@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stratalog/strata/pkg/store"
 )
 
 // item is a DynamoDB item or key.
@@ -174,6 +176,41 @@ func (d *decoder) duration(name string) time.Duration {
 		d.fail(name, "not a number (%T)", v)
 	}
 	return 0
+}
+
+// avRanges encodes offset ranges as a list of numbers, from and to of each in turn.
+func avRanges(rs []store.OffsetRange) types.AttributeValue {
+	l := make([]types.AttributeValue, 0, 2*len(rs))
+	for _, r := range rs {
+		l = append(l, avN(r.From), avN(r.To))
+	}
+	return &types.AttributeValueMemberL{Value: l}
+}
+
+// ranges returns the offset ranges attribute name (avRanges), nil when absent.
+func (d *decoder) ranges(name string) []store.OffsetRange {
+	switch v := d.it[name].(type) {
+	case *types.AttributeValueMemberL:
+		if len(v.Value)%2 != 0 {
+			d.fail(name, "odd number of range bounds (%d)", len(v.Value))
+			return nil
+		}
+		var out []store.OffsetRange
+		for i := 0; i < len(v.Value); i += 2 {
+			sub := decoder{it: item{"from": v.Value[i], "to": v.Value[i+1]}}
+			r := store.OffsetRange{From: sub.num("from", true), To: sub.num("to", true)}
+			if sub.err != nil {
+				d.fail(name, "range %d: %v", i/2, sub.err)
+				return nil
+			}
+			out = append(out, r)
+		}
+		return out
+	case nil:
+	default:
+		d.fail(name, "not a list (%T)", v)
+	}
+	return nil
 }
 
 // boolean returns the boolean attribute name, false when absent.

@@ -22,7 +22,7 @@ var fuzzAttrs = []string{
 	attrNextOffset, "committed_at", "metadata", "reset_policy", "max_attempts", "dead_letter_topic",
 	attrMember, "log_start_offset",
 	attrNextSeq, attrLogStart, attrCCount, attrCObject, attrCByteOff, attrCByteLen, attrCMaxTs, attrCAt,
-	attrCExpires, attrCIdem, attrCHash,
+	attrCExpires, attrCIdem, attrCHash, attrCompleted,
 }
 
 // fuzzItem builds an item from fuzz bytes: kinds[i] picks the type of attribute i (absent
@@ -36,7 +36,7 @@ func fuzzItem(kinds []byte, values string) item {
 		}
 		v := vals[i%len(vals)]
 		var av types.AttributeValue
-		switch kinds[i] % 12 {
+		switch kinds[i] % 13 {
 		case 0:
 			continue
 		case 1:
@@ -67,6 +67,13 @@ func fuzzItem(kinds []byte, values string) item {
 			av = &types.AttributeValueMemberNS{Value: []string{v}}
 		case 11:
 			av = nil // present but empty
+		case 12:
+			// A list of numbers, the value split at commas (offset ranges).
+			l := &types.AttributeValueMemberL{}
+			for _, n := range strings.Split(v, ",") {
+				l.Value = append(l.Value, &types.AttributeValueMemberN{Value: n})
+			}
+			av = l
 		}
 		it[name] = av
 	}
@@ -84,6 +91,8 @@ func FuzzDecodeItem(f *testing.F) {
 		{attrTopic: avS("orders"), "partitions": avN(8), "retention_ms": &types.AttributeValueMemberN{Value: "86400000.5"}, "created_at": avN(at.UnixMilli())},
 		{attrGT: avS("g#t"), attrGroup: avS("g"), attrTopic: avS("t"), attrPartition: avN(1), attrOwner: avS("m"), attrGeneration: avN(4), attrLeaseExp: avN(at.UnixMilli())},
 		{attrGT: avS("g#t"), attrGroup: avS("g"), attrTopic: avS("t"), attrPartition: avN(1), attrNextOffset: avN(5), attrGeneration: avN(4), "committed_at": avN(at.UnixMilli()), "metadata": avS("m")},
+		{attrGT: avS("g#t"), attrGroup: avS("g"), attrTopic: avS("t"), attrPartition: avN(1), attrNextOffset: avN(5), attrGeneration: avN(4),
+			attrCompleted: avRanges([]store.OffsetRange{{From: 7, To: 9}, {From: 12, To: 13}})},
 		{attrGroup: avS("g"), "reset_policy": avS("earliest"), "max_attempts": avN(3), "dead_letter_topic": avS("dlq"), "created_at": avN(at.UnixMilli())},
 		{attrGroup: avS("g"), attrMember: avS("m-1"), "expires_at": avN(at.UnixMilli())},
 		{attrTP: avS("t#3"), attrTopic: avS("t"), attrPartition: avN(3), attrNextOffset: avN(43), attrNextSeq: avN(9),
@@ -148,6 +157,9 @@ func FuzzDecodeItem(f *testing.F) {
 			again := gtpKey(c.Group, c.Topic, c.Partition)
 			again[attrGroup], again[attrTopic], again[attrNextOffset] = avS(c.Group), avS(c.Topic), avN(c.NextOffset)
 			again[attrGeneration], again["metadata"] = avN(c.Generation), avS(c.Metadata)
+			if c.Completed != nil {
+				again[attrCompleted] = avRanges(c.Completed)
+			}
 			setTime(again, "committed_at", c.CommittedAt)
 			roundTrip(t, "commit", c, again, decodeCommit)
 		} else {
@@ -180,7 +192,7 @@ func FuzzDecodeItem(f *testing.F) {
 	})
 }
 
-// encodeFuzzItem is the inverse of fuzzItem for items of S and N attributes.
+// encodeFuzzItem is the inverse of fuzzItem for items of S and N attributes and lists of N.
 func encodeFuzzItem(it item) ([]byte, string) {
 	kinds := make([]byte, len(fuzzAttrs))
 	vals := make([]string, len(fuzzAttrs))
@@ -190,6 +202,12 @@ func encodeFuzzItem(it item) ([]byte, string) {
 			kinds[i], vals[i] = 1, v.Value
 		case *types.AttributeValueMemberN:
 			kinds[i], vals[i] = 2, v.Value
+		case *types.AttributeValueMemberL:
+			ns := make([]string, len(v.Value))
+			for j, e := range v.Value {
+				ns[j] = e.(*types.AttributeValueMemberN).Value
+			}
+			kinds[i], vals[i] = 12, strings.Join(ns, ",")
 		}
 	}
 	return kinds, strings.Join(vals, "\x00")

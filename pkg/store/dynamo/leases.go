@@ -22,6 +22,7 @@ const (
 	attrGeneration = "generation"
 	attrLeaseExp   = "lease_expires_at"
 	attrNextOffset = "next_offset"
+	attrCompleted  = "completed"
 )
 
 func gtpKey(group, topic string, partition int32) item {
@@ -51,6 +52,7 @@ func decodeCommit(it item) (store.CommitRow, error) {
 		Generation:  d.num(attrGeneration, false),
 		CommittedAt: d.time("committed_at"),
 		Metadata:    d.str("metadata", false),
+		Completed:   d.ranges(attrCompleted),
 	}
 	return c, d.err
 }
@@ -175,9 +177,14 @@ func (s *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string
 	var remove []string
 	names := map[string]string{
 		"#no": attrNextOffset, "#gen": attrGeneration, "#group": attrGroup, "#topic": attrTopic,
-		"#ca": "committed_at", "#md": "metadata",
+		"#ca": "committed_at", "#md": "metadata", "#cr": attrCompleted,
 	}
 	values := item{":o": avN(c.NextOffset), ":g": avN(c.Generation), ":group": avS(c.Group), ":topic": avS(c.Topic)}
+	if len(c.Completed) == 0 {
+		remove = append(remove, "#cr")
+	} else {
+		set, values[":cr"] = append(set, "#cr = :cr"), avRanges(c.Completed)
+	}
 	if c.CommittedAt.IsZero() {
 		remove = append(remove, "#ca")
 	} else {
@@ -324,10 +331,10 @@ func (s *MetaStore) ResetCommits(ctx context.Context, group, topic string, offse
 				TableName: aws.String(s.commits),
 				Key:       gtpKey(group, topic, p),
 				UpdateExpression: aws.String("SET #no = :o, #ca = :now, #group = :group, #topic = :topic, " +
-					"#gen = if_not_exists(#gen, :zero) REMOVE #md"),
+					"#gen = if_not_exists(#gen, :zero) REMOVE #md, #cr"),
 				ExpressionAttributeNames: map[string]string{
 					"#no": attrNextOffset, "#ca": "committed_at", "#group": attrGroup, "#topic": attrTopic,
-					"#gen": attrGeneration, "#md": "metadata",
+					"#gen": attrGeneration, "#md": "metadata", "#cr": attrCompleted,
 				},
 				ExpressionAttributeValues: item{
 					":o": avN(off), ":now": avN(now.UnixMilli()), ":group": avS(group), ":topic": avS(topic), ":zero": avN(0),

@@ -43,3 +43,14 @@ func (h *harness) Close() {
 func TestConformance(t *testing.T) {
 	storetest.RunConformanceTests(t, newHarness)
 }
+
+func TestEffectConformance(t *testing.T) {
+	storetest.RunEffectTests(t, func(_ context.Context, t *testing.T) (store.MetaStore, store.EffectStore) {
+		m, err := OpenMetaStore(filepath.Join(t.TempDir(), "meta.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = m.Close() })
+		return m, m
+	})
+}

@@ -113,20 +113,30 @@ type commitRec struct {
 	Generation  int64     `json:"generation"`
 	CommittedAt time.Time `json:"committed_at"`
 	Metadata    string    `json:"metadata"`
+	// Completed holds [from, to) pairs; absent in rows written before remembered acks.
+	Completed [][2]int64 `json:"completed,omitempty"`
 }
 
 func commitToRec(c store.CommitRow) commitRec {
-	return commitRec{
+	r := commitRec{
 		Group: c.Group, Topic: c.Topic, Partition: c.Partition, NextOffset: c.NextOffset,
 		Generation: c.Generation, CommittedAt: c.CommittedAt.UTC(), Metadata: c.Metadata,
 	}
+	for _, o := range c.Completed {
+		r.Completed = append(r.Completed, [2]int64{o.From, o.To})
+	}
+	return r
 }
 
 func (r commitRec) toStore() store.CommitRow {
-	return store.CommitRow{
+	c := store.CommitRow{
 		Group: r.Group, Topic: r.Topic, Partition: r.Partition, NextOffset: r.NextOffset,
 		Generation: r.Generation, CommittedAt: r.CommittedAt, Metadata: r.Metadata,
 	}
+	for _, o := range r.Completed {
+		c.Completed = append(c.Completed, store.OffsetRange{From: o[0], To: o[1]})
+	}
+	return c
 }
 
 type groupRec struct {

@@ -59,7 +59,8 @@ func FuzzDecodeRows(f *testing.F) {
 		indexToRec(store.IndexEntry{Topic: "t", Partition: 3, BaseOffset: 41, Count: 2, ObjectKey: "t/3/x.seg",
 			ByteOffset: 10, ByteLength: 99, MaxTimestamp: at, AppendedAt: at, ExpiresAt: at.Add(time.Hour)}),
 		idempotencyToRec(store.IdempotencyRecord{Key: "k#1", Partition: 1, BodyHash: "abc", BaseOffset: 7, Count: 3, ExpiresAt: at}),
-		commitToRec(store.CommitRow{Group: "g", Topic: "t", Partition: 0, NextOffset: 5, Generation: 2, CommittedAt: at, Metadata: "m"}),
+		commitToRec(store.CommitRow{Group: "g", Topic: "t", Partition: 0, NextOffset: 5, Generation: 2, CommittedAt: at, Metadata: "m",
+			Completed: []store.OffsetRange{{From: 7, To: 9}, {From: 12, To: 13}}}),
 		groupToRec(store.GroupConfig{Name: "g", ResetPolicy: "earliest", MaxAttempts: 3, DeadLetterTopic: "dlq", CreatedAt: at}),
 		assignmentRec{Group: "g", Topic: "t", Partition: 1, Owner: "m-1", Generation: 4, ExpiresAt: at},
 		memberRec{Group: "g", ID: "m-1", ExpiresAt: at},
@@ -132,7 +133,7 @@ func sameRow(a, b any) bool {
 			}
 			continue
 		}
-		if fa != fb {
+		if !reflect.DeepEqual(fa, fb) {
 			return false
 		}
 	}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -66,7 +67,21 @@ func normAssignments(as []store.Assignment) []store.Assignment {
 
 func normCommit(c store.CommitRow) store.CommitRow {
 	c.CommittedAt = msTime(c.CommittedAt)
+	if len(c.Completed) == 0 {
+		c.Completed = nil
+	}
 	return c
+}
+
+// sameCommit compares commit rows as stored (times to the millisecond, no ranges and
+// an empty list alike).
+func sameCommit(a, b store.CommitRow) bool {
+	return reflect.DeepEqual(normCommit(a), normCommit(b))
+}
+
+// sameCommits is sameCommit over lists, in order.
+func sameCommits(a, b []store.CommitRow) bool {
+	return slices.EqualFunc(a, b, sameCommit)
 }
 
 func normCommits(cs []store.CommitRow) []store.CommitRow {

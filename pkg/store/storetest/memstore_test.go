@@ -489,6 +489,10 @@ func (s *memStore) Commit(_ context.Context, c store.CommitRow, member string) e
 		return store.ErrStaleCommit
 	}
 	c.CommittedAt = s.storeTime(c.CommittedAt)
+	if s.bug == "CommitKeepsCompleted" && len(c.Completed) == 0 {
+		c.Completed = old.Completed
+	}
+	c.Completed = slices.Clone(c.Completed)
 	s.commits[k] = c
 	return nil
 }
@@ -540,6 +544,9 @@ func (s *memStore) ResetCommits(_ context.Context, group, topic string, offsets 
 			continue
 		}
 		c.Group, c.Topic, c.Partition, c.NextOffset = group, topic, p, o
+		if s.bug != "ResetKeepsCompleted" {
+			c.Completed = nil
+		}
 		s.commits[k] = c
 	}
 	return nil

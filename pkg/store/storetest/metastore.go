@@ -55,6 +55,7 @@ func metaStoreSections() []section[store.MetaStore] {
 			{"GetUnknown", testCommitUnknown},
 			{"OwnerCommitsMonotonic", testCommitMonotonic},
 			{"FencedChangesNothing", testCommitFenced},
+			{"CompletedRangesStored", testCommitCompleted},
 			{"ResetRefusedWhileLive", testResetLive},
 			{"ResetAfterExpiryOrRelease", testResetAllowed},
 			{"ResetFencesLapsedOwner", testResetFences},

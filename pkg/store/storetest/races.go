@@ -319,7 +319,7 @@ func commitTakeOverRace(ctx context.Context, m store.MetaStore, k gtp) error {
 		}
 	}
 	want := commitRow(k, newOffset, 2, 100+newRounds-1, fmt.Sprintf("new-%d", newRounds-1))
-	if got, err := m.GetCommit(ctx, k.group, k.topic, k.partition); err != nil || normCommit(got) != normCommit(want) {
+	if got, err := m.GetCommit(ctx, k.group, k.topic, k.partition); err != nil || !sameCommit(got, want) {
 		return fmt.Errorf("GetCommit after the race = %+v, %v; want %+v", got, err, want)
 	}
 	if got, err := m.GetAssignment(ctx, k.group, k.topic, k.partition); err != nil || normAssignment(got) != normAssignment(lease(k, "m-2", 2, 900_000)) {

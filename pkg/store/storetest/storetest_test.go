@@ -103,6 +103,8 @@ func TestMutants(t *testing.T) {
 		"ResetChecksAllTopics":     "MetaStore/Commits/ResetAfterExpiryOrRelease",
 		"ResetNeverLowers":         "MetaStore/Commits/ResetAfterExpiryOrRelease",
 		"ResetKeepsGenerations":    "MetaStore/Commits/ResetFencesLapsedOwner",
+		"CommitKeepsCompleted":     "MetaStore/Commits/CompletedRangesStored",
+		"ResetKeepsCompleted":      "MetaStore/Commits/CompletedRangesStored",
 		"ListGroupByPrefix":        "MetaStore/Commits/ListOrderedAndIsolated",
 		"ListPartitionsAsStrings":  "MetaStore/Commits/ListOrderedAndIsolated",
 		"EnsureGroupOverwrites":    "MetaStore/Groups/EnsureIdempotent",

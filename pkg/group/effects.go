@@ -1,0 +1,59 @@
+package group
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// ErrApplied: a fenced effect of that record was applied already (a duplicate delivery).
+var ErrApplied = store.ErrApplied
+
+// Fence is a consumer's fencing token: the group, topic (by name here), partition and
+// the generation of the lease it handles the partition under.
+type Fence = store.Fence
+
+// Effects is a business store whose writes are fenced by the writer's lease (issue 22
+// item 2): a write is applied only while the fence's generation is the partition's
+// current one and only once per record, so a zombie consumer's late write is refused
+// (ErrFenced), not only its commit, and a duplicate delivery's is refused as ErrApplied.
+// It addresses topics by name, resolving each to its live incarnation as the
+// coordinator does.
+type Effects struct {
+	es  store.EffectStore
+	ids TopicIDs
+}
+
+// NewEffects returns Effects over es; ids resolves topic names to incarnations (nil: the
+// names are the store keys, as for a log without incarnations).
+func NewEffects(es store.EffectStore, ids TopicIDs) *Effects { return &Effects{es: es, ids: ids} }
+
+// Apply puts value under key as the effect of the record at offset, fenced by f.
+// ErrFenced: the partition moved to another generation (or the topic is gone);
+// ErrApplied: the record's effect was applied already. Either way nothing was written.
+func (e *Effects) Apply(ctx context.Context, f Fence, offset int64, key string, value []byte) error {
+	if err := checkNames(f.Group, f.Topic, f.Partition); err != nil {
+		return err
+	}
+	if offset < 0 || key == "" {
+		return invalidf("effect of %s/%d@%d: negative offset or empty key", f.Topic, f.Partition, offset)
+	}
+	sf := f
+	if e.ids != nil {
+		id, err := (&byIncarnation{ids: e.ids}).id(ctx, f.Topic, true)
+		if err != nil {
+			return fmt.Errorf("group: effect of %s/%d@%d: %w", f.Topic, f.Partition, offset, err)
+		}
+		sf.Topic = id
+	}
+	if err := e.es.ApplyEffect(ctx, sf, offset, key, value); err != nil {
+		return fmt.Errorf("group: effect of %s/%d@%d for %s generation %d: %w", f.Topic, f.Partition, offset, f.Group, f.Generation, err)
+	}
+	return nil
+}
+
+// Get returns the value last put under key, or an error matching ErrNotFound.
+func (e *Effects) Get(ctx context.Context, key string) ([]byte, error) {
+	return e.es.GetEffect(ctx, key)
+}

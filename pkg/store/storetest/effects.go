@@ -1,0 +1,100 @@
+package storetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// EffectMaker makes a fresh MetaStore and the EffectStore fenced by its assignments.
+type EffectMaker func(ctx context.Context, t *testing.T) (store.MetaStore, store.EffectStore)
+
+// RunEffectTests is the conformance suite of store.EffectStore: every implementation
+// runs it from its own tests, as RunConformanceTests.
+func RunEffectTests(t *testing.T, mk EffectMaker) {
+	t.Helper()
+	for _, tc := range []struct {
+		name string
+		run  func(ctx context.Context, t *testing.T, m store.MetaStore, e store.EffectStore)
+	}{
+		{"DuplicateDeliveryRefusedAsApplied", testEffectDuplicate},
+		{"ZombieWriteRefusedAfterReassignment", testEffectZombie},
+		{"WithoutLeaseFenced", testEffectNoLease},
+	} {
+		t.Run("EffectStore/"+tc.name, func(t *testing.T) {
+			ctx := t.Context()
+			m, e := mk(ctx, t)
+			tc.run(ctx, t, m, e)
+		})
+	}
+}
+
+func wantEffect(ctx context.Context, t *testing.T, e store.EffectStore, key string, want []byte) {
+	t.Helper()
+	got, err := e.GetEffect(ctx, key)
+	switch {
+	case want == nil && !errors.Is(err, store.ErrNotFound):
+		t.Fatalf("GetEffect(%q) = %q, %v; want ErrNotFound", key, got, err)
+	case want != nil && (err != nil || !bytes.Equal(got, want)):
+		t.Fatalf("GetEffect(%q) = %q, %v; want %q", key, got, err, want)
+	}
+}
+
+func fenceOf(k gtp, gen int64) store.Fence {
+	return store.Fence{Group: k.group, Topic: k.topic, Partition: k.partition, Generation: gen}
+}
+
+// testEffectDuplicate: a record's effect lands once; a second delivery of the same
+// (topic, partition, offset) is ErrApplied and changes nothing, whatever its key.
+func testEffectDuplicate(ctx context.Context, t *testing.T, m store.MetaStore, e store.EffectStore) {
+	k := newGTP(t)
+	a := acquire(ctx, t, m, k, "m-1", 0, 30_000)
+	key := UniqueName(t, "order")
+	must(t, "ApplyEffect", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 5, key, []byte("charged 10")))
+	wantEffect(ctx, t, e, key, []byte("charged 10"))
+	wantErrIs(t, "ApplyEffect of a duplicate delivery", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 5, key, []byte("charged twice")), store.ErrApplied)
+	other := UniqueName(t, "order")
+	wantErrIs(t, "ApplyEffect of a duplicate delivery under another key", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 5, other, []byte("x")), store.ErrApplied)
+	wantEffect(ctx, t, e, key, []byte("charged 10"))
+	wantEffect(ctx, t, e, other, nil)
+	// The next offset, and the same offset of another partition, are other records.
+	must(t, "ApplyEffect of the next offset", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 6, key, []byte("charged 20")))
+	wantEffect(ctx, t, e, key, []byte("charged 20"))
+	k1 := gtp{k.group, k.topic, 1}
+	a1 := acquire(ctx, t, m, k1, "m-1", 0, 30_000)
+	must(t, "ApplyEffect of offset 5 of partition 1", e.ApplyEffect(ctx, fenceOf(k1, a1.Generation), 5, other, []byte("y")))
+	wantEffect(ctx, t, e, other, []byte("y"))
+}
+
+// testEffectZombie: once the partition moved to a newer generation, the old owner's
+// write is ErrFenced and writes nothing, even for a record nobody applied; the new
+// owner's write of that record goes through.
+func testEffectZombie(ctx context.Context, t *testing.T, m store.MetaStore, e store.EffectStore) {
+	k := newGTP(t)
+	old := acquire(ctx, t, m, k, "m-1", 0, 30_000)
+	key := UniqueName(t, "order")
+	must(t, "ApplyEffect", e.ApplyEffect(ctx, fenceOf(k, old.Generation), 1, key, []byte("v1")))
+	fresh := acquire(ctx, t, m, k, "m-2", 30_000, 60_000) // m-1's lease lapsed: reassigned
+	if fresh.Generation <= old.Generation {
+		t.Fatalf("take-over at generation %d, not above %d", fresh.Generation, old.Generation)
+	}
+	wantErrIs(t, "zombie ApplyEffect after reassignment", e.ApplyEffect(ctx, fenceOf(k, old.Generation), 2, key, []byte("zombie")), store.ErrFenced)
+	wantEffect(ctx, t, e, key, []byte("v1"))
+	// Fenced and applied at once: fenced wins.
+	wantErrIs(t, "zombie ApplyEffect of an applied record", e.ApplyEffect(ctx, fenceOf(k, old.Generation), 1, key, []byte("zombie")), store.ErrFenced)
+	// The zombie wrote no marker: the new owner applies the record.
+	must(t, "ApplyEffect by the new owner", e.ApplyEffect(ctx, fenceOf(k, fresh.Generation), 2, key, []byte("v2")))
+	wantEffect(ctx, t, e, key, []byte("v2"))
+	wantErrIs(t, "ApplyEffect at a future generation", e.ApplyEffect(ctx, fenceOf(k, fresh.Generation+1), 3, key, []byte("x")), store.ErrFenced)
+}
+
+// testEffectNoLease: a partition never leased fences every write.
+func testEffectNoLease(ctx context.Context, t *testing.T, _ store.MetaStore, e store.EffectStore) {
+	k := newGTP(t)
+	key := UniqueName(t, "order")
+	wantErrIs(t, "ApplyEffect without a lease", e.ApplyEffect(ctx, fenceOf(k, 1), 0, key, []byte("x")), store.ErrFenced)
+	wantEffect(ctx, t, e, key, nil)
+}
