@@ -256,8 +256,15 @@ type SeqState struct {
 	NextSeq int64
 	// LogStart is the first readable offset (retention raises it, never above NextOffset).
 	LogStart int64
-	// Last is the newest commit, nil before the first.
+	// Last is the newest commit, nil before the first. On a topic commit topic
+	// (TopicCommits) it is the partition's last commit in the topic's newest batch, nil
+	// when that batch did not touch the partition.
 	Last *SeqCommit
+	// BatchAt is, on a topic commit topic whose newest batch did not touch this
+	// partition (Last nil, NextSeq > 0), that batch's time: the partition's newest commit
+	// was appended at most the commit window after it (it committed before that batch,
+	// which committed within the window of its time). Zero otherwise.
+	BatchAt time.Time
 }
 
 // SequencerStore is the per-partition offset counter: commits never race to lose, they

@@ -66,6 +66,9 @@ func (t batchItem) state(p int32) store.SeqState {
 			break
 		}
 	}
+	if st.Last == nil && pc.seq > 0 && len(t.batch) > 0 {
+		st.BatchAt = t.batch[0].Entry.AppendedAt
+	}
 	return st
 }
 
