@@ -444,6 +444,9 @@ func (l *Log) Migrate(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		if store.TopicCommits(t.ID()) {
+			continue // born with its topic item: nothing to seed
+		}
 		for p := int32(0); p < t.Partitions; p++ {
 			if _, err := l.meta.Sequencer(ctx, t.ID(), p); err != nil {
 				return storeErr(fmt.Errorf("migrate %s/%d: %w", name, p, err))
