@@ -178,7 +178,7 @@ func FuzzAppendBlocksRequest(f *testing.F) {
 // one's error.
 func TestBinaryAppendPartialFailure(t *testing.T) {
 	e := newEnv(t)
-	e.createTopic("t", 2)
+	e.createLegacyTopic("t", 2)
 	e.meta.mu.Lock()
 	e.meta.failPartitions[1] = true
 	e.meta.mu.Unlock()

@@ -172,6 +172,31 @@ func (f *faultyMeta) Sequence(ctx context.Context, c store.SeqCommit) (store.Seq
 	return f.MetaStore.Sequence(ctx, c)
 }
 
+// SequenceBatch fails as Sequence does; a failing partition fails a topic commit whole
+// (one write), a legacy topic's batch only its own commit.
+func (f *faultyMeta) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([]store.SeqCommit, []error) {
+	out, errs := make([]store.SeqCommit, len(cs)), make([]error, len(cs))
+	if len(cs) > 0 && store.TopicCommits(cs[0].Entry.Topic) {
+		ferr := f.fail()
+		for _, c := range cs {
+			if ferr == nil && f.failPartition(c.Entry.Partition) {
+				ferr = fmt.Errorf("injected for partition %d: %w", c.Entry.Partition, store.ErrUnavailable)
+			}
+		}
+		if ferr == nil {
+			return f.MetaStore.SequenceBatch(ctx, cs)
+		}
+		for i := range errs {
+			errs[i] = ferr
+		}
+		return out, errs
+	}
+	for i, c := range cs {
+		out[i], errs[i] = f.Sequence(ctx, c)
+	}
+	return out, errs
+}
+
 func (f *faultyMeta) Sequencer(ctx context.Context, topic string, p int32) (store.SeqState, error) {
 	if err := f.fail(); err != nil {
 		return store.SeqState{}, err
@@ -454,6 +479,18 @@ func (r *resp) want(t testing.TB, status int, code ...string) *resp {
 func (e *env) createTopic(name string, partitions int) {
 	e.t.Helper()
 	e.call("POST", "/v1/topics", map[string]any{"name": name, "partitions": partitions}).want(e.t, http.StatusCreated)
+}
+
+// createLegacyTopic creates a topic of the per-partition counter layout (an incarnation
+// without store.TopicCommitPrefix, as topics created before the topic commit have),
+// whose partitions commit one by one and so can fail one by one.
+func (e *env) createLegacyTopic(name string, partitions int32) {
+	e.t.Helper()
+	now := time.Now().Truncate(time.Millisecond)
+	if err := e.meta.MetaStore.CreateTopic(context.Background(), store.Topic{Name: name, Incarnation: "01legacy",
+		Partitions: partitions, Retention: 24 * time.Hour, CreatedAt: now}); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // hw returns the partition's high watermark, read from the log directly.

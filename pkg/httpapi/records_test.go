@@ -308,9 +308,34 @@ func TestIdempotentAppend(t *testing.T) {
 	}
 }
 
-func TestAppendPartialFailure(t *testing.T) {
+// TestAppendTopicCommitAllOrNothing: on a topic of the topic commit layout (every topic
+// created now) a request's partitions commit in one write, so a failure of one fails
+// them all and nothing is appended: no partial result.
+func TestAppendTopicCommitAllOrNothing(t *testing.T) {
 	e := newEnv(t)
 	e.createTopic("t", 2)
+	e.meta.mu.Lock()
+	e.meta.failPartitions[1] = true
+	e.meta.mu.Unlock()
+	r := e.call("POST", "/v1/topics/t/records", appendBody(
+		rec{value: "a", partition: ptr(0)}, rec{value: "b", partition: ptr(1)},
+	)).want(t, 503, "unavailable")
+	rs, _ := r.body["results"].([]any)
+	for i, x := range rs {
+		if m := x.(map[string]any); m["error"] == nil || m["offset"] != nil {
+			t.Fatalf("result %d: %v, want an error and no offset", i, m)
+		}
+	}
+	if got := e.hws("t"); !slices.Equal(got, []int64{0, 0}) {
+		t.Fatalf("hws %v, want [0 0]: nothing appended", got)
+	}
+}
+
+// TestAppendPartialFailure: on a topic of per-partition counters (created before the
+// topic commit) one partition fails alone.
+func TestAppendPartialFailure(t *testing.T) {
+	e := newEnv(t)
+	e.createLegacyTopic("t", 2)
 	e.meta.mu.Lock()
 	e.meta.failPartitions[1] = true
 	e.meta.mu.Unlock()

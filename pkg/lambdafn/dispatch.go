@@ -21,8 +21,9 @@ import (
 // ErrUnknownEvent is returned for a payload that is none of the events a function takes.
 var ErrUnknownEvent = errors.New("lambdafn: unknown event")
 
-// DecodeCommit turns a sequencer item's stream image into a commit to dispatch.
-type DecodeCommit func(map[string]types.AttributeValue) (dispatch.Commit, error)
+// DecodeCommit turns a sequencer item's stream image into the commits to dispatch (a
+// topic item's image carries every commit of its newest batch).
+type DecodeCommit func(map[string]types.AttributeValue) ([]dispatch.Commit, error)
 
 // Dispatch is the dispatch function's handler: a DynamoDB stream batch of the sequencer
 // table is materialised and dispatched (dispatch.HandleCommits); a scheduled event
@@ -97,11 +98,11 @@ func (x *Dispatch) commits(payload []byte) ([]dispatch.Commit, error) {
 		if err != nil {
 			return nil, fmt.Errorf("record %d (%s): %w", i, r.EventID, err)
 		}
-		c, err := x.decode(img)
+		cs, err := x.decode(img)
 		if err != nil {
 			return nil, fmt.Errorf("%w: record %d (%s): %w", ErrBadImage, i, r.EventID, err)
 		}
-		out = append(out, c)
+		out = append(out, cs...)
 	}
 	return out, nil
 }
@@ -175,20 +176,25 @@ func (x *Retention) Invoke(ctx context.Context, payload []byte) ([]byte, error) 
 }
 
 // DecodeSequencerImage decodes a sequencer item's stream image (dynamo's decoder) into
-// a commit whose payload is the item's store.SeqState, for LogMaterializer.
-func DecodeSequencerImage(it map[string]types.AttributeValue) (dispatch.Commit, error) {
-	st, err := dynamo.DecodeSequencerImage(it)
+// commits whose payloads are the commits' store.SeqState, for LogMaterializer: one for
+// a partition item, one per commit of the newest batch for a topic item.
+func DecodeSequencerImage(it map[string]types.AttributeValue) ([]dispatch.Commit, error) {
+	sts, err := dynamo.DecodeSequencerImages(it)
 	if err != nil {
-		return dispatch.Commit{}, err
+		return nil, err
 	}
-	// The store's decoder checks types and offsets; a partition or topic no append can
-	// have written must not reach dispatch either. The item is keyed by the topic's
-	// incarnation (store.TopicID); dispatch wakes the groups of the name.
-	name, inc := store.SplitTopicID(st.Topic)
-	if st.Partition < 0 || !log.ValidName(name) || (inc != "" || strings.Contains(st.Topic, "#")) && !store.ValidIncarnation(inc) {
-		return dispatch.Commit{}, fmt.Errorf("sequencer item names topic %q partition %d", st.Topic, st.Partition)
+	out := make([]dispatch.Commit, 0, len(sts))
+	for _, st := range sts {
+		// The store's decoder checks types and offsets; a partition or topic no append
+		// can have written must not reach dispatch either. The item is keyed by the
+		// topic's incarnation (store.TopicID); dispatch wakes the groups of the name.
+		name, inc := store.SplitTopicID(st.Topic)
+		if st.Partition < 0 || !log.ValidName(name) || (inc != "" || strings.Contains(st.Topic, "#")) && !store.ValidIncarnation(inc) {
+			return nil, fmt.Errorf("sequencer item names topic %q partition %d", st.Topic, st.Partition)
+		}
+		out = append(out, dispatch.Commit{Topic: name, Partition: st.Partition, HighWatermark: st.NextOffset, Payload: st})
 	}
-	return dispatch.Commit{Topic: name, Partition: st.Partition, HighWatermark: st.NextOffset, Payload: st}, nil
+	return out, nil
 }
 
 // LogMaterializer writes the index entries of a batch's commits through the log

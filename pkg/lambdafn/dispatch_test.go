@@ -122,6 +122,33 @@ func TestDispatchStreamFixture(t *testing.T) {
 	checkEMF(t, sink, emf.DispatchInvocations, 2)
 }
 
+// TestDispatchTopicCommitFixture: one stream record of a topic item (the topic commit
+// layout) carries every commit of its newest batch: each is materialised, with its
+// partition's offsets, and dispatched by the newest high watermark per partition.
+func TestDispatchTopicCommitFixture(t *testing.T) {
+	m := &materialized{}
+	h, inv, _, _ := newDispatch(t, m)
+	out, err := h.Invoke(context.Background(), fixture(t, "ddb-stream-topic-commit.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res lambdafn.DispatchResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	obj := "v1/orders/tc01jdz8w6q3n4v5x7y9z0a1b2c3/01JDZ8W7R8S9T0U1V2W3X4Y5Z6"
+	if want := []string{"orders/0@4 [2,4) " + obj, "orders/1@2 [0,2) " + obj, "orders/0@5 [4,5) " + obj}; !reflect.DeepEqual(m.got, want) {
+		t.Errorf("materialised %v, want %v", m.got, want)
+	}
+	sort.Strings(inv.calls)
+	if want := []string{"strata-consumer:billing/orders/0", "strata-consumer:billing/orders/1"}; !reflect.DeepEqual(inv.calls, want) {
+		t.Errorf("invoked %v, want %v", inv.calls, want)
+	}
+	if res.Stats.Commits != 3 {
+		t.Errorf("result %+v, want 3 commits", res)
+	}
+}
+
 // TestDispatchScheduleFixture: a scheduled event sweeps every subscribed partition.
 func TestDispatchScheduleFixture(t *testing.T) {
 	h, inv, _, _ := newDispatch(t, nil)

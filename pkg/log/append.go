@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/stratalog/strata/pkg/segment"
@@ -336,10 +337,18 @@ func (l *Log) commitContext(ctx context.Context, objectTime time.Time) (context.
 // offset the caller acknowledges: its own, or the canonical one of an idempotent append
 // another attempt committed first.
 func (l *Log) commit(ctx context.Context, c store.SeqCommit) (int64, error) {
-	c, err := l.meta.Sequence(ctx, c)
+	sc, err := l.meta.Sequence(ctx, c)
 	if err != nil {
 		return 0, storeErr(fmt.Errorf("commit %s/%d: %w", c.Entry.Topic, c.Entry.Partition, err))
 	}
+	return l.acknowledge(ctx, sc)
+}
+
+// acknowledge materialises a sequenced commit (unless the store did so atomically) and
+// returns the base offset its caller acknowledges: its own, or the canonical one of an
+// idempotent append another attempt committed first.
+func (l *Log) acknowledge(ctx context.Context, c store.SeqCommit) (int64, error) {
+	var err error
 	if !c.Materialized {
 		if c, err = l.materialize(ctx, c); err != nil {
 			return 0, err
@@ -354,6 +363,24 @@ func (l *Log) commit(ctx context.Context, c store.SeqCommit) (int64, error) {
 		return 0, fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, c.IdempotencyKey)
 	}
 	return c.Claim.BaseOffset, nil
+}
+
+// commitBatch sequences a batch's commits in one topic commit (SequenceBatch), then
+// materialises each in parallel and returns the base offsets the callers acknowledge, as
+// commit does for one.
+func (l *Log) commitBatch(ctx context.Context, cs []store.SeqCommit) ([]int64, []error) {
+	out, errs := l.meta.SequenceBatch(ctx, cs)
+	bases := make([]int64, len(cs))
+	var wg sync.WaitGroup
+	for i := range cs {
+		if errs[i] != nil {
+			errs[i] = storeErr(fmt.Errorf("commit %s/%d: %w", cs[i].Entry.Topic, cs[i].Entry.Partition, errs[i]))
+			continue
+		}
+		wg.Go(func() { bases[i], errs[i] = l.acknowledge(ctx, out[i]) })
+	}
+	wg.Wait()
+	return bases, errs
 }
 
 // materialize writes a commit's index entry, first claiming its idempotency key when it

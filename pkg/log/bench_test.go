@@ -211,3 +211,67 @@ func BenchmarkGroupCommitLatency(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTopicCommit measures the topic commit against per-partition counters: one
+// Log (group commit off) with 4 concurrent appenders, each append one record on every
+// one of P partitions (a producer round), on each backend and layout. It reports
+// batches/s, sequencer writes per batch (a topic commit is one, per-partition counters
+// one per partition) and, on the AWS backend, DynamoDB write requests per batch (the
+// sequencer writes plus the index entries). On DynamoDB one item takes about 1,000
+// writes/s, so a topic's batches/s ceiling is that item's: docs/DESIGN.md.
+//
+//	go test -run='^$' -bench=TopicCommit -benchtime=100x ./pkg/log
+func BenchmarkTopicCommit(b *testing.B) {
+	for _, backend := range []string{"local", "aws"} {
+		for _, layout := range []string{"partition", "topic"} {
+			for _, parts := range []int32{1, 16, 64} {
+				b.Run(fmt.Sprintf("%s/counters=%s/partitions=%d", backend, layout, parts), func(b *testing.B) {
+					ctx := context.Background()
+					counter := awscount.New()
+					var s backendtest.Stores
+					if backend == "local" {
+						s = backendtest.Local(ctx, b)
+					} else {
+						s = backendtest.AWSWith(ctx, b, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) })
+					}
+					l, _, meta := groupLog(b, s, 0, 0, nil)
+					if layout == "topic" {
+						mustTopic(b, l, "tc", parts)
+					} else {
+						legacyTopic(b, s, "tc", parts)
+					}
+					warm(b, l, "tc")
+					recs := make([]log.Record, parts)
+					for p := range recs {
+						recs[p] = log.Record{Value: make([]byte, 100), Partition: i32(int32(p))}
+					}
+					next := make(chan struct{}, b.N)
+					for i := 0; i < b.N; i++ {
+						next <- struct{}{}
+					}
+					close(next)
+					counter.Reset()
+					b.ResetTimer()
+					var wg sync.WaitGroup
+					for range 4 {
+						wg.Go(func() {
+							for range next {
+								if _, err := l.Append(ctx, "tc", recs, log.AppendOptions{}); err != nil {
+									b.Error(err)
+									return
+								}
+							}
+						})
+					}
+					wg.Wait()
+					b.StopTimer()
+					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "batches/s")
+					b.ReportMetric(float64(meta.commits.Load())/float64(b.N), "seq-writes/batch")
+					if backend == "aws" {
+						b.ReportMetric(float64(counter.Requests(awscount.DynamoDBWrites...))/float64(b.N), "ddb-writes/batch")
+					}
+				})
+			}
+		}
+	}
+}

@@ -74,6 +74,29 @@ func (f *faultyMeta) Sequence(ctx context.Context, c store.SeqCommit) (store.Seq
 	return store.SeqCommit{}, errCrash
 }
 
+// SequenceBatch gates each commit of a topic commit as Sequence does; the batch is one
+// write, so a commit that fails fails them all (after applying the batch when the reply
+// is lost).
+func (f *faultyMeta) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([]store.SeqCommit, []error) {
+	pass := true
+	for range cs {
+		pass = f.gate(true) && pass
+	}
+	if pass {
+		return f.MetaStore.SequenceBatch(ctx, cs)
+	}
+	errs := make([]error, len(cs))
+	if f.lostReply {
+		if _, applied := f.MetaStore.SequenceBatch(ctx, cs); errors.Join(applied...) != nil {
+			return make([]store.SeqCommit, len(cs)), applied
+		}
+	}
+	for i := range errs {
+		errs[i] = errCrash
+	}
+	return make([]store.SeqCommit, len(cs)), errs
+}
+
 func (f *faultyMeta) PutIndexEntry(ctx context.Context, e store.IndexEntry) error {
 	if f.gate(false) {
 		return f.MetaStore.PutIndexEntry(ctx, e)

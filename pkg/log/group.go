@@ -150,29 +150,42 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 	}
 	defer cancel()
 
-	// Plans are independent commits (the counter add queues them), so in parallel.
-	var wg sync.WaitGroup
-	for _, c := range plans {
-		wg.Go(func() {
-			e := store.IndexEntry{
-				Topic: topic, Partition: c.partition, Count: c.count, ObjectKey: key,
-				ByteOffset: c.offset, ByteLength: c.length,
-				MaxTimestamp: time.UnixMilli(c.maxTs), AppendedAt: time.UnixMilli(nowMs),
-				ExpiresAt: time.UnixMilli(nowMs).Add(t.Retention + retentionGrace),
-			}
-			sc := store.SeqCommit{Entry: e, IdempotencyKey: c.idemKey, BodyHash: c.bodyHash}
-			if c.idemKey != "" {
-				sc.ClaimExpiresAt = claimExpiry(e)
-			}
-			base, err := l.commit(cctx, sc)
-			c.err = err
-			for _, g := range c.parts {
-				g.base, g.err = base, err
-				base += int64(g.count)
-			}
-		})
+	cs := make([]store.SeqCommit, len(plans))
+	for i, c := range plans {
+		e := store.IndexEntry{
+			Topic: topic, Partition: c.partition, Count: c.count, ObjectKey: key,
+			ByteOffset: c.offset, ByteLength: c.length,
+			MaxTimestamp: time.UnixMilli(c.maxTs), AppendedAt: time.UnixMilli(nowMs),
+			ExpiresAt: time.UnixMilli(nowMs).Add(t.Retention + retentionGrace),
+		}
+		cs[i] = store.SeqCommit{Entry: e, IdempotencyKey: c.idemKey, BodyHash: c.bodyHash}
+		if c.idemKey != "" {
+			cs[i].ClaimExpiresAt = claimExpiry(e)
+		}
 	}
-	wg.Wait()
+	// A topic of the topic commit layout sequences the whole batch in one step; then (or
+	// for a topic of per-partition counters, commit by commit) each commit's entry is
+	// materialised, in parallel.
+	var bases []int64
+	var errs []error
+	if store.TopicCommits(topic) {
+		bases, errs = l.commitBatch(cctx, cs)
+	} else {
+		bases, errs = make([]int64, len(cs)), make([]error, len(cs))
+		var wg sync.WaitGroup
+		for i := range cs {
+			wg.Go(func() { bases[i], errs[i] = l.commit(cctx, cs[i]) })
+		}
+		wg.Wait()
+	}
+	for i, c := range plans {
+		c.err = errs[i]
+		base := bases[i]
+		for _, g := range c.parts {
+			g.base, g.err = base, c.err
+			base += int64(g.count)
+		}
+	}
 
 	notified := map[int32]bool{}
 	for _, c := range plans {

@@ -51,6 +51,17 @@ func (c *countingMeta) Sequence(ctx context.Context, sc store.SeqCommit) (store.
 	return c.MetaStore.Sequence(ctx, sc)
 }
 
+// SequenceBatch counts a topic commit as one write, and a legacy topic's batch as its
+// commits.
+func (c *countingMeta) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([]store.SeqCommit, []error) {
+	if len(cs) > 0 && store.TopicCommits(cs[0].Entry.Topic) {
+		c.commits.Add(1)
+	} else {
+		c.commits.Add(int64(len(cs)))
+	}
+	return c.MetaStore.SequenceBatch(ctx, cs)
+}
+
 // groupLog is a Log with group commit over counting wrappers of s.
 func groupLog(t testing.TB, s backendtest.Stores, window time.Duration, budget int, put func(context.Context) error) (*log.Log, *countingObjects, *countingMeta) {
 	t.Helper()

@@ -2,6 +2,7 @@ package log_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -146,6 +147,26 @@ func (c crashingMeta) Sequence(ctx context.Context, sc store.SeqCommit) (store.S
 		return store.SeqCommit{}, errCrash
 	}
 	return c.MetaStore.Sequence(ctx, sc)
+}
+
+func (c crashingMeta) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([]store.SeqCommit, []error) {
+	fail := func() ([]store.SeqCommit, []error) {
+		errs := make([]error, len(cs))
+		for i := range errs {
+			errs[i] = errCrash
+		}
+		return make([]store.SeqCommit, len(cs)), errs
+	}
+	switch c.mode {
+	case 1:
+		return fail()
+	case 2:
+		if out, errs := c.MetaStore.SequenceBatch(ctx, cs); errors.Join(errs...) != nil {
+			return out, errs
+		}
+		return fail()
+	}
+	return c.MetaStore.SequenceBatch(ctx, cs)
 }
 
 func (c crashingMeta) PutIndexEntry(ctx context.Context, e store.IndexEntry) error {

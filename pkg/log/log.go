@@ -260,10 +260,11 @@ func (l *Log) CreateTopic(ctx context.Context, name string, partitions int32, re
 	return t, nil
 }
 
-// newIncarnation names a new topic incarnation: a ULID of its creation time, lowercase
-// (store.ValidIncarnation), so incarnations sort by creation and never repeat.
+// newIncarnation names a new topic incarnation: store.TopicCommitPrefix (every new
+// topic has the topic commit layout: one sequencer write per batch) and a ULID of its
+// creation time, lowercase (store.ValidIncarnation), so incarnations never repeat.
 func newIncarnation(now time.Time) string {
-	return strings.ToLower(ulid.MustNew(ulid.Timestamp(now), crand.Reader).String())
+	return store.TopicCommitPrefix + strings.ToLower(ulid.MustNew(ulid.Timestamp(now), crand.Reader).String())
 }
 
 // Topic returns a topic's configuration, cached for TopicCacheTTL: a partition count
@@ -442,6 +443,9 @@ func (l *Log) Migrate(ctx context.Context) error {
 		}
 		if err != nil {
 			return err
+		}
+		if store.TopicCommits(t.ID()) {
+			continue // born with its topic item: nothing to seed
 		}
 		for p := int32(0); p < t.Partitions; p++ {
 			if _, err := l.meta.Sequencer(ctx, t.ID(), p); err != nil {

@@ -27,6 +27,28 @@ func (r *refuseSequence) Sequence(ctx context.Context, c store.SeqCommit) (store
 	return r.MetaStore.Sequence(ctx, c)
 }
 
+// SequenceBatch refuses a batch holding a commit of the partition whole: a topic
+// commit is one write.
+func (r *refuseSequence) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([]store.SeqCommit, []error) {
+	for _, c := range cs {
+		if r.armed.Load() && c.Entry.Partition == r.partition && store.TopicCommits(c.Entry.Topic) {
+			errs := make([]error, len(cs))
+			for i := range errs {
+				errs[i] = fmt.Errorf("injected: %w", store.ErrUnavailable)
+			}
+			return make([]store.SeqCommit, len(cs)), errs
+		}
+	}
+	if len(cs) > 0 && !store.TopicCommits(cs[0].Entry.Topic) {
+		out, errs := make([]store.SeqCommit, len(cs)), make([]error, len(cs))
+		for i, c := range cs {
+			out[i], errs[i] = r.Sequence(ctx, c)
+		}
+		return out, errs
+	}
+	return r.MetaStore.SequenceBatch(ctx, cs)
+}
+
 // TestIdempotentRetryAfterPartitionIncrease (issue 18 item 7): a request whose first
 // attempt appended some partitions and failed on another is retried, with the same key
 // and the same body, after the topic went from 2 to 4 partitions. The request hash used

@@ -158,7 +158,16 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time
 			break
 		}
 	}
-	if len(expired) == 0 && newStart < end && seq.Last != nil && !seq.Last.Entry.AppendedAt.After(gapCutoff) {
+	// The newest commit's time, or on a topic commit topic whose newest batch did not
+	// touch p, that batch's time: p's newest commit is then at most the commit window
+	// later, so the bound is one margin earlier.
+	newest, bound := time.Time{}, gapCutoff
+	if seq.Last != nil {
+		newest = seq.Last.Entry.AppendedAt
+	} else if !seq.BatchAt.IsZero() {
+		newest, bound = seq.BatchAt, gapCutoff.Add(-j.margin())
+	}
+	if len(expired) == 0 && newStart < end && !newest.IsZero() && !newest.After(bound) {
 		// Nothing indexed at or after the log start, and the newest commit is expired
 		// with the gap rule's margin: every offset below the high watermark is.
 		if es, err := j.Meta.IndexEntries(ctx, id, p, start, 2); err == nil && !anyAtOrAfter(es, start) {

@@ -179,6 +179,47 @@ func TestGapBeforeExpiredEntry(t *testing.T) {
 	})
 }
 
+// TestTopicCommitGapOfUntouchedPartition: on a topic commit topic, a partition whose
+// entries are all gone and which the topic's newest batch did not touch has no newest
+// commit on the item; the newest batch's time, one margin earlier, proves its offsets
+// expired, but only once that batch is older than the retention and two margins. (Before,
+// its log start stayed below the high watermark until a batch touched it again.)
+func TestTopicCommitGapOfUntouchedPartition(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		f := newFixture(t, s)
+		if _, err := f.l.CreateTopic(ctx, "m", 2, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		id, err := f.l.TopicID(ctx, "m")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p0, p1 := int32(0), int32(1)
+		for i := range 2 {
+			if _, err := f.l.Append(ctx, "m", []log.Record{{Partition: &p0, Value: fmt.Appendf(nil, "v%d", i)}}, log.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, base := range []int64{0, 1} {
+			if err := s.Meta.DeleteIndexEntry(ctx, id, 0, base); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.now = t0.Add(30 * time.Minute)
+		if _, err := f.l.Append(ctx, "m", []log.Record{{Partition: &p1, Value: []byte("later")}}, log.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Older than the retention and two margins: one for the gap rule, one for a
+		// commit of partition 0 landing up to the commit window after that batch.
+		f.now = t0.Add(30*time.Minute + time.Hour + 11*time.Minute)
+		f.run(t, retention.Job{})
+		if start, hw, err := f.l.Bounds(ctx, "m", 0); err != nil || start != 2 || hw != 2 {
+			t.Fatalf("partition 0 with no entries under an older batch elsewhere: bounds [%d, %d) (%v), want [2, 2)", start, hw, err)
+		}
+	})
+}
+
 // TestFreshGapKept: an unmaterialised commit at the log start whose successors are not
 // expired keeps the log start where it is.
 func TestFreshGapKept(t *testing.T) {

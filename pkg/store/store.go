@@ -158,6 +158,21 @@ func ValidIncarnation(s string) bool {
 	return true
 }
 
+// TopicCommitPrefix begins the incarnation of every topic whose partitions are sequenced
+// by a topic commit (SequencerStore.SequenceBatch: one atomic step per batch for all its
+// partitions) instead of one counter per partition. The layout is fixed at creation and
+// named by the incarnation, so every store call that carries a TopicID knows it without
+// a read; incarnations without the prefix (the ULIDs of earlier versions, which begin
+// with a digit, and the legacy empty one) keep their per-partition counters.
+const TopicCommitPrefix = "tc"
+
+// TopicCommits reports whether the topic incarnation id (a TopicID) has the topic commit
+// layout (TopicCommitPrefix).
+func TopicCommits(id string) bool {
+	_, inc := SplitTopicID(id)
+	return len(inc) > len(TopicCommitPrefix) && strings.HasPrefix(inc, TopicCommitPrefix)
+}
+
 // SplitTopicID returns the name and incarnation a TopicID was made of.
 func SplitTopicID(id string) (name, incarnation string) {
 	name, incarnation, _ = strings.Cut(id, "#")
@@ -241,8 +256,15 @@ type SeqState struct {
 	NextSeq int64
 	// LogStart is the first readable offset (retention raises it, never above NextOffset).
 	LogStart int64
-	// Last is the newest commit, nil before the first.
+	// Last is the newest commit, nil before the first. On a topic commit topic
+	// (TopicCommits) it is the partition's last commit in the topic's newest batch, nil
+	// when that batch did not touch the partition.
 	Last *SeqCommit
+	// BatchAt is, on a topic commit topic whose newest batch did not touch this
+	// partition (Last nil, NextSeq > 0), that batch's time: the partition's newest commit
+	// was appended at most the commit window after it (it committed before that batch,
+	// which committed within the window of its time). Zero otherwise.
+	BatchAt time.Time
 }
 
 // SequencerStore is the per-partition offset counter: commits never race to lose, they
@@ -257,6 +279,16 @@ type SequencerStore interface {
 	// set Materialized (and Claim). An outcome the backend cannot know must return
 	// ErrCommitUnknown, never a blind retry of the add.
 	Sequence(ctx context.Context, c SeqCommit) (SeqCommit, error)
+	// SequenceBatch must sequence cs — the commits of one batch, all of one topic
+	// incarnation, in the order their blocks lie in the object — in one atomic step:
+	// every commit is applied or none is, a partition's commits take consecutive offsets
+	// in cs's order after those it had, and each result is what Sequence returns for it
+	// (the results in cs's order). A commit of no partition of the batch is touched by
+	// another's failure. On a topic commit topic (TopicCommits) it is the topic's one
+	// write per batch; on another it may apply the commits one by one, and then each
+	// error is its commit's (errs has cs's length, nil where the commit is applied). An
+	// outcome it cannot know must be ErrCommitUnknown for every commit it may hold.
+	SequenceBatch(ctx context.Context, cs []SeqCommit) (out []SeqCommit, errs []error)
 	// Sequencer must return the partition's state read strongly consistently, seeding a
 	// missing counter first as Sequence does (a partition never written reads as zeros).
 	Sequencer(ctx context.Context, topic string, partition int32) (SeqState, error)

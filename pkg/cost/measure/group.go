@@ -109,17 +109,26 @@ func runGroupCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, o
 // deriveGroup reads the group profile off the group cases: commits per partition of a
 // batch from the cases without a key, commits per partition of a member from the
 // idempotent ones, PUTs and CPU per append from the single-partition case of the
-// profile's kind.
-func deriveGroup(cases []GroupCase, idem bool) cost.GroupProfile {
+// profile's kind. A commit is counted by its index entry (a PutItem): since the topic
+// commit (issue 20) a batch's sequencer write is one UpdateItem for all its commits, so
+// UpdateItems no longer count commits. The idempotency claims among an idempotent
+// case's PutItems are those its alone case makes per append beyond its entries.
+func deriveGroup(cases []GroupCase, alone []Case, idem bool) cost.GroupProfile {
 	g := cost.GroupProfile{Measured: true}
+	claims := map[int]float64{} // partitions → claim PutItems per idempotent append
+	for _, c := range alone {
+		if c.Idempotent {
+			claims[c.Partitions] = c.PerAppend("DynamoDB.PutItem") - float64(c.Partitions)
+		}
+	}
 	var shared, sharedBlocks, member, memberBlocks float64
 	for _, c := range cases {
-		upd := float64(c.Ops["DynamoDB.UpdateItem"].Requests)
+		entries := float64(c.Ops["DynamoDB.PutItem"].Requests)
 		if c.Idempotent {
-			member += upd
+			member += entries - claims[c.Partitions]*float64(c.Appends)
 			memberBlocks += float64(c.Appends * c.Partitions)
 		} else {
-			shared += upd
+			shared += entries
 			sharedBlocks += float64(c.Batches() * int64(c.Partitions))
 		}
 		if c.Idempotent == idem && c.Partitions == 1 {

@@ -188,7 +188,7 @@ func Run(ctx context.Context, cfg aws.Config, opt Options) (Result, error) {
 		}
 	}
 	res.Profile = derive(res.Cases, opt.Idempotent)
-	res.Profile.Group = deriveGroup(res.Group, opt.Idempotent)
+	res.Profile.Group = deriveGroup(res.Group, res.Cases, opt.Idempotent)
 	return res, nil
 }
 

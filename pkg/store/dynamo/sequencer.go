@@ -135,6 +135,13 @@ func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 	if e.Count < 1 {
 		return store.SeqCommit{}, fmt.Errorf("dynamo: %s: count must be positive", op)
 	}
+	if store.TopicCommits(e.Topic) {
+		out, err := s.sequenceTopic(ctx, []store.SeqCommit{c})
+		if err != nil {
+			return store.SeqCommit{}, err
+		}
+		return out[0], nil
+	}
 	tp := tpKey(e.Topic, e.Partition)
 	var lo int64
 	if v, known := s.seen.Load(tp); known {
@@ -325,6 +332,9 @@ func (s *MetaStore) findCommit(ctx context.Context, e store.IndexEntry, lo, hw i
 // legacy partitions table, put only if absent, so the upgrade is idempotent and a
 // concurrent seeder or commit wins.
 func (s *MetaStore) Sequencer(ctx context.Context, topic string, partition int32) (store.SeqState, error) {
+	if store.TopicCommits(topic) {
+		return s.topicSequencer(ctx, topic, partition)
+	}
 	op := fmt.Sprintf("sequencer of %s/%d", topic, partition)
 	for attempt := 0; attempt < 3; attempt++ {
 		it, err := s.getItem(ctx, op, s.sequencer, seqKey(topic, partition))
@@ -348,6 +358,16 @@ func (s *MetaStore) Sequencer(ctx context.Context, topic string, partition int32
 // seedNewTopic creates the counters of a new topic's partitions at zero, so its first
 // appends pay no seeding. It is best effort: a counter it misses is seeded on first use.
 func (s *MetaStore) seedNewTopic(ctx context.Context, t store.Topic) {
+	if store.TopicCommits(t.ID()) {
+		// Best effort too: a missing item is created at the first commit. 0 bounds every
+		// partition's next base from below, so no read before this store's first commit.
+		if s.putTopicItem(ctx, t.ID()) == nil {
+			for p := int32(0); p < t.Partitions; p++ {
+				s.observe(tpKey(t.ID(), p), 0)
+			}
+		}
+		return
+	}
 	const workers = 16
 	next := make(chan int32)
 	var wg sync.WaitGroup
@@ -450,6 +470,9 @@ func (s *MetaStore) LogStart(ctx context.Context, topic string, partition int32)
 // AdvanceLogStart raises log_start on the counter on condition that it is below the new
 // value and the high watermark is not; it never touches next_offset.
 func (s *MetaStore) AdvanceLogStart(ctx context.Context, topic string, partition int32, offset int64) error {
+	if store.TopicCommits(topic) {
+		return s.advanceTopicLogStart(ctx, topic, partition, offset)
+	}
 	op := fmt.Sprintf("advance log start of %s/%d to %d", topic, partition, offset)
 	for seeded := false; ; seeded = true {
 		_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{

@@ -34,13 +34,15 @@ func NewCommitStream(ddb *dynamodb.Client, streams *dynamodbstreams.Client, cfg 
 	return &CommitStream{ddb: ddb, streams: streams, table: cfg.TableName(SequencerTable), Interval: 100 * time.Millisecond}
 }
 
-// StreamRecordImage converts a stream record's NEW_IMAGE into a sequencer state.
-func StreamRecordImage(image map[string]streamtypes.AttributeValue) (store.SeqState, error) {
+// StreamRecordImage converts a stream record's NEW_IMAGE into the sequencer states of
+// the commits it carries (DecodeSequencerImages: one for a partition item, one per
+// commit of the newest batch for a topic item).
+func StreamRecordImage(image map[string]streamtypes.AttributeValue) ([]store.SeqState, error) {
 	it, err := attributevalue.FromDynamoDBStreamsMap(image)
 	if err != nil {
-		return store.SeqState{}, fmt.Errorf("dynamo: stream image: %w", err)
+		return nil, fmt.Errorf("dynamo: stream image: %w", err)
 	}
-	return DecodeSequencerImage(it)
+	return DecodeSequencerImages(it)
 }
 
 type shardCursor struct {
@@ -158,11 +160,11 @@ func (cs *CommitStream) readShard(ctx context.Context, arn *string, id string, c
 		if r.Dynamodb == nil || r.Dynamodb.NewImage == nil {
 			continue
 		}
-		st, err := StreamRecordImage(r.Dynamodb.NewImage)
+		sts, err := StreamRecordImage(r.Dynamodb.NewImage)
 		if err != nil {
 			return 0, err
 		}
-		batch = append(batch, st)
+		batch = append(batch, sts...)
 	}
 	if len(batch) > 0 {
 		if err := fn(ctx, batch); err != nil {

@@ -161,7 +161,15 @@ func (s *MetaStore) PurgeTopic(ctx context.Context, name, incarnation string) er
 	if err != nil {
 		return err
 	}
-	for p := int32(0); p < t.Partitions; p++ {
+	if store.TopicCommits(t.ID()) {
+		if _, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
+			TableName: aws.String(s.sequencer),
+			Key:       topicItemKey(t.ID()),
+		}); err != nil {
+			return mapError(op+": topic item", err)
+		}
+	}
+	for p := int32(0); p < t.Partitions && !store.TopicCommits(t.ID()); p++ {
 		if _, err := s.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{
 			TableName: aws.String(s.sequencer),
 			Key:       seqKey(t.ID(), p),

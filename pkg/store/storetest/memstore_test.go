@@ -279,6 +279,38 @@ func (s *memStore) Sequence(_ context.Context, c store.SeqCommit) (store.SeqComm
 	return c, nil
 }
 
+// SequenceBatch applies the batch under one lock (atomically); with the bug
+// "BatchNotAtomic" it releases the lock between the commits.
+func (s *memStore) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([]store.SeqCommit, []error) {
+	out, errs := make([]store.SeqCommit, len(cs)), make([]error, len(cs))
+	for _, c := range cs {
+		if c.Entry.Count < 1 {
+			for i := range errs {
+				errs[i] = fmt.Errorf("memstore: commit of %d records", c.Entry.Count)
+			}
+			return out, errs
+		}
+	}
+	s.lock()
+	defer s.mu.Unlock()
+	for i, c := range cs {
+		if i > 0 && s.bug == "BatchNotAtomic" {
+			s.racy()
+		}
+		st := s.seqLocked(c.Entry.Topic, c.Entry.Partition)
+		c.Entry.BaseOffset = st.NextOffset
+		st.NextOffset += c.Entry.Count
+		st.NextSeq++
+		c.Seq = st.NextSeq
+		last := c
+		last.Entry = s.storeEntry(c.Entry)
+		st.Last = &last
+		s.seq[tpKey{c.Entry.Topic, c.Entry.Partition}] = st
+		out[i] = c
+	}
+	return out, errs
+}
+
 func (s *memStore) Sequencer(_ context.Context, topic string, partition int32) (store.SeqState, error) {
 	s.lock()
 	defer s.mu.Unlock()

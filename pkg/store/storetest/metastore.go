@@ -33,6 +33,7 @@ func metaStoreSections() []section[store.MetaStore] {
 			{"DeleteIndexRange", testDeleteIndexRange},
 		}},
 		{"Sequencer", sequencerCases()},
+		{"Batch", batchCases()},
 		{"Idempotency", []testCase[store.MetaStore]{
 			{"ClaimOnce", testIdemClaimOnce},
 			{"KeyIsPerPartition", testIdemPerPartition},
@@ -69,6 +70,7 @@ func metaStoreSections() []section[store.MetaStore] {
 		{"Races", []testCase[store.MetaStore]{
 			{"PutIndexEntrySameBase", testRacePutIndexEntry},
 			{"SequencerTilesOffsets", testRaceSequencer},
+			{"BatchesOrderedAlike", testRaceBatches},
 			{"SequencerAgainstSeeding", testRaceSequencerSeed},
 			{"IdempotencyKeyOnce", testRaceIdempotency},
 			{"CreateTopicOnce", testRaceCreateTopic},

@@ -86,6 +86,7 @@ func TestMutants(t *testing.T) {
 		"IdemKeyIgnoresPartition":  "MetaStore/Idempotency/KeyIsPerPartition",
 		"IdemClaimOverwrites":      "MetaStore/Idempotency/ClaimOnce",
 		"SequenceRace":             "MetaStore/Races/SequencerTilesOffsets",
+		"BatchNotAtomic":           "MetaStore/Races/BatchesOrderedAlike",
 		"SeedIgnoresIndex":         "MetaStore/Sequencer/SeedsFromLegacyIndex",
 		"HWFromIndex":              "MetaStore/Sequencer/HighWatermarkOutlivesIndex",
 		"LogStartPastEnd":          "MetaStore/Partitions/LogStartNeverPassesEnd",
