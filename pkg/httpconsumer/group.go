@@ -19,7 +19,7 @@ import (
 )
 
 // Record is what a GroupConsumer's handler receives: the record with its topic,
-// partition and delivery attempt (consumer.Record).
+// partition, delivery attempt and fencing token for business writes (consumer.Record).
 type Record = consumer.Record
 
 // Handler handles one record; an error makes the consumer retry it with backoff, then
@@ -45,11 +45,12 @@ type GroupStats struct {
 	LiveMembers int
 	Handled     int64 // records whose handler succeeded
 	Failures    int64 // handler errors (each is retried or, after the last attempt, dead-lettered)
-	// DeadLettered, Dropped and RecordsLost count as consumer.Stats does, over the
-	// partition runs that ended.
-	DeadLettered, Dropped, RecordsLost int64
-	Runs                               int64 // partition runs that ended
-	FencedRuns                         int64 // runs that ended because the partition moved
+	// DeadLettered, Dropped, RecordsLost and Remembered (completed by an earlier run
+	// above its commit, so skipped) count as consumer.Stats does, over the partition
+	// runs that ended.
+	DeadLettered, Dropped, RecordsLost, Remembered int64
+	Runs                                           int64 // partition runs that ended
+	FencedRuns                                     int64 // runs that ended because the partition moved
 }
 
 // GroupOption configures a GroupConsumer.
@@ -260,7 +261,7 @@ func (g *GroupConsumer) Stats() GroupStats {
 	return GroupStats{Member: g.member, Held: slices.Clone(g.held), LiveMembers: g.liveMembers,
 		Handled: g.handled.Load(), Failures: g.failures.Load(),
 		DeadLettered: g.ended.DeadLettered, Dropped: g.ended.Dropped, RecordsLost: g.ended.RecordsLost,
-		Runs: g.runs, FencedRuns: g.fence}
+		Remembered: g.ended.Remembered, Runs: g.runs, FencedRuns: g.fence}
 }
 
 // statsSink sums the Stats of ended runs and passes them on to the configured Metrics.
@@ -274,6 +275,7 @@ func (s *statsSink) ConsumerRun(grp, topic string, st consumer.Stats) {
 	s.g.ended.DeadLettered += st.DeadLettered
 	s.g.ended.Dropped += st.Dropped
 	s.g.ended.RecordsLost += st.RecordsLost
+	s.g.ended.Remembered += st.Remembered
 	s.g.runs++
 	if st.Fenced {
 		s.g.fence++
