@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
@@ -176,28 +175,39 @@ func runConsume(ctx context.Context, c *client.Client, cc consumeConfig, out, er
 		}
 		return nil
 	}
+	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelError}))
+	if len(cc.partitions) == 0 && !cc.untilCaughtUp {
+		// A member sharing the topic with the group's other members; it says which
+		// partitions it holds whenever that changes, so a rebalance is visible.
+		opts := []httpconsumer.GroupOption{httpconsumer.WithMember(cc.member),
+			httpconsumer.WithResetPolicy(reset), httpconsumer.WithLogger(logger),
+			httpconsumer.WithOnRebalance(func(_ context.Context, r httpconsumer.Rebalance) {
+				fmt.Fprintf(errOut, "strata: member of a group of %d: holding partitions %s of %d\n", r.LiveMembers, partitionList(r.Held), t.Partitions)
+			})}
+		if cc.leaseTTL > 0 { // otherwise the contract's default
+			opts = append(opts, httpconsumer.WithLeaseTTL(cc.leaseTTL))
+		}
+		gc, err := httpconsumer.NewGroupConsumer(c, cc.group, cc.topic, handler, opts...)
+		if err != nil {
+			return err
+		}
+		err = gc.Run(ctx)
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			err = errors.Join(err, cause)
+		}
+		return err
+	}
 	adapter := httpconsumer.NewConsumerAdapter(c)
 	cfg := consumer.Config{
 		Group: cc.group, Topic: cc.topic, Member: cc.member, Handler: handler,
-		ResetPolicy: reset, LeaseTTL: cc.leaseTTL,
+		ResetPolicy: reset, LeaseTTL: cc.leaseTTL, Logger: logger,
 	}
 	if cc.untilCaughtUp {
 		// Nothing to wait for at the high watermark: that is where the run ends.
 		cfg.PollWait = time.Millisecond
 	}
-	cfg.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelError}))
 	cons, err := consumer.New(adapter, adapter, cfg)
 	if err != nil {
-		return err
-	}
-	if len(cc.partitions) == 0 && !cc.untilCaughtUp {
-		// A member sharing the topic with the group's other members.
-		bal := &announcingBalancer{MemberBalancer: httpconsumer.NewMemberBalancer(c, cc.group, cc.topic, cc.member, cc.leaseTTL),
-			w: errOut, partitions: t.Partitions}
-		err := cons.RunMember(ctx, bal, cc.leaseTTL/3)
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-			err = errors.Join(err, cause)
-		}
 		return err
 	}
 	errs := make([]error, len(parts))
@@ -257,32 +267,6 @@ func consumePartition(ctx context.Context, cons *consumer.Consumer, p int32, unt
 		}
 	}
 	return nil
-}
-
-// announcingBalancer tells the user (on stderr) which partitions this member holds
-// whenever that changes, so a rebalance is visible without being an error.
-type announcingBalancer struct {
-	*httpconsumer.MemberBalancer
-	w          io.Writer
-	partitions int32
-	last       []int32
-	announced  bool
-}
-
-func (b *announcingBalancer) Step(ctx context.Context) (group.StepResult, error) {
-	res, err := b.MemberBalancer.Step(ctx)
-	if err != nil {
-		return res, err
-	}
-	held := b.Held()
-	for _, l := range res.Release {
-		held = slices.DeleteFunc(held, func(p int32) bool { return p == l.Partition })
-	}
-	if !b.announced || !slices.Equal(held, b.last) {
-		b.announced, b.last = true, held
-		fmt.Fprintf(b.w, "strata: member of a group of %d: holding partitions %s of %d\n", res.LiveMembers, partitionList(held), b.partitions)
-	}
-	return res, nil
 }
 
 // partitionList renders partitions as "[0 1 2]" ("none" when empty).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -251,33 +252,26 @@ func (d *demo) runBilling(ctx context.Context) error {
 
 // runShipping handles records slowly (2ms each, one worker per partition) until ctx
 // ends. Unlike billing (in-process, as a consumer Lambda runs), it consumes over the
-// HTTP API, as a remote service would.
+// HTTP API, as a remote service would: one group member, which takes every partition.
 func (d *demo) runShipping(ctx context.Context) {
-	remote := httpconsumer.NewConsumerAdapter(d.c)
-	var wg sync.WaitGroup
-	for p := int32(0); p < demoPartitions; p++ {
-		cons, err := consumer.New(remote, remote, consumer.Config{Group: "shipping", Topic: demoTopic,
-			Member: fmt.Sprintf("shipping-%d", p), LeaseTTL: demoLeaseTTL, PollWait: 100 * time.Millisecond,
-			Handler: func(ctx context.Context, r consumer.Record) error {
-				select {
-				case <-time.After(2 * time.Millisecond):
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-				d.shippingHandled.Add(1)
-				return nil
-			}})
-		if err != nil {
-			fmt.Fprintln(d.w, "shipping:", err)
-			return
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_, _ = cons.Run(ctx, p, consumer.RunOptions{})
-		}()
+	gc, err := httpconsumer.NewGroupConsumer(d.c, "shipping", demoTopic,
+		func(ctx context.Context, r httpconsumer.Record) error {
+			select {
+			case <-time.After(2 * time.Millisecond):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			d.shippingHandled.Add(1)
+			return nil
+		},
+		httpconsumer.WithMember("shipping-1"), httpconsumer.WithLeaseTTL(demoLeaseTTL),
+		httpconsumer.WithLogger(slog.New(slog.DiscardHandler)),
+		httpconsumer.WithConsumerConfig(func(c *consumer.Config) { c.PollWait = 100 * time.Millisecond }))
+	if err != nil {
+		fmt.Fprintln(d.w, "shipping:", err)
+		return
 	}
-	wg.Wait()
+	_ = gc.Run(ctx)
 }
 
 // showZombie plays the brief's reassignment scenario over HTTP: a consumer leases a

@@ -2,6 +2,13 @@
 // one method per route, and a Producer that batches per partition, keeps key order and
 // retries idempotently. For a deployment behind API Gateway (IAM authorization), sign
 // the requests with the option of pkg/client/awsauth.
+//
+// To consume as a member of a consumer group (partitions shared with the group's other
+// members, commits of the contiguous completed prefix, rebalances followed), use
+// httpconsumer.NewGroupConsumer (github.com/stratalog/strata/pkg/httpconsumer) with
+// this package's Client: one call, then Run(ctx). It lives there, not here, because it
+// runs the consumer runtime (pkg/consumer), and this package imports nothing of the
+// server but the contract (pkg/wire, pkg/segment).
 package client
 
 import (

@@ -1,7 +1,9 @@
-// Package httpconsumer runs pkg/consumer over Strata's HTTP API: ConsumerAdapter is
-// its log and coordinator, MemberBalancer its balancer for members that share a topic
-// across processes. It lives beside pkg/consumer, not in the SDK, so pkg/client stays
-// free of server packages.
+// Package httpconsumer runs pkg/consumer over Strata's HTTP API. NewGroupConsumer is
+// the one call for a consumer group member (as franz-go's kgo.ConsumerGroup): handler,
+// options, rebalance callbacks, Stats, Run(ctx). Beneath it, ConsumerAdapter is the
+// consumer's log and coordinator, MemberBalancer its balancer for members that share a
+// topic across processes. It lives beside pkg/consumer, not in the SDK, so pkg/client
+// stays free of server packages.
 package httpconsumer
 
 import (
