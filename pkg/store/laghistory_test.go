@@ -32,7 +32,7 @@ func TestNextLagHistory(t *testing.T) {
 	}{
 		{name: "first pass starts a series per partition, sorted",
 			at: 10, keep: 3, lags: []store.PartitionLag{lag("b", 0, 1), lag("a", 1, 2), lag("a", 0, 3)},
-			want: []store.LagSeries{{"a", 0, []store.LagSample{s(10, 3)}}, {"a", 1, []store.LagSample{s(10, 2)}}, {"b", 0, []store.LagSample{s(10, 1)}}},
+			want:    []store.LagSeries{{"a", 0, []store.LagSample{s(10, 3)}}, {"a", 1, []store.LagSample{s(10, 2)}}, {"b", 0, []store.LagSample{s(10, 1)}}},
 			changed: true},
 		{name: "appends and keeps the newest keep",
 			old: []store.LagSeries{{"a", 0, []store.LagSample{s(1, 1), s(2, 2), s(3, 3)}}},
