@@ -89,6 +89,10 @@ type Config struct {
 	Addr string
 	// Registry receives the metrics; nil creates one with the Go and process collectors.
 	Registry *prometheus.Registry
+	// AccessLog, when set, receives one line per request a node made by Open serves:
+	// method, path, status, bytes and duration (never the query or headers, so never a
+	// token).
+	AccessLog io.Writer
 	// Logger receives server-side failures and retention errors (and the node's, unless
 	// Node.Logger is set); nil discards them.
 	Logger *slog.Logger
@@ -170,6 +174,9 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	// A listener on a developer's machine is reachable from every page their browser
 	// opens: refuse rebound Host names and cross-site requests (docs/API.md).
 	r.handler = httpapi.Guard(r.handler, httpapi.LocalGuard{AllowedHosts: cfg.AllowedHosts, PagePrefix: console.Prefix})
+	if cfg.AccessLog != nil {
+		r.handler = accessLog(r.handler, cfg.AccessLog, time.Now)
+	}
 	r.srv = httpapi.NewServer(r.ln.Addr().String(), r.handler)
 	r.srv.ErrorLog = slog.NewLogLogger(r.logger.Handler(), slog.LevelWarn)
 	r.listening = true
