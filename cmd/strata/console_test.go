@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -227,6 +228,26 @@ func TestConsolePage(t *testing.T) {
 			dom, _ = browse(t, browser, strings.Replace(page, "partition=1", "partition=1&offset=1", 1), "console-"+tc.name+"-offset")
 			if !strings.Contains(dom, "— from offset 1") || strings.Contains(dom, `data-offset="0"`) || !strings.Contains(dom, `data-offset="2"`) {
 				t.Errorf("the tail from offset 1 shows otherwise:\n%s", dom)
+			}
+			// Picked by time, the tail starts at the first record at or after it.
+			var third wire.PollResponse
+			req, _ = http.NewRequest(http.MethodGet, dev.url+"/v1/topics/orders-console/partitions/1/records?offset=2&max_records=1", nil)
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = json.NewDecoder(resp.Body).Decode(&third)
+			resp.Body.Close()
+			if err != nil || len(third.Records) != 1 {
+				t.Fatalf("poll of offset 2: %+v %v", third, err)
+			}
+			at := strconv.FormatInt(third.Records[0].TimestampMs, 10)
+			dom, _ = browse(t, browser, strings.Replace(page, "partition=1", "partition=1&time="+at, 1), "console-"+tc.name+"-time")
+			if !strings.Contains(dom, "— from offset 2") || strings.Contains(dom, `data-offset="1"`) || !strings.Contains(dom, `data-offset="2"`) {
+				t.Errorf("the tail from time %s (offset 2's) shows otherwise:\n%s", at, dom)
 			}
 			if tc.token == "" {
 				return
