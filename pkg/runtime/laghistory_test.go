@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/stratalog/strata/pkg/client"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 	"github.com/stratalog/strata/pkg/store/awstest"
@@ -90,5 +92,44 @@ func TestLagHistoryAcrossFunctions(t *testing.T) {
 		if len(got.Partitions) != 1 || len(got.Partitions[0].Samples) != 1 || got.Partitions[0].Samples[0].LagRecords != 2 {
 			t.Fatalf("lag history after one pass = %s, want one sample of 2 records on orders/0", out)
 		}
+	}
+}
+
+// TestLagSampleLoop: a node made by Open (strata dev) samples the lag on its own loop,
+// and the history outlives the process: a reopened node serves it before sampling.
+func TestLagSampleLoop(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	rt, c, stop := start(t, runtime.Config{Node: node.Config{DataDir: dir}, LagSampleInterval: 20 * time.Millisecond})
+	if _, err := c.CreateTopic(ctx, "orders", client.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Coordinator().Acquire(ctx, "billing", "orders", 0, "m", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	samples := func(url string) int {
+		_, body := get(t, url+"/v1/groups/billing/lag-history", "")
+		var h wire.LagHistory
+		if err := json.Unmarshal([]byte(body), &h); err != nil {
+			t.Fatalf("%v: %s", err, body)
+		}
+		if len(h.Partitions) == 0 {
+			return 0
+		}
+		return len(h.Partitions[0].Samples)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for samples(rt.URL()) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatal("the loop never recorded 3 samples")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	again, _, _ := start(t, runtime.Config{Node: node.Config{DataDir: dir}, LagSampleInterval: -1})
+	if n := samples(again.URL()); n < 3 {
+		t.Fatalf("after a restart the history has %d samples, want the 3 or more kept", n)
 	}
 }
