@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ func lagHistorySections() []section[store.MetaStore] {
 			{"LatePassIgnored", testLagHistoryLatePass},
 			{"GroupsIsolatedAndDeleted", testLagHistoryDelete},
 			{"ConcurrentPassesAllKept", testLagHistoryConcurrent},
+			{"WideGroupFitsOneItem", testLagHistoryWide},
 		}},
 	}
 }
@@ -127,5 +129,24 @@ func testLagHistoryConcurrent(ctx context.Context, t *testing.T, m store.MetaSto
 	// alone; at least one lands and the first sample is never lost.
 	if n < 2 || h[0].Samples[0].Records != 0 {
 		t.Fatalf("after concurrent passes (errors %v): %s", errs, lagRecords(h))
+	}
+}
+
+// testLagHistoryWide: a group too wide for its whole history is still stored (one
+// DynamoDB item holds at most 400 KB) and read back within MaxLagHistoryBytes.
+func testLagHistoryWide(ctx context.Context, t *testing.T, m store.MetaStore) {
+	g, ls := UniqueName(t, "g"), lagStore(m)
+	topic := strings.Repeat("t", 200)
+	lags := make([]store.PartitionLag, 3000)
+	for i := range lags {
+		lags[i] = store.PartitionLag{Topic: topic, Partition: int32(i), Records: 1 << 40, Behind: time.Hour}
+	}
+	for i := range 3 {
+		must(t, "RecordLag", ls.RecordLag(ctx, g, at(int64(i+1)*1000), lags, 120))
+	}
+	h, err := ls.LagHistory(ctx, g)
+	must(t, "LagHistory", err)
+	if n := len(store.EncodeLagHistory(h)); len(h) == 0 || n > store.MaxLagHistoryBytes {
+		t.Fatalf("wide group's history: %d series, %d bytes encoded, want some within %d", len(h), n, store.MaxLagHistoryBytes)
 	}
 }
