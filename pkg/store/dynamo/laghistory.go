@@ -114,5 +114,8 @@ func decodeLagItem(it item) ([]store.LagSeries, int64, error) {
 		return nil, 0, fmt.Errorf("dynamo: attribute %q: missing or not binary", attrLagHistory)
 	}
 	h, err := store.DecodeLagHistory(b.Value)
-	return h, ver, err
+	if err != nil {
+		return nil, 0, fmt.Errorf("dynamo: attribute %q: %w", attrLagHistory, err)
+	}
+	return h, ver, nil
 }
