@@ -193,6 +193,16 @@ func TestConsolePage(t *testing.T) {
 			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
 				t.Fatalf("lease: %v %v", resp, err)
 			}
+			// And a heartbeating member of billing-console, which holds nothing there.
+			req, _ = http.NewRequest(http.MethodPost, dev.url+"/v1/groups/billing-console/topics/audit-console/heartbeat",
+				strings.NewReader(`{"member": "member-heartbeat-2", "ttl_ms": 300000, "held": []}`))
+			req.Header.Set("Content-Type", "application/json")
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("heartbeat: %v %v", resp, err)
+			}
 			// Two samples or more are on the server before the page is first loaded: the
 			// chart can only show them if it reads the server's history.
 			waitLagSamples(t, dev.url, tc.token, "billing-console", 2)
@@ -206,7 +216,7 @@ func TestConsolePage(t *testing.T) {
 				`data-ready="1"`, `class="summary" data-topic="orders-console"`, `data-topic="audit-console"`,
 				`class="partition" data-topic="orders-console" data-partition="2"`,
 				`data-group="billing-console"`, `data-group="shipping-console"`, "third-value-in-tail",
-				"trace-id=abc-123", "Lag (time)", "reset policy latest", `data-member="member-console-1"`,
+				"trace-id=abc-123", "Lag (time)", "reset policy latest", `data-member="member-console-1"`, `data-member="member-heartbeat-2"`,
 				"<polyline", "— following the newest",
 			} {
 				if !strings.Contains(dom, want) {

@@ -79,3 +79,19 @@ func (c *Coordinator) LagHistory(ctx context.Context, group string) ([]store.Lag
 	}
 	return h, nil
 }
+
+// LiveMembers returns the group's live members (heartbeating consumers, holding
+// partitions or waiting for a share), ordered by ID; ErrNotFound for an unknown group.
+func (c *Coordinator) LiveMembers(ctx context.Context, group string) ([]store.Member, error) {
+	if !validName(group) {
+		return nil, invalidf("bad group name %q", group)
+	}
+	if _, err := c.store.GetGroup(ctx, group); err != nil {
+		return nil, fmt.Errorf("group %q: %w", group, err)
+	}
+	ms, err := c.store.LiveMembers(ctx, group, c.now())
+	if err != nil {
+		return nil, fmt.Errorf("group: live members of %q: %w", group, err)
+	}
+	return ms, nil
+}

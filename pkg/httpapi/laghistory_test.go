@@ -86,12 +86,15 @@ func TestLagHistoryRoute(t *testing.T) {
 	e.call("GET", "/v1/groups/bad..name!/lag-history", nil, admin...).want(t, 400, "invalid_request")
 	e.call("GET", "/v1/groups/billing/lag-history?since=1", nil, admin...).want(t, 400, "invalid_request")
 	e.call("POST", "/v1/groups/billing/lag-history", nil, admin...).want(t, 405, "method_not_allowed")
+	e.call("GET", "/v1/groups/billing/members", nil, bearer("consume-only")...).want(t, 403, "forbidden")
+	e.call("GET", "/v1/groups/billing/members", nil, admin...).want(t, 200)
 	e.meta.down.Store(true)
 	get("admin-token").want(t, 503, "unavailable")
+	e.call("GET", "/v1/groups/billing/members", nil, admin...).want(t, 503, "unavailable")
 }
 
-// FuzzLagHistoryRoute: any group segment and query get a documented answer, never a
-// panic or a 5xx, and reading changes nothing.
+// FuzzLagHistoryRoute: any group segment and query get a documented answer from the lag
+// history and member list routes, never a panic or a 5xx, and reading changes nothing.
 func FuzzLagHistoryRoute(f *testing.F) {
 	e := newEnv(f)
 	e.createTopic("t", 2)
@@ -109,16 +112,39 @@ func FuzzLagHistoryRoute(f *testing.F) {
 		if i := strings.IndexByte(seg, '?'); i >= 0 {
 			target, q = "/v1/groups/"+seg[:i], seg[i:]
 		}
-		if _, err := url.ParseRequestURI(target + "/lag-history" + q); err != nil {
-			return // no client can send it (httptest.NewRequest would panic)
-		}
-		req, w := serveFuzz(e, "GET", target+"/lag-history"+q, nil)
-		checkFuzzAnswer(t, req, w)
-		if w.Code != http.StatusOK && w.Code < 400 {
-			t.Fatalf("answered %d", w.Code)
+		for _, route := range []string{"/lag-history", "/members"} {
+			if _, err := url.ParseRequestURI(target + route + q); err != nil {
+				return // no client can send it (httptest.NewRequest would panic)
+			}
+			req, w := serveFuzz(e, "GET", target+route+q, nil)
+			checkFuzzAnswer(t, req, w)
+			if w.Code != http.StatusOK && w.Code < 400 {
+				t.Fatalf("answered %d", w.Code)
+			}
 		}
 		if after := groupState(t, e, "g"); after != before {
 			t.Fatalf("reading the lag history changed the group:\n%s\n->\n%s", before, after)
 		}
 	})
+}
+
+// TestListMembersRoute: the live members, heartbeating ones holding partitions or not,
+// ordered by ID; a member that left is gone; an unknown group is 404.
+func TestListMembersRoute(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("t", 1)
+	e.call("POST", "/v1/groups/g/topics/t/heartbeat", heartbeat("m-b")).want(t, 200)
+	e.call("POST", "/v1/groups/g/topics/t/heartbeat", heartbeat("m-a")).want(t, 200)
+	e.call("POST", "/v1/groups/g/topics/t/heartbeat", heartbeat("m-c")).want(t, 200)
+	e.call("DELETE", "/v1/groups/g/members", map[string]any{"member": "m-c"}).want(t, 204)
+	var got wire.MemberList
+	if err := json.Unmarshal(e.call("GET", "/v1/groups/g/members", nil).want(t, 200).raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Group != "g" || len(got.Members) != 2 || got.Members[0].Member != "m-a" || got.Members[1].Member != "m-b" ||
+		got.Members[0].ExpiresAtMs <= e.clock.Now().UnixMilli() {
+		t.Fatalf("members = %+v, want m-a and m-b, live", got)
+	}
+	e.call("GET", "/v1/groups/nosuch/members", nil).want(t, 404, "not_found")
+	e.call("GET", "/v1/groups/bad..name!/members", nil).want(t, 400, "invalid_request")
 }

@@ -246,3 +246,15 @@ type LagHistorySample struct {
 	LagRecords  int64   `json:"lag_records"`
 	LagSeconds  float64 `json:"lag_seconds"`
 }
+
+// MemberList is a JSON shape of the contract: GET /v1/groups/{group}/members.
+type MemberList struct {
+	Group   string       `json:"group"`
+	Members []LiveMember `json:"members"`
+}
+
+// LiveMember is a JSON shape of the contract.
+type LiveMember struct {
+	Member      string `json:"member"`
+	ExpiresAtMs int64  `json:"expires_at_ms"`
+}

@@ -189,9 +189,12 @@ function emptyGroupsText() {
     : "No groups yet — a group appears when a consumer first leases or commits (strata consume TOPIC --group NAME).";
 }
 
-// members lists who holds the group's partitions now (live leases).
-function members(g) {
+// members lists the group's live members (heartbeating consumers, GET …/members) with
+// what each holds now (live leases, from the describe); a lease holder that does not
+// heartbeat (strata consume, a function) is listed from its lease alone.
+function members(g, live) {
   const by = new Map();
+  for (const m of live.members || []) by.set(m.member, { parts: [], until: m.expires_at_ms });
   for (const p of g.partitions) {
     if (p.owner === null) continue;
     const m = by.get(p.owner) || { parts: [], until: 0 };
@@ -199,11 +202,13 @@ function members(g) {
     m.until = Math.max(m.until, p.lease_expires_at_ms || 0);
     by.set(p.owner, m);
   }
-  if (by.size === 0) return el("p", { class: "muted" }, "Members: none holds a partition now (no live lease).");
+  if (live instanceof Error) return el("p", { class: "muted" }, "Members: " + errorText(live));
+  if (by.size === 0) return el("p", { class: "muted" }, "Members: none live (no heartbeat, no live lease).");
   return el("table", { class: "members" },
-    el("thead", {}, el("tr", {}, el("th", {}, "Member"), el("th", {}, "Holds"), el("th", {}, "Lease until"))),
+    el("thead", {}, el("tr", {}, el("th", {}, "Member"), el("th", {}, "Holds"), el("th", {}, "Live until"))),
     el("tbody", {}, ...[...by.entries()].map(([id, m]) => el("tr", { "data-member": id },
-      el("td", {}, id), el("td", {}, m.parts.join(", ")), el("td", {}, new Date(m.until).toLocaleTimeString())))));
+      el("td", {}, id), el("td", m.parts.length ? {} : { class: "muted" }, m.parts.length ? m.parts.join(", ") : "no partitions (waiting for a share)"),
+      el("td", {}, new Date(m.until).toLocaleTimeString())))));
 }
 
 function settings(s) {
@@ -222,19 +227,20 @@ async function loadGroups() {
   }
   const out = [];
   for (const name of names) {
-    const [g, s, h] = await Promise.all([
+    const [g, s, h, m] = await Promise.all([
       api("/v1/groups/" + seg(name)),
       api("/v1/groups/" + seg(name) + "/settings").catch((e) => e),
       api("/v1/groups/" + seg(name) + "/lag-history").catch(() => ({ partitions: [] })),
+      api("/v1/groups/" + seg(name) + "/members").catch((e) => e),
     ]);
-    out.push({ name, g, s, h });
+    out.push({ name, g, s, h, m });
   }
   return out;
 }
 
 function renderGroups(groups) {
   const blocks = [];
-  for (const { name, g, s, h } of groups) {
+  for (const { name, g, s, h, m } of groups) {
     const rows = g.partitions.map((p) => el("tr", {},
       el("td", {}, p.topic), el("td", { class: "num" }, p.partition),
       el("td", { class: "num" }, p.committed_offset === null ? "-" : p.committed_offset),
@@ -246,7 +252,7 @@ function renderGroups(groups) {
     const behind = Math.max(0, ...g.partitions.map((p) => p.lag_seconds || 0));
     blocks.push(el("div", { class: "group", "data-group": name },
       el("h3", {}, name + " — lag " + total + " records, " + seconds(behind) + " behind"),
-      settings(s), members(g), chart(h),
+      settings(s), members(g, m), chart(h),
       el("table", {}, el("thead", {}, el("tr", {}, ...["Topic", "Partition", "Committed", "High watermark", "Lag (records)", "Lag (time)", "Owner", "Generation"].map((x) => el("th", {}, x)))),
         el("tbody", {}, ...rows))));
   }
