@@ -3,14 +3,21 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"image"
 	"image/png"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // envRequireBrowser makes the console test fail, instead of skipping, when no Chromium
@@ -33,12 +40,25 @@ func findBrowser(t *testing.T) string {
 	return ""
 }
 
-// browse loads url in headless Chromium, lets its script run, and returns the DOM and a
-// screenshot of the rendered page.
-func browse(t *testing.T, browser, url string) (string, image.Image) {
+// screenshotDir is where the console tests write their screenshots: $STRATA_SCREENSHOT_DIR
+// when set (CI keeps it as an artifact), else the test's temporary directory.
+func screenshotDir(t *testing.T) string {
+	if d := os.Getenv("STRATA_SCREENSHOT_DIR"); d != "" {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	return t.TempDir()
+}
+
+// browse loads url in headless Chromium (a fresh profile: a first load, as after a
+// reload), lets its script run, and returns the DOM and a screenshot of the rendered
+// page, which it keeps as name.png in screenshotDir and logs the path of.
+func browse(t *testing.T, browser, url, name string) (string, image.Image) {
 	t.Helper()
 	dir := t.TempDir()
-	shot := filepath.Join(dir, "page.png")
+	shot := filepath.Join(screenshotDir(t), name+".png")
 	common := []string{"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-default-apps",
 		"--user-data-dir=" + filepath.Join(dir, "profile"), "--window-size=1280,1600", "--virtual-time-budget=8000"}
@@ -65,10 +85,7 @@ func browse(t *testing.T, browser, url string) (string, image.Image) {
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
-	if os.Getenv("STRATA_KEEP_SCREENSHOT") != "" {
-		data, _ := os.ReadFile(shot)
-		_ = os.WriteFile(os.Getenv("STRATA_KEEP_SCREENSHOT"), data, 0o644)
-	}
+	t.Logf("screenshot: %s", shot)
 	return string(dom), img
 }
 
@@ -89,16 +106,54 @@ func inkRows(img image.Image) int {
 	return n
 }
 
+// waitLagSamples polls the lag history of group until it holds at least n samples on
+// some partition (the dev loop samples every --lag-sample-interval), with a generous
+// deadline for a loaded machine.
+func waitLagSamples(t *testing.T, url, token, group string, n int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		req, _ := http.NewRequest(http.MethodGet, url+"/v1/groups/"+group+"/lag-history", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h wire.LagHistory
+		err = json.NewDecoder(resp.Body).Decode(&h)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("lag history of %s: %d %v", group, resp.StatusCode, err)
+		}
+		for _, p := range h.Partitions {
+			if len(p.Samples) >= n {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lag history of %s never reached %d samples: %+v", group, n, h)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // TestConsolePage: the console `strata dev` serves renders, in headless Chromium, the
-// topics (with each partition's bounds), the groups (with owner, generation and lag,
-// and the lag chart) and the tail of a partition it is given; and with --auth it shows
-// everything with a token and an error without one.
+// topics (a summary row each, opened onto its partitions), the groups (settings,
+// members, lag in records and seconds, and the lag chart drawn from the server's
+// history on the first load: the history outlives the page), and the tail of a
+// partition with its headers; with --auth it shows everything with a token, an error
+// without one, and says why the lists are empty for a token that may read but not
+// describe. Screenshots go to $STRATA_SCREENSHOT_DIR (or the test's temporary
+// directory); their paths are logged.
 func TestConsolePage(t *testing.T) {
 	browser := findBrowser(t)
 	auth := filepath.Join(t.TempDir(), "auth.json")
 	if err := os.WriteFile(auth, []byte(`{"principals": {"admin-token-0123456789a": {"name": "admin", "allow": [
 		{"resource": "topic:*", "ops": ["create", "describe", "append", "read"]},
-		{"resource": "group:*", "ops": ["consume", "describe", "reset"]}]}}}`), 0o600); err != nil {
+		{"resource": "group:*", "ops": ["consume", "describe", "reset"]}]},
+		"reader-token-0123456789": {"name": "reader", "allow": [{"resource": "topic:*", "ops": ["read"]}]}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -110,7 +165,7 @@ func TestConsolePage(t *testing.T) {
 		{"auth", []string{"--auth", auth}, "admin-token-0123456789a"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dev := startDev(t, t.TempDir(), tc.args...)
+			dev := startDev(t, t.TempDir(), append([]string{"--lag-sample-interval", "200ms", "--access-log"}, tc.args...)...)
 			api := func(stdin string, args ...string) {
 				t.Helper()
 				full := append([]string{"--url", dev.url}, args...)
@@ -123,24 +178,53 @@ func TestConsolePage(t *testing.T) {
 			}
 			api("", "topics", "create", "orders-console", "--partitions", "3")
 			api("", "topics", "create", "audit-console")
-			api("first\nsecond\nthird-value-in-tail\n", "produce", "orders-console", "--partition", "1")
+			api("first\nsecond\n", "produce", "orders-console", "--partition", "1")
 			api("", "consume", "orders-console", "--group", "billing-console", "--until-caught-up")
+			api("third-value-in-tail\n", "produce", "orders-console", "--partition", "1", "--header", "trace-id=abc-123")
 			api("", "groups", "settings", "shipping-console", "--reset-policy", "latest")
 			api("", "groups", "reset", "shipping-console", "--topic", "orders-console", "--to", "earliest")
+			// A live member of shipping-console holds partition 2.
+			req, _ := http.NewRequest(http.MethodPost, dev.url+"/v1/groups/shipping-console/topics/orders-console/partitions/2/lease",
+				strings.NewReader(`{"member": "member-console-1", "ttl_ms": 300000}`))
+			req.Header.Set("Content-Type", "application/json")
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("lease: %v %v", resp, err)
+			}
+			// And a heartbeating member of billing-console, which holds nothing there.
+			req, _ = http.NewRequest(http.MethodPost, dev.url+"/v1/groups/billing-console/topics/audit-console/heartbeat",
+				strings.NewReader(`{"member": "member-heartbeat-2", "ttl_ms": 300000, "held": []}`))
+			req.Header.Set("Content-Type", "application/json")
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+				t.Fatalf("heartbeat: %v %v", resp, err)
+			}
+			// Two samples or more are on the server before the page is first loaded: the
+			// chart can only show them if it reads the server's history.
+			waitLagSamples(t, dev.url, tc.token, "billing-console", 2)
 
 			page := dev.url + "/console/?topic=orders-console&partition=1"
 			if tc.token != "" {
 				page += "#token=" + tc.token
 			}
-			dom, img := browse(t, browser, page)
+			dom, img := browse(t, browser, page, "console-"+tc.name)
 			for _, want := range []string{
-				`data-ready="1"`, `data-topic="orders-console"`, `data-topic="audit-console"`,
+				`data-ready="1"`, `class="summary" data-topic="orders-console"`, `data-topic="audit-console"`,
+				`class="partition" data-topic="orders-console" data-partition="2"`,
 				`data-group="billing-console"`, `data-group="shipping-console"`, "third-value-in-tail",
-				"lag, last 10 minutes", "<polyline",
+				"trace-id=abc-123", "Lag (time)", "reset policy latest", `data-member="member-console-1"`, `data-member="member-heartbeat-2"`,
+				"<polyline", "— following the newest",
 			} {
 				if !strings.Contains(dom, want) {
 					t.Errorf("the rendered page lacks %q:\n%s", want, dom)
 				}
+			}
+			if m := regexp.MustCompile(`data-group="billing-console".*?data-samples="(\d+)"`).FindStringSubmatch(dom); m == nil || m[1] == "0" || m[1] == "1" {
+				t.Errorf("billing-console's chart right after the load has %v samples, want the server's history (2 or more)", m)
 			}
 			if b := img.Bounds(); b.Dx() != 1280 || b.Dy() < 1000 {
 				t.Errorf("screenshot is %v, want 1280 wide", b)
@@ -150,16 +234,60 @@ func TestConsolePage(t *testing.T) {
 			if full < 150 {
 				t.Errorf("the screenshot has %d rows with anything drawn: the tables did not render", full)
 			}
+			// Pinned to an offset, the tail starts there and does not follow.
+			dom, _ = browse(t, browser, strings.Replace(page, "partition=1", "partition=1&offset=1", 1), "console-"+tc.name+"-offset")
+			if !strings.Contains(dom, "— from offset 1") || strings.Contains(dom, `data-offset="0"`) || !strings.Contains(dom, `data-offset="2"`) {
+				t.Errorf("the tail from offset 1 shows otherwise:\n%s", dom)
+			}
+			// Picked by time, the tail starts at the first record at or after it.
+			var third wire.PollResponse
+			req, _ = http.NewRequest(http.MethodGet, dev.url+"/v1/topics/orders-console/partitions/1/records?offset=2&max_records=1", nil)
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = json.NewDecoder(resp.Body).Decode(&third)
+			resp.Body.Close()
+			if err != nil || len(third.Records) != 1 {
+				t.Fatalf("poll of offset 2: %+v %v", third, err)
+			}
+			at := strconv.FormatInt(third.Records[0].TimestampMs, 10)
+			dom, _ = browse(t, browser, strings.Replace(page, "partition=1", "partition=1&time="+at, 1), "console-"+tc.name+"-time")
+			if !strings.Contains(dom, "— from offset 2") || strings.Contains(dom, `data-offset="1"`) || !strings.Contains(dom, `data-offset="2"`) {
+				t.Errorf("the tail from time %s (offset 2's) shows otherwise:\n%s", at, dom)
+			}
 			if tc.token == "" {
 				return
 			}
 			// Without the token the page says so and shows no data.
-			dom, img = browse(t, browser, dev.url+"/console/")
+			dom, img = browse(t, browser, dev.url+"/console/", "console-no-token")
 			if !strings.Contains(dom, `data-ready="error"`) || !strings.Contains(dom, "HTTP 401") || strings.Contains(dom, `data-topic="orders-console"`) {
 				t.Errorf("without a token the page should show the 401 and no topics:\n%s", dom)
 			}
 			if empty := inkRows(img); empty >= full {
 				t.Errorf("the page without a token has as much drawn (%d rows) as with one (%d)", empty, full)
+			}
+			// A token that may read but not describe sees empty lists that say why.
+			dom, _ = browse(t, browser, dev.url+"/console/#token=reader-token-0123456789", "console-reader")
+			if !strings.Contains(dom, "may read topics but not describe them") || strings.Contains(dom, `data-topic="orders-console"`) {
+				t.Errorf("a read-only token's page should say why it lists no topics:\n%s", dom)
+			}
+			// dev printed the console's URL, and its access log has the page's calls
+			// without the tokens.
+			if err := dev.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			<-dev.exited
+			if want := "console at " + dev.url + "/console/\n"; !strings.HasPrefix(dev.rest.String(), want) {
+				t.Errorf("strata dev's second line is %q, want %q", dev.rest.String(), want)
+			}
+			logged := dev.stderr.String()
+			if !regexp.MustCompile(`(?m) GET /v1/groups/billing-console/lag-history 200 \d+B \S+$`).MatchString(logged) ||
+				strings.Contains(logged, "admin-token") || strings.Contains(logged, "reader-token") {
+				t.Errorf("access log lacks the lag history call or holds a token:\n%s", logged)
 			}
 		})
 	}

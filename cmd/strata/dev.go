@@ -31,10 +31,11 @@ type devFlags struct {
 // process (docs/API.md, "Local runtime").
 func newDevCmd() *cobra.Command {
 	var (
-		cfg     runtime.Config
-		fl      devFlags
-		window  time.Duration
-		verbose bool
+		cfg       runtime.Config
+		fl        devFlags
+		window    time.Duration
+		verbose   bool
+		accessLog bool
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -64,14 +65,18 @@ HTTP 500s, timeouts, before the request or after it was applied) into that fract
 S3 and DynamoDB requests; see pkg/awsfault for STRATA_FAULT_SEED, STRATA_FAULT_KINDS and
 STRATA_FAULT_SERVICES.
 
-The web console is at http://ADDR/console/ (--console=false turns it off).
+The web console is at http://ADDR/console/ (--console=false turns it off); its lag
+chart shows the history dev samples every --lag-sample-interval and keeps in the store,
+so it survives a reload and a restart. --access-log prints one line per request to
+stderr (time, method, path, status, bytes, duration; never the query or headers).
 
 Browsers on this machine are kept out: a request whose Origin or Sec-Fetch-Site says
 another site, a body that is not JSON, or a Host other than an IP address, localhost or
 --allowed-hosts is refused. Without --auth every other client that reaches ADDR may do
 everything; a warning says so when ADDR is beyond loopback.
 
-Prints "listening on http://ADDR" once ready; on SIGINT or SIGTERM it finishes the
+Prints "listening on http://ADDR" once ready, then "console at http://ADDR/console/"
+(unless --console=false); on SIGINT or SIGTERM it finishes the
 requests in flight and exits within 5 seconds.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -80,6 +85,9 @@ requests in flight and exits within 5 seconds.`,
 				level = slog.LevelInfo
 			}
 			cfg.Logger = slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			if accessLog {
+				cfg.AccessLog = cmd.ErrOrStderr()
+			}
 			env, err := node.FromEnv(os.Getenv)
 			if err != nil {
 				return err
@@ -114,6 +122,9 @@ requests in flight and exits within 5 seconds.`,
 	f.DurationVar(&window, "group-commit-window", runtime.DefaultGroupCommitWindow,
 		"concurrent appends arriving within this window share one segment object and one commit per partition (0 turns group commit off)")
 	f.BoolVar(&verbose, "verbose", false, "log retention passes and other routine events")
+	f.BoolVar(&accessLog, "access-log", false, "log one line per request to stderr: time, method, path, status, bytes, duration (never the query or headers)")
+	f.DurationVar(&cfg.LagSampleInterval, "lag-sample-interval", runtime.DefaultLagSampleInterval,
+		"period of the groups' lag samples the console's history chart shows (GET /v1/groups/NAME/lag-history)")
 	f.BoolVar(&cfg.Console, "console", true, "serve the web console at /console/")
 	f.StringSliceVar(&cfg.AllowedHosts, "allowed-hosts", nil,
 		"Host `NAMES` answered besides IP addresses and localhost (comma-separated; * for any): others are refused against DNS rebinding")
@@ -148,6 +159,11 @@ func runDev(ctx context.Context, cmd *cobra.Command, cfg runtime.Config) error {
 	}
 	if _, err := fmt.Fprintf(cmd.OutOrStdout(), "listening on http://%s\n", rt.Addr()); err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
+	}
+	if cfg.Console {
+		if _, err := fmt.Fprintf(cmd.OutOrStdout(), "console at http://%s/console/\n", rt.Addr()); err != nil {
+			return errors.Join(err, rt.Close(context.Background()))
+		}
 	}
 	if cfg.AuthFile == "" && !loopback(rt.Addr()) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: listening on %s beyond loopback without --auth: anyone who can reach it may read, append, reset and delete everything\n", rt.Addr())

@@ -51,6 +51,8 @@ type devProc struct {
 	url    string
 	stdout *bufio.Reader
 	stderr *bytes.Buffer
+	// rest is what dev printed on stdout after its first line.
+	rest   *syncBuffer
 	exited chan error
 }
 
@@ -63,7 +65,7 @@ func startDev(t *testing.T, dataDir string, extra ...string) *devProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &devProc{cmd: cmd, stdout: bufio.NewReader(stdout), stderr: &bytes.Buffer{}, exited: make(chan error, 1)}
+	p := &devProc{cmd: cmd, stdout: bufio.NewReader(stdout), stderr: &bytes.Buffer{}, rest: &syncBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -78,7 +80,7 @@ func startDev(t *testing.T, dataDir string, extra ...string) *devProc {
 	go func() {
 		l, _ := p.stdout.ReadString('\n')
 		line <- l
-		_, _ = io.Copy(io.Discard, p.stdout) // drain, so Wait returns
+		_, _ = io.Copy(p.rest, p.stdout) // drain, so Wait returns
 		p.exited <- cmd.Wait()
 	}()
 	select {

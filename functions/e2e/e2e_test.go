@@ -484,6 +484,20 @@ func TestRetentionOnSchedule(t *testing.T) {
 		t.Fatalf("topic after retention: %+v", topic)
 	}
 
+	// The pass sampled the group's lag into the history the api serves (issue 21): no
+	// api host lives long enough to keep it.
+	var hist struct {
+		Partitions []struct {
+			Samples []struct {
+				LagRecords int64 `json:"lag_records"`
+			} `json:"samples"`
+		} `json:"partitions"`
+	}
+	call(t, api, 200, httpEvent(t, "GET", "/v1/groups/billing/lag-history", "", nil, nil), &hist)
+	if len(hist.Partitions) != 1 || len(hist.Partitions[0].Samples) != 1 || hist.Partitions[0].Samples[0].LagRecords != 6 {
+		t.Errorf("lag history after the pass: %+v, want one sample of 6 records (committed 2, high watermark 8)", hist)
+	}
+
 	var res consumerResult
 	ev, _ := json.Marshal(deploy.ConsumerEvent{Topic: "orders", Partition: 0, Group: "billing"})
 	consumer.mustInvoke(t, ev, &res)

@@ -1,6 +1,7 @@
 // Command retention is the scheduled retention Lambda function: each scheduled event
 // runs the retention pass `strata dev` runs on its timer (pkg/retention on a node opened
-// through pkg/node, with no HTTP runtime). Configuration: functions/README.md.
+// through pkg/node, with no HTTP runtime), then samples every group's lag into the
+// store's lag history (the api serves it; no api host lives long enough to keep it). Configuration: functions/README.md.
 package main
 
 import (
@@ -26,9 +27,9 @@ func main() {
 		fatal(err)
 	}
 	cfg.Backend, cfg.Logger = node.BackendAWS, logger
-	n, err := node.Open(context.Background(), cfg, node.PartRetention)
+	n, err := node.Open(context.Background(), cfg, node.PartRetention|node.PartGroups)
 	if err != nil {
 		fatal(err)
 	}
-	lambda.Start(lambdafn.NewRetention(n.RunRetention, emf.New(os.Stdout, cfg.Function.MetricsNamespace, nil)))
+	lambda.Start(lambdafn.NewRetention(n.RunScheduledPass, emf.New(os.Stdout, cfg.Function.MetricsNamespace, nil)))
 }

@@ -62,7 +62,9 @@ var (
 //     partition's counter seeds it when missing (the migration), a put on the sequencer.
 //   - retention advances log starts on the sequencer items (seeding them like dispatch),
 //     deletes index entries (ranges, in BatchWriteItem calls), and reads the topics it
-//     works from; the legacy partitions table is read by the migration only.
+//     works from; the legacy partitions table is read by the migration only. Its pass
+//     then samples every group's lag (a scan of groups, each group's leases, commits and
+//     index times) into the lag history table, which the api reads.
 //
 // A subscribed consumer function's rights are narrower still (consumerStatements): the
 // rows of its own topic and group only.
@@ -77,6 +79,7 @@ func TableAccess() map[string]map[string]Access {
 			dynamo.CommitsTable:     rws,
 			dynamo.GroupsTable:      rw,
 			dynamo.IdempotencyTable: rw,
+			dynamo.LagHistoryTable:  r,
 		},
 		deploy.FunctionDispatch: {
 			dynamo.TopicsTable:      rs,
@@ -88,10 +91,14 @@ func TableAccess() map[string]map[string]Access {
 			dynamo.IdempotencyTable: rw,
 		},
 		deploy.FunctionRetention: {
-			dynamo.TopicsTable:     rs,
-			dynamo.SequencerTable:  rw,
-			dynamo.IndexTable:      rw,
-			dynamo.PartitionsTable: r,
+			dynamo.TopicsTable:      rs,
+			dynamo.SequencerTable:   rw,
+			dynamo.IndexTable:       rw,
+			dynamo.PartitionsTable:  r,
+			dynamo.AssignmentsTable: r,
+			dynamo.CommitsTable:     r,
+			dynamo.GroupsTable:      rs,
+			dynamo.LagHistoryTable:  rw,
 		},
 	}
 }

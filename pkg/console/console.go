@@ -1,10 +1,13 @@
 // Package console serves Strata's web console: one static page (HTML, CSS and a small
-// script, no framework) that reads the HTTP API from the browser and shows topics,
-// partitions with their log start and high watermark, groups with each partition's
-// owner, generation and lag, the lag of the last minutes as a chart it draws itself in
-// SVG, and the tail of a partition. It holds no data and needs no credentials: the
-// page calls the API with the token the user gives it, so it works with `--auth` the
-// way every other client does.
+// script, no framework) that reads the HTTP API from the browser and shows topics (a
+// summary row each — partitions, records, newest write, the groups' total lag — that
+// opens onto its partitions), groups (settings, the members holding partitions, lag in
+// records and seconds, and the lag history the server keeps, GET
+// /v1/groups/{group}/lag-history, as a chart it draws itself in SVG), and the tail of a
+// partition with its headers, from an offset or a time or following the newest. An
+// empty list says why. It holds no data and needs no credentials: the page calls the
+// API with the token the user gives it, so it works with `--auth` the way every other
+// client does.
 package console
 
 import (

@@ -73,6 +73,8 @@ type Coordinator struct {
 	store   Store
 	offsets Offsets
 	now     func() time.Time
+	// lag keeps the lag history when the store has one (store.LagHistoryStore).
+	lag store.LagHistoryStore
 	// known holds the names of groups known to exist, sparing a read per Acquire.
 	known sync.Map
 }
@@ -84,10 +86,11 @@ func New(st Store, off Offsets, clock func() time.Time) *Coordinator {
 	if clock == nil {
 		clock = time.Now
 	}
+	lag, _ := st.(store.LagHistoryStore)
 	if ids, ok := off.(TopicIDs); ok {
 		st = ByIncarnation(st, ids)
 	}
-	return &Coordinator{store: st, offsets: off, now: clock}
+	return &Coordinator{store: st, offsets: off, now: clock, lag: lag}
 }
 
 // ensureGroup creates the group unless this Coordinator has seen it exist.

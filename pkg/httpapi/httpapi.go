@@ -74,6 +74,9 @@ type Config struct {
 	// Topics serves topic administration (more partitions); when nil, Log serves it if
 	// it implements TopicAdmin.
 	Topics TopicAdmin
+	// Lag serves the lag history route; when nil, Groups serves it if it implements
+	// LagHistory, else it is not served.
+	Lag LagHistory
 	// Auth enforces the per-topic and per-group ACLs; nil accepts every call.
 	Auth *Authorizer
 	// Quota is the per-principal produce quota; the zero value imposes none.
@@ -120,6 +123,7 @@ type server struct {
 	members  Members
 	admin    GroupAdmin
 	topics   TopicAdmin
+	lag      LagHistory
 	auth     *Authorizer
 	quota    *quotas
 	failures *failLimiter
@@ -145,6 +149,7 @@ func New(cfg Config) http.Handler {
 		members: cfg.Members,
 		admin:   cfg.Admin,
 		topics:  cfg.Topics,
+		lag:     cfg.Lag,
 		auth:    cfg.Auth,
 		metrics: cfg.Metrics,
 		now:     cfg.Clock,
@@ -160,6 +165,9 @@ func New(cfg Config) http.Handler {
 	}
 	if a, ok := cfg.Groups.(GroupAdmin); ok && s.admin == nil {
 		s.admin = a
+	}
+	if l, ok := cfg.Groups.(LagHistory); ok && s.lag == nil {
+		s.lag = l
 	}
 	if a, ok := cfg.Log.(TopicAdmin); ok && s.topics == nil {
 		s.topics = a
@@ -192,6 +200,7 @@ func New(cfg Config) http.Handler {
 	s.memberRoutes()
 	s.adminRoutes()
 	s.topicAdminRoutes()
+	s.lagHistoryRoutes()
 	return s
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/wire"
 )
 
@@ -51,6 +52,36 @@ func (s *server) memberRoutes() {
 	}
 	s.mux.HandleFunc("POST /v1/groups/{group}/topics/{topic}/heartbeat", s.heartbeat)
 	s.mux.HandleFunc("DELETE /v1/groups/{group}/members", s.leave)
+	if _, ok := s.members.(MemberList); ok {
+		s.mux.HandleFunc("GET /v1/groups/{group}/members", s.listMembers)
+	}
+}
+
+// MemberList is what GET /v1/groups/{group}/members needs: the group's live members
+// (*group.Coordinator implements it; ErrNotFound for an unknown group).
+type MemberList interface {
+	LiveMembers(ctx context.Context, g string) ([]store.Member, error)
+}
+
+var _ MemberList = (*group.Coordinator)(nil)
+
+// listMembers answers the group's live members (the console shows them, with the
+// partitions each holds from GET /v1/groups/{group}).
+func (s *server) listMembers(w http.ResponseWriter, r *http.Request) {
+	g := r.PathValue("group")
+	if _, ok := s.allow(w, r, onGroup(OpDescribe, g)); !ok {
+		return
+	}
+	ms, err := s.members.(MemberList).LiveMembers(r.Context(), g)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := wire.MemberList{Group: g, Members: make([]wire.LiveMember, 0, len(ms))}
+	for _, m := range ms {
+		out.Members = append(out.Members, wire.LiveMember{Member: m.ID, ExpiresAtMs: m.ExpiresAt.UnixMilli()})
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 func leasesJSON(ls []group.Lease) []memberLeaseJSON {

@@ -40,6 +40,8 @@ var everyDocumentedRoute = []struct {
 	{"DELETE", "/v1/groups/billing/members", map[string]any{"member": "m"}},
 	{"GET", "/v1/groups", nil},
 	{"GET", "/v1/groups/billing/settings", nil},
+	{"GET", "/v1/groups/billing/lag-history", nil},
+	{"GET", "/v1/groups/billing/members", nil},
 	{"PUT", "/v1/groups/billing/settings", map[string]any{"reset_policy": "earliest", "max_attempts": 5}},
 	{"DELETE", "/v1/groups/billing/topics/orders/commits", nil},
 }

@@ -366,6 +366,46 @@ func (n *Node) RunRetention(ctx context.Context) (retention.Stats, error) {
 	return st, err
 }
 
+// SampleLag records every group's lag now in the store's lag history
+// (group.Coordinator.SampleLag). It needs PartGroups.
+func (n *Node) SampleLag(ctx context.Context) error {
+	if n.coord == nil {
+		return errors.New("node: SampleLag needs a node opened with PartGroups")
+	}
+	_, err := n.coord.SampleLag(ctx)
+	return err
+}
+
+// RunScheduledPass is the retention function's pass: the retention pass, then a lag
+// sample of every group (which needs a scheduled pass on AWS, where no process outlives
+// a request) when the node was opened with PartGroups. Both run even if one fails.
+func (n *Node) RunScheduledPass(ctx context.Context) (retention.Stats, error) {
+	st, err := n.RunRetention(ctx)
+	if n.coord != nil {
+		if lerr := n.SampleLag(ctx); lerr != nil {
+			err = errors.Join(err, fmt.Errorf("node: lag sample: %w", lerr))
+		}
+	}
+	return st, err
+}
+
+// RunLagSampleLoop samples every group's lag every interval until ctx ends (`strata
+// dev`'s loop; the retention function samples on AWS).
+func (n *Node) RunLagSampleLoop(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if err := n.SampleLag(ctx); err != nil && ctx.Err() == nil {
+			n.logger.Warn("lag sample failed", "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
 // RunRetentionLoop runs a retention pass every interval until ctx ends.
 func (n *Node) RunRetentionLoop(ctx context.Context, interval time.Duration) {
 	t := time.NewTicker(interval)

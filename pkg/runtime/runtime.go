@@ -35,6 +35,9 @@ import (
 const (
 	DefaultAddr              = "127.0.0.1:4580"
 	DefaultRetentionInterval = 30 * time.Second
+	// DefaultLagSampleInterval is how often Open's loop samples every group's lag into
+	// the lag history: 120 samples (group.LagHistorySamples) cover 10 minutes.
+	DefaultLagSampleInterval = 5 * time.Second
 	// DefaultShutdownTimeout leaves a margin under the contract's 5 s exit.
 	DefaultShutdownTimeout = 4 * time.Second
 	// DefaultGroupCommitWindow is how long an append waits for others to share its
@@ -73,6 +76,9 @@ type Config struct {
 	// RetentionInterval is the period of the retention pass (default 30s; negative
 	// disables the loop, RunRetention still works).
 	RetentionInterval time.Duration
+	// LagSampleInterval is the period of the lag history's sampling loop a node made by
+	// Open runs (default DefaultLagSampleInterval; negative disables it).
+	LagSampleInterval time.Duration
 	// AllowedHosts are the Host names a node made by Open answers besides IP
 	// literals and localhost (httpapi.LocalGuard; "*" answers any). Open guards its
 	// listener against DNS rebinding and cross-site browser requests; New, which the api
@@ -83,6 +89,10 @@ type Config struct {
 	Addr string
 	// Registry receives the metrics; nil creates one with the Go and process collectors.
 	Registry *prometheus.Registry
+	// AccessLog, when set, receives one line per request a node made by Open serves:
+	// method, path, status, bytes and duration (never the query or headers, so never a
+	// token).
+	AccessLog io.Writer
 	// Logger receives server-side failures and retention errors (and the node's, unless
 	// Node.Logger is set); nil discards them.
 	Logger *slog.Logger
@@ -142,6 +152,9 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.RetentionInterval == 0 {
 		cfg.RetentionInterval = DefaultRetentionInterval
 	}
+	if cfg.LagSampleInterval == 0 {
+		cfg.LagSampleInterval = DefaultLagSampleInterval
+	}
 	r, err := build(ctx, cfg, node.PartGroups|node.PartRetention|node.PartMaterializer)
 	if err != nil {
 		return nil, err
@@ -161,6 +174,9 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	// A listener on a developer's machine is reachable from every page their browser
 	// opens: refuse rebound Host names and cross-site requests (docs/API.md).
 	r.handler = httpapi.Guard(r.handler, httpapi.LocalGuard{AllowedHosts: cfg.AllowedHosts, PagePrefix: console.Prefix})
+	if cfg.AccessLog != nil {
+		r.handler = accessLog(r.handler, cfg.AccessLog, time.Now)
+	}
 	r.srv = httpapi.NewServer(r.ln.Addr().String(), r.handler)
 	r.srv.ErrorLog = slog.NewLogLogger(r.logger.Handler(), slog.LevelWarn)
 	r.listening = true
@@ -170,9 +186,18 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	r.retainDone = make(chan struct{})
 	go func() {
 		defer close(r.retainDone)
+		var wg sync.WaitGroup
+		if cfg.LagSampleInterval > 0 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r.node.RunLagSampleLoop(retainCtx, cfg.LagSampleInterval)
+			}()
+		}
 		if cfg.RetentionInterval > 0 {
 			r.node.RunRetentionLoop(retainCtx, cfg.RetentionInterval)
 		}
+		wg.Wait()
 	}()
 	r.materialiseDone = make(chan struct{})
 	go func() {
@@ -247,6 +272,7 @@ func build(ctx context.Context, cfg Config, parts node.Parts) (*Runtime, error) 
 		Groups:         r.groups,
 		Members:        r.coord,
 		Admin:          r.coord,
+		Lag:            r.coord,
 		Auth:           auth,
 		Quota:          cfg.Quota,
 		Inflight:       cfg.Inflight,

@@ -225,3 +225,36 @@ type ErrorBody struct {
 	Results []Result       `json:"results,omitempty"`
 	Blocks  []BlockResult  `json:"blocks,omitempty"`
 }
+
+// LagHistory is a JSON shape of the contract: GET /v1/groups/{group}/lag-history, the
+// group's lag as the scheduled passes sampled it, oldest sample first.
+type LagHistory struct {
+	Group      string                `json:"group"`
+	Partitions []LagHistoryPartition `json:"partitions"`
+}
+
+// LagHistoryPartition is a JSON shape of the contract.
+type LagHistoryPartition struct {
+	Topic     string             `json:"topic"`
+	Partition int32              `json:"partition"`
+	Samples   []LagHistorySample `json:"samples"`
+}
+
+// LagHistorySample is a JSON shape of the contract.
+type LagHistorySample struct {
+	TimestampMs int64   `json:"timestamp_ms"`
+	LagRecords  int64   `json:"lag_records"`
+	LagSeconds  float64 `json:"lag_seconds"`
+}
+
+// MemberList is a JSON shape of the contract: GET /v1/groups/{group}/members.
+type MemberList struct {
+	Group   string       `json:"group"`
+	Members []LiveMember `json:"members"`
+}
+
+// LiveMember is a JSON shape of the contract.
+type LiveMember struct {
+	Member      string `json:"member"`
+	ExpiresAtMs int64  `json:"expires_at_ms"`
+}

@@ -91,4 +91,8 @@ table "${prefix}idempotency" \
 ttl "${prefix}idempotency" ttl
 pitr "${prefix}idempotency"
 
+table "${prefix}laghistory" \
+	--attribute-definitions AttributeName=group,AttributeType=S \
+	--key-schema AttributeName=group,KeyType=HASH
+
 echo "strata: bucket $bucket and tables ${prefix}* ready"

@@ -26,7 +26,7 @@ type MetaStore struct {
 	client *dynamodb.Client
 	cfg    Config
 	// Table names.
-	topics, sequencer, index, partitions, assignments, commits, groups, members, idem string
+	topics, sequencer, index, partitions, assignments, commits, groups, members, idem, lag string
 	// seen is the greatest high watermark this store observed per partition (tp key →
 	// int64): a lower bound of the base of any commit sent after it, which bounds the
 	// index range a lost commit answer is looked for in (resolveCommit).
@@ -50,6 +50,7 @@ func New(client *dynamodb.Client, cfg Config) *MetaStore {
 		groups:      cfg.TableName(GroupsTable),
 		members:     cfg.TableName(MembersTable),
 		idem:        cfg.TableName(IdempotencyTable),
+		lag:         cfg.TableName(LagHistoryTable),
 	}
 }
 

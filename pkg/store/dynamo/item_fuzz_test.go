@@ -22,7 +22,7 @@ var fuzzAttrs = []string{
 	attrNextOffset, "committed_at", "metadata", "reset_policy", "max_attempts", "dead_letter_topic",
 	attrMember, "log_start_offset",
 	attrNextSeq, attrLogStart, attrCCount, attrCObject, attrCByteOff, attrCByteLen, attrCMaxTs, attrCAt,
-	attrCExpires, attrCIdem, attrCHash, attrCompleted,
+	attrCExpires, attrCIdem, attrCHash, attrCompleted, attrLagVersion, attrLagHistory,
 }
 
 // fuzzItem builds an item from fuzz bytes: kinds[i] picks the type of attribute i (absent
@@ -175,6 +175,13 @@ func FuzzDecodeItem(f *testing.F) {
 		if st, err := DecodeSequencerImage(it); err == nil {
 			if st.LogStart < 0 || st.LogStart > st.NextOffset || (st.Last != nil && (st.Last.Entry.BaseOffset < 0 || st.Last.Entry.End() != st.NextOffset)) {
 				t.Fatalf("sequencer image decoded out of bounds: %+v", st)
+			}
+		} else {
+			checkDecodeError(t, err)
+		}
+		if h, _, err := decodeLagItem(it); err == nil {
+			if again, err := store.DecodeLagHistory(store.EncodeLagHistory(h)); err != nil || !reflect.DeepEqual(again, h) {
+				t.Fatalf("lag history %+v re-decoded as %+v, %v", h, again, err)
 			}
 		} else {
 			checkDecodeError(t, err)

@@ -52,6 +52,7 @@ const (
 	GroupsTable      = "groups"
 	MembersTable     = "members"
 	IdempotencyTable = "idempotency"
+	LagHistoryTable  = "laghistory"
 )
 
 // Attribute names shared by the schemas and the item codecs.
@@ -128,6 +129,12 @@ func Tables() []TableSchema {
 			PartitionKey:        KeyAttr{attrKP, String},
 			TTLAttribute:        attrTTL,
 			PointInTimeRecovery: true,
+		},
+		{
+			// Each group's lag history, one bounded item per group (store.LagHistoryStore),
+			// written by the retention function's pass and read by the api.
+			Suffix:       LagHistoryTable,
+			PartitionKey: KeyAttr{attrGroup, String},
 		},
 	}
 }

@@ -31,7 +31,7 @@ const (
 
 func allBuckets() []string {
 	return []string{bucketTopics, bucketIndex, bucketPartitions, bucketAssignments,
-		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency, bucketSequencer, bucketGraveyard, bucketExpiry}
+		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency, bucketSequencer, bucketGraveyard, bucketExpiry, bucketLag}
 }
 
 // openTimeout bounds the wait for bbolt's file lock, so a second process on the same

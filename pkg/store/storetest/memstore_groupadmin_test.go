@@ -115,3 +115,35 @@ func (s *memStore) PurgeTopic(_ context.Context, name, incarnation string) error
 	delete(s.graveyard, id)
 	return nil
 }
+
+var _ store.LagHistoryStore = (*memStore)(nil)
+
+func (s *memStore) RecordLag(_ context.Context, group string, at time.Time, lags []store.PartitionLag, keep int) error {
+	s.lock()
+	defer s.mu.Unlock()
+	if s.bug == "LagKeepsAll" {
+		keep = 1 << 20
+	}
+	next, changed := store.NextLagHistory(s.lag[group], at, lags, keep)
+	if changed {
+		s.lag[group] = next
+	}
+	return nil
+}
+
+func (s *memStore) LagHistory(_ context.Context, group string) ([]store.LagSeries, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	out := slices.Clone(s.lag[group])
+	if out == nil {
+		out = []store.LagSeries{}
+	}
+	return out, nil
+}
+
+func (s *memStore) DeleteLagHistory(_ context.Context, group string) error {
+	s.lock()
+	defer s.mu.Unlock()
+	delete(s.lag, group)
+	return nil
+}

@@ -31,6 +31,7 @@ type memStore struct {
 	groups      map[string]store.GroupConfig
 	members     map[string]map[string]store.Member
 	graveyard   map[string]store.DeletedTopic // deleted incarnations by ID (memstore_groupadmin_test.go)
+	lag         map[string][]store.LagSeries
 }
 
 type tpKey struct {
@@ -56,6 +57,7 @@ func newMemStore(bug string) *memStore {
 		groups:      map[string]store.GroupConfig{},
 		members:     map[string]map[string]store.Member{},
 		graveyard:   map[string]store.DeletedTopic{},
+		lag:         map[string][]store.LagSeries{},
 	}
 }
 

@@ -41,6 +41,7 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	runSections(t, "MetaStore", newHarness, Harness.MakeMetaStore, metaStoreSections())
 	runSections(t, "GroupAdminStore", newHarness, makeGroupAdmin, groupAdminSections())
 	runSections(t, "TopicAdminStore", newHarness, makeTopicAdmin, topicAdminSections())
+	runSections(t, "LagHistoryStore", newHarness, makeLagHistory, lagHistorySections())
 }
 
 // testCase is one sub-test against a fresh store of type S.

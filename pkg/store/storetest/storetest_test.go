@@ -65,6 +65,7 @@ func TestMutants(t *testing.T) {
 	}
 	for bug, catcher := range map[string]string{
 		"ObjectPutOverwrites":      "ObjectStore/Objects/PutIfAbsentKeepsFirst",
+		"LagKeepsAll":              "LagHistoryStore/LagHistory/RingKeepsNewestAndDropsGonePartitions",
 		"ObjectPutRace":            "ObjectStore/Objects/ConcurrentPutOneWins",
 		"ObjectShortRead":          "ObjectStore/Objects/RangePastEndOrInvalid",
 		"ObjectDeleteMissingFails": "ObjectStore/Objects/DeleteIdempotent",
