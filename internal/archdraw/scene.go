@@ -194,7 +194,7 @@ func Scene() *excalidraw.Scene {
 		id, text string
 		col, row int
 	}{
-		{"t-sequencer", "Strata-sequencer\nHW counter per partition", 0, 0},
+		{"t-sequencer", "Strata-sequencer\ntopic commit item: HWs", 0, 0},
 		{"t-index", "Strata-index\nindex entry per commit", 0, 1},
 		{"t-topics", "Strata-topics\nconfigs, incarnations", 0, 2},
 		{"t-idempotency", "Strata-idempotency\nappend claims (TTL)", 0, 3},
@@ -263,14 +263,14 @@ func Scene() *excalidraw.Scene {
 	b.box("p-api", 1260, 980, 220, 100, lambdaFn, "api function\nvalidate, place by key\ngroup commit window")
 	b.box("p-idem", 1260, 1150, 220, 60, dynamo, "Strata-idempotency\nrequest claim (keyed)")
 	b.box("p-s3", 1580, 930, 250, 60, s3Store, "1. S3 PUT segment object\nIf-None-Match: *")
-	b.box("p-seq", 1580, 1030, 250, 60, dynamo, "2. Strata-sequencer\nADD next_offset → base")
-	b.box("p-index", 1580, 1130, 250, 60, dynamo, "3. Strata-index\nwrite-once entry at base")
+	b.box("p-seq", 1580, 1030, 250, 60, dynamo, "2. Strata-sequencer: one topic\ncommit per batch (ADD) → bases")
+	b.box("p-index", 1580, 1130, 250, 60, dynamo, "3. Strata-index: a write-once\nentry per partition, at its base")
 	b.box("p-dispatch", 1900, 1080, 260, 70, lambdaFn, "stream → dispatch\nwrites an entry a crash left out")
 	b.arrow("p-a-req", end{"p-producer", 'r', 0.3}, end{"p-api", 'l', 0.3}, "POST records", outside)
 	b.arrow("p-a-ack", end{"p-api", 'l', 0.75}, end{"p-producer", 'r', 0.75}, "4. ack {offsets}", outside)
 	b.arrow("p-a-claim", at("p-api", 'b'), at("p-idem", 't'), "claim first", dynamo)
 	b.arrow("p-a-put", end{"p-api", 'r', 0.15}, at("p-s3", 'l'), "object", s3Store)
-	b.arrow("p-a-seq", end{"p-api", 'r', 0.5}, at("p-seq", 'l'), "per partition", dynamo)
+	b.arrow("p-a-seq", end{"p-api", 'r', 0.5}, at("p-seq", 'l'), "per batch", dynamo)
 	b.arrow("p-a-index", end{"p-api", 'r', 0.85}, at("p-index", 'l'), "entry", dynamo)
 	b.arrow("p-a-stream", at("p-seq", 'r'), end{"p-dispatch", 't', 0.5}, "stream", dynamo, [2]float64{2030, 1060})
 	b.arrow("p-a-mat", end{"p-dispatch", 'b', 0.3}, end{"p-index", 'r', 0.7}, "materialise", lambdaFn, [2]float64{1978, 1172})

@@ -127,12 +127,16 @@ func (r Result) Fits(use float64) bool {
 }
 
 // Profile is the per-append counts the model uses: the SDK producer's idempotent
-// appends as docs/DESIGN.md §4 and pkg/cost/measure count them (TestInputsAreMeasured
-// ties them to the emulator's counts). A tail poll's reads and an index item's bytes
-// vary with the run, so the model takes bounds above what the emulator measured
-// (3.12–3.5 reads per poll against DesignProfile's 2; 563-byte items against its 300).
+// appends to a topic of the topic commit layout (every topic created now), as
+// pkg/cost/measure counts them on the emulator — per append 1 PUT, the request's claim
+// and the topic commit (one UpdateItem for all its partitions); per partition block the
+// index entry and the partition's claim (TestInputsAreMeasured ties them). A tail
+// poll's reads and an index item's bytes vary with the run, so the model takes bounds
+// above what the emulator measured (3.12–3.5 reads per poll against DesignProfile's 2;
+// 563–567-byte items against its 300).
 func Profile() cost.Profile {
 	p := cost.IdempotentDesignProfile()
+	p.WritesPerAppend, p.UpdatesPerBlock = 2, 0
 	p.ReadsPerPoll, p.IndexItemBytes = ReadsPerPollBound, IndexItemBytesBound
 	return p
 }
@@ -164,25 +168,31 @@ func Evaluate(c Config) Result {
 	reqs := f.ProducerRequestsPerSec // per topic
 	blocks := reqs * f.BlocksPerRequest
 	perPartCommits := blocks / float64(c.Partitions)
-	polls := float64(c.Groups) * math.Min(perPartCommits, o.Serving.MaxPollsPerSecond)
+	polls := float64(c.Groups) * math.Min(perPartCommits, o.Serving.MaxPollsPerSecond) // per partition
 	service := o.Latency.Service().Seconds()
 	apiConc := reqs * topics * service
 	consumers := float64(c.Groups * c.Partitions * c.Topics)
-	seqWRU := blocks * pf.UpdatesPerBlock * topics
-	idxWRU := blocks * pf.PutItemsPerBlock * topics
-	claimWRU := reqs * (pf.WritesPerAppend + f.BlocksPerRequest*pf.ClaimsPerBlock) * topics
+	// The topic's sequencer item: every batch writes it, every poll reads it whole.
+	item := TopicItemBytes(c.Partitions, f.BlocksPerRequest)
+	seqWCU := reqs * math.Ceil(item/1024)
+	seqRCU := float64(c.Partitions) * polls * math.Ceil(item/4096)
+	idxWRU := blocks * pf.PutItemsPerBlock * math.Ceil(pf.IndexItemBytes/1024) * topics
+	claimWRU := reqs * (1 + f.BlocksPerRequest*pf.ClaimsPerBlock) * topics
 	reads := (float64(c.Partitions)*polls*pf.ReadsPerPoll + reqs*(pf.ReadsPerAppend+f.BlocksPerRequest*pf.ReadsPerAppendBlk)) * topics
 	body := f.RecordsPerRequest * o.Producers.EncodedRecordBytes
 	partBytes := c.EventsPerSec / topics / float64(c.Partitions) * o.Workload.EventBytes
 	ls := []Limit{
-		{"sequencer item writes/s (one partition key)", perPartCommits * pf.UpdatesPerBlock, DynamoWritesPerKey, false, false,
+		{"topic sequencer item writes/s (its partition key, WCU)", seqWCU, DynamoWritesPerKey, false, false,
+			"fewer batches per topic: longer linger, fewer larger producers, group commit; more topics"},
+		{"topic sequencer item reads/s (its partition key, RCU)", seqRCU, DynamoReadsPerKey, false, false,
+			"fewer partitions per topic (every poll reads the whole item), fewer groups"},
+		{"index writes/s (one partition's key)", perPartCommits * math.Ceil(pf.IndexItemBytes/1024), DynamoWritesPerKey, false, false,
 			"fewer producer rounds per partition: longer linger, fewer larger producers"},
-		{"sequencer item reads/s (one partition key)", polls, DynamoReadsPerKey, false, false, "fewer groups per partition"},
 		{"S3 PUT/s (one topic's prefix)", f.AppendsPerSec * pf.PutsPerAppend, S3PutsPerPrefix, false, false, "more topics (prefixes), longer linger, fewer producers"},
 		{"S3 GET/s (one topic's prefix)", float64(c.Groups) * blocks * pf.GetsPerBlock, S3GetsPerPrefix, false, false, "more topics (prefixes): a poll GETs each block, and each producer round writes one block per partition"},
 		{"a partition's read bytes/s (one group's consumer)", partBytes, PartitionReadBytes, false, false, "more partitions"},
 		{"request body (Lambda payload, as sent)", body, deploy.MaxAPIBody, false, true, "smaller batches (the SDK's buffer caps them)"},
-		{"DynamoDB table write units/s (largest table)", slices.Max([]float64{seqWRU, idxWRU, claimWRU}), DynamoTableWrites, true, false,
+		{"DynamoDB table write units/s (largest table)", slices.Max([]float64{seqWCU * topics, idxWRU, claimWRU}), DynamoTableWrites, true, false,
 			"request a table quota; fewer blocks per request (fewer partitions per producer)"},
 		{"DynamoDB table read units/s (sequencer)", reads, DynamoTableReads, true, false, "request a table quota"},
 		{"Lambda concurrent executions (api + consumers)", apiConc + consumers, LambdaConcurrency, true, false,
@@ -205,6 +215,11 @@ func Evaluate(c Config) Result {
 	}
 	return Result{Config: c, Flow: f, Limits: ls, CostPerDay: usd, AckFloor: f.AckFloor}
 }
+
+// TopicItemBytes is the size of a topic's sequencer item with partitions written and a
+// newest batch of k commits: about 23 bytes per partition and 30 per commit of the
+// newest batch over a base of 100 (docs/DESIGN.md, "Topic commit"; TestTopicItemSize).
+func TopicItemBytes(partitions int, k float64) float64 { return 100 + 23*float64(partitions) + 30*k }
 
 // Tune searches the knobs for eventsPerSec, from Default: partitions and topics (up to
 // maxTopics) at the shortest linger (1, 2, then 5 s) where some configuration keeps

@@ -26,8 +26,8 @@ func TestInputsAreMeasured(t *testing.T) {
 		got, want float64
 	}{
 		{"S3 PUT per append", got.PutsPerAppend, want.PutsPerAppend},
-		{"DynamoDB writes per append (request claim)", got.WritesPerAppend, want.WritesPerAppend},
-		{"sequencer UpdateItem per block", got.UpdatesPerBlock, want.UpdatesPerBlock},
+		{"DynamoDB writes per append (request claim + topic commit)", got.WritesPerAppend, want.WritesPerAppend},
+		{"per-partition sequencer UpdateItem per block", got.UpdatesPerBlock, want.UpdatesPerBlock},
 		{"index PutItem per block", got.PutItemsPerBlock, want.PutItemsPerBlock},
 		{"claim PutItem per block", got.ClaimsPerBlock, want.ClaimsPerBlock},
 		{"DynamoDB reads per append", got.ReadsPerAppend, want.ReadsPerAppend},
@@ -73,9 +73,15 @@ func TestEvaluate(t *testing.T) {
 		// Each SDK round touches every partition: a partition's commits/s are the
 		// producers' rounds/s, whatever the partition count.
 		{"commits per partition = rounds", Config{EventsPerSec: 5e6, Producers: 1000, Linger: 1e9, Partitions: 8, Topics: 1, Groups: 1},
-			"sequencer item writes/s (one partition key)", 1000},
+			"index writes/s (one partition's key)", 1000},
 		{"commits per partition at 2 s linger", Config{EventsPerSec: 5e6, Producers: 1000, Linger: 2e9, Partitions: 64, Topics: 1, Groups: 1},
-			"sequencer item writes/s (one partition key)", 500},
+			"index writes/s (one partition's key)", 500},
+		// Every request is one batch: one write of the topic item, 1 WCU below 1 KB.
+		{"topic item: one write per request", Config{EventsPerSec: 50000, Producers: 10, Linger: 1e9, Partitions: 8, Topics: 1, Groups: 1},
+			"topic sequencer item writes/s (its partition key, WCU)", 20},
+		// 64 partitions: 100 + 23·64 + 30·32 bytes = 2,532, 3 WCU a write.
+		{"topic item: billed by its size", Config{EventsPerSec: 50000, Producers: 10, Linger: 1e9, Partitions: 64, Topics: 1, Groups: 1},
+			"topic sequencer item writes/s (its partition key, WCU)", 20 * 3},
 		{"a partition's bytes", Config{EventsPerSec: 50000, Producers: 10, Linger: 1e9, Partitions: 8, Topics: 1, Groups: 1},
 			"a partition's read bytes/s (one group's consumer)", 50000 * 1024 / 8},
 		{"topics split the bytes", Config{EventsPerSec: 50000, Producers: 10, Linger: 1e9, Partitions: 8, Topics: 5, Groups: 1},
