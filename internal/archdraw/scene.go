@@ -203,6 +203,7 @@ func Scene() *excalidraw.Scene {
 		{"t-commits", "Strata-commits\nnext_offset + completed", 1, 1},
 		{"t-groups", "Strata-groups\ngroup config, dead-letter topic", 1, 2},
 		{"t-members", "Strata-members\nheartbeats (TTL)", 1, 3},
+		{"t-laghistory", "Strata-laghistory\nlag samples per group", 1, 4},
 	}
 	for _, t := range tables {
 		b.box(t.id, 980+float64(t.col)*280, 230+float64(t.row)*68, 260, 56, dynamo, t.text)
