@@ -1,0 +1,275 @@
+// Package scale is an analytical model of the deployed design past what one machine can
+// run: for a workload (events/s of 1 KB) and a configuration (producers, linger,
+// partitions, topics, groups) it derives the request flow with pkg/cost's model (the
+// SDK producer's rounds, the per-append counts pkg/cost/measure counts on the emulator),
+// sets every rate against AWS's published limit for it, and prices it with pkg/cost's
+// prices. It answers: what saturates first, which knob moves it, at what cost and ack
+// latency.
+package scale
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/cost"
+	"github.com/stratalog/strata/pkg/deploy"
+)
+
+// AWS's published limits the model checks, each with where it is stated. Per-key and
+// per-prefix limits are hard (a design must spread load); account and table quotas are
+// defaults that a request to AWS raises.
+const (
+	// DynamoWritesPerKey: one partition key takes at most 1,000 write units/s
+	// (DynamoDB Developer Guide, "Best practices for designing and using partition keys
+	// effectively": a single partition supports 3,000 RCU and 1,000 WCU).
+	DynamoWritesPerKey = 1000
+	// DynamoReadsPerKey: likewise 3,000 read units/s (strongly consistent, 4 KB each).
+	DynamoReadsPerKey = 3000
+	// DynamoTableWrites / DynamoTableReads: on-demand tables' default throughput quota,
+	// 40,000 request units/s each per table (DynamoDB Developer Guide, "Service, account,
+	// and table quotas": per-table, adjustable).
+	DynamoTableWrites = 40000
+	DynamoTableReads  = 40000
+	// S3PutsPerPrefix / S3GetsPerPrefix: 3,500 PUT/COPY/POST/DELETE and 5,500 GET/HEAD
+	// requests/s per partitioned prefix (S3 User Guide, "Best practices design patterns:
+	// optimizing Amazon S3 performance"). Strata's segment keys are
+	// v1/<topic>/<incarnation>/<ULID>: one prefix per topic until S3 splits it.
+	S3PutsPerPrefix = 3500
+	S3GetsPerPrefix = 5500
+	// LambdaConcurrency: concurrent executions per account and region, default 1,000
+	// (Lambda Developer Guide, "Lambda quotas"; adjustable).
+	LambdaConcurrency = 1000
+	// LambdaScalePer10s: each function adds at most 1,000 execution environments every
+	// 10 seconds (Lambda Developer Guide, "Lambda scaling behavior").
+	LambdaScalePer10s = 1000
+	// APIGatewayRPS: HTTP API requests/s per account and region, 10,000 steady (burst
+	// 5,000) (API Gateway Developer Guide, "Amazon API Gateway quotas"; adjustable).
+	APIGatewayRPS = 10000
+	// StreamReadersPerShard: at most two processes read one DynamoDB Streams shard at
+	// once (DynamoDB Developer Guide, "Change data capture for DynamoDB Streams").
+	StreamReadersPerShard = 2
+	// StreamReaders is how many the stack attaches to the sequencer's stream: dispatch.
+	StreamReaders = 1
+)
+
+// Model assumptions that are not AWS limits.
+const (
+	// PartitionReadBytes is what one group's consumer reads of one partition per second
+	// at most: the model's 10 polls/s (cost.DefaultServing) of the 3 MiB poll cap.
+	PartitionReadBytes = 10 * 3 << 20
+	// EventsPerProducer sizes the fleet: one SDK producer per 5,000 events/s.
+	EventsPerProducer = 5000
+)
+
+// Config is one deployment and fleet at one workload.
+type Config struct {
+	EventsPerSec float64
+	Producers    int
+	Linger       time.Duration
+	Partitions   int
+	Topics       int // the load spread evenly over this many topics (S3 prefixes)
+	Groups       int
+}
+
+// Default is the stack's shape at a rate: 8 partitions, one topic, one group, SDK
+// producers at linger 1 s, one per EventsPerProducer.
+func Default(eventsPerSec float64) Config {
+	return Config{EventsPerSec: eventsPerSec, Producers: max(1, int(eventsPerSec/EventsPerProducer)),
+		Linger: time.Second, Partitions: 8, Topics: 1, Groups: 1}
+}
+
+// Limit is one rate set against its limit.
+type Limit struct {
+	Name  string
+	Rate  float64 // per second (or units in use)
+	Max   float64
+	Quota bool // an adjustable default: request more from AWS
+	// Static: the use does not grow with the rate (a request's size, the stream's
+	// readers); checked by Fits, never the limit that saturates first.
+	Static bool
+	Knob   string
+}
+
+// Use is Rate / Max.
+func (l Limit) Use() float64 { return l.Rate / l.Max }
+
+// Result is the model's answer for one Config.
+type Result struct {
+	Config     Config
+	Flow       cost.Flow
+	Limits     []Limit // by use, highest first
+	CostPerDay float64
+	AckFloor   time.Duration
+}
+
+// First is the limit that grows with the rate closest to (or furthest past) saturation.
+func (r Result) First() Limit {
+	for _, l := range r.Limits {
+		if !l.Static {
+			return l
+		}
+	}
+	return r.Limits[0]
+}
+
+// Fits reports whether every hard limit is below use and every quota below use once
+// raised (quotas are reported, not failed).
+func (r Result) Fits(use float64) bool {
+	for _, l := range r.Limits {
+		if !l.Quota && l.Use() > use {
+			return false
+		}
+	}
+	return true
+}
+
+// Profile is the per-append counts the model uses: the SDK producer's idempotent
+// appends to a topic of the topic commit layout (every topic created now), as
+// pkg/cost/measure counts them on the emulator — per append 1 PUT, the request's claim
+// and the topic commit (one UpdateItem for all its partitions); per partition block the
+// index entry and the partition's claim (TestInputsAreMeasured ties them). A tail
+// poll's reads and an index item's bytes vary with the run, so the model takes bounds
+// above what the emulator measured (3.12–3.5 reads per poll against DesignProfile's 2;
+// 563–567-byte items against its 300).
+func Profile() cost.Profile {
+	p := cost.IdempotentDesignProfile()
+	p.WritesPerAppend, p.UpdatesPerBlock = 2, 0
+	p.ReadsPerPoll, p.IndexItemBytes = ReadsPerPollBound, IndexItemBytesBound
+	return p
+}
+
+// Bounds the model takes for what varies with a run (see Profile).
+const (
+	ReadsPerPollBound   = 4
+	IndexItemBytesBound = 600
+)
+
+// Options are pkg/cost's options for c (one topic's share of the load).
+func Options(c Config) cost.Options {
+	o := cost.Defaults(max(1, c.Producers/c.Topics))
+	o.Workload.EventsPerSec = c.EventsPerSec / float64(c.Topics)
+	o.Workload.Partitions, o.Workload.Groups = c.Partitions, c.Groups
+	o.Producers.Linger = c.Linger
+	// The SDK's default buffer bounds what one round can carry: a request is at most it.
+	o.Producers.RequestBytes = client.DefaultBufferBytes
+	o.Profile = Profile()
+	return o
+}
+
+// Evaluate runs the model for c.
+func Evaluate(c Config) Result {
+	o := Options(c)
+	pf := o.Profile
+	f := cost.FlowOf(o, cost.Baseline)
+	topics := float64(c.Topics)
+	reqs := f.ProducerRequestsPerSec // per topic
+	blocks := reqs * f.BlocksPerRequest
+	perPartCommits := blocks / float64(c.Partitions)
+	polls := float64(c.Groups) * math.Min(perPartCommits, o.Serving.MaxPollsPerSecond) // per partition
+	service := o.Latency.Service().Seconds()
+	apiConc := reqs * topics * service
+	consumers := float64(c.Groups * c.Partitions * c.Topics)
+	// The topic's sequencer item: every batch writes it, every poll reads it whole.
+	item := TopicItemBytes(c.Partitions, f.BlocksPerRequest)
+	seqWCU := reqs * math.Ceil(item/1024)
+	seqRCU := float64(c.Partitions) * polls * math.Ceil(item/4096)
+	idxWRU := blocks * pf.PutItemsPerBlock * math.Ceil(pf.IndexItemBytes/1024) * topics
+	claimWRU := reqs * (1 + f.BlocksPerRequest*pf.ClaimsPerBlock) * topics
+	reads := (float64(c.Partitions)*polls*pf.ReadsPerPoll + reqs*(pf.ReadsPerAppend+f.BlocksPerRequest*pf.ReadsPerAppendBlk)) * topics
+	body := f.RecordsPerRequest * o.Producers.EncodedRecordBytes
+	partBytes := c.EventsPerSec / topics / float64(c.Partitions) * o.Workload.EventBytes
+	ls := []Limit{
+		{"topic sequencer item writes/s (its partition key, WCU)", seqWCU, DynamoWritesPerKey, false, false,
+			"fewer batches per topic: longer linger, fewer larger producers, group commit; more topics"},
+		{"topic sequencer item reads/s (its partition key, RCU)", seqRCU, DynamoReadsPerKey, false, false,
+			"fewer partitions per topic (every poll reads the whole item), fewer groups"},
+		{"index writes/s (one partition's key)", perPartCommits * math.Ceil(pf.IndexItemBytes/1024), DynamoWritesPerKey, false, false,
+			"fewer producer rounds per partition: longer linger, fewer larger producers"},
+		{"S3 PUT/s (one topic's prefix)", f.AppendsPerSec * pf.PutsPerAppend, S3PutsPerPrefix, false, false, "more topics (prefixes), longer linger, fewer producers"},
+		{"S3 GET/s (one topic's prefix)", float64(c.Groups) * blocks * pf.GetsPerBlock, S3GetsPerPrefix, false, false, "more topics (prefixes): a poll GETs each block, and each producer round writes one block per partition"},
+		{"a partition's read bytes/s (one group's consumer)", partBytes, PartitionReadBytes, false, false, "more partitions"},
+		{"request body (Lambda payload, as sent)", body, deploy.MaxAPIBody, false, true, "smaller batches (the SDK's buffer caps them)"},
+		{"DynamoDB table write units/s (largest table)", slices.Max([]float64{seqWCU * topics, idxWRU, claimWRU}), DynamoTableWrites, true, false,
+			"request a table quota; fewer blocks per request (fewer partitions per producer)"},
+		{"DynamoDB table read units/s (sequencer)", reads, DynamoTableReads, true, false, "request a table quota"},
+		{"Lambda concurrent executions (api + consumers)", apiConc + consumers, LambdaConcurrency, true, false,
+			"request a concurrency quota; Managed Instances for the api function"},
+		{"API Gateway requests/s (account)", reqs * topics, APIGatewayRPS, true, false, "request a quota; the function URL front door"},
+		{"sequencer stream readers per shard", StreamReaders, StreamReadersPerShard, false, true, "one more reader is all a shard takes"},
+	}
+	slices.SortStableFunc(ls, func(a, b Limit) int {
+		switch {
+		case a.Use() > b.Use():
+			return -1
+		case a.Use() < b.Use():
+			return 1
+		}
+		return 0
+	})
+	var usd float64
+	for i := 0; i < c.Topics; i++ {
+		usd += cost.Strata(o, cost.Baseline).PerDay()
+	}
+	return Result{Config: c, Flow: f, Limits: ls, CostPerDay: usd, AckFloor: f.AckFloor}
+}
+
+// TopicItemBytes is the size of a topic's sequencer item with partitions written and a
+// newest batch of k commits: about 23 bytes per partition and 30 per commit of the
+// newest batch over a base of 100 (docs/DESIGN.md, "Topic commit"; TestTopicItemSize).
+func TopicItemBytes(partitions int, k float64) float64 { return 100 + 23*float64(partitions) + 30*k }
+
+// Tune searches the knobs for eventsPerSec, from Default: partitions and topics (up to
+// maxTopics) at the shortest linger (1, 2, then 5 s) where some configuration keeps
+// every hard limit at or under use, the cheapest of those. Without one it returns the
+// configuration whose nearest limit is least used, and false. The quotas a result needs
+// are in its Limits.
+func Tune(eventsPerSec, use float64, maxTopics int) (Result, bool) {
+	base := Default(eventsPerSec)
+	var best *Result
+	for _, linger := range []time.Duration{time.Second, 2 * time.Second, 5 * time.Second} {
+		for parts := 8; parts <= 1024; parts *= 2 {
+			for topics := 1; topics <= maxTopics; topics *= 2 {
+				c := base
+				c.Linger, c.Partitions, c.Topics = linger, parts, topics
+				if r := Evaluate(c); r.Fits(use) && (best == nil || r.CostPerDay < best.CostPerDay) {
+					best = &r
+				}
+			}
+		}
+		if best != nil {
+			return *best, true
+		}
+	}
+	for parts := 8; parts <= 1024; parts *= 2 {
+		for topics := 1; topics <= maxTopics; topics *= 2 {
+			c := base
+			c.Partitions, c.Topics = parts, topics
+			if r := Evaluate(c); best == nil || hardUse(r) < hardUse(*best) {
+				best = &r
+			}
+		}
+	}
+	return *best, false
+}
+
+// hardUse is the highest use of r's hard limits.
+func hardUse(r Result) float64 {
+	u := 0.0
+	for _, l := range r.Limits {
+		if !l.Quota {
+			u = math.Max(u, l.Use())
+		}
+	}
+	return u
+}
+
+// Scales are the rates the report models: the brief's, ten and a hundred times it.
+var Scales = []float64{50000, 500000, 5000000}
+
+// Describe is a one-line summary of a configuration.
+func (c Config) Describe() string {
+	return fmt.Sprintf("%d producers, linger %s, %d partitions × %d topic(s), %d group(s)", c.Producers, c.Linger, c.Partitions, c.Topics, c.Groups)
+}
