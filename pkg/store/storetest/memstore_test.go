@@ -25,6 +25,7 @@ type memStore struct {
 	topics      map[string]store.Topic
 	index       map[tpKey]map[int64]store.IndexEntry
 	idem        map[idemKey]store.IdempotencyRecord
+	claims      map[string]store.RequestClaim
 	seq         map[tpKey]store.SeqState
 	assignments map[gtp]store.Assignment
 	commits     map[gtp]store.CommitRow
@@ -50,6 +51,7 @@ func newMemStore(bug string) *memStore {
 		topics:      map[string]store.Topic{},
 		index:       map[tpKey]map[int64]store.IndexEntry{},
 		idem:        map[idemKey]store.IdempotencyRecord{},
+		claims:      map[string]store.RequestClaim{},
 		seq:         map[tpKey]store.SeqState{},
 		assignments: map[gtp]store.Assignment{},
 		commits:     map[gtp]store.CommitRow{},
@@ -238,6 +240,38 @@ func (s *memStore) ClaimIdempotency(_ context.Context, rec store.IdempotencyReco
 	rec.ExpiresAt = s.storeTime(rec.ExpiresAt)
 	s.idem[k] = rec
 	return nil
+}
+
+func (s *memStore) ClaimRequest(_ context.Context, rec store.RequestClaim) (store.RequestClaim, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	if legacy, ok := s.idem[idemKey{rec.Key, -1}]; ok {
+		out := store.RequestClaim{Key: legacy.Key, BodyHash: legacy.BodyHash, Count: legacy.Count, Partitions: legacy.Partitions, ExpiresAt: legacy.ExpiresAt}
+		for _, pc := range rec.Parts {
+			k := idemKey{rec.Key, pc.Partition}
+			old, found := s.idem[k]
+			if !found {
+				if !out.Matches(rec) {
+					continue
+				}
+				old = store.IdempotencyRecord{Key: rec.Key, Partition: pc.Partition, BodyHash: rec.BodyHash, BaseOffset: pc.BaseOffset,
+					Count: pc.Count, ExpiresAt: s.storeTime(rec.ExpiresAt)}
+				s.idem[k] = old
+			}
+			out.Parts = append(out.Parts, store.PartClaim{Partition: pc.Partition, BaseOffset: old.BaseOffset, Count: old.Count})
+		}
+		return out, nil
+	}
+	var stored *store.RequestClaim
+	if old, ok := s.claims[rec.Key]; ok && s.bug != "RequestClaimOverwrites" {
+		stored = &old
+	}
+	next, write := store.MergeClaim(stored, rec)
+	if write {
+		next.ExpiresAt = s.storeTime(next.ExpiresAt)
+		s.claims[rec.Key] = next
+	}
+	return next, nil
 }
 
 // seqLocked returns the partition's counter, seeding it from the index when absent.
