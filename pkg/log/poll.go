@@ -249,8 +249,20 @@ func (l *Log) pollOnce(ctx context.Context, topic string, partition int32, offse
 			res.NextOffset = entries[i].End()
 			continue
 		}
+		skip, err := entries[i].SkipRanges()
+		if err != nil {
+			return PollResult{}, fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
 		for _, r := range recs {
 			if r.Offset < offset {
+				continue
+			}
+			if skipped(skip, r.Offset-entries[i].BaseOffset) {
+				// Another attempt of an idempotent request owns these offsets' records.
+				if len(res.Records) == opt.MaxRecords {
+					return res, nil
+				}
+				res.NextOffset = r.Offset + 1
 				continue
 			}
 			size := segment.RecordSize(r)
@@ -307,6 +319,10 @@ func cutRanges(entries []store.IndexEntry, data [][]byte, offset, maxBytes int64
 			next = max(next, e.End())
 			continue
 		}
+		skip, err := e.SkipRanges()
+		if err != nil {
+			return nil, 0, err
+		}
 		b, base := data[i], e.BaseOffset
 		var r *Range
 		for off := 0; off < len(b); {
@@ -318,6 +334,10 @@ func cutRanges(entries []store.IndexEntry, data [][]byte, offset, maxBytes int64
 			switch {
 			case end <= offset:
 				// Below offset: the reader would skip it.
+			case skipped(skip, base-e.BaseOffset):
+				// Another attempt's block (a skip run is whole blocks): the range breaks.
+				r = nil
+				next = max(next, end)
 			case total > 0 && total+size > maxBytes:
 				return out, next, nil
 			default:
@@ -336,6 +356,16 @@ func cutRanges(entries []store.IndexEntry, data [][]byte, offset, maxBytes int64
 		next = max(next, e.End())
 	}
 	return out, next, nil
+}
+
+// skipped reports whether the entry-relative offset rel lies in one of the runs.
+func skipped(runs []store.SkipRange, rel int64) bool {
+	for _, s := range runs {
+		if rel >= s.Offset && rel < s.Offset+s.Count {
+			return true
+		}
+	}
+	return false
 }
 
 // entriesFor reads the index entries covering offset onwards, enough for the budget. It

@@ -480,6 +480,12 @@ type SequencerStore interface {
 	// claimed as ClaimIdempotency(key, partition) would, and the answer carries that
 	// row's body hash, count and partition count with the per-partition claims stored.
 	ClaimRequest(ctx context.Context, rec RequestClaim) (RequestClaim, error)
+	// GetRequestClaim must return key's claim as ClaimRequest would answer it for the
+	// given partitions, writing nothing: the folded claim, or for a key of the
+	// per-partition format its request row with those partitions' stored claims. A key
+	// without a request row is ErrNotFound. It may read eventually consistently: it
+	// spares a retry its writes, and ClaimRequest still decides.
+	GetRequestClaim(ctx context.Context, key string, partitions []int32) (RequestClaim, error)
 }
 
 // TopicStore holds topic configurations.

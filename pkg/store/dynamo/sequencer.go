@@ -533,6 +533,34 @@ func (s *MetaStore) ClaimRequest(ctx context.Context, rec store.RequestClaim) (s
 	}
 }
 
+// GetRequestClaim is one eventually consistent GetItem (half a read unit) of the request
+// row; a row of the per-partition format reads the partitions' rows too.
+func (s *MetaStore) GetRequestClaim(ctx context.Context, key string, partitions []int32) (store.RequestClaim, error) {
+	op := fmt.Sprintf("get request claim %q", key)
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.idem), Key: idemKey(key, -1)})
+	if err != nil {
+		return store.RequestClaim{}, mapError(op, err)
+	}
+	if out.Item == nil {
+		return store.RequestClaim{}, fmt.Errorf("dynamo: %s: %w", op, store.ErrNotFound)
+	}
+	claim, _, folded, err := decodeRequestClaim(out.Item)
+	if err != nil || folded {
+		return claim, err
+	}
+	for _, p := range partitions {
+		rec, err := s.GetIdempotency(ctx, key, p)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return store.RequestClaim{}, err
+		}
+		claim.Parts = append(claim.Parts, store.PartClaim{Partition: p, BaseOffset: rec.BaseOffset, Count: rec.Count})
+	}
+	return claim, nil
+}
+
 // maxClaimMerges bounds the merges of one ClaimRequest that lose to a concurrent one.
 const maxClaimMerges = 8
 

@@ -231,6 +231,35 @@ func (m *MetaStore) ClaimRequest(ctx context.Context, rec store.RequestClaim) (s
 	return out, err
 }
 
+// GetRequestClaim reads key's claim in one read transaction.
+func (m *MetaStore) GetRequestClaim(ctx context.Context, key string, partitions []int32) (store.RequestClaim, error) {
+	var out store.RequestClaim
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		row, ok, err := getRec[idempotencyRec](tx, bucketIdempotency, idempotencyKey(key, -1))
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("local: request claim %q: %w", key, store.ErrNotFound)
+		case row.Folded:
+			out = row.toRequestClaim()
+			return nil
+		}
+		out = row.toRequestClaim()
+		for _, p := range partitions {
+			prow, found, err := getRec[idempotencyRec](tx, bucketIdempotency, idempotencyKey(key, p))
+			if err != nil {
+				return err
+			}
+			if found {
+				out.Parts = append(out.Parts, store.PartClaim{Partition: p, BaseOffset: prow.BaseOffset, Count: prow.Count})
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // claimLocked is ClaimRequest inside tx: store.MergeClaim on a folded request row, or
 // the per-partition claims beside a request row of the format before folding.
 func claimLocked(tx *bolt.Tx, rec store.RequestClaim) (store.RequestClaim, error) {

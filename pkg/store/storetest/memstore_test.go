@@ -274,6 +274,25 @@ func (s *memStore) ClaimRequest(_ context.Context, rec store.RequestClaim) (stor
 	return next, nil
 }
 
+func (s *memStore) GetRequestClaim(_ context.Context, key string, partitions []int32) (store.RequestClaim, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	if legacy, ok := s.idem[idemKey{key, -1}]; ok {
+		out := store.RequestClaim{Key: legacy.Key, BodyHash: legacy.BodyHash, Count: legacy.Count, Partitions: legacy.Partitions, ExpiresAt: legacy.ExpiresAt}
+		for _, p := range partitions {
+			if r, ok := s.idem[idemKey{key, p}]; ok {
+				out.Parts = append(out.Parts, store.PartClaim{Partition: p, BaseOffset: r.BaseOffset, Count: r.Count})
+			}
+		}
+		return out, nil
+	}
+	c, ok := s.claims[key]
+	if !ok {
+		return store.RequestClaim{}, fmt.Errorf("mem: request claim %q: %w", key, store.ErrNotFound)
+	}
+	return c, nil
+}
+
 // seqLocked returns the partition's counter, seeding it from the index when absent.
 func (s *memStore) seqLocked(topic string, partition int32) store.SeqState {
 	k := tpKey{topic, partition}

@@ -510,6 +510,11 @@ func testFoldedClaim(ctx context.Context, t *testing.T, m store.MetaStore) {
 	got, err = m.ClaimRequest(ctx, second)
 	must(t, "ClaimRequest again", err)
 	wantClaim(t, "ClaimRequest after another request's", got, want)
+	got, err = m.GetRequestClaim(ctx, key, []int32{0, 1})
+	must(t, "GetRequestClaim", err)
+	wantClaim(t, "GetRequestClaim", got, want)
+	_, err = m.GetRequestClaim(ctx, UniqueName(t, "idem"), []int32{0})
+	wantErrIs(t, "GetRequestClaim of an unknown key", err, store.ErrNotFound)
 }
 
 // testFoldedClaimLegacy: a key claimed in the per-partition format (a request row of
@@ -525,6 +530,10 @@ func testFoldedClaimLegacy(ctx context.Context, t *testing.T, m store.MetaStore)
 		Parts: []store.PartClaim{{Partition: 0, BaseOffset: 90, Count: 2}, {Partition: 2, BaseOffset: 30, Count: 3}}})
 	must(t, "ClaimRequest of a legacy key", err)
 	wantClaim(t, "ClaimRequest of a legacy key", got, store.RequestClaim{Key: key, BodyHash: "sha256:aa", Count: 5, Partitions: 4,
+		ExpiresAt: at(3_600_000), Parts: []store.PartClaim{{Partition: 0, BaseOffset: 20, Count: 2}, {Partition: 2, BaseOffset: 30, Count: 3}}})
+	got, err = m.GetRequestClaim(ctx, key, []int32{0, 1, 2})
+	must(t, "GetRequestClaim of a legacy key", err)
+	wantClaim(t, "GetRequestClaim of a legacy key", got, store.RequestClaim{Key: key, BodyHash: "sha256:aa", Count: 5, Partitions: 4,
 		ExpiresAt: at(3_600_000), Parts: []store.PartClaim{{Partition: 0, BaseOffset: 20, Count: 2}, {Partition: 2, BaseOffset: 30, Count: 3}}})
 	rec, err := m.GetIdempotency(ctx, key, 2)
 	must(t, "GetIdempotency of the partition ClaimRequest claimed", err)
