@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/segment"
 )
 
 // TestIdempotentMembersShareCommits (issue 20 item 1, folded claims): 8 idempotent
@@ -74,6 +75,63 @@ func TestIdempotentMembersShareCommits(t *testing.T) {
 					t.Fatalf("partition %d offset %d holds %q, want %q", p, res[k][p].Offset, at[res[k][p].Offset], want)
 				}
 			}
+		}
+	})
+}
+
+// TestRangesSkipAnAttemptInsideASharedCommit: two attempts of one idempotent request
+// and a plain append in one batch share one commit; the attempt that does not own the
+// key is a skip run inside the entry, which a raw-range poll leaves out (the range
+// breaks around it) and a record poll passes over, both moving past its offsets.
+func TestRangesSkipAnAttemptInsideASharedCommit(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		l, _, meta := groupLog(t, s, time.Second, 0, nil)
+		mustTopic(t, l, "skip", 1)
+		warm(t, l, "skip")
+		commits := meta.commits.Load()
+		var wg sync.WaitGroup
+		errs := make([]error, 3)
+		for a := range 2 {
+			wg.Go(func() {
+				_, errs[a] = l.Append(ctx, "skip", []log.Record{{Value: []byte("idem")}}, log.AppendOptions{IdempotencyKey: "k"})
+			})
+		}
+		wg.Go(func() { _, errs[2] = l.Append(ctx, "skip", []log.Record{{Value: []byte("plain")}}, log.AppendOptions{}) })
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("append %d: %v", i, err)
+			}
+		}
+		if got := meta.commits.Load() - commits; got != 1 {
+			t.Skipf("the appends landed in %d commits, not 1: nothing skipped inside an entry", got)
+		}
+		_, hw, err := l.Bounds(ctx, "skip", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		from := hw - 3
+		rr, err := l.PollRanges(ctx, "skip", 0, from, log.PollOptions{MaxRecords: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var vals []string
+		for _, r := range rr.Ranges {
+			recs, err := segment.AppendBlocksRecords(nil, r.Data, r.BaseOffset)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, rec := range recs {
+				vals = append(vals, string(rec.Value))
+			}
+		}
+		if fmt.Sprint(vals) != "[idem plain]" && fmt.Sprint(vals) != "[plain idem]" || rr.NextOffset != hw {
+			t.Fatalf("ranges poll = %v, next %d; want idem and plain once each, next %d", vals, rr.NextOffset, hw)
+		}
+		res, err := l.Poll(ctx, "skip", 0, from, log.PollOptions{MaxRecords: 100})
+		if err != nil || len(res.Records) != 2 || res.NextOffset != hw {
+			t.Fatalf("record poll = %d records, next %d, %v; want 2, next %d", len(res.Records), res.NextOffset, err, hw)
 		}
 	})
 }
