@@ -97,7 +97,9 @@ func TestRangesSkipAnAttemptInsideASharedCommit(t *testing.T) {
 				_, errs[a] = l.Append(ctx, "skip", []log.Record{{Value: []byte("idem")}}, log.AppendOptions{IdempotencyKey: "k"})
 			})
 		}
-		wg.Go(func() { _, errs[2] = l.Append(ctx, "skip", []log.Record{{Value: []byte("plain")}}, log.AppendOptions{}) })
+		wg.Go(func() {
+			_, errs[2] = l.Append(ctx, "skip", []log.Record{{Value: []byte("plain")}}, log.AppendOptions{})
+		})
 		wg.Wait()
 		for i, err := range errs {
 			if err != nil {
