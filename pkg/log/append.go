@@ -368,6 +368,19 @@ func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqComm
 	case c.IdempotencyKey != "":
 		claim := store.IdempotencyRecord{Key: c.IdempotencyKey, Partition: e.Partition, BodyHash: c.BodyHash,
 			BaseOffset: e.BaseOffset, Count: e.Count, ExpiresAt: claimExpiry(*e)}
+		// A folded claim of the key (a retry made after the upgrade) owns the partition
+		// when it has its slot.
+		if rc, err := l.meta.GetRequestClaim(ctx, c.IdempotencyKey, []int32{e.Partition}); err == nil {
+			if pc, ok := rc.Part(e.Partition); ok {
+				claim = store.IdempotencyRecord{Key: c.IdempotencyKey, Partition: e.Partition, BodyHash: rc.BodyHash,
+					BaseOffset: pc.BaseOffset, Count: pc.Count, ExpiresAt: rc.ExpiresAt}
+				e.Duplicate = pc.BaseOffset != e.BaseOffset
+				c.Claim = &claim
+				return c, l.putEntry(ctx, *e)
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return c, storeErr(fmt.Errorf("read idempotency claim of %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
+		}
 		err := l.meta.ClaimIdempotency(ctx, claim)
 		var ie *store.IdempotencyError
 		switch {

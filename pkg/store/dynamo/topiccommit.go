@@ -27,13 +27,13 @@ import (
 // of the batch. An absent o<p> is 0: ADD treats a missing number as 0, so a new topic's
 // item holds only its batch count and grows by about 20 bytes per partition written.
 const (
-	attrBatches   = "bseq"
-	attrBObject   = "b_obj"
-	attrBAt       = "b_at"
-	attrBExpires  = "b_exp"
+	attrBatches  = "bseq"
+	attrBObject  = "b_obj"
+	attrBAt      = "b_at"
+	attrBExpires = "b_exp"
 	// attrBMembers locates the batch's members table in its object ("offset:length";
 	// folded claims), absent when it has no idempotent member.
-	attrBMembers = "b_members"
+	attrBMembers  = "b_members"
 	attrBCommits  = "b_c"
 	topicItemTail = "#t"
 	prefixNext    = "o"

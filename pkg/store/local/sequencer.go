@@ -150,6 +150,16 @@ func sequenceLocked(tx *bolt.Tx, c *store.SeqCommit) error {
 		if err != nil {
 			return err
 		}
+		// A commit of the format before folded claims whose key a folded claim holds (a
+		// retry made after the upgrade): the claim's slot owns the partition.
+		if req, found, err := getRec[idempotencyRec](tx, bucketIdempotency, idempotencyKey(claim.Key, -1)); err != nil {
+			return err
+		} else if found && req.Folded {
+			if pc, has := req.toRequestClaim().Part(claim.Partition); has {
+				existing, ok = idempotencyRec{Key: claim.Key, Partition: pc.Partition, BodyHash: req.BodyHash,
+					BaseOffset: pc.BaseOffset, Count: pc.Count, ExpiresAt: req.ExpiresAt}, true
+			}
+		}
 		if ok {
 			claim = existing.toStore()
 			c.Entry.Duplicate = true
