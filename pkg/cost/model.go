@@ -116,14 +116,16 @@ func DesignProfile() Profile {
 		GetsPerBlock: 1, StoredBytesPerByte: 1.05, IndexItemBytes: 300, Group: DesignGroupProfile()}
 }
 
-// IdempotentDesignProfile is DesignProfile with the SDK's Idempotency-Key (pkg/log's
-// append.go): per append the request's claim PutItem; per block the partition's claim
-// PutItem. A first attempt reads no claims (only a retry looks for earlier ones). Its
-// four DynamoDB requests per single-partition append cost about 2.5 ms of CPU as
-// measure counted it.
+// IdempotentDesignProfile is DesignProfile with the SDK's Idempotency-Key as built
+// (folded claims, pkg/log's append.go and group.go): per append one GetItem of the
+// request's claim before it (eventually consistent, half a read unit) and one claim
+// PutItem after its commits, carrying every partition's offsets; no write per block
+// beyond the commit and the entry, and in a group-commit batch idempotent members share
+// the commits. Its four DynamoDB requests per single-partition append cost about 2.5 ms
+// of CPU as measure counted it.
 func IdempotentDesignProfile() Profile {
 	p := DesignProfile()
-	p.Idempotent, p.WritesPerAppend, p.ClaimsPerBlock = true, 1, 1
+	p.Idempotent, p.WritesPerAppend, p.ReadsPerAppend = true, 1, 1
 	p.Group.CPUPerAppend = 2500 * time.Microsecond
 	return p
 }
@@ -141,21 +143,24 @@ type GroupProfile struct {
 	// without an Idempotency-Key: 1 when they all share one commit and index entry.
 	SharedCommitsPerBlock float64
 	// MemberCommitsPerBlock is sequencer commits per partition of an idempotent member:
-	// 1 when each keeps its own (its claim must cover exactly its records), so nothing
-	// of the DynamoDB side is shared.
+	// 1 when each keeps its own (the per-partition claims before folding), about 1 /
+	// members per batch when they share the batch's commits.
 	MemberCommitsPerBlock float64
+	// IdempotentShare: idempotent members share the batch's commits as members without
+	// a key do (folded claims, built); measure sets it when the idempotent cases made as
+	// many commits per partition of a batch as the cases without a key.
+	IdempotentShare bool
 	// CPUPerAppend is the appending process's CPU per acknowledged append: the log, the
 	// AWS SDK's marshalling and signing, HTTP without TLS. It sizes the tier's instances.
 	CPUPerAppend time.Duration
 	Measured     bool
 }
 
-// DesignGroupProfile is group.go's design: one commit per partition of a batch for the
-// members without a key, one per partition of each idempotent member; CPU per append
-// without a key as measure counted it on the project's 2-core machine (about 0.3 ms;
-// docs/BENCHMARKS.md).
+// DesignGroupProfile is group.go's design: one commit per partition of a batch, shared
+// by every member, idempotent or not (folded claims); CPU per append without a key as
+// measure counted it on the project's 2-core machine (about 0.3 ms; docs/BENCHMARKS.md).
 func DesignGroupProfile() GroupProfile {
-	return GroupProfile{SharedCommitsPerBlock: 1, MemberCommitsPerBlock: 1, CPUPerAppend: 300 * time.Microsecond}
+	return GroupProfile{SharedCommitsPerBlock: 1, IdempotentShare: true, CPUPerAppend: 300 * time.Microsecond}
 }
 
 // Latency holds AWS service times the ack-latency floors assume (not measured here: the
@@ -250,10 +255,11 @@ type Options struct {
 	Serving    Serving
 	Aggregator Aggregator
 	Kafka      Kafka
-	// FoldedClaims prices a design not built: an idempotent request's one claim carries
-	// every partition's offsets, so the per-partition claim PutItem and replay GetItem
-	// go, and in a group-commit batch idempotent members share the commits as members
-	// without a key do (each one's claim records its offsets within the shared run).
+	// FoldedClaims prices folded claims over a profile counted before them (per-partition
+	// claims, an idempotent member's own commits): the per-partition claim PutItem and
+	// replay GetItem go, and idempotent members share a batch's commits. The built
+	// profile (IdempotentDesignProfile, or one measure counts on today's code) is folded
+	// already, so the switch changes nothing there.
 	FoldedClaims bool
 	// Built are the levers built (BuiltLevers by default): the targets table counts a
 	// configuration needing any other as modelled.
@@ -422,9 +428,10 @@ func itemWRU(bytes float64) float64 { return math.Max(1, math.Ceil(bytes/1024)) 
 //
 // Writes are counted in commits: one sequencer commit and what it indexes. Without the
 // tier each request is one commit per partition it touches. In the tier the members of
-// a batch without a key — and, with FoldedClaims, the idempotent ones — share one
-// commit per partition of the batch, while an idempotent member keeps its own
-// (Profile.Group, counted by pkg/cost/measure). A consumer GETs each commit's range.
+// a batch share one commit per partition of the batch — idempotent ones too when the
+// profile says so (Profile.Group.IdempotentShare, folded claims) or FoldedClaims is set;
+// otherwise an idempotent member keeps its own (Profile.Group, counted by
+// pkg/cost/measure). A consumer GETs each commit's range.
 func Strata(o Options, d Design) Estimate {
 	pr, w, pf := o.Prices, o.Workload, o.Profile
 	f := FlowOf(o, d)
@@ -435,7 +442,7 @@ func Strata(o Options, d Design) Estimate {
 
 	commits, k := reqs, f.BlocksPerRequest // commit units a day, partitions each
 	if d.aggregated() {
-		if pf.Idempotent && !o.FoldedClaims {
+		if pf.Idempotent && !o.FoldedClaims && !pf.Group.IdempotentShare {
 			commits = reqs * pf.Group.MemberCommitsPerBlock
 		} else {
 			commits, k = objects*pf.Group.SharedCommitsPerBlock, f.BlocksPerAppend

@@ -264,24 +264,29 @@ func writeUnits(e Estimate) float64 {
 	return math.NaN()
 }
 
-// TestTierIdempotentMembers: with the SDK's Idempotency-Key every member of a batch
-// keeps its own commits (Profile.Group.MemberCommitsPerBlock, counted 1), so the tier
-// writes as many DynamoDB units as no tier and saves only objects; with folded claims
-// the members share the batch's commits and write one claim each.
+// TestTierIdempotentMembers: as built (folded claims) idempotent members share a
+// batch's commits and write one claim each, so the tier saves commits and entries as
+// for members without a key. A profile counted before folding (each member its own
+// commits and per-partition claims) writes as many DynamoDB units in the tier as
+// without it, and FoldedClaims prices folding over it.
 func TestTierIdempotentMembers(t *testing.T) {
 	o := Defaults(100)
 	o.Profile = IdempotentDesignProfile()
-	base, tier := Strata(o, Baseline), Strata(o, Aggregation)
+	built, tier := Strata(o, Baseline), Strata(o, Aggregation)
 	// 100 SDK producers: 100 requests/s of 8 blocks, each 1 claim + per block 1 commit +
-	// 1 entry + 1 partition claim.
-	near(t, "baseline WRU/day", writeUnits(base), 100*86400*(1+8*3))
-	near(t, "tier WRU/day", writeUnits(tier), 100*86400*(1+8*3))
+	// 1 entry.
+	near(t, "built baseline WRU/day", writeUnits(built), 100*86400*(1+8*2))
 	f := *tier.Flow
 	if f.MembersPerAppend < 2 {
 		t.Fatalf("%.2f members per batch at 100 requests/s, want several", f.MembersPerAppend)
 	}
 	near(t, "objects/s", f.AppendsPerSec, 100/f.MembersPerAppend)
+	near(t, "built tier WRU/day", writeUnits(tier), 100*86400*1+f.AppendsPerSec*86400*f.BlocksPerAppend*2)
 
+	// Before folding: per block a partition claim, and each member its own commits.
+	o.Profile.ClaimsPerBlock, o.Profile.Group.IdempotentShare, o.Profile.Group.MemberCommitsPerBlock = 1, false, 1
+	near(t, "unfolded baseline WRU/day", writeUnits(Strata(o, Baseline)), 100*86400*(1+8*3))
+	near(t, "unfolded tier WRU/day", writeUnits(Strata(o, Aggregation)), 100*86400*(1+8*3))
 	// The counted group profile is what the model uses: half the commits, half their units.
 	o.Profile.Group.MemberCommitsPerBlock = 0.5
 	near(t, "tier WRU/day, half the commits", writeUnits(Strata(o, Aggregation)), 100*86400*(1+8*(1+0.5*2)))

@@ -70,7 +70,7 @@ func Report(out io.Writer, base Options, s Sweep) error {
 		"members per object = 1 + requests/s per instance × window\n",
 		base.Aggregator.Instances, base.Aggregator.VCPUs, 100*base.Aggregator.MaxUtilisation, base.Aggregator.Window, base.Aggregator.BudgetBytes)
 	fmt.Fprintf(w, "Producers: %s, linger %s, batch %.0f B / %d records, SDK request %.0f B / %d records, %.0f B per encoded record, "+
-		"%s body CPU per record; ack floor assumes API %s + PUT %s + 2 × DynamoDB write %s; folded claims (not built): %t\n\n",
+		"%s body CPU per record; ack floor assumes API %s + PUT %s + 2 × DynamoDB write %s; folded claims forced over the profile: %t\n\n",
 		base.Producers.Shape, base.Producers.Linger, base.Producers.BatchBytes, base.Producers.BatchRecords,
 		base.Producers.RequestBytes, base.Producers.RequestRecords, base.Producers.EncodedRecordBytes, base.Serving.CPUPerRecord, base.Latency.API, base.Latency.S3Put, base.Latency.DynamoWrite,
 		base.FoldedClaims)

@@ -32,7 +32,7 @@ var Levers = []Lever{LeverFunctionURL, LeverTier, LeverFolded, LeverManifest}
 
 // BuiltLevers are the levers built in this tree: what a configuration may need and still
 // count as built. Pass the levers merged since with `strata bench cost --built`.
-func BuiltLevers() []Lever { return []Lever{LeverFunctionURL, LeverTier} }
+func BuiltLevers() []Lever { return []Lever{LeverFunctionURL, LeverTier, LeverFolded} }
 
 // Configuration is one way to deploy and use Strata that the targets table prices.
 type Configuration struct {

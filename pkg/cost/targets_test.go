@@ -8,16 +8,16 @@ import (
 )
 
 // TestConfigurationsBuilt: a configuration is built when every lever it needs is; the
-// defaults count the function URL and the tier (this branch) and nothing else.
+// defaults count the function URL, the tier and folded claims, and not the manifest.
 func TestConfigurationsBuilt(t *testing.T) {
 	want := map[string]bool{
 		"API Gateway, on-demand Lambda":                                              true,
 		"API Gateway, tier 5 ms (deployed default on Managed Instances)":             true,
 		"function URL, on-demand Lambda":                                             true,
 		"function URL, tier 250 ms / 16 MiB":                                         true,
-		"function URL, folded claims":                                                false,
+		"function URL, folded claims":                                                true,
 		"function URL, folded claims, topic commit + manifest":                       false,
-		"function URL, tier 250 ms / 16 MiB, folded claims":                          false,
+		"function URL, tier 250 ms / 16 MiB, folded claims":                          true,
 		"function URL, tier 250 ms / 16 MiB, folded claims, topic commit + manifest": false,
 	}
 	cs := Configurations()

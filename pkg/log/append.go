@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/stratalog/strata/pkg/segment"
@@ -73,11 +72,21 @@ type BlockResult struct {
 // without harming it; its records may still be committed, like an append whose
 // response was lost.
 func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt AppendOptions) ([]Result, error) {
-	m, err := l.prepare(ctx, topic, recs, opt)
-	if err != nil {
-		return nil, err
+	m, err := l.prepare(ctx, topic, recs, opt, 0)
+	if err == nil {
+		err = l.run(ctx, m)
 	}
-	if err := l.run(ctx, m); err != nil {
+	var re *replaceError
+	if errors.As(err, &re) {
+		// An earlier attempt was placed by another partition count (the topic grew
+		// between the two): this attempt's blocks are skipped, and it is made again
+		// placed as the first was, which its claim then answers.
+		if m, err = l.prepare(ctx, topic, recs, opt, re.partitions); err != nil {
+			return nil, err
+		}
+		err = l.run(ctx, m)
+	}
+	if err != nil {
 		var ae *AppendError
 		if errors.As(err, &ae) {
 			ae.Results = m.recordResults()
@@ -160,7 +169,7 @@ func (m *member) blockResults() []BlockResult {
 // earlier attempt appended: everything an append does before it may share an object
 // with others, so one caller's bad input or reused key fails that caller alone. A
 // member with no pending partition is done (a full replay).
-func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt AppendOptions) (*member, error) {
+func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt AppendOptions, placedBy int32) (*member, error) {
 	t, err := l.Topic(ctx, topic)
 	if err != nil {
 		return nil, err
@@ -171,29 +180,23 @@ func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt Appe
 	if len(opt.IdempotencyKey) > wire.MaxIdempotencyKey {
 		return nil, invalidf("Idempotency-Key must be 1–%d characters", wire.MaxIdempotencyKey)
 	}
-	parts, err := l.place(t, recs, opt.IdempotencyKey, t.Partitions)
+	if placedBy > t.Partitions {
+		if t, err = l.reloadTopic(ctx, topic); err != nil {
+			return nil, err
+		}
+	}
+	if placedBy == 0 {
+		placedBy = t.Partitions
+	}
+	parts, err := l.place(t, recs, opt.IdempotencyKey, placedBy)
 	if err != nil {
 		return nil, err
 	}
 	m := &member{ctx: ctx, topic: t.ID(), t: t, nrecs: len(recs), start: l.now(), groups: groupByPartition(parts)}
 	if opt.IdempotencyKey != "" {
-		m.bodyHash = hashBody(recs)
+		m.bodyHash, m.placedBy = hashBody(recs), placedBy
 	}
-	// A retry is placed by the partition count its first attempt was placed by, so that
-	// a partition increase between the two moves none of its records.
-	replace := func(n int32) error {
-		if n > m.t.Partitions {
-			if m.t, err = l.reloadTopic(ctx, topic); err != nil {
-				return err
-			}
-		}
-		if parts, err = l.place(m.t, recs, opt.IdempotencyKey, n); err != nil {
-			return err
-		}
-		m.groups = groupByPartition(parts)
-		return nil
-	}
-	if err := l.admit(ctx, m, opt.IdempotencyKey, replace); err != nil {
+	if err := l.admit(ctx, m, opt.IdempotencyKey); err != nil {
 		return nil, err
 	}
 	nowMs := l.now().UnixMilli()
@@ -276,7 +279,7 @@ func (l *Log) prepareBlocks(ctx context.Context, topic string, blocks []Block, o
 	if opt.IdempotencyKey != "" {
 		m.bodyHash = hashBlocks(blocks)
 	}
-	if err := l.admit(ctx, m, opt.IdempotencyKey, nil); err != nil {
+	if err := l.admit(ctx, m, opt.IdempotencyKey); err != nil {
 		return nil, err
 	}
 	m.size = 0
@@ -286,38 +289,57 @@ func (l *Log) prepareBlocks(ctx context.Context, topic string, blocks []Block, o
 	return m, nil
 }
 
-// admit claims an idempotent request's key, with the partition count its records were
-// placed by, and replays the partitions an earlier attempt appended, leaving the others
-// pending (in partition order); a request without a key has every group pending. When
-// an earlier attempt was placed by another partition count, replace (nil for a request
-// of blocks, whose partitions are as sent) places m's records again by that count.
-func (l *Log) admit(ctx context.Context, m *member, key string, replace func(partitions int32) error) error {
+// admit readies a prepared request to join a batch, its groups pending in partition
+// order. An idempotent request's key is scoped to the topic's incarnation (the same key
+// on two topics, or on two incarnations of one name, names two requests) and its claim
+// read once (no write): a key that names another body is refused with nothing written,
+// and partitions an earlier attempt holds are answered from the claim, not appended
+// again. A claim placed by another partition count is a *replaceError. The request's
+// one claim is written after its commits (folded claims, group.go), which decide even
+// when this read missed a concurrent attempt.
+func (l *Log) admit(ctx context.Context, m *member, key string) error {
 	m.out = make(chan error, 1)
-	pend := func() {
-		m.pending = slices.Clone(m.groups)
-		sort.Slice(m.pending, func(a, b int) bool { return m.pending[a].partition < m.pending[b].partition })
-	}
-	pend()
+	m.pending = slices.Clone(m.groups)
+	sort.Slice(m.pending, func(a, b int) bool { return m.pending[a].partition < m.pending[b].partition })
 	if key == "" {
 		return nil
 	}
-	// Keys are scoped to the topic's incarnation: the same key on two topics, or on two
-	// incarnations of one name, names two requests.
 	m.idemKey = m.topic + "#" + key
-	fresh, placedBy, err := l.claimRequest(ctx, m.idemKey, m.bodyHash, m.nrecs, m.t.Partitions, l.now().Add(IdempotencyWindow))
-	if err != nil || fresh {
-		// A claim this request created means no earlier attempt got as far as
-		// writing anything: there is nothing to replay (and no read to pay for).
-		return err
+	parts := make([]int32, len(m.pending))
+	for i, g := range m.pending {
+		parts[i] = g.partition
 	}
-	if replace != nil && placedBy > 0 && placedBy != m.t.Partitions {
-		if err := replace(placedBy); err != nil {
+	claim, err := l.meta.GetRequestClaim(ctx, m.idemKey, parts)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return nil
+	case err != nil:
+		return storeErr(fmt.Errorf("read idempotency claim: %w", err))
+	}
+	if claim.Matches(store.RequestClaim{BodyHash: m.bodyHash, Count: int64(m.nrecs)}) &&
+		claim.Partitions != 0 && m.placedBy != 0 && claim.Partitions != m.placedBy {
+		return &replaceError{partitions: claim.Partitions}
+	}
+	pending := m.pending[:0:0]
+	for _, g := range m.pending {
+		if _, ok := claim.Part(g.partition); !ok && claim.Matches(store.RequestClaim{BodyHash: m.bodyHash, Count: int64(m.nrecs)}) {
+			pending = append(pending, g)
+			continue
+		}
+		if g.base, err = m.decide(claim, g); err != nil {
 			return err
 		}
-		pend()
 	}
-	m.pending, err = l.replayIdempotent(ctx, m.idemKey, m.bodyHash, m.pending)
-	return err
+	m.pending = pending
+	return nil
+}
+
+// replaceError says that an idempotent request's claim was placed by another partition
+// count than this attempt: it is made again placed by partitions.
+type replaceError struct{ partitions int32 }
+
+func (e *replaceError) Error() string {
+	return fmt.Sprintf("log: the request's first attempt was placed by %d partitions", e.partitions)
 }
 
 // commitContext bounds the commits of an object stamped at objectTime to the commit
@@ -332,66 +354,33 @@ func (l *Log) commitContext(ctx context.Context, objectTime time.Time) (context.
 	return cctx, cancel, nil
 }
 
-// commit assigns the block its offsets with one sequencer add (no race to lose), then
-// materialises the index entry (unless the store did so atomically) and returns the base
-// offset the caller acknowledges: its own, or the canonical one of an idempotent append
-// another attempt committed first.
-func (l *Log) commit(ctx context.Context, c store.SeqCommit) (int64, error) {
-	sc, err := l.meta.Sequence(ctx, c)
-	if err != nil {
-		return 0, storeErr(fmt.Errorf("commit %s/%d: %w", c.Entry.Topic, c.Entry.Partition, err))
-	}
-	return l.acknowledge(ctx, sc)
-}
-
-// acknowledge materialises a sequenced commit (unless the store did so atomically) and
-// returns the base offset its caller acknowledges: its own, or the canonical one of an
-// idempotent append another attempt committed first.
-func (l *Log) acknowledge(ctx context.Context, c store.SeqCommit) (int64, error) {
-	var err error
-	if !c.Materialized {
-		if c, err = l.materialize(ctx, c); err != nil {
-			return 0, err
-		}
-	}
-	if c.IdempotencyKey == "" || c.Claim == nil || !c.Entry.Duplicate {
-		return c.Entry.BaseOffset, nil
-	}
-	// Another attempt of this request committed the partition first: its offsets are
-	// the answer, ours are indexed as a duplicate that readers skip.
-	if c.Claim.BodyHash != c.BodyHash || c.Claim.Count != c.Entry.Count {
-		return 0, fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, c.IdempotencyKey)
-	}
-	return c.Claim.BaseOffset, nil
-}
-
-// commitBatch sequences a batch's commits in one topic commit (SequenceBatch), then
-// materialises each in parallel and returns the base offsets the callers acknowledge, as
-// commit does for one.
-func (l *Log) commitBatch(ctx context.Context, cs []store.SeqCommit) ([]int64, []error) {
-	out, errs := l.meta.SequenceBatch(ctx, cs)
-	bases := make([]int64, len(cs))
-	var wg sync.WaitGroup
-	for i := range cs {
-		if errs[i] != nil {
-			errs[i] = storeErr(fmt.Errorf("commit %s/%d: %w", cs[i].Entry.Topic, cs[i].Entry.Partition, errs[i]))
-			continue
-		}
-		wg.Go(func() { bases[i], errs[i] = l.acknowledge(ctx, out[i]) })
-	}
-	wg.Wait()
-	return bases, errs
-}
-
-// materialize writes a commit's index entry, first claiming its idempotency key when it
-// has one (a commit that finds the key claimed by another is marked a duplicate). The
-// appender and the stream materialiser may both run it for one commit; the claim and the
-// entry are write-once and decided the same way by both, so either order is right.
+// materialize writes the index entry of a commit whose appender did not (the stream
+// materialiser's path), first claiming the keys of its idempotent requests: their
+// members table is read from the segment object, each member's slot of the partition is
+// claimed as its appender would have, and the blocks of members another attempt owns are
+// skipped. A commit sequenced before folded claims carries one key and claims it per
+// partition (a commit that finds the key claimed by another is marked a duplicate). The
+// claims and the entry are write-once and decided the same way by the appender and the
+// materialiser, so either order is right.
 func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqCommit, error) {
 	e := &c.Entry
-	if c.IdempotencyKey != "" {
+	switch {
+	case c.IdempotencyKey != "":
 		claim := store.IdempotencyRecord{Key: c.IdempotencyKey, Partition: e.Partition, BodyHash: c.BodyHash,
 			BaseOffset: e.BaseOffset, Count: e.Count, ExpiresAt: claimExpiry(*e)}
+		// A folded claim of the key (a retry made after the upgrade) owns the partition
+		// when it has its slot.
+		if rc, err := l.meta.GetRequestClaim(ctx, c.IdempotencyKey, []int32{e.Partition}); err == nil {
+			if pc, ok := rc.Part(e.Partition); ok {
+				claim = store.IdempotencyRecord{Key: c.IdempotencyKey, Partition: e.Partition, BodyHash: rc.BodyHash,
+					BaseOffset: pc.BaseOffset, Count: pc.Count, ExpiresAt: rc.ExpiresAt}
+				e.Duplicate = pc.BaseOffset != e.BaseOffset
+				c.Claim = &claim
+				return c, l.putEntry(ctx, *e)
+			}
+		} else if !errors.Is(err, store.ErrNotFound) {
+			return c, storeErr(fmt.Errorf("read idempotency claim of %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
+		}
 		err := l.meta.ClaimIdempotency(ctx, claim)
 		var ie *store.IdempotencyError
 		switch {
@@ -402,52 +391,54 @@ func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqComm
 			return c, storeErr(fmt.Errorf("claim idempotency key of %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
 		}
 		c.Claim = &claim
+	case c.MembersLength > 0:
+		if c.Members == nil {
+			b, err := l.objects.GetRange(ctx, e.ObjectKey, c.MembersOffset, c.MembersLength)
+			if err != nil {
+				return c, storeErr(fmt.Errorf("members table of %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
+			}
+			ms, err := decodeMembers(b)
+			if err != nil {
+				return c, fmt.Errorf("%w: %s/%d@%d in %s: %w", ErrCorrupt, e.Topic, e.Partition, e.BaseOffset, e.ObjectKey, err)
+			}
+			c.Members = commitMembers(ms, e.Partition)
+		}
+		c.Claims = make([]store.RequestClaim, len(c.Members))
+		for i, mb := range c.Members {
+			claim, err := l.meta.ClaimRequest(ctx, store.RequestClaim{Key: mb.Key, BodyHash: mb.BodyHash, Count: mb.Total,
+				Partitions: mb.Partitions, ExpiresAt: claimExpiry(*e),
+				Parts: []store.PartClaim{{Partition: e.Partition, BaseOffset: e.BaseOffset + mb.Offset, Count: mb.Count}}})
+			if err != nil {
+				return c, storeErr(fmt.Errorf("claim idempotency key of %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
+			}
+			c.Claims[i] = claim
+		}
+		e.SetSkip(store.SkipFor(c.Members, c.Claims, e.Partition, e.BaseOffset))
 	}
-	err := l.meta.PutIndexEntry(ctx, *e)
+	return c, l.putEntry(ctx, *e)
+}
+
+// putEntry writes a commit's index entry; finding it written already (by the
+// materialiser, or by an appender whose answer was lost) is success.
+func (l *Log) putEntry(ctx context.Context, e store.IndexEntry) error {
+	err := l.meta.PutIndexEntry(ctx, e)
 	var ce *store.ConflictError
 	switch {
 	case err == nil:
 	case errors.As(err, &ce) && ce.Existing.ObjectKey == e.ObjectKey && ce.Existing.ByteOffset == e.ByteOffset:
 		// Written already, by the materialiser or by an SDK retry whose answer was lost.
 	case errors.As(err, &ce):
-		return c, fmt.Errorf("%w: %s/%d@%d: the sequencer assigned an offset another entry holds (%s)",
+		return fmt.Errorf("%w: %s/%d@%d: the sequencer assigned an offset another entry holds (%s)",
 			ErrCorrupt, e.Topic, e.Partition, e.BaseOffset, ce.Existing.ObjectKey)
 	default:
-		return c, storeErr(fmt.Errorf("index entry %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
+		return storeErr(fmt.Errorf("index entry %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
 	}
-	return c, nil
+	return nil
 }
 
 // claimExpiry is the TTL of a commit's idempotency claim: the window from its append.
 // The appender and the materialiser derive it from the entry alike.
 func claimExpiry(e store.IndexEntry) time.Time { return e.AppendedAt.Add(IdempotencyWindow) }
-
-// claimRequest records which body an idempotency key names, and the partition count its
-// records were placed by, before anything is written: a key reused with another body is
-// refused while nothing of it exists, and two concurrent requests with one key and
-// different bodies cannot each win some partitions. fresh says the claim is this call's:
-// no earlier attempt of the request exists; otherwise placedBy is the earlier attempt's
-// partition count (0 when its claim does not say).
-func (l *Log) claimRequest(ctx context.Context, key, bodyHash string, count int, partitions int32, expires time.Time) (fresh bool, placedBy int32, err error) {
-	err = l.meta.ClaimIdempotency(ctx, store.IdempotencyRecord{Key: key, Partition: requestClaim,
-		BodyHash: bodyHash, BaseOffset: -1, Count: int64(count), Partitions: partitions, ExpiresAt: expires})
-	var ie *store.IdempotencyError
-	switch {
-	case err == nil:
-		return true, partitions, nil
-	case errors.As(err, &ie):
-		if ie.Existing.BodyHash != bodyHash {
-			return false, 0, fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, key)
-		}
-		return false, ie.Existing.Partitions, nil
-	default:
-		return false, 0, storeErr(fmt.Errorf("claim idempotency key: %w", err))
-	}
-}
-
-// requestClaim is the partition number under which an idempotency key's request-level
-// claim (its body hash) is stored, beside the per-partition claims.
-const requestClaim = -1
 
 // partGroup is one partition's records of a request, encoded as one block.
 type partGroup struct {
@@ -460,9 +451,15 @@ type partGroup struct {
 	count int
 	maxTs int64
 	size  int // record bytes (segment.RecordSize summed)
-	// base is the first offset once appended (or replayed); err the failure.
+	// base is the first offset once appended (the canonical one of an idempotent
+	// request: its claim's); err the failure.
 	base int64
 	err  error
+	// m is the request the group belongs to; rel its first record's offset from its
+	// commit's base (set while its batch is written).
+	m      *member
+	rel    int64
+	commit *commitPlan
 }
 
 // place validates the records and returns each one's partition: an explicit one as
@@ -527,27 +524,6 @@ func groupByPartition(parts []int32) []*partGroup {
 		g.count++
 	}
 	return out
-}
-
-// replayIdempotent records, in their groups, the partitions an earlier call with the
-// same key already appended and returns the groups still to append.
-func (l *Log) replayIdempotent(ctx context.Context, key, bodyHash string, groups []*partGroup) ([]*partGroup, error) {
-	var pending []*partGroup
-	for _, g := range groups {
-		rec, err := l.meta.GetIdempotency(ctx, key, g.partition)
-		if errors.Is(err, store.ErrNotFound) {
-			pending = append(pending, g)
-			continue
-		}
-		if err != nil {
-			return nil, storeErr(err)
-		}
-		if rec.BodyHash != bodyHash || rec.Count != int64(g.count) {
-			return nil, fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, key)
-		}
-		g.base = rec.BaseOffset
-	}
-	return pending, nil
 }
 
 // hashBody identifies an append request for idempotency by what was sent: the explicit

@@ -1,6 +1,7 @@
 package log_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,8 +19,9 @@ import (
 // with one Idempotency-Key and different bodies, each touching two partitions. Before
 // the request-level claim each could win some partitions, both got 422 although records
 // were written, and the key stayed unusable. Now exactly one request wins and appends
-// everything; the other is refused with nothing of it readable; a retry of the winner
-// returns its offsets.
+// everything; the other is refused with nothing of it readable (with folded claims a
+// loser that raced past the claim read has committed blocks readers skip, so its
+// offsets are holes); a retry of the winner returns its offsets.
 func TestIdempotencyKeyRaceWithTwoBodies(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
@@ -65,7 +67,16 @@ func TestIdempotencyKeyRaceWithTwoBodies(t *testing.T) {
 		}
 		for p := int32(0); p < 2; p++ {
 			recs := readAll(t, l, "race", p)
-			checkDense(t, recs)
+			for i := 1; i < len(recs); i++ {
+				if recs[i].Offset <= recs[i-1].Offset {
+					t.Fatalf("partition %d: offset %d read after %d", p, recs[i].Offset, recs[i-1].Offset)
+				}
+			}
+			for _, r := range recs {
+				if !bytes.Contains(r.Value, []byte("-body")) {
+					t.Fatalf("partition %d: unexpected record %q", p, r.Value)
+				}
+			}
 			if len(recs) != 10 {
 				t.Fatalf("partition %d holds %d records after 10 rounds, want 10 (one per round)", p, len(recs))
 			}

@@ -17,13 +17,20 @@ import (
 
 // Group commit: the validated requests of one topic that arrive within a short window
 // (Config.GroupCommitWindow, or until Config.GroupCommitBytes of records are waiting)
-// are written as one batch — one segment object, then one commit per partition and
-// key. Every request arrives with one encoded block per partition (its own, from the
-// binary wire format, or encoded by prepare); blocks are never merged or re-encoded.
-// The requests without an idempotency key share one commit per partition: their blocks
-// lie back to back, in the order the requests joined, and one index entry covers them
-// all. An idempotent request keeps a commit of its own per partition, under its key, so
-// that its exactly-once claim (per key and partition) covers exactly its records.
+// are written as one batch — one segment object, then one commit per partition. Every
+// request arrives with one encoded block per partition (its own, from the binary wire
+// format, or encoded by prepare); blocks are never merged or re-encoded. All requests
+// of a batch, idempotent or not, share one commit per partition: their blocks lie back
+// to back, in the order the requests joined, and one index entry covers them all.
+//
+// Idempotency costs one write per request (folded claims): after the commits, each
+// idempotent request writes its one claim carrying every partition's offsets
+// (store.ClaimRequest). A partition's slot in a claim is write-once, so when two
+// attempts of one request both commit a partition, the first to claim it owns it and
+// the other's block is listed in its entry's Skip, which readers pass over; the later
+// attempt answers the owner's offsets. The batch object ends with a table of its
+// idempotent members, so the stream materialiser can make the same claims for a commit
+// whose appender stopped before making them.
 
 // member is one validated request waiting for its batch.
 type member struct {
@@ -33,72 +40,89 @@ type member struct {
 	topic string
 	t     store.Topic
 	nrecs int
-	// groups are the request's partitions (their outcomes once done); pending those
-	// still to append, in partition order (an earlier attempt appended the others).
+	// groups are the request's partitions (their outcomes once done); pending the same,
+	// in partition order.
 	groups, pending []*partGroup
-	// idemKey ("<topic ID>#key") and bodyHash are set for an idempotent request.
+	// idemKey ("<topic ID>#key") and bodyHash are set for an idempotent request, and
+	// placedBy, for a request of records, the partition count its records were placed by.
 	idemKey, bodyHash string
+	placedBy          int32
 	// size is the record bytes of the pending partitions: the byte budget's measure.
 	size  int
 	start time.Time
 	// out carries the outcome; it is buffered so a batch never waits for a caller that
 	// left.
 	out chan error
-
-	// commits are the batch's commits holding the member's groups, set while the batch
-	// is written.
-	commits []*commitPlan
 }
 
-// commitPlan is one commit of a batch: the blocks of one partition from one request, or
-// from every non-idempotent request of the batch that has records there. Its blocks lie
-// back to back in the object, so one index entry covers them all.
+// commitPlan is one commit of a batch: the blocks of one partition from every request
+// of the batch that has records there, back to back in the object, so one index entry
+// covers them all.
 type commitPlan struct {
-	partition         int32
-	idemKey, bodyHash string
-	parts             []*partGroup // in object order
-	offset, length    int64        // the byte range in the object
-	count             int64
-	maxTs             int64
-	err               error
+	partition      int32
+	parts          []*partGroup // in object order
+	members        []store.CommitMember
+	offset, length int64 // the byte range in the object
+	count          int64
+	maxTs          int64
+	sc             store.SeqCommit // once sequenced
+	err            error
 }
 
-// planCommits assigns the members' pending groups to commits, in partition order and,
-// within a partition, the shared commit first then idempotent ones in joining order.
+// planCommits assigns the members' pending groups to one commit per partition, in
+// partition order, each group's records at g.rel from its commit's base.
 func planCommits(members []*member) []*commitPlan {
-	shared := map[int32]*commitPlan{}
+	byP := map[int32]*commitPlan{}
 	var plans []*commitPlan
 	for _, m := range members {
 		for _, g := range m.pending {
-			var c *commitPlan
-			switch {
-			case m.idemKey != "":
-				c = &commitPlan{partition: g.partition, idemKey: m.idemKey, bodyHash: m.bodyHash}
-				plans = append(plans, c)
-			case shared[g.partition] != nil:
-				c = shared[g.partition]
-			default:
+			c := byP[g.partition]
+			if c == nil {
 				c = &commitPlan{partition: g.partition}
-				shared[g.partition] = c
+				byP[g.partition] = c
 				plans = append(plans, c)
 			}
 			if len(c.parts) == 0 || g.maxTs > c.maxTs {
 				c.maxTs = g.maxTs
 			}
+			g.m, g.rel, g.commit = m, c.count, c
+			if m.idemKey != "" {
+				c.members = append(c.members, store.CommitMember{Key: m.idemKey, BodyHash: m.bodyHash, Total: int64(m.nrecs),
+					Partitions: m.placedBy, Offset: g.rel, Count: int64(g.count)})
+			}
 			c.parts = append(c.parts, g)
 			c.count += int64(g.count)
-			m.commits = append(m.commits, c)
 		}
 	}
 	sort.SliceStable(plans, func(i, j int) bool { return plans[i].partition < plans[j].partition })
 	return plans
 }
 
+// membersTable is the batch's members table (nil without idempotent members).
+func membersTable(members []*member) ([]byte, error) {
+	var ms []tableMember
+	for _, m := range members {
+		if m.idemKey == "" {
+			continue
+		}
+		tm := tableMember{Key: m.idemKey, BodyHash: m.bodyHash, Total: int64(m.nrecs), Partitions: m.placedBy}
+		for _, g := range m.pending {
+			tm.Blocks = append(tm.Blocks, tableBlock{Partition: g.partition, Offset: g.rel, Count: int64(g.count)})
+		}
+		ms = append(ms, tm)
+	}
+	if len(ms) == 0 {
+		return nil, nil
+	}
+	return encodeMembers(ms)
+}
+
 // writeBatch writes the members' blocks (all of one topic) back to back as one object,
-// commits each plan and answers every member on its out channel. A failed object PUT
-// (or a batch stalled past the commit window) fails every member with nothing appended;
-// a failed commit fails the groups of that plan only, each member getting an
-// *AppendError (its caller fills in the outcomes).
+// then commits each partition, claims each idempotent member's key once, writes the
+// entries and answers every member on its out channel. A failed object PUT (or a batch
+// stalled past the commit window) fails every member with nothing appended; a failed
+// commit fails the groups of that partition only, each member getting an *AppendError
+// (its caller fills in the outcomes).
 func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 	failAll := func(err error) {
 		for _, m := range members {
@@ -109,15 +133,20 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 	nowMs := now.UnixMilli()
 	t := members[0].t
 	plans := planCommits(members)
+	table, err := membersTable(members)
+	if err != nil {
+		failAll(fmt.Errorf("log: encode the members table: %w", err))
+		return
+	}
 
-	size := 0
+	size := len(table)
 	for _, c := range plans {
 		for _, g := range c.parts {
 			size += len(g.data)
 		}
 	}
 	var obj []byte
-	if len(plans) == 1 && len(plans[0].parts) == 1 {
+	if len(plans) == 1 && len(plans[0].parts) == 1 && table == nil {
 		obj = plans[0].parts[0].data // one block: the object is that block, uncopied
 	} else {
 		obj = make([]byte, 0, size)
@@ -135,6 +164,8 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 		}
 		c.length = off - c.offset
 	}
+	tableAt := int64(len(obj))
+	obj = append(obj, table...)
 	key := segment.ObjectKey(t.Name, t.Incarnation, ulid.MustNew(ulid.Timestamp(now), crand.Reader))
 	if err := l.objects.Put(ctx, key, obj); err != nil {
 		failAll(storeErr(fmt.Errorf("put segment object: %w", err)))
@@ -158,32 +189,80 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 			MaxTimestamp: time.UnixMilli(c.maxTs), AppendedAt: time.UnixMilli(nowMs),
 			ExpiresAt: time.UnixMilli(nowMs).Add(t.Retention + retentionGrace),
 		}
-		cs[i] = store.SeqCommit{Entry: e, IdempotencyKey: c.idemKey, BodyHash: c.bodyHash}
-		if c.idemKey != "" {
-			cs[i].ClaimExpiresAt = claimExpiry(e)
+		cs[i] = store.SeqCommit{Entry: e, Members: c.members}
+		if len(c.members) > 0 {
+			cs[i].ClaimExpiresAt, cs[i].MembersOffset, cs[i].MembersLength = claimExpiry(e), tableAt, int64(len(table))
 		}
 	}
-	// A topic of the topic commit layout sequences the whole batch in one step; then (or
-	// for a topic of per-partition counters, commit by commit) each commit's entry is
-	// materialised, in parallel.
-	var bases []int64
-	var errs []error
+	sequenced := func(i int, res store.SeqCommit, err error) {
+		c := plans[i]
+		if err != nil {
+			c.err = storeErr(fmt.Errorf("commit %s/%d: %w", topic, c.partition, err))
+			return
+		}
+		res.Members = c.members
+		c.sc = res
+	}
 	if store.TopicCommits(topic) {
-		bases, errs = l.commitBatch(cctx, cs)
+		// A topic of the topic commit layout sequences the whole batch in one step.
+		out, errs := l.meta.SequenceBatch(cctx, cs)
+		for i := range plans {
+			sequenced(i, out[i], errs[i])
+		}
 	} else {
-		bases, errs = make([]int64, len(cs)), make([]error, len(cs))
+		// Per-partition counters: independent commits (the counter add queues them),
+		// so in parallel.
 		var wg sync.WaitGroup
-		for i := range cs {
-			wg.Go(func() { bases[i], errs[i] = l.commit(cctx, cs[i]) })
+		for i := range plans {
+			wg.Go(func() {
+				res, err := l.meta.Sequence(cctx, cs[i])
+				sequenced(i, res, err)
+			})
 		}
 		wg.Wait()
 	}
-	for i, c := range plans {
-		c.err = errs[i]
-		base := bases[i]
+	// Each idempotent member's one claim, for the partitions whose commits are not
+	// materialised (a materialising backend claimed in the commit).
+	claimed := l.claimMembers(cctx, members)
+	// The entries of the commits left to index, their members' blocks decided.
+	var pending []*commitPlan
+	for _, c := range plans {
+		if c.err == nil && !c.sc.Materialized {
+			pending = append(pending, c)
+		}
+	}
+	parallel(pending, func(c *commitPlan) {
+		claims := make([]store.RequestClaim, 0, len(c.members))
 		for _, g := range c.parts {
-			g.base, g.err = base, c.err
-			base += int64(g.count)
+			if g.m.idemKey == "" {
+				continue
+			}
+			cl := claimed[g.m]
+			if cl.err != nil {
+				// The member's claim failed: the entry is left to the materialiser,
+				// which claims it from the members table.
+				c.err = fmt.Errorf("%w: claim idempotency key of %s/%d: %w", ErrUnavailable, topic, c.partition, cl.err)
+				return
+			}
+			claims = append(claims, cl.claim)
+		}
+		c.sc.Claims = claims
+		c.sc.Entry.SetSkip(store.SkipFor(c.members, claims, c.partition, c.sc.Entry.BaseOffset))
+		c.err = l.putEntry(cctx, c.sc.Entry)
+	})
+	for _, c := range plans {
+		k := 0
+		for _, g := range c.parts {
+			if c.err != nil {
+				g.err = c.err
+				continue
+			}
+			if g.m.idemKey == "" {
+				g.base = c.sc.Entry.BaseOffset + g.rel
+				continue
+			}
+			g.base, g.err = g.m.decide(c.sc.Claims[k], g)
+			k++
 		}
 	}
 
@@ -199,16 +278,92 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 	}
 }
 
+// parallel runs fn on every plan at once and waits.
+func parallel(plans []*commitPlan, fn func(*commitPlan)) {
+	var wg sync.WaitGroup
+	for _, c := range plans {
+		wg.Go(func() { fn(c) })
+	}
+	wg.Wait()
+}
+
+// claimResult is a member's claim as stored, or why it could not be made.
+type claimResult struct {
+	claim store.RequestClaim
+	err   error
+}
+
+// claimMembers writes each idempotent member's one claim, with a slot per partition
+// committed and not materialised, in parallel; a member whose commits were all
+// materialised (or all failed) writes nothing and is not in the answer.
+func (l *Log) claimMembers(ctx context.Context, members []*member) map[*member]claimResult {
+	var mu sync.Mutex
+	out := map[*member]claimResult{}
+	var wg sync.WaitGroup
+	for _, m := range members {
+		if m.idemKey == "" {
+			continue
+		}
+		rec := store.RequestClaim{Key: m.idemKey, BodyHash: m.bodyHash, Count: int64(m.nrecs), Partitions: m.placedBy}
+		for _, g := range m.pending {
+			c := g.commit
+			if c.err == nil && !c.sc.Materialized {
+				rec.Parts = append(rec.Parts, store.PartClaim{Partition: g.partition, BaseOffset: c.sc.Entry.BaseOffset + g.rel, Count: int64(g.count)})
+				rec.ExpiresAt = c.sc.ClaimExpiresAt
+			}
+		}
+		if len(rec.Parts) == 0 {
+			continue
+		}
+		wg.Go(func() {
+			claim, err := l.meta.ClaimRequest(ctx, rec)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				err = storeErr(err)
+				out[m] = claimResult{err: err}
+				return
+			}
+			out[m] = claimResult{claim: claim}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// decide is an idempotent member's outcome for its group g given its claim as stored:
+// the claim's offsets for g's partition when the claim names this request (this
+// attempt's own, or an earlier attempt's), ErrIdempotencyKeyReused for another body, and
+// a *replaceError when the claim was placed by another partition count.
+func (m *member) decide(claim store.RequestClaim, g *partGroup) (int64, error) {
+	me := store.RequestClaim{BodyHash: m.bodyHash, Count: int64(m.nrecs)}
+	if !claim.Matches(me) {
+		return 0, fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, m.idemKey)
+	}
+	if claim.Partitions != 0 && m.placedBy != 0 && claim.Partitions != m.placedBy {
+		return 0, &replaceError{partitions: claim.Partitions}
+	}
+	pc, ok := claim.Part(g.partition)
+	switch {
+	case !ok:
+		return 0, fmt.Errorf("%w: the claim of key %q has no slot for partition %d", ErrUnavailable, m.idemKey, g.partition)
+	case pc.Count != int64(g.count):
+		return 0, fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, m.idemKey)
+	}
+	return pc.BaseOffset, nil
+}
+
 // answer is a member's outcome once its batch's commits are done; the outcomes of its
 // groups are in the groups.
 func (l *Log) answer(m *member) error {
 	var firstErr error
-	for _, c := range m.commits {
-		if errors.Is(c.err, ErrIdempotencyKeyReused) {
-			return c.err
+	for _, g := range m.pending {
+		var re *replaceError
+		if errors.Is(g.err, ErrIdempotencyKeyReused) || errors.As(g.err, &re) {
+			return g.err
 		}
-		if c.err != nil && firstErr == nil {
-			firstErr = c.err
+		if g.err != nil && firstErr == nil {
+			firstErr = g.err
 		}
 	}
 	if firstErr == nil {

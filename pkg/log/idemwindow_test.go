@@ -2,15 +2,17 @@ package log_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 // TestIdempotencyClaimsKeptForTheWindow (issue 18 item 15): an idempotent append's
-// claims, request-level and per partition, expire IdempotencyWindow after the append,
+// claim (one per request since folded claims, issue 20) expires IdempotencyWindow after the append,
 // not after the topic's retention plus a day, which let them fill half of the local
 // meta.db at the brief's rate.
 func TestIdempotencyClaimsKeptForTheWindow(t *testing.T) {
@@ -29,15 +31,15 @@ func TestIdempotencyClaimsKeptForTheWindow(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := now.Add(log.IdempotencyWindow)
-		for _, p := range []int32{-1, 0} {
-			rec, err := s.Meta.GetIdempotency(ctx, topic.ID()+"#k", p)
-			if err != nil {
-				t.Fatalf("claim of partition %d: %v", p, err)
-			}
-			if !rec.ExpiresAt.Equal(want) {
-				t.Fatalf("claim of partition %d expires at %s, want %s (the append + %s)",
-					p, rec.ExpiresAt.UTC(), want.UTC(), log.IdempotencyWindow)
-			}
+		claim, err := s.Meta.GetRequestClaim(ctx, topic.ID()+"#k", []int32{0})
+		if err != nil {
+			t.Fatalf("claim: %v", err)
+		}
+		if !claim.ExpiresAt.Equal(want) {
+			t.Fatalf("claim expires at %s, want %s (the append + %s)", claim.ExpiresAt.UTC(), want.UTC(), log.IdempotencyWindow)
+		}
+		if _, err := s.Meta.GetIdempotency(ctx, topic.ID()+"#k", 0); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("a per-partition claim: %v, want none (the request's claim carries the partition)", err)
 		}
 	})
 }

@@ -10,9 +10,12 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -200,6 +203,51 @@ type IndexEntry struct {
 	// Duplicate marks the block of an idempotent append whose key another commit
 	// claimed first: its offsets exist (offsets stay dense) but readers skip its records.
 	Duplicate bool
+	// Skip lists the runs of the entry's offsets that readers skip, EncodeSkip's form of
+	// ascending SkipRanges (a string, so entries stay comparable): the blocks of
+	// idempotent requests of a shared commit whose claim another attempt holds.
+	// Duplicate is the whole entry.
+	Skip string
+}
+
+// SkipRange is a run of an index entry's offsets readers skip: Count offsets from
+// BaseOffset+Offset.
+type SkipRange struct {
+	Offset, Count int64
+}
+
+// EncodeSkip is the Skip of an entry skipping runs: "offset+count" per run, comma
+// separated.
+func EncodeSkip(runs []SkipRange) string {
+	var b strings.Builder
+	for i, r := range runs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d+%d", r.Offset, r.Count)
+	}
+	return b.String()
+}
+
+// SkipRanges decodes e.Skip, refusing runs that are empty, overlap, are out of order or
+// lie outside the entry's Count offsets.
+func (e IndexEntry) SkipRanges() ([]SkipRange, error) {
+	if e.Skip == "" {
+		return nil, nil
+	}
+	var out []SkipRange
+	next := int64(0)
+	for _, f := range strings.Split(e.Skip, ",") {
+		o, n, ok := strings.Cut(f, "+")
+		off, err1 := strconv.ParseInt(o, 10, 64)
+		cnt, err2 := strconv.ParseInt(n, 10, 64)
+		if !ok || err1 != nil || err2 != nil || off < next || cnt < 1 || cnt > e.Count-off {
+			return nil, fmt.Errorf("store: entry %s/%d@%d: bad skip %q", e.Topic, e.Partition, e.BaseOffset, e.Skip)
+		}
+		out = append(out, SkipRange{Offset: off, Count: cnt})
+		next = off + cnt
+	}
+	return out, nil
 }
 
 // End is the offset after the entry's last record.
@@ -218,6 +266,126 @@ type IdempotencyRecord struct {
 	// partitions is placed as its first attempt was.
 	Partitions int32
 	ExpiresAt  time.Time
+}
+
+// RequestClaim is an idempotent request's one claim (a folded claim, stored under the
+// request-claim partition -1 of its key): the body its key names, the partition count
+// its records were placed by (0 for a request of blocks, placed as sent) and, per
+// partition, the offsets its records hold. It is written after the request's commits,
+// once, and each partition's slot is write-once: the attempt whose slot is stored first
+// owns the partition, and another attempt's block there is skipped by readers.
+type RequestClaim struct {
+	Key      string
+	BodyHash string
+	// Count is the request's record count.
+	Count      int64
+	Partitions int32
+	// Parts are the claimed partitions, ascending, each once.
+	Parts     []PartClaim
+	ExpiresAt time.Time
+}
+
+// PartClaim is one partition's slot of a RequestClaim.
+type PartClaim struct {
+	Partition  int32
+	BaseOffset int64
+	Count      int64
+}
+
+// Part returns the claim's slot of partition p.
+func (c RequestClaim) Part(p int32) (PartClaim, bool) {
+	for _, pc := range c.Parts {
+		if pc.Partition == p {
+			return pc, true
+		}
+	}
+	return PartClaim{}, false
+}
+
+// Matches reports whether rec names the same request as the stored claim c: the same
+// body, placed by the same partition count (0 on either side matches any).
+func (c RequestClaim) Matches(rec RequestClaim) bool {
+	return c.BodyHash == rec.BodyHash && c.Count == rec.Count &&
+		(c.Partitions == 0 || rec.Partitions == 0 || c.Partitions == rec.Partitions)
+}
+
+// MergeClaim is ClaimRequest's decision, which each backend applies in one atomic step:
+// the claim to store given the stored one (nil when the key has none) and write false
+// when nothing changes — a stored claim of another request, or one that already has a
+// slot for each of rec's partitions. Existing slots and the stored expiry are kept.
+func MergeClaim(stored *RequestClaim, rec RequestClaim) (next RequestClaim, write bool) {
+	if stored == nil {
+		rec.Parts = sortParts(rec.Parts)
+		return rec, true
+	}
+	next = *stored
+	if !stored.Matches(rec) {
+		return next, false
+	}
+	next.Parts = append([]PartClaim(nil), stored.Parts...)
+	for _, pc := range rec.Parts {
+		if _, ok := stored.Part(pc.Partition); !ok {
+			next.Parts = append(next.Parts, pc)
+			write = true
+		}
+	}
+	next.Parts = sortParts(next.Parts)
+	return next, write
+}
+
+func sortParts(ps []PartClaim) []PartClaim {
+	out := slices.Clone(ps)
+	slices.SortFunc(out, func(a, b PartClaim) int { return cmp.Compare(a.Partition, b.Partition) })
+	return out
+}
+
+// CommitMember is one idempotent request's block in a shared commit: its claim's
+// identity and where its records lie in the commit (Offset records from the entry's
+// base, Count records).
+type CommitMember struct {
+	Key        string
+	BodyHash   string
+	Total      int64 // the request's record count (RequestClaim.Count)
+	Partitions int32
+	Offset     int64
+	Count      int64
+}
+
+// Owns reports whether member m of a commit at partition p with base offset base owns
+// its block given its claim as stored: the claim names m's request and its slot of p is
+// m's block. A block a member does not own is skipped by readers.
+func (m CommitMember) Owns(claim RequestClaim, p int32, base int64) bool {
+	if !claim.Matches(RequestClaim{BodyHash: m.BodyHash, Count: m.Total, Partitions: m.Partitions}) {
+		return false
+	}
+	pc, ok := claim.Part(p)
+	return ok && pc.BaseOffset == base+m.Offset && pc.Count == m.Count
+}
+
+// SkipFor is the Skip of a commit's entry at partition p and base offset base whose
+// members' claims are claims (in members order): the blocks their members do not own.
+func SkipFor(members []CommitMember, claims []RequestClaim, p int32, base int64) []SkipRange {
+	var out []SkipRange
+	for i, m := range members {
+		if !m.Owns(claims[i], p, base) {
+			out = append(out, SkipRange{Offset: m.Offset, Count: m.Count})
+		}
+	}
+	slices.SortFunc(out, func(a, b SkipRange) int { return cmp.Compare(a.Offset, b.Offset) })
+	return out
+}
+
+// SetSkip sets e's skipped runs, marking the whole entry Duplicate when they cover it.
+func (e *IndexEntry) SetSkip(skip []SkipRange) {
+	var n int64
+	for _, s := range skip {
+		n += s.Count
+	}
+	if len(skip) > 0 && n >= e.Count {
+		e.Duplicate, e.Skip = true, ""
+		return
+	}
+	e.Skip = EncodeSkip(skip)
 }
 
 // SeqCommit is one append's commit to one partition (identified, like its attempt, by
@@ -241,8 +409,17 @@ type SeqCommit struct {
 	Materialized bool
 	// Claim is the idempotency record that owns (IdempotencyKey, partition) after a
 	// materialised idempotent commit: this commit's own, or an earlier attempt's (then
-	// Entry.Duplicate is true).
+	// Entry.Duplicate is true). (The per-partition claims of the format before folded
+	// claims: commits sequenced before the upgrade carry IdempotencyKey.)
 	Claim *IdempotencyRecord
+	// Members are the idempotent requests whose blocks the commit holds, set by the
+	// appender; a materialising Sequence claims each one's slot of this partition (as
+	// ClaimRequest) and sets Claims (in Members order) and Entry.Skip. A backend need
+	// not keep Members: MembersOffset and MembersLength, which it must keep and return
+	// on Last, locate the same table in the segment object (the materialiser reads it).
+	Members                      []CommitMember
+	MembersOffset, MembersLength int64
+	Claims                       []RequestClaim
 }
 
 // SeqState is a partition's sequencer item.
@@ -295,6 +472,20 @@ type SequencerStore interface {
 	// ClaimIdempotency must store rec only if (rec.Key, rec.Partition) has no record,
 	// else return *IdempotencyError with the stored one and change nothing.
 	ClaimIdempotency(ctx context.Context, rec IdempotencyRecord) error
+	// ClaimRequest must apply MergeClaim to rec.Key's folded claim atomically (store rec
+	// when the key has none; add the slots it lacks when it names rec's request; else
+	// change nothing) and return the claim as stored after the call. A key whose request
+	// row is of the per-partition format (an IdempotencyRecord of partition -1, written
+	// before folded claims) must be resolved per partition instead: each of rec.Parts is
+	// claimed as ClaimIdempotency(key, partition) would, and the answer carries that
+	// row's body hash, count and partition count with the per-partition claims stored.
+	ClaimRequest(ctx context.Context, rec RequestClaim) (RequestClaim, error)
+	// GetRequestClaim must return key's claim as ClaimRequest would answer it for the
+	// given partitions, writing nothing: the folded claim, or for a key of the
+	// per-partition format its request row with those partitions' stored claims. A key
+	// without a request row is ErrNotFound. It may read eventually consistently: it
+	// spares a retry its writes, and ClaimRequest still decides.
+	GetRequestClaim(ctx context.Context, key string, partitions []int32) (RequestClaim, error)
 }
 
 // TopicStore holds topic configurations.

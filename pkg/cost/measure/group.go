@@ -121,12 +121,13 @@ func deriveGroup(cases []GroupCase, alone []Case, idem bool) cost.GroupProfile {
 			claims[c.Partitions] = c.PerAppend("DynamoDB.PutItem") - float64(c.Partitions)
 		}
 	}
-	var shared, sharedBlocks, member, memberBlocks float64
+	var shared, sharedBlocks, member, memberBlocks, memberBatchBlocks float64
 	for _, c := range cases {
 		entries := float64(c.Ops["DynamoDB.PutItem"].Requests)
 		if c.Idempotent {
 			member += entries - claims[c.Partitions]*float64(c.Appends)
 			memberBlocks += float64(c.Appends * c.Partitions)
+			memberBatchBlocks += float64(c.Batches() * int64(c.Partitions))
 		} else {
 			shared += entries
 			sharedBlocks += float64(c.Batches() * int64(c.Partitions))
@@ -142,6 +143,8 @@ func deriveGroup(cases []GroupCase, alone []Case, idem bool) cost.GroupProfile {
 	}
 	if memberBlocks > 0 {
 		g.MemberCommitsPerBlock = member / memberBlocks
+		// Shared: one commit per partition of a batch, as without a key.
+		g.IdempotentShare = member == memberBatchBlocks
 	}
 	return g
 }

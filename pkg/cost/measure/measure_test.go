@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratalog/strata/pkg/cost"
 	"github.com/stratalog/strata/pkg/store/awstest"
 )
 
@@ -103,19 +104,21 @@ func TestGroupCommitCounts(t *testing.T) {
 			}
 			continue
 		}
-		a := alone[true][c.Partitions]
-		for _, op := range []string{"DynamoDB.PutItem", "DynamoDB.GetItem"} {
-			if got, want := c.PerAppend(op), a.PerAppend(op); got != want {
-				t.Errorf("%s: %s per append = %v in a batch, %v alone; want the same", c.Name, op, got, want)
-			}
+		// Folded claims: idempotent members share the batch's entry per partition, and
+		// each reads and writes its one claim.
+		if got, want := c.Ops["DynamoDB.PutItem"].Requests, c.Batches()*int64(c.Partitions)+int64(c.Appends); got != want {
+			t.Errorf("%s: %d PutItems, want %d (an entry per partition of a batch, a claim per append)", c.Name, got, want)
+		}
+		if got := c.PerAppend("DynamoDB.GetItem"); got != 1 {
+			t.Errorf("%s: GetItem per append = %v, want 1 (the claim read)", c.Name, got)
 		}
 		if got := float64(c.Ops["DynamoDB.UpdateItem"].Requests) / float64(c.Batches()); got != 1 {
 			t.Errorf("%s: UpdateItem per batch = %v, want 1 (its members' commits in one topic commit)", c.Name, got)
 		}
 	}
 	g := res.Profile.Group
-	if !g.Measured || g.SharedCommitsPerBlock != 1 || g.MemberCommitsPerBlock != 1 || g.Appenders != 8 {
-		t.Errorf("group profile %+v, want 1 shared commit per batch partition, 1 commit per idempotent member partition, 8 appenders", g)
+	if !g.Measured || g.SharedCommitsPerBlock != 1 || !g.IdempotentShare || g.Appenders != 8 {
+		t.Errorf("group profile %+v, want 1 shared commit per batch partition, idempotent members sharing it, 8 appenders", g)
 	}
 	if g.PutsPerAppend >= 0.5 || g.PutsPerAppend <= 0 {
 		t.Errorf("group profile: %.3f PUTs per append, want in (0, 0.5)", g.PutsPerAppend)
@@ -124,7 +127,51 @@ func TestGroupCommitCounts(t *testing.T) {
 		t.Errorf("group profile: CPU per append %s, want > 0", g.CPUPerAppend)
 	}
 	p := res.Profile
-	if !p.Idempotent || p.PutItemsPerBlock != 1 || p.ClaimsPerBlock != 1 || p.WritesPerAppend != 2 {
-		t.Errorf("profile %+v, want per block 1 index PutItem and 1 claim PutItem, 1 claim and 1 topic commit per append", p)
+	if !p.Idempotent || p.PutItemsPerBlock != 1 || p.ClaimsPerBlock != 0 || p.WritesPerAppend != 2 {
+		t.Errorf("profile %+v, want per block 1 index PutItem and no claim, 1 claim and 1 topic commit per append", p)
+	}
+}
+
+// TestModelShapesMatchTheCode (issue 20 item 2): the request shapes the cost tool
+// prices for the built configuration (cost.DesignProfile without a key,
+// cost.IdempotentDesignProfile with the SDK's key) are what the append path sends, as
+// pkg/awscount counts it on the emulator: PUTs, DynamoDB writes and reads per append and
+// per partition block, GETs per block read, and group commit's sharing. A change to the
+// append path that adds (or drops) a request fails here until the model says so.
+func TestModelShapesMatchTheCode(t *testing.T) {
+	ctx := context.Background()
+	cfg := awstest.Config(ctx, t)
+	res, err := Run(ctx, cfg, Options{Appends: 2, RecordsPerAppend: 4, ValueBytes: 100,
+		Appenders: 4, GroupRounds: 1, GroupWindow: 200 * time.Millisecond, Idempotent: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Writes1 is a single-partition append's DynamoDB writes, however the profile splits
+	// them between the append and its block: since the topic commit (issue 20 item 2) the
+	// sequencer write is per append (counted) where the model's design profiles still
+	// price it per block, which prices a multi-partition append's extra blocks one
+	// UpdateItem too high — the topic commit's pricing, left to its owner.
+	type shape struct {
+		Puts, Writes1, Entries, Claims, Reads, ReadsPerBlock, Gets float64
+	}
+	of := func(p cost.Profile) shape {
+		return shape{p.PutsPerAppend, p.WritesPerAppend + p.UpdatesPerBlock + p.PutItemsPerBlock + p.ClaimsPerBlock,
+			p.PutItemsPerBlock, p.ClaimsPerBlock, p.ReadsPerAppend, p.ReadsPerAppendBlk, p.GetsPerBlock}
+	}
+	for _, c := range []struct {
+		name          string
+		counted, want cost.Profile
+	}{
+		{"no key", derive(res.Cases, false), cost.DesignProfile()},
+		{"Idempotency-Key", res.Profile, cost.IdempotentDesignProfile()},
+	} {
+		if got, want := of(c.counted), of(c.want); got != want {
+			t.Errorf("%s: counted %+v, the model prices %+v", c.name, got, want)
+		}
+	}
+	g, want := res.Profile.Group, cost.IdempotentDesignProfile().Group
+	if g.SharedCommitsPerBlock != want.SharedCommitsPerBlock || g.IdempotentShare != want.IdempotentShare {
+		t.Errorf("group commit: counted %.2f commits per batch partition, idempotent members sharing %t; the model prices %.2f, %t",
+			g.SharedCommitsPerBlock, g.IdempotentShare, want.SharedCommitsPerBlock, want.IdempotentShare)
 	}
 }

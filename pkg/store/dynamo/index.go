@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -30,6 +31,9 @@ func indexItem(e store.IndexEntry) item {
 	if e.Duplicate {
 		it["duplicate"] = &types.AttributeValueMemberBOOL{Value: true}
 	}
+	if e.Skip != "" {
+		it["skip"] = avS(e.Skip)
+	}
 	return it
 }
 
@@ -47,6 +51,12 @@ func decodeIndex(it item) (store.IndexEntry, error) {
 		AppendedAt:   d.time("appended_at"),
 		ExpiresAt:    d.time("expires_at"),
 		Duplicate:    d.boolean("duplicate"),
+		Skip:         d.str("skip", false),
+	}
+	if d.err == nil {
+		if _, err := e.SkipRanges(); err != nil {
+			d.fail("skip", "%v", err)
+		}
 	}
 	return e, d.err
 }
@@ -150,6 +160,53 @@ func idemItem(r store.IdempotencyRecord) item {
 	}
 	setExpiry(it, "expires_at", r.ExpiresAt)
 	return it
+}
+
+// requestClaimItem is a folded claim's row: the request-claim row (partition -1) with
+// its slots in "parts" ("partition:base:count" comma separated) and a version the
+// merge's conditional write checks.
+func requestClaimItem(c store.RequestClaim, ver int64) item {
+	it := idemItem(store.IdempotencyRecord{Key: c.Key, Partition: -1, BodyHash: c.BodyHash, BaseOffset: -1,
+		Count: c.Count, Partitions: c.Partitions, ExpiresAt: c.ExpiresAt})
+	var b strings.Builder
+	for i, p := range c.Parts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d:%d:%d", p.Partition, p.BaseOffset, p.Count)
+	}
+	it["parts"] = avS(b.String())
+	it["ver"] = avN(ver)
+	return it
+}
+
+// decodeRequestClaim decodes a request-claim row; folded is false for a row of the
+// per-partition format (no parts).
+func decodeRequestClaim(it item) (c store.RequestClaim, ver int64, folded bool, err error) {
+	rec, err := decodeIdem(it)
+	if err != nil {
+		return c, 0, false, err
+	}
+	c = store.RequestClaim{Key: rec.Key, BodyHash: rec.BodyHash, Count: rec.Count, Partitions: rec.Partitions, ExpiresAt: rec.ExpiresAt}
+	if _, ok := it["parts"]; !ok {
+		return c, 0, false, nil
+	}
+	d := decoder{it: it}
+	parts, ver := d.str("parts", false), d.num("ver", true)
+	if d.err != nil {
+		return c, 0, false, d.err
+	}
+	last := int32(-1)
+	for _, f := range strings.Split(parts, ",") {
+		var pc store.PartClaim
+		if n, _ := fmt.Sscanf(f, "%d:%d:%d", &pc.Partition, &pc.BaseOffset, &pc.Count); n != 3 ||
+			pc.Partition <= last || pc.BaseOffset < 0 || pc.Count < 1 {
+			return c, 0, false, fmt.Errorf("dynamo: claim %q: bad parts %q", c.Key, parts)
+		}
+		last = pc.Partition
+		c.Parts = append(c.Parts, pc)
+	}
+	return c, ver, true, nil
 }
 
 func decodeIdem(it item) (store.IdempotencyRecord, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,6 +34,9 @@ const (
 	attrCExpires = "c_exp"
 	attrCIdem    = "c_idem"
 	attrCHash    = "c_hash"
+	// attrCMembers locates the commit's idempotent members' table in the segment object
+	// ("offset:length"), absent when it has none.
+	attrCMembers = "c_members"
 )
 
 func seqKey(topic string, partition int32) item { return item{attrTP: avS(tpKey(topic, partition))} }
@@ -60,6 +64,11 @@ func DecodeSequencerImage(it map[string]types.AttributeValue) (store.SeqState, e
 			IdempotencyKey: d.str(attrCIdem, false),
 			BodyHash:       d.str(attrCHash, false),
 			Seq:            st.NextSeq,
+		}
+		if mt := d.str(attrCMembers, false); mt != "" {
+			if n, _ := fmt.Sscanf(mt, "%d:%d", &c.MembersOffset, &c.MembersLength); n != 2 || c.MembersOffset < 0 || c.MembersLength < 1 {
+				d.fail(attrCMembers, "%q is not offset:length", mt)
+			}
 		}
 		if count < 1 || c.Entry.BaseOffset < 0 {
 			d.fail(attrCCount, "%d does not fit next_offset %d", count, st.NextOffset)
@@ -158,16 +167,26 @@ func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 	set := "SET #co = :obj, #cb = :boff, #cl = :blen, #cc = :n, #cm = :mts, #ca = :at, #ce = :exp"
 	names := map[string]string{"#no": attrNextOffset, "#ns": attrNextSeq, "#co": attrCObject, "#cb": attrCByteOff,
 		"#cl": attrCByteLen, "#cc": attrCCount, "#cm": attrCMaxTs, "#ca": attrCAt, "#ce": attrCExpires,
-		"#ci": attrCIdem, "#ch": attrCHash}
+		"#ci": attrCIdem, "#ch": attrCHash, "#cmt": attrCMembers}
 	values := item{":n": avN(e.Count), ":one": avN(1), ":obj": avS(e.ObjectKey), ":boff": avN(e.ByteOffset),
 		":blen": avN(e.ByteLength), ":mts": avN(e.MaxTimestamp.UnixMilli()), ":at": avN(e.AppendedAt.UnixMilli()),
 		":exp": avN(e.ExpiresAt.UnixMilli())}
-	remove := ""
+	var removed []string
 	if c.IdempotencyKey != "" {
 		set += ", #ci = :idem, #ch = :hash"
 		values[":idem"], values[":hash"] = avS(c.IdempotencyKey), avS(c.BodyHash)
 	} else {
-		remove = " REMOVE #ci, #ch"
+		removed = append(removed, "#ci", "#ch")
+	}
+	if c.MembersLength > 0 {
+		set += ", #cmt = :mt"
+		values[":mt"] = avS(fmt.Sprintf("%d:%d", c.MembersOffset, c.MembersLength))
+	} else {
+		removed = append(removed, "#cmt")
+	}
+	remove := ""
+	if len(removed) > 0 {
+		remove = " REMOVE " + strings.Join(removed, ", ")
 	}
 	in := &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.sequencer),
@@ -188,7 +207,7 @@ func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 			}
 			s.observe(tp, st.NextOffset)
 			c.Entry.BaseOffset, c.Seq = st.Last.Entry.BaseOffset, st.NextSeq
-			c.Entry.Duplicate, c.Materialized, c.Claim = false, false, nil
+			c.Entry.Duplicate, c.Entry.Skip, c.Materialized, c.Claim, c.Claims = false, "", false, nil, nil
 			return c, nil
 		}
 		var ccf *types.ConditionalCheckFailedException
@@ -250,7 +269,7 @@ func (s *MetaStore) resolveCommit(ctx context.Context, op string, c store.SeqCom
 	// A commit found in the index has Seq 0: its commit number is not known there.
 	found := func(base int64, seq int64) store.SeqCommit {
 		c.Entry.BaseOffset, c.Seq = base, seq
-		c.Entry.Duplicate, c.Materialized, c.Claim = false, false, nil
+		c.Entry.Duplicate, c.Entry.Skip, c.Materialized, c.Claim, c.Claims = false, "", false, nil, nil
 		return c
 	}
 	var hw int64 = -1
@@ -459,6 +478,119 @@ func (s *MetaStore) ClaimIdempotency(ctx context.Context, rec store.IdempotencyR
 		return fmt.Errorf("dynamo: %s: decode the existing idempotency row: %w", op, err)
 	}
 	return &store.IdempotencyError{Existing: existing}
+}
+
+// ClaimRequest creates the folded claim with one conditional PutItem (the steady
+// state); a key already claimed is merged with store.MergeClaim and written back on
+// condition that its version is unchanged, and a request row of the per-partition format
+// is resolved per partition with ClaimIdempotency.
+func (s *MetaStore) ClaimRequest(ctx context.Context, rec store.RequestClaim) (store.RequestClaim, error) {
+	op := fmt.Sprintf("claim request %q", rec.Key)
+	next, _ := store.MergeClaim(nil, rec)
+	in := &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.idem),
+		Item:                                requestClaimItem(next, 1),
+		ConditionExpression:                 aws.String("attribute_not_exists(#kp)"),
+		ExpressionAttributeNames:            map[string]string{"#kp": attrKP},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}
+	for attempt := 0; ; attempt++ {
+		_, err := s.client.PutItem(ctx, in)
+		if err == nil {
+			return next, nil
+		}
+		err = mapError(op, err)
+		var cf *conditionFailed
+		if !errors.As(err, &cf) {
+			return store.RequestClaim{}, err
+		}
+		if attempt >= maxClaimMerges {
+			return store.RequestClaim{}, fmt.Errorf("dynamo: %s: %d concurrent merges: %w", op, attempt, store.ErrUnavailable)
+		}
+		old, err := s.holder(ctx, op, s.idem, idemKey(rec.Key, -1), cf.item)
+		if err != nil {
+			return store.RequestClaim{}, err
+		}
+		stored, ver, folded, err := decodeRequestClaim(old)
+		if err != nil {
+			return store.RequestClaim{}, fmt.Errorf("dynamo: %s: decode the stored claim: %w", op, err)
+		}
+		if !folded {
+			return s.claimLegacy(ctx, stored, rec)
+		}
+		var write bool
+		if next, write = store.MergeClaim(&stored, rec); !write {
+			return next, nil
+		}
+		in = &dynamodb.PutItemInput{
+			TableName:                           aws.String(s.idem),
+			Item:                                requestClaimItem(next, ver+1),
+			ConditionExpression:                 aws.String("#ver = :ver"),
+			ExpressionAttributeNames:            map[string]string{"#ver": "ver"},
+			ExpressionAttributeValues:           item{":ver": avN(ver)},
+			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+		}
+	}
+}
+
+// GetRequestClaim is one eventually consistent GetItem (half a read unit) of the request
+// row; a row of the per-partition format reads the partitions' rows too.
+func (s *MetaStore) GetRequestClaim(ctx context.Context, key string, partitions []int32) (store.RequestClaim, error) {
+	op := fmt.Sprintf("get request claim %q", key)
+	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(s.idem), Key: idemKey(key, -1)})
+	if err != nil {
+		return store.RequestClaim{}, mapError(op, err)
+	}
+	if out.Item == nil {
+		return store.RequestClaim{}, fmt.Errorf("dynamo: %s: %w", op, store.ErrNotFound)
+	}
+	claim, _, folded, err := decodeRequestClaim(out.Item)
+	if err != nil || folded {
+		return claim, err
+	}
+	for _, p := range partitions {
+		rec, err := s.GetIdempotency(ctx, key, p)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return store.RequestClaim{}, err
+		}
+		claim.Parts = append(claim.Parts, store.PartClaim{Partition: p, BaseOffset: rec.BaseOffset, Count: rec.Count})
+	}
+	return claim, nil
+}
+
+// maxClaimMerges bounds the merges of one ClaimRequest that lose to a concurrent one.
+const maxClaimMerges = 8
+
+// claimLegacy resolves rec against a request row of the per-partition format (legacy):
+// each partition's claim is its own row, as before folded claims.
+func (s *MetaStore) claimLegacy(ctx context.Context, legacy, rec store.RequestClaim) (store.RequestClaim, error) {
+	out := legacy
+	out.Parts = nil
+	for _, pc := range rec.Parts {
+		claim := store.IdempotencyRecord{Key: rec.Key, Partition: pc.Partition, BodyHash: rec.BodyHash,
+			BaseOffset: pc.BaseOffset, Count: pc.Count, ExpiresAt: rec.ExpiresAt}
+		var err error
+		if legacy.Matches(rec) {
+			err = s.ClaimIdempotency(ctx, claim)
+		} else {
+			claim, err = s.GetIdempotency(ctx, rec.Key, pc.Partition)
+			if errors.Is(err, store.ErrNotFound) {
+				continue // another request's key: claim nothing of it
+			}
+		}
+		var ie *store.IdempotencyError
+		if errors.As(err, &ie) {
+			claim, err = ie.Existing, nil
+		}
+		if err != nil {
+			return store.RequestClaim{}, err
+		}
+		out.Parts = append(out.Parts, store.PartClaim{Partition: pc.Partition, BaseOffset: claim.BaseOffset, Count: claim.Count})
+	}
+	return out, nil
 }
 
 // LogStart reads the log start from the partition's counter.

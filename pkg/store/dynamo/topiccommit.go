@@ -27,10 +27,13 @@ import (
 // of the batch. An absent o<p> is 0: ADD treats a missing number as 0, so a new topic's
 // item holds only its batch count and grows by about 20 bytes per partition written.
 const (
-	attrBatches   = "bseq"
-	attrBObject   = "b_obj"
-	attrBAt       = "b_at"
-	attrBExpires  = "b_exp"
+	attrBatches  = "bseq"
+	attrBObject  = "b_obj"
+	attrBAt      = "b_at"
+	attrBExpires = "b_exp"
+	// attrBMembers locates the batch's members table in its object ("offset:length";
+	// folded claims), absent when it has no idempotent member.
+	attrBMembers  = "b_members"
 	attrBCommits  = "b_c"
 	topicItemTail = "#t"
 	prefixNext    = "o"
@@ -175,6 +178,13 @@ func decodeBatch(d *decoder, t batchItem) []store.SeqCommit {
 		return nil
 	}
 	obj, at, exp := d.str(attrBObject, true), d.time(attrBAt), d.time(attrBExpires)
+	var mto, mtl int64
+	if mt := d.str(attrBMembers, false); mt != "" {
+		if n, _ := fmt.Sscanf(mt, "%d:%d", &mto, &mtl); n != 2 || mto < 0 || mtl < 1 {
+			d.fail(attrBMembers, "%q is not offset:length", mt)
+			return nil
+		}
+	}
 	total, seen := map[int32]int64{}, map[int32]int64{}
 	out := make([]store.SeqCommit, 0, len(list.Value))
 	for i, v := range list.Value {
@@ -194,6 +204,7 @@ func decodeBatch(d *decoder, t batchItem) []store.SeqCommit {
 		if len(fields.Value) == 7 {
 			c.IdempotencyKey, c.BodyHash = fd.str("5", true), fd.str("6", true)
 		}
+		c.MembersOffset, c.MembersLength = mto, mtl
 		if fd.err != nil {
 			d.fail(attrBCommits, "commit %d: %v", i, fd.err)
 			return nil
@@ -299,9 +310,17 @@ func (s *MetaStore) sequenceTopic(ctx context.Context, cs []store.SeqCommit) ([]
 	if err != nil {
 		return nil, err
 	}
-	names := map[string]string{"#b": attrBatches, "#bo": attrBObject, "#ba": attrBAt, "#be": attrBExpires, "#bc": attrBCommits}
+	names := map[string]string{"#b": attrBatches, "#bo": attrBObject, "#ba": attrBAt, "#be": attrBExpires, "#bc": attrBCommits, "#bm": attrBMembers}
 	values := item{":one": avN(1), ":obj": avS(first.ObjectKey), ":at": avN(first.AppendedAt.UnixMilli()),
 		":exp": avN(first.ExpiresAt.UnixMilli()), ":c": encodeBatch(cs)}
+	members := " REMOVE #bm"
+	for _, c := range cs {
+		if c.MembersLength > 0 {
+			members = ", #bm = :bm"
+			values[":bm"] = avS(fmt.Sprintf("%d:%d", c.MembersOffset, c.MembersLength))
+			break
+		}
+	}
 	var add strings.Builder
 	add.WriteString("ADD #b :one")
 	for _, p := range parts {
@@ -313,7 +332,7 @@ func (s *MetaStore) sequenceTopic(ctx context.Context, cs []store.SeqCommit) ([]
 	in := &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.sequencer),
 		Key:                       topicItemKey(topic),
-		UpdateExpression:          aws.String(add.String() + " SET #bo = :obj, #ba = :at, #be = :exp, #bc = :c"),
+		UpdateExpression:          aws.String(add.String() + " SET #bo = :obj, #ba = :at, #be = :exp, #bc = :c" + members),
 		ConditionExpression:       aws.String("attribute_exists(#b)"),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,

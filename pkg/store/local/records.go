@@ -41,6 +41,7 @@ type indexRec struct {
 	AppendedAt   time.Time `json:"appended_at"`
 	ExpiresAt    time.Time `json:"expires_at"`
 	Duplicate    bool      `json:"duplicate,omitempty"`
+	Skip         string    `json:"skip,omitempty"`
 }
 
 func indexToRec(e store.IndexEntry) indexRec {
@@ -48,7 +49,7 @@ func indexToRec(e store.IndexEntry) indexRec {
 		Topic: e.Topic, Partition: e.Partition, BaseOffset: e.BaseOffset, Count: e.Count,
 		ObjectKey: e.ObjectKey, ByteOffset: e.ByteOffset, ByteLength: e.ByteLength,
 		MaxTimestamp: e.MaxTimestamp.UTC(), AppendedAt: e.AppendedAt.UTC(), ExpiresAt: e.ExpiresAt.UTC(),
-		Duplicate: e.Duplicate,
+		Duplicate: e.Duplicate, Skip: e.Skip,
 	}
 }
 
@@ -57,7 +58,7 @@ func (r indexRec) toStore() store.IndexEntry {
 		Topic: r.Topic, Partition: r.Partition, BaseOffset: r.BaseOffset, Count: r.Count,
 		ObjectKey: r.ObjectKey, ByteOffset: r.ByteOffset, ByteLength: r.ByteLength,
 		MaxTimestamp: r.MaxTimestamp, AppendedAt: r.AppendedAt, ExpiresAt: r.ExpiresAt,
-		Duplicate: r.Duplicate,
+		Duplicate: r.Duplicate, Skip: r.Skip,
 	}
 }
 
@@ -73,6 +74,32 @@ type idempotencyRec struct {
 	Count      int64     `json:"count"`
 	Partitions int32     `json:"partitions,omitempty"`
 	ExpiresAt  time.Time `json:"expires_at"`
+	// Folded marks a request row in the folded format (RequestClaim), Parts its slots.
+	Folded bool           `json:"folded,omitempty"`
+	Parts  []partClaimRec `json:"parts,omitempty"`
+}
+
+type partClaimRec struct {
+	Partition  int32 `json:"p"`
+	BaseOffset int64 `json:"base"`
+	Count      int64 `json:"n"`
+}
+
+func requestClaimToRec(c store.RequestClaim) idempotencyRec {
+	r := idempotencyRec{Key: c.Key, Partition: -1, BodyHash: c.BodyHash, BaseOffset: -1, Count: c.Count,
+		Partitions: c.Partitions, ExpiresAt: c.ExpiresAt.UTC(), Folded: true}
+	for _, p := range c.Parts {
+		r.Parts = append(r.Parts, partClaimRec{Partition: p.Partition, BaseOffset: p.BaseOffset, Count: p.Count})
+	}
+	return r
+}
+
+func (r idempotencyRec) toRequestClaim() store.RequestClaim {
+	c := store.RequestClaim{Key: r.Key, BodyHash: r.BodyHash, Count: r.Count, Partitions: r.Partitions, ExpiresAt: r.ExpiresAt}
+	for _, p := range r.Parts {
+		c.Parts = append(c.Parts, store.PartClaim{Partition: p.Partition, BaseOffset: p.BaseOffset, Count: p.Count})
+	}
+	return c
 }
 
 func idempotencyToRec(r store.IdempotencyRecord) idempotencyRec {

@@ -27,12 +27,15 @@ type seqCommitRec struct {
 	IdempotencyKey string   `json:"idempotency_key,omitempty"`
 	BodyHash       string   `json:"body_hash,omitempty"`
 	Seq            int64    `json:"seq"`
+	MembersOffset  int64    `json:"members_offset,omitempty"`
+	MembersLength  int64    `json:"members_length,omitempty"`
 }
 
 func (r seqRec) toStore() store.SeqState {
 	st := store.SeqState{Topic: r.Topic, Partition: r.Partition, NextOffset: r.NextOffset, NextSeq: r.NextSeq, LogStart: r.LogStart}
 	if r.Last != nil {
-		st.Last = &store.SeqCommit{Entry: r.Last.Entry.toStore(), IdempotencyKey: r.Last.IdempotencyKey, BodyHash: r.Last.BodyHash, Seq: r.Last.Seq}
+		st.Last = &store.SeqCommit{Entry: r.Last.Entry.toStore(), IdempotencyKey: r.Last.IdempotencyKey, BodyHash: r.Last.BodyHash, Seq: r.Last.Seq,
+			MembersOffset: r.Last.MembersOffset, MembersLength: r.Last.MembersLength}
 	}
 	return st
 }
@@ -147,6 +150,16 @@ func sequenceLocked(tx *bolt.Tx, c *store.SeqCommit) error {
 		if err != nil {
 			return err
 		}
+		// A commit of the format before folded claims whose key a folded claim holds (a
+		// retry made after the upgrade): the claim's slot owns the partition.
+		if req, found, err := getRec[idempotencyRec](tx, bucketIdempotency, idempotencyKey(claim.Key, -1)); err != nil {
+			return err
+		} else if found && req.Folded {
+			if pc, has := req.toRequestClaim().Part(claim.Partition); has {
+				existing, ok = idempotencyRec{Key: claim.Key, Partition: pc.Partition, BodyHash: req.BodyHash,
+					BaseOffset: pc.BaseOffset, Count: pc.Count, ExpiresAt: req.ExpiresAt}, true
+			}
+		}
 		if ok {
 			claim = existing.toStore()
 			c.Entry.Duplicate = true
@@ -155,10 +168,28 @@ func sequenceLocked(tx *bolt.Tx, c *store.SeqCommit) error {
 		}
 		c.Claim = &claim
 	}
+	c.Claims = nil
+	for _, mb := range c.Members {
+		exp := c.ClaimExpiresAt
+		if exp.IsZero() {
+			exp = c.Entry.ExpiresAt
+		}
+		claim, err := claimLocked(tx, store.RequestClaim{Key: mb.Key, BodyHash: mb.BodyHash, Count: mb.Total,
+			Partitions: mb.Partitions, ExpiresAt: exp,
+			Parts: []store.PartClaim{{Partition: c.Entry.Partition, BaseOffset: c.Entry.BaseOffset + mb.Offset, Count: mb.Count}}})
+		if err != nil {
+			return err
+		}
+		c.Claims = append(c.Claims, claim)
+	}
+	if len(c.Members) > 0 {
+		c.Entry.SetSkip(store.SkipFor(c.Members, c.Claims, c.Entry.Partition, c.Entry.BaseOffset))
+	}
 	if err := putIndexIfAbsent(tx, c.Entry); err != nil {
 		return fmt.Errorf("local: the counter of %s/%d is behind its index: %w", c.Entry.Topic, c.Entry.Partition, err)
 	}
-	st.Last = &seqCommitRec{Entry: indexToRec(c.Entry), IdempotencyKey: c.IdempotencyKey, BodyHash: c.BodyHash, Seq: c.Seq}
+	st.Last = &seqCommitRec{Entry: indexToRec(c.Entry), IdempotencyKey: c.IdempotencyKey, BodyHash: c.BodyHash, Seq: c.Seq,
+		MembersOffset: c.MembersOffset, MembersLength: c.MembersLength}
 	return putRec(tx, bucketSequencer, partitionKey(c.Entry.Topic, c.Entry.Partition), st)
 }
 
@@ -197,6 +228,90 @@ func (m *MetaStore) ClaimIdempotency(ctx context.Context, rec store.IdempotencyR
 		}
 		return putExpiring(tx, expiryIdempotency, ikey, idempotencyToRec(rec), rec.ExpiresAt)
 	})
+}
+
+// ClaimRequest merges rec into its key's folded claim in one transaction.
+func (m *MetaStore) ClaimRequest(ctx context.Context, rec store.RequestClaim) (store.RequestClaim, error) {
+	var out store.RequestClaim
+	err := m.update(ctx, func(tx *bolt.Tx) error {
+		var err error
+		out, err = claimLocked(tx, rec)
+		return err
+	})
+	return out, err
+}
+
+// GetRequestClaim reads key's claim in one read transaction.
+func (m *MetaStore) GetRequestClaim(ctx context.Context, key string, partitions []int32) (store.RequestClaim, error) {
+	var out store.RequestClaim
+	err := m.view(ctx, func(tx *bolt.Tx) error {
+		row, ok, err := getRec[idempotencyRec](tx, bucketIdempotency, idempotencyKey(key, -1))
+		switch {
+		case err != nil:
+			return err
+		case !ok:
+			return fmt.Errorf("local: request claim %q: %w", key, store.ErrNotFound)
+		case row.Folded:
+			out = row.toRequestClaim()
+			return nil
+		}
+		out = row.toRequestClaim()
+		for _, p := range partitions {
+			prow, found, err := getRec[idempotencyRec](tx, bucketIdempotency, idempotencyKey(key, p))
+			if err != nil {
+				return err
+			}
+			if found {
+				out.Parts = append(out.Parts, store.PartClaim{Partition: p, BaseOffset: prow.BaseOffset, Count: prow.Count})
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// claimLocked is ClaimRequest inside tx: store.MergeClaim on a folded request row, or
+// the per-partition claims beside a request row of the format before folding.
+func claimLocked(tx *bolt.Tx, rec store.RequestClaim) (store.RequestClaim, error) {
+	rkey := idempotencyKey(rec.Key, -1)
+	row, ok, err := getRec[idempotencyRec](tx, bucketIdempotency, rkey)
+	if err != nil {
+		return store.RequestClaim{}, err
+	}
+	if ok && !row.Folded {
+		out := store.RequestClaim{Key: row.Key, BodyHash: row.BodyHash, Count: row.Count, Partitions: row.Partitions, ExpiresAt: row.ExpiresAt}
+		for _, pc := range rec.Parts {
+			pkey := idempotencyKey(rec.Key, pc.Partition)
+			prow, found, err := getRec[idempotencyRec](tx, bucketIdempotency, pkey)
+			if err != nil {
+				return store.RequestClaim{}, err
+			}
+			if !found {
+				if !row.toRequestClaim().Matches(rec) {
+					continue // another request's key: claim nothing of it
+				}
+				prow = idempotencyToRec(store.IdempotencyRecord{Key: rec.Key, Partition: pc.Partition, BodyHash: rec.BodyHash,
+					BaseOffset: pc.BaseOffset, Count: pc.Count, ExpiresAt: rec.ExpiresAt})
+				if err := putExpiring(tx, expiryIdempotency, pkey, prow, rec.ExpiresAt); err != nil {
+					return store.RequestClaim{}, err
+				}
+			}
+			out.Parts = append(out.Parts, store.PartClaim{Partition: pc.Partition, BaseOffset: prow.BaseOffset, Count: prow.Count})
+		}
+		return out, nil
+	}
+	var stored *store.RequestClaim
+	if ok {
+		c := row.toRequestClaim()
+		stored = &c
+	}
+	next, write := store.MergeClaim(stored, rec)
+	if write {
+		if err := putExpiring(tx, expiryIdempotency, rkey, requestClaimToRec(next), next.ExpiresAt); err != nil {
+			return store.RequestClaim{}, err
+		}
+	}
+	return next, nil
 }
 
 // LogStart returns the partition's log start offset, 0 if never set.

@@ -25,6 +25,7 @@ type memStore struct {
 	topics      map[string]store.Topic
 	index       map[tpKey]map[int64]store.IndexEntry
 	idem        map[idemKey]store.IdempotencyRecord
+	claims      map[string]store.RequestClaim
 	seq         map[tpKey]store.SeqState
 	assignments map[gtp]store.Assignment
 	commits     map[gtp]store.CommitRow
@@ -51,6 +52,7 @@ func newMemStore(bug string) *memStore {
 		topics:      map[string]store.Topic{},
 		index:       map[tpKey]map[int64]store.IndexEntry{},
 		idem:        map[idemKey]store.IdempotencyRecord{},
+		claims:      map[string]store.RequestClaim{},
 		seq:         map[tpKey]store.SeqState{},
 		assignments: map[gtp]store.Assignment{},
 		commits:     map[gtp]store.CommitRow{},
@@ -240,6 +242,57 @@ func (s *memStore) ClaimIdempotency(_ context.Context, rec store.IdempotencyReco
 	rec.ExpiresAt = s.storeTime(rec.ExpiresAt)
 	s.idem[k] = rec
 	return nil
+}
+
+func (s *memStore) ClaimRequest(_ context.Context, rec store.RequestClaim) (store.RequestClaim, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	if legacy, ok := s.idem[idemKey{rec.Key, -1}]; ok {
+		out := store.RequestClaim{Key: legacy.Key, BodyHash: legacy.BodyHash, Count: legacy.Count, Partitions: legacy.Partitions, ExpiresAt: legacy.ExpiresAt}
+		for _, pc := range rec.Parts {
+			k := idemKey{rec.Key, pc.Partition}
+			old, found := s.idem[k]
+			if !found {
+				if !out.Matches(rec) {
+					continue
+				}
+				old = store.IdempotencyRecord{Key: rec.Key, Partition: pc.Partition, BodyHash: rec.BodyHash, BaseOffset: pc.BaseOffset,
+					Count: pc.Count, ExpiresAt: s.storeTime(rec.ExpiresAt)}
+				s.idem[k] = old
+			}
+			out.Parts = append(out.Parts, store.PartClaim{Partition: pc.Partition, BaseOffset: old.BaseOffset, Count: old.Count})
+		}
+		return out, nil
+	}
+	var stored *store.RequestClaim
+	if old, ok := s.claims[rec.Key]; ok && s.bug != "RequestClaimOverwrites" {
+		stored = &old
+	}
+	next, write := store.MergeClaim(stored, rec)
+	if write {
+		next.ExpiresAt = s.storeTime(next.ExpiresAt)
+		s.claims[rec.Key] = next
+	}
+	return next, nil
+}
+
+func (s *memStore) GetRequestClaim(_ context.Context, key string, partitions []int32) (store.RequestClaim, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	if legacy, ok := s.idem[idemKey{key, -1}]; ok {
+		out := store.RequestClaim{Key: legacy.Key, BodyHash: legacy.BodyHash, Count: legacy.Count, Partitions: legacy.Partitions, ExpiresAt: legacy.ExpiresAt}
+		for _, p := range partitions {
+			if r, ok := s.idem[idemKey{key, p}]; ok {
+				out.Parts = append(out.Parts, store.PartClaim{Partition: p, BaseOffset: r.BaseOffset, Count: r.Count})
+			}
+		}
+		return out, nil
+	}
+	c, ok := s.claims[key]
+	if !ok {
+		return store.RequestClaim{}, fmt.Errorf("mem: request claim %q: %w", key, store.ErrNotFound)
+	}
+	return c, nil
 }
 
 // seqLocked returns the partition's counter, seeding it from the index when absent.

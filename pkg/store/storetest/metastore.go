@@ -23,6 +23,7 @@ func metaStoreSections() []section[store.MetaStore] {
 		}},
 		{"Index", []testCase[store.MetaStore]{
 			{"FieldsRoundTrip", testIndexRoundTrip},
+			{"SkipRunsRoundTrip", testIndexSkipRoundTrip},
 			{"ConflictHoldsExisting", testIndexConflict},
 			{"LastOfEmptyPartition", testIndexLastEmpty},
 			{"OffsetsAcrossByteBoundaries", testIndexByteBoundaries},
@@ -37,6 +38,8 @@ func metaStoreSections() []section[store.MetaStore] {
 		{"Idempotency", []testCase[store.MetaStore]{
 			{"ClaimOnce", testIdemClaimOnce},
 			{"KeyIsPerPartition", testIdemPerPartition},
+			{"FoldedClaimSlotsAreWriteOnce", testFoldedClaim},
+			{"FoldedClaimResolvesLegacyRows", testFoldedClaimLegacy},
 			{"GetUnknown", testIdemUnknown},
 		}},
 		{"Partitions", []testCase[store.MetaStore]{
@@ -168,6 +171,23 @@ func tiling(topic string, partition int32, end int64, bases ...int64) []store.In
 		es[i] = entry(topic, partition, b, next-b)
 	}
 	return es
+}
+
+// testIndexSkipRoundTrip: an entry's skip runs (the blocks of idempotent attempts
+// another owns, folded claims) read back as written, and decode to the runs.
+func testIndexSkipRoundTrip(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := UniqueName(t, "t")
+	e := entry(topic, 0, 0, 10)
+	e.Skip = store.EncodeSkip([]store.SkipRange{{Offset: 2, Count: 3}, {Offset: 7, Count: 1}})
+	putEntries(ctx, t, m, e)
+	wantLast(ctx, t, m, topic, 0, e, true)
+	got, _, err := m.LastIndexEntry(ctx, topic, 0)
+	must(t, "LastIndexEntry", err)
+	runs, err := got.SkipRanges()
+	must(t, "SkipRanges", err)
+	if fmt.Sprint(runs) != "[{2 3} {7 1}]" {
+		t.Fatalf("skip runs = %v, want [{2 3} {7 1}]", runs)
+	}
 }
 
 func putEntries(ctx context.Context, t *testing.T, m store.MetaStore, es ...store.IndexEntry) {
@@ -463,6 +483,89 @@ func testIdemClaimOnce(ctx context.Context, t *testing.T, m store.MetaStore) {
 	wantRecord(ctx, t, m, req)
 	wantIdemErr(t, m.ClaimIdempotency(ctx, store.IdempotencyRecord{Key: key, Partition: -1, BodyHash: "sha256:aa",
 		BaseOffset: -1, Count: 8, Partitions: 24, ExpiresAt: at(3_600_000)}), req)
+}
+
+// wantClaim fails unless got is want (times at millisecond precision).
+func wantClaim(t *testing.T, what string, got, want store.RequestClaim) {
+	t.Helper()
+	got.ExpiresAt, want.ExpiresAt = msTime(got.ExpiresAt), msTime(want.ExpiresAt)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("%s = %+v, want %+v", what, got, want)
+	}
+}
+
+// testFoldedClaim: ClaimRequest stores a new key's claim, adds the slots a later
+// attempt of the same request brings while keeping every slot already stored (the first
+// attempt to claim a partition owns it) and its expiry, and changes nothing for another
+// body or another placement.
+func testFoldedClaim(ctx context.Context, t *testing.T, m store.MetaStore) {
+	key := UniqueName(t, "idem")
+	first := store.RequestClaim{Key: key, BodyHash: "sha256:aa", Count: 6, Partitions: 4, ExpiresAt: at(3_600_000),
+		Parts: []store.PartClaim{{Partition: 3, BaseOffset: 10, Count: 2}, {Partition: 1, BaseOffset: 0, Count: 3}}}
+	got, err := m.ClaimRequest(ctx, first)
+	must(t, "ClaimRequest of a new key", err)
+	want := first
+	want.Parts = []store.PartClaim{{Partition: 1, BaseOffset: 0, Count: 3}, {Partition: 3, BaseOffset: 10, Count: 2}}
+	wantClaim(t, "ClaimRequest of a new key", got, want)
+
+	// A second attempt: partition 1 is taken (its slot stays), partition 2 is new.
+	second := store.RequestClaim{Key: key, BodyHash: "sha256:aa", Count: 6, Partitions: 4, ExpiresAt: at(7_200_000),
+		Parts: []store.PartClaim{{Partition: 1, BaseOffset: 40, Count: 3}, {Partition: 2, BaseOffset: 7, Count: 1}}}
+	got, err = m.ClaimRequest(ctx, second)
+	must(t, "ClaimRequest of a second attempt", err)
+	want.Parts = []store.PartClaim{{Partition: 1, BaseOffset: 0, Count: 3}, {Partition: 2, BaseOffset: 7, Count: 1}, {Partition: 3, BaseOffset: 10, Count: 2}}
+	wantClaim(t, "ClaimRequest of a second attempt", got, want)
+
+	// Another body, or the body placed by another partition count, changes nothing.
+	for _, other := range []store.RequestClaim{
+		{Key: key, BodyHash: "sha256:bb", Count: 6, Partitions: 4, ExpiresAt: at(1), Parts: []store.PartClaim{{Partition: 0, BaseOffset: 5, Count: 6}}},
+		{Key: key, BodyHash: "sha256:aa", Count: 6, Partitions: 8, ExpiresAt: at(1), Parts: []store.PartClaim{{Partition: 0, BaseOffset: 5, Count: 6}}},
+	} {
+		got, err = m.ClaimRequest(ctx, other)
+		must(t, "ClaimRequest of another request", err)
+		wantClaim(t, "ClaimRequest of another request", got, want)
+	}
+	got, err = m.ClaimRequest(ctx, second)
+	must(t, "ClaimRequest again", err)
+	wantClaim(t, "ClaimRequest after another request's", got, want)
+	got, err = m.GetRequestClaim(ctx, key, []int32{0, 1})
+	must(t, "GetRequestClaim", err)
+	wantClaim(t, "GetRequestClaim", got, want)
+	_, err = m.GetRequestClaim(ctx, UniqueName(t, "idem"), []int32{0})
+	wantErrIs(t, "GetRequestClaim of an unknown key", err, store.ErrNotFound)
+}
+
+// testFoldedClaimLegacy: a key claimed in the per-partition format (a request row of
+// partition -1 and a row per partition, as appends before folded claims wrote them) is
+// still recognised: ClaimRequest answers the stored per-partition claims, claims the
+// partitions that have none, and claims nothing for another body.
+func testFoldedClaimLegacy(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic, key := UniqueName(t, "t"), UniqueName(t, "idem")
+	must(t, "ClaimIdempotency of a request row", m.ClaimIdempotency(ctx, store.IdempotencyRecord{Key: key, Partition: -1,
+		BodyHash: "sha256:aa", BaseOffset: -1, Count: 5, Partitions: 4, ExpiresAt: at(3_600_000)}))
+	must(t, "ClaimIdempotency of partition 0", m.ClaimIdempotency(ctx, record(key, 0, entry(topic, 0, 20, 2), "sha256:aa")))
+	got, err := m.ClaimRequest(ctx, store.RequestClaim{Key: key, BodyHash: "sha256:aa", Count: 5, Partitions: 4, ExpiresAt: at(3_600_000),
+		Parts: []store.PartClaim{{Partition: 0, BaseOffset: 90, Count: 2}, {Partition: 2, BaseOffset: 30, Count: 3}}})
+	must(t, "ClaimRequest of a legacy key", err)
+	wantClaim(t, "ClaimRequest of a legacy key", got, store.RequestClaim{Key: key, BodyHash: "sha256:aa", Count: 5, Partitions: 4,
+		ExpiresAt: at(3_600_000), Parts: []store.PartClaim{{Partition: 0, BaseOffset: 20, Count: 2}, {Partition: 2, BaseOffset: 30, Count: 3}}})
+	got, err = m.GetRequestClaim(ctx, key, []int32{0, 1, 2})
+	must(t, "GetRequestClaim of a legacy key", err)
+	wantClaim(t, "GetRequestClaim of a legacy key", got, store.RequestClaim{Key: key, BodyHash: "sha256:aa", Count: 5, Partitions: 4,
+		ExpiresAt: at(3_600_000), Parts: []store.PartClaim{{Partition: 0, BaseOffset: 20, Count: 2}, {Partition: 2, BaseOffset: 30, Count: 3}}})
+	rec, err := m.GetIdempotency(ctx, key, 2)
+	must(t, "GetIdempotency of the partition ClaimRequest claimed", err)
+	if rec.BaseOffset != 30 || rec.Count != 3 || rec.BodyHash != "sha256:aa" {
+		t.Fatalf("partition 2's claim = %+v, want base 30, count 3", rec)
+	}
+	got, err = m.ClaimRequest(ctx, store.RequestClaim{Key: key, BodyHash: "sha256:bb", Count: 5, Partitions: 4, ExpiresAt: at(1),
+		Parts: []store.PartClaim{{Partition: 3, BaseOffset: 50, Count: 5}}})
+	must(t, "ClaimRequest of another body", err)
+	if got.BodyHash != "sha256:aa" || len(got.Parts) != 0 {
+		t.Fatalf("ClaimRequest of another body on a legacy key = %+v, want the stored hash and no slot", got)
+	}
+	_, err = m.GetIdempotency(ctx, key, 3)
+	wantErrIs(t, "GetIdempotency of a partition another body asked for", err, store.ErrNotFound)
 }
 
 func testIdemPerPartition(ctx context.Context, t *testing.T, m store.MetaStore) {

@@ -86,6 +86,7 @@ func TestMutants(t *testing.T) {
 		"RangeDeleteStopsAtGap":    "MetaStore/Index/DeleteIndexRange",
 		"IdemKeyIgnoresPartition":  "MetaStore/Idempotency/KeyIsPerPartition",
 		"IdemClaimOverwrites":      "MetaStore/Idempotency/ClaimOnce",
+		"RequestClaimOverwrites":   "MetaStore/Idempotency/FoldedClaimSlotsAreWriteOnce",
 		"SequenceRace":             "MetaStore/Races/SequencerTilesOffsets",
 		"BatchNotAtomic":           "MetaStore/Races/BatchesOrderedAlike",
 		"SeedIgnoresIndex":         "MetaStore/Sequencer/SeedsFromLegacyIndex",
