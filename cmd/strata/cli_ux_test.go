@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
 	"errors"
+	"io"
+	"net/http"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/stratalog/strata/pkg/client"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
@@ -126,5 +131,176 @@ func TestProduceLines(t *testing.T) {
 	recs := consumed(t, cli(t, url, "", "consume", "t", "--partition", "1", "--offset", "0", "--until-caught-up", "--format", "json"))
 	if len(recs) != 2 || *recs[1].Value != "b" || recs[0].Headers["src"] != "cli" || recs[0].Headers["k"] != "v=w" {
 		t.Fatalf("records %+v", recs)
+	}
+}
+
+// TestResetRefusesUnknownGroup (issue 21, item 3): a mistyped group is not created by a
+// reset; --create creates it.
+func TestResetRefusesUnknownGroup(t *testing.T) {
+	url := startNode(t, runtime.Config{})
+	cli(t, url, "", "topics", "create", "orders")
+	_, errOut, code := runBin(t, "", "--url", url, "groups", "reset", "nosuch", "--topic", "orders", "--to", "earliest", "--execute")
+	if code != 1 || !strings.Contains(errOut, `group "nosuch" does not exist`) || !strings.Contains(errOut, "--create") {
+		t.Fatalf("reset of an unknown group: exit %d, %q", code, errOut)
+	}
+	if out := cli(t, url, "", "groups", "list"); strings.Contains(out, "nosuch") {
+		t.Fatalf("the refused reset created the group:\n%s", out)
+	}
+	cli(t, url, "", "groups", "reset", "nosuch", "--topic", "orders", "--to", "earliest", "--execute", "--create")
+	if out := cli(t, url, "", "groups", "list"); !strings.Contains(out, "nosuch") {
+		t.Fatalf("--create did not create the group:\n%s", out)
+	}
+}
+
+// TestResetShowsPlan (issue 21, item 3): without --execute a reset prints each
+// partition's current and new offset and changes nothing; with it, it applies them.
+func TestResetShowsPlan(t *testing.T) {
+	url := startNode(t, runtime.Config{})
+	cli(t, url, "", "topics", "create", "orders", "--partitions", "2")
+	cli(t, url, "a\nb\nc\n", "produce", "orders", "--partition", "0")
+	cli(t, url, "", "consume", "orders", "--group", "billing", "--until-caught-up")
+	out, errOut, code := runBin(t, "", "--url", url, "groups", "reset", "billing", "--topic", "orders", "--to", "earliest")
+	if code != 0 || strings.Join(rows(out), "|") != "PARTITION CURRENT NEW|0 3 0|1 0 0" || !strings.Contains(errOut, "add --execute to apply it") {
+		t.Fatalf("plan: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	if got := rows(cli(t, url, "", "groups", "describe", "billing"))[1]; !strings.HasPrefix(got, "orders 0 3 ") {
+		t.Fatalf("the plan changed the position: %q", got)
+	}
+	// A plan from a time is resolved by the server too; an hour ago is the start.
+	if got := rows(cli(t, url, "", "groups", "reset", "billing", "--topic", "orders", "--since", "-1h")); strings.Join(got, "|") != "PARTITION CURRENT NEW|0 3 0|1 0 0" {
+		t.Fatalf("plan --since -1h: %v", got)
+	}
+	out = cli(t, url, "", "groups", "reset", "billing", "--topic", "orders", "--to", "earliest", "--execute")
+	if strings.Join(rows(out), "|") != "PARTITION CURRENT NEW|0 3 0|1 0 0" {
+		t.Fatalf("execute: %q", out)
+	}
+	if got := rows(cli(t, url, "", "groups", "describe", "billing"))[1]; !strings.HasPrefix(got, "orders 0 0 ") {
+		t.Fatalf("--execute did not move the position: %q", got)
+	}
+}
+
+// TestGroupsDelete (issue 21, item 3): a stray group can be deleted once stopped; it
+// leaves the list and /metrics.
+func TestGroupsDelete(t *testing.T) {
+	url := startNode(t, runtime.Config{})
+	cli(t, url, "", "topics", "create", "orders")
+	cli(t, url, "x\n", "produce", "orders")
+	cli(t, url, "", "groups", "reset", "stray", "--topic", "orders", "--to", "earliest", "--execute", "--create")
+	metrics := func() string {
+		resp, err := http.Get(url + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	if m := metrics(); !strings.Contains(m, `strata_consumer_lag_records{group="stray"`) {
+		t.Fatalf("no lag for the stray group in /metrics")
+	}
+	// A member holding a lease keeps the group.
+	c, err := client.New(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.Lease(context.Background(), "stray", "orders", 0, "m", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, code := runBin(t, "", "--url", url, "groups", "delete", "stray")
+	if code != 1 || !strings.Contains(errOut, "stop the group's consumers") {
+		t.Fatalf("delete of an active group: exit %d, %q", code, errOut)
+	}
+	if err := c.Release(context.Background(), "stray", "orders", 0, "m", l.Generation); err != nil {
+		t.Fatal(err)
+	}
+	if out := cli(t, url, "", "groups", "delete", "stray"); out != "deleted group stray\n" {
+		t.Fatalf("delete: %q", out)
+	}
+	if out := cli(t, url, "", "groups", "list"); strings.Contains(out, "stray") {
+		t.Fatalf("deleted group still listed:\n%s", out)
+	}
+	if m := metrics(); strings.Contains(m, `strata_consumer_lag_records{group="stray"`) {
+		t.Fatalf("deleted group's lag still in /metrics")
+	}
+	_, errOut, code = runBin(t, "", "--url", url, "groups", "delete", "stray")
+	if code != 1 || !strings.Contains(errOut, "(HTTP 404 not_found)") {
+		t.Fatalf("delete twice: exit %d, %q", code, errOut)
+	}
+}
+
+// TestParseTime: the TIME values --since accepts (issue 21, item 4), and only those.
+func TestParseTime(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		in   string
+		want time.Time
+		ok   bool
+	}{
+		{"-1h", now.Add(-time.Hour), true},
+		{"-30m", now.Add(-30 * time.Minute), true},
+		{"-7d", now.Add(-7 * 24 * time.Hour), true},
+		{"-1d12h", now.Add(-36 * time.Hour), true},
+		{"2026-12-01", time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), true},
+		{"2026-12-01T08:00:00Z", time.Date(2026, 12, 1, 8, 0, 0, 0, time.UTC), true},
+		{"2026-12-01T08:00:00.5+01:00", time.Date(2026, 12, 1, 7, 0, 0, 5e8, time.UTC), true},
+		{"yesterday", time.Time{}, false},
+		{"-", time.Time{}, false},
+		{"-0s", time.Time{}, false},
+		{"1h", time.Time{}, false},
+		{"-xd", time.Time{}, false},
+		{"2026-13-01", time.Time{}, false},
+	} {
+		got, err := parseTime(tc.in, now)
+		if (err == nil) != tc.ok || (tc.ok && !got.Equal(tc.want)) {
+			t.Errorf("parseTime(%q) = %v, %v; want %v (ok %v)", tc.in, got, err, tc.want, tc.ok)
+		}
+	}
+	for in, want := range map[string]time.Duration{"7d": 7 * 24 * time.Hour, "1d12h": 36 * time.Hour, "36h": 36 * time.Hour, "90m": 90 * time.Minute} {
+		if got, err := parseDays(in); err != nil || got != want {
+			t.Errorf("parseDays(%q) = %v, %v; want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"7", "d", "7dd", "1.5d"} {
+		if got, err := parseDays(in); err == nil {
+			t.Errorf("parseDays(%q) = %v, want an error", in, got)
+		}
+	}
+}
+
+// TestConsumeSinceSeeksOnServer (issue 21, item 4): --since asks the server where each
+// partition's first record at or after the time is, reads from there, and takes a
+// relative time; --retention takes days.
+func TestConsumeSinceSeeksOnServer(t *testing.T) {
+	url := startNode(t, runtime.Config{})
+	out := cli(t, url, "", "topics", "create", "orders", "--retention", "7d", "--json")
+	if !strings.Contains(out, `"retention_ms": 604800000`) {
+		t.Fatalf("--retention 7d: %s", out)
+	}
+	cli(t, url, "old-1\nold-2\n", "produce", "orders")
+	mark := time.Now()
+	for !time.Now().After(mark.Add(2 * time.Millisecond)) {
+		time.Sleep(time.Millisecond) // the next append is at a later millisecond than mark
+	}
+	cli(t, url, "new\n", "produce", "orders")
+	recs := consumed(t, cli(t, url, "", "consume", "orders", "--since", mark.Add(time.Millisecond).Format(time.RFC3339Nano), "--until-caught-up", "--json"))
+	if len(recs) != 1 || *recs[0].Value != "new" || recs[0].Offset != 2 {
+		t.Fatalf("--since the mark: %+v", recs)
+	}
+	if recs := consumed(t, cli(t, url, "", "consume", "orders", "--since", "-1h", "--until-caught-up", "--json")); len(recs) != 3 {
+		t.Fatalf("--since -1h: %d records", len(recs))
+	}
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	m, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(m), `route="GET /v1/topics/{topic}/offsets"`) {
+		t.Fatalf("consume --since did not ask the server for the offsets")
+	}
+	_, errOut, code := runBin(t, "", "--url", url, "consume", "orders", "--since", "yesterday")
+	if code != 2 || !strings.Contains(errOut, "-1h") {
+		t.Fatalf("--since yesterday: exit %d, %q", code, errOut)
 	}
 }

@@ -43,8 +43,9 @@ records are printed, Ctrl-C commits the last one and releases the leases, and me
 of one group share the partitions (with --partition, only those).
 
 Without --group it reads and commits nothing: from --offset on each --partition, or
-from --from (earliest or latest) on every partition; --from-timestamp skips records
-whose timestamp is before the given RFC 3339 time.`,
+from --from (earliest or latest) on every partition, or from --since TIME (-1h, -7d,
+2026-12-01 or an RFC 3339 time): the server finds each partition's first record
+appended at or after it, so nothing before it is downloaded.`,
 		Args: exactArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch cc.format {
@@ -55,16 +56,16 @@ whose timestamp is before the given RFC 3339 time.`,
 				return usagef("--format must be text or json, got %q", cc.format)
 			}
 			if fromTime != "" {
-				t, err := time.Parse(time.RFC3339Nano, fromTime)
+				t, err := parseTime(fromTime, time.Now())
 				if err != nil {
-					return usagef("--from-timestamp must be an RFC 3339 time, got %q", fromTime)
+					return usagef("--since: %w", err)
 				}
 				cc.fromTime = t
 			}
 			cc.offsetSet = cmd.Flags().Changed("offset")
 			cc.fromSet = cmd.Flags().Changed("from")
 			if cc.group != "" && (cc.offsetSet || fromTime != "") {
-				return usagef("--offset and --from-timestamp read without a group; drop --group (a group starts at its committed position)")
+				return usagef("--offset and --since read without a group; drop --group (a group starts at its committed position; move it with strata groups reset --since)")
 			}
 			if cc.offsetSet && cc.offset < 0 {
 				return usagef("--offset must not be negative, got %d", cc.offset)
@@ -91,7 +92,9 @@ whose timestamp is before the given RFC 3339 time.`,
 	f.Int32SliceVar(&partitions, "partition", nil, "only these `PARTITIONS` (comma-separated or repeated; default: all)")
 	f.Lookup("partition").DefValue = ""
 	f.Int64Var(&cc.offset, "offset", 0, "without --group: start at this `OFFSET` on each partition")
-	f.StringVar(&fromTime, "from-timestamp", "", "without --group: skip records timestamped before this RFC 3339 `TIME`")
+	f.StringVar(&fromTime, "since", "", "without --group: start at the first record appended at or after "+timeHelp)
+	f.StringVar(&fromTime, "from-timestamp", "", "the same as --since")
+	_ = f.MarkDeprecated("from-timestamp", "use --since (the same flag as strata groups reset's)")
 	f.StringVar(&cc.format, "format", "text", "output format: text or json (same as --json)")
 	f.DurationVar(&cc.leaseTTL, "lease-ttl", 10*time.Second, "lease TTL (renewed every third of it)")
 	f.BoolVar(&cc.untilCaughtUp, "until-caught-up", false, "exit once every record present at start is printed (and committed)")
