@@ -149,10 +149,10 @@ holds a live lease on the topic.`,
 
 // resetPlan is a parsed --to or --since: what to send, and what to resolve for a plan.
 type resetPlan struct {
-	to       client.ResetTarget
-	kind     string // earliest, latest, offset or time
-	offset   int64
-	at       time.Time
+	to     client.ResetTarget
+	kind   string // earliest, latest, offset or time
+	offset int64
+	at     time.Time
 }
 
 // planReset computes, without changing anything, the offsets a reset would set: from
