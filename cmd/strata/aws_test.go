@@ -124,7 +124,7 @@ func TestCLISignedThroughFront(t *testing.T) {
 		t.Helper()
 		out, errOut, err := cliCtx(context.Background(), stdin, append([]string{"--url", url, "--aws"}, args...)...)
 		if err != nil {
-			t.Fatalf("strata %s: %v\nstderr: %s", strings.Join(args, " "), userMessage(err), errOut)
+			t.Fatalf("strata %s: %v\nstderr: %s", strings.Join(args, " "), userMessage(err, ""), errOut)
 		}
 		return out
 	}
@@ -209,7 +209,7 @@ func TestCLIUnsignedAndTamperedRefused(t *testing.T) {
 			_, errOut, err := cliCtx(context.Background(), "", tc.args...)
 			msg := errOut
 			if err != nil {
-				msg += userMessage(err)
+				msg += userMessage(err, "")
 			}
 			if !strings.Contains(msg, tc.message) || !strings.Contains(msg, "API Gateway refused the request") {
 				t.Errorf("strata %s: %q, want %q and the hint", strings.Join(tc.args, " "), msg, tc.message)

@@ -119,7 +119,16 @@ func TestEveryCommandBothFormats(t *testing.T) {
 				args = append(append([]string(nil), args...), "--json")
 			}
 			out, errOut, code := run("", args...)
-			if code != tc.code || out != "" || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+			msg := errOut
+			if format == "json" {
+				// --json failures are one JSON object on stderr.
+				var j errorJSON
+				if err := json.Unmarshal([]byte(errOut), &j); err != nil || j.Error.ExitCode != tc.code {
+					t.Errorf("strata %s: stderr %q is not an error object with exit code %d (%v)", strings.Join(args, " "), errOut, tc.code, err)
+				}
+				msg = j.Error.Message
+			}
+			if code != tc.code || out != "" || !strings.Contains(msg, tc.want) || strings.Count(errOut, "\n") != 1 {
 				t.Errorf("strata %s: exit %d, stdout %q, stderr %q; want exit %d and one line containing %q",
 					strings.Join(args, " "), code, out, errOut, tc.code, tc.want)
 			}

@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
+	"regexp"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -302,5 +307,146 @@ func TestConsumeSinceSeeksOnServer(t *testing.T) {
 	_, errOut, code := runBin(t, "", "--url", url, "consume", "orders", "--since", "yesterday")
 	if code != 2 || !strings.Contains(errOut, "-1h") {
 		t.Fatalf("--since yesterday: exit %d, %q", code, errOut)
+	}
+}
+
+// TestNotAStrataServer (issue 21, item 5): an answer from another server says so and
+// what to check, instead of quoting its HTML.
+func TestNotAStrataServer(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		status int
+		body   string
+	}{
+		{"html 404", http.StatusNotFound, "<!DOCTYPE HTML>\n<html><body>Not Found</body></html>"},
+		{"plain 404", http.StatusNotFound, "404 page not found"},
+		{"html 200", http.StatusOK, "<html>hello</html>"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "text/html")
+			w.WriteHeader(tc.status)
+			io.WriteString(w, tc.body)
+		}))
+		_, errOut, code := runBin(t, "", "--url", srv.URL, "topics", "list")
+		srv.Close()
+		if code != 1 || !strings.Contains(errOut, "the server at "+srv.URL+" is not a Strata server") || !strings.Contains(errOut, "STRATA_URL") ||
+			strings.Contains(errOut, "<html>") || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%s: exit %d, %q", tc.name, code, errOut)
+		}
+	}
+}
+
+// TestConnectionRefusedHint (issue 21, item 5): nothing listening says how to start a
+// server or where to point the CLI.
+func TestConnectionRefusedHint(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	_, errOut, code := runBin(t, "", "--url", "http://"+addr, "topics", "list")
+	if code != 1 || !strings.Contains(errOut, "nothing listens at http://"+addr) || !strings.Contains(errOut, "strata dev") || !strings.Contains(errOut, "STRATA_URL") {
+		t.Fatalf("exit %d, %q", code, errOut)
+	}
+}
+
+// TestURLWithoutScheme (issue 21, item 5): --url 127.0.0.1:PORT means http.
+func TestURLWithoutScheme(t *testing.T) {
+	url := startNode(t, runtime.Config{})
+	cli(t, url, "", "topics", "create", "orders")
+	out, errOut, code := runBin(t, "", "--url", strings.TrimPrefix(url, "http://"), "topics", "list")
+	if code != 0 || !strings.Contains(out, "orders") {
+		t.Fatalf("exit %d, %q %q", code, out, errOut)
+	}
+	for in, want := range map[string]string{
+		"127.0.0.1:4580":          "http://127.0.0.1:4580",
+		"localhost:4580":          "http://localhost:4580",
+		"[::1]:4580":              "http://[::1]:4580",
+		"abc.execute-api.aws/v1":  "https://abc.execute-api.aws/v1",
+		"http://10.0.0.1:4580":    "http://10.0.0.1:4580",
+		"https://example.com:443": "https://example.com:443",
+	} {
+		if got := withScheme(in); got != want {
+			t.Errorf("withScheme(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestMessagesWithoutInternals (issue 21, item 5): no package prefixes from the server
+// side, no nanoseconds.
+func TestMessagesWithoutInternals(t *testing.T) {
+	for in, want := range map[string]string{
+		`group: delete "x": local: group "x": not found`: `delete "x": group "x": not found`,
+		`log: topic exists`: `topic exists`,
+		`lease held by "m" until 2026-12-01T08:18:26.139329071Z`:                `lease held by "m" until 2026-12-01T08:18:26.139Z`,
+		`dynamo: delete group g: member "m" is live until 2026-12-01T08:18:26Z`: `delete group g: member "m" is live until 2026-12-01T08:18:26Z`,
+	} {
+		if got := cleanMessage(in); got != want {
+			t.Errorf("cleanMessage(%q) = %q, want %q", in, got, want)
+		}
+	}
+	url := startNode(t, runtime.Config{})
+	cli(t, url, "", "topics", "create", "orders")
+	for _, args := range [][]string{{"groups", "delete", "x"}, {"topics", "create", "orders"}, {"groups", "describe", "x"}} {
+		_, errOut, _ := runBin(t, "", append([]string{"--url", url}, args...)...)
+		if regexp.MustCompile(`\b(local|log|store|group|dynamo): `).MatchString(strings.TrimPrefix(errOut, "strata: ")) {
+			t.Errorf("strata %s: %q carries an internal prefix", strings.Join(args, " "), errOut)
+		}
+	}
+}
+
+// TestJSONErrors (issue 21, item 5): with --json a failure is one JSON object on stderr
+// with the message, the HTTP status and code, and the exit code.
+func TestJSONErrors(t *testing.T) {
+	url := startNode(t, runtime.Config{})
+	out, errOut, code := runBin(t, "", "--url", url, "topics", "describe", "nope", "--json")
+	var j errorJSON
+	if err := json.Unmarshal([]byte(errOut), &j); err != nil || code != 1 || out != "" ||
+		j.Error.Status != 404 || j.Error.Code != "not_found" || j.Error.ExitCode != 1 || !strings.Contains(j.Error.Message, "topic not found") {
+		t.Fatalf("exit %d, stdout %q, stderr %q (%v)", code, out, errOut, err)
+	}
+	_, errOut, code = runBin(t, "", "--url", url, "groups", "reset", "g", "--topic", "t", "--to", "banana", "--json")
+	if err := json.Unmarshal([]byte(errOut), &j); err != nil || code != 2 || j.Error.ExitCode != 2 {
+		t.Fatalf("usage error: exit %d, stderr %q (%v)", code, errOut, err)
+	}
+}
+
+// TestExitCodeTable: one case per row of the README's exit-code table.
+func TestExitCodeTable(t *testing.T) {
+	url := startNode(t, runtime.Config{})
+	for _, tc := range []struct {
+		row  string
+		args []string
+		code int
+	}{
+		{"0 success", []string{"topics", "list"}, 0},
+		{"1 the server refused or failed", []string{"topics", "describe", "nope"}, 1},
+		{"1 no server could be reached", []string{"--url", "http://127.0.0.1:1", "topics", "list"}, 1},
+		{"2 usage error", []string{"groups", "reset", "g", "--topic", "t", "--to", "banana"}, 2},
+		{"2 usage error (unknown flag)", []string{"topics", "list", "--bogus"}, 2},
+	} {
+		if _, errOut, code := runBin(t, "", append([]string{"--url", url}, tc.args...)...); code != tc.code {
+			t.Errorf("%s: strata %s exited %d (%q)", tc.row, strings.Join(tc.args, " "), code, errOut)
+		}
+	}
+}
+
+// TestVersion (issue 21, item 5): strata version and --version print the module
+// version, the revision when the build recorded one, and the Go version.
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		out, _, code := runBin(t, "", args...)
+		if code != 0 || !strings.HasPrefix(out, "strata ") || !strings.Contains(out, "go1.") {
+			t.Errorf("strata %s: exit %d, %q", strings.Join(args, " "), code, out)
+		}
+	}
+	info := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v0.3.0"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}
+	if got := versionOf(info); got != "v0.3.0 (revision 0123456789ab+modified), go1.26.0" {
+		t.Errorf("versionOf = %q", got)
+	}
+	if got := versionOf(&debug.BuildInfo{GoVersion: "go1.26.0"}); got != "(devel), go1.26.0" {
+		t.Errorf("versionOf without VCS = %q", got)
 	}
 }

@@ -257,7 +257,7 @@ func consumePartition(ctx context.Context, cons *consumer.Consumer, p int32, unt
 				warned = true
 			}
 		case errors.Is(err, group.ErrFenced), errors.Is(err, group.ErrUnavailable), errors.Is(err, log.ErrUnavailable):
-			fmt.Fprintf(errOut, "strata: partition %d: %s; retrying\n", p, userMessage(err))
+			fmt.Fprintf(errOut, "strata: partition %d: %s; retrying\n", p, userMessage(err, ""))
 		default:
 			return fmt.Errorf("partition %d: %w", p, err)
 		}

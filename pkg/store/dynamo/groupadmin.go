@@ -97,7 +97,7 @@ func (s *MetaStore) DeleteCommits(ctx context.Context, group, topic string, now 
 		}
 		if a.Live(now) {
 			return fmt.Errorf("dynamo: %s: partition %d leased by %q until %s: %w",
-				op, a.Partition, a.Owner, a.ExpiresAt.Format(time.RFC3339Nano), store.ErrGroupActive)
+				op, a.Partition, a.Owner, a.ExpiresAt.UTC().Format(time.RFC3339), store.ErrGroupActive)
 		}
 		assigned = append(assigned, a.Partition)
 	}

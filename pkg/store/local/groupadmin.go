@@ -58,7 +58,7 @@ func (m *MetaStore) DeleteCommits(ctx context.Context, group, topic string, now 
 			}
 			if a := rec.toStore(); a.Live(now) {
 				return fmt.Errorf("local: delete commits of %s on %s: partition %d leased by %q until %s: %w",
-					group, topic, a.Partition, a.Owner, a.ExpiresAt.Format(time.RFC3339Nano), store.ErrGroupActive)
+					group, topic, a.Partition, a.Owner, a.ExpiresAt.UTC().Format(time.RFC3339), store.ErrGroupActive)
 			}
 			fenced = append(fenced, rec)
 		}
