@@ -450,3 +450,26 @@ func TestVersion(t *testing.T) {
 		t.Errorf("versionOf without VCS = %q", got)
 	}
 }
+
+// TestConsumerStatusLines (issue 21, items 5 and 6): a member without partitions says
+// it waits for a share, with the partition count; a member whose server went away says
+// so once after repeated failures instead of printing nothing.
+func TestConsumerStatusLines(t *testing.T) {
+	dev := startDev(t, t.TempDir())
+	cli(t, dev.url, "", "topics", "create", "orders")
+	a := startConsume(t, dev.url, "orders", "billing", "a", time.Second)
+	waitLine(t, a, "holding partitions [0] of 1")
+	b := startConsume(t, dev.url, "orders", "billing", "b", time.Second)
+	waitLine(t, b, "holding no partitions of 1 (waiting for a share)")
+
+	if err := dev.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	waitLine(t, a, "still retrying")
+	if line := a.stderr.String(); !strings.Contains(line, "nothing listens at "+dev.url) || !strings.Contains(line, "strata dev") {
+		t.Fatalf("the notice does not say what failed:\n%s", line)
+	}
+	if n := strings.Count(a.stderr.String(), "still retrying"); n != 1 {
+		t.Fatalf("%d notices, want one:\n%s", n, a.stderr.String())
+	}
+}
