@@ -473,3 +473,34 @@ func TestConsumerStatusLines(t *testing.T) {
 		t.Fatalf("%d notices, want one:\n%s", n, a.stderr.String())
 	}
 }
+
+// TestCompletionOffersNames (issue 21, item 6): shell completion asks the server for
+// topic and group names where a command takes one.
+func TestCompletionOffersNames(t *testing.T) {
+	url := startNode(t, runtime.Config{})
+	cli(t, url, "", "topics", "create", "orders")
+	cli(t, url, "", "topics", "create", "audit")
+	cli(t, url, "", "groups", "reset", "billing", "--topic", "orders", "--to", "earliest", "--create", "--execute")
+	for _, tc := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"topics", "describe", ""}, []string{"audit", "orders"}},
+		{[]string{"consume", ""}, []string{"audit", "orders"}},
+		{[]string{"consume", "orders", "--group", ""}, []string{"billing"}},
+		{[]string{"groups", "delete", ""}, []string{"billing"}},
+		{[]string{"groups", "reset", "billing", "--topic", ""}, []string{"audit", "orders"}},
+		{[]string{"groups", "delete", "billing", ""}, nil},
+	} {
+		out, errOut, code := runBin(t, "", append([]string{"__complete", "--url", url}, tc.args...)...)
+		var got []string
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if l != "" && !strings.HasPrefix(l, ":") {
+				got = append(got, l)
+			}
+		}
+		if code != 0 || strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("complete %v: exit %d, %q (%q), want %v", tc.args, code, got, errOut, tc.want)
+		}
+	}
+}

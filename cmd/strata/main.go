@@ -72,6 +72,7 @@ func newRootCmdWith(o *options) *cobra.Command {
 	addAWSFlags(pf, &o.aws)
 	o.awsFlag = pf.Lookup("aws")
 	root.AddCommand(newDevCmd(), newTopicsCmd(o), newProduceCmd(o), newConsumeCmd(o), newGroupsCmd(o), newDemoCmd(), newBenchCmd(), newVersionCmd())
+	addCompletions(root, o)
 	return root
 }
 
