@@ -266,7 +266,7 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("parseDays(%q) = %v, %v; want %v", in, got, err, want)
 		}
 	}
-	for _, in := range []string{"7", "d", "7dd", "1.5d"} {
+	for _, in := range []string{"7", "d", "7dd", "1.5d", "2147483647d", "100000d2562047h"} {
 		if got, err := parseDays(in); err == nil {
 			t.Errorf("parseDays(%q) = %v, want an error", in, got)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,14 +34,17 @@ func parseTime(s string, now time.Time) (time.Time, error) {
 
 var daysPrefix = regexp.MustCompile(`^([0-9]+)d(.*)$`)
 
+// maxDays keeps a duration in days within time.Duration (about 292 years).
+const maxDays = 100_000
+
 // parseDays is time.ParseDuration that also takes days (7d, 1d12h): retentions and
 // look-backs are said in days.
 func parseDays(s string) (time.Duration, error) {
 	var days time.Duration
 	if m := daysPrefix.FindStringSubmatch(s); m != nil {
 		n, err := strconv.ParseInt(m[1], 10, 32)
-		if err != nil {
-			return 0, fmt.Errorf("bad number of days in %q", s)
+		if err != nil || n > maxDays {
+			return 0, fmt.Errorf("bad number of days in %q (at most %d)", s, maxDays)
 		}
 		days, s = time.Duration(n)*24*time.Hour, m[2]
 		if s == "" {
@@ -50,6 +54,9 @@ func parseDays(s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a duration (such as 7d, 36h or 90m)", s)
+	}
+	if d > math.MaxInt64-days || d < 0 && days > 0 {
+		return 0, fmt.Errorf("%q is out of range", s)
 	}
 	return days + d, nil
 }
