@@ -66,7 +66,7 @@ func newRootCmdWith(o *options) *cobra.Command {
 	root.SetVersionTemplate("strata {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&o.url, "url", envOr(envURL, defaultURL), "Strata endpoint, e.g. the address strata dev --addr listens on (env "+envURL+")")
+	pf.StringVar(&o.url, "url", envOr(envURL, defaultURL), "Strata endpoint, e.g. the address strata dev --addr listens on; without a scheme, http on loopback and https elsewhere (env "+envURL+")")
 	pf.StringVar(&o.token, "token", os.Getenv(envToken), "bearer token, for a server started with strata dev --auth (env "+envToken+")")
 	pf.BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	addAWSFlags(pf, &o.aws)
