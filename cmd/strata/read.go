@@ -217,9 +217,6 @@ func readPartition(ctx context.Context, c *client.Client, cc consumeConfig, p in
 			return err
 		}
 		for _, r := range res.Records {
-			if !cc.fromTime.IsZero() && r.Timestamp.Before(cc.fromTime) {
-				continue
-			}
 			if err := pr.print(p, r.Offset, r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers); err != nil {
 				return fmt.Errorf("write record: %w", err)
 			}
