@@ -61,9 +61,10 @@ func newRootCmdWith(o *options) *cobra.Command {
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runParent,
-		Version:       versionString(),
+		// Version without a custom template: cobra then needs no text/template, whose
+		// reflective method calls would keep every exported method in the binary.
+		Version: versionString(),
 	}
-	root.SetVersionTemplate("strata {{.Version}}\n")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
 	pf.StringVar(&o.url, "url", envOr(envURL, defaultURL), "Strata endpoint, e.g. the address strata dev --addr listens on; without a scheme, http on loopback and https elsewhere (env "+envURL+")")
