@@ -437,7 +437,7 @@ func TestExitCodeTable(t *testing.T) {
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}} {
 		out, _, code := runBin(t, "", args...)
-		if code != 0 || !strings.HasPrefix(out, "strata ") || !strings.Contains(out, "go1.") {
+		if code != 0 || !strings.HasPrefix(out, "strata version ") || !strings.Contains(out, "go1.") {
 			t.Errorf("strata %s: exit %d, %q", strings.Join(args, " "), code, out)
 		}
 	}

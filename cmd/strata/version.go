@@ -49,7 +49,7 @@ func newVersionCmd() *cobra.Command {
 		Short: "Print the version of strata (module version, VCS revision, Go version)",
 		Args:  exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintln(cmd.OutOrStdout(), "strata", cmd.Root().Version)
+			_, err := fmt.Fprintln(cmd.OutOrStdout(), "strata version", cmd.Root().Version)
 			return err
 		},
 	}
