@@ -20,6 +20,6 @@ if [ "$started" = 1 ] && [ -f "$pidfile" ]; then
 	trap 'STRATA_EMULATOR_PORT="$port" bash localstack/stop.sh' EXIT
 fi
 mkdir -p build
-go build -o build/strata-bench ./cmd/strata
+go build -tags bench -o build/strata-bench ./cmd/strata
 AWS_ENDPOINT_URL="http://127.0.0.1:$port" AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
 	build/strata-bench bench cost --plot-dir docs/img "$@" | tee build/bench-cost.txt

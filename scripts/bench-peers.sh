@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 NATS_VERSION="${NATS_VERSION:-v2.15.3}"
 mkdir -p bin
-go build -o bin/strata ./cmd/strata
+go build -tags bench -o bin/strata ./cmd/strata
 if [ ! -x bin/nats-server ]; then
   GOBIN="$PWD/bin" go install "github.com/nats-io/nats-server/v2@${NATS_VERSION}"
 fi

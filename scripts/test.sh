@@ -34,8 +34,11 @@ else
 fi
 
 go vet ./...
+# The benchmark drivers (cmd/strata/bench*.go) are behind the bench build tag, out of the
+# binary users run: vet and test them too.
+go vet -tags bench ./cmd/strata
 # No -race on the whole tree: too slow on 2 cores.
-go test -count=1 -timeout 15m ./...
+go test -count=1 -timeout 15m -tags bench ./...
 # Bounded: 2 s per fuzz target, 75 s of Schemathesis, a few seconds of awscurl (each
 # script installs nothing but its own pinned tool, once).
 STRATA_FUZZTIME="${STRATA_FUZZTIME:-2s}" bash scripts/fuzz.sh

@@ -124,7 +124,7 @@ func TestCLISignedThroughFront(t *testing.T) {
 		t.Helper()
 		out, errOut, err := cliCtx(context.Background(), stdin, append([]string{"--url", url, "--aws"}, args...)...)
 		if err != nil {
-			t.Fatalf("strata %s: %v\nstderr: %s", strings.Join(args, " "), userMessage(err), errOut)
+			t.Fatalf("strata %s: %v\nstderr: %s", strings.Join(args, " "), userMessage(err, ""), errOut)
 		}
 		return out
 	}
@@ -150,13 +150,13 @@ func TestCLISignedThroughFront(t *testing.T) {
 func TestCLISignedThroughFunctionURL(t *testing.T) {
 	f, url := signingFrontFor(t, apigwtest.ServiceLambda)
 	if out, errOut, err := cliCtx(context.Background(), "", "--url", url, "--aws-service", "lambda", "topics", "create", "orders", "--partitions", "1"); err != nil {
-		t.Fatalf("topics create, signed for lambda: %v\n%s%s", userMessage(err), out, errOut)
+		t.Fatalf("topics create, signed for lambda: %v\n%s%s", userMessage(err, ""), out, errOut)
 	}
 	if _, _, err := cliCtx(context.Background(), "", "--url", url, "--aws", "topics", "describe", "orders"); err == nil {
 		t.Error("signed for execute-api: a function URL accepted it")
 	}
 	if _, _, err := cliCtx(context.Background(), "", "--url", url, "--aws-service", "s3", "topics", "describe", "orders"); err == nil ||
-		!strings.Contains(userMessage(err), "execute-api") {
+		!strings.Contains(userMessage(err, ""), "execute-api") {
 		t.Errorf("--aws-service s3: %v, want an error naming the services", err)
 	}
 	if st := f.Stats(); st.Accepted != 1 || st.Refused != 1 {
@@ -209,7 +209,7 @@ func TestCLIUnsignedAndTamperedRefused(t *testing.T) {
 			_, errOut, err := cliCtx(context.Background(), "", tc.args...)
 			msg := errOut
 			if err != nil {
-				msg += userMessage(err)
+				msg += userMessage(err, "")
 			}
 			if !strings.Contains(msg, tc.message) || !strings.Contains(msg, "API Gateway refused the request") {
 				t.Errorf("strata %s: %q, want %q and the hint", strings.Join(tc.args, " "), msg, tc.message)

@@ -43,10 +43,13 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{"consume (group)", "", []string{"consume", "orders", "--group", "g-%s", "--until-caught-up"}, "PARTITION OFFSET KEY VALUE", "offset"},
 		{"groups list", "", []string{"groups", "list"}, "GROUP", "groups"},
 		{"groups describe", "", []string{"groups", "describe", "g-text"}, "TOPIC PARTITION COMMITTED HIGH_WATERMARK LAG LAG_SECONDS OWNER GENERATION LEASE_EXPIRES", "partitions"},
-		{"groups reset", "", []string{"groups", "reset", "g-text", "--topic", "orders", "--to", "earliest", "--partition", "0"}, "PARTITION COMMITTED", "partitions"},
+		{"groups reset", "", []string{"groups", "reset", "g-text", "--topic", "orders", "--to", "earliest", "--partition", "0", "--execute"}, "PARTITION CURRENT NEW", "partitions"},
+		{"groups reset (plan)", "", []string{"groups", "reset", "g-text", "--topic", "orders", "--since", "-1h"}, "PARTITION CURRENT NEW", "executed"},
 		{"groups settings (set)", "", []string{"groups", "settings", "g-%s", "--reset-policy", "latest", "--max-attempts", "3", "--dead-letter-topic", "dlq"}, "GROUP RESET_POLICY MAX_ATTEMPTS DEAD_LETTER_TOPIC", "reset_policy"},
 		{"groups settings (show)", "", []string{"groups", "settings", "g-text"}, "GROUP RESET_POLICY MAX_ATTEMPTS DEAD_LETTER_TOPIC", "max_attempts"},
 		{"groups delete-offsets", "", []string{"groups", "delete-offsets", "g-%s", "--topic", "orders"}, "deleted the offsets of group", "deleted"},
+		{"groups reset (create)", "", []string{"groups", "reset", "gd-%s", "--topic", "orders", "--to", "latest", "--create", "--execute"}, "PARTITION CURRENT NEW", "executed"},
+		{"groups delete", "", []string{"groups", "delete", "gd-%s"}, "deleted group", "deleted"},
 		{"topics delete", "", []string{"topics", "delete", "t-%s"}, "deleted topic", "deleted"},
 	} {
 		for _, format := range []string{"text", "json"} {
@@ -95,7 +98,11 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{[]string{"consume", "orders", "--partition", "5", "--offset", "0"}, 1, "partition 5 does not exist"},
 		{[]string{"consume", "orders", "--partition", "0", "--offset", "99"}, 1, "offset 99 is out of range on partition 0"},
 		{[]string{"groups", "describe", "nope"}, 1, "(HTTP 404 not_found)"},
-		{[]string{"groups", "reset", "g-text", "--topic", "orders", "--to", "99"}, 1, "(HTTP 416 offset_out_of_range)"},
+		{[]string{"groups", "reset", "g-text", "--topic", "orders", "--to", "99", "--execute"}, 1, "(HTTP 416 offset_out_of_range)"},
+		{[]string{"groups", "reset", "g-text", "--topic", "orders", "--to", "99"}, 1, "offset 99 is out of range on partition 0"},
+		{[]string{"groups", "reset", "nosuch", "--topic", "orders", "--to", "earliest", "--execute"}, 1, `group "nosuch" does not exist`},
+		{[]string{"groups", "delete", "nosuch"}, 1, "(HTTP 404 not_found)"},
+		{[]string{"groups", "reset", "g-text", "--topic", "orders", "--to", "banana"}, 2, "--to must be earliest, latest or a non-negative offset"},
 		{[]string{"groups", "settings", "nope"}, 1, "(HTTP 404 not_found)"},
 		{[]string{"groups", "settings", "g-text", "--reset-policy", "sideways"}, 1, "(HTTP 400 invalid_request)"},
 		{[]string{"groups", "delete-offsets", "nope", "--topic", "orders"}, 1, "(HTTP 404 not_found)"},
@@ -112,7 +119,16 @@ func TestEveryCommandBothFormats(t *testing.T) {
 				args = append(append([]string(nil), args...), "--json")
 			}
 			out, errOut, code := run("", args...)
-			if code != tc.code || out != "" || !strings.Contains(errOut, tc.want) || strings.Count(errOut, "\n") != 1 {
+			msg := errOut
+			if format == "json" {
+				// --json failures are one JSON object on stderr.
+				var j errorJSON
+				if err := json.Unmarshal([]byte(errOut), &j); err != nil || j.Error.ExitCode != tc.code {
+					t.Errorf("strata %s: stderr %q is not an error object with exit code %d (%v)", strings.Join(args, " "), errOut, tc.code, err)
+				}
+				msg = j.Error.Message
+			}
+			if code != tc.code || out != "" || !strings.Contains(msg, tc.want) || strings.Count(errOut, "\n") != 1 {
 				t.Errorf("strata %s: exit %d, stdout %q, stderr %q; want exit %d and one line containing %q",
 					strings.Join(args, " "), code, out, errOut, tc.code, tc.want)
 			}

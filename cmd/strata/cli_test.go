@@ -239,26 +239,26 @@ func TestProduceConsumeGroups(t *testing.T) {
 	}
 
 	// Reset to earliest: everything is consumed again; to latest: nothing.
-	out = cli(t, url, "", "groups", "reset", "g1", "--topic", "orders", "--to", "earliest")
-	if got := rows(out); strings.Join(got, "|") != "PARTITION COMMITTED|0 0|1 0|2 0" {
+	out = cli(t, url, "", "groups", "reset", "g1", "--topic", "orders", "--to", "earliest", "--execute")
+	if got := rows(out); strings.Join(got, "|") != "PARTITION CURRENT NEW|0 5 0|1 0 0|2 1 0" {
 		t.Fatalf("reset to earliest:\n%s", out)
 	}
 	if recs := consumed(t, cli(t, url, "", "consume", "orders", "--group", "g1", "--until-caught-up", "--json")); len(recs) != 6 {
 		t.Fatalf("after reset to earliest: %d records", len(recs))
 	}
-	cli(t, url, "", "groups", "reset", "g1", "--topic", "orders", "--to", "0")
-	cli(t, url, "", "groups", "reset", "g1", "--topic", "orders", "--to", "latest")
+	cli(t, url, "", "groups", "reset", "g1", "--topic", "orders", "--to", "0", "--execute")
+	cli(t, url, "", "groups", "reset", "g1", "--topic", "orders", "--to", "latest", "--execute")
 	if out := cli(t, url, "", "consume", "orders", "--group", "g1", "--until-caught-up"); out != consumeHeader {
 		t.Fatalf("after reset to latest: %q", out)
 	}
 	// Every record was appended before now: a reset to a later time goes to the end, to an
 	// earlier time to the start.
-	cli(t, url, "", "groups", "reset", "g1", "--topic", "orders", "--to-time", time.Now().Add(-time.Hour).Format(time.RFC3339))
-	out = cli(t, url, "", "groups", "reset", "g1", "--topic", "orders", "--json", "--to-time", time.Now().Add(time.Hour).Format(time.RFC3339Nano))
+	cli(t, url, "", "groups", "reset", "g1", "--topic", "orders", "--since", time.Now().Add(-time.Hour).Format(time.RFC3339), "--execute")
+	out = cli(t, url, "", "groups", "reset", "g1", "--topic", "orders", "--json", "--since", time.Now().Add(time.Hour).Format(time.RFC3339Nano), "--execute")
 	var rj struct {
 		Partitions []struct {
 			Partition       int32 `json:"partition"`
-			CommittedOffset int64 `json:"committed_offset"`
+			CommittedOffset int64 `json:"new_offset"`
 		} `json:"partitions"`
 	}
 	if err := json.Unmarshal([]byte(out), &rj); err != nil || len(rj.Partitions) != 3 {
@@ -271,11 +271,11 @@ func TestProduceConsumeGroups(t *testing.T) {
 	if total != 6 {
 		t.Fatalf("reset to a future time: offsets %+v sum to %d, want 6", rj.Partitions, total)
 	}
-	if err := cliErr(t, url, "groups", "reset", "g1", "--topic", "orders", "--to", "99"); !errors.Is(err, client.ErrOffsetOutOfRange) {
+	if err := cliErr(t, url, "groups", "reset", "g1", "--topic", "orders", "--to", "99", "--execute"); !errors.Is(err, client.ErrOffsetOutOfRange) {
 		t.Fatalf("reset beyond HW: %v", err)
 	}
 	for _, args := range [][]string{
-		{"--to", "soon"}, {"--to", "-1"}, {"--to-time", "yesterday"}, {"--to", "earliest", "--to-time", "2024-01-01T00:00:00Z"}, {},
+		{"--to", "soon"}, {"--to", "-1"}, {"--since", "yesterday"}, {"--to", "earliest", "--since", "2024-01-01T00:00:00Z"}, {},
 	} {
 		cliErr(t, url, append([]string{"groups", "reset", "g1", "--topic", "orders"}, args...)...)
 	}

@@ -182,7 +182,7 @@ func TestConsolePage(t *testing.T) {
 			api("", "consume", "orders-console", "--group", "billing-console", "--until-caught-up")
 			api("third-value-in-tail\n", "produce", "orders-console", "--partition", "1", "--header", "trace-id=abc-123")
 			api("", "groups", "settings", "shipping-console", "--reset-policy", "latest")
-			api("", "groups", "reset", "shipping-console", "--topic", "orders-console", "--to", "earliest")
+			api("", "groups", "reset", "shipping-console", "--topic", "orders-console", "--to", "earliest", "--execute")
 			// A live member of shipping-console holds partition 2.
 			req, _ := http.NewRequest(http.MethodPost, dev.url+"/v1/groups/shipping-console/topics/orders-console/partitions/2/lease",
 				strings.NewReader(`{"member": "member-console-1", "ttl_ms": 300000}`))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,8 +44,9 @@ records are printed, Ctrl-C commits the last one and releases the leases, and me
 of one group share the partitions (with --partition, only those).
 
 Without --group it reads and commits nothing: from --offset on each --partition, or
-from --from (earliest or latest) on every partition; --from-timestamp skips records
-whose timestamp is before the given RFC 3339 time.`,
+from --from (earliest or latest) on every partition, or from --since TIME (-1h, -7d,
+2026-12-01 or an RFC 3339 time): the server finds each partition's first record
+appended at or after it, so nothing before it is downloaded.`,
 		Args: exactArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			switch cc.format {
@@ -55,16 +57,16 @@ whose timestamp is before the given RFC 3339 time.`,
 				return usagef("--format must be text or json, got %q", cc.format)
 			}
 			if fromTime != "" {
-				t, err := time.Parse(time.RFC3339Nano, fromTime)
+				t, err := parseTime(fromTime, time.Now())
 				if err != nil {
-					return usagef("--from-timestamp must be an RFC 3339 time, got %q", fromTime)
+					return usagef("--since: %w", err)
 				}
 				cc.fromTime = t
 			}
 			cc.offsetSet = cmd.Flags().Changed("offset")
 			cc.fromSet = cmd.Flags().Changed("from")
 			if cc.group != "" && (cc.offsetSet || fromTime != "") {
-				return usagef("--offset and --from-timestamp read without a group; drop --group (a group starts at its committed position)")
+				return usagef("--offset and --since read without a group; drop --group (a group starts at its committed position; move it with strata groups reset --since)")
 			}
 			if cc.offsetSet && cc.offset < 0 {
 				return usagef("--offset must not be negative, got %d", cc.offset)
@@ -75,6 +77,7 @@ whose timestamp is before the given RFC 3339 time.`,
 			}
 			cc.topic = args[0]
 			cc.json = o.json
+			cc.url = o.url
 			cc.partitions = partitions
 			if cc.group == "" {
 				return runRead(cmd.Context(), c, cc, cmd.OutOrStdout())
@@ -91,7 +94,9 @@ whose timestamp is before the given RFC 3339 time.`,
 	f.Int32SliceVar(&partitions, "partition", nil, "only these `PARTITIONS` (comma-separated or repeated; default: all)")
 	f.Lookup("partition").DefValue = ""
 	f.Int64Var(&cc.offset, "offset", 0, "without --group: start at this `OFFSET` on each partition")
-	f.StringVar(&fromTime, "from-timestamp", "", "without --group: skip records timestamped before this RFC 3339 `TIME`")
+	f.StringVar(&fromTime, "since", "", "without --group: start at the first record appended at or after "+timeHelp)
+	f.StringVar(&fromTime, "from-timestamp", "", "the same as --since")
+	_ = f.MarkDeprecated("from-timestamp", "use --since (the same flag as strata groups reset's)")
 	f.StringVar(&cc.format, "format", "text", "output format: text or json (same as --json)")
 	f.DurationVar(&cc.leaseTTL, "lease-ttl", 10*time.Second, "lease TTL (renewed every third of it)")
 	f.BoolVar(&cc.untilCaughtUp, "until-caught-up", false, "exit once every record present at start is printed (and committed)")
@@ -109,6 +114,7 @@ type consumeConfig struct {
 	leaseTTL                   time.Duration
 	untilCaughtUp              bool
 	json                       bool
+	url                        string
 }
 
 // consumedJSON is one record as --json prints it (one JSON object per line); bytes
@@ -175,14 +181,18 @@ func runConsume(ctx context.Context, c *client.Client, cc consumeConfig, out, er
 		}
 		return nil
 	}
-	logger := slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelError}))
+	notice := &downNotice{w: errOut, url: cc.url}
+	logger := slog.New(&noticeHandler{Handler: slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelError}), n: notice})
 	if len(cc.partitions) == 0 && !cc.untilCaughtUp {
 		// A member sharing the topic with the group's other members; it says which
 		// partitions it holds whenever that changes, so a rebalance is visible.
 		opts := []httpconsumer.GroupOption{httpconsumer.WithMember(cc.member),
 			httpconsumer.WithResetPolicy(reset), httpconsumer.WithLogger(logger),
 			httpconsumer.WithOnRebalance(func(_ context.Context, r httpconsumer.Rebalance) {
-				fmt.Fprintf(errOut, "strata: member of a group of %d: holding partitions %s of %d\n", r.LiveMembers, partitionList(r.Held), t.Partitions)
+				if notice.recovered() {
+					fmt.Fprintln(errOut, "strata: the server answers again")
+				}
+				fmt.Fprintf(errOut, "strata: member of a group of %d: %s\n", r.LiveMembers, holding(r.Held, t.Partitions))
 			})}
 		if cc.leaseTTL > 0 { // otherwise the contract's default
 			opts = append(opts, httpconsumer.WithLeaseTTL(cc.leaseTTL))
@@ -254,7 +264,7 @@ func consumePartition(ctx context.Context, cons *consumer.Consumer, p int32, unt
 				warned = true
 			}
 		case errors.Is(err, group.ErrFenced), errors.Is(err, group.ErrUnavailable), errors.Is(err, log.ErrUnavailable):
-			fmt.Fprintf(errOut, "strata: partition %d: %s; retrying\n", p, userMessage(err))
+			fmt.Fprintf(errOut, "strata: partition %d: %s; retrying\n", p, userMessage(err, ""))
 		default:
 			return fmt.Errorf("partition %d: %w", p, err)
 		}
@@ -269,10 +279,79 @@ func consumePartition(ctx context.Context, cons *consumer.Consumer, p int32, unt
 	return nil
 }
 
-// partitionList renders partitions as "[0 1 2]" ("none" when empty).
-func partitionList(ps []int32) string {
-	if len(ps) == 0 {
-		return "none"
+// holding says which of the topic's partitions a member holds.
+func holding(held []int32, partitions int32) string {
+	if len(held) == 0 {
+		return fmt.Sprintf("holding no partitions of %d (waiting for a share)", partitions)
 	}
-	return fmt.Sprint(ps)
+	return fmt.Sprintf("holding partitions %v of %d", held, partitions)
+}
+
+// failuresBeforeNotice is how many balancer steps in a row must fail before the member
+// says so: one failure is a blip, three (a lease TTL) is a server that is down.
+const failuresBeforeNotice = 3
+
+// downNotice counts a member's failed balancer steps and says once, in the user's
+// terms, when the group cannot be reached, instead of staying silent.
+type downNotice struct {
+	w        io.Writer
+	url      string
+	mu       sync.Mutex
+	failures int
+}
+
+func (d *downNotice) failed(err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.failures++
+	if d.failures == failuresBeforeNotice {
+		fmt.Fprintf(d.w, "strata: %d attempts in a row to reach the group failed (%s); still retrying (Ctrl-C stops)\n",
+			d.failures, userMessage(err, d.url))
+	}
+}
+
+// recovered reports whether a notice was printed since the last rebalance, and resets.
+func (d *downNotice) recovered() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	was := d.failures >= failuresBeforeNotice
+	d.failures = 0
+	return was
+}
+
+// noticeHandler is the member's log: errors print as they are; the consumer's warnings
+// of failed balancer steps feed the downNotice instead.
+type noticeHandler struct {
+	slog.Handler
+	n *downNotice
+}
+
+func (h *noticeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn || h.Handler.Enabled(ctx, l)
+}
+
+func (h *noticeHandler) Handle(ctx context.Context, r slog.Record) error {
+	if strings.HasPrefix(r.Message, "consumer: balancer step failed") {
+		var err error = errors.New(r.Message)
+		r.Attrs(func(a slog.Attr) bool {
+			if e, ok := a.Value.Any().(error); ok && a.Key == "err" {
+				err = e
+			}
+			return true
+		})
+		h.n.failed(err)
+		return nil
+	}
+	if !h.Handler.Enabled(ctx, r.Level) {
+		return nil
+	}
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h *noticeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return &noticeHandler{Handler: h.Handler.WithAttrs(as), n: h.n}
+}
+
+func (h *noticeHandler) WithGroup(name string) slog.Handler {
+	return &noticeHandler{Handler: h.Handler.WithGroup(name), n: h.n}
 }

@@ -83,7 +83,7 @@ func TestBrowserCrossSiteAttack(t *testing.T) {
 	}
 	api("", "topics", "create", "orders")
 	api("a\nb\nc\n", "produce", "orders")
-	api("", "groups", "reset", "billing", "--topic", "orders", "--to", "earliest")
+	api("", "groups", "reset", "billing", "--topic", "orders", "--to", "earliest", "--create", "--execute")
 	get := func(path string) string {
 		t.Helper()
 		resp, err := http.Get(dev.url + path)

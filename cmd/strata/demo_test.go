@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -25,5 +29,45 @@ func TestDemoSmall(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestDemoCleansUpWhenCut (issue 21, item 6): a demo interrupted with Ctrl-C, or piped
+// into head (its stdout closed), removes its temporary data directory.
+func TestDemoCleansUpWhenCut(t *testing.T) {
+	for _, how := range []string{"sigint", "head"} {
+		t.Run(how, func(t *testing.T) {
+			tmp := t.TempDir()
+			cmd := exec.Command(strataBin, "demo")
+			cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			line, err := bufio.NewReader(stdout).ReadString('\n')
+			if err != nil || !strings.Contains(line, "data in "+tmp) {
+				t.Fatalf("first line %q (%v)", line, err)
+			}
+			if how == "sigint" {
+				err = cmd.Process.Signal(syscall.SIGINT)
+			} else {
+				err = stdout.Close() // as head does after its lines
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = cmd.Wait()
+			if left, _ := os.ReadDir(tmp); len(left) != 0 {
+				t.Fatalf("%s left %v in TMPDIR (exit %v, stderr %q)", how, left, err, stderr.String())
+			}
+			if how == "head" && err != nil {
+				t.Errorf("piped into head: %v, want exit 0 (stderr %q)", err, stderr.String())
+			}
+		})
 	}
 }

@@ -31,7 +31,12 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	strataBin = filepath.Join(dir, "strata")
-	build := exec.Command("go", "build", "-o", strataBin, ".")
+	args := []string{"build", "-o", strataBin}
+	if benchBuilt {
+		// The process-level tests run the binary with the drivers this test has.
+		args = append(args, "-tags", "bench")
+	}
+	build := exec.Command("go", append(args, ".")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build strata:", err)

@@ -1,11 +1,16 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -72,13 +77,25 @@ func isCobraUsage(err error) bool {
 	return false
 }
 
+// internalPackages are the packages whose "name: " prefixes wrap errors on their way
+// out; a person needs none of them.
+const internalPackages = `strata|log|store|group|segment|httpapi|consumer|client|checkpoint|local|dynamo|s3|node|runtime|retention|httpconsumer`
+
 // chainPrefix is an internal "package: " prefix of a wrapped error ("log: ", "store: ").
-var chainPrefix = regexp.MustCompile(`^(strata|log|store|group|segment|httpapi|consumer|client|checkpoint): `)
+var chainPrefix = regexp.MustCompile(`^(` + internalPackages + `): `)
+
+// subMillis is the sub-millisecond part of an RFC 3339 time: milliseconds are as much
+// as anyone reads.
+var subMillis = regexp.MustCompile(`(T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3})[0-9]+`)
 
 // userMessage renders err as one line in the user's terms: the server's message
 // without internal wrapping, with the HTTP status where it tells the user something,
-// and without the "strata: " prefixes the SDK's errors carry (main adds one).
-func userMessage(err error) string {
+// and without the "strata: " prefixes the SDK's errors carry (main adds one). baseURL
+// is --url, for the errors that are about the server itself ("" when unknown).
+func userMessage(err error, baseURL string) string {
+	if msg, ok := reachMessage(err, baseURL); ok {
+		return msg
+	}
 	var api *client.APIError
 	if errors.As(err, &api) {
 		msg := cleanMessage(api.Message)
@@ -93,11 +110,57 @@ func userMessage(err error) string {
 	return cleanMessage(err.Error())
 }
 
+// reachMessage explains the failures that are about reaching a Strata server at all: no
+// server listening, a name that does not resolve, a timeout, and an answer from a
+// server that is not Strata's (an HTML page, a 404 without the contract's error body).
+func reachMessage(err error, baseURL string) (string, bool) {
+	at := "the server"
+	if baseURL != "" {
+		at = "the server at " + baseURL
+	}
+	var api *client.APIError
+	if errors.As(err, &api) && api.Code == "" && api.Status != http.StatusForbidden &&
+		(strings.HasPrefix(api.Message, "<") || api.Status == http.StatusNotFound || api.Status == http.StatusMethodNotAllowed) {
+		return fmt.Sprintf("%s is not a Strata server: it answered HTTP %d %q; check --url (or %s)", at, api.Status, firstWords(api.Message), envURL), true
+	}
+	if errors.Is(err, client.ErrBadResponse) {
+		return fmt.Sprintf("%s is not a Strata server: its answer is not the API's JSON; check --url (or %s)", at, envURL), true
+	}
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("cannot reach a Strata server: nothing listens at %s (connection refused); start one with strata dev, "+
+			"or point --url (or %s) at a running one", orDefault(baseURL), envURL), true
+	case errors.As(err, &dns):
+		return fmt.Sprintf("cannot reach a Strata server: the host name %q does not resolve; check --url (or %s)", dns.Name, envURL), true
+	case errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &api):
+		return fmt.Sprintf("cannot reach a Strata server: %s did not answer in time; check --url (or %s) and the network", at, envURL), true
+	}
+	return "", false
+}
+
+func orDefault(u string) string {
+	if u == "" {
+		return defaultURL
+	}
+	return u
+}
+
+// firstWords is the start of a body, for quoting a foreign answer in one line.
+func firstWords(s string) string {
+	s, _, _ = strings.Cut(strings.TrimSpace(s), "\n")
+	if len(s) > 40 {
+		s = s[:40] + "…"
+	}
+	return s
+}
+
 // cleanMessage strips internal package prefixes and the parenthesised causes they
-// chain ("log: topic not found (store: not found)" becomes "topic not found"), keeping
-// the first line only.
+// chain ("log: topic not found (store: not found)" becomes "topic not found"), and
+// sub-millisecond digits of times, keeping the first line only.
 func cleanMessage(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
+	s = subMillis.ReplaceAllString(s, "$1")
 	s = chainCause.ReplaceAllString(s, "")
 	var out []string
 	for _, part := range strings.Split(s, ": ") {
@@ -110,7 +173,7 @@ func cleanMessage(s string) string {
 }
 
 // chainCause is a parenthesised internal cause: " (store: not found)".
-var chainCause = regexp.MustCompile(` \((strata|log|store|group|segment|httpapi|consumer|client|checkpoint): [^()]*\)`)
+var chainCause = regexp.MustCompile(` \((` + internalPackages + `): [^()]*\)`)
 
 // hintFor suggests the next step for the errors a new user meets most.
 func hintFor(e *client.APIError) string {
@@ -127,4 +190,31 @@ func hintFor(e *client.APIError) string {
 		return "stop the group's consumers (or wait for their leases to expire) first"
 	}
 	return ""
+}
+
+// errorJSON is a failure as --json prints it on stderr: one JSON object on one line.
+type errorJSON struct {
+	Error struct {
+		Message  string `json:"message"`
+		Status   int    `json:"status,omitempty"`
+		Code     string `json:"code,omitempty"`
+		ExitCode int    `json:"exit_code"`
+	} `json:"error"`
+}
+
+// printError writes err to w as "strata: message", or as errorJSON with --json.
+func printError(w io.Writer, err error, baseURL string, asJSON bool) {
+	msg := userMessage(err, baseURL)
+	if !asJSON {
+		fmt.Fprintln(w, "strata:", msg)
+		return
+	}
+	var j errorJSON
+	j.Error.Message, j.Error.ExitCode = msg, exitCode(err)
+	var api *client.APIError
+	if errors.As(err, &api) {
+		j.Error.Status, j.Error.Code = api.Status, api.Code
+	}
+	b, _ := json.Marshal(j)
+	fmt.Fprintln(w, string(b))
 }

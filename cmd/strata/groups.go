@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -13,8 +14,9 @@ import (
 )
 
 func newGroupsCmd(o *options) *cobra.Command {
-	cmd := &cobra.Command{Use: "groups", Short: "List, describe, configure and reset consumer groups", Args: cobra.ArbitraryArgs, RunE: runParent}
-	cmd.AddCommand(newGroupsListCmd(o), newGroupsDescribeCmd(o), newGroupsResetCmd(o), newGroupsSettingsCmd(o), newGroupsDeleteOffsetsCmd(o))
+	cmd := &cobra.Command{Use: "groups", Short: "List, describe, configure, reset and delete consumer groups", Args: cobra.ArbitraryArgs, RunE: runParent}
+	cmd.AddCommand(newGroupsListCmd(o), newGroupsDescribeCmd(o), newGroupsResetCmd(o), newGroupsSettingsCmd(o), newGroupsDeleteOffsetsCmd(o),
+		newGroupsDeleteCmd(o))
 	return cmd
 }
 
@@ -69,20 +71,26 @@ func newGroupsDescribeCmd(o *options) *cobra.Command {
 
 func newGroupsResetCmd(o *options) *cobra.Command {
 	var (
-		topic, to, toTime string
-		partitions        []int32
+		topic, to, since string
+		partitions       []int32
+		execute, create  bool
 	)
 	cmd := &cobra.Command{
-		Use:   "reset GROUP --topic TOPIC (--to earliest|latest|OFFSET | --to-time RFC3339)",
-		Short: "Move a group's committed offsets on a topic's partitions",
-		Long: `Set GROUP's committed offset on every partition of --topic (or only on each
+		Use:   "reset GROUP --topic TOPIC (--to earliest|latest|OFFSET | --since TIME) [--execute]",
+		Short: "Show, then with --execute apply, new committed offsets of a group on a topic",
+		Long: `Plan moving GROUP's committed offset on every partition of --topic (or only on each
 --partition): to the log start (earliest), the high watermark (latest), an explicit
-OFFSET, or the first record appended at or after --to-time. An OFFSET outside a
-partition's range is refused for all of them; give --partition to reset only the
-partitions where it exists. Refused while any member holds a live lease on the topic.`,
+OFFSET, or the first record appended at or after --since TIME (-1h, -7d, 2026-12-01 or
+an RFC 3339 time). It prints each partition's current and new offset and changes
+nothing unless --execute is given, as Kafka's kafka-consumer-groups --reset-offsets
+does. An OFFSET outside a partition's range is refused for all of them; give
+--partition to reset only the partitions where it exists. A group that does not exist
+is refused (a typo must not create one) unless --create. Refused while any member
+holds a live lease on the topic.`,
 		Args: exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			target, err := resetTarget(to, toTime)
+			g := args[0]
+			target, err := resetTarget(to, since, time.Now())
 			if err != nil {
 				return err
 			}
@@ -90,62 +98,171 @@ partitions where it exists. Refused while any member holds a live lease on the t
 			if err != nil {
 				return err
 			}
-			var res []client.PartitionOffset
-			if len(partitions) > 0 {
-				res, err = c.ResetGroupPartitions(cmd.Context(), args[0], topic, partitions, target)
-			} else {
-				res, err = c.ResetGroup(cmd.Context(), args[0], topic, target)
+			ctx := cmd.Context()
+			current := map[int32]int64{}
+			exists := true
+			info, err := c.DescribeGroup(ctx, g)
+			switch {
+			case errors.Is(err, client.ErrNotFound) && !create:
+				return fmt.Errorf("group %q does not exist (strata groups list shows the groups); give --create to create it at these positions", g)
+			case errors.Is(err, client.ErrNotFound):
+				exists = false
+			case err != nil:
+				return err
+			default:
+				for _, p := range info.Partitions {
+					if p.Topic == topic && p.CommittedOffset != nil {
+						current[p.Partition] = *p.CommittedOffset
+					}
+				}
+			}
+			var plan []client.PartitionOffset
+			switch {
+			case execute && len(partitions) > 0:
+				plan, err = c.ResetGroupPartitions(ctx, g, topic, partitions, target.to)
+			case execute:
+				plan, err = c.ResetGroup(ctx, g, topic, target.to)
+			default:
+				plan, err = planReset(ctx, c, topic, partitions, target)
 			}
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
-			if o.json {
-				rows := make([]wire.ResetPartition, len(res))
-				for i, p := range res {
-					rows[i] = wire.ResetPartition(p)
-				}
-				return printJSON(w, wire.ResetResponse{Partitions: rows})
-			}
-			tb := newTable(w, "PARTITION", "COMMITTED")
-			for _, p := range res {
-				tb.row(p.Partition, p.CommittedOffset)
-			}
-			return tb.flush()
+			return printResetPlan(cmd, o.json, g, topic, plan, current, execute, exists)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&topic, "topic", "", "topic whose positions move (required)")
 	f.StringVar(&to, "to", "", "earliest, latest or an offset")
-	f.StringVar(&toTime, "to-time", "", "RFC 3339 time: the first record appended at or after it")
+	f.StringVar(&since, "since", "", "the first record appended at or after "+timeHelp)
+	f.StringVar(&since, "to-time", "", "the same as --since")
+	_ = f.MarkDeprecated("to-time", "use --since (the same flag as strata consume's)")
 	f.Int32SliceVar(&partitions, "partition", nil, "only these `PARTITIONS` (comma-separated or repeated; default: all)")
 	f.Lookup("partition").DefValue = ""
+	f.BoolVar(&execute, "execute", false, "apply the plan (without it, only show it)")
+	f.BoolVar(&create, "create", false, "create GROUP if it does not exist")
 	_ = cmd.MarkFlagRequired("topic")
-	cmd.MarkFlagsMutuallyExclusive("to", "to-time")
-	cmd.MarkFlagsOneRequired("to", "to-time")
+	cmd.MarkFlagsMutuallyExclusive("to", "since", "to-time")
+	cmd.MarkFlagsOneRequired("to", "since", "to-time")
 	return cmd
 }
 
-// resetTarget parses --to or --to-time.
-func resetTarget(to, toTime string) (client.ResetTarget, error) {
-	if toTime != "" {
-		t, err := time.Parse(time.RFC3339Nano, toTime)
+// resetPlan is a parsed --to or --since: what to send, and what to resolve for a plan.
+type resetPlan struct {
+	to     client.ResetTarget
+	kind   string // earliest, latest, offset or time
+	offset int64
+	at     time.Time
+}
+
+// planReset computes, without changing anything, the offsets a reset would set: from
+// the topic's bounds, or the server's offsets for a time.
+func planReset(ctx context.Context, c *client.Client, topic string, partitions []int32, target resetPlan) ([]client.PartitionOffset, error) {
+	t, err := c.DescribeTopic(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	parts, err := choosePartitions(consumeConfig{topic: topic, partitions: partitions}, t.Partitions)
+	if err != nil {
+		return nil, err
+	}
+	byTime := map[int32]int64{}
+	if target.kind == "time" {
+		offs, err := c.OffsetsForTime(ctx, topic, target.at)
 		if err != nil {
-			return client.ResetTarget{}, fmt.Errorf("--to-time: %w", err)
+			return nil, err
 		}
-		return client.ResetToTime(t), nil
+		for _, o := range offs {
+			byTime[o.Partition] = o.Offset
+		}
+	}
+	bounds := map[int32]client.PartitionInfo{}
+	for _, pi := range t.PartitionInfo {
+		bounds[pi.Partition] = pi
+	}
+	out := make([]client.PartitionOffset, 0, len(parts))
+	for _, p := range parts {
+		b := bounds[p]
+		var n int64
+		switch target.kind {
+		case "earliest":
+			n = b.LogStartOffset
+		case "latest":
+			n = b.HighWatermark
+		case "time":
+			n = byTime[p]
+		default:
+			if target.offset < b.LogStartOffset || target.offset > b.HighWatermark {
+				return nil, fmt.Errorf("offset %d is out of range on partition %d: it holds offsets %d to %d (give --partition to reset only the partitions where it exists)",
+					target.offset, p, b.LogStartOffset, b.HighWatermark)
+			}
+			n = target.offset
+		}
+		out = append(out, client.PartitionOffset{Partition: p, CommittedOffset: n})
+	}
+	return out, nil
+}
+
+// printResetPlan prints each partition's current and new offset and says whether it
+// was applied.
+func printResetPlan(cmd *cobra.Command, asJSON bool, g, topic string, plan []client.PartitionOffset, current map[int32]int64, executed, exists bool) error {
+	w := cmd.OutOrStdout()
+	if asJSON {
+		type row struct {
+			Partition     int32  `json:"partition"`
+			CurrentOffset *int64 `json:"current_offset"`
+			NewOffset     int64  `json:"new_offset"`
+		}
+		rows := make([]row, len(plan))
+		for i, p := range plan {
+			rows[i] = row{Partition: p.Partition, NewOffset: p.CommittedOffset}
+			if c, ok := current[p.Partition]; ok {
+				rows[i].CurrentOffset = &c
+			}
+		}
+		return printJSON(w, map[string]any{"group": g, "topic": topic, "executed": executed, "partitions": rows})
+	}
+	tb := newTable(w, "PARTITION", "CURRENT", "NEW")
+	for _, p := range plan {
+		cur := "-"
+		if c, ok := current[p.Partition]; ok {
+			cur = strconv.FormatInt(c, 10)
+		}
+		tb.row(p.Partition, cur, p.CommittedOffset)
+	}
+	if err := tb.flush(); err != nil {
+		return err
+	}
+	if !executed {
+		what := "nothing changed"
+		if !exists {
+			what += fmt.Sprintf("; group %s will be created", g)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "strata: this is the plan, %s: add --execute to apply it\n", what)
+	}
+	return nil
+}
+
+// resetTarget parses --to or --since.
+func resetTarget(to, since string, now time.Time) (resetPlan, error) {
+	if since != "" {
+		t, err := parseTime(since, now)
+		if err != nil {
+			return resetPlan{}, usagef("--since: %w", err)
+		}
+		return resetPlan{to: client.ResetToTime(t), kind: "time", at: t}, nil
 	}
 	switch to {
 	case "earliest":
-		return client.ResetEarliest(), nil
+		return resetPlan{to: client.ResetEarliest(), kind: to}, nil
 	case "latest":
-		return client.ResetLatest(), nil
+		return resetPlan{to: client.ResetLatest(), kind: to}, nil
 	case "":
-		return client.ResetTarget{}, errors.New("one of --to or --to-time is required")
+		return resetPlan{}, usagef("one of --to or --since is required")
 	}
 	n, err := strconv.ParseInt(to, 10, 64)
 	if err != nil || n < 0 {
-		return client.ResetTarget{}, fmt.Errorf("--to must be earliest, latest or a non-negative offset, got %q", to)
+		return resetPlan{}, usagef("--to must be earliest, latest or a non-negative offset, got %q (a time goes in --since)", to)
 	}
-	return client.ResetToOffset(n), nil
+	return resetPlan{to: client.ResetToOffset(n), kind: "offset", offset: n}, nil
 }

@@ -125,3 +125,30 @@ topic (stop the group's consumers first).`,
 	_ = cmd.MarkFlagRequired("topic")
 	return cmd
 }
+
+func newGroupsDeleteCmd(o *options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete GROUP",
+		Short: "Delete a stopped consumer group: its settings and positions on every topic",
+		Long: `Delete GROUP: its settings, its members and its committed offsets on every topic;
+its lag leaves /metrics. Refused while any member of it holds a live lease or
+heartbeats (stop the group's consumers first, or wait for their leases to expire).
+A group created again under the name starts as its reset policy says.`,
+		Args: exactArgs("GROUP"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := o.client()
+			if err != nil {
+				return err
+			}
+			if err := c.DeleteGroup(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if o.json {
+				return printJSON(w, map[string]any{"group": args[0], "deleted": true})
+			}
+			_, err = fmt.Fprintf(w, "deleted group %s\n", args[0])
+			return err
+		},
+	}
+}

@@ -5,9 +5,10 @@ package main
 
 import (
 	"context"
-	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -26,10 +27,11 @@ const defaultURL = "http://127.0.0.1:4580"
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := newRootCmd().ExecuteContext(ctx)
+	o := &options{}
+	err := newRootCmdWith(o).ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "strata:", userMessage(err))
+		printError(os.Stderr, err, o.url, o.json)
 		os.Exit(exitCode(err))
 	}
 }
@@ -46,8 +48,11 @@ type options struct {
 
 // newRootCmd builds the whole command tree; tests run it with their own args and
 // writers.
-func newRootCmd() *cobra.Command {
-	o := &options{}
+func newRootCmd() *cobra.Command { return newRootCmdWith(&options{}) }
+
+// newRootCmdWith builds the command tree around o, which holds the parsed shared flags
+// once it has run (main reads --url and --json to print a failure).
+func newRootCmdWith(o *options) *cobra.Command {
 	root := &cobra.Command{
 		Use:           "strata",
 		Short:         "Strata: a partitioned, retained log on S3 and DynamoDB",
@@ -56,15 +61,19 @@ func newRootCmd() *cobra.Command {
 		SilenceErrors: true,
 		Args:          cobra.ArbitraryArgs,
 		RunE:          runParent,
+		// Version without a custom template: cobra then needs no text/template, whose
+		// reflective method calls would keep every exported method in the binary.
+		Version: versionString(),
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	pf := root.PersistentFlags()
-	pf.StringVar(&o.url, "url", envOr(envURL, defaultURL), "Strata endpoint, e.g. the address strata dev --addr listens on (env "+envURL+")")
+	pf.StringVar(&o.url, "url", envOr(envURL, defaultURL), "Strata endpoint, e.g. the address strata dev --addr listens on; without a scheme, http on loopback and https elsewhere (env "+envURL+")")
 	pf.StringVar(&o.token, "token", os.Getenv(envToken), "bearer token, for a server started with strata dev --auth (env "+envToken+")")
 	pf.BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	addAWSFlags(pf, &o.aws)
 	o.awsFlag = pf.Lookup("aws")
-	root.AddCommand(newDevCmd(), newTopicsCmd(o), newProduceCmd(o), newConsumeCmd(o), newGroupsCmd(o), newDemoCmd(), newBenchCmd())
+	root.AddCommand(newDevCmd(), newTopicsCmd(o), newProduceCmd(o), newConsumeCmd(o), newGroupsCmd(o), newDemoCmd(), newBenchCmd(), newVersionCmd())
+	addCompletions(root, o)
 	return root
 }
 
@@ -72,11 +81,32 @@ func newRootCmd() *cobra.Command {
 // (authHelp).
 func (o *options) client() (*client.Client, error) {
 	o.aws.signSet = o.awsFlag != nil && o.awsFlag.Changed
+	o.url = withScheme(o.url)
 	opts, err := o.authOptions(context.Background())
 	if err != nil {
 		return nil, err
 	}
 	return client.New(o.url, opts...)
+}
+
+// withScheme accepts --url without a scheme: http for a loopback address (strata dev's
+// 127.0.0.1:4580), https for any other host.
+func withScheme(u string) string {
+	if u == "" || strings.Contains(u, "://") {
+		return u
+	}
+	host := u
+	if i := strings.IndexByte(host, '/'); i >= 0 {
+		host = host[:i]
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
+		return "http://" + u
+	}
+	return "https://" + u
 }
 
 func envOr(name, def string) string {

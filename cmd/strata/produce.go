@@ -238,7 +238,7 @@ func (p *producer) run(ctx context.Context, c *client.Client, lines <-chan line,
 					n.first = err
 				}
 				if n.failed <= maxReportedFailures {
-					fmt.Fprintf(errOut, "strata: record %d failed: %s\n", n.sent+n.failed, userMessage(err))
+					fmt.Fprintf(errOut, "strata: record %d failed: %s\n", n.sent+n.failed, userMessage(err, ""))
 				}
 				continue
 			}

@@ -112,6 +112,23 @@ func runRead(ctx context.Context, c *client.Client, cc consumeConfig, out io.Wri
 			return err
 		}
 	}
+	if !cc.fromTime.IsZero() {
+		// The server seeks: each partition starts at its first record appended at or
+		// after the time instead of being read from its start and filtered here.
+		offs, err := c.OffsetsForTime(ctx, cc.topic, cc.fromTime)
+		if err != nil {
+			return err
+		}
+		at := make(map[int32]int64, len(offs))
+		for _, o := range offs {
+			at[o.Partition] = o.Offset
+		}
+		for i, p := range parts {
+			if o, ok := at[p]; ok && o > starts[i] {
+				starts[i] = o
+			}
+		}
+	}
 	pr := newRecordPrinter(out, cc.json)
 	if err := pr.header(); err != nil {
 		return err
@@ -200,9 +217,6 @@ func readPartition(ctx context.Context, c *client.Client, cc consumeConfig, p in
 			return err
 		}
 		for _, r := range res.Records {
-			if !cc.fromTime.IsZero() && r.Timestamp.Before(cc.fromTime) {
-				continue
-			}
 			if err := pr.print(p, r.Offset, r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers); err != nil {
 				return fmt.Errorf("write record: %w", err)
 			}

@@ -59,7 +59,7 @@ func newTopicsCreateCmd(o *options) *cobra.Command {
 		},
 	}
 	cmd.Flags().Int32Var(&partitions, "partitions", 1, "number of partitions (1-1024)")
-	cmd.Flags().DurationVar(&retention, "retention", 0, "how long records are kept, e.g. 24h (default: the server's, 24h)")
+	cmd.Flags().Var(daysValue{&retention}, "retention", "how long records are kept, e.g. 7d, 36h (default: the server's, 24h)")
 	return cmd
 }
 

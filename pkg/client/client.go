@@ -114,6 +114,28 @@ func (c *Client) DescribeTopic(ctx context.Context, name string) (*Topic, error)
 	return fromWireTopic(w), nil
 }
 
+// OffsetsForTime returns, per partition of topic, the first offset appended at or after
+// t (the high watermark when none was), resolved by the server from its index: where a
+// read that starts from a time begins.
+func (c *Client) OffsetsForTime(ctx context.Context, topic string, t time.Time) ([]TimeOffset, error) {
+	var w wire.OffsetsResponse
+	q := url.Values{"timestamp_ms": {strconv.FormatInt(max(t.UnixMilli(), 0), 10)}}
+	if err := c.doJSON(ctx, http.MethodGet, "/v1/topics/"+seg(topic)+"/offsets", q, nil, &w); err != nil {
+		return nil, fmt.Errorf("strata: offsets of topic %q at %s: %w", topic, t.UTC().Format(time.RFC3339), err)
+	}
+	out := make([]TimeOffset, len(w.Partitions))
+	for i, p := range w.Partitions {
+		out[i] = TimeOffset(p)
+	}
+	return out, nil
+}
+
+// TimeOffset is a partition's first offset appended at or after a time.
+type TimeOffset struct {
+	Partition int32
+	Offset    int64
+}
+
 // ListTopics returns the names of the topics the caller may describe.
 func (c *Client) ListTopics(ctx context.Context) ([]string, error) {
 	var w wire.TopicList

@@ -69,6 +69,16 @@ func (c *Client) DeleteGroupOffsets(ctx context.Context, group, topic string) er
 	return nil
 }
 
+// DeleteGroup deletes a stopped group: its settings, members and committed positions on
+// every topic. ErrGroupActive while a member holds a live lease or heartbeats,
+// ErrNotFound for an unknown group.
+func (c *Client) DeleteGroup(ctx context.Context, group string) error {
+	if err := c.doJSON(ctx, http.MethodDelete, "/v1/groups/"+seg(group), nil, nil, nil); err != nil {
+		return fmt.Errorf("strata: delete group %q: %w", group, err)
+	}
+	return nil
+}
+
 // ResetGroupPartitions is ResetGroup limited to the given partitions (at least one).
 func (c *Client) ResetGroupPartitions(ctx context.Context, group, topic string, partitions []int32, to ResetTarget) ([]PartitionOffset, error) {
 	var w wire.ResetResponse

@@ -123,3 +123,23 @@ func (c *Coordinator) DeletePositions(ctx context.Context, group, topic string) 
 	}
 	return nil
 }
+
+// DeleteGroup removes the group: its settings, members and committed positions on every
+// topic, fencing every earlier lease (docs/API.md, "Deleting a group"). It is refused
+// with ErrGroupActive while any lease of the group is live or any member heartbeats,
+// and is ErrNotFound for an unknown group.
+func (c *Coordinator) DeleteGroup(ctx context.Context, group string) error {
+	if !validName(group) {
+		return invalidf("bad group name %q", group)
+	}
+	a, err := c.admin()
+	if err != nil {
+		return err
+	}
+	c.known.Delete(group)
+	if err := a.DeleteGroup(ctx, group, c.now()); err != nil {
+		return fmt.Errorf("group: delete %q: %w", group, err)
+	}
+	c.known.Delete(group)
+	return nil
+}

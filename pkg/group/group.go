@@ -517,7 +517,7 @@ func (r ResetTo) String() string {
 	case resetOffset:
 		return fmt.Sprintf("offset %d", r.offset)
 	case resetTime:
-		return "time " + r.at.UTC().Format(time.RFC3339Nano)
+		return "time " + r.at.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 	}
 	return "none"
 }

@@ -239,3 +239,12 @@ func (t topicsOf) TopicID(ctx context.Context, name string) (string, error) {
 	}
 	return tp.ID(), nil
 }
+
+// DeleteGroup is group-wide: every incarnation's rows of the group go.
+func (s *byIncarnation) DeleteGroup(ctx context.Context, group string, now time.Time) error {
+	a, err := s.admin()
+	if err != nil {
+		return err
+	}
+	return a.DeleteGroup(ctx, group, now)
+}

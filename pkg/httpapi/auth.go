@@ -22,8 +22,8 @@ const (
 	OpRead     = "read"
 	OpConsume  = "consume"
 	OpReset    = "reset"
-	// OpDelete deletes a topic (and with it every group's positions on it) and OpAlter
-	// changes it (more partitions): neither is implied by create.
+	// OpDelete deletes a topic (and with it every group's positions on it) or a group,
+	// and OpAlter changes a topic (more partitions): neither is implied by create.
 	OpDelete = "delete"
 	OpAlter  = "alter"
 	// OpMetrics on ResourceCluster lets a principal read /metrics, which names every

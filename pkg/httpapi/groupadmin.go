@@ -10,13 +10,14 @@ import (
 )
 
 // GroupAdmin is what the group administration routes need of the coordinator: group
-// settings, the list of groups, dropping positions and per-partition resets
+// settings, the list of groups, dropping positions or the whole group, and per-partition resets
 // (*group.Coordinator implements it).
 type GroupAdmin interface {
 	GetSettings(ctx context.Context, g string) (group.Settings, error)
 	SetSettings(ctx context.Context, g string, s group.Settings) (group.Settings, error)
 	ListGroups(ctx context.Context) ([]string, error)
 	DeletePositions(ctx context.Context, g, topic string) error
+	DeleteGroup(ctx context.Context, g string) error
 	ResetPartitions(ctx context.Context, g, topic string, partitions []int32, to group.ResetTo) ([]group.PartitionOffset, error)
 }
 
@@ -50,6 +51,20 @@ func (s *server) adminRoutes() {
 	s.mux.HandleFunc("GET /v1/groups/{group}/settings", s.getSettings)
 	s.mux.HandleFunc("PUT /v1/groups/{group}/settings", s.putSettings)
 	s.mux.HandleFunc("DELETE /v1/groups/{group}/topics/{topic}/commits", s.deletePositions)
+	s.mux.HandleFunc("DELETE /v1/groups/{group}", s.deleteGroup)
+}
+
+// deleteGroup removes a stopped group: settings, members and positions on every topic.
+func (s *server) deleteGroup(w http.ResponseWriter, r *http.Request) {
+	g := r.PathValue("group")
+	if _, ok := s.allow(w, r, onGroup(OpDelete, g)); !ok {
+		return
+	}
+	if err := s.admin.DeleteGroup(r.Context(), g); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // listGroups answers the groups the caller may describe.

@@ -82,6 +82,29 @@ func TestListGroupsAndDeletePositions(t *testing.T) {
 	e.call("DELETE", "/v1/groups/a/topics/t/commits", nil).want(t, 503, "unavailable")
 }
 
+// TestDeleteGroup: a group is deleted only when no lease of it is live; it then leaves
+// the list and describe, and a former owner cannot commit into it.
+func TestDeleteGroup(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("t", 2)
+	l := e.call("POST", "/v1/groups/a/topics/t/partitions/0/lease", lease("m")).want(t, 200)
+	e.call("POST", "/v1/groups/b/topics/t/reset", map[string]any{"to": "latest"}).want(t, 200)
+	e.call("DELETE", "/v1/groups/a", nil).want(t, 409, "group_active")
+	e.call("GET", "/v1/groups/a", nil).want(t, 200)
+	e.call("DELETE", "/v1/groups/a/topics/t/partitions/0/lease", lease("m", "generation", l.num("generation"))).want(t, 204)
+	e.call("DELETE", "/v1/groups/a", nil).want(t, 204)
+	e.call("GET", "/v1/groups/a", nil).want(t, 404, "not_found")
+	r := e.call("GET", "/v1/groups", nil).want(t, 200)
+	if fmt.Sprint(r.body["groups"]) != "[b]" {
+		t.Fatalf("groups after deleting a: %s", r.raw)
+	}
+	e.call("POST", "/v1/groups/a/topics/t/partitions/0/commit", lease("m", "generation", l.num("generation"), "next_offset", 0)).want(t, 409, "fenced")
+	e.call("DELETE", "/v1/groups/a", nil).want(t, 404, "not_found")
+	e.call("DELETE", "/v1/groups/bad..name!", nil).want(t, 400, "invalid_request")
+	e.meta.down.Store(true)
+	e.call("DELETE", "/v1/groups/b", nil).want(t, 503, "unavailable")
+}
+
 func TestResetPartitions(t *testing.T) {
 	e := newEnv(t)
 	e.createTopic("t", 3)
@@ -132,6 +155,13 @@ func (f *faultyMeta) DeleteCommits(ctx context.Context, g, topic string, now tim
 	return f.MetaStore.(store.GroupAdminStore).DeleteCommits(ctx, g, topic, now)
 }
 
+func (f *faultyMeta) DeleteGroup(ctx context.Context, g string, now time.Time) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.MetaStore.(store.GroupAdminStore).DeleteGroup(ctx, g, now)
+}
+
 func TestGroupAdminAuth(t *testing.T) {
 	e := authEnv(t)
 	settings := map[string]any{"reset_policy": "latest", "max_attempts": 2}
@@ -153,4 +183,33 @@ func TestGroupAdminAuth(t *testing.T) {
 	e.call("GET", "/v1/groups/billing/settings", nil, bearer("orders-token")...).want(t, 200)
 	e.call("GET", "/v1/groups/bad..name!/settings", nil, bearer("admin-token")...).want(t, 400, "invalid_request")
 	e.call("DELETE", "/v1/groups/billing/topics/orders/commits", nil, bearer("orders-token")...).want(t, 204)
+}
+
+// TestOffsetsForTime: the server resolves a time to each partition's first offset
+// appended at or after it (the high watermark when none), so a reader from a time
+// downloads nothing before it.
+func TestOffsetsForTime(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("t", 2)
+	e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "a", partition: ptr(0)}, rec{value: "b", partition: ptr(0)})).want(t, 200)
+	r := e.call("GET", "/v1/topics/t/offsets?timestamp_ms=0", nil).want(t, 200)
+	if fmt.Sprint(r.body["partitions"]) != "[map[offset:0 partition:0] map[offset:0 partition:1]]" {
+		t.Fatalf("offsets at 0: %s", r.raw)
+	}
+	future := time.Now().Add(time.Hour).UnixMilli()
+	r = e.call("GET", fmt.Sprintf("/v1/topics/t/offsets?timestamp_ms=%d", future), nil).want(t, 200)
+	if fmt.Sprint(r.body["partitions"]) != "[map[offset:2 partition:0] map[offset:0 partition:1]]" {
+		t.Fatalf("offsets in an hour: %s", r.raw)
+	}
+	e.call("GET", "/v1/topics/t/offsets", nil).want(t, 400, "invalid_request")
+	e.call("GET", "/v1/topics/t/offsets?timestamp_ms=x", nil).want(t, 400, "invalid_request")
+	e.call("GET", "/v1/topics/t/offsets?timestamp_ms=1&x=1", nil).want(t, 400, "invalid_request")
+	e.call("GET", "/v1/topics/nope/offsets?timestamp_ms=1", nil).want(t, 404, "not_found")
+	e.meta.down.Store(true)
+	e.call("GET", "/v1/topics/t/offsets?timestamp_ms=1", nil).want(t, 503, "unavailable")
+
+	a := authEnv(t)
+	a.call("GET", "/v1/topics/orders/offsets?timestamp_ms=1", nil, bearer("none-token")...).want(t, 403, "forbidden")
+	a.call("GET", "/v1/topics/orders/offsets?timestamp_ms=1", nil, bearer("orders-token")...).want(t, 200)
+	a.call("DELETE", "/v1/groups/billing", nil, bearer("none-token")...).want(t, 403, "forbidden")
 }

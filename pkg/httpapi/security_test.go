@@ -44,6 +44,8 @@ var everyDocumentedRoute = []struct {
 	{"GET", "/v1/groups/billing/members", nil},
 	{"PUT", "/v1/groups/billing/settings", map[string]any{"reset_policy": "earliest", "max_attempts": 5}},
 	{"DELETE", "/v1/groups/billing/topics/orders/commits", nil},
+	{"DELETE", "/v1/groups/billing", nil},
+	{"GET", "/v1/topics/orders/offsets?timestamp_ms=0", nil},
 }
 
 // state renders what a refused request must leave as it was: topics, offsets, groups.

@@ -50,6 +50,15 @@ func (g *Groups) Track(names ...string) {
 	}
 }
 
+// Untrack removes groups from the set the lag collector describes.
+func (g *Groups) Untrack(names ...string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, n := range names {
+		delete(g.known, n)
+	}
+}
+
 // Known returns the tracked group names in order.
 func (g *Groups) Known() []string {
 	g.mu.Lock()
@@ -159,12 +168,18 @@ func (c *LagCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 // Collect implements prometheus.Collector. A group whose describe fails is left out of
-// this scrape and counted in strata_consumer_lag_errors_total.
+// this scrape and counted in strata_consumer_lag_errors_total; a group that no longer
+// exists is no longer tracked.
 func (c *LagCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, name := range c.groups.Known() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 		info, err := c.groups.inner.Describe(ctx, name)
 		cancel()
+		if errors.Is(err, group.ErrNotFound) {
+			// Deleted (strata groups delete): its gauges leave /metrics for good.
+			c.groups.Untrack(name)
+			continue
+		}
 		if err != nil {
 			c.errorsCnt.Inc()
 			continue

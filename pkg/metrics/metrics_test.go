@@ -223,3 +223,43 @@ func TestGroupsAndLag(t *testing.T) {
 	}
 	mustValue(t, reg, "strata_consumer_lag_errors_total", nil, 0)
 }
+
+// TestDeletedGroupLeavesLag: once a group is deleted its lag gauges leave /metrics (a
+// stray group must not export lag for ever), and it is not counted as an error.
+func TestDeletedGroupLeavesLag(t *testing.T) {
+	ctx := context.Background()
+	s := backendtest.Local(ctx, t)
+	l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateTopic(ctx, "orders", 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append(ctx, "orders", []log.Record{{Value: []byte("x")}}, log.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coord := group.New(s.Meta, l, nil)
+	g := m.WrapGroups(coord)
+	reg.MustRegister(metrics.NewLagCollector(g, time.Second))
+	if _, err := g.Reset(ctx, "nosuch", "orders", group.ResetEarliest()); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"group": "nosuch", "topic": "orders", "partition": "0"}
+	mustValue(t, reg, "strata_consumer_lag_records", labels, 1)
+	if err := coord.DeleteGroup(ctx, "nosuch"); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := value(t, reg, "strata_consumer_lag_records", labels); ok {
+		t.Fatalf("lag of a deleted group still exported: %v", v)
+	}
+	if got := g.Known(); len(got) != 0 {
+		t.Fatalf("known groups after deletion %v", got)
+	}
+	mustValue(t, reg, "strata_consumer_lag_errors_total", nil, 0)
+}

@@ -86,7 +86,7 @@ type LeaseHeldError struct {
 }
 
 func (e *LeaseHeldError) Error() string {
-	return fmt.Sprintf("store: lease held by %q until %s", e.Owner, e.ExpiresAt.UTC().Format(time.RFC3339Nano))
+	return fmt.Sprintf("store: lease held by %q until %s", e.Owner, e.ExpiresAt.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
 }
 
 // Is makes errors.Is(err, ErrLeaseHeld) true.

@@ -97,7 +97,7 @@ func (s *MetaStore) DeleteCommits(ctx context.Context, group, topic string, now 
 		}
 		if a.Live(now) {
 			return fmt.Errorf("dynamo: %s: partition %d leased by %q until %s: %w",
-				op, a.Partition, a.Owner, a.ExpiresAt.Format(time.RFC3339Nano), store.ErrGroupActive)
+				op, a.Partition, a.Owner, a.ExpiresAt.UTC().Format(time.RFC3339), store.ErrGroupActive)
 		}
 		assigned = append(assigned, a.Partition)
 	}
@@ -136,6 +136,116 @@ func (s *MetaStore) DeleteCommits(ctx context.Context, group, topic string, now 
 			err = mapError(op, err)
 			if tx := (*txConditionFailed)(nil); errors.As(err, &tx) {
 				err = fmt.Errorf("dynamo: %s: a lease was taken meanwhile: %w", op, store.ErrGroupActive)
+			}
+			if done > 0 {
+				return fmt.Errorf("%w (partially applied: %d rows changed; repeat once the group is idle)", err, done)
+			}
+			return err
+		}
+		done += n
+		items = items[n:]
+	}
+	return nil
+}
+
+// DeleteGroup fences every assignment row of the group on the condition that its lease
+// is free, deletes its commit rows and (on the condition that they expired) its member
+// rows, and deletes the settings row last, in transactions of at most the configured
+// item count: a group whose rows need more than one transaction may be partially
+// deleted when a lease or a member appears meanwhile, and says so; repeating the call
+// finishes it, since the settings row goes last.
+func (s *MetaStore) DeleteGroup(ctx context.Context, group string, now time.Time) error {
+	op := "delete group " + group
+	if g, err := s.getItem(ctx, op, s.groups, item{attrGroup: avS(group)}); err != nil {
+		return err
+	} else if g == nil {
+		return fmt.Errorf("dynamo: %s: %w", op, store.ErrNotFound)
+	}
+	assignments, err := s.scanGroup(ctx, op, s.assignments, group)
+	if err != nil {
+		return err
+	}
+	var fence []store.Assignment
+	for _, it := range assignments {
+		a, err := decodeAssignment(it)
+		if err != nil {
+			return err
+		}
+		if a.Live(now) {
+			return fmt.Errorf("dynamo: %s: %s/%d leased by %q until %s: %w",
+				op, a.Topic, a.Partition, a.Owner, a.ExpiresAt.UTC().Format(time.RFC3339), store.ErrGroupActive)
+		}
+		fence = append(fence, a)
+	}
+	members, err := s.queryAll(ctx, op, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.members),
+		KeyConditionExpression:    aws.String("#g = :g"),
+		ExpressionAttributeNames:  map[string]string{"#g": attrGroup},
+		ExpressionAttributeValues: item{":g": avS(group)},
+	}, 0)
+	if err != nil {
+		return err
+	}
+	var memberIDs []string
+	for _, it := range members {
+		d := decoder{it: it}
+		id, exp := d.str(attrMember, true), d.time("expires_at")
+		if d.err != nil {
+			return d.err
+		}
+		if exp.After(now) {
+			return fmt.Errorf("dynamo: %s: member %q is live until %s: %w", op, id, exp.UTC().Format(time.RFC3339), store.ErrGroupActive)
+		}
+		memberIDs = append(memberIDs, id)
+	}
+	commits, err := s.scanGroup(ctx, op, s.commits, group)
+	if err != nil {
+		return err
+	}
+	var items []types.TransactWriteItem
+	for _, a := range fence {
+		items = append(items, types.TransactWriteItem{Update: &types.Update{
+			TableName:           aws.String(s.assignments),
+			Key:                 gtpKey(group, a.Topic, a.Partition),
+			UpdateExpression:    aws.String("SET #gen = #gen + :one REMOVE #owner"),
+			ConditionExpression: aws.String(leaseFree),
+			ExpressionAttributeNames: map[string]string{
+				"#owner": attrOwner, "#exp": attrLeaseExp, "#gen": attrGeneration,
+			},
+			ExpressionAttributeValues: item{":now": avN(now.UnixMilli()), ":one": avN(1)},
+		}})
+	}
+	for _, it := range commits {
+		c, err := decodeCommit(it)
+		if err != nil {
+			return err
+		}
+		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
+			TableName: aws.String(s.commits),
+			Key:       gtpKey(group, c.Topic, c.Partition),
+		}})
+	}
+	for _, id := range memberIDs {
+		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
+			TableName:                 aws.String(s.members),
+			Key:                       item{attrGroup: avS(group), attrMember: avS(id)},
+			ConditionExpression:       aws.String("attribute_not_exists(#ea) OR #ea <= :now"),
+			ExpressionAttributeNames:  map[string]string{"#ea": "expires_at"},
+			ExpressionAttributeValues: item{":now": avN(now.UnixMilli())},
+		}})
+	}
+	items = append(items, types.TransactWriteItem{Delete: &types.Delete{
+		TableName: aws.String(s.groups),
+		Key:       item{attrGroup: avS(group)},
+	}})
+	maxItems := s.cfg.maxTransactItems()
+	done := 0
+	for len(items) > 0 {
+		n := min(len(items), maxItems)
+		if _, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items[:n]}); err != nil {
+			err = mapError(op, err)
+			if tx := (*txConditionFailed)(nil); errors.As(err, &tx) {
+				err = fmt.Errorf("dynamo: %s: a lease or a member appeared meanwhile: %w", op, store.ErrGroupActive)
 			}
 			if done > 0 {
 				return fmt.Errorf("%w (partially applied: %d rows changed; repeat once the group is idle)", err, done)

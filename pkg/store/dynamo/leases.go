@@ -282,7 +282,7 @@ func (s *MetaStore) ResetCommits(ctx context.Context, group, topic string, offse
 		}
 		if a.Live(now) {
 			return fmt.Errorf("dynamo: %s: partition %d leased by %q until %s: %w",
-				op, a.Partition, a.Owner, a.ExpiresAt.Format(time.RFC3339Nano), store.ErrGroupActive)
+				op, a.Partition, a.Owner, a.ExpiresAt.UTC().Format(time.RFC3339), store.ErrGroupActive)
 		}
 		checked[a.Partition] = true
 	}

@@ -58,7 +58,7 @@ func (m *MetaStore) DeleteCommits(ctx context.Context, group, topic string, now 
 			}
 			if a := rec.toStore(); a.Live(now) {
 				return fmt.Errorf("local: delete commits of %s on %s: partition %d leased by %q until %s: %w",
-					group, topic, a.Partition, a.Owner, a.ExpiresAt.Format(time.RFC3339Nano), store.ErrGroupActive)
+					group, topic, a.Partition, a.Owner, a.ExpiresAt.UTC().Format(time.RFC3339), store.ErrGroupActive)
 			}
 			fenced = append(fenced, rec)
 		}
@@ -80,5 +80,60 @@ func (m *MetaStore) DeleteCommits(ctx context.Context, group, topic string, now 
 			}
 		}
 		return nil
+	})
+}
+
+// DeleteGroup removes the group's settings, commits and members and fences its
+// assignment rows, in one transaction, unless a lease or a member is live.
+func (m *MetaStore) DeleteGroup(ctx context.Context, group string, now time.Time) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		if _, ok, err := getRec[groupRec](tx, bucketGroups, []byte(group)); err != nil {
+			return err
+		} else if !ok {
+			return fmt.Errorf("local: group %q: %w", group, store.ErrNotFound)
+		}
+		prefix := appendString(nil, group)
+		var fenced []assignmentRec
+		if err := scanPrefix(tx, bucketAssignments, prefix, func(rec assignmentRec) { fenced = append(fenced, rec) }); err != nil {
+			return err
+		}
+		for _, rec := range fenced {
+			if a := rec.toStore(); a.Live(now) {
+				return fmt.Errorf("local: delete group %s: %s/%d leased by %q until %s: %w",
+					group, a.Topic, a.Partition, a.Owner, a.ExpiresAt.UTC().Format(time.RFC3339), store.ErrGroupActive)
+			}
+		}
+		var members []memberRec
+		if err := scanPrefix(tx, bucketMembers, prefix, func(rec memberRec) { members = append(members, rec) }); err != nil {
+			return err
+		}
+		for _, rec := range members {
+			if mem := rec.toStore(); mem.ExpiresAt.After(now) {
+				return fmt.Errorf("local: delete group %s: member %q is live until %s: %w",
+					group, mem.ID, mem.ExpiresAt.UTC().Format(time.RFC3339), store.ErrGroupActive)
+			}
+		}
+		for _, rec := range fenced {
+			a := rec.toStore()
+			rec.Owner = ""
+			rec.Generation++
+			if err := putRec(tx, bucketAssignments, groupTopicPartitionKey(group, a.Topic, a.Partition), rec); err != nil {
+				return err
+			}
+		}
+		for _, bucket := range []string{bucketCommits, bucketMembers} {
+			b := tx.Bucket([]byte(bucket))
+			var keys [][]byte
+			c := b.Cursor()
+			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+				keys = append(keys, bytes.Clone(k))
+			}
+			for _, k := range keys {
+				if err := b.Delete(k); err != nil {
+					return err
+				}
+			}
+		}
+		return tx.Bucket([]byte(bucketGroups)).Delete([]byte(group))
 	})
 }

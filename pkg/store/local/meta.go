@@ -472,7 +472,7 @@ func (m *MetaStore) ResetCommits(ctx context.Context, group, topic string, offse
 			}
 			if a := rec.toStore(); a.Live(now) {
 				return fmt.Errorf("local: reset %s/%s: partition %d leased by %q until %s: %w",
-					group, topic, a.Partition, a.Owner, a.ExpiresAt.Format(time.RFC3339Nano), store.ErrGroupActive)
+					group, topic, a.Partition, a.Owner, a.ExpiresAt.UTC().Format(time.RFC3339), store.ErrGroupActive)
 			}
 			rows[rec.Partition] = rec
 		}

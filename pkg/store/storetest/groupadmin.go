@@ -30,6 +30,8 @@ func groupAdminSections() []section[store.MetaStore] {
 			{"ListSorted", testListGroups},
 			{"DeleteCommitsRefusedWhileLive", testDeleteCommitsLive},
 			{"DeleteCommitsFencesAndKeepsOtherTopics", testDeleteCommits},
+			{"DeleteGroupRefusedWhileActive", testDeleteGroupActive},
+			{"DeleteGroupRemovesAndFences", testDeleteGroup},
 		}},
 	}
 }
@@ -115,4 +117,82 @@ func testDeleteCommits(ctx context.Context, t *testing.T, m store.MetaStore) {
 	// Deleting again, or for a group with nothing, is not an error.
 	must(t, "DeleteCommits again", admin(m).DeleteCommits(ctx, k.group, k.topic, at(2000)))
 	must(t, "DeleteCommits of nothing", admin(m).DeleteCommits(ctx, UniqueName(t, "g"), k.topic, at(2000)))
+}
+
+func testDeleteGroupActive(ctx context.Context, t *testing.T, m store.MetaStore) {
+	k := newGTP(t)
+	_, err := m.EnsureGroup(ctx, store.GroupConfig{Name: k.group, ResetPolicy: "earliest", MaxAttempts: 5, CreatedAt: at(0)})
+	must(t, "EnsureGroup", err)
+	a := acquire(ctx, t, m, k, "m", 0, 10_000)
+	must(t, "Commit", m.Commit(ctx, commitRow(k, 5, a.Generation, 1, ""), "m"))
+	if err := admin(m).DeleteGroup(ctx, k.group, at(5000)); !errors.Is(err, store.ErrGroupActive) {
+		t.Fatalf("DeleteGroup while a lease is live: %v, want ErrGroupActive", err)
+	}
+	wantCommitOffset(ctx, t, m, k, 5)
+	wantAssignment(ctx, t, m, k, a)
+	// A live member without a lease (waiting for its share) keeps the group too.
+	must(t, "Heartbeat", m.Heartbeat(ctx, store.Member{Group: k.group, ID: "waiting", ExpiresAt: at(30_000)}))
+	if err := admin(m).DeleteGroup(ctx, k.group, at(20_000)); !errors.Is(err, store.ErrGroupActive) {
+		t.Fatalf("DeleteGroup while a member is live: %v, want ErrGroupActive", err)
+	}
+	if _, err := m.GetGroup(ctx, k.group); err != nil {
+		t.Fatalf("GetGroup after a refused DeleteGroup: %v", err)
+	}
+	wantCommitOffset(ctx, t, m, k, 5)
+	if err := admin(m).DeleteGroup(ctx, UniqueName(t, "g"), at(0)); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("DeleteGroup of an unknown group: %v, want ErrNotFound", err)
+	}
+}
+
+func testDeleteGroup(ctx context.Context, t *testing.T, m store.MetaStore) {
+	k := newGTP(t)
+	k2 := gtp{k.group, UniqueName(t, "t2"), 1}
+	other := gtp{UniqueName(t, "g2"), k.topic, 0}
+	for _, g := range []string{k.group, other.group} {
+		_, err := m.EnsureGroup(ctx, store.GroupConfig{Name: g, ResetPolicy: "earliest", MaxAttempts: 5, CreatedAt: at(0)})
+		must(t, "EnsureGroup", err)
+	}
+	a := acquire(ctx, t, m, k, "m", 0, 1000)
+	must(t, "Commit", m.Commit(ctx, commitRow(k, 5, a.Generation, 1, ""), "m"))
+	a2 := acquire(ctx, t, m, k2, "m", 0, 1000)
+	must(t, "Commit on a second topic", m.Commit(ctx, commitRow(k2, 2, a2.Generation, 1, ""), "m"))
+	must(t, "Heartbeat", m.Heartbeat(ctx, store.Member{Group: k.group, ID: "m", ExpiresAt: at(1000)}))
+	ao := acquire(ctx, t, m, other, "m", 0, 100_000)
+	must(t, "Commit other group", m.Commit(ctx, commitRow(other, 9, ao.Generation, 1, ""), "m"))
+
+	// Another group's live lease does not keep this one.
+	must(t, "DeleteGroup", admin(m).DeleteGroup(ctx, k.group, at(2000)))
+	if g, err := m.GetGroup(ctx, k.group); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetGroup after DeleteGroup = %+v, %v; want ErrNotFound", g, err)
+	}
+	names, err := admin(m).ListGroups(ctx)
+	must(t, "ListGroups", err)
+	if slices.Contains(names, k.group) || !slices.Contains(names, other.group) {
+		t.Fatalf("ListGroups after DeleteGroup = %v, want %s gone and %s kept", names, k.group, other.group)
+	}
+	wantNoCommit(ctx, t, m, k)
+	wantNoCommit(ctx, t, m, k2)
+	cs, err := m.ListCommits(ctx, k.group)
+	must(t, "ListCommits", err)
+	if len(cs) != 0 {
+		t.Fatalf("ListCommits after DeleteGroup = %+v, want none", cs)
+	}
+	if ms, err := m.LiveMembers(ctx, k.group, at(0)); err != nil || len(ms) != 0 {
+		t.Fatalf("LiveMembers after DeleteGroup = %+v, %v; want none", ms, err)
+	}
+	wantCommitOffset(ctx, t, m, other, 9)
+	wantAssignment(ctx, t, m, other, ao)
+	// The assignment rows stay, fenced: the lapsed owner cannot renew or commit, and a
+	// group created again under the name continues the generations.
+	wantAssignment(ctx, t, m, k, store.Assignment{Group: k.group, Topic: k.topic, Partition: 0, Generation: a.Generation + 1, ExpiresAt: a.ExpiresAt})
+	if _, err := m.RenewLease(ctx, k.group, k.topic, 0, "m", a.Generation, at(3000)); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("RenewLease after DeleteGroup: %v, want ErrFenced", err)
+	}
+	if err := m.Commit(ctx, commitRow(k, 6, a.Generation, 3, ""), "m"); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("Commit after DeleteGroup: %v, want ErrFenced", err)
+	}
+	again := acquire(ctx, t, m, k, "m", 4000, 5000)
+	if again.Generation != a.Generation+2 {
+		t.Fatalf("AcquireLease after DeleteGroup: generation %d, want %d", again.Generation, a.Generation+2)
+	}
 }

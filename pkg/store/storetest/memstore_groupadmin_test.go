@@ -56,6 +56,43 @@ func (s *memStore) DeleteCommits(_ context.Context, group, topic string, now tim
 	return nil
 }
 
+func (s *memStore) DeleteGroup(_ context.Context, group string, now time.Time) error {
+	s.lock()
+	defer s.mu.Unlock()
+	if _, ok := s.groups[group]; !ok {
+		return store.ErrNotFound
+	}
+	for k, a := range s.assignments {
+		if k.group == group && s.live(a, now) {
+			return store.ErrGroupActive
+		}
+	}
+	for _, m := range s.members[group] {
+		if m.ExpiresAt.After(now) && s.bug != "DeleteGroupIgnoresMembers" {
+			return store.ErrGroupActive
+		}
+	}
+	for k, a := range s.assignments {
+		if k.group == group {
+			if s.bug == "DeleteGroupDropsAssignments" {
+				delete(s.assignments, k)
+				continue
+			}
+			a.Owner = ""
+			a.Generation++
+			s.assignments[k] = a
+		}
+	}
+	for k := range s.commits {
+		if k.group == group {
+			delete(s.commits, k)
+		}
+	}
+	delete(s.members, group)
+	delete(s.groups, group)
+	return nil
+}
+
 var _ store.TopicAdminStore = (*memStore)(nil)
 
 func (s *memStore) IncreasePartitions(_ context.Context, name string, partitions int32) (store.Topic, error) {
