@@ -326,6 +326,16 @@ func (l *Log) Partitions(ctx context.Context, topic string) (int32, error) {
 	return t.Partitions, nil
 }
 
+// Retention returns the topic's retention (cached as Topic is): what consumer groups
+// measure their time to data loss against.
+func (l *Log) Retention(ctx context.Context, topic string) (time.Duration, error) {
+	t, err := l.Topic(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	return t.Retention, nil
+}
+
 // Bounds returns a partition's log start offset and high watermark.
 func (l *Log) Bounds(ctx context.Context, topic string, partition int32) (logStart, highWatermark int64, err error) {
 	t, err := l.checkPartition(ctx, topic, partition)
