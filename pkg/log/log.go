@@ -373,6 +373,35 @@ func (l *Log) bounds(ctx context.Context, id string, partition int32) (int64, in
 	return st.LogStart, st.NextOffset, nil
 }
 
+// UnindexedAge returns how long the partition's newest commit has waited for its index
+// entry: 0 once it is indexed (or with no commit), else now − its append time. Commits
+// not yet indexed are Strata's under-replicated partitions: readable only once the
+// appender or the materialiser behind the sequencer stream indexes them. The newest
+// commit is checked (two reads), not a scan for the oldest gap; the materialiser indexes
+// in stream order, and the stream's iterator age alarm (infra) bounds the oldest.
+func (l *Log) UnindexedAge(ctx context.Context, topic string, partition int32) (time.Duration, error) {
+	t, err := l.checkPartition(ctx, topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	st, err := l.meta.Sequencer(ctx, t.ID(), partition)
+	if err != nil {
+		return 0, storeErr(err)
+	}
+	if st.Last == nil || st.Last.Entry.End() <= st.LogStart {
+		return 0, nil
+	}
+	base := st.Last.Entry.BaseOffset
+	es, err := l.meta.IndexEntries(ctx, t.ID(), partition, base, 1)
+	if err != nil {
+		return 0, storeErr(err)
+	}
+	if len(es) > 0 && es[0].BaseOffset <= base && base < es[0].End() {
+		return 0, nil
+	}
+	return max(l.now().Sub(st.Last.Entry.AppendedAt), 0), nil
+}
+
 // storeErr maps a store failure that is not a domain outcome to ErrUnavailable.
 func storeErr(err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
