@@ -217,7 +217,7 @@ func TestConsolePage(t *testing.T) {
 				`class="partition" data-topic="orders-console" data-partition="2"`,
 				`data-group="billing-console"`, `data-group="shipping-console"`, "third-value-in-tail",
 				"trace-id=abc-123", "Lag (time)", "reset policy latest", `data-member="member-console-1"`, `data-member="member-heartbeat-2"`,
-				"<polyline", "— following the newest",
+				"<polyline", "— following the newest", "To data loss",
 			} {
 				if !strings.Contains(dom, want) {
 					t.Errorf("the rendered page lacks %q:\n%s", want, dom)

@@ -17,8 +17,9 @@ import (
 	"time"
 )
 
-// lagSeconds is the one field of a state read that moves by itself.
-var lagSeconds = regexp.MustCompile(`"lag_seconds":[0-9.e+-]+`)
+// lagSeconds matches the fields of a state read that move by themselves with the clock
+// (lag and time to data loss).
+var lagSeconds = regexp.MustCompile(`"(lag_seconds|seconds_to_data_loss)":[0-9.e+-]+`)
 
 // dumpDOM loads url in headless Chromium with extra flags and returns the DOM after its
 // scripts ran.

@@ -43,7 +43,8 @@ func newGroupsDescribeCmd(o *options) *cobra.Command {
 				for i, p := range g.Partitions {
 					lagRecords, lagSeconds := p.LagRecords, p.LagSeconds
 					ps[i] = groupPartitionJSON{Topic: p.Topic, Partition: p.Partition, CommittedOffset: p.CommittedOffset,
-						HighWatermark: p.HighWatermark, LagRecords: &lagRecords, LagSeconds: &lagSeconds, Generation: p.Generation}
+						HighWatermark: p.HighWatermark, LagRecords: &lagRecords, LagSeconds: &lagSeconds, Generation: p.Generation,
+						SecondsToDataLoss: p.SecondsToDataLoss, RecordsLost: p.RecordsLost}
 					if p.Owner != "" {
 						owner := p.Owner
 						ps[i].Owner = &owner
@@ -55,14 +56,14 @@ func newGroupsDescribeCmd(o *options) *cobra.Command {
 				}
 				return printJSON(w, wire.Group{Group: g.Name, Partitions: ps})
 			}
-			tb := newTable(w, "TOPIC", "PARTITION", "COMMITTED", "HIGH_WATERMARK", "LAG", "LAG_SECONDS", "OWNER", "GENERATION", "LEASE_EXPIRES")
+			tb := newTable(w, "TOPIC", "PARTITION", "COMMITTED", "HIGH_WATERMARK", "LAG", "LAG_SECONDS", "TO_DATA_LOSS", "LOST", "OWNER", "GENERATION", "LEASE_EXPIRES")
 			for _, p := range g.Partitions {
 				owner := p.Owner
 				if owner == "" {
 					owner = "-"
 				}
 				tb.row(p.Topic, p.Partition, orDash(p.CommittedOffset), p.HighWatermark, p.LagRecords,
-					strconv.FormatFloat(p.LagSeconds, 'f', 3, 64), owner, p.Generation, timeOrDash(p.LeaseExpiresAt))
+					strconv.FormatFloat(p.LagSeconds, 'f', 3, 64), secondsOrDash(p.SecondsToDataLoss), p.RecordsLost, owner, p.Generation, timeOrDash(p.LeaseExpiresAt))
 			}
 			return tb.flush()
 		},
@@ -265,4 +266,12 @@ func resetTarget(to, since string, now time.Time) (resetPlan, error) {
 		return resetPlan{}, usagef("--to must be earliest, latest or a non-negative offset, got %q (a time goes in --since)", to)
 	}
 	return resetPlan{to: client.ResetToOffset(n), kind: "offset", offset: n}, nil
+}
+
+// secondsOrDash prints a time to data loss in seconds, or "-" when caught up.
+func secondsOrDash(s *float64) string {
+	if s == nil {
+		return "-"
+	}
+	return strconv.FormatFloat(*s, 'f', 0, 64)
 }

@@ -33,7 +33,7 @@ func main() {
 		fatal(err)
 	}
 	cfg.Backend, cfg.Logger = node.BackendAWS, logger
-	n, err := node.Open(ctx, cfg, node.PartLog)
+	n, err := node.Open(ctx, cfg, node.PartGroups)
 	if err != nil {
 		fatal(err)
 	}
@@ -56,5 +56,6 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	lambda.Start(lambdafn.NewDispatch(d, lambdafn.DecodeSequencerImage, emf.New(os.Stdout, cfg.Function.MetricsNamespace, nil)))
+	h := lambdafn.NewDispatch(d, lambdafn.DecodeSequencerImage, emf.New(os.Stdout, cfg.Function.MetricsNamespace, nil))
+	lambda.Start(h.WithHealth(n.Coordinator()))
 }

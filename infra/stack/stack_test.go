@@ -572,8 +572,12 @@ func TestAlarmsAndDashboard(t *testing.T) {
 		if p["ExtendedStatistic"] != nil {
 			stat = fmt.Sprint(p["ExtendedStatistic"])
 		}
-		if p["TreatMissingData"] != "notBreaching" || p["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" {
-			t.Errorf("alarm %s: %v %v", id, p["TreatMissingData"], p["ComparisonOperator"])
+		op := "GreaterThanOrEqualToThreshold"
+		if p["MetricName"] == strata.MetricSecondsToDataLoss {
+			op = "LessThanThreshold" // fires as the time left falls under the threshold
+		}
+		if p["TreatMissingData"] != "notBreaching" || p["ComparisonOperator"] != op {
+			t.Errorf("alarm %s: %v %v, want notBreaching %s", id, p["TreatMissingData"], p["ComparisonOperator"], op)
 		}
 		var dims []string
 		for _, d := range asList(p["Dimensions"]) {
@@ -590,6 +594,8 @@ func TestAlarmsAndDashboard(t *testing.T) {
 	want := map[alarm]float64{
 		{"Strata/" + strata.MetricLagSeconds, "Maximum", sub}:            300,
 		{"Strata/" + strata.MetricDeadLettered, "Sum", sub}:              1,
+		{"Strata/" + strata.MetricSecondsToDataLoss, "Minimum", sub}:     3600, // strata:dataLossAlarmMinutes default
+		{"AWS/Lambda/IteratorAge", "Maximum", fn("Strata dispatch")}:     300000,
 		{"Strata/" + strata.MetricAppendLatency, "p99", ""}:              1,
 		{"AWS/SQS/ApproximateNumberOfMessagesVisible", "Maximum", qname}: 1,
 	}
@@ -604,7 +610,7 @@ func TestAlarmsAndDashboard(t *testing.T) {
 		tpl.A.ResourceCountIs(jsii.String("AWS::CloudWatch::Dashboard"), jsii.Number(1))
 	})
 	body := tmpl.Join(tpl.Resources[tpl.OfType("AWS::CloudWatch::Dashboard")[0]].Properties["DashboardBody"])
-	for _, w := range []string{strata.MetricLagSeconds, strata.MetricDeadLettered, strata.MetricAppendLatency, "Errors", "Throttles", "p99"} {
+	for _, w := range []string{strata.MetricLagSeconds, strata.MetricDeadLettered, strata.MetricSecondsToDataLoss, "IteratorAge", strata.MetricAppendLatency, "Errors", "Throttles", "p99"} {
 		if !strings.Contains(body, w) {
 			t.Errorf("dashboard lacks %s", w)
 		}
@@ -771,5 +777,19 @@ func TestEveryStrataVariableIsRead(t *testing.T) {
 	}
 	if len(functions) == 0 || seen == 0 {
 		t.Fatalf("%d functions, %d STRATA_* variables: the template was not read", len(functions), seen)
+	}
+}
+
+// TestFromContextDataLossAlarms: the time to data loss and stream iterator age alarm
+// thresholds are stack context settings (the synthesized defaults: TestAlarmsAndDashboard).
+func TestFromContextDataLossAlarms(t *testing.T) {
+	ctx := map[string]any{"strata:dataLossAlarmMinutes": 30, "strata:iteratorAgeAlarmSeconds": "60"}
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
+	cfg, err := stack.FromContext(app.Node(), "/assets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := cfg.Props.Alarms; a.TimeToDataLoss != 30*time.Minute || a.StreamIteratorAge != time.Minute {
+		t.Fatalf("alarms %+v: want time to data loss 30m, iterator age 1m", a)
 	}
 }

@@ -283,12 +283,17 @@ func (a *Attached) observe(topic, group string) {
 	}{
 		{"LagSeconds", "Consumer lag in seconds", MetricLagSeconds, "Maximum", defaultLagSeconds},
 		{"DeadLettered", "Records dead-lettered", MetricDeadLettered, "Sum", defaultDeadLettered},
+		{"TimeToDataLoss", "Seconds until unread records expire", MetricSecondsToDataLoss, "Minimum", defaultTimeToDataLoss.Seconds()},
 	} {
+		op := awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+		if al.metric == MetricSecondsToDataLoss {
+			op = awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD
+		}
 		a.Alarms = append(a.Alarms, awscloudwatch.NewAlarm(scope, jsii.String(al.id), &awscloudwatch.AlarmProps{
 			Metric:             strataMetric(al.metric, al.stat, dims),
 			Threshold:          jsii.Number(al.threshold),
 			EvaluationPeriods:  jsii.Number(1),
-			ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+			ComparisonOperator: op,
 			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 			AlarmDescription:   jsii.String(al.what + " of group " + group + " on topic " + topic),
 		}))

@@ -19,8 +19,11 @@ const (
 	MetricAppendLatency = "append_ack_latency_seconds"
 	MetricLagSeconds    = "consumer_lag_seconds"
 	MetricDeadLettered  = "consumer_dead_lettered_total"
-	DimensionGroup      = "group"
-	DimensionTopic      = "topic"
+	// MetricSecondsToDataLoss is the smallest time to data loss over the topic's
+	// partitions (the dispatch sweep emits it with lag; none while caught up).
+	MetricSecondsToDataLoss = "consumer_seconds_to_data_loss"
+	DimensionGroup          = "group"
+	DimensionTopic          = "topic"
 )
 
 var fiveMinutes = awscdk.Duration_Minutes(jsii.Number(5))
@@ -38,11 +41,16 @@ func strataMetric(name, statistic string, dims map[string]*string) awscloudwatch
 // alarm creates an alarm at or above threshold, missing data not breaching (an idle
 // deployment emits nothing and is healthy), with the deployment's alarm actions.
 func (s *Strata) alarm(scope constructs.Construct, id, description string, m awscloudwatch.IMetric, threshold float64) {
+	s.alarmOp(scope, id, description, m, threshold, awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD)
+}
+
+// alarmOp is alarm with the comparison op: a time to data loss alarms below its threshold.
+func (s *Strata) alarmOp(scope constructs.Construct, id, description string, m awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator) {
 	a := awscloudwatch.NewAlarm(scope, jsii.String(id), &awscloudwatch.AlarmProps{
 		Metric:             m,
 		Threshold:          jsii.Number(threshold),
 		EvaluationPeriods:  jsii.Number(1),
-		ComparisonOperator: awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+		ComparisonOperator: op,
 		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 		AlarmDescription:   jsii.String(description),
 	})
@@ -65,6 +73,12 @@ func (s *Strata) newObservability() {
 	p99 := strataMetric(MetricAppendLatency, "p99", map[string]*string{})
 	s.alarm(scope, "AppendLatencyP99", "Strata append acknowledgement latency p99 (seconds)",
 		p99, s.props.Alarms.AppendLatencyP99.Seconds())
+	// Commits not yet indexed (Strata's under-replicated partitions): how far the
+	// materialiser, the dispatch function on the sequencer stream, is behind.
+	iterAge := s.Functions[deploy.FunctionDispatch].Metric(jsii.String("IteratorAge"), &awscloudwatch.MetricOptions{
+		Period: fiveMinutes, Statistic: jsii.String("Maximum")})
+	s.alarm(scope, "StreamIteratorAge", "Age (ms) of the newest sequencer stream record the dispatch function has read: commits not yet indexed wait this long",
+		iterAge, float64(s.props.Alarms.StreamIteratorAge.Milliseconds()))
 	failures := s.StreamFailures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 		Period: fiveMinutes, Statistic: jsii.String("Maximum")})
 	s.alarm(scope, "StreamFailures", "Stream batches dispatch gave up on (the sweep re-dispatches; inspect the queue)", failures, 1)
@@ -73,6 +87,7 @@ func (s *Strata) newObservability() {
 		graph("Function throttles", throttles),
 		graph("Append latency p99 (s)", []awscloudwatch.IMetric{p99}),
 		graph("Stream batches failed", []awscloudwatch.IMetric{failures}),
+		graph("Dispatch stream iterator age (ms)", []awscloudwatch.IMetric{iterAge}),
 	)
 }
 
@@ -94,10 +109,14 @@ func (s *Strata) observeSubscription(fn awslambda.IFunction, topic, group string
 	dead := strataMetric(MetricDeadLettered, "Sum", dims)
 	s.alarm(scope, "LagSeconds", "Consumer lag in seconds of group "+group+" on topic "+topic, lag, s.props.Alarms.LagSeconds)
 	s.alarm(scope, "DeadLettered", "Records dead-lettered by group "+group+" on topic "+topic, dead, s.props.Alarms.DeadLettered)
+	toLoss := strataMetric(MetricSecondsToDataLoss, "Minimum", dims)
+	s.alarmOp(scope, "TimeToDataLoss", "Seconds until group "+group+" loses unread records of topic "+topic+" to retention",
+		toLoss, s.props.Alarms.TimeToDataLoss.Seconds(), awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD)
 	errs, throttles := s.functionAlarms(scope, "consumer", "consumer "+group+"/"+topic, fn)
 	s.Dashboard.AddWidgets(
 		graph("Lag seconds "+group+"/"+topic, []awscloudwatch.IMetric{lag}),
 		graph("Dead-lettered "+group+"/"+topic, []awscloudwatch.IMetric{dead}),
+		graph("Seconds to data loss "+group+"/"+topic, []awscloudwatch.IMetric{toLoss}),
 		graph("Consumer errors, throttles "+group+"/"+topic, []awscloudwatch.IMetric{errs, throttles}),
 	)
 }

@@ -128,6 +128,12 @@ type AlarmThresholds struct {
 	FunctionErrors, Throttles float64
 	// AppendLatencyP99: the 99th percentile of append acknowledgement latency.
 	AppendLatencyP99 time.Duration
+	// TimeToDataLoss: a subscribed group's alarm fires when its oldest unread record
+	// expires sooner than this (default 1h).
+	TimeToDataLoss time.Duration
+	// StreamIteratorAge: the dispatch function's sequencer stream iterator age, the
+	// wait of commits not yet indexed (default 5m).
+	StreamIteratorAge time.Duration
 }
 
 // Strata is one deployment. Its fields are for reading (dashboards, outputs, further
@@ -274,6 +280,8 @@ func (p Props) withDefaults() (Props, error) {
 		}
 	}
 	defDur(&a.AppendLatencyP99, time.Second, "Alarms.AppendLatencyP99", time.Millisecond)
+	defDur(&a.TimeToDataLoss, defaultTimeToDataLoss, "Alarms.TimeToDataLoss", time.Second)
+	defDur(&a.StreamIteratorAge, defaultStreamIteratorAge, "Alarms.StreamIteratorAge", time.Millisecond)
 	if !tablePrefixRE.MatchString(p.TablePrefix) {
 		errs = append(errs, fmt.Errorf("strata: Props.TablePrefix %q: want at most 200 of A-Z a-z 0-9 _ . -", p.TablePrefix))
 	}
@@ -322,8 +330,10 @@ func (p Props) withDefaults() (Props, error) {
 // Default alarm thresholds of a subscription (AlarmThresholds), also those of an
 // attached deployment's subscriptions.
 const (
-	defaultLagSeconds   = 300
-	defaultDeadLettered = 1
+	defaultLagSeconds        = 300
+	defaultDeadLettered      = 1
+	defaultTimeToDataLoss    = time.Hour
+	defaultStreamIteratorAge = 5 * time.Minute
 )
 
 // tablePrefixRE is what DynamoDB allows in table names, short enough for any suffix.

@@ -434,7 +434,8 @@ func (c *Client) DescribeGroup(ctx context.Context, group string) (*Group, error
 	g := &Group{Name: w.Group, Partitions: make([]GroupPartition, len(w.Partitions))}
 	for i, p := range w.Partitions {
 		gp := GroupPartition{Topic: p.Topic, Partition: p.Partition, CommittedOffset: p.CommittedOffset,
-			HighWatermark: p.HighWatermark, Generation: p.Generation}
+			HighWatermark: p.HighWatermark, Generation: p.Generation,
+			SecondsToDataLoss: p.SecondsToDataLoss, RecordsLost: p.RecordsLost}
 		if p.LagRecords != nil {
 			gp.LagRecords = *p.LagRecords
 		}

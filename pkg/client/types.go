@@ -120,9 +120,14 @@ type GroupPartition struct {
 	HighWatermark   int64
 	LagRecords      int64
 	LagSeconds      float64
-	Owner           string
-	Generation      int64
-	LeaseExpiresAt  time.Time
+	// SecondsToDataLoss is how long until the oldest unread record still retained
+	// expires (0 when expiring); nil when caught up.
+	SecondsToDataLoss *float64
+	// RecordsLost counts the records that expired before the group read them.
+	RecordsLost    int64
+	Owner          string
+	Generation     int64
+	LeaseExpiresAt time.Time
 }
 
 // PartitionOffset is a partition's committed offset after a reset.

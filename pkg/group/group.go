@@ -49,6 +49,9 @@ type Offsets interface {
 	AppendedAt(ctx context.Context, topic string, partition int32, offset int64) (time.Time, error)
 	// OffsetForTime returns the first offset appended at or after t, else the HW.
 	OffsetForTime(ctx context.Context, topic string, partition int32, t time.Time) (int64, error)
+	// Retention returns the topic's retention: how long after its append a record
+	// expires. An unknown topic is an error wrapping store.ErrNotFound.
+	Retention(ctx context.Context, topic string) (time.Duration, error)
 }
 
 // Lease is a member's hold on (group, topic, partition) at a generation.
@@ -369,6 +372,9 @@ type PartitionInfo struct {
 	LagRecords int64
 	// LagTime is how long ago the first unread record was appended; zero without lag.
 	LagTime time.Duration
+	// DataLoss is how long until the oldest unread record still retained expires and
+	// how many expired unread; nil without lag or while that record's time is unknown.
+	DataLoss *DataLoss
 	// Owner and LeaseExpiresAt are set only while a lease is live.
 	Owner          string
 	LeaseExpiresAt time.Time
@@ -468,12 +474,23 @@ func (c *Coordinator) fillLag(ctx context.Context, pi *PartitionInfo, now time.T
 		at, err = c.offsets.AppendedAt(ctx, pi.Topic, pi.Partition, max(next, start))
 	}
 	if errors.Is(err, log.ErrOffsetOutOfRange) {
-		return nil // nothing indexed at or after the position yet: lag in seconds unknown (0)
+		// Nothing indexed at or after the position yet: lag in seconds unknown (0). A
+		// position below the log start has lost records all the same.
+		if next < pi.LogStartOffset {
+			pi.DataLoss = &DataLoss{RecordsLost: pi.LogStartOffset - next}
+		}
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("group: append time of %s/%d@%d: %w", pi.Topic, pi.Partition, max(next, start), err)
 	}
 	pi.LagTime = max(now.Sub(at), 0)
+	ret, err := c.offsets.Retention(ctx, pi.Topic)
+	if err != nil {
+		return fmt.Errorf("group: retention of %s: %w", pi.Topic, err)
+	}
+	dl := PlanDataLoss(next, pi.LogStartOffset, at, ret, now)
+	pi.DataLoss = &dl
 	return nil
 }
 

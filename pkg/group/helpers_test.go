@@ -140,6 +140,17 @@ func (f *fakeOffsets) AppendedAt(_ context.Context, topic string, p int32, o int
 	return fp.appended[o], nil
 }
 
+// Retention is fakeRetention for every topic.
+func (f *fakeOffsets) Retention(_ context.Context, topic string) (time.Duration, error) {
+	if _, err := f.Partitions(context.Background(), topic); err != nil {
+		return 0, err
+	}
+	return fakeRetention, nil
+}
+
+// fakeRetention is every fake topic's retention.
+const fakeRetention = 24 * time.Hour
+
 func (f *fakeOffsets) OffsetForTime(_ context.Context, topic string, p int32, t time.Time) (int64, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

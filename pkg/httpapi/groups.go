@@ -231,6 +231,10 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 		}
 		lagRecords, lagSeconds := pi.LagRecords, float64(pi.LagTime.Milliseconds())/1000
 		gp.LagRecords, gp.LagSeconds = &lagRecords, &lagSeconds
+		if dl := pi.DataLoss; dl != nil {
+			secs := float64(dl.TimeLeft.Milliseconds()) / 1000
+			gp.SecondsToDataLoss, gp.RecordsLost = &secs, dl.RecordsLost
+		}
 		if pi.Owner != "" {
 			owner, exp := pi.Owner, pi.LeaseExpiresAt.UnixMilli()
 			gp.Owner, gp.LeaseExpiresAtMs = &owner, &exp

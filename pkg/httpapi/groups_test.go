@@ -73,6 +73,9 @@ func TestLeaseLifecycle(t *testing.T) {
 		p0["lag_records"] != float64(0) || p0["owner"] != "m-2" || p0["generation"] != float64(2) || p0["lease_expires_at_ms"] == nil {
 		t.Fatalf("describe partition %v", p0)
 	}
+	if v, ok := p0["seconds_to_data_loss"]; !ok || v != nil || p0["records_lost"] != float64(0) {
+		t.Fatalf("caught up %v: want seconds_to_data_loss null, records_lost 0", p0)
+	}
 
 	e.call("DELETE", gp+"0/lease", lease("m-2", "generation", 2)).want(t, 204)
 	r = e.call("GET", "/v1/groups/g", nil).want(t, 200)
@@ -102,6 +105,10 @@ func TestDescribeLag(t *testing.T) {
 	}
 	if ls := p0["lag_seconds"].(float64); ls < 4.5 || ls > 60 {
 		t.Fatalf("lag_seconds %v, want about 5", ls)
+	}
+	// The default retention (24h) less the oldest unread record's age.
+	if s, ok := p0["seconds_to_data_loss"].(float64); !ok || s > 86400-4.5 || s < 86400-60 {
+		t.Fatalf("seconds_to_data_loss %v, want about 86395", p0["seconds_to_data_loss"])
 	}
 }
 

@@ -32,6 +32,15 @@ type Dispatch struct {
 	d       *dispatch.Dispatcher
 	decode  DecodeCommit
 	metrics *emf.Sink
+	groups  dispatch.Groups
+}
+
+// WithHealth makes every scheduled sweep also emit, per subscription, the group's lag,
+// time to data loss and records expired unread (dispatch.Health), described by groups.
+// It needs metrics.
+func (x *Dispatch) WithHealth(groups dispatch.Groups) *Dispatch {
+	x.groups = groups
+	return x
 }
 
 // NewDispatch returns the handler; metrics may be nil.
@@ -70,6 +79,7 @@ func (x *Dispatch) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		res.Trigger = "schedule"
 		res.Stats, err = x.d.Sweep(ctx)
 		x.emit(res)
+		x.emitHealth(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -116,6 +126,28 @@ func (x *Dispatch) emit(r DispatchResult) {
 		emf.Metric{Name: emf.DispatchLeaseChecks, Unit: emf.UnitCount, Value: float64(r.Stats.LeaseChecks)},
 		emf.Metric{Name: emf.DispatchInvocations, Unit: emf.UnitCount, Value: float64(r.Stats.Invocations)},
 		emf.Metric{Name: emf.DispatchInvokeErrors, Unit: emf.UnitCount, Value: float64(r.Stats.InvokeErrors)})
+}
+
+// emitHealth emits the subscriptions' health. A group that cannot be described is
+// counted (strata_dispatch_health_errors_total), never a failure of the sweep.
+func (x *Dispatch) emitHealth(ctx context.Context) {
+	if x.metrics == nil || x.groups == nil {
+		return
+	}
+	hs, err := x.d.Health(ctx, x.groups)
+	for _, h := range hs {
+		ms := []emf.Metric{
+			{Name: emf.ConsumerLagSeconds, Unit: emf.UnitSeconds, Value: h.LagSeconds},
+			{Name: emf.ConsumerRecordsExpired, Unit: emf.UnitCount, Value: float64(h.RecordsLost)},
+		}
+		if h.SecondsToDataLoss != nil { // caught up: no datum, the alarm treats it as not breaching
+			ms = append(ms, emf.Metric{Name: emf.ConsumerSecondsToLoss, Unit: emf.UnitSeconds, Value: *h.SecondsToDataLoss})
+		}
+		x.metrics.Emit([][2]string{{"group", h.Group}, {"topic", h.Topic}}, ms...)
+	}
+	if err != nil {
+		x.metrics.Emit(nil, emf.Metric{Name: emf.DispatchHealthErrors, Unit: emf.UnitCount, Value: 1})
+	}
 }
 
 type eventKind int

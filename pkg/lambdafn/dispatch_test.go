@@ -359,3 +359,51 @@ func TestLogMaterializer(t *testing.T) {
 		t.Error("a commit without a sequencer state was accepted")
 	}
 }
+
+// TestDispatchScheduleEmitsTimeToDataLoss: with health on, a scheduled sweep emits the
+// subscribed group's lag and time to data loss per {group, topic} (the dimensions the
+// stack's alarms read): a group stalled at offset 0 has about the topic's retention left.
+func TestDispatchScheduleEmitsTimeToDataLoss(t *testing.T) {
+	ctx := context.Background()
+	h, _, rt, sink := newDispatch(t, nil)
+	l, err := rt.Coordinator().Acquire(ctx, "billing", "orders", 0, "m", time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.Coordinator().Commit(ctx, "billing", "orders", 0, "m", l.Generation, 0); err != nil {
+		t.Fatal(err)
+	}
+	ret, err := rt.Log().Retention(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.WithHealth(rt.Coordinator()).Invoke(ctx, fixture(t, "scheduled-event.json")); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	found := false
+	for _, line := range sink.lines {
+		var doc map[string]any
+		if err := json.Unmarshal(line, &doc); err != nil {
+			t.Fatal(err)
+		}
+		v, ok := doc[emf.ConsumerSecondsToLoss].(float64)
+		if !ok {
+			continue
+		}
+		found = true
+		if doc["group"] != "billing" || doc["topic"] != "orders" {
+			t.Errorf("line %s: want dimensions group billing, topic orders", line)
+		}
+		if v > ret.Seconds() || v < ret.Seconds()-600 {
+			t.Errorf("%s = %v, want about the retention %v", emf.ConsumerSecondsToLoss, v, ret.Seconds())
+		}
+		if _, ok := doc[emf.ConsumerLagSeconds].(float64); !ok {
+			t.Errorf("line %s carries no %s", line, emf.ConsumerLagSeconds)
+		}
+	}
+	if !found {
+		t.Fatalf("no EMF line carries %s", emf.ConsumerSecondsToLoss)
+	}
+}

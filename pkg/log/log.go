@@ -326,6 +326,16 @@ func (l *Log) Partitions(ctx context.Context, topic string) (int32, error) {
 	return t.Partitions, nil
 }
 
+// Retention returns the topic's retention (cached as Topic is): what consumer groups
+// measure their time to data loss against.
+func (l *Log) Retention(ctx context.Context, topic string) (time.Duration, error) {
+	t, err := l.Topic(ctx, topic)
+	if err != nil {
+		return 0, err
+	}
+	return t.Retention, nil
+}
+
 // Bounds returns a partition's log start offset and high watermark.
 func (l *Log) Bounds(ctx context.Context, topic string, partition int32) (logStart, highWatermark int64, err error) {
 	t, err := l.checkPartition(ctx, topic, partition)
@@ -361,6 +371,35 @@ func (l *Log) bounds(ctx context.Context, id string, partition int32) (int64, in
 		return 0, 0, storeErr(err)
 	}
 	return st.LogStart, st.NextOffset, nil
+}
+
+// UnindexedAge returns how long the partition's newest commit has waited for its index
+// entry: 0 once it is indexed (or with no commit), else now − its append time. Commits
+// not yet indexed are Strata's under-replicated partitions: readable only once the
+// appender or the materialiser behind the sequencer stream indexes them. The newest
+// commit is checked (two reads), not a scan for the oldest gap; the materialiser indexes
+// in stream order, and the stream's iterator age alarm (infra) bounds the oldest.
+func (l *Log) UnindexedAge(ctx context.Context, topic string, partition int32) (time.Duration, error) {
+	t, err := l.checkPartition(ctx, topic, partition)
+	if err != nil {
+		return 0, err
+	}
+	st, err := l.meta.Sequencer(ctx, t.ID(), partition)
+	if err != nil {
+		return 0, storeErr(err)
+	}
+	if st.Last == nil || st.Last.Entry.End() <= st.LogStart {
+		return 0, nil
+	}
+	base := st.Last.Entry.BaseOffset
+	es, err := l.meta.IndexEntries(ctx, t.ID(), partition, base, 1)
+	if err != nil {
+		return 0, storeErr(err)
+	}
+	if len(es) > 0 && es[0].BaseOffset <= base && base < es[0].End() {
+		return 0, nil
+	}
+	return max(l.now().Sub(st.Last.Entry.AppendedAt), 0), nil
 }
 
 // storeErr maps a store failure that is not a domain outcome to ErrUnavailable.

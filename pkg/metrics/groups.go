@@ -138,6 +138,8 @@ type LagCollector struct {
 	timeout   time.Duration
 	records   *prometheus.Desc
 	seconds   *prometheus.Desc
+	dataLoss  *prometheus.Desc
+	lost      *prometheus.Desc
 	errorsCnt prometheus.Counter
 }
 
@@ -155,6 +157,10 @@ func NewLagCollector(g *Groups, timeout time.Duration) *LagCollector {
 			"High watermark minus the group's committed offset.", labels, nil),
 		seconds: prometheus.NewDesc(Namespace+"_consumer_lag_seconds",
 			"Age of the group's oldest unread record (0 without lag).", labels, nil),
+		dataLoss: prometheus.NewDesc(Namespace+"_consumer_seconds_to_data_loss",
+			"Time until the group's oldest unread retained record expires (0 when expiring; absent when caught up).", labels, nil),
+		lost: prometheus.NewDesc(Namespace+"_consumer_records_lost",
+			"Records that expired before the group read them.", labels, nil),
 		errorsCnt: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace,
 			Name: "consumer_lag_errors_total", Help: "Group describes that failed while collecting lag."}),
 	}
@@ -164,6 +170,8 @@ func NewLagCollector(g *Groups, timeout time.Duration) *LagCollector {
 func (c *LagCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.records
 	ch <- c.seconds
+	ch <- c.dataLoss
+	ch <- c.lost
 	c.errorsCnt.Describe(ch)
 }
 
@@ -188,6 +196,10 @@ func (c *LagCollector) Collect(ch chan<- prometheus.Metric) {
 			part := strconv.Itoa(int(p.Partition))
 			ch <- prometheus.MustNewConstMetric(c.records, prometheus.GaugeValue, float64(p.LagRecords), name, p.Topic, part)
 			ch <- prometheus.MustNewConstMetric(c.seconds, prometheus.GaugeValue, p.LagTime.Seconds(), name, p.Topic, part)
+			if p.DataLoss != nil {
+				ch <- prometheus.MustNewConstMetric(c.dataLoss, prometheus.GaugeValue, p.DataLoss.TimeLeft.Seconds(), name, p.Topic, part)
+				ch <- prometheus.MustNewConstMetric(c.lost, prometheus.GaugeValue, float64(p.DataLoss.RecordsLost), name, p.Topic, part)
+			}
 		}
 	}
 	c.errorsCnt.Collect(ch)

@@ -199,6 +199,11 @@ func TestGroupsAndLag(t *testing.T) {
 	if v, _ := value(t, reg, "strata_consumer_lag_seconds", lagLabels); v <= 0 || v > 60 {
 		t.Fatalf("lag seconds %v, want the age of offset 4", v)
 	}
+	// The topic's retention (1h) less offset 4's age; nothing expired.
+	if v, ok := value(t, reg, "strata_consumer_seconds_to_data_loss", lagLabels); !ok || v > 3600 || v < 3600-60 {
+		t.Fatalf("seconds to data loss %v (%v), want about 3600", v, ok)
+	}
+	mustValue(t, reg, "strata_consumer_records_lost", lagLabels, 0)
 	time.Sleep(2 * group.MinTTL)
 	if _, err := g.Acquire(ctx, "billing", "orders", 1, "m2", time.Minute); err != nil {
 		t.Fatal(err)

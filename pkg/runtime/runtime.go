@@ -257,6 +257,9 @@ func build(ctx context.Context, cfg Config, parts node.Parts) (*Runtime, error) 
 	if err := r.registry.Register(metrics.NewLagCollector(r.groups, 0)); err != nil {
 		return nil, fmt.Errorf("runtime: register lag collector: %w", err)
 	}
+	if err := r.registry.Register(metrics.NewUnindexedCollector(r.log, 0)); err != nil {
+		return nil, fmt.Errorf("runtime: register unindexed commit collector: %w", err)
+	}
 	auth := cfg.Auth
 	if cfg.AuthFile != "" {
 		if auth, err = httpapi.LoadAuth(cfg.AuthFile); err != nil {

@@ -111,6 +111,8 @@ func TestServeMetricsAndRestart(t *testing.T) {
 		`strata_http_requests_total{code="201",route="POST /v1/topics"} 1`,
 		`strata_rebalances_total{group="billing",topic="orders"} 1`,
 		`strata_consumer_lag_records{group="billing",partition="1",topic="orders"} 1`,
+		`strata_consumer_seconds_to_data_loss{group="billing",partition="1",topic="orders"} 8639`, // 24h less a few seconds
+		`strata_commit_unindexed_age_seconds{partition="1",topic="orders"} 0`,
 		"go_goroutines ",
 	} {
 		if code != 200 || !strings.Contains(body, want) {

@@ -120,15 +120,20 @@ type Group struct {
 
 // GroupPartition is a JSON shape of the contract.
 type GroupPartition struct {
-	Topic            string   `json:"topic"`
-	Partition        int32    `json:"partition"`
-	CommittedOffset  *int64   `json:"committed_offset"`
-	HighWatermark    int64    `json:"high_watermark"`
-	LagRecords       *int64   `json:"lag_records"`
-	LagSeconds       *float64 `json:"lag_seconds"`
-	Owner            *string  `json:"owner"`
-	Generation       int64    `json:"generation"`
-	LeaseExpiresAtMs *int64   `json:"lease_expires_at_ms"`
+	Topic           string   `json:"topic"`
+	Partition       int32    `json:"partition"`
+	CommittedOffset *int64   `json:"committed_offset"`
+	HighWatermark   int64    `json:"high_watermark"`
+	LagRecords      *int64   `json:"lag_records"`
+	LagSeconds      *float64 `json:"lag_seconds"`
+	// SecondsToDataLoss is how long until the oldest unread record still retained
+	// expires (0 when expiring); null when caught up.
+	SecondsToDataLoss *float64 `json:"seconds_to_data_loss"`
+	// RecordsLost counts the records that expired before the group read them.
+	RecordsLost      int64   `json:"records_lost"`
+	Owner            *string `json:"owner"`
+	Generation       int64   `json:"generation"`
+	LeaseExpiresAtMs *int64  `json:"lease_expires_at_ms"`
 }
 
 // ResetResponse is a JSON shape of the contract.

@@ -117,6 +117,15 @@ const (
 	DispatchLeaseChecks  = "strata_dispatch_lease_checks_total"
 	DispatchInvocations  = "strata_dispatch_invocations_total"
 	DispatchInvokeErrors = "strata_dispatch_invoke_errors_total"
+	DispatchHealthErrors = "strata_dispatch_health_errors_total"
+)
+
+// The subscriptions' health the scheduled dispatch sweep emits per {group, topic}, named
+// as the stack's alarms read them (infra/strata: the Prometheus names without "strata_").
+const (
+	ConsumerLagSeconds     = "consumer_lag_seconds"
+	ConsumerSecondsToLoss  = "consumer_seconds_to_data_loss"
+	ConsumerRecordsExpired = "consumer_records_expired_unread"
 )
 
 // Appended implements log.Metrics.
