@@ -151,11 +151,11 @@ func TestResolvePolicy(t *testing.T) {
 		want      policy
 		overrides []string
 	}{
-		{"all unset: the group's", g, Config{}, policy{"latest", 3, "dlq"}, nil},
-		{"equal values are no override", g, Config{ResetPolicy: "latest", MaxAttempts: 3, DeadLetterTopic: "dlq"}, policy{"latest", 3, "dlq"}, nil},
-		{"every field overridden", g, Config{ResetPolicy: "fail", MaxAttempts: 1, DeadLetterTopic: "other"},
-			policy{"fail", 1, "other"}, []string{"reset_policy", "max_attempts", "dead_letter_topic"}},
-		{"empty group row: defaults", group.Settings{}, Config{}, policy{"earliest", 5, ""}, nil},
+		{"all unset: the group's", g, Config{}, policy{"latest", 3, "dlq", "dead_letter"}, nil},
+		{"equal values are no override", g, Config{ResetPolicy: "latest", MaxAttempts: 3, DeadLetterTopic: "dlq"}, policy{"latest", 3, "dlq", "dead_letter"}, nil},
+		{"every field overridden", g, Config{ResetPolicy: "fail", MaxAttempts: 1, DeadLetterTopic: "other", OnFailure: "park"},
+			policy{"fail", 1, "other", "park"}, []string{"reset_policy", "max_attempts", "dead_letter_topic", "on_failure"}},
+		{"empty group row: defaults", group.Settings{}, Config{}, policy{"earliest", 5, "", "dead_letter"}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -18,8 +18,10 @@ type ParkedKey struct {
 	// record parked; Records counts the records parked (each origin offset once).
 	FirstOffset, LastOffset int64
 	Records                 int64
-	// Error is the handler's error on the record that parked the key.
+	// Error is the handler's error on the record that parked the key, after Attempts
+	// attempts.
 	Error    string
+	Attempts int
 	ParkedAt time.Time
 	// ParkPartition and ParkOffset are where the first parked record lies in the
 	// parking topic (a replay reads from there); ParkOffset is -1 until it is appended.

@@ -47,6 +47,7 @@ func decodeParked(it item) (store.ParkedKey, error) {
 		LastOffset:       d.num("last_offset", true),
 		Records:          d.num("records", true),
 		Error:            d.str("error", false),
+		Attempts:         int(d.num("attempts", false)),
 		ParkedAt:         d.time("parked_at"),
 		ParkPartition:    d.int32("park_partition", true),
 		ParkOffset:       d.num("park_offset", true),
@@ -85,11 +86,11 @@ func (s *MetaStore) fencedTx(ctx context.Context, op string, check, write types.
 // the row but its release request.
 func (s *MetaStore) PutParked(ctx context.Context, p store.ParkedKey, member string, generation int64) error {
 	op := fmt.Sprintf("put parked key of %s on %s/%d for %q generation %d", p.Group, p.Topic, p.Partition, member, generation)
-	set := "SET #group = :group, #topic = :topic, #p = :p, #fo = :fo, #lo = :lo, #n = :n, #err = :err, #pp = :pp, #po = :po"
+	set := "SET #group = :group, #topic = :topic, #p = :p, #fo = :fo, #lo = :lo, #n = :n, #err = :err, #pp = :pp, #po = :po, #at_n = :at_n"
 	names := map[string]string{"#group": attrGroup, "#topic": attrTopic, "#p": attrPartition, "#fo": "first_offset",
-		"#lo": "last_offset", "#n": "records", "#err": "error", "#pp": "park_partition", "#po": "park_offset"}
+		"#lo": "last_offset", "#n": "records", "#err": "error", "#pp": "park_partition", "#po": "park_offset", "#at_n": "attempts"}
 	vals := item{":group": avS(p.Group), ":topic": avS(p.Topic), ":p": avN(int64(p.Partition)), ":fo": avN(p.FirstOffset),
-		":lo": avN(p.LastOffset), ":n": avN(p.Records), ":err": avS(p.Error), ":pp": avN(int64(p.ParkPartition)), ":po": avN(p.ParkOffset)}
+		":lo": avN(p.LastOffset), ":n": avN(p.Records), ":err": avS(p.Error), ":pp": avN(int64(p.ParkPartition)), ":po": avN(p.ParkOffset), ":at_n": avN(int64(p.Attempts))}
 	if len(p.Key) > 0 {
 		set += ", #key = :key"
 		names["#key"] = attrKey

@@ -24,6 +24,7 @@ type parkedRec struct {
 	LastOffset       int64     `json:"last_offset"`
 	Records          int64     `json:"records"`
 	Error            string    `json:"error"`
+	Attempts         int       `json:"attempts"`
 	ParkedAt         time.Time `json:"parked_at"`
 	ParkPartition    int32     `json:"park_partition"`
 	ParkOffset       int64     `json:"park_offset"`
@@ -32,7 +33,7 @@ type parkedRec struct {
 
 func parkedToRec(p store.ParkedKey) parkedRec {
 	return parkedRec{Group: p.Group, Topic: p.Topic, Partition: p.Partition, Key: bytes.Clone(p.Key),
-		FirstOffset: p.FirstOffset, LastOffset: p.LastOffset, Records: p.Records, Error: p.Error,
+		FirstOffset: p.FirstOffset, LastOffset: p.LastOffset, Records: p.Records, Error: p.Error, Attempts: p.Attempts,
 		ParkedAt: p.ParkedAt.UTC(), ParkPartition: p.ParkPartition, ParkOffset: p.ParkOffset,
 		ReleaseRequested: p.ReleaseRequested.UTC()}
 }
@@ -43,7 +44,7 @@ func (r parkedRec) toStore() store.ParkedKey {
 		key = []byte{}
 	}
 	return store.ParkedKey{Group: r.Group, Topic: r.Topic, Partition: r.Partition, Key: key,
-		FirstOffset: r.FirstOffset, LastOffset: r.LastOffset, Records: r.Records, Error: r.Error,
+		FirstOffset: r.FirstOffset, LastOffset: r.LastOffset, Records: r.Records, Error: r.Error, Attempts: r.Attempts,
 		ParkedAt: r.ParkedAt, ParkPartition: r.ParkPartition, ParkOffset: r.ParkOffset,
 		ReleaseRequested: r.ReleaseRequested}
 }

@@ -39,12 +39,12 @@ func parks(m store.MetaStore) store.ParkStore { return m.(store.ParkStore) }
 
 func parkedRow(k gtp, key string, first int64) store.ParkedKey {
 	return store.ParkedKey{Group: k.group, Topic: k.topic, Partition: k.partition, Key: []byte(key),
-		FirstOffset: first, LastOffset: first, Records: 1, Error: "boom", ParkedAt: at(1000), ParkPartition: 2, ParkOffset: 7}
+		FirstOffset: first, LastOffset: first, Records: 1, Error: "boom", Attempts: 3, ParkedAt: at(1000), ParkPartition: 2, ParkOffset: 7}
 }
 
 func normParked(p store.ParkedKey) string {
-	return fmt.Sprintf("%s/%s/%d key=%q first=%d last=%d n=%d err=%q at=%v park=%d@%d release=%v", p.Group, p.Topic, p.Partition, p.Key,
-		p.FirstOffset, p.LastOffset, p.Records, p.Error, msTime(p.ParkedAt), p.ParkPartition, p.ParkOffset, msTime(p.ReleaseRequested))
+	return fmt.Sprintf("%s/%s/%d key=%q first=%d last=%d n=%d err=%q/%d at=%v park=%d@%d release=%v", p.Group, p.Topic, p.Partition, p.Key,
+		p.FirstOffset, p.LastOffset, p.Records, p.Error, p.Attempts, msTime(p.ParkedAt), p.ParkPartition, p.ParkOffset, msTime(p.ReleaseRequested))
 }
 
 func wantParked(t *testing.T, what string, got []store.ParkedKey, want ...store.ParkedKey) {
