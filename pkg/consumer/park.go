@@ -226,6 +226,14 @@ func (r *run) parkKey(rec Record, cause error) bool {
 func (r *run) forward(rec Record, row group.Parked) bool {
 	cfg := r.c.cfg
 	res, err := r.appendParked(rec, row)
+	if errors.Is(err, log.ErrIdempotencyKeyReused) {
+		// An earlier parking of this record (before a reset moved the position back
+		// and the key was parked again, with another error and time) holds it
+		// already: it is in the parking topic, once.
+		cfg.Logger.Warn("consumer: record already in the parking topic from an earlier parking", "group", cfg.Group,
+			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "parking_topic", r.parks.topic)
+		res, err = log.Result{Partition: row.ParkPartition, Offset: -1}, nil
+	}
 	if err != nil {
 		return r.workFailed(fmt.Errorf("consumer: forward %s/%d@%d to %s: %w", rec.Topic, rec.Partition, rec.Offset, r.parks.topic, err))
 	}
