@@ -128,7 +128,7 @@ func decide(lim limits, o observed) plan {
 	case o.Now.Before(o.PollRetryAt):
 		wake = earliest(wake, o.PollRetryAt)
 		return sleep()
-	case o.InFlight == 0:
+	case o.InFlight == 0 && o.Replaying == 0:
 		// Nothing to handle: long-poll (a poll delays the next decision by its wait,
 		// which New bounds by TTL/3, so renewals keep their pace).
 		p.Poll, p.PollWait = true, lim.PollWait

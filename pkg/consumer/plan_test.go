@@ -90,6 +90,12 @@ func TestDecide(t *testing.T) {
 		{"until caught up, work in flight: not done", func(o *observed) {
 			o.UntilCaughtUp, o.HighWatermark, o.Fetch, o.InFlight, o.LastPoll = true, 12, 12, 2, t0
 		}, plan{Sleep: 5 * time.Millisecond}},
+		{"until caught up, a parked key replaying: not done", func(o *observed) {
+			o.UntilCaughtUp, o.HighWatermark, o.Replaying, o.LastPoll, o.LastPollEmpty = true, 10, 1, t0, true
+		}, plan{Sleep: 5 * time.Millisecond}},
+		{"a parked key replaying, nothing in flight: poll without a long wait", func(o *observed) {
+			o.Replaying, o.LastPoll = 1, t0.Add(-time.Second)
+		}, plan{Poll: true}},
 		{"until caught up, no answer yet: poll", func(o *observed) {
 			o.UntilCaughtUp = true
 		}, plan{Poll: true, PollWait: time.Second}},
