@@ -120,6 +120,9 @@ type parking struct {
 	// tried maps a key to the release request a replay was started for.
 	tried     map[string]time.Time
 	replaying int // releases scheduled and not finished
+	// loaded: the run's first read adopted the stored rows; later reads only learn
+	// of release requests.
+	loaded bool
 }
 
 func (pk *parking) get(key []byte) (group.Parked, bool) {
@@ -171,13 +174,27 @@ func (r *run) refreshParked(ctx context.Context) error {
 	pk := r.parks
 	pk.mu.Lock()
 	for _, p := range rows {
-		if cur, ok := pk.keys[string(p.Key)]; ok {
-			cur.ReleaseRequested = p.ReleaseRequested // the rest is this owner's to write
-			p = cur
+		cur, ok := pk.keys[string(p.Key)]
+		switch {
+		case ok:
+			// Only the owner parks and unparks: the rest of the row is this run's.
+			cur.ReleaseRequested = p.ReleaseRequested
+			pk.keys[string(p.Key)] = cur
+		case !pk.loaded:
+			pk.keys[string(p.Key)] = p
+		default:
+			// Unparked by this run since the read began (its replay deleted it).
+			continue
 		}
-		pk.keys[string(p.Key)] = p
 	}
-	release := planReleases(rows, pk.tried)
+	pk.loaded = true
+	known := rows[:0]
+	for _, p := range rows {
+		if _, ok := pk.keys[string(p.Key)]; ok {
+			known = append(known, p)
+		}
+	}
+	release := planReleases(known, pk.tried)
 	for _, key := range release {
 		pk.tried[string(key)] = pk.keys[string(key)].ReleaseRequested
 		pk.replaying++

@@ -304,3 +304,67 @@ func TestCrashBetweenParkWriteAndCommitRedelivers(t *testing.T) {
 		}
 	})
 }
+
+// TestReleaseSeenByARunningMember: a member that keeps running (no UntilCaughtUp) sees
+// a release at its next renew, replays the key in order on the key's worker and
+// unparks it, without a restart.
+func TestReleaseSeenByARunningMember(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		f := newFixture(t, s, "orders", 0)
+		const grp = "billing"
+		setParking(t, f, grp)
+		offsets := appendKeyed(t, f.log, "orders", []string{"bad", "a", "bad", "b"})
+		var poisoned atomic.Bool
+		poisoned.Store(true)
+		var kl keyLog
+		h := func(_ context.Context, r consumer.Record) error {
+			if string(r.Key) == "bad" && poisoned.Load() {
+				return errors.New("poison")
+			}
+			kl.add(r.Key, r.Offset)
+			return nil
+		}
+		c := f.consumer(t, grp, "m-1", h, func(c *consumer.Config) { c.LeaseTTL, c.Workers = 600*time.Millisecond, 2 })
+		done := make(chan error, 1)
+		go func() { _, err := c.Run(ctx, 0, consumer.RunOptions{}); done <- err }()
+		waitFor(t, "the key parked with both records", func() bool {
+			rows, err := f.coord.ListParked(ctx, grp)
+			return err == nil && len(rows) == 1 && rows[0].Records == 2 && f.committedOr(ctx, grp) == 4
+		})
+		poisoned.Store(false)
+		if _, err := f.coord.ReleaseParked(ctx, grp, "orders", []byte("bad")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the key replayed and unparked", func() bool {
+			rows, err := f.coord.ListParked(ctx, grp)
+			return err == nil && len(rows) == 0
+		})
+		if got := kl.get("bad"); !slices.Equal(got, []int64{offsets[0], offsets[2]}) {
+			t.Fatalf("replayed %v, want %v", got, []int64{offsets[0], offsets[2]})
+		}
+		newer := appendKeyed(t, f.log, "orders", []string{"bad"})
+		waitFor(t, "the key's newer record handled", func() bool { return len(kl.get("bad")) == 3 })
+		if got := kl.get("bad"); got[2] != newer[0] {
+			t.Fatalf("after release the key was handled as %v", got)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// waitFor polls cond until it holds; the bound is generous (a loaded machine), and the
+// test asserts what happened, not how fast.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
