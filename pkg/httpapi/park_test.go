@@ -37,7 +37,9 @@ func TestParkedRoutes(t *testing.T) {
 	e.call("GET", "/v1/groups/billing/parked", nil, bearer("consume-only")...).want(t, 403, "forbidden")
 	e.call("GET", "/v1/groups/nope/parked", nil, admin...).want(t, 404, "not_found")
 
-	release := func(body any, hdr []string) *resp { return e.call("POST", "/v1/groups/billing/parked/release", body, hdr...) }
+	release := func(body any, hdr []string) *resp {
+		return e.call("POST", "/v1/groups/billing/parked/release", body, hdr...)
+	}
 	release(map[string]any{"topic": "orders", "key": k}, bearer("prefix-token")).want(t, 403, "forbidden")
 	release(map[string]any{"topic": "orders"}, admin).want(t, 400, "invalid_request")
 	release(map[string]any{"topic": "orders", "key": "%%"}, admin).want(t, 400, "invalid_request")
