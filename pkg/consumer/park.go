@@ -360,6 +360,7 @@ func (r *run) replay(key []byte) bool {
 				if !ok || orig.Offset <= done || orig.Offset > row.LastOffset {
 					continue // another key's, or a duplicate of an earlier append
 				}
+				orig.Fence = group.Fence{Group: cfg.Group, Topic: row.Topic, Partition: row.Partition, Generation: r.lease.Generation}
 				if err := r.attempts(orig); err != nil {
 					if r.workCtx.Err() != nil {
 						return false

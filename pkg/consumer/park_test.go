@@ -17,6 +17,7 @@ import (
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/segment"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/wire"
 )
 
@@ -210,11 +211,11 @@ func (c *crashAfterPark) PutParked(ctx context.Context, p group.Parked, member s
 	return err
 }
 
-func (c *crashAfterPark) Commit(ctx context.Context, g, t string, part int32, m string, gen, next int64) error {
+func (c *crashAfterPark) Commit(ctx context.Context, g, t string, part int32, m string, gen, next int64, completed ...store.OffsetRange) error {
 	if c.parkWrites.Load() > 0 {
 		return errors.New("crashed before the commit")
 	}
-	return c.Coordinator.Commit(ctx, g, t, part, m, gen, next)
+	return c.Coordinator.Commit(ctx, g, t, part, m, gen, next, completed...)
 }
 
 // TestCrashBetweenParkWriteAndCommitRedelivers is issue 22.1's crash case: the key's
