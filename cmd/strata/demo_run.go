@@ -96,6 +96,10 @@ func runDemoSize(ctx context.Context, w, progress io.Writer, size demoSize) erro
 		stopShipping()
 		return err
 	}
+	if d.park, err = d.showParking(ctx); err != nil {
+		stopShipping()
+		return err
+	}
 	stopShipping()
 	shipWG.Wait()
 	return d.summary(ctx, appended, time.Since(started))
@@ -165,6 +169,7 @@ type demo struct {
 	killedAt        int64 // committed offset of the killed consumer's partition when it died
 	replayed        int64
 	zombieRefused   int // the zombie's business writes the fenced store refused
+	park            parkResult
 }
 
 // runBilling consumes every partition with 4 workers each (keys in order) into the
@@ -346,6 +351,7 @@ func (d *demo) summary(ctx context.Context, appended int64, took time.Duration) 
 	fmt.Fprintf(tw, "per-order sequence violations\t%d\n", outOfOrder)
 	fmt.Fprintf(tw, "zombie business writes refused\t%d\n", d.zombieRefused)
 	fmt.Fprintf(tw, "lag billing / shipping (records)\t%d / %d\n", lag["billing"], lag["shipping"])
+	fmt.Fprintf(tw, "parked / released and replayed\t%d / %d (order %s)\n", d.park.parked, d.park.replayed, d.park.key)
 	fmt.Fprintf(tw, "records lost\t%d\n", lost)
 	fmt.Fprintf(tw, "took\t%.1fs\n", took.Seconds())
 	if err := tw.Flush(); err != nil {

@@ -25,7 +25,7 @@ func TestDemoSmall(t *testing.T) {
 	if strings.Contains(out.String(), "\r") || strings.Contains(out.String(), "events/s") {
 		t.Errorf("the demo wrote progress frames to a non-terminal:\n%q", out.String())
 	}
-	for _, want := range []string{"killed billing-0 mid-batch", "took partition 0 over", "its commit got 409 fenced", "its business write was refused as fenced", "zombie business writes refused    1", "records lost                      0"} {
+	for _, want := range []string{"killed billing-0 mid-batch", "took partition 0 over", "its commit got 409 fenced", "its business write was refused as fenced", "zombie business writes refused    1", "parked records replayed in order (true)", "records lost                      0"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}

@@ -16,7 +16,7 @@ import (
 func newGroupsCmd(o *options) *cobra.Command {
 	cmd := &cobra.Command{Use: "groups", Short: "List, describe, configure, reset and delete consumer groups", Args: cobra.ArbitraryArgs, RunE: runParent}
 	cmd.AddCommand(newGroupsListCmd(o), newGroupsDescribeCmd(o), newGroupsResetCmd(o), newGroupsSettingsCmd(o), newGroupsDeleteOffsetsCmd(o),
-		newGroupsDeleteCmd(o))
+		newGroupsDeleteCmd(o), newGroupsParkedCmd(o), newGroupsReleaseCmd(o))
 	return cmd
 }
 

@@ -22,18 +22,21 @@ type settingsJSON = wire.GroupSettings
 func newGroupsSettingsCmd(o *options) *cobra.Command {
 	var (
 		resetPolicy, dlq string
+		onFailure        string
 		maxAttempts      int
 		noDLQ            bool
 	)
 	cmd := &cobra.Command{
-		Use:   "settings GROUP [--reset-policy P] [--max-attempts N] [--dead-letter-topic T | --no-dead-letter-topic]",
+		Use:   "settings GROUP [--reset-policy P] [--max-attempts N] [--dead-letter-topic T | --no-dead-letter-topic] [--on-failure dead_letter|park]",
 		Short: "Show or change a group's consumer settings",
 		Long: `Without flags, show GROUP's settings. With flags, change those settings (the others
 keep their values; a new group starts from earliest, 5 attempts, no dead-letter
 topic). Members started with strata consume --group apply them: where a group without
 a position starts (--reset-policy earliest|latest|fail), how many times a record is
 handled before it is dead-lettered (--max-attempts), and where it goes then
-(--dead-letter-topic, an existing topic).`,
+(--dead-letter-topic, an existing topic), or whether such a record parks its key
+instead (--on-failure park: the key's records go, in order, to GROUP.parked while the
+other keys flow; see strata groups parked and strata groups release).`,
 		Args: exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
@@ -45,7 +48,7 @@ handled before it is dead-lettered (--max-attempts), and where it goes then
 				return usagef("--dead-letter-topic and --no-dead-letter-topic contradict each other")
 			}
 			var s *client.GroupSettings
-			if f.Changed("reset-policy") || f.Changed("max-attempts") || f.Changed("dead-letter-topic") || noDLQ {
+			if f.Changed("reset-policy") || f.Changed("max-attempts") || f.Changed("dead-letter-topic") || noDLQ || f.Changed("on-failure") {
 				cur, err := c.GroupSettings(cmd.Context(), args[0])
 				switch {
 				case errors.Is(err, client.ErrNotFound):
@@ -65,6 +68,9 @@ handled before it is dead-lettered (--max-attempts), and where it goes then
 				if noDLQ {
 					cur.DeadLetterTopic = ""
 				}
+				if f.Changed("on-failure") {
+					cur.OnFailure = onFailure
+				}
 				if s, err = c.SetGroupSettings(cmd.Context(), args[0], *cur); err != nil {
 					return err
 				}
@@ -73,18 +79,18 @@ handled before it is dead-lettered (--max-attempts), and where it goes then
 			}
 			w := cmd.OutOrStdout()
 			if o.json {
-				j := settingsJSON{Group: s.Group, ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts, CreatedAtMs: s.CreatedAt.UnixMilli()}
+				j := settingsJSON{Group: s.Group, ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts, OnFailure: s.OnFailure, CreatedAtMs: s.CreatedAt.UnixMilli()}
 				if s.DeadLetterTopic != "" {
 					j.DeadLetterTopic = &s.DeadLetterTopic
 				}
 				return printJSON(w, j)
 			}
-			tb := newTable(w, "GROUP", "RESET_POLICY", "MAX_ATTEMPTS", "DEAD_LETTER_TOPIC")
+			tb := newTable(w, "GROUP", "RESET_POLICY", "MAX_ATTEMPTS", "DEAD_LETTER_TOPIC", "ON_FAILURE")
 			d := s.DeadLetterTopic
 			if d == "" {
 				d = "-"
 			}
-			tb.row(s.Group, s.ResetPolicy, s.MaxAttempts, d)
+			tb.row(s.Group, s.ResetPolicy, s.MaxAttempts, d, s.OnFailure)
 			return tb.flush()
 		},
 	}
@@ -93,6 +99,7 @@ handled before it is dead-lettered (--max-attempts), and where it goes then
 	f.IntVar(&maxAttempts, "max-attempts", 0, "times a record is handled before it is dead-lettered (1-100)")
 	f.StringVar(&dlq, "dead-letter-topic", "", "`TOPIC` that receives records that failed every attempt")
 	f.BoolVar(&noDLQ, "no-dead-letter-topic", false, "drop records that failed every attempt instead")
+	f.StringVar(&onFailure, "on-failure", "", "what a record that failed every attempt does: dead_letter or park (its key)")
 	return cmd
 }
 

@@ -54,7 +54,8 @@ var (
 //
 //   - api serves the whole HTTP contract (docs/API.md): topics, appends through the
 //     sequencer (with idempotency rows), polls (index and log start), leases, commits,
-//     resets and group describes (which scan assignments and commits). Members are the
+//     resets and group describes (which scan assignments and commits), the parked keys
+//     of a group (a scan) and their release. Members are the
 //     balancer's, which runs beside long-running consumers, never behind the API.
 //   - dispatch reads the sequencer's stream, materialises index entries (an index query,
 //     a write-once entry, and the idempotency claim of an idempotent commit), and decides
@@ -80,6 +81,7 @@ func TableAccess() map[string]map[string]Access {
 			dynamo.GroupsTable:      rw,
 			dynamo.IdempotencyTable: rw,
 			dynamo.LagHistoryTable:  r,
+			dynamo.ParkedTable:      rws,
 		},
 		deploy.FunctionDispatch: {
 			dynamo.TopicsTable:      rs,

@@ -207,7 +207,7 @@ func TestAttachSubscribe(t *testing.T) {
 		}
 		return out
 	}
-	if a, b := rights(sub, "BillRole"), rights(dep, "InAppRole"); !jsonEq(a, b) || len(a) != 13 {
+	if a, b := rights(sub, "BillRole"), rights(dep, "InAppRole"); !jsonEq(a, b) || len(a) != 19 { // 9 consumer, 5 parking, 5 dead-letter
 		t.Errorf("attached rights\n %v\nin-app rights\n %v", a, b)
 	}
 	subSts, _, _ := sub.RoleStatements(roleOf(t, sub, "BillRole"))
@@ -346,8 +346,8 @@ func TestOneFunctionTwoSubscriptionsUniqueSids(t *testing.T) {
 		}
 		seen[x.Sid] = true
 	}
-	if len(sts) != 16 {
-		t.Errorf("%d statements, want 8 per subscription", len(sts))
+	if len(sts) != 28 {
+		t.Errorf("%d statements, want 14 per subscription (9 consumer, 5 parking)", len(sts))
 	}
 }
 

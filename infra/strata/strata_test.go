@@ -401,6 +401,8 @@ func TestDeadLetterRights(t *testing.T) {
 		"DeadLetterSequencer": {"dynamodb:PutItem", `"payments-dlq#*"`},
 		"DeadLetterIndex":     {"dynamodb:PutItem", `"payments-dlq#*"`},
 		"DeadLetterSegments":  {"s3:PutObject", "/p/v1/payments-dlq/*"},
+		"ConsumerParked":      {"dynamodb:DeleteItem", `"ledger#payments"`},
+		"ParkingSegments":     {"s3:PutObject", "/p/v1/ledger.parked/*"},
 	} {
 		for _, w := range want {
 			if !strings.Contains(got[sid], w) {
@@ -408,8 +410,8 @@ func TestDeadLetterRights(t *testing.T) {
 			}
 		}
 	}
-	if len(got) != 13 {
-		t.Errorf("%d statements %v, want 8 consumer and 5 dead-letter", len(got), got)
+	if len(got) != 19 {
+		t.Errorf("%d statements %v, want 9 consumer, 5 parking and 5 dead-letter", len(got), got)
 	}
 }
 

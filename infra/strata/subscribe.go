@@ -12,6 +12,7 @@ import (
 
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/store/dynamo"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // SubscribeOptions are the optional settings of a subscription.
@@ -151,27 +152,36 @@ func (s target) consumerStatements(topic, group, deadLetterTopic string) []awsia
 			Resources: &[]*string{s.bucket.ArnForObjects(jsii.String(s.segmentPrefix + topic + "/*"))},
 		}),
 	}
+	out = append(out, s.rowStatement("ConsumerParked", dynamo.ParkedTable,
+		[]string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, gt))
+	// A group whose on_failure is "park" appends to its own parking topic; the rights
+	// are granted whatever the group's settings say, since they can change at run time.
+	out = append(out, s.appendStatements("Parking", wire.ParkingTopic(group))...)
 	if deadLetterTopic != "" {
-		// Exactly what an append to the topic calls (pkg/store/dynamo, pkg/store/s3):
-		// read and seed or advance the partition's counter, claim and read idempotency
-		// keys, write and look up index entries, and put segment objects only where no
-		// object is (If-None-Match: *). No delete, no transaction check, no overwrite.
-		d := deadLetterTopic
-		out = append(out,
-			s.rowStatement("DeadLetterTopic", dynamo.TopicsTable, []string{"dynamodb:GetItem"}, d),
-			s.rowStatement("DeadLetterSequencer", dynamo.SequencerTable, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, d+"#*"),
-			s.rowStatement("DeadLetterIndex", dynamo.IndexTable, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"}, d+"#*"),
-			s.rowStatement("DeadLetterIdempotency", dynamo.IdempotencyTable, []string{"dynamodb:GetItem", "dynamodb:PutItem"}, d+"#*"),
-			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Sid:       jsii.String("DeadLetterSegments"),
-				Actions:   jsii.Strings(objectWrite...),
-				Resources: &[]*string{s.bucket.ArnForObjects(jsii.String(s.segmentPrefix + d + "/*"))},
-				// S3 refuses a PutObject without If-None-Match under this condition:
-				// the role can add segment objects, never replace one.
-				Conditions: &map[string]any{"Null": map[string]any{"s3:if-none-match": "false"}},
-			}))
+		out = append(out, s.appendStatements("DeadLetter", deadLetterTopic)...)
 	}
 	return out
+}
+
+// appendStatements are exactly what an append to topic calls (pkg/store/dynamo,
+// pkg/store/s3): read and seed or advance the partition's counter, claim and read
+// idempotency keys, write and look up index entries, and put segment objects only where
+// no object is (If-None-Match: *). No delete, no transaction check, no overwrite.
+func (s target) appendStatements(sid, d string) []awsiam.PolicyStatement {
+	return []awsiam.PolicyStatement{
+		s.rowStatement(sid+"Topic", dynamo.TopicsTable, []string{"dynamodb:GetItem"}, d),
+		s.rowStatement(sid+"Sequencer", dynamo.SequencerTable, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, d+"#*"),
+		s.rowStatement(sid+"Index", dynamo.IndexTable, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"}, d+"#*"),
+		s.rowStatement(sid+"Idempotency", dynamo.IdempotencyTable, []string{"dynamodb:GetItem", "dynamodb:PutItem"}, d+"#*"),
+		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String(sid + "Segments"),
+			Actions:   jsii.Strings(objectWrite...),
+			Resources: &[]*string{s.bucket.ArnForObjects(jsii.String(s.segmentPrefix + d + "/*"))},
+			// S3 refuses a PutObject without If-None-Match under this condition:
+			// the role can add segment objects, never replace one.
+			Conditions: &map[string]any{"Null": map[string]any{"s3:if-none-match": "false"}},
+		}),
+	}
 }
 
 // rowStatement allows actions on table only for items whose partition key matches one

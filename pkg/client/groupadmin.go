@@ -16,11 +16,13 @@ type GroupSettings struct {
 	ResetPolicy     string
 	MaxAttempts     int
 	DeadLetterTopic string
-	CreatedAt       time.Time
+	// OnFailure is "dead_letter" or "park" ("" in a SetGroupSettings: dead_letter).
+	OnFailure string
+	CreatedAt time.Time
 }
 
 func settingsFromWire(w wire.GroupSettings) *GroupSettings {
-	s := &GroupSettings{Group: w.Group, ResetPolicy: w.ResetPolicy, MaxAttempts: w.MaxAttempts, CreatedAt: time.UnixMilli(w.CreatedAtMs)}
+	s := &GroupSettings{Group: w.Group, ResetPolicy: w.ResetPolicy, MaxAttempts: w.MaxAttempts, OnFailure: w.OnFailure, CreatedAt: time.UnixMilli(w.CreatedAtMs)}
 	if w.DeadLetterTopic != nil {
 		s.DeadLetterTopic = *w.DeadLetterTopic
 	}
@@ -48,7 +50,7 @@ func (c *Client) GroupSettings(ctx context.Context, group string) (*GroupSetting
 // SetGroupSettings stores s's ResetPolicy, MaxAttempts and DeadLetterTopic as the
 // group's settings (creating the group) and returns what was stored.
 func (c *Client) SetGroupSettings(ctx context.Context, group string, s GroupSettings) (*GroupSettings, error) {
-	req := wire.GroupSettingsRequest{ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts}
+	req := wire.GroupSettingsRequest{ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts, OnFailure: s.OnFailure}
 	if s.DeadLetterTopic != "" {
 		req.DeadLetterTopic = &s.DeadLetterTopic
 	}

@@ -111,6 +111,19 @@ var fuzzCalls = []func(ctx context.Context, c *Client, body []byte) (func(t *tes
 	func(ctx context.Context, c *Client, _ []byte) (func(*testing.T), error) {
 		return nil, c.Health(ctx)
 	},
+	func(ctx context.Context, c *Client, body []byte) (func(*testing.T), error) {
+		keys, err := c.ParkedKeys(ctx, "g")
+		return func(t *testing.T) {
+			var w wire.ParkedList
+			if json.Unmarshal(body, &w) == nil && len(w.Parked) != len(keys) {
+				t.Fatalf("parked keys decoded %d of %d", len(keys), len(w.Parked))
+			}
+		}, err
+	},
+	func(ctx context.Context, c *Client, _ []byte) (func(*testing.T), error) {
+		_, err := c.ReleaseParkedKey(ctx, "g", "t", []byte("k"))
+		return nil, err
+	},
 }
 
 // FuzzDecodeResponses answers each client call with a 2xx status and arbitrary bytes:

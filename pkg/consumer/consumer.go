@@ -114,6 +114,11 @@ type Config struct {
 	MaxAttempts     int
 	DeadLetterTopic string
 	ResetPolicy     string
+	// OnFailure is the group's on_failure setting ("dead_letter" or "park"; unset: the
+	// group's): "park" parks the failed record's key in "<group>.parked" and forwards
+	// the key's later records there, in order, while other keys flow (park.go). It
+	// needs a coordinator with ParkCoordinator.
+	OnFailure string
 	// Backoff is the pause between attempts (default 50ms doubling to 2s).
 	Backoff     func(attempt int) time.Duration
 	LeaseTTL    time.Duration // default 30s; renewed every TTL/3
@@ -153,6 +158,8 @@ type Stats struct {
 	// Remembered counts records skipped, not handled, because the lease's last commit
 	// named them completed (an earlier run finished them above its committed offset).
 	Remembered int64
+	Parked     int64 // records sent to the group's parking topic (on_failure "park")
+	Replayed   int64 // parked records handed to the handler again by a release
 	Committed  int64 // the last committed next offset
 	Fenced     bool
 }
@@ -294,7 +301,10 @@ type run struct {
 	dropped atomic.Int64
 	// heldBytes counts the bytes of polled records not yet completed.
 	heldBytes atomic.Int64
-	workErr   chan error
+	// parks is the run's parked keys when the group parks (park.go), else nil.
+	parks              *parking
+	parkedN, replayedN atomic.Int64
+	workErr            chan error
 	// wake tells the loop a worker's queue has room again, or drained, or a worker
 	// failed; one slot, so many signals make one wake-up.
 	wake  chan struct{}
@@ -363,6 +373,9 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 		r.wg.Add(1)
 		go r.worker(r.queues[i])
 	}
+	if err := r.startParking(ctx); err != nil {
+		return r.finish(ctx, err)
+	}
 	r.fetch, r.hw = start, -1
 	now := cfg.Clock()
 	r.lastRenew, r.lastCommit = now, now
@@ -420,6 +433,7 @@ func (r *run) observe(now time.Time) observed {
 		Unsaved:       r.tracker.Completions() != r.savedAt,
 		HighWatermark: r.hw, InFlight: r.tracker.InFlight(), HeldBytes: r.heldBytes.Load(),
 		LastPoll: r.lastPoll, LastPollEmpty: r.lastPollEmpty, PollRetryAt: r.pollRetryAt, OutOfRange: r.oor != nil, UntilCaughtUp: r.opt.UntilCaughtUp,
+		Replaying: r.parks.pendingReplays(),
 	}
 }
 
@@ -445,6 +459,9 @@ func (r *run) renew(ctx context.Context) error {
 	r.lease.ExpiresAt = l.ExpiresAt
 	r.setDeadline(sent.Add(cfg.LeaseTTL))
 	r.lastRenew = sent
+	if err := r.refreshParked(ctx); err != nil && ctx.Err() == nil {
+		cfg.Logger.Warn("consumer: reading parked keys failed; retried at the next renew", "group", cfg.Group, "err", err)
+	}
 	return nil
 }
 
@@ -484,7 +501,8 @@ func (r *run) poll(ctx context.Context, wait time.Duration) error {
 			continue
 		}
 		r.heldBytes.Add(recordBytes(rec))
-		i := route(rec.Offset, rec.Key, len(r.queues), cfg.OrderedKeys, log.PartitionForKey)
+		// A parking run keeps each key on one worker: its parked records replay there.
+		i := route(rec.Offset, rec.Key, len(r.queues), cfg.OrderedKeys || r.parks != nil, log.PartitionForKey)
 		r.pending[i] = append(r.pending[i], Record{Record: rec, Topic: cfg.Topic, Partition: r.p, Fence: group.Fence{
 			Group: cfg.Group, Topic: cfg.Topic, Partition: r.p, Generation: r.lease.Generation}})
 	}
@@ -594,7 +612,13 @@ func (r *run) worker(q <-chan Record) {
 		case <-r.workCtx.Done():
 			return
 		case rec := <-q:
-			if !r.awaitLease() || !r.handle(rec) {
+			if rec.Attempt == replayMarker {
+				if !r.awaitLease() || !r.replay(rec.Key) {
+					return
+				}
+				continue
+			}
+			if !r.awaitLease() || !r.process(rec) {
 				return
 			}
 			if err := r.tracker.Done(rec.Offset); err != nil {
@@ -650,6 +674,15 @@ func (r *run) handle(rec Record) bool {
 				return false
 			}
 		}
+	}
+	switch planFailure(r.pol.OnFailure, rec.Key, r.pol.DeadLetterTopic) {
+	case failPark:
+		if r.parks != nil {
+			return r.parkKey(rec, err)
+		}
+	case failDrop:
+		r.dropped.Add(1)
+		return true
 	}
 	if r.pol.DeadLetterTopic == "" {
 		r.dropped.Add(1)
@@ -765,6 +798,8 @@ func (r *run) finish(ctx context.Context, cause error) (Stats, error) {
 	r.stats.Retries = r.retries.Load()
 	r.stats.DeadLettered = r.dead.Load()
 	r.stats.Dropped = r.dropped.Load()
+	r.stats.Parked = r.parkedN.Load()
+	r.stats.Replayed = r.replayedN.Load()
 	r.stats.Committed = r.committed
 	if r.fenced.Load() || errors.Is(cause, group.ErrFenced) {
 		r.stats.Fenced = true

@@ -57,6 +57,8 @@ type observed struct {
 	OutOfRange bool
 	// UntilCaughtUp: the run ends once everything below the high watermark is handled.
 	UntilCaughtUp bool
+	// Replaying is the releases of parked keys queued and not finished (park.go).
+	Replaying int
 }
 
 // plan is what the loop does next, in this order: renew, commit, then one of done,
@@ -118,7 +120,7 @@ func decide(lim limits, o observed) plan {
 		return p
 	case o.OutOfRange:
 		return sleep() // drain what was polled before the position left the log
-	case o.UntilCaughtUp && caughtUp && o.InFlight == 0:
+	case o.UntilCaughtUp && caughtUp && o.InFlight == 0 && o.Replaying == 0:
 		p.Done = true
 		return p
 	case o.Fetch-o.Next >= int64(lim.MaxInFlight) || o.HeldBytes >= lim.MaxInFlightBytes:
@@ -126,7 +128,7 @@ func decide(lim limits, o observed) plan {
 	case o.Now.Before(o.PollRetryAt):
 		wake = earliest(wake, o.PollRetryAt)
 		return sleep()
-	case o.InFlight == 0:
+	case o.InFlight == 0 && o.Replaying == 0:
 		// Nothing to handle: long-poll (a poll delays the next decision by its wait,
 		// which New bounds by TTL/3, so renewals keep their pace).
 		p.Poll, p.PollWait = true, lim.PollWait

@@ -90,6 +90,12 @@ func TestDecide(t *testing.T) {
 		{"until caught up, work in flight: not done", func(o *observed) {
 			o.UntilCaughtUp, o.HighWatermark, o.Fetch, o.InFlight, o.LastPoll = true, 12, 12, 2, t0
 		}, plan{Sleep: 5 * time.Millisecond}},
+		{"until caught up, a parked key replaying: not done", func(o *observed) {
+			o.UntilCaughtUp, o.HighWatermark, o.Replaying, o.LastPoll, o.LastPollEmpty = true, 10, 1, t0, true
+		}, plan{Sleep: 5 * time.Millisecond}},
+		{"a parked key replaying, nothing in flight: poll without a long wait", func(o *observed) {
+			o.Replaying, o.LastPoll = 1, t0.Add(-time.Second)
+		}, plan{Poll: true}},
 		{"until caught up, no answer yet: poll", func(o *observed) {
 			o.UntilCaughtUp = true
 		}, plan{Poll: true, PollWait: time.Second}},
@@ -151,11 +157,11 @@ func TestResolvePolicy(t *testing.T) {
 		want      policy
 		overrides []string
 	}{
-		{"all unset: the group's", g, Config{}, policy{"latest", 3, "dlq"}, nil},
-		{"equal values are no override", g, Config{ResetPolicy: "latest", MaxAttempts: 3, DeadLetterTopic: "dlq"}, policy{"latest", 3, "dlq"}, nil},
-		{"every field overridden", g, Config{ResetPolicy: "fail", MaxAttempts: 1, DeadLetterTopic: "other"},
-			policy{"fail", 1, "other"}, []string{"reset_policy", "max_attempts", "dead_letter_topic"}},
-		{"empty group row: defaults", group.Settings{}, Config{}, policy{"earliest", 5, ""}, nil},
+		{"all unset: the group's", g, Config{}, policy{"latest", 3, "dlq", "dead_letter"}, nil},
+		{"equal values are no override", g, Config{ResetPolicy: "latest", MaxAttempts: 3, DeadLetterTopic: "dlq"}, policy{"latest", 3, "dlq", "dead_letter"}, nil},
+		{"every field overridden", g, Config{ResetPolicy: "fail", MaxAttempts: 1, DeadLetterTopic: "other", OnFailure: "park"},
+			policy{"fail", 1, "other", "park"}, []string{"reset_policy", "max_attempts", "dead_letter_topic", "on_failure"}},
+		{"empty group row: defaults", group.Settings{}, Config{}, policy{"earliest", 5, "", "dead_letter"}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -14,6 +14,8 @@ type policy struct {
 	ResetPolicy     string
 	MaxAttempts     int
 	DeadLetterTopic string
+	// OnFailure is group.OnFailureDeadLetter or group.OnFailurePark.
+	OnFailure string
 }
 
 // override is a configuration field that differs from the group's setting.
@@ -25,7 +27,10 @@ type override struct {
 // overrides that changed something. A group setting left empty (an old row) takes the
 // default a new group gets.
 func resolvePolicy(s group.Settings, cfg Config) (policy, []override) {
-	p := policy{ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts, DeadLetterTopic: s.DeadLetterTopic}
+	p := policy{ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts, DeadLetterTopic: s.DeadLetterTopic, OnFailure: s.OnFailure}
+	if p.OnFailure == "" {
+		p.OnFailure = group.DefaultOnFailure
+	}
 	if p.ResetPolicy == "" {
 		p.ResetPolicy = group.DefaultResetPolicy
 	}
@@ -45,6 +50,10 @@ func resolvePolicy(s group.Settings, cfg Config) (policy, []override) {
 		out = append(out, override{"dead_letter_topic", p.DeadLetterTopic, cfg.DeadLetterTopic})
 		p.DeadLetterTopic = cfg.DeadLetterTopic
 	}
+	if cfg.OnFailure != "" && cfg.OnFailure != p.OnFailure {
+		out = append(out, override{"on_failure", p.OnFailure, cfg.OnFailure})
+		p.OnFailure = cfg.OnFailure
+	}
 	return p, out
 }
 
@@ -55,7 +64,7 @@ func (c *Consumer) policy(ctx context.Context) (policy, error) {
 	switch {
 	case errors.Is(err, group.ErrNotFound):
 		s = group.Settings{ResetPolicy: group.DefaultResetPolicy, MaxAttempts: group.DefaultMaxAttempts,
-			DeadLetterTopic: group.DefaultDeadLetterTopic}
+			DeadLetterTopic: group.DefaultDeadLetterTopic, OnFailure: group.DefaultOnFailure}
 	case err != nil:
 		return policy{}, fmt.Errorf("consumer: settings of group %q: %w", c.cfg.Group, err)
 	}

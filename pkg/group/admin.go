@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Settings are a group's consumer settings, kept in the store so every member (and
@@ -20,7 +21,10 @@ type Settings struct {
 	MaxAttempts int
 	// DeadLetterTopic receives records that failed MaxAttempts times; "" drops them.
 	DeadLetterTopic string
-	CreatedAt       time.Time
+	// OnFailure is what such a record does: OnFailureDeadLetter (the default; also an
+	// old row's empty value) or OnFailurePark (park its key in "<group>.parked").
+	OnFailure string
+	CreatedAt time.Time
 }
 
 // MaxMaxAttempts bounds Settings.MaxAttempts.
@@ -38,7 +42,11 @@ func (c *Coordinator) admin() (store.GroupAdminStore, error) {
 }
 
 func settingsOf(g store.GroupConfig) Settings {
-	return Settings{ResetPolicy: g.ResetPolicy, MaxAttempts: g.MaxAttempts, DeadLetterTopic: g.DeadLetterTopic, CreatedAt: g.CreatedAt}
+	of := g.OnFailure
+	if of == "" {
+		of = DefaultOnFailure
+	}
+	return Settings{ResetPolicy: g.ResetPolicy, MaxAttempts: g.MaxAttempts, DeadLetterTopic: g.DeadLetterTopic, OnFailure: of, CreatedAt: g.CreatedAt}
 }
 
 // GetSettings returns the group's settings; ErrNotFound for an unknown group.
@@ -54,7 +62,8 @@ func (c *Coordinator) GetSettings(ctx context.Context, group string) (Settings, 
 }
 
 // SetSettings stores s as the group's settings, creating the group when absent. The
-// dead-letter topic, when set, must exist.
+// dead-letter topic, when set, must exist. OnFailure empty means OnFailureDeadLetter;
+// OnFailurePark creates the group's parking topic ("<group>.parked") when absent.
 func (c *Coordinator) SetSettings(ctx context.Context, group string, s Settings) (Settings, error) {
 	if !validName(group) {
 		return Settings{}, invalidf("bad group name %q", group)
@@ -78,12 +87,30 @@ func (c *Coordinator) SetSettings(ctx context.Context, group string, s Settings)
 			return Settings{}, fmt.Errorf("group: dead-letter topic %q: %w", s.DeadLetterTopic, err)
 		}
 	}
+	switch s.OnFailure {
+	case "":
+		s.OnFailure = DefaultOnFailure
+	case OnFailureDeadLetter:
+	case OnFailurePark:
+		if len(group) > wire.MaxParkingGroupName {
+			return Settings{}, invalidf("a group that parks has a name of at most %d characters (its parking topic is %q)",
+				wire.MaxParkingGroupName, wire.ParkingTopic(group))
+		}
+		if _, err := c.parks(); err != nil {
+			return Settings{}, err
+		}
+		if err := c.ensureParkingTopic(ctx, group); err != nil {
+			return Settings{}, err
+		}
+	default:
+		return Settings{}, invalidf("on failure must be %s or %s, got %q", OnFailureDeadLetter, OnFailurePark, s.OnFailure)
+	}
 	a, err := c.admin()
 	if err != nil {
 		return Settings{}, err
 	}
 	g, err := a.PutGroupConfig(ctx, store.GroupConfig{Name: group, ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts,
-		DeadLetterTopic: s.DeadLetterTopic, CreatedAt: c.now()})
+		DeadLetterTopic: s.DeadLetterTopic, OnFailure: s.OnFailure, CreatedAt: c.now()})
 	if err != nil {
 		return Settings{}, fmt.Errorf("group: set settings of %q: %w", group, err)
 	}

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -247,4 +248,105 @@ func (s *byIncarnation) DeleteGroup(ctx context.Context, group string, now time.
 		return err
 	}
 	return a.DeleteGroup(ctx, group, now)
+}
+
+var _ store.ParkStore = (*byIncarnation)(nil)
+
+func (s *byIncarnation) parks() (store.ParkStore, error) {
+	p, ok := s.Store.(store.ParkStore)
+	if !ok {
+		return nil, fmt.Errorf("%w: the store keeps no parked keys", ErrUnsupported)
+	}
+	return p, nil
+}
+
+func (s *byIncarnation) PutParked(ctx context.Context, p store.ParkedKey, member string, generation int64) error {
+	ps, err := s.parks()
+	if err != nil {
+		return err
+	}
+	if p.Topic, err = s.id(ctx, p.Topic, true); err != nil {
+		return err
+	}
+	return ps.PutParked(ctx, p, member, generation)
+}
+
+func (s *byIncarnation) DeleteParked(ctx context.Context, group, topic string, partition int32, key []byte, member string, generation int64) error {
+	ps, err := s.parks()
+	if err != nil {
+		return err
+	}
+	id, err := s.id(ctx, topic, true)
+	if err != nil {
+		return err
+	}
+	return ps.DeleteParked(ctx, group, id, partition, key, member, generation)
+}
+
+func (s *byIncarnation) RequestRelease(ctx context.Context, group, topic string, partition int32, key []byte, at time.Time) (store.ParkedKey, error) {
+	ps, err := s.parks()
+	if err != nil {
+		return store.ParkedKey{}, err
+	}
+	id, err := s.id(ctx, topic, false)
+	if err != nil {
+		return store.ParkedKey{}, err
+	}
+	p, err := ps.RequestRelease(ctx, group, id, partition, key, at)
+	p.Topic = topic
+	return p, err
+}
+
+func (s *byIncarnation) ListParked(ctx context.Context, group string) ([]store.ParkedKey, error) {
+	ps, err := s.parks()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := ps.ListParked(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	return s.liveParked(ctx, rows)
+}
+
+func (s *byIncarnation) ListParkedPartition(ctx context.Context, group, topic string, partition int32) ([]store.ParkedKey, error) {
+	ps, err := s.parks()
+	if err != nil {
+		return nil, err
+	}
+	id, err := s.id(ctx, topic, false)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := ps.ListParkedPartition(ctx, group, id, partition)
+	if err != nil {
+		return nil, err
+	}
+	for i := range rows {
+		rows[i].Topic = topic
+	}
+	return rows, nil
+}
+
+// liveParked keeps the rows of live incarnations, under the topic's name, in order.
+func (s *byIncarnation) liveParked(ctx context.Context, rows []store.ParkedKey) ([]store.ParkedKey, error) {
+	cache := map[string]string{}
+	out := rows[:0]
+	for _, p := range rows {
+		name, ok, err := s.live(ctx, cache, p.Topic)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			p.Topic = name
+			out = append(out, p)
+		}
+	}
+	slices.SortStableFunc(out, func(a, b store.ParkedKey) int {
+		if c := cmpTP(a.Topic, a.Partition, b.Topic, b.Partition); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.Key, b.Key)
+	})
+	return out, nil
 }

@@ -140,6 +140,9 @@ func TestWireShapesMatchOpenAPI(t *testing.T) {
 		{"LeaveRequest", typeOf[wire.Leave]()},
 		{"GroupSettings", typeOf[wire.GroupSettings]()},
 		{"GroupSettingsRequest", typeOf[wire.GroupSettingsRequest]()},
+		{"ParkedList", typeOf[wire.ParkedList]()},
+		{"ParkedKey", typeOf[wire.ParkedKey]()},
+		{"ParkedReleaseRequest", typeOf[wire.ParkedRelease]()},
 	} {
 		var doc []string
 		for k := range properties(schemaAt(t, root, tc.schema)) {
@@ -172,6 +175,7 @@ func TestServerRequestTypesMatchWire(t *testing.T) {
 		{typeOf[heartbeatRequest](), typeOf[wire.Heartbeat]()},
 		{typeOf[heldLeaseJSON](), typeOf[wire.HeldLease]()},
 		{typeOf[leaveRequest](), typeOf[wire.Leave]()},
+		{typeOf[parkedReleaseRequest](), typeOf[wire.ParkedRelease]()},
 	} {
 		if got, want := jsonMembers(tc.server), jsonMembers(tc.wire); !slices.Equal(got, want) {
 			t.Errorf("httpapi.%s has JSON members %v; wire.%s has %v", tc.server.Name(), got, tc.wire.Name(), want)

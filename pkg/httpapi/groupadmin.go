@@ -27,13 +27,17 @@ type settingsRequest struct {
 	ResetPolicy     *string `json:"reset_policy"`
 	MaxAttempts     *int    `json:"max_attempts"`
 	DeadLetterTopic *string `json:"dead_letter_topic"`
+	OnFailure       *string `json:"on_failure"`
 }
 
 // settingsResponse is the contract's shape (pkg/wire).
 type settingsResponse = wire.GroupSettings
 
 func settingsJSON(g string, s group.Settings) settingsResponse {
-	out := settingsResponse{Group: g, ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts, CreatedAtMs: s.CreatedAt.UnixMilli()}
+	out := settingsResponse{Group: g, ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts, OnFailure: s.OnFailure, CreatedAtMs: s.CreatedAt.UnixMilli()}
+	if out.OnFailure == "" {
+		out.OnFailure = group.DefaultOnFailure
+	}
 	if s.DeadLetterTopic != "" {
 		d := s.DeadLetterTopic
 		out.DeadLetterTopic = &d
@@ -136,6 +140,22 @@ func (s *server) putSettings(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		in.DeadLetterTopic = *req.DeadLetterTopic
+	}
+	if req.OnFailure != nil {
+		switch *req.OnFailure {
+		case group.OnFailureDeadLetter:
+		case group.OnFailurePark:
+			// Parked records are appended to the group's parking topic (created when
+			// absent): naming it needs the right to append there.
+			if e := authorize(p, onTopic(OpAppend, wire.ParkingTopic(g))); e != nil {
+				writeError(w, e)
+				return
+			}
+		default:
+			writeError(w, invalid(`"on_failure" must be "dead_letter" or "park"`))
+			return
+		}
+		in.OnFailure = *req.OnFailure
 	}
 	st, err := s.admin.SetSettings(r.Context(), g, in)
 	if err != nil {

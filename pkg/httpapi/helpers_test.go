@@ -518,3 +518,41 @@ func (e *env) hws(topic string) []int64 {
 }
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// The parked-key operations pass through to the store (every backend keeps them).
+func (f *faultyMeta) parks() store.ParkStore { return f.MetaStore.(store.ParkStore) }
+
+func (f *faultyMeta) PutParked(ctx context.Context, p store.ParkedKey, member string, generation int64) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.parks().PutParked(ctx, p, member, generation)
+}
+
+func (f *faultyMeta) DeleteParked(ctx context.Context, group, topic string, partition int32, key []byte, member string, generation int64) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.parks().DeleteParked(ctx, group, topic, partition, key, member, generation)
+}
+
+func (f *faultyMeta) RequestRelease(ctx context.Context, group, topic string, partition int32, key []byte, at time.Time) (store.ParkedKey, error) {
+	if err := f.fail(); err != nil {
+		return store.ParkedKey{}, err
+	}
+	return f.parks().RequestRelease(ctx, group, topic, partition, key, at)
+}
+
+func (f *faultyMeta) ListParked(ctx context.Context, group string) ([]store.ParkedKey, error) {
+	if err := f.fail(); err != nil {
+		return nil, err
+	}
+	return f.parks().ListParked(ctx, group)
+}
+
+func (f *faultyMeta) ListParkedPartition(ctx context.Context, group, topic string, partition int32) ([]store.ParkedKey, error) {
+	if err := f.fail(); err != nil {
+		return nil, err
+	}
+	return f.parks().ListParkedPartition(ctx, group, topic, partition)
+}

@@ -122,6 +122,7 @@ type server struct {
 	groups   Groups
 	members  Members
 	admin    GroupAdmin
+	parker   GroupParker
 	topics   TopicAdmin
 	lag      LagHistory
 	auth     *Authorizer
@@ -163,6 +164,11 @@ func New(cfg Config) http.Handler {
 	if m, ok := cfg.Groups.(Members); ok && s.members == nil {
 		s.members = m
 	}
+	if pk, ok := cfg.Groups.(GroupParker); ok {
+		s.parker = pk
+	} else if pk, ok := cfg.Admin.(GroupParker); ok {
+		s.parker = pk
+	}
 	if a, ok := cfg.Groups.(GroupAdmin); ok && s.admin == nil {
 		s.admin = a
 	}
@@ -200,6 +206,7 @@ func New(cfg Config) http.Handler {
 	s.memberRoutes()
 	s.adminRoutes()
 	s.offsetRoutes()
+	s.parkRoutes()
 	s.topicAdminRoutes()
 	s.lagHistoryRoutes()
 	return s

@@ -46,6 +46,8 @@ var everyDocumentedRoute = []struct {
 	{"DELETE", "/v1/groups/billing/topics/orders/commits", nil},
 	{"DELETE", "/v1/groups/billing", nil},
 	{"GET", "/v1/topics/orders/offsets?timestamp_ms=0", nil},
+	{"GET", "/v1/groups/billing/parked", nil},
+	{"POST", "/v1/groups/billing/parked/release", map[string]any{"topic": "orders", "key": "b3JkZXItMQ=="}},
 }
 
 // state renders what a refused request must leave as it was: topics, offsets, groups.

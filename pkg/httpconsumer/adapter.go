@@ -165,14 +165,16 @@ func (a *ConsumerAdapter) Release(ctx context.Context, grp, topic string, partit
 }
 
 // GetSettings implements consumer.Coordinator: the group's stored settings
-// (group.ErrNotFound for an unknown group).
+// (group.ErrNotFound for an unknown group). The adapter keeps no parked keys, so a run
+// of a group whose on_failure is "park" fails with consumer.ErrParkingUnsupported
+// rather than dead-letter what the group asked to park.
 func (a *ConsumerAdapter) GetSettings(ctx context.Context, grp string) (group.Settings, error) {
 	s, err := a.c.GroupSettings(ctx, grp)
 	if err != nil {
 		return group.Settings{}, groupError(err)
 	}
 	return group.Settings{ResetPolicy: s.ResetPolicy, MaxAttempts: s.MaxAttempts, DeadLetterTopic: s.DeadLetterTopic,
-		CreatedAt: s.CreatedAt}, nil
+		OnFailure: s.OnFailure, CreatedAt: s.CreatedAt}, nil
 }
 
 // Commit implements consumer.Coordinator.

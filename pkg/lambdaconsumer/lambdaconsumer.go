@@ -114,6 +114,12 @@ type Config struct {
 	Backoff         func(attempt int) time.Duration
 	DeadLetterTopic string
 	ResetPolicy     string
+	// OnFailure overrides the group's on_failure ("dead_letter" or "park"). With "park"
+	// a key whose record failed every attempt is parked: its records go, in order, to
+	// "<group>.parked" (the role needs to append there, as to a dead-letter topic) while
+	// the partition flows for other keys; the parked keys live in the group store, so
+	// the next invocation goes on forwarding them, and replays them once released.
+	OnFailure string
 	// LeaseTTL is the lease's time to live (default 30s), renewed every third of it.
 	LeaseTTL time.Duration
 	// PollRecords bounds one poll (default 500).
@@ -197,7 +203,11 @@ type Result struct {
 	Retries    int64 `json:"retries,omitempty"`
 	DeadLetter int64 `json:"dead_lettered,omitempty"`
 	Dropped    int64 `json:"dropped,omitempty"`
-	Lost       int64 `json:"records_lost,omitempty"`
+	// Parked counts records sent to the group's parking topic, Replayed parked records
+	// handled again by a release (the group's on_failure "park").
+	Parked   int64 `json:"parked,omitempty"`
+	Replayed int64 `json:"replayed,omitempty"`
+	Lost     int64 `json:"records_lost,omitempty"`
 	// Committed is the group's committed offset when the invocation ended.
 	Committed int64 `json:"committed"`
 	// StoppedAtDeadline is true when the deadline, not a catch-up, ended the work.
@@ -363,7 +373,7 @@ func (f *function) invoke(ctx context.Context, ev Event) (Result, error) {
 		Group: ev.Group, Topic: ev.Topic, Member: member(ctx), Handler: consumer.Handler(f.handle),
 		Workers: f.cfg.Workers, OrderedKeys: f.cfg.OrderedKeys,
 		MaxAttempts: f.cfg.MaxAttempts, Backoff: f.cfg.Backoff, DeadLetterTopic: f.cfg.DeadLetterTopic,
-		ResetPolicy: f.cfg.ResetPolicy, LeaseTTL: f.cfg.LeaseTTL, PollRecords: f.cfg.PollRecords,
+		ResetPolicy: f.cfg.ResetPolicy, OnFailure: f.cfg.OnFailure, LeaseTTL: f.cfg.LeaseTTL, PollRecords: f.cfg.PollRecords,
 		// The consumer long-polls (PollWait) only when nothing is in flight: caught up.
 		PollWait: f.cfg.IdleWait, Clock: f.cfg.Clock, Metrics: f.cfg.Metrics,
 	})
@@ -381,6 +391,7 @@ func (f *function) invoke(ctx context.Context, ev Event) (Result, error) {
 	}
 	res.Fenced = st.Fenced
 	res.Handled, res.Retries, res.DeadLetter, res.Dropped, res.Lost = st.Handled, st.Retries, st.DeadLettered, st.Dropped, st.RecordsLost
+	res.Parked, res.Replayed = st.Parked, st.Replayed
 	res.Committed = st.Committed
 	res.StoppedAtDeadline = errors.Is(context.Cause(workCtx), context.DeadlineExceeded)
 	if st.Fenced {

@@ -8,7 +8,7 @@ import (
 // GroupAdminStore manages consumer groups as a whole: their settings, the list of them,
 // and dropping their positions. Backends implement it beside MetaStore.
 type GroupAdminStore interface {
-	// PutGroupConfig must store cfg's ResetPolicy, MaxAttempts and DeadLetterTopic as
+	// PutGroupConfig must store cfg's ResetPolicy, MaxAttempts, DeadLetterTopic and OnFailure as
 	// the group's settings, creating the group (with cfg.CreatedAt) when absent and
 	// keeping the stored CreatedAt when present, and return the stored config.
 	PutGroupConfig(ctx context.Context, cfg GroupConfig) (GroupConfig, error)

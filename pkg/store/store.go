@@ -584,7 +584,10 @@ type GroupConfig struct {
 	ResetPolicy     string
 	MaxAttempts     int
 	DeadLetterTopic string
-	CreatedAt       time.Time
+	// OnFailure is what a record that failed every attempt does: "dead_letter" (also
+	// when empty, as rows written before it say nothing) or "park".
+	OnFailure string
+	CreatedAt time.Time
 }
 
 // Member is a live participant of a group (long-running consumers heartbeat).

@@ -168,6 +168,7 @@ type GroupSettings struct {
 	ResetPolicy     string  `json:"reset_policy"`
 	MaxAttempts     int     `json:"max_attempts"`
 	DeadLetterTopic *string `json:"dead_letter_topic"`
+	OnFailure       string  `json:"on_failure"`
 	CreatedAtMs     int64   `json:"created_at_ms"`
 }
 
@@ -177,6 +178,8 @@ type GroupSettingsRequest struct {
 	ResetPolicy     string  `json:"reset_policy"`
 	MaxAttempts     int     `json:"max_attempts"`
 	DeadLetterTopic *string `json:"dead_letter_topic,omitempty"`
+	// OnFailure is left out for the default ("dead_letter").
+	OnFailure string `json:"on_failure,omitempty"`
 }
 
 // HeldLease is a JSON shape of the contract: a lease a member says it holds.

@@ -85,6 +85,11 @@ table "${prefix}members" \
 	--key-schema AttributeName=group,KeyType=HASH AttributeName=member,KeyType=RANGE
 ttl "${prefix}members" ttl
 
+table "${prefix}parked" \
+	--attribute-definitions AttributeName=gt,AttributeType=S AttributeName=pk,AttributeType=S \
+	--key-schema AttributeName=gt,KeyType=HASH AttributeName=pk,KeyType=RANGE
+pitr "${prefix}parked"
+
 table "${prefix}idempotency" \
 	--attribute-definitions AttributeName=kp,AttributeType=S \
 	--key-schema AttributeName=kp,KeyType=HASH

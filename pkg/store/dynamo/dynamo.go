@@ -26,7 +26,7 @@ type MetaStore struct {
 	client *dynamodb.Client
 	cfg    Config
 	// Table names.
-	topics, sequencer, index, partitions, assignments, commits, groups, members, idem, lag string
+	topics, sequencer, index, partitions, assignments, commits, groups, members, idem, lag, parked string
 	// seen is the greatest high watermark this store observed per partition (tp key →
 	// int64): a lower bound of the base of any commit sent after it, which bounds the
 	// index range a lost commit answer is looked for in (resolveCommit).
@@ -51,6 +51,7 @@ func New(client *dynamodb.Client, cfg Config) *MetaStore {
 		members:     cfg.TableName(MembersTable),
 		idem:        cfg.TableName(IdempotencyTable),
 		lag:         cfg.TableName(LagHistoryTable),
+		parked:      cfg.TableName(ParkedTable),
 	}
 }
 
@@ -221,6 +222,9 @@ func (s *MetaStore) EnsureGroup(ctx context.Context, cfg store.GroupConfig) (sto
 	if cfg.DeadLetterTopic != "" {
 		it["dead_letter_topic"] = avS(cfg.DeadLetterTopic)
 	}
+	if cfg.OnFailure != "" {
+		it["on_failure"] = avS(cfg.OnFailure)
+	}
 	setTime(it, "created_at", cfg.CreatedAt)
 	op := "ensure group " + cfg.Name
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
@@ -269,6 +273,7 @@ func decodeGroup(it item) (store.GroupConfig, error) {
 		ResetPolicy:     d.str("reset_policy", false),
 		MaxAttempts:     int(d.num("max_attempts", false)),
 		DeadLetterTopic: d.str("dead_letter_topic", false),
+		OnFailure:       d.str("on_failure", false),
 		CreatedAt:       d.time("created_at"),
 	}
 	return g, d.err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -28,13 +29,24 @@ func (s *MetaStore) PutGroupConfig(ctx context.Context, cfg store.GroupConfig) (
 		names["#ca"] = "created_at"
 		vals[":ca"] = avN(cfg.CreatedAt.UnixMilli())
 	}
+	var remove []string
 	if cfg.DeadLetterTopic != "" {
 		expr += ", #dlq = :dlq"
 		vals[":dlq"] = avS(cfg.DeadLetterTopic)
 	} else {
-		expr += " REMOVE #dlq"
+		remove = append(remove, "#dlq")
 	}
 	names["#dlq"] = "dead_letter_topic"
+	if cfg.OnFailure != "" {
+		expr += ", #of = :of"
+		vals[":of"] = avS(cfg.OnFailure)
+	} else {
+		remove = append(remove, "#of")
+	}
+	names["#of"] = "on_failure"
+	if len(remove) > 0 {
+		expr += " REMOVE " + strings.Join(remove, ", ")
+	}
 	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
 		TableName:                 aws.String(s.groups),
 		Key:                       item{attrGroup: avS(cfg.Name)},

@@ -224,3 +224,15 @@ func (d *decoder) boolean(name string) bool {
 	}
 	return false
 }
+
+// bin returns the binary attribute name, empty (not nil) when absent.
+func (d *decoder) bin(name string) []byte {
+	switch v := d.it[name].(type) {
+	case *types.AttributeValueMemberB:
+		return v.Value
+	case nil:
+	default:
+		d.fail(name, "not binary (%T)", v)
+	}
+	return []byte{}
+}

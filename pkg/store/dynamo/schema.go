@@ -53,6 +53,7 @@ const (
 	MembersTable     = "members"
 	IdempotencyTable = "idempotency"
 	LagHistoryTable  = "laghistory"
+	ParkedTable      = "parked"
 )
 
 // Attribute names shared by the schemas and the item codecs.
@@ -66,6 +67,7 @@ const (
 	attrMember     = "member"
 	attrKP         = "kp" // "key#partition", the idempotency table's key
 	attrTTL        = "ttl"
+	attrPK         = "pk" // "partition#hash of key", the parked table's sort key
 )
 
 // Tables returns the schema of every Strata table, in creation order.
@@ -123,6 +125,14 @@ func Tables() []TableSchema {
 			PartitionKey: KeyAttr{attrGroup, String},
 			SortKey:      KeyAttr{attrMember, String},
 			TTLAttribute: attrTTL,
+		},
+		{
+			// Parked keys of a group (on_failure "park"): one row per (partition, key),
+			// read by the partition's next owner.
+			Suffix:              ParkedTable,
+			PartitionKey:        KeyAttr{attrGT, String},
+			SortKey:             KeyAttr{attrPK, String},
+			PointInTimeRecovery: true,
 		},
 		{
 			Suffix:              IdempotencyTable,

@@ -27,11 +27,13 @@ const (
 	// bucketGraveyard holds deleted incarnations until their purge (name, incarnation →
 	// graveRec).
 	bucketGraveyard = "topic_graveyard"
+	// bucketParked holds parked keys: group, topic, partition, key → parkedRec.
+	bucketParked = "parked"
 )
 
 func allBuckets() []string {
 	return []string{bucketTopics, bucketIndex, bucketPartitions, bucketAssignments,
-		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency, bucketSequencer, bucketGraveyard, bucketExpiry, bucketLag}
+		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency, bucketSequencer, bucketGraveyard, bucketExpiry, bucketLag, bucketParked}
 }
 
 // openTimeout bounds the wait for bbolt's file lock, so a second process on the same

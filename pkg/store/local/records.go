@@ -171,20 +171,21 @@ type groupRec struct {
 	ResetPolicy     string    `json:"reset_policy"`
 	MaxAttempts     int       `json:"max_attempts"`
 	DeadLetterTopic string    `json:"dead_letter_topic"`
+	OnFailure       string    `json:"on_failure,omitempty"`
 	CreatedAt       time.Time `json:"created_at"`
 }
 
 func groupToRec(g store.GroupConfig) groupRec {
 	return groupRec{
 		Name: g.Name, ResetPolicy: g.ResetPolicy, MaxAttempts: g.MaxAttempts,
-		DeadLetterTopic: g.DeadLetterTopic, CreatedAt: g.CreatedAt.UTC(),
+		DeadLetterTopic: g.DeadLetterTopic, OnFailure: g.OnFailure, CreatedAt: g.CreatedAt.UTC(),
 	}
 }
 
 func (r groupRec) toStore() store.GroupConfig {
 	return store.GroupConfig{
 		Name: r.Name, ResetPolicy: r.ResetPolicy, MaxAttempts: r.MaxAttempts,
-		DeadLetterTopic: r.DeadLetterTopic, CreatedAt: r.CreatedAt,
+		DeadLetterTopic: r.DeadLetterTopic, OnFailure: r.OnFailure, CreatedAt: r.CreatedAt,
 	}
 }
 

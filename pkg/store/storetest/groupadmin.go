@@ -40,16 +40,16 @@ func admin(m store.MetaStore) store.GroupAdminStore { return m.(store.GroupAdmin
 
 func testPutGroupConfig(ctx context.Context, t *testing.T, m store.MetaStore) {
 	name := UniqueName(t, "g")
-	cfg := store.GroupConfig{Name: name, ResetPolicy: "latest", MaxAttempts: 3, DeadLetterTopic: "dlq", CreatedAt: at(1000)}
+	cfg := store.GroupConfig{Name: name, ResetPolicy: "latest", MaxAttempts: 3, DeadLetterTopic: "dlq", OnFailure: "park", CreatedAt: at(1000)}
 	got, err := admin(m).PutGroupConfig(ctx, cfg)
 	must(t, "PutGroupConfig (new)", err)
-	if got.ResetPolicy != "latest" || got.MaxAttempts != 3 || got.DeadLetterTopic != "dlq" || !msTime(got.CreatedAt).Equal(msTime(at(1000))) {
+	if got.ResetPolicy != "latest" || got.MaxAttempts != 3 || got.DeadLetterTopic != "dlq" || got.OnFailure != "park" || !msTime(got.CreatedAt).Equal(msTime(at(1000))) {
 		t.Fatalf("PutGroupConfig (new) = %+v", got)
 	}
 	upd := store.GroupConfig{Name: name, ResetPolicy: "fail", MaxAttempts: 7, CreatedAt: at(5000)}
 	got, err = admin(m).PutGroupConfig(ctx, upd)
 	must(t, "PutGroupConfig (update)", err)
-	if got.ResetPolicy != "fail" || got.MaxAttempts != 7 || got.DeadLetterTopic != "" || !msTime(got.CreatedAt).Equal(msTime(at(1000))) {
+	if got.ResetPolicy != "fail" || got.MaxAttempts != 7 || got.DeadLetterTopic != "" || got.OnFailure != "" || !msTime(got.CreatedAt).Equal(msTime(at(1000))) {
 		t.Fatalf("PutGroupConfig (update) = %+v, want the new settings, no dead-letter topic, the first CreatedAt", got)
 	}
 	read, err := m.GetGroup(ctx, name)

@@ -1,6 +1,8 @@
 package storetest
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -183,4 +185,77 @@ func (s *memStore) DeleteLagHistory(_ context.Context, group string) error {
 	defer s.mu.Unlock()
 	delete(s.lag, group)
 	return nil
+}
+
+type parkedMemKey struct {
+	gtp
+	key string
+}
+
+func (s *memStore) parkedRows() map[parkedMemKey]store.ParkedKey {
+	if s.parked == nil {
+		s.parked = map[parkedMemKey]store.ParkedKey{}
+	}
+	return s.parked
+}
+
+func (s *memStore) PutParked(_ context.Context, p store.ParkedKey, member string, generation int64) error {
+	s.lock()
+	defer s.mu.Unlock()
+	k := gtp{p.Group, p.Topic, p.Partition}
+	if a := s.assignments[k]; a.Owner != member || a.Generation != generation {
+		return store.ErrFenced
+	}
+	pk := parkedMemKey{k, string(p.Key)}
+	p.Key = append([]byte{}, p.Key...)
+	p.ReleaseRequested = s.parkedRows()[pk].ReleaseRequested
+	s.parkedRows()[pk] = p
+	return nil
+}
+
+func (s *memStore) DeleteParked(_ context.Context, group, topic string, partition int32, key []byte, member string, generation int64) error {
+	s.lock()
+	defer s.mu.Unlock()
+	k := gtp{group, topic, partition}
+	if a := s.assignments[k]; a.Owner != member || a.Generation != generation {
+		return store.ErrFenced
+	}
+	delete(s.parkedRows(), parkedMemKey{k, string(key)})
+	return nil
+}
+
+func (s *memStore) RequestRelease(_ context.Context, group, topic string, partition int32, key []byte, at time.Time) (store.ParkedKey, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	pk := parkedMemKey{gtp{group, topic, partition}, string(key)}
+	p, ok := s.parkedRows()[pk]
+	if !ok {
+		return store.ParkedKey{}, store.ErrNotFound
+	}
+	p.ReleaseRequested = at
+	s.parkedRows()[pk] = p
+	return p, nil
+}
+
+func (s *memStore) ListParked(_ context.Context, group string) ([]store.ParkedKey, error) {
+	return s.listParked(func(k parkedMemKey) bool { return k.group == group }), nil
+}
+
+func (s *memStore) ListParkedPartition(_ context.Context, group, topic string, partition int32) ([]store.ParkedKey, error) {
+	return s.listParked(func(k parkedMemKey) bool { return k.gtp == gtp{group, topic, partition} }), nil
+}
+
+func (s *memStore) listParked(keep func(parkedMemKey) bool) []store.ParkedKey {
+	s.lock()
+	defer s.mu.Unlock()
+	out := []store.ParkedKey{}
+	for k, p := range s.parkedRows() {
+		if keep(k) {
+			out = append(out, p)
+		}
+	}
+	slices.SortFunc(out, func(a, b store.ParkedKey) int {
+		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition), bytes.Compare(a.Key, b.Key))
+	})
+	return out
 }

@@ -33,6 +33,7 @@ type memStore struct {
 	members     map[string]map[string]store.Member
 	graveyard   map[string]store.DeletedTopic // deleted incarnations by ID (memstore_groupadmin_test.go)
 	lag         map[string][]store.LagSeries
+	parked      map[parkedMemKey]store.ParkedKey
 }
 
 type tpKey struct {

@@ -42,6 +42,7 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	runSections(t, "GroupAdminStore", newHarness, makeGroupAdmin, groupAdminSections())
 	runSections(t, "TopicAdminStore", newHarness, makeTopicAdmin, topicAdminSections())
 	runSections(t, "LagHistoryStore", newHarness, makeLagHistory, lagHistorySections())
+	runSections(t, "ParkStore", newHarness, makePark, parkSections())
 }
 
 // testCase is one sub-test against a fresh store of type S.

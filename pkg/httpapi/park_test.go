@@ -1,0 +1,59 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/base64"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratalog/strata/pkg/group"
+)
+
+// TestParkedRoutes: the parked list and release answer as documented — rights, bad
+// bodies, unknown keys, an unavailable store — and a refused release changes nothing.
+func TestParkedRoutes(t *testing.T) {
+	e := authEnv(t)
+	admin := bearer("admin-token")
+	e.call("PUT", "/v1/groups/billing/settings", map[string]any{"reset_policy": "earliest", "max_attempts": 1, "on_failure": "retry"}, admin...).want(t, 400, "invalid_request")
+	// Parking appends to billing.parked: orders-svc may not append there.
+	e.call("PUT", "/v1/groups/billing/settings", map[string]any{"reset_policy": "earliest", "max_attempts": 1, "on_failure": "park"}, bearer("orders-token")...).want(t, 403, "forbidden")
+	r := e.call("PUT", "/v1/groups/billing/settings", map[string]any{"reset_policy": "earliest", "max_attempts": 1, "on_failure": "park"}, admin...).want(t, 200)
+	if r.body["on_failure"] != "park" {
+		t.Fatalf("settings %s", r.raw)
+	}
+	l := e.call("POST", "/v1/groups/billing/topics/orders/partitions/0/lease", lease("m", "ttl_ms", 300000), admin...).want(t, 200)
+	coord := group.New(e.meta, e.log, nil)
+	if err := coord.PutParked(context.Background(), group.Parked{Group: "billing", Topic: "orders", Key: []byte("order-1"),
+		Records: 2, LastOffset: 1, Error: "declined", ParkedAt: time.UnixMilli(5), ParkOffset: -1}, "m", int64(l.num("generation"))); err != nil {
+		t.Fatal(err)
+	}
+	k := base64.StdEncoding.EncodeToString([]byte("order-1"))
+
+	r = e.call("GET", "/v1/groups/billing/parked", nil, admin...).want(t, 200)
+	if !strings.Contains(string(r.raw), `"key":"`+k+`"`) || !strings.Contains(string(r.raw), `"records":2`) || strings.Contains(string(r.raw), "release_requested") {
+		t.Fatalf("parked %s", r.raw)
+	}
+	e.call("GET", "/v1/groups/billing/parked", nil, bearer("consume-only")...).want(t, 403, "forbidden")
+	e.call("GET", "/v1/groups/nope/parked", nil, admin...).want(t, 404, "not_found")
+
+	release := func(body any, hdr []string) *resp {
+		return e.call("POST", "/v1/groups/billing/parked/release", body, hdr...)
+	}
+	release(map[string]any{"topic": "orders", "key": k}, bearer("prefix-token")).want(t, 403, "forbidden")
+	release(map[string]any{"topic": "orders"}, admin).want(t, 400, "invalid_request")
+	release(map[string]any{"topic": "orders", "key": "%%"}, admin).want(t, 400, "invalid_request")
+	release(map[string]any{"topic": "orders", "key": base64.StdEncoding.EncodeToString([]byte("order-2"))}, admin).want(t, 404, "not_found")
+	release(map[string]any{"topic": "orders", "key": strings.Repeat("A", 70<<10)}, admin).want(t, 413)
+	e.meta.down.Store(true)
+	e.call("GET", "/v1/groups/billing/parked", nil, admin...).want(t, 503, "unavailable")
+	release(map[string]any{"topic": "orders", "key": k}, admin).want(t, 503, "unavailable")
+	e.meta.down.Store(false)
+	if r := e.call("GET", "/v1/groups/billing/parked", nil, admin...).want(t, 200); strings.Contains(string(r.raw), "release_requested") {
+		t.Fatalf("a refused release changed the row: %s", r.raw)
+	}
+	r = release(map[string]any{"topic": "orders", "key": k}, admin).want(t, 200)
+	if !strings.Contains(string(r.raw), `"release_requested_at_ms":`) {
+		t.Fatalf("release %s", r.raw)
+	}
+}
