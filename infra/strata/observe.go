@@ -11,17 +11,18 @@ import (
 )
 
 // Metric names the functions emit in CloudWatch embedded metric format under
-// deploy.MetricsNamespace: the Prometheus names of pkg/metrics without the "strata_"
-// namespace prefix. The alarms read these dimension sets: append latency without
-// dimensions (all topics), consumer lag and dead letters per {group, topic} (the largest
-// lag over the topic's partitions). The functions' EMF sink must emit those sets.
+// deploy.MetricsNamespace, from pkg/deploy (which pkg/metrics/emf emits by): the
+// Prometheus names of pkg/metrics with their "strata_" prefix. The alarms read these
+// dimension sets: append latency without dimensions (all topics: the sink's rollup set),
+// consumer lag, dead letters and time to data loss per {group, topic} (the largest lag,
+// the smallest time over the topic's partitions).
 const (
-	MetricAppendLatency = "append_ack_latency_seconds"
-	MetricLagSeconds    = "consumer_lag_seconds"
-	MetricDeadLettered  = "consumer_dead_lettered_total"
+	MetricAppendLatency = deploy.MetricAppendLatency
+	MetricLagSeconds    = deploy.MetricLagSeconds
+	MetricDeadLettered  = deploy.MetricDeadLettered
 	// MetricSecondsToDataLoss is the smallest time to data loss over the topic's
 	// partitions (the dispatch sweep emits it with lag; none while caught up).
-	MetricSecondsToDataLoss = "consumer_seconds_to_data_loss"
+	MetricSecondsToDataLoss = deploy.MetricSecondsToDataLoss
 	DimensionGroup          = "group"
 	DimensionTopic          = "topic"
 )

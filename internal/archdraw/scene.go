@@ -189,7 +189,7 @@ func Scene() *excalidraw.Scene {
 
 	// Storage.
 	b.box("s3", 990, 60, 330, 80, s3Store, "S3 bucket StrataSegments\nsegment objects v1/<topic>/<inc>/<ULID>\nlifecycle backstop")
-	b.area("ddb", 960, 180, 580, 400, area, "DynamoDB (on demand, PITR)")
+	b.area("ddb", 960, 180, 580, 462, area, "DynamoDB (on demand, PITR)")
 	tables := []struct {
 		id, text string
 		col, row int
@@ -204,6 +204,7 @@ func Scene() *excalidraw.Scene {
 		{"t-groups", "Strata-groups\ngroup config, dead-letter topic", 1, 2},
 		{"t-members", "Strata-members\nheartbeats (TTL)", 1, 3},
 		{"t-laghistory", "Strata-laghistory\nlag samples per group", 1, 4},
+		{"t-parked", "Strata-parked\nparked keys per group", 0, 5},
 	}
 	for _, t := range tables {
 		b.box(t.id, 980+float64(t.col)*280, 230+float64(t.row)*68, 260, 56, dynamo, t.text)
@@ -217,13 +218,13 @@ func Scene() *excalidraw.Scene {
 	b.box("dlq", 1940, 355, 250, 70, events, "SQS StrataStreamFailures\nfailed stream batches")
 	b.box("consumers", 1600, 520, 280, 120, lambdaFn, "consumer functions\nStrata example order consumer\n(functions/consumer)\nusers' (strata.Subscribe, Attach)")
 	b.box("business", 1600, 720, 280, 70, outside, "business store OrdersTable\nfenced effects + markers")
-	b.box("deadletter", 1960, 540, 230, 80, outside, "dead-letter topic\n(a Strata topic per group)")
+	b.box("deadletter", 1960, 540, 230, 80, outside, "dead-letter topic, <group>.parked\n(Strata topics per group)")
 
 	// Retention and monitoring.
 	b.box("retrule", 620, 650, 290, 70, events, "EventBridge StrataRetentionSchedule\nrate(5 minutes)")
 	b.box("retention", 1000, 650, 280, 80, lambdaFn, "retention function\nStrata retention")
 	b.box("monitoring", 260, 650, 290, 80, events, "CloudWatch StrataMonitoring\nalarms + dashboard (EMF)")
-	b.text("monitoring-note", 260, 740, "alarms: each function's errors and throttles,\np99 append latency, stream failures,\na subscription's lag and dead letters", 13, "#495057")
+	b.text("monitoring-note", 260, 740, "alarms: each function's errors and throttles,\np99 append latency, stream failures,\na subscription's lag, dead letters and time\nto data loss, the stream's iterator age", 13, "#495057")
 
 	b.arrow("a-produce", at("producers", 'r'), end{"httpapi", 'l', 0.5}, "append · poll · lease · commit\n(SigV4)", outside)
 	b.arrow("a-produce-url", at("producers", 'r'), end{"fnurl", 'l', 0.5}, "same API (SigV4, lambda)", option)
@@ -262,14 +263,14 @@ func Scene() *excalidraw.Scene {
 	b.frameStart("f-append", "Append path: acknowledged after S3 + commit + entry", 980, 900, 1210, 340)
 	b.box("p-producer", 1010, 990, 160, 80, outside, "producer")
 	b.box("p-api", 1260, 980, 220, 100, lambdaFn, "api function\nvalidate, place by key\ngroup commit window")
-	b.box("p-idem", 1260, 1150, 220, 60, dynamo, "Strata-idempotency\nrequest claim (keyed)")
+	b.box("p-idem", 1260, 1150, 220, 60, dynamo, "Strata-idempotency\none claim per request (keyed)")
 	b.box("p-s3", 1580, 930, 250, 60, s3Store, "1. S3 PUT segment object\nIf-None-Match: *")
 	b.box("p-seq", 1580, 1030, 250, 60, dynamo, "2. Strata-sequencer: one topic\ncommit per batch (ADD) → bases")
 	b.box("p-index", 1580, 1130, 250, 60, dynamo, "3. Strata-index: a write-once\nentry per partition, at its base")
 	b.box("p-dispatch", 1900, 1080, 260, 70, lambdaFn, "stream → dispatch\nwrites an entry a crash left out")
 	b.arrow("p-a-req", end{"p-producer", 'r', 0.3}, end{"p-api", 'l', 0.3}, "POST records", outside)
 	b.arrow("p-a-ack", end{"p-api", 'l', 0.75}, end{"p-producer", 'r', 0.75}, "4. ack {offsets}", outside)
-	b.arrow("p-a-claim", at("p-api", 'b'), at("p-idem", 't'), "claim first", dynamo)
+	b.arrow("p-a-claim", at("p-api", 'b'), at("p-idem", 't'), "read before, write after", dynamo)
 	b.arrow("p-a-put", end{"p-api", 'r', 0.15}, at("p-s3", 'l'), "object", s3Store)
 	b.arrow("p-a-seq", end{"p-api", 'r', 0.5}, at("p-seq", 'l'), "per batch", dynamo)
 	b.arrow("p-a-index", end{"p-api", 'r', 0.85}, at("p-index", 'l'), "entry", dynamo)

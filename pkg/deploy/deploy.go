@@ -116,6 +116,19 @@ const MaxGroupCommitBudget = 64 << 20
 // MetricsNamespace is the default CloudWatch namespace of Strata's metrics.
 const MetricsNamespace = "Strata"
 
+// The EMF metrics the stack's alarms read, named here once so that what the functions
+// emit (pkg/metrics/emf) and what the alarms read (infra/strata) cannot drift: the
+// Prometheus names of pkg/metrics with their "strata_" namespace prefix. Append latency
+// is also emitted without dimensions (all topics); the consumer metrics carry
+// {group, topic}.
+const (
+	MetricAppendLatency     = "strata_append_ack_latency_seconds"
+	MetricDeadLettered      = "strata_consumer_dead_lettered_total"
+	MetricLagSeconds        = "strata_consumer_lag_seconds"
+	MetricSecondsToDataLoss = "strata_consumer_seconds_to_data_loss"
+	MetricRecordsExpired    = "strata_consumer_records_expired_unread"
+)
+
 // SegmentKeyPrefix is the prefix of every segment object key (before EnvObjectPrefix is
 // applied): pkg/segment owns the layout (segment.ObjectKey).
 const SegmentKeyPrefix = segment.KeyPrefix

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/consumer"
+	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/retention"
 )
 
@@ -67,6 +68,16 @@ type awsMeta struct {
 // Emit writes one line holding metrics with the given dimensions (label name → value;
 // names in dims order). Write errors are ignored: metrics never fail the work.
 func (s *Sink) Emit(dims [][2]string, metrics ...Metric) {
+	s.emit(dims, false, metrics...)
+}
+
+// EmitRollup is Emit with the metrics also aggregated without dimensions (a second,
+// empty dimension set), for alarms over every topic or group at once.
+func (s *Sink) EmitRollup(dims [][2]string, metrics ...Metric) {
+	s.emit(dims, true, metrics...)
+}
+
+func (s *Sink) emit(dims [][2]string, rollup bool, metrics ...Metric) {
 	if len(metrics) == 0 {
 		return
 	}
@@ -83,7 +94,7 @@ func (s *Sink) Emit(dims [][2]string, metrics ...Metric) {
 	}
 	line["_aws"] = awsMeta{
 		Timestamp:         s.clock().UnixMilli(),
-		CloudWatchMetrics: []directive{{Namespace: s.namespace, Dimensions: [][]string{names}, Metrics: defs}},
+		CloudWatchMetrics: []directive{{Namespace: s.namespace, Dimensions: dimensionSets(names, rollup), Metrics: defs}},
 	}
 	b, err := json.Marshal(line)
 	if err != nil {
@@ -95,9 +106,17 @@ func (s *Sink) Emit(dims [][2]string, metrics ...Metric) {
 	_, _ = s.w.Write(b)
 }
 
+// dimensionSets is names as EMF's one dimension set, plus the empty set when rollup.
+func dimensionSets(names []string, rollup bool) [][]string {
+	if rollup && len(names) > 0 {
+		return [][]string{names, {}}
+	}
+	return [][]string{names}
+}
+
 // The names of pkg/metrics, with the Prometheus namespace prefix.
 const (
-	AppendAckLatency     = "strata_append_ack_latency_seconds"
+	AppendAckLatency     = deploy.MetricAppendLatency
 	RecordsAppended      = "strata_records_appended_total"
 	BytesAppended        = "strata_bytes_appended_total"
 	CommitsMaterialized  = "strata_commits_materialized_total"
@@ -105,7 +124,7 @@ const (
 	HTTPRequestDuration  = "strata_http_request_duration_seconds"
 	RecordsHandled       = "strata_consumer_records_handled_total"
 	PoisonRetries        = "strata_consumer_poison_retries_total"
-	DeadLettered         = "strata_consumer_dead_lettered_total"
+	DeadLettered         = deploy.MetricDeadLettered
 	Dropped              = "strata_consumer_dropped_total"
 	RecordsLost          = "strata_consumer_records_lost_total"
 	FencedCommits        = "strata_fenced_commits_total"
@@ -121,16 +140,16 @@ const (
 )
 
 // The subscriptions' health the scheduled dispatch sweep emits per {group, topic}, named
-// as the stack's alarms read them (infra/strata: the Prometheus names without "strata_").
+// as the stack's alarms read them (pkg/deploy).
 const (
-	ConsumerLagSeconds     = "consumer_lag_seconds"
-	ConsumerSecondsToLoss  = "consumer_seconds_to_data_loss"
-	ConsumerRecordsExpired = "consumer_records_expired_unread"
+	ConsumerLagSeconds     = deploy.MetricLagSeconds
+	ConsumerSecondsToLoss  = deploy.MetricSecondsToDataLoss
+	ConsumerRecordsExpired = deploy.MetricRecordsExpired
 )
 
 // Appended implements log.Metrics.
 func (s *Sink) Appended(topic string, records, bytes int, ackLatency time.Duration) {
-	s.Emit([][2]string{{"topic", topic}},
+	s.EmitRollup([][2]string{{"topic", topic}},
 		Metric{AppendAckLatency, UnitSeconds, ackLatency.Seconds()},
 		Metric{RecordsAppended, UnitCount, float64(records)},
 		Metric{BytesAppended, UnitBytes, float64(bytes)})
