@@ -22,8 +22,9 @@ const (
 	// LeverFolded: one idempotency claim per request carrying every partition's offsets,
 	// idempotent members sharing a batch's commits (Options.FoldedClaims).
 	LeverFolded Lever = "folded"
-	// LeverManifest: one commit and one manifest item per batch instead of two writes
-	// per partition (designs TopicManifest, AggTopicManifest).
+	// LeverManifest: one manifest item per batch instead of an index entry per
+	// partition, beside the topic commit that is built (designs TopicManifest,
+	// AggTopicManifest).
 	LeverManifest Lever = "manifest"
 )
 

@@ -121,9 +121,11 @@ func deriveGroup(cases []GroupCase, alone []Case, idem bool) cost.GroupProfile {
 			claims[c.Partitions] = c.PerAppend("DynamoDB.PutItem") - float64(c.Partitions)
 		}
 	}
-	var shared, sharedBlocks, member, memberBlocks, memberBatchBlocks float64
+	var shared, sharedBlocks, member, memberBlocks, memberBatchBlocks, topics, batches float64
 	for _, c := range cases {
 		entries := float64(c.Ops["DynamoDB.PutItem"].Requests)
+		topics += float64(c.Ops["DynamoDB.UpdateItem"].Requests)
+		batches += float64(c.Batches())
 		if c.Idempotent {
 			member += entries - claims[c.Partitions]*float64(c.Appends)
 			memberBlocks += float64(c.Appends * c.Partitions)
@@ -137,6 +139,9 @@ func deriveGroup(cases []GroupCase, alone []Case, idem bool) cost.GroupProfile {
 			g.PutsPerAppend = c.PerAppend("S3.PutObject")
 			g.CPUPerAppend = c.CPU / time.Duration(c.Appends)
 		}
+	}
+	if batches > 0 {
+		g.TopicCommitsPerBatch = topics / batches
 	}
 	if sharedBlocks > 0 {
 		g.SharedCommitsPerBlock = shared / sharedBlocks
