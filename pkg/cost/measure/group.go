@@ -111,7 +111,8 @@ func runGroupCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, o
 // idempotent ones, PUTs and CPU per append from the single-partition case of the
 // profile's kind. A commit is counted by its index entry (a PutItem): since the topic
 // commit (issue 20) a batch's sequencer write is one UpdateItem for all its commits, so
-// UpdateItems no longer count commits. The idempotency claims among an idempotent
+// UpdateItems no longer count commits; they are the topic commits per batch
+// (GroupProfile.TopicCommitsPerBatch). The idempotency claims among an idempotent
 // case's PutItems are those its alone case makes per append beyond its entries.
 func deriveGroup(cases []GroupCase, alone []Case, idem bool) cost.GroupProfile {
 	g := cost.GroupProfile{Measured: true}

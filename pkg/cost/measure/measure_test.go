@@ -136,7 +136,8 @@ func TestGroupCommitCounts(t *testing.T) {
 // prices for the built configuration (cost.DesignProfile without a key,
 // cost.IdempotentDesignProfile with the SDK's key) are what the append path sends, as
 // pkg/awscount counts it on the emulator: PUTs, DynamoDB writes and reads per append and
-// per partition block, GETs per block read, and group commit's sharing. A change to the
+// per partition block, the topic commit per append and per group-commit batch, GETs per
+// block read, and group commit's sharing. A change to the
 // append path that adds (or drops) a request fails here until the model says so.
 func TestModelShapesMatchTheCode(t *testing.T) {
 	ctx := context.Background()
