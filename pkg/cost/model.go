@@ -92,27 +92,31 @@ func DefaultProducers(n int) Producers {
 // counts it on the emulator. A "block" is one partition's part of an append.
 type Profile struct {
 	// Idempotent: the appends carry an Idempotency-Key, as pkg/client's producer's do.
-	Idempotent         bool
-	PutsPerAppend      float64 // S3 PutObject
-	WritesPerAppend    float64 // DynamoDB writes not tied to a partition (the request's idempotency claim)
-	UpdatesPerBlock    float64 // DynamoDB UpdateItem per block (the partition's sequencer)
-	PutItemsPerBlock   float64 // DynamoDB PutItem per block for the index entry
-	ClaimsPerBlock     float64 // DynamoDB PutItem per block for the partition's idempotency claim
-	ReadsPerAppend     float64 // DynamoDB reads of an append not tied to a partition
-	ReadsPerAppendBlk  float64 // DynamoDB reads of an append per block (idempotent replay checks)
-	ReadsPerPoll       float64 // DynamoDB reads of a tail poll that returns one block
-	GetsPerBlock       float64 // S3 GetObject per block read
-	StoredBytesPerByte float64 // segment object bytes per record value byte
-	IndexItemBytes     float64 // bytes of one index item
-	Group              GroupProfile
-	Measured           bool
+	Idempotent      bool
+	PutsPerAppend   float64 // S3 PutObject
+	WritesPerAppend float64 // DynamoDB writes not tied to a partition beside the topic commit (the request's idempotency claim)
+	// TopicCommitsPerAppend is the topic commit's UpdateItems per append: one sequencer
+	// item per topic holding every partition's counters, billed by its size (TopicCommitWRU).
+	TopicCommitsPerAppend float64
+	UpdatesPerBlock       float64 // DynamoDB UpdateItem per block (a per-partition sequencer, before the topic commit)
+	PutItemsPerBlock      float64 // DynamoDB PutItem per block for the index entry
+	ClaimsPerBlock        float64 // DynamoDB PutItem per block for the partition's idempotency claim
+	ReadsPerAppend        float64 // DynamoDB reads of an append not tied to a partition
+	ReadsPerAppendBlk     float64 // DynamoDB reads of an append per block (idempotent replay checks)
+	ReadsPerPoll          float64 // DynamoDB reads of a tail poll that returns one block
+	GetsPerBlock          float64 // S3 GetObject per block read
+	StoredBytesPerByte    float64 // segment object bytes per record value byte
+	IndexItemBytes        float64 // bytes of one index item
+	Group                 GroupProfile
+	Measured              bool
 }
 
-// DesignProfile is docs/DESIGN.md §4 without idempotency keys: one PUT per append, per
-// partition one sequencer UpdateItem and one index PutItem; a poll reads the partition's
-// bounds and its index entries, then GETs each block.
+// DesignProfile is docs/DESIGN.md §4 without idempotency keys, as built: one PUT and one
+// topic commit (a conditional UpdateItem of the topic's sequencer item for every
+// partition of the append) per append, one index PutItem per partition; a poll reads the
+// partition's bounds and its index entries, then GETs each block.
 func DesignProfile() Profile {
-	return Profile{PutsPerAppend: 1, UpdatesPerBlock: 1, PutItemsPerBlock: 1, ReadsPerPoll: 2,
+	return Profile{PutsPerAppend: 1, TopicCommitsPerAppend: 1, PutItemsPerBlock: 1, ReadsPerPoll: 2,
 		GetsPerBlock: 1, StoredBytesPerByte: 1.05, IndexItemBytes: 300, Group: DesignGroupProfile()}
 }
 
@@ -150,6 +154,9 @@ type GroupProfile struct {
 	// a key do (folded claims, built); measure sets it when the idempotent cases made as
 	// many commits per partition of a batch as the cases without a key.
 	IdempotentShare bool
+	// TopicCommitsPerBatch is the topic commit's UpdateItems per batch (segment object):
+	// one for all its members and partitions.
+	TopicCommitsPerBatch float64
 	// CPUPerAppend is the appending process's CPU per acknowledged append: the log, the
 	// AWS SDK's marshalling and signing, HTTP without TLS. It sizes the tier's instances.
 	CPUPerAppend time.Duration
@@ -157,10 +164,10 @@ type GroupProfile struct {
 }
 
 // DesignGroupProfile is group.go's design: one commit per partition of a batch, shared
-// by every member, idempotent or not (folded claims); CPU per append without a key as
+// by every member, idempotent or not (folded claims), all in one topic commit; CPU per append without a key as
 // measure counted it on the project's 2-core machine (about 0.3 ms; docs/BENCHMARKS.md).
 func DesignGroupProfile() GroupProfile {
-	return GroupProfile{SharedCommitsPerBlock: 1, IdempotentShare: true, CPUPerAppend: 300 * time.Microsecond}
+	return GroupProfile{SharedCommitsPerBlock: 1, TopicCommitsPerBatch: 1, IdempotentShare: true, CPUPerAppend: 300 * time.Microsecond}
 }
 
 // Latency holds AWS service times the ack-latency floors assume (not measured here: the
@@ -177,7 +184,7 @@ func DefaultLatency() Latency {
 }
 
 // Service is one append's time after its batch is cut: the API hop, the object PUT, the
-// sequencer write and the index write. It is wall time spent waiting on AWS; the CPU of
+// topic commit and the index writes. It is wall time spent waiting on AWS; the CPU of
 // decoding the body comes on top (Serving.CPUPerRecord).
 func (l Latency) Service() time.Duration { return l.API + l.S3Put + 2*l.DynamoWrite }
 
@@ -303,10 +310,8 @@ func (o Options) Validate() error {
 type Design int
 
 const (
-	Baseline         Design = iota // today: per partition one sequencer UpdateItem + one index PutItem
-	PerTopicCommit                 // one UpdateItem adding every touched partition's count, then the index entries
-	Manifest                       // per-partition sequencer, one manifest item per append instead of index entries
-	TopicManifest                  // one topic UpdateItem + one manifest item per append
+	Baseline         Design = iota // built: one topic commit UpdateItem per append + one index PutItem per partition
+	TopicManifest                  // one topic UpdateItem + one manifest item per append (modelled)
 	Aggregation                    // group commit on Lambda Managed Instances in front of Baseline
 	AggTopicManifest               // the aggregation tier in front of TopicManifest
 )
@@ -315,13 +320,13 @@ const (
 func (d Design) aggregated() bool { return d == Aggregation || d == AggTopicManifest }
 
 // manifest reports whether design d indexes a commit with one manifest item.
-func (d Design) manifest() bool { return d == Manifest || d == TopicManifest || d == AggTopicManifest }
+func (d Design) manifest() bool { return d == TopicManifest || d == AggTopicManifest }
 
 // Designs lists every design in print order.
-var Designs = []Design{Baseline, PerTopicCommit, Manifest, TopicManifest, Aggregation, AggTopicManifest}
+var Designs = []Design{Baseline, TopicManifest, Aggregation, AggTopicManifest}
 
 func (d Design) String() string {
-	return [...]string{"baseline", "per-topic commit", "per-append manifest", "topic commit + manifest",
+	return [...]string{"baseline (topic commit)", "topic commit + manifest",
 		"aggregation tier (group commit, Lambda MI)", "aggregation tier + topic commit + manifest"}[d]
 }
 
@@ -426,8 +431,10 @@ func itemWRU(bytes float64) float64 { return math.Max(1, math.Ceil(bytes/1024)) 
 
 // Strata prices design d of Strata's AWS deployment.
 //
-// Writes are counted in commits: one sequencer commit and what it indexes. Without the
-// tier each request is one commit per partition it touches. In the tier the members of
+// Writes are counted in commits: one sequencer commit and what it indexes, and the topic
+// commit that sequences them, one per request without the tier and one per batch in it,
+// priced by the topic item's size (TopicCommitWRU). Without the tier each request is one
+// commit per partition it touches. In the tier the members of
 // a batch share one commit per partition of the batch — idempotent ones too when the
 // profile says so (Profile.Group.IdempotentShare, folded claims) or FoldedClaims is set;
 // otherwise an idempotent member keeps its own (Profile.Group, counted by
@@ -441,7 +448,9 @@ func Strata(o Options, d Design) Estimate {
 	e.add("S3 PUT (segment objects)", objects*pf.PutsPerAppend, pr.S3Put)
 
 	commits, k := reqs, f.BlocksPerRequest // commit units a day, partitions each
+	topics := reqs * pf.TopicCommitsPerAppend
 	if d.aggregated() {
+		topics = objects * pf.Group.TopicCommitsPerBatch
 		if pf.Idempotent && !o.FoldedClaims && !pf.Group.IdempotentShare {
 			commits = reqs * pf.Group.MemberCommitsPerBlock
 		} else {
@@ -453,7 +462,11 @@ func Strata(o Options, d Design) Estimate {
 		claims += f.BlocksPerRequest * pf.ClaimsPerBlock
 		claimReads += f.BlocksPerRequest * pf.ReadsPerAppendBlk
 	}
-	e.add("DynamoDB write units (sequencer, index, claims)", commits*commitWrites(d, k, pf)+reqs*claims, pr.DynamoWRU)
+	if d.manifest() {
+		topics = commits // one topic commit per manifest
+	}
+	writes := commits*commitWrites(d, k, pf) + topics*TopicCommitWRU(w.Partitions, k) + reqs*claims
+	e.add("DynamoDB write units (sequencer, index, claims)", writes, pr.DynamoWRU)
 
 	// Consumers: per group and partition, one poll per new commit up to the poll cap.
 	blocks := commits * k // ranges to read a day
@@ -493,20 +506,22 @@ func Strata(o Options, d Design) Estimate {
 }
 
 // commitWrites is the DynamoDB write units of one commit of design d over k
-// partitions, idempotency claims aside.
+// partitions, the topic commit and idempotency claims aside.
 func commitWrites(d Design, k float64, pf Profile) float64 {
-	entry := pf.PutItemsPerBlock * itemWRU(pf.IndexItemBytes)
-	topic := itemWRU(100 + 24*k)    // one counter per touched partition
-	manifest := itemWRU(200 + 40*k) // one block reference per touched partition
-	switch d {
-	case PerTopicCommit:
-		return topic + k*entry
-	case Manifest:
-		return k*pf.UpdatesPerBlock + manifest
-	case TopicManifest, AggTopicManifest:
-		return topic + manifest
+	if d.manifest() {
+		return itemWRU(200 + 40*k) // one block reference per touched partition
 	}
-	return k * (pf.UpdatesPerBlock + entry)
+	return k * (pf.UpdatesPerBlock + pf.PutItemsPerBlock*itemWRU(pf.IndexItemBytes))
+}
+
+// TopicCommitWRU is the write units of one topic commit touching k of a topic's
+// partitions: DynamoDB bills the larger of the old and new item, which holds every
+// partition's counters (about 27 bytes each at offsets in the hundreds of millions) and
+// the batch's commits (about 31 bytes per partition touched) over about 200 bytes of key
+// and batch reference — a fit to pkg/store/dynamo's TestTopicItemSize, whose eight
+// measured items it prices to the unit (TestTopicCommitWRUMatchesTheItem).
+func TopicCommitWRU(partitions int, k float64) float64 {
+	return itemWRU(200 + 27*float64(partitions) + 31*math.Ceil(k))
 }
 
 // KPLAggregationMaxBytes is the KPL's AggregationMaxSize default: an aggregated

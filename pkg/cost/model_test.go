@@ -176,8 +176,9 @@ func TestStrataBaseline(t *testing.T) {
 	e := Strata(o, Baseline)
 	const appends = 864000.0
 	want := map[string]float64{
-		"S3 PUT (segment objects)":                        appends * 5e-6,
-		"DynamoDB write units (sequencer, index, claims)": appends * 8 * 2 * 0.625e-6,
+		"S3 PUT (segment objects)": appends * 5e-6,
+		// One topic commit (8 of 8 partitions: 200 + 216 + 248 B, 1 unit) + 8 index entries.
+		"DynamoDB write units (sequencer, index, claims)": appends * (1 + 8) * 0.625e-6,
 		// 10 blocks/s per partition = the 10 polls/s cap: 8 × 10 × 86,400 polls × 2 reads.
 		"DynamoDB read units (polls, append checks)": 6912000 * 2 * 0.125e-6,
 		"S3 GET (blocks read)":                       appends * 8 * 0.4e-6,
@@ -223,9 +224,7 @@ func TestDesignWrites(t *testing.T) {
 		d        Design
 		perAppnd float64
 	}{
-		{Baseline, 8 * 2},       // 8 UpdateItem + 8 PutItem
-		{PerTopicCommit, 1 + 8}, // one topic UpdateItem (100 + 8 × 24 B < 1 KB) + 8 PutItem
-		{Manifest, 8 + 1},       // 8 UpdateItem + one manifest (200 + 8 × 40 B)
+		{Baseline, 1 + 8}, // one topic UpdateItem (200 + 8 × 27 + 8 × 31 B < 1 KB) + 8 PutItem
 		{TopicManifest, 1 + 1},
 	}
 	for _, tt := range tests {
@@ -239,6 +238,38 @@ func TestDesignWrites(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTopicCommitWRUMatchesTheItem: the topic commit's write units are those
+// pkg/store/dynamo's TestTopicItemSize measures on the item it writes (`go test -v -run
+// TestTopicItemSize ./pkg/store/dynamo`), at every partition count and batch it logs.
+func TestTopicCommitWRUMatchesTheItem(t *testing.T) {
+	for _, c := range []struct {
+		partitions, touched int
+		wru                 float64
+	}{{1, 1, 1}, {16, 1, 1}, {16, 16, 2}, {64, 1, 2}, {64, 16, 3}, {64, 64, 4}, {256, 16, 8}, {256, 256, 15}} {
+		if got := TopicCommitWRU(c.partitions, float64(c.touched)); got != c.wru {
+			t.Errorf("%d partitions, batch touching %d: %v write units, the item takes %v", c.partitions, c.touched, got, c.wru)
+		}
+	}
+}
+
+// TestTierCountsOneTopicCommitPerBatch: in the tier the topic commit is written once per
+// batch (segment object), not once per member request.
+func TestTierCountsOneTopicCommitPerBatch(t *testing.T) {
+	o := Defaults(1000)
+	wru := func(o Options) float64 {
+		for _, l := range Strata(o, Aggregation).Lines {
+			if l.Item == "DynamoDB write units (sequencer, index, claims)" {
+				return l.Quantity
+			}
+		}
+		return 0
+	}
+	f := FlowOf(o, Aggregation)
+	without := o
+	without.Profile.Group.TopicCommitsPerBatch = 0
+	near(t, "topic commit WRU/day", wru(o)-wru(without), f.AppendsPerSec*86400*TopicCommitWRU(8, f.BlocksPerAppend))
 }
 
 func TestAggTopicManifest(t *testing.T) {
@@ -273,31 +304,33 @@ func TestTierIdempotentMembers(t *testing.T) {
 	o := Defaults(100)
 	o.Profile = IdempotentDesignProfile()
 	built, tier := Strata(o, Baseline), Strata(o, Aggregation)
-	// 100 SDK producers: 100 requests/s of 8 blocks, each 1 claim + per block 1 commit +
-	// 1 entry.
-	near(t, "built baseline WRU/day", writeUnits(built), 100*86400*(1+8*2))
+	// 100 SDK producers: 100 requests/s of 8 blocks, each 1 claim + 1 topic commit + per
+	// block 1 entry.
+	near(t, "built baseline WRU/day", writeUnits(built), 100*86400*(1+1+8))
 	f := *tier.Flow
 	if f.MembersPerAppend < 2 {
 		t.Fatalf("%.2f members per batch at 100 requests/s, want several", f.MembersPerAppend)
 	}
 	near(t, "objects/s", f.AppendsPerSec, 100/f.MembersPerAppend)
-	near(t, "built tier WRU/day", writeUnits(tier), 100*86400*1+f.AppendsPerSec*86400*f.BlocksPerAppend*2)
+	// A claim per request; per batch one topic commit and an entry per partition.
+	near(t, "built tier WRU/day", writeUnits(tier), 100*86400*1+f.AppendsPerSec*86400*(1+f.BlocksPerAppend))
 
 	// Before folding: per block a partition claim, and each member its own commits.
 	o.Profile.ClaimsPerBlock, o.Profile.Group.IdempotentShare, o.Profile.Group.MemberCommitsPerBlock = 1, false, 1
-	near(t, "unfolded baseline WRU/day", writeUnits(Strata(o, Baseline)), 100*86400*(1+8*3))
-	near(t, "unfolded tier WRU/day", writeUnits(Strata(o, Aggregation)), 100*86400*(1+8*3))
+	near(t, "unfolded baseline WRU/day", writeUnits(Strata(o, Baseline)), 100*86400*(1+1+8*2))
+	near(t, "unfolded tier WRU/day", writeUnits(Strata(o, Aggregation)), 100*86400*(1+8*2)+f.AppendsPerSec*86400)
 	// The counted group profile is what the model uses: half the commits, half their units.
 	o.Profile.Group.MemberCommitsPerBlock = 0.5
-	near(t, "tier WRU/day, half the commits", writeUnits(Strata(o, Aggregation)), 100*86400*(1+8*(1+0.5*2)))
+	near(t, "tier WRU/day, half the commits", writeUnits(Strata(o, Aggregation)), 100*86400*(1+8*(1+0.5))+f.AppendsPerSec*86400)
 
 	o.Profile.Group.MemberCommitsPerBlock = 1
 	o.FoldedClaims = true
 	folded := Strata(o, Aggregation)
 	g := *folded.Flow
-	near(t, "folded tier WRU/day", writeUnits(folded), 100*86400*1+g.AppendsPerSec*86400*g.BlocksPerAppend*2)
-	// Without the tier, folding drops the partition claims: 1 claim + 2 per block.
-	near(t, "folded baseline WRU/day", writeUnits(Strata(o, Baseline)), 100*86400*(1+8*2))
+	near(t, "folded tier WRU/day", writeUnits(folded), 100*86400*1+g.AppendsPerSec*86400*(1+g.BlocksPerAppend))
+	// Without the tier, folding drops the partition claims: 1 claim + 1 topic commit + 1
+	// entry per block.
+	near(t, "folded baseline WRU/day", writeUnits(Strata(o, Baseline)), 100*86400*(1+1+8))
 }
 
 // TestTierInstancesFromCPU: the tier runs as many instances as its requests' CPU needs

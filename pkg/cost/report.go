@@ -53,15 +53,15 @@ func Report(out io.Writer, base Options, s Sweep) error {
 	}
 	fmt.Fprintf(w, "Workload: %.0f events/s of %.0f B, retained %s, %d partitions; prices %s (one table, pkg/cost/prices.go)\n",
 		wl.EventsPerSec, wl.EventBytes, wl.Retention, wl.Partitions, base.Prices.Region)
-	fmt.Fprintf(w, "Profile (%s, idempotency keys %t): %.2f PUT/append, %.2f DynamoDB writes/append + per partition block %.2f UpdateItem + %.2f index PutItem + %.2f claim PutItem, "+
+	fmt.Fprintf(w, "Profile (%s, idempotency keys %t): %.2f PUT/append, %.2f topic commit UpdateItem/append + %.2f other DynamoDB writes/append + per partition block %.2f UpdateItem + %.2f index PutItem + %.2f claim PutItem, "+
 		"%.2f + %.2f reads/append (+/block), %.2f reads/poll, %.2f GET/block, %.3f stored B per value B\n",
-		src, pf.Idempotent, pf.PutsPerAppend, pf.WritesPerAppend, pf.UpdatesPerBlock, pf.PutItemsPerBlock, pf.ClaimsPerBlock,
+		src, pf.Idempotent, pf.PutsPerAppend, pf.TopicCommitsPerAppend, pf.WritesPerAppend, pf.UpdatesPerBlock, pf.PutItemsPerBlock, pf.ClaimsPerBlock,
 		pf.ReadsPerAppend, pf.ReadsPerAppendBlk, pf.ReadsPerPoll, pf.GetsPerBlock, pf.StoredBytesPerByte)
 	g := pf.Group
 	if g.Measured {
 		fmt.Fprintf(w, "Group commit (counted on the emulator, %d concurrent appenders, %s window): %.3f PUT per acknowledged append; "+
-			"%.2f commits per partition of a batch for members without a key, %.2f per partition of an idempotent member; %s CPU per append\n",
-			g.Appenders, g.Window, g.PutsPerAppend, g.SharedCommitsPerBlock, g.MemberCommitsPerBlock, g.CPUPerAppend)
+			"%.2f topic commit UpdateItem per batch; %.2f commits per partition of a batch for members without a key, %.2f per partition of an idempotent member; %s CPU per append\n",
+			g.Appenders, g.Window, g.PutsPerAppend, g.TopicCommitsPerBatch, g.SharedCommitsPerBlock, g.MemberCommitsPerBlock, g.CPUPerAppend)
 	} else {
 		fmt.Fprintf(w, "Group commit (design values, not measured): %.2f commits per partition of a batch for members without a key, "+
 			"%.2f per partition of an idempotent member; %s CPU per append\n", g.SharedCommitsPerBlock, g.MemberCommitsPerBlock, g.CPUPerAppend)

@@ -22,8 +22,9 @@ const (
 	// LeverFolded: one idempotency claim per request carrying every partition's offsets,
 	// idempotent members sharing a batch's commits (Options.FoldedClaims).
 	LeverFolded Lever = "folded"
-	// LeverManifest: one commit and one manifest item per batch instead of two writes
-	// per partition (designs TopicManifest, AggTopicManifest).
+	// LeverManifest: one manifest item per batch instead of an index entry per
+	// partition, beside the topic commit that is built (designs TopicManifest,
+	// AggTopicManifest).
 	LeverManifest Lever = "manifest"
 )
 
@@ -78,23 +79,22 @@ const (
 )
 
 // Configurations are the configurations of the targets table, SDK producers throughout:
-// what is built first, then each modelled lever added.
+// what is built first, then the manifest added. Every one prices folded claims (one claim
+// per request, idempotent members sharing a batch's commits) and the topic commit, as the
+// code does, so each needs LeverFolded.
 func Configurations() []Configuration {
-	tier := func(name string, d Design, folded bool, needs ...Lever) Configuration {
-		return Configuration{Name: name, Design: d, FunctionURL: true, TierWindow: TierWindow, TierBudget: TierBudget, Folded: folded,
-			Needs: append([]Lever{LeverFunctionURL, LeverTier}, needs...)}
+	cfg := func(name string, d Design, furl bool, window time.Duration, budget float64, needs ...Lever) Configuration {
+		return Configuration{Name: name, Design: d, FunctionURL: furl, TierWindow: window, TierBudget: budget, Folded: true,
+			Needs: append([]Lever{LeverFolded}, needs...)}
 	}
 	return []Configuration{
-		{Name: "API Gateway, on-demand Lambda", Design: Baseline},
-		{Name: "API Gateway, tier 5 ms (deployed default on Managed Instances)", Design: Aggregation, TierWindow: 5 * time.Millisecond,
-			TierBudget: 1 << 20, Needs: []Lever{LeverTier}},
-		{Name: "function URL, on-demand Lambda", Design: Baseline, FunctionURL: true, Needs: []Lever{LeverFunctionURL}},
-		tier("function URL, tier 250 ms / 16 MiB", Aggregation, false),
-		{Name: "function URL, folded claims", Design: Baseline, FunctionURL: true, Folded: true, Needs: []Lever{LeverFunctionURL, LeverFolded}},
-		{Name: "function URL, folded claims, topic commit + manifest", Design: TopicManifest, FunctionURL: true, Folded: true,
-			Needs: []Lever{LeverFunctionURL, LeverFolded, LeverManifest}},
-		tier("function URL, tier 250 ms / 16 MiB, folded claims", Aggregation, true, LeverFolded),
-		tier("function URL, tier 250 ms / 16 MiB, folded claims, topic commit + manifest", AggTopicManifest, true, LeverFolded, LeverManifest),
+		cfg("API Gateway, on-demand Lambda", Baseline, false, 0, 0),
+		cfg("API Gateway, tier 5 ms (deployed default on Managed Instances)", Aggregation, false, 5*time.Millisecond, 1<<20, LeverTier),
+		cfg("function URL, on-demand Lambda", Baseline, true, 0, 0, LeverFunctionURL),
+		cfg("function URL, tier 250 ms / 16 MiB", Aggregation, true, TierWindow, TierBudget, LeverFunctionURL, LeverTier),
+		cfg("function URL, manifest", TopicManifest, true, 0, 0, LeverFunctionURL, LeverManifest),
+		cfg("function URL, tier 250 ms / 16 MiB, manifest", AggTopicManifest, true, TierWindow, TierBudget,
+			LeverFunctionURL, LeverTier, LeverManifest),
 	}
 }
 

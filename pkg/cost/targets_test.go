@@ -11,14 +11,12 @@ import (
 // defaults count the function URL, the tier and folded claims, and not the manifest.
 func TestConfigurationsBuilt(t *testing.T) {
 	want := map[string]bool{
-		"API Gateway, on-demand Lambda":                                              true,
-		"API Gateway, tier 5 ms (deployed default on Managed Instances)":             true,
-		"function URL, on-demand Lambda":                                             true,
-		"function URL, tier 250 ms / 16 MiB":                                         true,
-		"function URL, folded claims":                                                true,
-		"function URL, folded claims, topic commit + manifest":                       false,
-		"function URL, tier 250 ms / 16 MiB, folded claims":                          true,
-		"function URL, tier 250 ms / 16 MiB, folded claims, topic commit + manifest": false,
+		"API Gateway, on-demand Lambda":                                  true,
+		"API Gateway, tier 5 ms (deployed default on Managed Instances)": true,
+		"function URL, on-demand Lambda":                                 true,
+		"function URL, tier 250 ms / 16 MiB":                             true,
+		"function URL, manifest":                                         false,
+		"function URL, tier 250 ms / 16 MiB, manifest":                   false,
 	}
 	cs := Configurations()
 	if len(cs) != len(want) {

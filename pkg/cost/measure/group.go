@@ -111,7 +111,8 @@ func runGroupCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, o
 // idempotent ones, PUTs and CPU per append from the single-partition case of the
 // profile's kind. A commit is counted by its index entry (a PutItem): since the topic
 // commit (issue 20) a batch's sequencer write is one UpdateItem for all its commits, so
-// UpdateItems no longer count commits. The idempotency claims among an idempotent
+// UpdateItems no longer count commits; they are the topic commits per batch
+// (GroupProfile.TopicCommitsPerBatch). The idempotency claims among an idempotent
 // case's PutItems are those its alone case makes per append beyond its entries.
 func deriveGroup(cases []GroupCase, alone []Case, idem bool) cost.GroupProfile {
 	g := cost.GroupProfile{Measured: true}
@@ -121,9 +122,11 @@ func deriveGroup(cases []GroupCase, alone []Case, idem bool) cost.GroupProfile {
 			claims[c.Partitions] = c.PerAppend("DynamoDB.PutItem") - float64(c.Partitions)
 		}
 	}
-	var shared, sharedBlocks, member, memberBlocks, memberBatchBlocks float64
+	var shared, sharedBlocks, member, memberBlocks, memberBatchBlocks, topics, batches float64
 	for _, c := range cases {
 		entries := float64(c.Ops["DynamoDB.PutItem"].Requests)
+		topics += float64(c.Ops["DynamoDB.UpdateItem"].Requests)
+		batches += float64(c.Batches())
 		if c.Idempotent {
 			member += entries - claims[c.Partitions]*float64(c.Appends)
 			memberBlocks += float64(c.Appends * c.Partitions)
@@ -137,6 +140,9 @@ func deriveGroup(cases []GroupCase, alone []Case, idem bool) cost.GroupProfile {
 			g.PutsPerAppend = c.PerAppend("S3.PutObject")
 			g.CPUPerAppend = c.CPU / time.Duration(c.Appends)
 		}
+	}
+	if batches > 0 {
+		g.TopicCommitsPerBatch = topics / batches
 	}
 	if sharedBlocks > 0 {
 		g.SharedCommitsPerBlock = shared / sharedBlocks

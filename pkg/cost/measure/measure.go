@@ -270,6 +270,7 @@ func derive(cases []Case, idem bool) cost.Profile {
 	}
 	perBlock := func(one, four Case, op string) float64 { return (four.PerAppend(op) - one.PerAppend(op)) / 3 }
 	updBlock, putBlock := perBlock(one, four, "DynamoDB.UpdateItem"), perBlock(one, four, "DynamoDB.PutItem")
+	topic := one.PerAppend("DynamoDB.UpdateItem") - updBlock // the topic commit: UpdateItems not per block
 	entryBlock := perBlock(plain1, plain4, "DynamoDB.PutItem")
 	w1 := sum(one.AppendOps, dynamoWrites...) / float64(one.Appends)
 	putOp := one.AppendOps["DynamoDB.PutItem"]
@@ -277,19 +278,20 @@ func derive(cases []Case, idem bool) cost.Profile {
 	r4 := sum(four.AppendOps, dynamoReads...) / float64(four.Appends)
 	readBlock := max(0, (r4-r1)/3)
 	p := cost.Profile{
-		Idempotent:         idem,
-		PutsPerAppend:      one.PerAppend("S3.PutObject"),
-		UpdatesPerBlock:    updBlock,
-		PutItemsPerBlock:   entryBlock,
-		ClaimsPerBlock:     putBlock - entryBlock,
-		WritesPerAppend:    w1 - updBlock - putBlock,
-		ReadsPerAppend:     max(0, r1-readBlock),
-		ReadsPerAppendBlk:  readBlock,
-		ReadsPerPoll:       sum(one.PollOps, dynamoReads...) / float64(one.Polls),
-		GetsPerBlock:       sum(one.PollOps, "S3.GetObject") / float64(one.Blocks),
-		StoredBytesPerByte: float64(one.AppendOps["S3.PutObject"].BytesSent) / float64(one.Records*one.ValueBytes),
-		IndexItemBytes:     300,
-		Measured:           true,
+		Idempotent:            idem,
+		PutsPerAppend:         one.PerAppend("S3.PutObject"),
+		UpdatesPerBlock:       updBlock,
+		TopicCommitsPerAppend: topic,
+		PutItemsPerBlock:      entryBlock,
+		ClaimsPerBlock:        putBlock - entryBlock,
+		WritesPerAppend:       w1 - topic - updBlock - putBlock,
+		ReadsPerAppend:        max(0, r1-readBlock),
+		ReadsPerAppendBlk:     readBlock,
+		ReadsPerPoll:          sum(one.PollOps, dynamoReads...) / float64(one.Polls),
+		GetsPerBlock:          sum(one.PollOps, "S3.GetObject") / float64(one.Blocks),
+		StoredBytesPerByte:    float64(one.AppendOps["S3.PutObject"].BytesSent) / float64(one.Records*one.ValueBytes),
+		IndexItemBytes:        300,
+		Measured:              true,
 	}
 	if putOp.Requests > 0 {
 		p.IndexItemBytes = float64(putOp.BytesSent) / float64(putOp.Requests)

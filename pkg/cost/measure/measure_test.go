@@ -45,7 +45,7 @@ func TestCountsPerAppend(t *testing.T) {
 		}
 	}
 	p := res.Profile
-	if p.PutsPerAppend != 1 || p.UpdatesPerBlock != 0 || p.PutItemsPerBlock != 1 || p.WritesPerAppend != 1 || p.GetsPerBlock != 1 {
+	if p.PutsPerAppend != 1 || p.UpdatesPerBlock != 0 || p.PutItemsPerBlock != 1 || p.TopicCommitsPerAppend != 1 || p.WritesPerAppend != 0 || p.GetsPerBlock != 1 {
 		t.Errorf("profile %+v, want 1 PUT and 1 UpdateItem (the topic commit) per append, 1 PutItem per block, 1 GET per block", p)
 	}
 	if p.StoredBytesPerByte < 1 || p.StoredBytesPerByte > 2 {
@@ -127,7 +127,7 @@ func TestGroupCommitCounts(t *testing.T) {
 		t.Errorf("group profile: CPU per append %s, want > 0", g.CPUPerAppend)
 	}
 	p := res.Profile
-	if !p.Idempotent || p.PutItemsPerBlock != 1 || p.ClaimsPerBlock != 0 || p.WritesPerAppend != 2 {
+	if !p.Idempotent || p.PutItemsPerBlock != 1 || p.ClaimsPerBlock != 0 || p.WritesPerAppend != 1 || p.TopicCommitsPerAppend != 1 {
 		t.Errorf("profile %+v, want per block 1 index PutItem and no claim, 1 claim and 1 topic commit per append", p)
 	}
 }
@@ -136,7 +136,8 @@ func TestGroupCommitCounts(t *testing.T) {
 // prices for the built configuration (cost.DesignProfile without a key,
 // cost.IdempotentDesignProfile with the SDK's key) are what the append path sends, as
 // pkg/awscount counts it on the emulator: PUTs, DynamoDB writes and reads per append and
-// per partition block, GETs per block read, and group commit's sharing. A change to the
+// per partition block, the topic commit per append and per group-commit batch, GETs per
+// block read, and group commit's sharing. A change to the
 // append path that adds (or drops) a request fails here until the model says so.
 func TestModelShapesMatchTheCode(t *testing.T) {
 	ctx := context.Background()
@@ -146,17 +147,16 @@ func TestModelShapesMatchTheCode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Writes1 is a single-partition append's DynamoDB writes, however the profile splits
-	// them between the append and its block: since the topic commit (issue 20 item 2) the
-	// sequencer write is per append (counted) where the model's design profiles still
-	// price it per block, which prices a multi-partition append's extra blocks one
-	// UpdateItem too high — the topic commit's pricing, left to its owner.
+	// Each write the append path sends is priced on its own: the request's claim, the
+	// topic commit (one UpdateItem per append whatever its partitions, since issue 20
+	// item 2), per partition block the sequencer UpdateItem (none now), the index entry
+	// and a partition's claim.
 	type shape struct {
-		Puts, Writes1, Entries, Claims, Reads, ReadsPerBlock, Gets float64
+		Puts, Writes, TopicCommits, Updates, Entries, Claims, Reads, ReadsPerBlock, Gets float64
 	}
 	of := func(p cost.Profile) shape {
-		return shape{p.PutsPerAppend, p.WritesPerAppend + p.UpdatesPerBlock + p.PutItemsPerBlock + p.ClaimsPerBlock,
-			p.PutItemsPerBlock, p.ClaimsPerBlock, p.ReadsPerAppend, p.ReadsPerAppendBlk, p.GetsPerBlock}
+		return shape{p.PutsPerAppend, p.WritesPerAppend, p.TopicCommitsPerAppend, p.UpdatesPerBlock, p.PutItemsPerBlock,
+			p.ClaimsPerBlock, p.ReadsPerAppend, p.ReadsPerAppendBlk, p.GetsPerBlock}
 	}
 	for _, c := range []struct {
 		name          string
@@ -170,8 +170,10 @@ func TestModelShapesMatchTheCode(t *testing.T) {
 		}
 	}
 	g, want := res.Profile.Group, cost.IdempotentDesignProfile().Group
-	if g.SharedCommitsPerBlock != want.SharedCommitsPerBlock || g.IdempotentShare != want.IdempotentShare {
-		t.Errorf("group commit: counted %.2f commits per batch partition, idempotent members sharing %t; the model prices %.2f, %t",
-			g.SharedCommitsPerBlock, g.IdempotentShare, want.SharedCommitsPerBlock, want.IdempotentShare)
+	if g.SharedCommitsPerBlock != want.SharedCommitsPerBlock || g.IdempotentShare != want.IdempotentShare ||
+		g.TopicCommitsPerBatch != want.TopicCommitsPerBatch {
+		t.Errorf("group commit: counted %.2f commits per batch partition, idempotent members sharing %t, %.2f topic commits per batch; "+
+			"the model prices %.2f, %t, %.2f", g.SharedCommitsPerBlock, g.IdempotentShare, g.TopicCommitsPerBatch,
+			want.SharedCommitsPerBlock, want.IdempotentShare, want.TopicCommitsPerBatch)
 	}
 }

@@ -26,7 +26,8 @@ func TestInputsAreMeasured(t *testing.T) {
 		got, want float64
 	}{
 		{"S3 PUT per append", got.PutsPerAppend, want.PutsPerAppend},
-		{"DynamoDB writes per append (request claim + topic commit)", got.WritesPerAppend, want.WritesPerAppend},
+		{"DynamoDB writes per append beside the topic commit (the request's claim)", got.WritesPerAppend, want.WritesPerAppend},
+		{"topic commit UpdateItem per append", got.TopicCommitsPerAppend, want.TopicCommitsPerAppend},
 		{"per-partition sequencer UpdateItem per block", got.UpdatesPerBlock, want.UpdatesPerBlock},
 		{"index PutItem per block", got.PutItemsPerBlock, want.PutItemsPerBlock},
 		{"claim PutItem per block", got.ClaimsPerBlock, want.ClaimsPerBlock},
