@@ -93,12 +93,14 @@ func TableAccess() map[string]map[string]Access {
 			dynamo.IdempotencyTable: rw,
 		},
 		deploy.FunctionRetention: {
-			dynamo.TopicsTable:      rs,
-			dynamo.SequencerTable:   rw,
-			dynamo.IndexTable:       rw,
-			dynamo.PartitionsTable:  r,
-			dynamo.AssignmentsTable: r,
-			dynamo.CommitsTable:     r,
+			dynamo.TopicsTable:     rs,
+			dynamo.SequencerTable:  rw,
+			dynamo.IndexTable:      rw,
+			dynamo.PartitionsTable: r,
+			// The lag sample lists a group's leases and commits (scans filtered on
+			// the group, as describe does).
+			dynamo.AssignmentsTable: rs,
+			dynamo.CommitsTable:     rs,
 			dynamo.GroupsTable:      rs,
 			dynamo.LagHistoryTable:  rw,
 		},
