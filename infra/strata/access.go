@@ -84,13 +84,16 @@ func TableAccess() map[string]map[string]Access {
 			dynamo.ParkedTable:      rws,
 		},
 		deploy.FunctionDispatch: {
-			dynamo.TopicsTable:      rs,
-			dynamo.SequencerTable:   rw,
-			dynamo.IndexTable:       rw,
-			dynamo.PartitionsTable:  r,
-			dynamo.AssignmentsTable: r,
-			dynamo.CommitsTable:     r,
+			dynamo.TopicsTable:     rs,
+			dynamo.SequencerTable:  rw,
+			dynamo.IndexTable:      rw,
+			dynamo.PartitionsTable: r,
+			// The scheduled sweep describes every subscribed group (time to data loss):
+			// its settings, and its leases and commits (scans filtered on the group).
+			dynamo.AssignmentsTable: rs,
+			dynamo.CommitsTable:     rs,
 			dynamo.IdempotencyTable: rw,
+			dynamo.GroupsTable:      r,
 		},
 		deploy.FunctionRetention: {
 			dynamo.TopicsTable:     rs,
