@@ -492,6 +492,14 @@ func TestConsumerRights(t *testing.T) {
 		"ConsumerCommits: dynamodb:GetItem,dynamodb:Query,dynamodb:UpdateItem on " + tbl(dynamo.CommitsTable) + " " + lead("order-consumer#orders"),
 		"ConsumerGroup: dynamodb:GetItem,dynamodb:PutItem on " + tbl(dynamo.GroupsTable) + " " + lead("order-consumer"),
 		"ConsumerSegments: s3:GetObject on <GetAtt:" + b + ".Arn>/v1/orders/*",
+		// Parking rights are granted whatever the group's settings say (they can change
+		// at run time): the parked rows, and appends to <group>.parked.
+		"ConsumerParked: dynamodb:DeleteItem,dynamodb:GetItem,dynamodb:Query,dynamodb:UpdateItem on " + tbl(dynamo.ParkedTable) + " " + lead("order-consumer#orders"),
+		"ParkingIdempotency: dynamodb:GetItem,dynamodb:PutItem on " + tbl(dynamo.IdempotencyTable) + " " + lead("order-consumer.parked#*"),
+		"ParkingIndex: dynamodb:GetItem,dynamodb:PutItem,dynamodb:Query on " + tbl(dynamo.IndexTable) + " " + lead("order-consumer.parked#*"),
+		"ParkingSegments: s3:PutObject on <GetAtt:" + b + ".Arn>/v1/order-consumer.parked/* " + js(map[string]any{"Null": map[string]any{"s3:if-none-match": "false"}}),
+		"ParkingSequencer: dynamodb:GetItem,dynamodb:PutItem,dynamodb:UpdateItem on " + tbl(dynamo.SequencerTable) + " " + lead("order-consumer.parked#*"),
+		"ParkingTopic: dynamodb:GetItem on " + tbl(dynamo.TopicsTable) + " " + lead("order-consumer.parked"),
 	}
 	var got []string
 	for _, st := range sts {
