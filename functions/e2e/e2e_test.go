@@ -21,6 +21,7 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 
 	"github.com/stratalog/strata/internal/apigwtest"
+	"github.com/stratalog/strata/internal/stackrun"
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/store/awstest"
@@ -167,47 +168,13 @@ func (d *deployment) streamBatch(t *testing.T) []byte {
 
 func lambdaRecord(t *testing.T, r streamtypes.Record, arn string) events.DynamoDBEventRecord {
 	t.Helper()
-	// value converts one attribute as Lambda's event source mapping delivers it (the
-	// topic commit item carries lists and maps).
-	var value func(k string, v streamtypes.AttributeValue) events.DynamoDBAttributeValue
-	conv := func(m map[string]streamtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
-		out := map[string]events.DynamoDBAttributeValue{}
-		for k, v := range m {
-			out[k] = value(k, v)
-		}
-		return out
-	}
-	value = func(k string, v streamtypes.AttributeValue) events.DynamoDBAttributeValue {
-		switch x := v.(type) {
-		case *streamtypes.AttributeValueMemberS:
-			return events.NewStringAttribute(x.Value)
-		case *streamtypes.AttributeValueMemberN:
-			return events.NewNumberAttribute(x.Value)
-		case *streamtypes.AttributeValueMemberB:
-			return events.NewBinaryAttribute(x.Value)
-		case *streamtypes.AttributeValueMemberBOOL:
-			return events.NewBooleanAttribute(x.Value)
-		case *streamtypes.AttributeValueMemberNULL:
-			return events.NewNullAttribute()
-		case *streamtypes.AttributeValueMemberL:
-			l := make([]events.DynamoDBAttributeValue, len(x.Value))
-			for i, e := range x.Value {
-				l[i] = value(k, e)
-			}
-			return events.NewListAttribute(l)
-		case *streamtypes.AttributeValueMemberM:
-			return events.NewMapAttribute(conv(x.Value))
-		}
-		t.Fatalf("stream attribute %q: %T not converted", k, v)
-		return events.DynamoDBAttributeValue{}
-	}
 	rec := events.DynamoDBEventRecord{
 		AWSRegion: awstest.Region, EventID: aws.ToString(r.EventID), EventName: string(r.EventName),
 		EventSource: "aws:dynamodb", EventVersion: "1.1", EventSourceArn: arn,
 	}
 	if r.Dynamodb != nil {
 		rec.Change = events.DynamoDBStreamRecord{
-			Keys: conv(r.Dynamodb.Keys), NewImage: conv(r.Dynamodb.NewImage),
+			Keys: stackrun.ConvertImage(r.Dynamodb.Keys), NewImage: stackrun.ConvertImage(r.Dynamodb.NewImage),
 			SequenceNumber: aws.ToString(r.Dynamodb.SequenceNumber), StreamViewType: string(r.Dynamodb.StreamViewType),
 		}
 	}

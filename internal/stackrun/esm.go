@@ -234,7 +234,7 @@ func LambdaRecord(r streamtypes.Record, arn string) events.DynamoDBEventRecord {
 	}
 	if d := r.Dynamodb; d != nil {
 		rec.Change = events.DynamoDBStreamRecord{
-			Keys: convertImage(d.Keys), NewImage: convertImage(d.NewImage), OldImage: convertImage(d.OldImage),
+			Keys: ConvertImage(d.Keys), NewImage: ConvertImage(d.NewImage), OldImage: ConvertImage(d.OldImage),
 			SequenceNumber: aws.ToString(d.SequenceNumber), SizeBytes: aws.ToInt64(d.SizeBytes),
 			StreamViewType: string(d.StreamViewType),
 		}
@@ -245,7 +245,9 @@ func LambdaRecord(r streamtypes.Record, arn string) events.DynamoDBEventRecord {
 	return rec
 }
 
-func convertImage(m map[string]streamtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
+// ConvertImage turns a DynamoDB Streams image, as GetRecords returns it, into the
+// attributes Lambda's event source mapping delivers (every attribute type).
+func ConvertImage(m map[string]streamtypes.AttributeValue) map[string]events.DynamoDBAttributeValue {
 	if m == nil {
 		return nil
 	}
@@ -281,7 +283,7 @@ func convertValue(v streamtypes.AttributeValue) events.DynamoDBAttributeValue {
 		}
 		return events.NewListAttribute(l)
 	case *streamtypes.AttributeValueMemberM:
-		return events.NewMapAttribute(convertImage(x.Value))
+		return events.NewMapAttribute(ConvertImage(x.Value))
 	}
 	return events.NewNullAttribute()
 }
