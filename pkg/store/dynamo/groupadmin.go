@@ -140,24 +140,7 @@ func (s *MetaStore) DeleteCommits(ctx context.Context, group, topic string, now 
 			Key:       gtpKey(group, topic, c.Partition),
 		}})
 	}
-	maxItems := s.cfg.maxTransactItems()
-	done := 0
-	for len(items) > 0 {
-		n := min(len(items), maxItems)
-		if _, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items[:n]}); err != nil {
-			err = mapError(op, err)
-			if tx := (*txConditionFailed)(nil); errors.As(err, &tx) {
-				err = fmt.Errorf("dynamo: %s: a lease was taken meanwhile: %w", op, store.ErrGroupActive)
-			}
-			if done > 0 {
-				return fmt.Errorf("%w (partially applied: %d rows changed; repeat once the group is idle)", err, done)
-			}
-			return err
-		}
-		done += n
-		items = items[n:]
-	}
-	return nil
+	return s.groupTransactions(ctx, op, items, "a lease was taken meanwhile")
 }
 
 // DeleteGroup fences every assignment row of the group on the condition that its lease
@@ -250,6 +233,13 @@ func (s *MetaStore) DeleteGroup(ctx context.Context, group string, now time.Time
 		TableName: aws.String(s.groups),
 		Key:       item{attrGroup: avS(group)},
 	}})
+	return s.groupTransactions(ctx, op, items, "a lease or a member appeared meanwhile")
+}
+
+// groupTransactions writes items in transactions of at most the store's limit. A failed
+// condition means the group became active meanwhile (conflict says how): ErrGroupActive,
+// with the rows an earlier transaction already changed counted in the message.
+func (s *MetaStore) groupTransactions(ctx context.Context, op string, items []types.TransactWriteItem, conflict string) error {
 	maxItems := s.cfg.maxTransactItems()
 	done := 0
 	for len(items) > 0 {
@@ -257,7 +247,7 @@ func (s *MetaStore) DeleteGroup(ctx context.Context, group string, now time.Time
 		if _, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items[:n]}); err != nil {
 			err = mapError(op, err)
 			if tx := (*txConditionFailed)(nil); errors.As(err, &tx) {
-				err = fmt.Errorf("dynamo: %s: a lease or a member appeared meanwhile: %w", op, store.ErrGroupActive)
+				err = fmt.Errorf("dynamo: %s: %s: %w", op, conflict, store.ErrGroupActive)
 			}
 			if done > 0 {
 				return fmt.Errorf("%w (partially applied: %d rows changed; repeat once the group is idle)", err, done)
