@@ -70,8 +70,10 @@ type Lease struct {
 }
 
 // Coordinator runs the group operations. Its only state is the set of groups it has
-// seen exist (groups are never deleted), so any number of Coordinators, in any number
-// of processes, may share one store. It is safe for concurrent use.
+// seen exist, a cache that a delete on another host makes stale: the assignment row a
+// lease takes says when its group was deleted (store.Assignment.GroupDeleted), and the
+// group is created again then. So any number of Coordinators, in any number of
+// processes, may share one store. It is safe for concurrent use.
 type Coordinator struct {
 	store   Store
 	offsets Offsets
@@ -244,6 +246,15 @@ func (c *Coordinator) Acquire(ctx context.Context, group, topic string, partitio
 	a, err := c.store.AcquireLease(ctx, group, topic, partition, member, now, now.Add(ttl))
 	if err != nil {
 		return Lease{}, fmt.Errorf("group: acquire %s %s/%d for %q: %w", group, topic, partition, member, err)
+	}
+	if a.GroupDeleted || a.Generation == 1 {
+		// The group was deleted since this Coordinator saw it (the row says so), or this
+		// is the row's first lease, which a group deleted before it was ever leased here
+		// also looks like: what it remembers may be stale, so the group is made to exist.
+		c.known.Delete(group)
+		if err := c.ensureGroup(ctx, group, now); err != nil {
+			return Lease{}, err
+		}
 	}
 	committed, completed, err := committedOffset(ctx, c.store, group, topic, partition)
 	if err != nil {

@@ -25,7 +25,9 @@ type GroupAdminStore interface {
 	// heartbeat is live at now, else return ErrGroupActive and change nothing. Its
 	// assignment rows must be fenced (generation + 1, no owner), not deleted, so
 	// generations stay monotonic when the name is used again: a member of the deleted
-	// group whose lease lapsed can never commit into a new group of that name. An
-	// unknown group must return ErrNotFound.
+	// group whose lease lapsed can never commit into a new group of that name. Each
+	// fenced row must be marked GroupDeleted, so the next AcquireLease of it — on any
+	// host, whatever that host remembers of the group — reports the delete. An unknown
+	// group must return ErrNotFound.
 	DeleteGroup(ctx context.Context, group string, now time.Time) error
 }

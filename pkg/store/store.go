@@ -552,6 +552,10 @@ type Assignment struct {
 	Owner      string // empty when released
 	Generation int64
 	ExpiresAt  time.Time
+	// GroupDeleted: DeleteGroup fenced the row and nobody acquired it since. AcquireLease
+	// reports it as it found the row (and clears it), so whoever leases a partition of a
+	// deleted group learns the group must be created again.
+	GroupDeleted bool
 }
 
 // Live reports whether the lease is held at now.
@@ -603,7 +607,9 @@ type LeaseStore interface {
 	// now, or is already member's, setting owner = member, expiry = expiresAt and
 	// generation = previous generation + 1 (1 for a new row) — also when member already
 	// held it, so a restarted member fences its own earlier incarnation. A live lease of
-	// another member must return *LeaseHeldError and change nothing.
+	// another member must return *LeaseHeldError and change nothing. The returned
+	// Assignment's GroupDeleted must say whether the row it took was marked by
+	// DeleteGroup, and the taken row must no longer be marked.
 	AcquireLease(ctx context.Context, group, topic string, partition int32, member string, now, expiresAt time.Time) (Assignment, error)
 	// RenewLease must move the expiry only if owner = member and generation matches,
 	// else return ErrFenced and change nothing. (An expired lease nobody took over can

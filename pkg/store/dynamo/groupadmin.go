@@ -202,10 +202,10 @@ func (s *MetaStore) DeleteGroup(ctx context.Context, group string, now time.Time
 		items = append(items, types.TransactWriteItem{Update: &types.Update{
 			TableName:           aws.String(s.assignments),
 			Key:                 gtpKey(group, a.Topic, a.Partition),
-			UpdateExpression:    aws.String("SET #gen = #gen + :one REMOVE #owner"),
+			UpdateExpression:    aws.String("SET #gen = #gen + :one, #gdel = :one REMOVE #owner"),
 			ConditionExpression: aws.String(leaseFree),
 			ExpressionAttributeNames: map[string]string{
-				"#owner": attrOwner, "#exp": attrLeaseExp, "#gen": attrGeneration,
+				"#owner": attrOwner, "#exp": attrLeaseExp, "#gen": attrGeneration, "#gdel": attrGroupDeleted,
 			},
 			ExpressionAttributeValues: item{":now": avN(now.UnixMilli()), ":one": avN(1)},
 		}})

@@ -23,6 +23,8 @@ const (
 	attrLeaseExp   = "lease_expires_at"
 	attrNextOffset = "next_offset"
 	attrCompleted  = "completed"
+	// attrGroupDeleted marks an assignment row DeleteGroup fenced, until it is acquired.
+	attrGroupDeleted = "group_deleted"
 )
 
 func gtpKey(group, topic string, partition int32) item {
@@ -39,6 +41,7 @@ func decodeAssignment(it item) (store.Assignment, error) {
 		Generation: d.num(attrGeneration, true),
 		ExpiresAt:  d.time(attrLeaseExp),
 	}
+	_, a.GroupDeleted = it[attrGroupDeleted]
 	return a, d.err
 }
 
@@ -76,20 +79,30 @@ func (s *MetaStore) AcquireLease(ctx context.Context, group, topic string, parti
 		TableName: aws.String(s.assignments),
 		Key:       gtpKey(group, topic, partition),
 		UpdateExpression: aws.String("SET #owner = :m, #exp = :exp, #gen = if_not_exists(#gen, :zero) + :one, " +
-			"#group = :group, #topic = :topic"),
+			"#group = :group, #topic = :topic REMOVE #gdel"),
 		ConditionExpression: aws.String(leaseFree + " OR #owner = :m"),
 		ExpressionAttributeNames: map[string]string{
 			"#owner": attrOwner, "#exp": attrLeaseExp, "#gen": attrGeneration, "#group": attrGroup, "#topic": attrTopic,
+			"#gdel": attrGroupDeleted,
 		},
 		ExpressionAttributeValues: item{
 			":m": avS(member), ":exp": avN(expiresAt.UnixMilli()), ":now": avN(now.UnixMilli()),
 			":zero": avN(0), ":one": avN(1), ":group": avS(group), ":topic": avS(topic),
 		},
-		ReturnValues:                        types.ReturnValueAllNew,
+		// The row as it was (ALL_OLD) says whether DeleteGroup marked it; the new row
+		// follows from it: this member, this expiry, the next generation.
+		ReturnValues:                        types.ReturnValueAllOld,
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err == nil {
-		return decodeAssignment(out.Attributes)
+		d := decoder{it: out.Attributes}
+		a := store.Assignment{Group: group, Topic: topic, Partition: partition, Owner: member,
+			Generation: d.num(attrGeneration, false) + 1, ExpiresAt: time.UnixMilli(expiresAt.UnixMilli()).UTC()}
+		_, a.GroupDeleted = out.Attributes[attrGroupDeleted]
+		if d.err != nil {
+			return store.Assignment{}, fmt.Errorf("dynamo: %s: the row it replaced: %w", op, d.err)
+		}
+		return a, nil
 	}
 	err = mapError(op, err)
 	var cf *conditionFailed

@@ -117,6 +117,7 @@ func (m *MetaStore) DeleteGroup(ctx context.Context, group string, now time.Time
 			a := rec.toStore()
 			rec.Owner = ""
 			rec.Generation++
+			rec.GroupDeleted = true
 			if err := putRec(tx, bucketAssignments, groupTopicPartitionKey(group, a.Topic, a.Partition), rec); err != nil {
 				return err
 			}

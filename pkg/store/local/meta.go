@@ -346,11 +346,13 @@ func (m *MetaStore) AcquireLease(ctx context.Context, group, topic string, parti
 		if cur := rec.toStore(); cur.Live(now) && cur.Owner != member {
 			return &store.LeaseHeldError{Owner: cur.Owner, ExpiresAt: cur.ExpiresAt}
 		}
+		deleted := rec.GroupDeleted
 		rec = assignmentRec{
 			Group: group, Topic: topic, Partition: partition,
 			Owner: member, Generation: rec.Generation + 1, ExpiresAt: expiresAt.UTC(),
 		}
 		out = rec.toStore()
+		out.GroupDeleted = deleted
 		return putRec(tx, bucketAssignments, key, rec)
 	})
 	if err != nil {

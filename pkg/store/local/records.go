@@ -123,12 +123,14 @@ type assignmentRec struct {
 	Owner      string    `json:"owner"`
 	Generation int64     `json:"generation"`
 	ExpiresAt  time.Time `json:"expires_at"`
+	// GroupDeleted marks a row DeleteGroup fenced (store.Assignment.GroupDeleted).
+	GroupDeleted bool `json:"group_deleted,omitempty"`
 }
 
 func (r assignmentRec) toStore() store.Assignment {
 	return store.Assignment{
 		Group: r.Group, Topic: r.Topic, Partition: r.Partition,
-		Owner: r.Owner, Generation: r.Generation, ExpiresAt: r.ExpiresAt,
+		Owner: r.Owner, Generation: r.Generation, ExpiresAt: r.ExpiresAt, GroupDeleted: r.GroupDeleted,
 	}
 }
 

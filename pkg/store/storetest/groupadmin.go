@@ -184,7 +184,9 @@ func testDeleteGroup(ctx context.Context, t *testing.T, m store.MetaStore) {
 	wantAssignment(ctx, t, m, other, ao)
 	// The assignment rows stay, fenced: the lapsed owner cannot renew or commit, and a
 	// group created again under the name continues the generations.
-	wantAssignment(ctx, t, m, k, store.Assignment{Group: k.group, Topic: k.topic, Partition: 0, Generation: a.Generation + 1, ExpiresAt: a.ExpiresAt})
+	// The fenced row is marked, so a host that remembers the group still learns it was
+	// deleted at its next lease.
+	wantAssignment(ctx, t, m, k, store.Assignment{Group: k.group, Topic: k.topic, Partition: 0, Generation: a.Generation + 1, ExpiresAt: a.ExpiresAt, GroupDeleted: true})
 	if _, err := m.RenewLease(ctx, k.group, k.topic, 0, "m", a.Generation, at(3000)); !errors.Is(err, store.ErrFenced) {
 		t.Fatalf("RenewLease after DeleteGroup: %v, want ErrFenced", err)
 	}
@@ -192,7 +194,14 @@ func testDeleteGroup(ctx context.Context, t *testing.T, m store.MetaStore) {
 		t.Fatalf("Commit after DeleteGroup: %v, want ErrFenced", err)
 	}
 	again := acquire(ctx, t, m, k, "m", 4000, 5000)
-	if again.Generation != a.Generation+2 {
-		t.Fatalf("AcquireLease after DeleteGroup: generation %d, want %d", again.Generation, a.Generation+2)
+	if again.Generation != a.Generation+2 || !again.GroupDeleted {
+		t.Fatalf("AcquireLease after DeleteGroup = %+v: want generation %d, GroupDeleted", again, a.Generation+2)
+	}
+	wantAssignment(ctx, t, m, k, store.Assignment{Group: k.group, Topic: k.topic, Partition: 0, Owner: "m", Generation: a.Generation + 2, ExpiresAt: at(5000)})
+	if next := acquire(ctx, t, m, k, "m", 4500, 6000); next.GroupDeleted {
+		t.Fatalf("the second AcquireLease after DeleteGroup = %+v: the mark must be cleared by the first", next)
+	}
+	if o := acquire(ctx, t, m, other, "m", 2500, 100_000); o.GroupDeleted {
+		t.Fatalf("AcquireLease of another group's row = %+v: not deleted", o)
 	}
 }

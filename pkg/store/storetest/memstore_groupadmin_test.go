@@ -82,6 +82,7 @@ func (s *memStore) DeleteGroup(_ context.Context, group string, now time.Time) e
 			}
 			a.Owner = ""
 			a.Generation++
+			a.GroupDeleted = s.bug != "DeleteGroupLeavesNoMark"
 			s.assignments[k] = a
 		}
 	}

@@ -510,8 +510,10 @@ func (s *memStore) AcquireLease(_ context.Context, group, topic string, partitio
 	if !ok || a.Owner != member || s.bug != "ReacquireKeepsGeneration" {
 		a.Generation++
 	}
+	deleted := a.GroupDeleted && s.bug != "AcquireForgetsGroupDeleted"
 	a = store.Assignment{Group: group, Topic: topic, Partition: partition, Owner: member, Generation: a.Generation, ExpiresAt: s.storeTime(expiresAt)}
 	s.assignments[k] = a
+	a.GroupDeleted = deleted
 	return a, nil
 }
 

@@ -117,6 +117,8 @@ func TestMutants(t *testing.T) {
 		"LiveMembersInclusive":        "MetaStore/Groups/MembersHeartbeatLiveRemove",
 		"DeleteGroupIgnoresMembers":   "GroupAdminStore/Groups/DeleteGroupRefusedWhileActive",
 		"DeleteGroupDropsAssignments": "GroupAdminStore/Groups/DeleteGroupRemovesAndFences",
+		"DeleteGroupLeavesNoMark":     "GroupAdminStore/Groups/DeleteGroupRemovesAndFences",
+		"AcquireForgetsGroupDeleted":  "GroupAdminStore/Groups/DeleteGroupRemovesAndFences",
 	} {
 		t.Run(bug, func(t *testing.T) {
 			t.Parallel()
