@@ -53,9 +53,14 @@ type Attributes struct {
 	// has one.
 	ObjectPrefix string
 	// HTTPAPIID is the HTTP API's id (for GrantProduce and GrantConsume); NoHTTPAPI for
-	// a deployment reached by its function URL only, whose route grants are then an
-	// error (give lambda:InvokeFunctionUrl on its api function instead).
+	// a deployment reached by its function URL only.
 	HTTPAPIID string
+	// APIFunctionArn is the api function's ARN. An attached app's GrantProduce and
+	// GrantConsume grant calling its function URL by it as well as the HTTP API's
+	// routes: whichever the deployment does not have (front door apigateway or
+	// function-url) grants nothing, and with imported attributes (tokens) the attaching
+	// app cannot tell which it has.
+	APIFunctionArn string
 	// DispatchRoleArn is the dispatch function's role: Subscribe lets it invoke the
 	// subscribed function (a resource policy on that function).
 	DispatchRoleArn string
@@ -76,6 +81,7 @@ var exported = []exportedAttr{
 	{"TablePrefix", func(a *Attributes) *string { return &a.TablePrefix }},
 	{"BucketName", func(a *Attributes) *string { return &a.BucketName }},
 	{"HttpApiId", func(a *Attributes) *string { return &a.HTTPAPIID }},
+	{"ApiFunctionArn", func(a *Attributes) *string { return &a.APIFunctionArn }},
 	{"DispatchRoleArn", func(a *Attributes) *string { return &a.DispatchRoleArn }},
 	{"SubscriptionsPath", func(a *Attributes) *string { return &a.SubscriptionsPath }},
 }
@@ -103,6 +109,7 @@ func (s *Strata) Attributes() Attributes {
 		BucketName:        *s.Bucket.BucketName(),
 		ObjectPrefix:      s.props.ObjectPrefix,
 		HTTPAPIID:         apiID,
+		APIFunctionArn:    *s.Functions[deploy.FunctionAPI].FunctionArn(),
 		DispatchRoleArn:   *s.Functions[deploy.FunctionDispatch].Role().RoleArn(),
 		SubscriptionsPath: s.subsPath,
 	}
@@ -180,6 +187,7 @@ func Attach(scope constructs.Construct, id string, attrs Attributes) (*Attached,
 			HttpApiId: jsii.String(attrs.HTTPAPIID),
 		})
 	}
+	a.t.urlFunction = jsii.String(attrs.APIFunctionArn)
 	return a, nil
 }
 

@@ -256,7 +256,7 @@ func jsonEq(a, b any) bool {
 func TestAttachRefuses(t *testing.T) {
 	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
 	st := awscdk.NewStack(app, jsii.String("S"), nil)
-	good := strata.Attributes{TablePrefix: "Strata-", BucketName: "strata-segments-1", HTTPAPIID: "abc", DispatchRoleArn: "arn:aws:iam::1:role/d", SubscriptionsPath: "/strata/Strata-subscriptions"}
+	good := strata.Attributes{TablePrefix: "Strata-", BucketName: "strata-segments-1", HTTPAPIID: "abc", APIFunctionArn: "arn:aws:lambda:us-east-1:1:function:api", DispatchRoleArn: "arn:aws:iam::1:role/d", SubscriptionsPath: "/strata/Strata-subscriptions"}
 	for _, tc := range []struct {
 		name string
 		mod  func(*strata.Attributes)
@@ -380,5 +380,78 @@ func TestSubscriptionsWhoseNamesJoinAlike(t *testing.T) {
 	}
 	if n := len(tp.OfType("AWS::SSM::Parameter")); n != 4 {
 		t.Errorf("%d parameters, want 4", n)
+	}
+}
+
+// TestAttachedGrantsOnAFunctionURLDeployment: a deployment reached by its function URL
+// alone exports its api function's ARN, and an attached app's GrantProduce and
+// GrantConsume grant calling that URL (lambda:InvokeFunctionUrl with IAM auth, and
+// lambda:InvokeFunction through the URL) on the imported ARN, beside the route grants
+// (on the API id "none": a valid ARN granting nothing). Before, they were an error there:
+// the export named no HTTP API and nothing else to grant on.
+func TestAttachedGrantsOnAFunctionURLDeployment(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	depStack := awscdk.NewStack(app, jsii.String("UrlDep"), nil)
+	s, err := strata.New(depStack, "Strata", strata.Props{AssetDir: dir, FrontDoor: strata.FrontDoorFunctionURL,
+		APIGrants: `{"arn:aws:iam::123456789012:role/producer":[{"resource":"topic:orders","ops":["append"]}]}`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := s.Attributes(); a.HTTPAPIID != strata.NoHTTPAPI || a.APIFunctionArn == "" {
+		t.Fatalf("attributes %+v: want no HTTP API and the api function's ARN", a)
+	}
+	if err := s.Export("UrlDep"); err != nil {
+		t.Fatal(err)
+	}
+	dep, err := tmpl.New(assertions.Template_FromStack(depStack, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := false
+	for _, o := range dep.Outputs {
+		exported = exported || (o.Export != nil && o.Export.Name == strata.ExportName("UrlDep", "ApiFunctionArn"))
+	}
+	if !exported {
+		t.Fatal("the deployment does not export UrlFunctionArn")
+	}
+
+	other := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	subStack := awscdk.NewStack(other, jsii.String("Shop"), nil)
+	a, err := strata.Attach(subStack, "Strata", strata.ImportAttributes("UrlDep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	producer := awsiam.NewRole(subStack, jsii.String("Producer"), &awsiam.RoleProps{AssumedBy: awsiam.NewAccountPrincipal(jsii.String("123456789012"))})
+	if _, err := a.GrantProduce(producer, "orders"); err != nil {
+		t.Fatalf("GrantProduce on a function-URL deployment: %v", err)
+	}
+	if _, err := a.GrantConsume(producer, "billing", "orders"); err != nil {
+		t.Fatalf("GrantConsume on a function-URL deployment: %v", err)
+	}
+	sub, err := tmpl.New(assertions.Template_FromStack(subStack, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sts, _, err := sub.RoleStatements(roleOf(t, sub, "Producer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	urlGrants := 0
+	for _, st := range sts {
+		raw, _ := json.Marshal(st)
+		onFunction := strings.Contains(string(raw), strata.ExportName("UrlDep", "ApiFunctionArn"))
+		switch {
+		case slices.Equal(st.Actions, []string{"execute-api:Invoke"}):
+		case slices.Contains(st.Actions, "lambda:InvokeFunctionUrl") || slices.Contains(st.Actions, "lambda:InvokeFunction"):
+			if !onFunction {
+				t.Errorf("statement %s: not on the imported api function ARN", raw)
+			}
+			urlGrants++
+		default:
+			t.Errorf("unexpected statement %s", raw)
+		}
+	}
+	if urlGrants != 2 { // InvokeFunctionUrl and InvokeFunction (produce's and consume's are one)
+		t.Errorf("%d function URL statements, want 2: %+v", urlGrants, sts)
 	}
 }

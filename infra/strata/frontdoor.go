@@ -35,7 +35,8 @@ func (f FrontDoor) apiGateway() bool  { return f == FrontDoorAPIGateway || f == 
 func (f FrontDoor) functionURL() bool { return f == FrontDoorFunctionURL || f == FrontDoorBoth }
 
 // NoHTTPAPI is the HttpApiId a deployment without an HTTP API (FrontDoorFunctionURL)
-// exports: an attached app's route grants have no API to name then.
+// exports: an attached app's route grants name an API that does not exist then (a valid
+// ARN granting nothing) beside its function URL grants (Attributes.APIFunctionArn).
 const NoHTTPAPI = "none"
 
 // accountRE is a 12-digit AWS account id.
