@@ -315,3 +315,49 @@ func TestIdempotentAppendReadsOneClaim(t *testing.T) {
 		t.Errorf("a retry made %d GetItem and %d PutObject requests, want 1 and 0", n, puts)
 	}
 }
+
+// TestTailPollQueriesTheIndexOnce: a consumer reading on from where its last poll ended
+// asks at an entry's base, and its poll makes one index Query on DynamoDB (it made two:
+// the entry holding the offset, then those after it); from inside an entry it makes two
+// and returns the records from that offset on.
+func TestTailPollQueriesTheIndexOnce(t *testing.T) {
+	ctx := context.Background()
+	counter := awscount.New()
+	s := backendtest.AWSWith(ctx, t, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) })
+	l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateTopic(ctx, "tail", 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	for _, vs := range [][]string{{"a", "b"}, {"c", "d"}, {"e", "f"}} {
+		if _, err := l.AppendBlocks(ctx, "tail", []log.Block{{Partition: 0, Data: encode(t, 1, vs...)}}, log.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct {
+		from    int64
+		queries int64
+		first   string
+	}{{0, 1, "a"}, {2, 1, "c"}, {4, 1, "e"}, {3, 2, "d"}, {5, 2, "f"}} {
+		counter.Reset()
+		res, err := l.Poll(ctx, "tail", 0, tc.from, log.PollOptions{MaxRecords: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := counter.Requests("DynamoDB.Query"); n != tc.queries {
+			t.Errorf("poll from %d: %d Query requests, want %d", tc.from, n, tc.queries)
+		}
+		if len(res.Records) != int(6-tc.from) || string(res.Records[0].Value) != tc.first || res.NextOffset != 6 {
+			t.Errorf("poll from %d: %d records from %q, next %d; want %d from %q, next 6", tc.from, len(res.Records), firstValue(res), res.NextOffset, 6-tc.from, tc.first)
+		}
+	}
+}
+
+func firstValue(r log.PollResult) string {
+	if len(r.Records) == 0 {
+		return ""
+	}
+	return string(r.Records[0].Value)
+}

@@ -239,8 +239,10 @@ func (s *MetaStore) LastIndexEntry(ctx context.Context, topic string, partition 
 	return e, err == nil, err
 }
 
-// IndexEntries is two queries: the greatest base <= from (descending, one item), then
-// the entries after from (ascending, up to the rest of limit).
+// IndexEntries is the entries from the one holding from: one query of the entries at
+// or after from (ascending), and only when the first of them does not begin at from a
+// second for the greatest base below it (descending, one item). A consumer reading on
+// from where its last poll ended asks at an entry's base, so a tail poll costs one query.
 func (s *MetaStore) IndexEntries(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error) {
 	if limit <= 0 {
 		return nil, nil
@@ -248,9 +250,26 @@ func (s *MetaStore) IndexEntries(ctx context.Context, topic string, partition in
 	op := fmt.Sprintf("index entries of %s/%d from %d", topic, partition, from)
 	names := map[string]string{"#tp": attrTP, "#bo": attrBaseOffset}
 	values := item{":tp": avS(tpKey(topic, partition)), ":from": avN(from)}
-	first, err := s.queryAll(ctx, op, &dynamodb.QueryInput{
+	later, err := s.queryAll(ctx, op, &dynamodb.QueryInput{
 		TableName:                 aws.String(s.index),
-		KeyConditionExpression:    aws.String("#tp = :tp AND #bo <= :from"),
+		KeyConditionExpression:    aws.String("#tp = :tp AND #bo >= :from"),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+		ScanIndexForward:          aws.Bool(true),
+	}, limit)
+	if err != nil {
+		return nil, err
+	}
+	es, err := decodeIndexItems(later)
+	if err != nil {
+		return nil, err
+	}
+	if len(es) > 0 && es[0].BaseOffset == from {
+		return es, nil
+	}
+	below, err := s.queryAll(ctx, op, &dynamodb.QueryInput{
+		TableName:                 aws.String(s.index),
+		KeyConditionExpression:    aws.String("#tp = :tp AND #bo < :from"),
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 		ScanIndexForward:          aws.Bool(false),
@@ -258,23 +277,15 @@ func (s *MetaStore) IndexEntries(ctx context.Context, topic string, partition in
 	if err != nil {
 		return nil, err
 	}
-	if rest := limit - len(first); rest > 0 {
-		later, err := s.queryAll(ctx, op, &dynamodb.QueryInput{
-			TableName:                 aws.String(s.index),
-			KeyConditionExpression:    aws.String("#tp = :tp AND #bo > :from"),
-			ExpressionAttributeNames:  names,
-			ExpressionAttributeValues: values,
-			ScanIndexForward:          aws.Bool(true),
-		}, rest)
-		if err != nil {
-			return nil, err
-		}
-		first = append(first, later...)
+	holding, err := decodeIndexItems(below)
+	if err != nil {
+		return nil, err
 	}
-	if len(first) == 0 {
+	es = append(holding, es...)
+	if len(es) == 0 {
 		return nil, nil
 	}
-	return decodeIndexItems(first)
+	return es[:min(len(es), limit)], nil
 }
 
 // GetIdempotency reads the (key, partition) row.
