@@ -74,6 +74,12 @@ func runDemoSize(ctx context.Context, w, progress io.Writer, size demoSize) erro
 	if _, err := c.CreateTopic(ctx, demoTopic+".dlq", client.TopicConfig{Partitions: 1}); err != nil {
 		return err
 	}
+	// billing's dead-letter topic is the group's setting, as an operator sets it: every
+	// consumer of the group reads it (a consumer's own DeadLetterTopic would override it,
+	// and say so in a log line per partition run).
+	if _, err := c.SetGroupSettings(ctx, "billing", client.GroupSettings{ResetPolicy: "earliest", MaxAttempts: 5, DeadLetterTopic: demoTopic + ".dlq"}); err != nil {
+		return err
+	}
 	fmt.Fprintf(w, "created topic %q with %d partitions\n\n", demoTopic, demoPartitions)
 
 	appended, err := produceOrders(ctx, w, progress, c, size)
@@ -182,7 +188,7 @@ func (d *demo) runBilling(ctx context.Context) error {
 	}
 	mk := func(member string, coord consumer.Coordinator, h consumer.Handler) (*consumer.Consumer, error) {
 		return consumer.New(d.rt.Log(), coord, consumer.Config{Group: "billing", Topic: demoTopic, Member: member,
-			Handler: h, Workers: 4, OrderedKeys: true, DeadLetterTopic: demoTopic + ".dlq",
+			Handler: h, Workers: 4, OrderedKeys: true,
 			LeaseTTL: demoLeaseTTL, CommitInterval: 200 * time.Millisecond, PollWait: 100 * time.Millisecond,
 			Metrics: d.rt.Metrics()})
 	}
