@@ -365,6 +365,9 @@ func TestStrataRoles(t *testing.T) {
 			"sqs:GetQueueAttributes,sqs:GetQueueUrl,sqs:SendMessage on <GetAtt:" + queue + ".Arn>",
 			// the subscriptions other apps attach: the deployment's path only
 			"ssm:GetParametersByPath on arn:<Ref:AWS::Partition>:ssm:<Ref:AWS::Region>:<Ref:AWS::AccountId>:parameter/strata/Strata-subscriptions",
+			// the members table of a commit whose appender stopped (materialising)
+			"s3:GetObject on " + objects,
+			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
 		},
 		deploy.FunctionRetention: {
 			"s3:DeleteObject on " + objects,

@@ -58,7 +58,8 @@ var (
 //     of a group (a scan) and their release. Members are the
 //     balancer's, which runs beside long-running consumers, never behind the API.
 //   - dispatch reads the sequencer's stream, materialises index entries (an index query,
-//     a write-once entry, and the idempotency claim of an idempotent commit), and decides
+//     a write-once entry, and the idempotency claims of an idempotent commit, made from
+//     the members table it reads from the batch's segment object), and decides
 //     from topics, high watermarks, commits and leases whom to invoke. Reading a
 //     partition's counter seeds it when missing (the migration), a put on the sequencer.
 //   - retention advances log starts on the sequencer items (seeding them like dispatch),

@@ -562,7 +562,22 @@ func (s *Strata) tableStatements(name string) []awsiam.PolicyStatement {
 			Sid:       jsii.String("AttachedSubscriptions"),
 			Actions:   jsii.Strings("ssm:GetParametersByPath"),
 			Resources: &[]*string{parameterArn(s, s.subsPath)},
-		}))
+		}),
+			// Materialising a commit of idempotent members whose appender stopped reads
+			// the batch object's members table to make their claims.
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:       jsii.String("SegmentsRead"),
+				Actions:   jsii.Strings(objectRead...),
+				Resources: &[]*string{objects},
+			}),
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:       jsii.String("SegmentsList"),
+				Actions:   jsii.Strings("s3:ListBucket"),
+				Resources: &[]*string{s.Bucket.BucketArn()},
+				Conditions: &map[string]any{
+					"StringLike": map[string]any{"s3:prefix": []string{s.segmentPrefix() + "*"}},
+				},
+			}))
 	case deploy.FunctionRetention:
 		out = append(out,
 			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{

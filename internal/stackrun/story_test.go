@@ -184,6 +184,15 @@ func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
 		t.Errorf("the dead-letter topic %s holds %d records, want the poison record (the group's settings: 3 attempts, dead-letter to %s)", deadLetterTopic, deadLettered, deadLetterTopic)
 	}
 
+	// An api host that dies after an idempotent append's commit, before its entry and
+	// claim: dispatch indexes the commit from the stream (reading the batch object's
+	// members table under its own role), and the record becomes readable.
+	crashed := crashedAppender(ctx, t, st, c)
+	st.WaitFor(ctx, func() bool {
+		res, err := c.Poll(ctx, crashed, 0, 0, client.PollOptions{MaxRecords: 10})
+		return err == nil && len(res.Records) == 1
+	}, 2*time.Minute, "dispatch indexes the crashed appender's commit")
+
 	// A topic created without a partition count gets the stack's default.
 	top, err := c.CreateTopic(ctx, "defaults", client.TopicConfig{})
 	if err == nil {
