@@ -54,26 +54,12 @@ func DecodeSequencerImage(it map[string]types.AttributeValue) (store.SeqState, e
 		LogStart:   d.num(attrLogStart, false),
 	}
 	if _, ok := it[attrCObject]; ok && d.err == nil {
-		count := d.num(attrCCount, true)
-		c := &store.SeqCommit{
-			Entry: store.IndexEntry{
-				Topic: st.Topic, Partition: st.Partition, BaseOffset: st.NextOffset - count, Count: count,
-				ObjectKey: d.str(attrCObject, true), ByteOffset: d.num(attrCByteOff, true), ByteLength: d.num(attrCByteLen, true),
-				MaxTimestamp: d.time(attrCMaxTs), AppendedAt: d.time(attrCAt), ExpiresAt: d.time(attrCExpires),
-			},
-			IdempotencyKey: d.str(attrCIdem, false),
-			BodyHash:       d.str(attrCHash, false),
-			Seq:            st.NextSeq,
+		c := d.commit(d.payload(partPayload), partBlock, st.Topic, st.Partition)
+		c.Entry.BaseOffset, c.Seq = st.NextOffset-c.Entry.Count, st.NextSeq
+		if c.Entry.Count < 1 || c.Entry.BaseOffset < 0 {
+			d.fail(attrCCount, "%d does not fit next_offset %d", c.Entry.Count, st.NextOffset)
 		}
-		if mt := d.str(attrCMembers, false); mt != "" {
-			if n, _ := fmt.Sscanf(mt, "%d:%d", &c.MembersOffset, &c.MembersLength); n != 2 || c.MembersOffset < 0 || c.MembersLength < 1 {
-				d.fail(attrCMembers, "%q is not offset:length", mt)
-			}
-		}
-		if count < 1 || c.Entry.BaseOffset < 0 {
-			d.fail(attrCCount, "%d does not fit next_offset %d", count, st.NextOffset)
-		}
-		st.Last = c
+		st.Last = &c
 	}
 	if d.err == nil && st.Partition < 0 {
 		d.fail(attrPartition, "%d is negative", st.Partition)
@@ -85,6 +71,59 @@ func DecodeSequencerImage(it map[string]types.AttributeValue) (store.SeqState, e
 		return store.SeqState{}, d.err
 	}
 	return st, nil
+}
+
+// payload is the part of a commit item's newest write that its commits share: the
+// segment object, its times and the members table's place in the object. A partition
+// item and a topic item hold it under their own names (payloadAttrs); one decoder reads
+// both.
+type payload struct {
+	obj                    string
+	at, exp                time.Time
+	membersOff, membersLen int64
+}
+
+// payloadAttrs names a payload's attributes on one kind of commit item.
+type payloadAttrs struct{ obj, at, exp, members string }
+
+// blockAttrs names one commit's block fields on one kind of commit item.
+type blockAttrs struct{ count, boff, blen, maxts, idem, hash string }
+
+var (
+	partPayload = payloadAttrs{obj: attrCObject, at: attrCAt, exp: attrCExpires, members: attrCMembers}
+	partBlock   = blockAttrs{count: attrCCount, boff: attrCByteOff, blen: attrCByteLen, maxts: attrCMaxTs, idem: attrCIdem, hash: attrCHash}
+)
+
+// payload decodes the payload under the names a; a members table that is not
+// "offset:length" (avMembers) fails the decoder.
+func (d *decoder) payload(a payloadAttrs) payload {
+	p := payload{obj: d.str(a.obj, true), at: d.time(a.at), exp: d.time(a.exp)}
+	if mt := d.str(a.members, false); mt != "" {
+		if n, _ := fmt.Sscanf(mt, "%d:%d", &p.membersOff, &p.membersLen); n != 2 || p.membersOff < 0 || p.membersLen < 1 {
+			d.fail(a.members, "%q is not offset:length", mt)
+		}
+	}
+	return p
+}
+
+// commit decodes one commit's block under the names a, in topic/partition, with its
+// write's payload p. Its base and commit number are the caller's to set: they follow
+// from the item's counters.
+func (d *decoder) commit(p payload, a blockAttrs, topic string, partition int32) store.SeqCommit {
+	return store.SeqCommit{
+		Entry: store.IndexEntry{Topic: topic, Partition: partition, Count: d.num(a.count, true),
+			ObjectKey: p.obj, ByteOffset: d.num(a.boff, true), ByteLength: d.num(a.blen, true),
+			MaxTimestamp: d.time(a.maxts), AppendedAt: p.at, ExpiresAt: p.exp},
+		IdempotencyKey: d.str(a.idem, false),
+		BodyHash:       d.str(a.hash, false),
+		MembersOffset:  p.membersOff,
+		MembersLength:  p.membersLen,
+	}
+}
+
+// avMembers encodes a members table's place in its object as payload decodes it.
+func avMembers(offset, length int64) types.AttributeValue {
+	return avS(fmt.Sprintf("%d:%d", offset, length))
 }
 
 // commitRetryer retries a sequencer add only after errors that prove the request was
@@ -180,7 +219,7 @@ func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 	}
 	if c.MembersLength > 0 {
 		set += ", #cmt = :mt"
-		values[":mt"] = avS(fmt.Sprintf("%d:%d", c.MembersOffset, c.MembersLength))
+		values[":mt"] = avMembers(c.MembersOffset, c.MembersLength)
 	} else {
 		removed = append(removed, "#cmt")
 	}

@@ -41,6 +41,13 @@ const (
 	prefixStart   = "l"
 )
 
+// A topic item's payload is under b_* names; each commit of its list is
+// [partition, count, byte offset, byte length, max timestamp(, key, body hash)].
+var (
+	batchPayload = payloadAttrs{obj: attrBObject, at: attrBAt, exp: attrBExpires, members: attrBMembers}
+	batchBlock   = blockAttrs{count: "1", boff: "2", blen: "3", maxts: "4", idem: "5", hash: "6"}
+)
+
 func topicItemKey(topic string) item { return item{attrTP: avS(topic + topicItemTail)} }
 
 // partCounters are one partition's counters on a topic item.
@@ -177,13 +184,9 @@ func decodeBatch(d *decoder, t batchItem) []store.SeqCommit {
 		d.fail(attrBCommits, "empty")
 		return nil
 	}
-	obj, at, exp := d.str(attrBObject, true), d.time(attrBAt), d.time(attrBExpires)
-	var mto, mtl int64
-	if mt := d.str(attrBMembers, false); mt != "" {
-		if n, _ := fmt.Sscanf(mt, "%d:%d", &mto, &mtl); n != 2 || mto < 0 || mtl < 1 {
-			d.fail(attrBMembers, "%q is not offset:length", mt)
-			return nil
-		}
+	pl := d.payload(batchPayload)
+	if d.err != nil {
+		return nil
 	}
 	total, seen := map[int32]int64{}, map[int32]int64{}
 	out := make([]store.SeqCommit, 0, len(list.Value))
@@ -198,13 +201,7 @@ func decodeBatch(d *decoder, t batchItem) []store.SeqCommit {
 			fd.it[strconv.Itoa(j)] = f
 		}
 		p := fd.int32("0", true)
-		c := store.SeqCommit{Entry: store.IndexEntry{Topic: t.topic, Partition: p, Count: fd.num("1", true),
-			ObjectKey: obj, ByteOffset: fd.num("2", true), ByteLength: fd.num("3", true),
-			MaxTimestamp: fd.time("4"), AppendedAt: at, ExpiresAt: exp}}
-		if len(fields.Value) == 7 {
-			c.IdempotencyKey, c.BodyHash = fd.str("5", true), fd.str("6", true)
-		}
-		c.MembersOffset, c.MembersLength = mto, mtl
+		c := fd.commit(pl, batchBlock, t.topic, p)
 		if fd.err != nil {
 			d.fail(attrBCommits, "commit %d: %v", i, fd.err)
 			return nil
@@ -317,7 +314,7 @@ func (s *MetaStore) sequenceTopic(ctx context.Context, cs []store.SeqCommit) ([]
 	for _, c := range cs {
 		if c.MembersLength > 0 {
 			members = ", #bm = :bm"
-			values[":bm"] = avS(fmt.Sprintf("%d:%d", c.MembersOffset, c.MembersLength))
+			values[":bm"] = avMembers(c.MembersOffset, c.MembersLength)
 			break
 		}
 	}
