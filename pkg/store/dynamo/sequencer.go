@@ -236,37 +236,55 @@ func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 	}
+	return sendCommit(ctx, s, op, in, func(it item) (store.SeqCommit, error) {
+		st, err := DecodeSequencerImage(it)
+		if err != nil || st.Last == nil {
+			return store.SeqCommit{}, fmt.Errorf("dynamo: %s: decode the updated counter: %w", op, err)
+		}
+		s.observe(tp, st.NextOffset)
+		c.Entry.BaseOffset, c.Seq = st.Last.Entry.BaseOffset, st.NextSeq
+		c.Entry.Duplicate, c.Entry.Skip, c.Materialized, c.Claim, c.Claims = false, "", false, nil, nil
+		return c, nil
+	}, func() error {
+		_, err := s.Sequencer(ctx, e.Topic, e.Partition)
+		return err
+	}, func(cause error) (store.SeqCommit, bool, error) {
+		return s.resolveCommit(ctx, op, c, lo, cause)
+	})
+}
+
+// sendCommit sends the sequencer add in and decodes its answer (decode). The add is
+// conditional on the item existing: when it does not, seed creates it and the add is
+// sent once more. An error that does not prove the add unapplied is resolved (resolve:
+// the result, or applied false when the add is proven not applied, which may then be
+// sent again, at most maxResends times).
+func sendCommit[T any](ctx context.Context, s *MetaStore, op string, in *dynamodb.UpdateItemInput,
+	decode func(item) (T, error), seed func() error, resolve func(cause error) (T, bool, error)) (T, error) {
+	var zero T
 	seeded, resends := false, 0
 	for {
 		out, err := s.client.UpdateItem(ctx, in, func(o *dynamodb.Options) { o.Retryer = commitRetryer() })
 		if err == nil {
-			st, err := DecodeSequencerImage(out.Attributes)
-			if err != nil || st.Last == nil {
-				return store.SeqCommit{}, fmt.Errorf("dynamo: %s: decode the updated counter: %w", op, err)
-			}
-			s.observe(tp, st.NextOffset)
-			c.Entry.BaseOffset, c.Seq = st.Last.Entry.BaseOffset, st.NextSeq
-			c.Entry.Duplicate, c.Entry.Skip, c.Materialized, c.Claim, c.Claims = false, "", false, nil, nil
-			return c, nil
+			return decode(out.Attributes)
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if errors.As(err, &ccf) && !seeded {
 			seeded = true
-			if _, err := s.Sequencer(ctx, e.Topic, e.Partition); err != nil {
-				return store.SeqCommit{}, err
+			if err := seed(); err != nil {
+				return zero, err
 			}
 			continue
 		}
 		if notApplied(err) {
-			return store.SeqCommit{}, mapError(op, err)
+			return zero, mapError(op, err)
 		}
-		res, applied, rerr := s.resolveCommit(ctx, op, c, lo, err)
+		res, applied, rerr := resolve(err)
 		if applied || rerr != nil {
 			return res, rerr
 		}
 		// Proven not applied: the add may be sent again.
 		if resends >= maxResends || ctx.Err() != nil {
-			return store.SeqCommit{}, fmt.Errorf("dynamo: %s: not applied: %w: %w", op, store.ErrUnavailable, mapError(op, err))
+			return zero, fmt.Errorf("dynamo: %s: not applied: %w: %w", op, store.ErrUnavailable, mapError(op, err))
 		}
 		resends++
 	}

@@ -335,39 +335,20 @@ func (s *MetaStore) sequenceTopic(ctx context.Context, cs []store.SeqCommit) ([]
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 	}
-	seeded, resends := false, 0
-	for {
-		out, err := s.client.UpdateItem(ctx, in, func(o *dynamodb.Options) { o.Retryer = commitRetryer() })
-		if err == nil {
-			t, err := decodeBatchItem(out.Attributes)
-			if err != nil || !sameBatch(t.batch, cs) {
-				return nil, fmt.Errorf("dynamo: %s: decode the updated topic item: %w", op, errors.Join(err, store.ErrUnavailable))
-			}
-			for _, p := range parts {
-				s.observe(tpKey(topic, p), t.parts[p].next)
-			}
-			return assigned(cs, t.batch), nil
+	return sendCommit(ctx, s, op, in, func(it item) ([]store.SeqCommit, error) {
+		t, err := decodeBatchItem(it)
+		if err != nil || !sameBatch(t.batch, cs) {
+			return nil, fmt.Errorf("dynamo: %s: decode the updated topic item: %w", op, errors.Join(err, store.ErrUnavailable))
 		}
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) && !seeded {
-			seeded = true
-			if err := s.putTopicItem(ctx, topic); err != nil {
-				return nil, err
-			}
-			continue
+		for _, p := range parts {
+			s.observe(tpKey(topic, p), t.parts[p].next)
 		}
-		if notApplied(err) {
-			return nil, mapError(op, err)
-		}
-		res, applied, rerr := s.resolveBatch(ctx, op, cs, lo, err)
-		if applied || rerr != nil {
-			return res, rerr
-		}
-		if resends >= maxResends || ctx.Err() != nil {
-			return nil, fmt.Errorf("dynamo: %s: not applied: %w: %w", op, store.ErrUnavailable, mapError(op, err))
-		}
-		resends++
-	}
+		return assigned(cs, t.batch), nil
+	}, func() error {
+		return s.putTopicItem(ctx, topic)
+	}, func(cause error) ([]store.SeqCommit, bool, error) {
+		return s.resolveBatch(ctx, op, cs, lo, cause)
+	})
 }
 
 // sameBatch reports whether the item's newest batch is cs (same blocks, same order).
