@@ -491,6 +491,13 @@ func (s *MetaStore) putCounter(ctx context.Context, topic string, partition int3
 	it[attrNextOffset] = avN(next)
 	it[attrNextSeq] = avN(0)
 	it[attrLogStart] = avN(logStart)
+	return s.createSequencerItem(ctx, op, it)
+}
+
+// createSequencerItem puts the sequencer item it only if no item has its key. An item
+// there already is no error: it was created first by another seeder or a commit, whose
+// counters must not be reset.
+func (s *MetaStore) createSequencerItem(ctx context.Context, op string, it item) error {
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                aws.String(s.sequencer),
 		Item:                     it,
@@ -500,7 +507,7 @@ func (s *MetaStore) putCounter(ctx context.Context, topic string, partition int3
 	if err != nil {
 		err = mapError(op, err)
 		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
-			return nil // seeded by someone else
+			return nil
 		}
 		return err
 	}

@@ -494,20 +494,7 @@ func (s *MetaStore) putTopicItem(ctx context.Context, topic string) error {
 	it := topicItemKey(topic)
 	it[attrTopic] = avS(topic)
 	it[attrBatches] = avN(0)
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(s.sequencer),
-		Item:                     it,
-		ConditionExpression:      aws.String("attribute_not_exists(#tp)"),
-		ExpressionAttributeNames: map[string]string{"#tp": attrTP},
-	})
-	if err != nil {
-		err = mapError("create topic item of "+topic, err)
-		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
-			return nil
-		}
-		return err
-	}
-	return nil
+	return s.createSequencerItem(ctx, "create topic item of "+topic, it)
 }
 
 // topicSequencer reads partition p's state from its topic item (strongly consistent);
