@@ -698,13 +698,20 @@ func (s *MetaStore) AdvanceLogStart(ctx context.Context, topic string, partition
 			continue
 		}
 		st, derr := DecodeSequencerImage(cf.item)
-		switch {
-		case derr != nil:
+		if derr != nil {
 			return fmt.Errorf("dynamo: %s: %w", op, derr)
-		case offset <= st.LogStart:
-			return nil
-		default:
-			return fmt.Errorf("dynamo: %s: above the high watermark %d: %w", op, st.NextOffset, store.ErrBeyondEnd)
 		}
+		return logStartRefused(op, offset, st)
 	}
+}
+
+// logStartRefused is the answer to an advance of the log start to offset whose
+// condition failed on the partition's state st: none when the log start is there
+// already (a repeated or overtaken advance), else ErrBeyondEnd, offset being above the
+// high watermark.
+func logStartRefused(op string, offset int64, st store.SeqState) error {
+	if offset <= st.LogStart {
+		return nil
+	}
+	return fmt.Errorf("dynamo: %s: above the high watermark %d: %w", op, st.NextOffset, store.ErrBeyondEnd)
 }

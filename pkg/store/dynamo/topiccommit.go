@@ -548,8 +548,5 @@ func (s *MetaStore) advanceTopicLogStart(ctx context.Context, topic string, p in
 		}
 		st = t.state(p)
 	}
-	if offset <= st.LogStart {
-		return nil
-	}
-	return fmt.Errorf("dynamo: %s: above the high watermark %d: %w", op, st.NextOffset, store.ErrBeyondEnd)
+	return logStartRefused(op, offset, st)
 }
