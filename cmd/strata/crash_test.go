@@ -141,21 +141,8 @@ func TestDevKill9Rounds(t *testing.T) {
 		})
 	})
 	t.Run("aws", func(t *testing.T) {
-		ctx := context.Background()
-		ep := awstest.Endpoint(t)
-		id := randomHex()
-		cfg := dynamo.Config{TablePrefix: "crash" + id + "-", Bucket: "strata-crash-" + id}
-		t.Cleanup(func() {
-			if err := s3store.DeleteBucket(ctx, awstest.S3Client(ctx, t), cfg.Bucket); err != nil {
-				t.Logf("cleanup bucket: %v", err)
-			}
-			if err := dynamo.Teardown(ctx, awstest.DynamoDBClient(ctx, t), cfg); err != nil {
-				t.Logf("cleanup tables: %v", err)
-			}
-		})
-		env := []string{"AWS_ENDPOINT_URL=" + ep, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=",
-			"AWS_REGION=" + awstest.Region, "AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
-			"STRATA_FAULT_RATE="}
+		cfg, env := emulatedDev(t, "crash")
+		env = append(env, "STRATA_FAULT_RATE=")
 		kill9Rounds(t, rounds, func() *devProc {
 			return startDevWith(t, env, "dev", "--backend", "aws", "--bootstrap", "--addr", "127.0.0.1:0",
 				"--bucket", cfg.Bucket, "--table-prefix", cfg.TablePrefix, "--retention-interval", "1h")
@@ -324,6 +311,27 @@ func kill9Rounds(t *testing.T, rounds int, start func() *devProc) {
 	if len(load.errors) > 0 {
 		t.Errorf("appends failed before any kill: %v", load.errors)
 	}
+}
+
+// emulatedDev names tables and a bucket of the test's own on the emulator
+// ("<kind><random>-", "strata-<kind>-<random>"), removed when the test ends, and returns
+// them with the environment a `strata dev --backend aws` child needs to reach the
+// emulator: test credentials and none of the machine's AWS files.
+func emulatedDev(t *testing.T, kind string) (dynamo.Config, []string) {
+	ctx := context.Background()
+	ep := awstest.Endpoint(t)
+	id := randomHex()
+	cfg := dynamo.Config{TablePrefix: kind + id + "-", Bucket: "strata-" + kind + "-" + id}
+	t.Cleanup(func() {
+		if err := s3store.DeleteBucket(ctx, awstest.S3Client(ctx, t), cfg.Bucket); err != nil {
+			t.Logf("cleanup bucket: %v", err)
+		}
+		if err := dynamo.Teardown(ctx, awstest.DynamoDBClient(ctx, t), cfg); err != nil {
+			t.Logf("cleanup tables: %v", err)
+		}
+	})
+	return cfg, []string{"AWS_ENDPOINT_URL=" + ep, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=",
+		"AWS_REGION=" + awstest.Region, "AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull}
 }
 
 func randomHex() string {

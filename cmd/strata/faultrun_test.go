@@ -11,9 +11,6 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/client"
-	"github.com/stratalog/strata/pkg/store/awstest"
-	"github.com/stratalog/strata/pkg/store/dynamo"
-	s3store "github.com/stratalog/strata/pkg/store/s3"
 )
 
 // TestFaultRunPlainAppends is the fault run of docs/RELIABILITY.md ("Plain appends under
@@ -37,19 +34,7 @@ func TestFaultRunPlainAppends(t *testing.T) {
 	}
 	const hosts, perHost = 4, 8
 	ctx := context.Background()
-	ep := awstest.Endpoint(t)
-	id := randomHex()
-	cfg := dynamo.Config{TablePrefix: "frun" + id + "-", Bucket: "strata-frun-" + id}
-	t.Cleanup(func() {
-		if err := s3store.DeleteBucket(ctx, awstest.S3Client(ctx, t), cfg.Bucket); err != nil {
-			t.Logf("cleanup bucket: %v", err)
-		}
-		if err := dynamo.Teardown(ctx, awstest.DynamoDBClient(ctx, t), cfg); err != nil {
-			t.Logf("cleanup tables: %v", err)
-		}
-	})
-	base := []string{"AWS_ENDPOINT_URL=" + ep, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=",
-		"AWS_REGION=" + awstest.Region, "AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull}
+	cfg, base := emulatedDev(t, "frun")
 	faults := append(append([]string{}, base...), "STRATA_FAULT_RATE=0.1",
 		"STRATA_FAULT_KINDS=before/500,before/timeout,after/500,after/timeout")
 	args := []string{"dev", "--backend", "aws", "--addr", "127.0.0.1:0", "--bucket", cfg.Bucket,

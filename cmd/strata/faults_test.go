@@ -12,9 +12,6 @@ import (
 
 	"github.com/stratalog/strata/internal/soak"
 	"github.com/stratalog/strata/pkg/client"
-	"github.com/stratalog/strata/pkg/store/awstest"
-	"github.com/stratalog/strata/pkg/store/dynamo"
-	s3store "github.com/stratalog/strata/pkg/store/s3"
 )
 
 // TestDevInjectedFaults: STRATA_FAULT_RATE is refused with the embedded backend, and
@@ -34,20 +31,8 @@ func TestDevInjectedFaults(t *testing.T) {
 	})
 	t.Run("aws", func(t *testing.T) {
 		ctx := context.Background()
-		ep := awstest.Endpoint(t)
-		id := randomHex()
-		cfg := dynamo.Config{TablePrefix: "fault" + id + "-", Bucket: "strata-fault-" + id}
-		t.Cleanup(func() {
-			if err := s3store.DeleteBucket(ctx, awstest.S3Client(ctx, t), cfg.Bucket); err != nil {
-				t.Logf("cleanup bucket: %v", err)
-			}
-			if err := dynamo.Teardown(ctx, awstest.DynamoDBClient(ctx, t), cfg); err != nil {
-				t.Logf("cleanup tables: %v", err)
-			}
-		})
-		env := []string{"AWS_ENDPOINT_URL=" + ep, "AWS_ACCESS_KEY_ID=test", "AWS_SECRET_ACCESS_KEY=test", "AWS_SESSION_TOKEN=",
-			"AWS_REGION=" + awstest.Region, "AWS_CONFIG_FILE=" + os.DevNull, "AWS_SHARED_CREDENTIALS_FILE=" + os.DevNull,
-			"STRATA_FAULT_RATE=0.1"}
+		cfg, env := emulatedDev(t, "fault")
+		env = append(env, "STRATA_FAULT_RATE=0.1")
 		p := startDevWith(t, env, "dev", "--backend", "aws", "--bootstrap", "--addr", "127.0.0.1:0",
 			"--bucket", cfg.Bucket, "--table-prefix", cfg.TablePrefix, "--retention-interval", "1h")
 		c, _ := client.New(p.url)

@@ -193,10 +193,7 @@ func TestAttachSubscribe(t *testing.T) {
 	// The rights: what an in-app subscription of the same topic, group and dead-letter
 	// topic gets, on the attached deployment's tables and bucket.
 	rights := func(tp *tmpl.Template, role string) map[string]string {
-		sts, _, err := tp.RoleStatements(roleOf(t, tp, role))
-		if err != nil {
-			t.Fatal(err)
-		}
+		sts := roleStatements(t, tp, role)
 		out := map[string]string{}
 		for _, st := range sts {
 			c, _ := json.Marshal(st.Condition)
@@ -335,10 +332,7 @@ func TestOneFunctionTwoSubscriptionsUniqueSids(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sts, _, err := tp.RoleStatements(roleOf(t, tp, "BothRole"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	sts := roleStatements(t, tp, "BothRole")
 	seen := map[string]bool{}
 	for _, x := range sts {
 		if x.Sid != "" && seen[x.Sid] {

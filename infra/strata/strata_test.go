@@ -307,20 +307,22 @@ func TestManagedInstances(t *testing.T) {
 	})
 }
 
+// roleStatements returns the statements of the role of tp whose logical id starts with
+// prefix (roleOf).
+func roleStatements(t *testing.T, tp *tmpl.Template, prefix string) []tmpl.Statement {
+	t.Helper()
+	sts, _, err := tp.RoleStatements(roleOf(t, tp, prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sts
+}
+
 // routeArns returns, for the role with logical id prefix, the execute-api routes it may
 // invoke as "METHOD /path", and fails on any other statement.
 func routeArns(t *testing.T, role string) []string {
 	t.Helper()
-	var roleID string
-	for _, id := range tpl.OfType("AWS::IAM::Role") {
-		if strings.HasPrefix(id, role) {
-			roleID = id
-		}
-	}
-	sts, _, err := tpl.RoleStatements(roleID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sts := roleStatements(t, tpl, role)
 	var out []string
 	for _, st := range sts {
 		if slices.Equal(st.Actions, []string{"lambda:InvokeFunctionUrl"}) || slices.Equal(st.Actions, []string{"lambda:InvokeFunction"}) {
@@ -375,16 +377,7 @@ func TestGrantConsume(t *testing.T) {
 // TestDeadLetterRights: a subscription with a dead-letter topic may append to it (and
 // only to it) on top of the consumer rights.
 func TestDeadLetterRights(t *testing.T) {
-	var roleID string
-	for _, id := range tpl.OfType("AWS::IAM::Role") {
-		if strings.HasPrefix(id, "UserRole") {
-			roleID = id
-		}
-	}
-	sts, _, err := tpl.RoleStatements(roleID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sts := roleStatements(t, tpl, "UserRole")
 	got := map[string]string{}
 	for _, st := range sts {
 		var res []string
@@ -419,16 +412,7 @@ func TestDeadLetterRights(t *testing.T) {
 // grant exactly the calls an append makes on S3 and DynamoDB — no DeleteItem, no
 // ConditionCheckItem, and segment puts only with If-None-Match (never an overwrite).
 func TestDeadLetterGrantIsWhatAnAppendCalls(t *testing.T) {
-	var roleID string
-	for _, id := range tpl.OfType("AWS::IAM::Role") {
-		if strings.HasPrefix(id, "UserRole") {
-			roleID = id
-		}
-	}
-	sts, _, err := tpl.RoleStatements(roleID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sts := roleStatements(t, tpl, "UserRole")
 	want := map[string]string{
 		"DeadLetterTopic":       "dynamodb:GetItem",
 		"DeadLetterSequencer":   "dynamodb:GetItem dynamodb:PutItem dynamodb:UpdateItem",
@@ -496,16 +480,7 @@ func TestFunctionURL(t *testing.T) {
 		}
 	}
 	for _, role := range []string{"Producer", "Consumer"} {
-		var roleID string
-		for _, id := range tpl.OfType("AWS::IAM::Role") {
-			if strings.HasPrefix(id, role) {
-				roleID = id
-			}
-		}
-		sts, _, err := tpl.RoleStatements(roleID)
-		if err != nil {
-			t.Fatal(err)
-		}
+		sts := roleStatements(t, tpl, role)
 		got := map[string]string{}
 		for _, st := range sts {
 			if len(st.Actions) == 1 && strings.HasPrefix(st.Actions[0], "lambda:") {
@@ -577,16 +552,7 @@ func TestFunctionURLAlone(t *testing.T) {
 	if want := []string{"arn:aws:iam::123456789012:role/producer", "arn:aws:iam::123456789012:role/producer"}; !slices.Equal(principals, want) {
 		t.Errorf("permission principals %q, want %q", principals, want)
 	}
-	var roleID string
-	for _, id := range u.OfType("AWS::IAM::Role") {
-		if strings.HasPrefix(id, "Producer") {
-			roleID = id
-		}
-	}
-	sts, _, err := u.RoleStatements(roleID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	sts := roleStatements(t, u, "Producer")
 	var actions []string
 	for _, st := range sts {
 		actions = append(actions, st.Actions...)

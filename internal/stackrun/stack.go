@@ -727,21 +727,8 @@ func (s *Stack) startAPI(callers []Caller) error {
 		byRoute[key] = fn
 	}
 	apiARN := fmt.Sprintf("arn:aws:execute-api:%s:%s:%s", Region, Account, apiID)
-	policies := map[string][]Statement{}
-	var principals []apigwtest.Principal
-	for _, c := range callers {
-		principals = append(principals, c.Principal)
-		var stmts []Statement
-		for _, st := range c.Statements {
-			st.Resources = append([]string(nil), st.Resources...)
-			for i, r := range st.Resources {
-				st.Resources[i] = strings.ReplaceAll(r, "{api}", apiARN)
-			}
-			stmts = append(stmts, st)
-		}
-		policies[c.Principal.AccessKeyID] = stmts
-	}
-	front, err := apigwtest.New(apigwtest.Config{
+	principals, policies := callerPolicies(callers, "{api}", apiARN)
+	front, url, err := s.serveFront(apigwtest.Config{
 		Region: Region, APIID: apiID, Stage: stage, AccountID: Account,
 		Principals: principals, Routes: routes,
 		// The route's IAM authorization: execute-api:Invoke on the request's ARN in the
@@ -764,21 +751,58 @@ func (s *Stack) startAPI(callers []Caller) error {
 			if !ok {
 				return nil, fmt.Errorf("stackrun: no integration for route %q", ev.RouteKey)
 			}
-			// API Gateway's integration timeout is 30 s.
-			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			return fn.Invoke(ctx, payload)
+			return invokeWithin(ctx, fn, payload)
 		}),
 	})
 	if err != nil {
 		return err
 	}
-	s.Front = front
+	s.Front, s.APIURL = front, url
+	s.t.Logf("stackrun: HTTP API %s (stage %s, %d routes) at %s", apiID, stage, len(routes), url)
+	return nil
+}
+
+// callerPolicies returns the callers' principals and their identity policies by access
+// key, with placeholder in the statements' resources standing for arn (the front's).
+func callerPolicies(callers []Caller, placeholder, arn string) ([]apigwtest.Principal, map[string][]Statement) {
+	policies := map[string][]Statement{}
+	var principals []apigwtest.Principal
+	for _, c := range callers {
+		principals = append(principals, c.Principal)
+		var stmts []Statement
+		for _, st := range c.Statements {
+			st.Resources = append([]string(nil), st.Resources...)
+			for i, r := range st.Resources {
+				st.Resources[i] = strings.ReplaceAll(r, placeholder, arn)
+			}
+			stmts = append(stmts, st)
+		}
+		policies[c.Principal.AccessKeyID] = stmts
+	}
+	return principals, policies
+}
+
+// serveFront builds the front cfg describes and serves it over HTTP until the test
+// ends; it returns the front and its URL.
+func (s *Stack) serveFront(cfg apigwtest.Config) (*apigwtest.Front, string, error) {
+	front, err := apigwtest.New(cfg)
+	if err != nil {
+		return nil, "", err
+	}
 	srv := httptest.NewServer(front)
 	s.t.Cleanup(srv.Close)
-	s.APIURL = srv.URL
-	s.t.Logf("stackrun: HTTP API %s (stage %s, %d routes) at %s", apiID, stage, len(routes), srv.URL)
-	return nil
+	return front, srv.URL, nil
+}
+
+// frontTimeout bounds one invocation through a front: API Gateway's integration
+// timeout, and the api function's timeout behind its URL, are both 30 s.
+const frontTimeout = 30 * time.Second
+
+// invokeWithin invokes fn with payload as a front does, within frontTimeout.
+func invokeWithin(ctx context.Context, fn *Function, payload []byte) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, frontTimeout)
+	defer cancel()
+	return fn.Invoke(ctx, payload)
 }
 
 // startFunctionURL serves the template's function URL (AWS::Lambda::Url, AuthType
@@ -827,22 +851,9 @@ func (s *Stack) startFunctionURL(callers []Caller) error {
 		}
 		return false
 	}
-	policies := map[string][]Statement{}
-	var principals []apigwtest.Principal
-	for _, c := range callers {
-		principals = append(principals, c.Principal)
-		var stmts []Statement
-		for _, st := range c.Statements {
-			st.Resources = append([]string(nil), st.Resources...)
-			for i, r := range st.Resources {
-				st.Resources[i] = strings.ReplaceAll(r, "{function}", fn.ARN)
-			}
-			stmts = append(stmts, st)
-		}
-		policies[c.Principal.AccessKeyID] = stmts
-	}
+	principals, policies := callerPolicies(callers, "{function}", fn.ARN)
 	urlID := strings.ToLower(s.Name) + "url"
-	front, err := apigwtest.New(apigwtest.Config{
+	front, url, err := s.serveFront(apigwtest.Config{
 		Region: Region, APIID: urlID, AccountID: Account, Service: apigwtest.ServiceLambda, FunctionARN: fn.ARN,
 		Principals: principals,
 		Authorize: func(_ context.Context, a apigwtest.Authorization) error {
@@ -854,19 +865,14 @@ func (s *Stack) startFunctionURL(callers []Caller) error {
 			return nil
 		},
 		Invoker: apigwtest.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
-			ctx, cancel := context.WithTimeout(ctx, 30*time.Second) // the api function's timeout
-			defer cancel()
-			return fn.Invoke(ctx, payload)
+			return invokeWithin(ctx, fn, payload)
 		}),
 	})
 	if err != nil {
 		return err
 	}
-	s.URLFront = front
-	srv := httptest.NewServer(front)
-	s.t.Cleanup(srv.Close)
-	s.FunctionURL = srv.URL
-	s.t.Logf("stackrun: function URL of %s (AWS_IAM) at %s", fn.Name, srv.URL)
+	s.URLFront, s.FunctionURL = front, url
+	s.t.Logf("stackrun: function URL of %s (AWS_IAM) at %s", fn.Name, url)
 	return nil
 }
 

@@ -148,6 +148,22 @@ func TestOffsets10And11FinishOutOfOrderThenCrash(t *testing.T) {
 	})
 }
 
+// runResult is what a consumer's Run returned.
+type runResult struct {
+	st  consumer.Stats
+	err error
+}
+
+// runAsync runs c on partition 0 in a goroutine; its result arrives on the channel.
+func runAsync(ctx context.Context, c *consumer.Consumer) <-chan runResult {
+	done := make(chan runResult, 1)
+	go func() {
+		st, err := c.Run(ctx, 0, consumer.RunOptions{})
+		done <- runResult{st, err}
+	}()
+	return done
+}
+
 func (f *fixture) committedOr(ctx context.Context, grp string) int64 {
 	c, err := f.coord.Committed(ctx, grp, "orders", 0)
 	if err != nil || c == nil {
@@ -227,15 +243,7 @@ func TestPausedConsumerResumesAfterReassignment(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		type result struct {
-			st  consumer.Stats
-			err error
-		}
-		done := make(chan result, 1)
-		go func() {
-			st, err := zombie.Run(ctx, 0, consumer.RunOptions{})
-			done <- result{st, err}
-		}()
+		done := runAsync(ctx, zombie)
 		<-paused
 		for f.committedOr(ctx, "billing") < 5 {
 			time.Sleep(time.Millisecond)

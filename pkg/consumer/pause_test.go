@@ -73,15 +73,7 @@ func pausedPastLease(t *testing.T, s backendtest.Stores, after string, skew time
 	if err != nil {
 		t.Fatal(err)
 	}
-	type result struct {
-		st  consumer.Stats
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		st, err := zombie.Run(ctx, 0, consumer.RunOptions{})
-		done <- result{st, err}
-	}()
+	done := runAsync(ctx, zombie)
 	select {
 	case <-paused:
 	case <-time.After(10 * time.Second):
@@ -118,7 +110,7 @@ func pausedPastLease(t *testing.T, s backendtest.Stores, after string, skew time
 
 	gate.set(false) // the process resumes
 	close(resume)
-	var res result
+	var res runResult
 	select {
 	case res = <-done:
 	case <-time.After(10 * time.Second):
@@ -165,15 +157,7 @@ func TestLeaseDeadlineIsLocal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			type result struct {
-				st  consumer.Stats
-				err error
-			}
-			done := make(chan result, 1)
-			go func() {
-				st, err := c.Run(ctx, 0, consumer.RunOptions{})
-				done <- result{st, err}
-			}()
+			done := runAsync(ctx, c)
 			for i := range 3 {
 				waitUntil(t, fmt.Sprintf("record %d to start (clock %v off)", i, skew), func() bool { return len(started.get()) > i })
 				release <- struct{}{}
@@ -190,7 +174,7 @@ func TestLeaseDeadlineIsLocal(t *testing.T) {
 			}
 			server.Advance(2 * time.Second) // past the local deadline
 			release <- struct{}{}           // record 4 completes; nothing more may start
-			var res result
+			var res runResult
 			select {
 			case res = <-done:
 			case <-time.After(10 * time.Second):

@@ -561,37 +561,7 @@ type PartitionOffset struct {
 // while any lease of the group on topic is live, and with an *OffsetOutOfRangeError when
 // an explicit offset lies outside a partition's bounds; either way nothing changes.
 func (c *Coordinator) Reset(ctx context.Context, group, topic string, to ResetTo) ([]PartitionOffset, error) {
-	if err := checkNames(group, topic, 0); err != nil {
-		return nil, err
-	}
-	if to.kind == resetNone {
-		return nil, invalidf("no reset target")
-	}
-	if to.kind == resetOffset && to.offset < 0 {
-		return nil, invalidf("negative offset %d", to.offset)
-	}
-	n, err := c.offsets.Partitions(ctx, topic)
-	if err != nil {
-		return nil, fmt.Errorf("group: topic %q: %w", topic, err)
-	}
-	offsets := make(map[int32]int64, n)
-	out := make([]PartitionOffset, 0, n)
-	for p := range n {
-		o, err := c.resetOffset(ctx, topic, p, to)
-		if err != nil {
-			return nil, err
-		}
-		offsets[p] = o
-		out = append(out, PartitionOffset{Partition: p, Offset: o})
-	}
-	now := c.now()
-	if err := c.ensureGroup(ctx, group, now); err != nil {
-		return nil, err
-	}
-	if err := c.store.ResetCommits(ctx, group, topic, offsets, now); err != nil {
-		return nil, fmt.Errorf("group: reset %s on %q to %s: %w", group, topic, to, err)
-	}
-	return out, nil
+	return c.reset(ctx, group, topic, nil, to)
 }
 
 // resetOffset computes the target position of one partition.

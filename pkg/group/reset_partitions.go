@@ -13,9 +13,12 @@ import (
 // not have, and with an *OffsetOutOfRangeError when an explicit offset lies outside a
 // listed partition's bounds; either way nothing changes.
 func (c *Coordinator) ResetPartitions(ctx context.Context, group, topic string, partitions []int32, to ResetTo) ([]PartitionOffset, error) {
-	if len(partitions) == 0 {
-		return c.Reset(ctx, group, topic, to)
-	}
+	return c.reset(ctx, group, topic, partitions, to)
+}
+
+// reset is Reset and ResetPartitions: the listed partitions of topic, or every partition
+// when the list is empty, move as to says, all at once.
+func (c *Coordinator) reset(ctx context.Context, group, topic string, partitions []int32, to ResetTo) ([]PartitionOffset, error) {
 	if err := checkNames(group, topic, 0); err != nil {
 		return nil, err
 	}
@@ -31,6 +34,13 @@ func (c *Coordinator) ResetPartitions(ctx context.Context, group, topic string, 
 	}
 	ps := slices.Clone(partitions)
 	slices.Sort(ps)
+	what := fmt.Sprintf("partitions %v ", ps)
+	if len(ps) == 0 {
+		for p := range n {
+			ps = append(ps, p)
+		}
+		what = ""
+	}
 	if len(slices.Compact(slices.Clone(ps))) != len(ps) {
 		return nil, invalidf("partitions %v repeat one", partitions)
 	}
@@ -52,7 +62,7 @@ func (c *Coordinator) ResetPartitions(ctx context.Context, group, topic string, 
 		return nil, err
 	}
 	if err := c.store.ResetCommits(ctx, group, topic, offsets, now); err != nil {
-		return nil, fmt.Errorf("group: reset %s on %q partitions %v to %s: %w", group, topic, ps, to, err)
+		return nil, fmt.Errorf("group: reset %s on %q %sto %s: %w", group, topic, what, to, err)
 	}
 	return out, nil
 }

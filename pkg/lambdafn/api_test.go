@@ -100,23 +100,21 @@ func TestAPIFixtures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// step is a fixture's event and the answer it must get: its status and, for a non-2xx
+	// one, the error code.
+	type step struct {
+		fixture string
+		status  int
+		code    string
+	}
 	for _, tc := range []struct {
 		name   string
 		grants []deploy.Grant
-		// steps: fixture → status (and error code for non-2xx)
-		steps []struct {
-			fixture string
-			status  int
-			code    string
-		}
+		steps  []step
 	}{
 		{
 			name: "every principal an admin (explicit): every admitted principal may do everything",
-			steps: []struct {
-				fixture string
-				status  int
-				code    string
-			}{
+			steps: []step{
 				{"apigw-v2-create-topic.json", 201, ""},
 				{"apigw-v2-append.json", 200, ""},
 				{"apigw-v2-append-base64.json", 200, ""},
@@ -129,11 +127,7 @@ func TestAPIFixtures(t *testing.T) {
 		{
 			name:   "grants in the short form (by pattern)",
 			grants: shortForm,
-			steps: []struct {
-				fixture string
-				status  int
-				code    string
-			}{
+			steps: []step{
 				{"apigw-v2-create-topic.json", 201, ""},
 				{"apigw-v2-append.json", 200, ""},
 				{"apigw-v2-append-other-principal.json", 403, "forbidden"},
@@ -142,11 +136,7 @@ func TestAPIFixtures(t *testing.T) {
 		{
 			name:   "grants by principal ARN pattern",
 			grants: billing,
-			steps: []struct {
-				fixture string
-				status  int
-				code    string
-			}{
+			steps: []step{
 				{"apigw-v2-create-topic.json", 201, ""},
 				{"apigw-v2-append.json", 200, ""},
 				{"apigw-v2-append-other-principal.json", 403, "forbidden"},

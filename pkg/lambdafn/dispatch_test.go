@@ -92,12 +92,10 @@ func (b *bytesSink) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// TestDispatchStreamFixture: a DynamoDB stream batch of the sequencer table is
-// materialised in order, then one invocation per (group, partition).
-func TestDispatchStreamFixture(t *testing.T) {
-	m := &materialized{}
-	h, inv, _, sink := newDispatch(t, m)
-	out, err := h.Invoke(context.Background(), fixture(t, "ddb-stream-sequencer.json"))
+// dispatchFixture invokes h with the event of the fixture name and decodes its result.
+func dispatchFixture(t *testing.T, h *lambdafn.Dispatch, name string) lambdafn.DispatchResult {
+	t.Helper()
+	out, err := h.Invoke(context.Background(), fixture(t, name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +103,15 @@ func TestDispatchStreamFixture(t *testing.T) {
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatal(err)
 	}
+	return res
+}
+
+// TestDispatchStreamFixture: a DynamoDB stream batch of the sequencer table is
+// materialised in order, then one invocation per (group, partition).
+func TestDispatchStreamFixture(t *testing.T) {
+	m := &materialized{}
+	h, inv, _, sink := newDispatch(t, m)
+	res := dispatchFixture(t, h, "ddb-stream-sequencer.json")
 	if want := []string{
 		"orders/0@2 [0,2) v1/orders/01JDZ8W6Q3N4V5X7Y9Z0A1B2C3",
 		"orders/1@2 [0,2) v1/orders/01JDZ8W6Q3N4V5X7Y9Z0A1B2C3",
@@ -128,14 +135,7 @@ func TestDispatchStreamFixture(t *testing.T) {
 func TestDispatchTopicCommitFixture(t *testing.T) {
 	m := &materialized{}
 	h, inv, _, _ := newDispatch(t, m)
-	out, err := h.Invoke(context.Background(), fixture(t, "ddb-stream-topic-commit.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res lambdafn.DispatchResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := dispatchFixture(t, h, "ddb-stream-topic-commit.json")
 	obj := "v1/orders/tc01jdz8w6q3n4v5x7y9z0a1b2c3/01JDZ8W7R8S9T0U1V2W3X4Y5Z6"
 	if want := []string{"orders/0@4 [2,4) " + obj, "orders/1@2 [0,2) " + obj, "orders/0@5 [4,5) " + obj}; !reflect.DeepEqual(m.got, want) {
 		t.Errorf("materialised %v, want %v", m.got, want)
@@ -152,14 +152,7 @@ func TestDispatchTopicCommitFixture(t *testing.T) {
 // TestDispatchScheduleFixture: a scheduled event sweeps every subscribed partition.
 func TestDispatchScheduleFixture(t *testing.T) {
 	h, inv, _, _ := newDispatch(t, nil)
-	out, err := h.Invoke(context.Background(), fixture(t, "scheduled-event.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var res lambdafn.DispatchResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatal(err)
-	}
+	res := dispatchFixture(t, h, "scheduled-event.json")
 	if res.Trigger != "schedule" || len(inv.calls) != 2 {
 		t.Errorf("result %+v, invoked %v", res, inv.calls)
 	}

@@ -2,12 +2,9 @@ package runtime_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,9 +12,6 @@ import (
 	"github.com/stratalog/strata/pkg/client"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
-	"github.com/stratalog/strata/pkg/store/awstest"
-	"github.com/stratalog/strata/pkg/store/dynamo"
-	s3store "github.com/stratalog/strata/pkg/store/s3"
 	"github.com/stratalog/strata/pkg/wire"
 )
 
@@ -27,22 +21,8 @@ import (
 // the pass stored, and a second api node, a new host, serves the same history.
 func TestLagHistoryAcrossFunctions(t *testing.T) {
 	ctx := context.Background()
-	ep := awstest.Endpoint(t)
-	conf := t.TempDir()
-	t.Setenv("AWS_ENDPOINT_URL", ep)
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_REGION", awstest.Region)
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(conf, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(conf, "credentials"))
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	id := hex.EncodeToString(b)
-	dcfg := dynamo.Config{TablePrefix: "lh-" + id + "-", Bucket: "lh-" + id}
-	t.Cleanup(func() {
-		_ = dynamo.Teardown(ctx, awstest.DynamoDBClient(ctx, t), dcfg)
-		_ = s3store.DeleteBucket(ctx, awstest.S3Client(ctx, t), dcfg.Bucket)
-	})
+	emulatorEnv(t)
+	dcfg := emulatedTables(t, "lh")
 	ncfg := node.Config{Backend: node.BackendAWS, AWS: node.AWSConfig{Bucket: dcfg.Bucket, TablePrefix: dcfg.TablePrefix, Bootstrap: true}}
 	api := func() http.Handler {
 		rt, err := runtime.New(ctx, runtime.Config{Node: ncfg})

@@ -2,8 +2,6 @@ package runtime_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -15,8 +13,6 @@ import (
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 	"github.com/stratalog/strata/pkg/store/awstest"
-	"github.com/stratalog/strata/pkg/store/dynamo"
-	s3store "github.com/stratalog/strata/pkg/store/s3"
 )
 
 // stackNode is the node the api function runs on a stack with a 7-day maximum
@@ -39,14 +35,7 @@ func stackNode(t *testing.T, backend string) http.Handler {
 		cfg.DataDir = t.TempDir()
 	case node.BackendAWS:
 		sdk := awstest.Config(ctx, t)
-		b := make([]byte, 4)
-		_, _ = rand.Read(b)
-		id := hex.EncodeToString(b)
-		dcfg := dynamo.Config{TablePrefix: "rb-" + id + "-", Bucket: "rb-" + id}
-		t.Cleanup(func() {
-			_ = dynamo.Teardown(ctx, awstest.DynamoDBClient(ctx, t), dcfg)
-			_ = s3store.DeleteBucket(ctx, awstest.S3Client(ctx, t), dcfg.Bucket)
-		})
+		dcfg := emulatedTables(t, "rb")
 		cfg.AWS = node.AWSConfig{SDK: &sdk, Bucket: dcfg.Bucket, TablePrefix: dcfg.TablePrefix, Bootstrap: true}
 	}
 	rt, err := runtime.New(ctx, runtime.Config{Node: cfg})

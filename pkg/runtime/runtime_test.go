@@ -389,22 +389,8 @@ func TestOpenErrors(t *testing.T) {
 // AWS_ENDPOINT_URL as `strata dev --backend aws` is, with bootstrap creating the tables.
 func TestAWSBackend(t *testing.T) {
 	ctx := context.Background()
-	ep := awstest.Endpoint(t)
-	conf := t.TempDir()
-	t.Setenv("AWS_ENDPOINT_URL", ep)
-	t.Setenv("AWS_ACCESS_KEY_ID", "test")
-	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
-	t.Setenv("AWS_REGION", awstest.Region)
-	t.Setenv("AWS_CONFIG_FILE", filepath.Join(conf, "config"))
-	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(conf, "credentials"))
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	id := hex.EncodeToString(b)
-	dcfg := dynamo.Config{TablePrefix: "rt-" + id + "-", Bucket: "rt-" + id}
-	t.Cleanup(func() {
-		_ = dynamo.Teardown(ctx, awstest.DynamoDBClient(ctx, t), dcfg)
-		_ = s3store.DeleteBucket(ctx, awstest.S3Client(ctx, t), dcfg.Bucket)
-	})
+	emulatorEnv(t)
+	dcfg := emulatedTables(t, "rt")
 	_, c, _ := start(t, runtime.Config{Node: node.Config{Backend: node.BackendAWS,
 		AWS: node.AWSConfig{Bucket: dcfg.Bucket, TablePrefix: dcfg.TablePrefix, ObjectPrefix: "node/", Bootstrap: true}}})
 	if _, err := c.CreateTopic(ctx, "orders", client.TopicConfig{Partitions: 2}); err != nil {
@@ -427,4 +413,34 @@ func TestAWSBackend(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("objects under node/: %d, %v", n, err)
 	}
+}
+
+// emulatorEnv points the SDK's default configuration at the emulator through the
+// environment, as `strata dev --backend aws` is pointed (AWS_ENDPOINT_URL, static test
+// credentials), with no shared config or credentials files of the machine.
+func emulatorEnv(t *testing.T) {
+	ep := awstest.Endpoint(t)
+	conf := t.TempDir()
+	t.Setenv("AWS_ENDPOINT_URL", ep)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_REGION", awstest.Region)
+	t.Setenv("AWS_CONFIG_FILE", filepath.Join(conf, "config"))
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", filepath.Join(conf, "credentials"))
+}
+
+// emulatedTables names a table prefix and a bucket of the test's own ("<kind>-<random>")
+// on the emulator, and tears down whatever a node bootstraps under them when the test
+// ends.
+func emulatedTables(t *testing.T, kind string) dynamo.Config {
+	ctx := context.Background()
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	id := hex.EncodeToString(b)
+	dcfg := dynamo.Config{TablePrefix: kind + "-" + id + "-", Bucket: kind + "-" + id}
+	t.Cleanup(func() {
+		_ = dynamo.Teardown(ctx, awstest.DynamoDBClient(ctx, t), dcfg)
+		_ = s3store.DeleteBucket(ctx, awstest.S3Client(ctx, t), dcfg.Bucket)
+	})
+	return dcfg
 }

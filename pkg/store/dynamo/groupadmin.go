@@ -119,26 +119,14 @@ func (s *MetaStore) DeleteCommits(ctx context.Context, group, topic string, now 
 	}
 	var items []types.TransactWriteItem
 	for _, p := range assigned {
-		items = append(items, types.TransactWriteItem{Update: &types.Update{
-			TableName:           aws.String(s.assignments),
-			Key:                 gtpKey(group, topic, p),
-			UpdateExpression:    aws.String("SET #gen = #gen + :one REMOVE #owner"),
-			ConditionExpression: aws.String(leaseFree),
-			ExpressionAttributeNames: map[string]string{
-				"#owner": attrOwner, "#exp": attrLeaseExp, "#gen": attrGeneration,
-			},
-			ExpressionAttributeValues: item{":now": avN(now.UnixMilli()), ":one": avN(1)},
-		}})
+		items = append(items, s.fenceIfFree(group, topic, p, now, false))
 	}
 	for _, it := range commits {
 		c, err := decodeCommit(it)
 		if err != nil {
 			return err
 		}
-		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
-			TableName: aws.String(s.commits),
-			Key:       gtpKey(group, topic, c.Partition),
-		}})
+		items = append(items, s.deleteCommitRow(group, topic, c.Partition))
 	}
 	return s.groupTransactions(ctx, op, items, "a lease was taken meanwhile")
 }
@@ -199,26 +187,14 @@ func (s *MetaStore) DeleteGroup(ctx context.Context, group string, now time.Time
 	}
 	var items []types.TransactWriteItem
 	for _, a := range fence {
-		items = append(items, types.TransactWriteItem{Update: &types.Update{
-			TableName:           aws.String(s.assignments),
-			Key:                 gtpKey(group, a.Topic, a.Partition),
-			UpdateExpression:    aws.String("SET #gen = #gen + :one, #gdel = :one REMOVE #owner"),
-			ConditionExpression: aws.String(leaseFree),
-			ExpressionAttributeNames: map[string]string{
-				"#owner": attrOwner, "#exp": attrLeaseExp, "#gen": attrGeneration, "#gdel": attrGroupDeleted,
-			},
-			ExpressionAttributeValues: item{":now": avN(now.UnixMilli()), ":one": avN(1)},
-		}})
+		items = append(items, s.fenceIfFree(group, a.Topic, a.Partition, now, true))
 	}
 	for _, it := range commits {
 		c, err := decodeCommit(it)
 		if err != nil {
 			return err
 		}
-		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
-			TableName: aws.String(s.commits),
-			Key:       gtpKey(group, c.Topic, c.Partition),
-		}})
+		items = append(items, s.deleteCommitRow(group, c.Topic, c.Partition))
 	}
 	for _, id := range memberIDs {
 		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
@@ -234,6 +210,35 @@ func (s *MetaStore) DeleteGroup(ctx context.Context, group string, now time.Time
 		Key:       item{attrGroup: avS(group)},
 	}})
 	return s.groupTransactions(ctx, op, items, "a lease or a member appeared meanwhile")
+}
+
+// fenceIfFree is the transaction item that fences a partition's assignment row (its
+// generation bumped, its owner removed) on condition that its lease is free at now, so a
+// member that held it can no longer commit. groupDeleted also marks the row as fenced by
+// the group's delete (store.Assignment.GroupDeleted).
+func (s *MetaStore) fenceIfFree(group, topic string, partition int32, now time.Time, groupDeleted bool) types.TransactWriteItem {
+	set := "SET #gen = #gen + :one"
+	names := map[string]string{"#owner": attrOwner, "#exp": attrLeaseExp, "#gen": attrGeneration}
+	if groupDeleted {
+		set += ", #gdel = :one"
+		names["#gdel"] = attrGroupDeleted
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                 aws.String(s.assignments),
+		Key:                       gtpKey(group, topic, partition),
+		UpdateExpression:          aws.String(set + " REMOVE #owner"),
+		ConditionExpression:       aws.String(leaseFree),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: item{":now": avN(now.UnixMilli()), ":one": avN(1)},
+	}}
+}
+
+// deleteCommitRow is the transaction item that deletes a partition's commit row.
+func (s *MetaStore) deleteCommitRow(group, topic string, partition int32) types.TransactWriteItem {
+	return types.TransactWriteItem{Delete: &types.Delete{
+		TableName: aws.String(s.commits),
+		Key:       gtpKey(group, topic, partition),
+	}}
 }
 
 // groupTransactions writes items in transactions of at most the store's limit. A failed

@@ -54,26 +54,12 @@ func DecodeSequencerImage(it map[string]types.AttributeValue) (store.SeqState, e
 		LogStart:   d.num(attrLogStart, false),
 	}
 	if _, ok := it[attrCObject]; ok && d.err == nil {
-		count := d.num(attrCCount, true)
-		c := &store.SeqCommit{
-			Entry: store.IndexEntry{
-				Topic: st.Topic, Partition: st.Partition, BaseOffset: st.NextOffset - count, Count: count,
-				ObjectKey: d.str(attrCObject, true), ByteOffset: d.num(attrCByteOff, true), ByteLength: d.num(attrCByteLen, true),
-				MaxTimestamp: d.time(attrCMaxTs), AppendedAt: d.time(attrCAt), ExpiresAt: d.time(attrCExpires),
-			},
-			IdempotencyKey: d.str(attrCIdem, false),
-			BodyHash:       d.str(attrCHash, false),
-			Seq:            st.NextSeq,
+		c := d.commit(d.payload(partPayload), partBlock, st.Topic, st.Partition)
+		c.Entry.BaseOffset, c.Seq = st.NextOffset-c.Entry.Count, st.NextSeq
+		if c.Entry.Count < 1 || c.Entry.BaseOffset < 0 {
+			d.fail(attrCCount, "%d does not fit next_offset %d", c.Entry.Count, st.NextOffset)
 		}
-		if mt := d.str(attrCMembers, false); mt != "" {
-			if n, _ := fmt.Sscanf(mt, "%d:%d", &c.MembersOffset, &c.MembersLength); n != 2 || c.MembersOffset < 0 || c.MembersLength < 1 {
-				d.fail(attrCMembers, "%q is not offset:length", mt)
-			}
-		}
-		if count < 1 || c.Entry.BaseOffset < 0 {
-			d.fail(attrCCount, "%d does not fit next_offset %d", count, st.NextOffset)
-		}
-		st.Last = c
+		st.Last = &c
 	}
 	if d.err == nil && st.Partition < 0 {
 		d.fail(attrPartition, "%d is negative", st.Partition)
@@ -85,6 +71,59 @@ func DecodeSequencerImage(it map[string]types.AttributeValue) (store.SeqState, e
 		return store.SeqState{}, d.err
 	}
 	return st, nil
+}
+
+// payload is the part of a commit item's newest write that its commits share: the
+// segment object, its times and the members table's place in the object. A partition
+// item and a topic item hold it under their own names (payloadAttrs); one decoder reads
+// both.
+type payload struct {
+	obj                    string
+	at, exp                time.Time
+	membersOff, membersLen int64
+}
+
+// payloadAttrs names a payload's attributes on one kind of commit item.
+type payloadAttrs struct{ obj, at, exp, members string }
+
+// blockAttrs names one commit's block fields on one kind of commit item.
+type blockAttrs struct{ count, boff, blen, maxts, idem, hash string }
+
+var (
+	partPayload = payloadAttrs{obj: attrCObject, at: attrCAt, exp: attrCExpires, members: attrCMembers}
+	partBlock   = blockAttrs{count: attrCCount, boff: attrCByteOff, blen: attrCByteLen, maxts: attrCMaxTs, idem: attrCIdem, hash: attrCHash}
+)
+
+// payload decodes the payload under the names a; a members table that is not
+// "offset:length" (avMembers) fails the decoder.
+func (d *decoder) payload(a payloadAttrs) payload {
+	p := payload{obj: d.str(a.obj, true), at: d.time(a.at), exp: d.time(a.exp)}
+	if mt := d.str(a.members, false); mt != "" {
+		if n, _ := fmt.Sscanf(mt, "%d:%d", &p.membersOff, &p.membersLen); n != 2 || p.membersOff < 0 || p.membersLen < 1 {
+			d.fail(a.members, "%q is not offset:length", mt)
+		}
+	}
+	return p
+}
+
+// commit decodes one commit's block under the names a, in topic/partition, with its
+// write's payload p. Its base and commit number are the caller's to set: they follow
+// from the item's counters.
+func (d *decoder) commit(p payload, a blockAttrs, topic string, partition int32) store.SeqCommit {
+	return store.SeqCommit{
+		Entry: store.IndexEntry{Topic: topic, Partition: partition, Count: d.num(a.count, true),
+			ObjectKey: p.obj, ByteOffset: d.num(a.boff, true), ByteLength: d.num(a.blen, true),
+			MaxTimestamp: d.time(a.maxts), AppendedAt: p.at, ExpiresAt: p.exp},
+		IdempotencyKey: d.str(a.idem, false),
+		BodyHash:       d.str(a.hash, false),
+		MembersOffset:  p.membersOff,
+		MembersLength:  p.membersLen,
+	}
+}
+
+// avMembers encodes a members table's place in its object as payload decodes it.
+func avMembers(offset, length int64) types.AttributeValue {
+	return avS(fmt.Sprintf("%d:%d", offset, length))
 }
 
 // commitRetryer retries a sequencer add only after errors that prove the request was
@@ -180,7 +219,7 @@ func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 	}
 	if c.MembersLength > 0 {
 		set += ", #cmt = :mt"
-		values[":mt"] = avS(fmt.Sprintf("%d:%d", c.MembersOffset, c.MembersLength))
+		values[":mt"] = avMembers(c.MembersOffset, c.MembersLength)
 	} else {
 		removed = append(removed, "#cmt")
 	}
@@ -197,37 +236,55 @@ func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 	}
+	return sendCommit(ctx, s, op, in, func(it item) (store.SeqCommit, error) {
+		st, err := DecodeSequencerImage(it)
+		if err != nil || st.Last == nil {
+			return store.SeqCommit{}, fmt.Errorf("dynamo: %s: decode the updated counter: %w", op, err)
+		}
+		s.observe(tp, st.NextOffset)
+		c.Entry.BaseOffset, c.Seq = st.Last.Entry.BaseOffset, st.NextSeq
+		c.Entry.Duplicate, c.Entry.Skip, c.Materialized, c.Claim, c.Claims = false, "", false, nil, nil
+		return c, nil
+	}, func() error {
+		_, err := s.Sequencer(ctx, e.Topic, e.Partition)
+		return err
+	}, func(cause error) (store.SeqCommit, bool, error) {
+		return s.resolveCommit(ctx, op, c, lo, cause)
+	})
+}
+
+// sendCommit sends the sequencer add in and decodes its answer (decode). The add is
+// conditional on the item existing: when it does not, seed creates it and the add is
+// sent once more. An error that does not prove the add unapplied is resolved (resolve:
+// the result, or applied false when the add is proven not applied, which may then be
+// sent again, at most maxResends times).
+func sendCommit[T any](ctx context.Context, s *MetaStore, op string, in *dynamodb.UpdateItemInput,
+	decode func(item) (T, error), seed func() error, resolve func(cause error) (T, bool, error)) (T, error) {
+	var zero T
 	seeded, resends := false, 0
 	for {
 		out, err := s.client.UpdateItem(ctx, in, func(o *dynamodb.Options) { o.Retryer = commitRetryer() })
 		if err == nil {
-			st, err := DecodeSequencerImage(out.Attributes)
-			if err != nil || st.Last == nil {
-				return store.SeqCommit{}, fmt.Errorf("dynamo: %s: decode the updated counter: %w", op, err)
-			}
-			s.observe(tp, st.NextOffset)
-			c.Entry.BaseOffset, c.Seq = st.Last.Entry.BaseOffset, st.NextSeq
-			c.Entry.Duplicate, c.Entry.Skip, c.Materialized, c.Claim, c.Claims = false, "", false, nil, nil
-			return c, nil
+			return decode(out.Attributes)
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if errors.As(err, &ccf) && !seeded {
 			seeded = true
-			if _, err := s.Sequencer(ctx, e.Topic, e.Partition); err != nil {
-				return store.SeqCommit{}, err
+			if err := seed(); err != nil {
+				return zero, err
 			}
 			continue
 		}
 		if notApplied(err) {
-			return store.SeqCommit{}, mapError(op, err)
+			return zero, mapError(op, err)
 		}
-		res, applied, rerr := s.resolveCommit(ctx, op, c, lo, err)
+		res, applied, rerr := resolve(err)
 		if applied || rerr != nil {
 			return res, rerr
 		}
 		// Proven not applied: the add may be sent again.
 		if resends >= maxResends || ctx.Err() != nil {
-			return store.SeqCommit{}, fmt.Errorf("dynamo: %s: not applied: %w: %w", op, store.ErrUnavailable, mapError(op, err))
+			return zero, fmt.Errorf("dynamo: %s: not applied: %w: %w", op, store.ErrUnavailable, mapError(op, err))
 		}
 		resends++
 	}
@@ -434,6 +491,13 @@ func (s *MetaStore) putCounter(ctx context.Context, topic string, partition int3
 	it[attrNextOffset] = avN(next)
 	it[attrNextSeq] = avN(0)
 	it[attrLogStart] = avN(logStart)
+	return s.createSequencerItem(ctx, op, it)
+}
+
+// createSequencerItem puts the sequencer item it only if no item has its key. An item
+// there already is no error: it was created first by another seeder or a commit, whose
+// counters must not be reset.
+func (s *MetaStore) createSequencerItem(ctx context.Context, op string, it item) error {
 	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
 		TableName:                aws.String(s.sequencer),
 		Item:                     it,
@@ -443,7 +507,7 @@ func (s *MetaStore) putCounter(ctx context.Context, topic string, partition int3
 	if err != nil {
 		err = mapError(op, err)
 		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
-			return nil // seeded by someone else
+			return nil
 		}
 		return err
 	}
@@ -634,13 +698,20 @@ func (s *MetaStore) AdvanceLogStart(ctx context.Context, topic string, partition
 			continue
 		}
 		st, derr := DecodeSequencerImage(cf.item)
-		switch {
-		case derr != nil:
+		if derr != nil {
 			return fmt.Errorf("dynamo: %s: %w", op, derr)
-		case offset <= st.LogStart:
-			return nil
-		default:
-			return fmt.Errorf("dynamo: %s: above the high watermark %d: %w", op, st.NextOffset, store.ErrBeyondEnd)
 		}
+		return logStartRefused(op, offset, st)
 	}
+}
+
+// logStartRefused is the answer to an advance of the log start to offset whose
+// condition failed on the partition's state st: none when the log start is there
+// already (a repeated or overtaken advance), else ErrBeyondEnd, offset being above the
+// high watermark.
+func logStartRefused(op string, offset int64, st store.SeqState) error {
+	if offset <= st.LogStart {
+		return nil
+	}
+	return fmt.Errorf("dynamo: %s: above the high watermark %d: %w", op, st.NextOffset, store.ErrBeyondEnd)
 }

@@ -41,6 +41,13 @@ const (
 	prefixStart   = "l"
 )
 
+// A topic item's payload is under b_* names; each commit of its list is
+// [partition, count, byte offset, byte length, max timestamp(, key, body hash)].
+var (
+	batchPayload = payloadAttrs{obj: attrBObject, at: attrBAt, exp: attrBExpires, members: attrBMembers}
+	batchBlock   = blockAttrs{count: "1", boff: "2", blen: "3", maxts: "4", idem: "5", hash: "6"}
+)
+
 func topicItemKey(topic string) item { return item{attrTP: avS(topic + topicItemTail)} }
 
 // partCounters are one partition's counters on a topic item.
@@ -177,13 +184,9 @@ func decodeBatch(d *decoder, t batchItem) []store.SeqCommit {
 		d.fail(attrBCommits, "empty")
 		return nil
 	}
-	obj, at, exp := d.str(attrBObject, true), d.time(attrBAt), d.time(attrBExpires)
-	var mto, mtl int64
-	if mt := d.str(attrBMembers, false); mt != "" {
-		if n, _ := fmt.Sscanf(mt, "%d:%d", &mto, &mtl); n != 2 || mto < 0 || mtl < 1 {
-			d.fail(attrBMembers, "%q is not offset:length", mt)
-			return nil
-		}
+	pl := d.payload(batchPayload)
+	if d.err != nil {
+		return nil
 	}
 	total, seen := map[int32]int64{}, map[int32]int64{}
 	out := make([]store.SeqCommit, 0, len(list.Value))
@@ -198,13 +201,7 @@ func decodeBatch(d *decoder, t batchItem) []store.SeqCommit {
 			fd.it[strconv.Itoa(j)] = f
 		}
 		p := fd.int32("0", true)
-		c := store.SeqCommit{Entry: store.IndexEntry{Topic: t.topic, Partition: p, Count: fd.num("1", true),
-			ObjectKey: obj, ByteOffset: fd.num("2", true), ByteLength: fd.num("3", true),
-			MaxTimestamp: fd.time("4"), AppendedAt: at, ExpiresAt: exp}}
-		if len(fields.Value) == 7 {
-			c.IdempotencyKey, c.BodyHash = fd.str("5", true), fd.str("6", true)
-		}
-		c.MembersOffset, c.MembersLength = mto, mtl
+		c := fd.commit(pl, batchBlock, t.topic, p)
 		if fd.err != nil {
 			d.fail(attrBCommits, "commit %d: %v", i, fd.err)
 			return nil
@@ -317,7 +314,7 @@ func (s *MetaStore) sequenceTopic(ctx context.Context, cs []store.SeqCommit) ([]
 	for _, c := range cs {
 		if c.MembersLength > 0 {
 			members = ", #bm = :bm"
-			values[":bm"] = avS(fmt.Sprintf("%d:%d", c.MembersOffset, c.MembersLength))
+			values[":bm"] = avMembers(c.MembersOffset, c.MembersLength)
 			break
 		}
 	}
@@ -338,39 +335,20 @@ func (s *MetaStore) sequenceTopic(ctx context.Context, cs []store.SeqCommit) ([]
 		ExpressionAttributeValues: values,
 		ReturnValues:              types.ReturnValueAllNew,
 	}
-	seeded, resends := false, 0
-	for {
-		out, err := s.client.UpdateItem(ctx, in, func(o *dynamodb.Options) { o.Retryer = commitRetryer() })
-		if err == nil {
-			t, err := decodeBatchItem(out.Attributes)
-			if err != nil || !sameBatch(t.batch, cs) {
-				return nil, fmt.Errorf("dynamo: %s: decode the updated topic item: %w", op, errors.Join(err, store.ErrUnavailable))
-			}
-			for _, p := range parts {
-				s.observe(tpKey(topic, p), t.parts[p].next)
-			}
-			return assigned(cs, t.batch), nil
+	return sendCommit(ctx, s, op, in, func(it item) ([]store.SeqCommit, error) {
+		t, err := decodeBatchItem(it)
+		if err != nil || !sameBatch(t.batch, cs) {
+			return nil, fmt.Errorf("dynamo: %s: decode the updated topic item: %w", op, errors.Join(err, store.ErrUnavailable))
 		}
-		var ccf *types.ConditionalCheckFailedException
-		if errors.As(err, &ccf) && !seeded {
-			seeded = true
-			if err := s.putTopicItem(ctx, topic); err != nil {
-				return nil, err
-			}
-			continue
+		for _, p := range parts {
+			s.observe(tpKey(topic, p), t.parts[p].next)
 		}
-		if notApplied(err) {
-			return nil, mapError(op, err)
-		}
-		res, applied, rerr := s.resolveBatch(ctx, op, cs, lo, err)
-		if applied || rerr != nil {
-			return res, rerr
-		}
-		if resends >= maxResends || ctx.Err() != nil {
-			return nil, fmt.Errorf("dynamo: %s: not applied: %w: %w", op, store.ErrUnavailable, mapError(op, err))
-		}
-		resends++
-	}
+		return assigned(cs, t.batch), nil
+	}, func() error {
+		return s.putTopicItem(ctx, topic)
+	}, func(cause error) ([]store.SeqCommit, bool, error) {
+		return s.resolveBatch(ctx, op, cs, lo, cause)
+	})
 }
 
 // sameBatch reports whether the item's newest batch is cs (same blocks, same order).
@@ -516,20 +494,7 @@ func (s *MetaStore) putTopicItem(ctx context.Context, topic string) error {
 	it := topicItemKey(topic)
 	it[attrTopic] = avS(topic)
 	it[attrBatches] = avN(0)
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                aws.String(s.sequencer),
-		Item:                     it,
-		ConditionExpression:      aws.String("attribute_not_exists(#tp)"),
-		ExpressionAttributeNames: map[string]string{"#tp": attrTP},
-	})
-	if err != nil {
-		err = mapError("create topic item of "+topic, err)
-		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
-			return nil
-		}
-		return err
-	}
-	return nil
+	return s.createSequencerItem(ctx, "create topic item of "+topic, it)
 }
 
 // topicSequencer reads partition p's state from its topic item (strongly consistent);
@@ -583,8 +548,5 @@ func (s *MetaStore) advanceTopicLogStart(ctx context.Context, topic string, p in
 		}
 		st = t.state(p)
 	}
-	if offset <= st.LogStart {
-		return nil
-	}
-	return fmt.Errorf("dynamo: %s: above the high watermark %d: %w", op, st.NextOffset, store.ErrBeyondEnd)
+	return logStartRefused(op, offset, st)
 }

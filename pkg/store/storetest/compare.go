@@ -34,10 +34,13 @@ func normEntry(e store.IndexEntry) store.IndexEntry {
 	return e
 }
 
-func normEntries(es []store.IndexEntry) []store.IndexEntry {
-	out := make([]store.IndexEntry, len(es))
-	for i, e := range es {
-		out[i] = normEntry(e)
+func normEntries(es []store.IndexEntry) []store.IndexEntry { return normAll(es, normEntry) }
+
+// normAll returns xs with norm applied to each, in a new slice.
+func normAll[T any](xs []T, norm func(T) T) []T {
+	out := make([]T, len(xs))
+	for i, x := range xs {
+		out[i] = norm(x)
 	}
 	return out
 }
@@ -57,13 +60,7 @@ func normAssignment(a store.Assignment) store.Assignment {
 	return a
 }
 
-func normAssignments(as []store.Assignment) []store.Assignment {
-	out := make([]store.Assignment, len(as))
-	for i, a := range as {
-		out[i] = normAssignment(a)
-	}
-	return out
-}
+func normAssignments(as []store.Assignment) []store.Assignment { return normAll(as, normAssignment) }
 
 func normCommit(c store.CommitRow) store.CommitRow {
 	c.CommittedAt = msTime(c.CommittedAt)
@@ -84,13 +81,7 @@ func sameCommits(a, b []store.CommitRow) bool {
 	return slices.EqualFunc(a, b, sameCommit)
 }
 
-func normCommits(cs []store.CommitRow) []store.CommitRow {
-	out := make([]store.CommitRow, len(cs))
-	for i, c := range cs {
-		out[i] = normCommit(c)
-	}
-	return out
-}
+func normCommits(cs []store.CommitRow) []store.CommitRow { return normAll(cs, normCommit) }
 
 func normGroup(g store.GroupConfig) store.GroupConfig {
 	g.CreatedAt = msTime(g.CreatedAt)
@@ -98,12 +89,10 @@ func normGroup(g store.GroupConfig) store.GroupConfig {
 }
 
 func normMembers(ms []store.Member) []store.Member {
-	out := make([]store.Member, len(ms))
-	for i, m := range ms {
+	return normAll(ms, func(m store.Member) store.Member {
 		m.ExpiresAt = msTime(m.ExpiresAt)
-		out[i] = m
-	}
-	return out
+		return m
+	})
 }
 
 // wantEntries fails t unless got equals want, entry by entry.
