@@ -123,6 +123,7 @@ type server struct {
 	members  Members
 	admin    GroupAdmin
 	parker   GroupParker
+	pparker  PartitionParker
 	topics   TopicAdmin
 	lag      LagHistory
 	auth     *Authorizer
@@ -169,6 +170,9 @@ func New(cfg Config) http.Handler {
 	} else if pk, ok := cfg.Admin.(GroupParker); ok {
 		s.parker = pk
 	}
+	if pk, ok := cfg.Groups.(PartitionParker); ok {
+		s.pparker = pk
+	}
 	if a, ok := cfg.Groups.(GroupAdmin); ok && s.admin == nil {
 		s.admin = a
 	}
@@ -207,6 +211,7 @@ func New(cfg Config) http.Handler {
 	s.adminRoutes()
 	s.offsetRoutes()
 	s.parkRoutes()
+	s.partitionParkRoutes()
 	s.topicAdminRoutes()
 	s.lagHistoryRoutes()
 	return s
