@@ -70,6 +70,8 @@ type Config struct {
 	Members Members
 	// Admin serves group administration (settings, list, deleting positions,
 	// per-partition resets); when nil, Groups serves it if it implements GroupAdmin.
+	// The parked-key routes (GroupParker, PartitionParker) are served by Groups when it
+	// implements them, else by Admin when it does.
 	Admin GroupAdmin
 	// Topics serves topic administration (more partitions); when nil, Log serves it if
 	// it implements TopicAdmin.
@@ -171,6 +173,8 @@ func New(cfg Config) http.Handler {
 		s.parker = pk
 	}
 	if pk, ok := cfg.Groups.(PartitionParker); ok {
+		s.pparker = pk
+	} else if pk, ok := cfg.Admin.(PartitionParker); ok {
 		s.pparker = pk
 	}
 	if a, ok := cfg.Groups.(GroupAdmin); ok && s.admin == nil {
