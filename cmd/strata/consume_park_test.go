@@ -56,6 +56,9 @@ func TestConsumeGroupParks(t *testing.T) {
 	if !strings.Contains(parked, "bad") || !strings.Contains(parked, "refund declined") {
 		t.Fatalf("groups parked: %q", parked)
 	}
+	if got := rows(cli(t, url, "", "groups", "describe", "refunds")); len(got) != 2 || strings.Fields(got[1])[8] != "1" {
+		t.Fatalf("groups describe: %q, want PARKED 1 on orders/0", got)
+	}
 	keys, err := c.ParkedKeys(ctx, "refunds")
 	if err != nil || len(keys) != 1 || keys[0].Records != 3 {
 		t.Fatalf("parked keys %+v, %v; want bad with its 3 records", keys, err)

@@ -228,6 +228,7 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 			CommittedOffset: pi.Committed,
 			HighWatermark:   pi.HighWatermark,
 			Generation:      pi.Generation,
+			ParkedKeys:      pi.ParkedKeys,
 		}
 		lagRecords, lagSeconds := pi.LagRecords, float64(pi.LagTime.Milliseconds())/1000
 		gp.LagRecords, gp.LagSeconds = &lagRecords, &lagSeconds

@@ -303,6 +303,10 @@ func TestPoisonKeyParkedOverHTTP(t *testing.T) {
 				t.Fatalf("parked keys %+v, %v; want order-bad from %d with %d records", parked, err, bad[0], len(bad))
 			}
 
+			if g, err := c.DescribeGroup(ctx, grp); err != nil || len(g.Partitions) != 1 || g.Partitions[0].ParkedKeys != 1 {
+				t.Fatalf("GET /v1/groups/%s: %+v, %v; want one parked key on orders/0", grp, g, err)
+			}
+
 			// A zombie: m-1 at its old generation after another member took the
 			// partition. Its parked-row writes are refused as its commit is.
 			l, err := c.Lease(ctx, grp, "orders", 0, "m-x", 0)
@@ -355,6 +359,9 @@ func TestPoisonKeyParkedOverHTTP(t *testing.T) {
 				return err == nil && len(left) == 0
 			})
 			stB := stopB()
+			if g, err := c.DescribeGroup(ctx, grp); err != nil || len(g.Partitions) != 1 || g.Partitions[0].ParkedKeys != 0 {
+				t.Fatalf("GET /v1/groups/%s after the release: %+v, %v; want no parked key", grp, g, err)
+			}
 			want := append(slices.Clone(bad), newer[0], newer[2])
 			if got := seen.get("order-bad"); !slices.Equal(got, want) {
 				t.Fatalf("the released key was handled as %v, want its parked records then the newer ones: %v", got, want)

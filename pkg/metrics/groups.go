@@ -131,8 +131,8 @@ func (g *Groups) Reset(ctx context.Context, grp, topic string, to group.ResetTo)
 	return res, err
 }
 
-// LagCollector exports consumer lag in records and in seconds for every group Groups
-// knows, describing each group on every scrape (so the figures are never stale).
+// LagCollector exports consumer lag in records and in seconds, time to data loss and
+// parked keys for every group Groups knows, describing each group on every scrape (so the figures are never stale).
 type LagCollector struct {
 	groups    *Groups
 	timeout   time.Duration
@@ -140,6 +140,7 @@ type LagCollector struct {
 	seconds   *prometheus.Desc
 	dataLoss  *prometheus.Desc
 	lost      *prometheus.Desc
+	parked    *prometheus.Desc
 	errorsCnt prometheus.Counter
 }
 
@@ -161,6 +162,8 @@ func NewLagCollector(g *Groups, timeout time.Duration) *LagCollector {
 			"Time until the group's oldest unread retained record expires (0 when expiring; absent when caught up).", labels, nil),
 		lost: prometheus.NewDesc(Namespace+"_consumer_records_lost",
 			"Records that expired before the group read them.", labels, nil),
+		parked: prometheus.NewDesc(Namespace+"_consumer_parked_keys",
+			"Keys the group parked on the partition (on_failure park), waiting for a release.", labels, nil),
 		errorsCnt: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace,
 			Name: "consumer_lag_errors_total", Help: "Group describes that failed while collecting lag."}),
 	}
@@ -172,6 +175,7 @@ func (c *LagCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.seconds
 	ch <- c.dataLoss
 	ch <- c.lost
+	ch <- c.parked
 	c.errorsCnt.Describe(ch)
 }
 
@@ -196,6 +200,7 @@ func (c *LagCollector) Collect(ch chan<- prometheus.Metric) {
 			part := strconv.Itoa(int(p.Partition))
 			ch <- prometheus.MustNewConstMetric(c.records, prometheus.GaugeValue, float64(p.LagRecords), name, p.Topic, part)
 			ch <- prometheus.MustNewConstMetric(c.seconds, prometheus.GaugeValue, p.LagTime.Seconds(), name, p.Topic, part)
+			ch <- prometheus.MustNewConstMetric(c.parked, prometheus.GaugeValue, float64(p.ParkedKeys), name, p.Topic, part)
 			if p.DataLoss != nil {
 				ch <- prometheus.MustNewConstMetric(c.dataLoss, prometheus.GaugeValue, p.DataLoss.TimeLeft.Seconds(), name, p.Topic, part)
 				ch <- prometheus.MustNewConstMetric(c.lost, prometheus.GaugeValue, float64(p.DataLoss.RecordsLost), name, p.Topic, part)
