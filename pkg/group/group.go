@@ -391,9 +391,6 @@ type PartitionInfo struct {
 	LeaseExpiresAt time.Time
 	// Generation is the last lease generation, 0 if never leased.
 	Generation int64
-	// ParkedKeys counts the keys the group parked on the partition (on_failure park)
-	// and not yet released and replayed.
-	ParkedKeys int64
 }
 
 // Describe returns the group's settings and, ordered by topic then partition, the
@@ -439,16 +436,6 @@ func (c *Coordinator) Describe(ctx context.Context, group string) (GroupInfo, er
 	for _, cr := range cs {
 		o := cr.NextOffset
 		get(cr.Topic, cr.Partition).Committed = &o
-	}
-	if ps, ok := c.store.(store.ParkStore); ok {
-		// One read of the group's rows (a query on DynamoDB), counted per partition.
-		parked, err := ps.ListParked(ctx, group)
-		if err != nil {
-			return GroupInfo{}, fmt.Errorf("group: parked keys of %q: %w", group, err)
-		}
-		for _, p := range parked {
-			get(p.Topic, p.Partition).ParkedKeys++
-		}
 	}
 	info := GroupInfo{Config: cfg, Partitions: make([]PartitionInfo, 0, len(rows))}
 	for _, pi := range rows {
