@@ -22,10 +22,12 @@ import (
 
 // ConsumerAdapter runs pkg/consumer over HTTP: it implements consumer.Log (Poll,
 // Append, Bounds), consumer.Coordinator (Acquire, Renew, Release, Commit, GetSettings)
-// and consumer.ParkCoordinator (ParkedOf, PutParked, Unpark) with a client.Client, and turns the contract's error codes back into the sentinels pkg/consumer
-// branches on (group.ErrFenced, group.ErrLeaseHeld as a *group.LeaseHeldError,
-// log.ErrOffsetOutOfRange as a *log.OffsetOutOfRangeError, log.ErrUnavailable). The
-// Client's own sentinels and *client.APIError stay reachable with errors.Is and errors.As.
+// and consumer.ParkCoordinator (ParkedOf, PutParked, Unpark: the member-side parked-row
+// routes, fenced as a commit) with a client.Client, and turns the contract's error codes
+// back into the sentinels pkg/consumer branches on (group.ErrFenced, group.ErrLeaseHeld
+// as a *group.LeaseHeldError, log.ErrOffsetOutOfRange as a *log.OffsetOutOfRangeError,
+// log.ErrUnavailable). The Client's own sentinels and *client.APIError stay reachable
+// with errors.Is and errors.As.
 //
 // The ExpiresAt of the leases Acquire and Renew return is a local deadline, not the
 // server's expiry: this process's clock read just before the request was sent, plus the
