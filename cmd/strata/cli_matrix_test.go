@@ -42,7 +42,7 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{"consume (read)", "", []string{"consume", "orders", "--partition", "0", "--offset", "0", "--until-caught-up"}, "PARTITION OFFSET KEY VALUE", "offset"},
 		{"consume (group)", "", []string{"consume", "orders", "--group", "g-%s", "--until-caught-up"}, "PARTITION OFFSET KEY VALUE", "offset"},
 		{"groups list", "", []string{"groups", "list"}, "GROUP", "groups"},
-		{"groups describe", "", []string{"groups", "describe", "g-text"}, "TOPIC PARTITION COMMITTED HIGH_WATERMARK LAG LAG_SECONDS TO_DATA_LOSS LOST OWNER GENERATION LEASE_EXPIRES", "partitions"},
+		{"groups describe", "", []string{"groups", "describe", "g-text"}, "TOPIC PARTITION COMMITTED HIGH_WATERMARK LAG LAG_SECONDS TO_DATA_LOSS LOST PARKED OWNER GENERATION LEASE_EXPIRES", "partitions"},
 		{"groups reset", "", []string{"groups", "reset", "g-text", "--topic", "orders", "--to", "earliest", "--partition", "0", "--execute"}, "PARTITION CURRENT NEW", "partitions"},
 		{"groups reset (plan)", "", []string{"groups", "reset", "g-text", "--topic", "orders", "--since", "-1h"}, "PARTITION CURRENT NEW", "executed"},
 		{"groups settings (set)", "", []string{"groups", "settings", "g-%s", "--reset-policy", "latest", "--max-attempts", "3", "--dead-letter-topic", "dlq"}, "GROUP RESET_POLICY MAX_ATTEMPTS DEAD_LETTER_TOPIC ON_FAILURE", "reset_policy"},

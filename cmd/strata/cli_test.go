@@ -218,13 +218,13 @@ func TestProduceConsumeGroups(t *testing.T) {
 	}
 	out = cli(t, url, "", "groups", "describe", "g1")
 	got = rows(out)
-	if len(got) != 4 || got[0] != "TOPIC PARTITION COMMITTED HIGH_WATERMARK LAG LAG_SECONDS TO_DATA_LOSS LOST OWNER GENERATION LEASE_EXPIRES" {
+	if len(got) != 4 || got[0] != "TOPIC PARTITION COMMITTED HIGH_WATERMARK LAG LAG_SECONDS TO_DATA_LOSS LOST PARKED OWNER GENERATION LEASE_EXPIRES" {
 		t.Fatalf("groups describe:\n%s", out)
 	}
 	for _, r := range got[1:] {
 		f := strings.Fields(r)
-		if f[2] != f[3] || f[4] != "0" || f[6] != "-" || f[8] != "-" || f[10] != "-" {
-			t.Fatalf("group row %q: want committed = HW, no lag, no time to data loss, no live lease", r)
+		if f[2] != f[3] || f[4] != "0" || f[6] != "-" || f[8] != "0" || f[9] != "-" || f[11] != "-" {
+			t.Fatalf("group row %q: want committed = HW, no lag, no time to data loss, none parked, no live lease", r)
 		}
 	}
 	var gj struct {

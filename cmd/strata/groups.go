@@ -44,7 +44,7 @@ func newGroupsDescribeCmd(o *options) *cobra.Command {
 					lagRecords, lagSeconds := p.LagRecords, p.LagSeconds
 					ps[i] = groupPartitionJSON{Topic: p.Topic, Partition: p.Partition, CommittedOffset: p.CommittedOffset,
 						HighWatermark: p.HighWatermark, LagRecords: &lagRecords, LagSeconds: &lagSeconds, Generation: p.Generation,
-						SecondsToDataLoss: p.SecondsToDataLoss, RecordsLost: p.RecordsLost}
+						SecondsToDataLoss: p.SecondsToDataLoss, RecordsLost: p.RecordsLost, ParkedKeys: p.ParkedKeys}
 					if p.Owner != "" {
 						owner := p.Owner
 						ps[i].Owner = &owner
@@ -56,14 +56,14 @@ func newGroupsDescribeCmd(o *options) *cobra.Command {
 				}
 				return printJSON(w, wire.Group{Group: g.Name, Partitions: ps})
 			}
-			tb := newTable(w, "TOPIC", "PARTITION", "COMMITTED", "HIGH_WATERMARK", "LAG", "LAG_SECONDS", "TO_DATA_LOSS", "LOST", "OWNER", "GENERATION", "LEASE_EXPIRES")
+			tb := newTable(w, "TOPIC", "PARTITION", "COMMITTED", "HIGH_WATERMARK", "LAG", "LAG_SECONDS", "TO_DATA_LOSS", "LOST", "PARKED", "OWNER", "GENERATION", "LEASE_EXPIRES")
 			for _, p := range g.Partitions {
 				owner := p.Owner
 				if owner == "" {
 					owner = "-"
 				}
 				tb.row(p.Topic, p.Partition, orDash(p.CommittedOffset), p.HighWatermark, p.LagRecords,
-					strconv.FormatFloat(p.LagSeconds, 'f', 3, 64), secondsOrDash(p.SecondsToDataLoss), p.RecordsLost, owner, p.Generation, timeOrDash(p.LeaseExpiresAt))
+					strconv.FormatFloat(p.LagSeconds, 'f', 3, 64), secondsOrDash(p.SecondsToDataLoss), p.RecordsLost, p.ParkedKeys, owner, p.Generation, timeOrDash(p.LeaseExpiresAt))
 			}
 			return tb.flush()
 		},

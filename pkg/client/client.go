@@ -435,7 +435,7 @@ func (c *Client) DescribeGroup(ctx context.Context, group string) (*Group, error
 	for i, p := range w.Partitions {
 		gp := GroupPartition{Topic: p.Topic, Partition: p.Partition, CommittedOffset: p.CommittedOffset,
 			HighWatermark: p.HighWatermark, Generation: p.Generation,
-			SecondsToDataLoss: p.SecondsToDataLoss, RecordsLost: p.RecordsLost}
+			SecondsToDataLoss: p.SecondsToDataLoss, RecordsLost: p.RecordsLost, ParkedKeys: p.ParkedKeys}
 		if p.LagRecords != nil {
 			gp.LagRecords = *p.LagRecords
 		}

@@ -29,7 +29,7 @@ func parkedKeys(w wire.ParkedList) ([]ParkedKey, error) {
 	for i, p := range w.Parked {
 		key, err := base64.StdEncoding.DecodeString(p.Key)
 		if err != nil {
-			return nil, fmt.Errorf("parked key %d: %w", i, err)
+			return nil, fmt.Errorf("%w: parked key %d: %v", ErrBadResponse, i, err)
 		}
 		out[i] = ParkedKey{Topic: p.Topic, Partition: p.Partition, Key: key, FirstOffset: p.FirstOffset, Records: p.Records,
 			Error: p.Error, ParkedAt: time.UnixMilli(p.ParkedAtMs)}
@@ -59,4 +59,78 @@ func (c *Client) ReleaseParkedKey(ctx context.Context, group, topic string, key 
 		return nil, fmt.Errorf("strata: release key %q of group %q on %q: %w", key, group, topic, err)
 	}
 	return parkedKeys(w)
+}
+
+// ParkedRow is a parked key of one partition as the member running the partition keeps
+// it: where its records lie in the parking topic and what parked it (ParkOffset -1
+// until the first record is there).
+type ParkedRow struct {
+	Key                     []byte
+	FirstOffset, LastOffset int64
+	Records                 int64
+	Error                   string
+	Attempts                int
+	ParkedAt                time.Time
+	ParkPartition           int32
+	ParkOffset              int64
+	// ReleaseRequested is when a release was asked for (zero: none yet).
+	ReleaseRequested time.Time
+}
+
+func parkedState(r ParkedRow) wire.ParkedState {
+	return wire.ParkedState{Key: base64.StdEncoding.EncodeToString(r.Key), FirstOffset: r.FirstOffset, LastOffset: r.LastOffset,
+		Records: r.Records, Error: r.Error, Attempts: r.Attempts, ParkedAtMs: r.ParkedAt.UnixMilli(),
+		ParkPartition: r.ParkPartition, ParkOffset: r.ParkOffset}
+}
+
+func parkedRows(w wire.ParkedRows) ([]ParkedRow, error) {
+	out := make([]ParkedRow, len(w.Parked))
+	for i, p := range w.Parked {
+		key, err := base64.StdEncoding.DecodeString(p.Key)
+		if err != nil {
+			return nil, fmt.Errorf("%w: parked row %d: %v", ErrBadResponse, i, err)
+		}
+		out[i] = ParkedRow{Key: key, FirstOffset: p.FirstOffset, LastOffset: p.LastOffset, Records: p.Records, Error: p.Error,
+			Attempts: p.Attempts, ParkedAt: time.UnixMilli(p.ParkedAtMs), ParkPartition: p.ParkPartition, ParkOffset: p.ParkOffset}
+		if p.ReleaseRequestedAtMs != nil {
+			out[i].ReleaseRequested = time.UnixMilli(*p.ReleaseRequestedAtMs)
+		}
+	}
+	return out, nil
+}
+
+// PartitionParked returns the keys the group parked on one partition, ordered by key
+// bytes: what the member running the partition forwards to the parking topic, and the
+// releases asked for. It needs what a commit needs.
+func (c *Client) PartitionParked(ctx context.Context, group, topic string, partition int32) ([]ParkedRow, error) {
+	var w wire.ParkedRows
+	if err := c.doJSON(ctx, http.MethodGet, groupPath(group, topic, partition, "parked"), nil, nil, &w); err != nil {
+		return nil, fmt.Errorf("strata: parked rows of %s on %s/%d: %w", group, topic, partition, err)
+	}
+	rows, err := parkedRows(w)
+	if err != nil {
+		return nil, fmt.Errorf("strata: parked rows of %s on %s/%d: %w", group, topic, partition, err)
+	}
+	return rows, nil
+}
+
+// PutParked stores row as a parked key of the partition, fenced by the lease's
+// generation as a commit is (ErrFenced: not the owner at that generation); a release
+// asked for meanwhile is kept.
+func (c *Client) PutParked(ctx context.Context, group, topic string, partition int32, member string, generation int64, row ParkedRow) error {
+	body := wire.ParkedPut{Member: member, Generation: generation, ParkedState: parkedState(row)}
+	if err := c.doJSON(ctx, http.MethodPut, groupPath(group, topic, partition, "parked"), nil, body, nil); err != nil {
+		return fmt.Errorf("strata: park key %q of %s on %s/%d gen %d for %q: %w", row.Key, group, topic, partition, generation, member, err)
+	}
+	return nil
+}
+
+// Unpark deletes key's parked row of the partition once its records were replayed,
+// fenced as PutParked; a key not parked is no error.
+func (c *Client) Unpark(ctx context.Context, group, topic string, partition int32, member string, generation int64, key []byte) error {
+	body := wire.ParkedUnpark{Member: member, Generation: generation, Key: base64.StdEncoding.EncodeToString(key)}
+	if err := c.doJSON(ctx, http.MethodPost, groupPath(group, topic, partition, "parked/unpark"), nil, body, nil); err != nil {
+		return fmt.Errorf("strata: unpark key %q of %s on %s/%d gen %d for %q: %w", key, group, topic, partition, generation, member, err)
+	}
+	return nil
 }

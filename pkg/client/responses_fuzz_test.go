@@ -124,6 +124,15 @@ var fuzzCalls = []func(ctx context.Context, c *Client, body []byte) (func(t *tes
 		_, err := c.ReleaseParkedKey(ctx, "g", "t", []byte("k"))
 		return nil, err
 	},
+	func(ctx context.Context, c *Client, body []byte) (func(*testing.T), error) {
+		rows, err := c.PartitionParked(ctx, "g", "t", 0)
+		return func(t *testing.T) {
+			var w wire.ParkedRows
+			if json.Unmarshal(body, &w) == nil && len(w.Parked) != len(rows) {
+				t.Fatalf("parked rows decoded %d of %d", len(rows), len(w.Parked))
+			}
+		}, err
+	},
 }
 
 // FuzzDecodeResponses answers each client call with a 2xx status and arbitrary bytes:
@@ -171,6 +180,9 @@ func FuzzDecodeResponses(f *testing.F) {
 		{3, `{"name": "t"} trailing`},
 		{5, `[`},
 		{8, "\xff"},
+		{12, `{"parked": [{"key": "a2V5", "first_offset": 0, "last_offset": 2, "records": 2, "error": "e", "attempts": 1, "parked_at_ms": 1, "park_partition": 0, "park_offset": 4, "release_requested_at_ms": 5}]}`},
+		{12, `{"parked": [{"key": "%%"}]}`},
+		{11, `{"parked": [{"key": "%%"}]}`},
 	} {
 		f.Add(seed.call, uint8(0), []byte(seed.body))
 	}

@@ -124,7 +124,9 @@ type GroupPartition struct {
 	// expires (0 when expiring); nil when caught up.
 	SecondsToDataLoss *float64
 	// RecordsLost counts the records that expired before the group read them.
-	RecordsLost    int64
+	RecordsLost int64
+	// ParkedKeys counts the keys the group parked on the partition (on_failure park).
+	ParkedKeys     int64
 	Owner          string
 	Generation     int64
 	LeaseExpiresAt time.Time

@@ -8,8 +8,10 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stratalog/strata/internal/ctxtime"
 	"github.com/stratalog/strata/pkg/group"
@@ -227,7 +229,7 @@ func (r *run) process(rec Record) bool {
 func (r *run) parkKey(rec Record, cause error) bool {
 	cfg := r.c.cfg
 	row := group.Parked{Group: cfg.Group, Topic: rec.Topic, Partition: rec.Partition, Key: rec.Key,
-		FirstOffset: rec.Offset, LastOffset: rec.Offset, Records: 1, Error: cause.Error(), Attempts: rec.Attempt,
+		FirstOffset: rec.Offset, LastOffset: rec.Offset, Records: 1, Error: parkedError(cause), Attempts: rec.Attempt,
 		ParkedAt: cfg.Clock(), ParkPartition: 0, ParkOffset: -1}
 	if err := r.parks.coord.PutParked(r.workCtx, row, cfg.Member, r.lease.Generation); err != nil {
 		return r.workFailed(fmt.Errorf("consumer: park key of %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, err))
@@ -236,6 +238,21 @@ func (r *run) parkKey(rec Record, cause error) bool {
 	cfg.Logger.Warn("consumer: key parked", "group", cfg.Group, "topic", rec.Topic, "partition", rec.Partition,
 		"offset", rec.Offset, "parking_topic", r.parks.topic, "attempts", rec.Attempt, "err", cause)
 	return r.forward(rec, row)
+}
+
+// parkedError is cause's text as a parked row keeps it: cut to wire.MaxParkedError
+// bytes at a character boundary, so every coordinator (the HTTP one refuses longer)
+// stores the same row and every delivery appends the same body.
+func parkedError(cause error) string {
+	msg := cause.Error()
+	if len(msg) <= wire.MaxParkedError {
+		return msg
+	}
+	cut := wire.MaxParkedError
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return strings.ToValidUTF8(msg[:cut], "")
 }
 
 // forward appends rec to the parking topic (idempotently: the body is the same on every

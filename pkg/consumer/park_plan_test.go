@@ -2,12 +2,15 @@ package consumer
 
 import (
 	"bytes"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 func TestPlanRecord(t *testing.T) {
@@ -102,5 +105,29 @@ func TestPlanReleases(t *testing.T) {
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s: planReleases = %v, want %v", c.name, got, c.want)
 		}
+	}
+}
+
+// TestParkedErrorCut: the handler's error a parked row keeps is at most
+// wire.MaxParkedError bytes (the HTTP route refuses longer), cut at a character
+// boundary, and whole when it fits.
+func TestParkedErrorCut(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		msg  string
+		want int // length of the kept text
+	}{
+		{"short", "card expired", 12},
+		{"exactly the bound", strings.Repeat("e", wire.MaxParkedError), wire.MaxParkedError},
+		{"one over", strings.Repeat("e", wire.MaxParkedError+1), wire.MaxParkedError},
+		{"a rune across the bound", strings.Repeat("e", wire.MaxParkedError-1) + "é", wire.MaxParkedError - 1},
+		{"long", strings.Repeat("ü", 10000), wire.MaxParkedError},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := parkedError(errors.New(tc.msg))
+			if len(got) != tc.want || !utf8.ValidString(got) || !strings.HasPrefix(tc.msg, got) {
+				t.Fatalf("kept %d bytes (valid UTF-8 %v, a prefix %v), want %d", len(got), utf8.ValidString(got), strings.HasPrefix(tc.msg, got), tc.want)
+			}
+		})
 	}
 }

@@ -127,6 +127,11 @@ const (
 	MetricLagSeconds        = "strata_consumer_lag_seconds"
 	MetricSecondsToDataLoss = "strata_consumer_seconds_to_data_loss"
 	MetricRecordsExpired    = "strata_consumer_records_expired_unread"
+	// MetricParkedRecords and MetricReplayedRecords count, per {group, topic}, the
+	// records a parking group (on_failure "park") sent to its parking topic and the
+	// parked records a release handed to the handler again.
+	MetricParkedRecords   = "strata_consumer_parked_records_total"
+	MetricReplayedRecords = "strata_consumer_replayed_records_total"
 )
 
 // SegmentKeyPrefix is the prefix of every segment object key (before EnvObjectPrefix is

@@ -59,6 +59,23 @@ func (c *Coordinator) ensureParkingTopic(ctx context.Context, group string) erro
 	return nil
 }
 
+// PartitionKey names one partition of a topic.
+type PartitionKey struct {
+	Topic     string
+	Partition int32
+}
+
+// CountParked counts parked rows per partition. Describe leaves parked keys out, so
+// what describes groups without reading the parked rows (dispatch's sweep, retention's
+// lag sample) needs no access to them; the API and the metrics count ListParked's rows.
+func CountParked(rows []Parked) map[PartitionKey]int64 {
+	out := make(map[PartitionKey]int64, len(rows))
+	for _, p := range rows {
+		out[PartitionKey{p.Topic, p.Partition}]++
+	}
+	return out
+}
+
 // ListParked returns every key the group parked, ordered by topic, partition and key.
 func (c *Coordinator) ListParked(ctx context.Context, group string) ([]Parked, error) {
 	if !validName(group) {

@@ -66,6 +66,9 @@ var everyRoute = []struct {
 	{"POST", "/v1/groups/billing/topics/orders/partitions/0/commit", lease("m", "generation", 1, "next_offset", 0)},
 	{"GET", "/v1/groups/billing", nil},
 	{"POST", "/v1/groups/billing/topics/orders/reset", map[string]any{"to": "earliest"}},
+	{"GET", "/v1/groups/billing/topics/orders/partitions/0/parked", nil},
+	{"PUT", "/v1/groups/billing/topics/orders/partitions/0/parked", parkedBody("m", 1, "k")},
+	{"POST", "/v1/groups/billing/topics/orders/partitions/0/parked/unpark", map[string]any{"member": "m", "generation": 1, "key": ""}},
 }
 
 func TestAuthUnauthorized(t *testing.T) {

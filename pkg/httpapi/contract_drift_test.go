@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/base64"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -143,6 +144,11 @@ func TestWireShapesMatchOpenAPI(t *testing.T) {
 		{"ParkedList", typeOf[wire.ParkedList]()},
 		{"ParkedKey", typeOf[wire.ParkedKey]()},
 		{"ParkedReleaseRequest", typeOf[wire.ParkedRelease]()},
+		{"ParkedState", typeOf[wire.ParkedState]()},
+		{"ParkedRow", typeOf[wire.ParkedRow]()},
+		{"ParkedRows", typeOf[wire.ParkedRows]()},
+		{"ParkedPutRequest", typeOf[wire.ParkedPut]()},
+		{"ParkedUnparkRequest", typeOf[wire.ParkedUnpark]()},
 	} {
 		var doc []string
 		for k := range properties(schemaAt(t, root, tc.schema)) {
@@ -176,6 +182,8 @@ func TestServerRequestTypesMatchWire(t *testing.T) {
 		{typeOf[heldLeaseJSON](), typeOf[wire.HeldLease]()},
 		{typeOf[leaveRequest](), typeOf[wire.Leave]()},
 		{typeOf[parkedReleaseRequest](), typeOf[wire.ParkedRelease]()},
+		{typeOf[parkedPutRequest](), typeOf[wire.ParkedPut]()},
+		{typeOf[parkedUnparkRequest](), typeOf[wire.ParkedUnpark]()},
 	} {
 		if got, want := jsonMembers(tc.server), jsonMembers(tc.wire); !slices.Equal(got, want) {
 			t.Errorf("httpapi.%s has JSON members %v; wire.%s has %v", tc.server.Name(), got, tc.wire.Name(), want)
@@ -214,6 +222,12 @@ func TestWireNamesAndLimitsMatchOpenAPI(t *testing.T) {
 		{"LeaseRequest.ttl_ms", "maximum", wire.MaxLeaseTTL.Milliseconds()},
 		{"LeaseRequest.ttl_ms", "default", wire.DefaultLeaseTTL.Milliseconds()},
 		{"HeartbeatRequest.held", "maxItems", wire.MaxPartitions},
+		{"ParkedPutRequest.error", "maxLength", wire.MaxParkedError},
+		{"ParkedState.error", "maxLength", wire.MaxParkedError},
+		{"ParkedPutRequest.parked_at_ms", "maximum", wire.MaxTimestampMs},
+		{"ParkedPutRequest.park_partition", "maximum", wire.MaxPartitions - 1},
+		{"ParkedPutRequest.key", "maxLength", int64(base64.StdEncoding.EncodedLen(wire.MaxParkedKey))},
+		{"ParkedUnparkRequest.key", "maxLength", int64(base64.StdEncoding.EncodedLen(wire.MaxParkedKey))},
 	} {
 		if got := number(schemaAt(t, root, tc.path)[tc.key]); got != tc.want {
 			t.Errorf("openapi.yaml's %s %s is %d, pkg/wire says %d", tc.path, tc.key, got, tc.want)

@@ -2,7 +2,9 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -215,6 +217,11 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	parked, err := s.parkedCounts(r.Context(), g)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	// A topic's partitions, high watermarks and owners are shown only to a caller who
 	// may describe that topic, as GET /v1/topics lists only those.
 	resp := describeGroupResponse{Group: g, Partitions: make([]groupPartition, 0, len(info.Partitions))}
@@ -228,6 +235,7 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 			CommittedOffset: pi.Committed,
 			HighWatermark:   pi.HighWatermark,
 			Generation:      pi.Generation,
+			ParkedKeys:      parked[group.PartitionKey{Topic: pi.Topic, Partition: pi.Partition}],
 		}
 		lagRecords, lagSeconds := pi.LagRecords, float64(pi.LagTime.Milliseconds())/1000
 		gp.LagRecords, gp.LagSeconds = &lagRecords, &lagSeconds
@@ -242,6 +250,22 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 		resp.Partitions = append(resp.Partitions, gp)
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// parkedCounts is the group's parked keys per partition (none when the server's groups
+// keep no parked keys).
+func (s *server) parkedCounts(ctx context.Context, g string) (map[group.PartitionKey]int64, error) {
+	if s.parker == nil {
+		return nil, nil
+	}
+	rows, err := s.parker.ListParked(ctx, g)
+	if errors.Is(err, group.ErrUnsupported) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return group.CountParked(rows), nil
 }
 
 type resetRequest struct {

@@ -70,6 +70,8 @@ type Config struct {
 	Members Members
 	// Admin serves group administration (settings, list, deleting positions,
 	// per-partition resets); when nil, Groups serves it if it implements GroupAdmin.
+	// The parked-key routes (GroupParker, PartitionParker) are served by Groups when it
+	// implements them, else by Admin when it does.
 	Admin GroupAdmin
 	// Topics serves topic administration (more partitions); when nil, Log serves it if
 	// it implements TopicAdmin.
@@ -123,6 +125,7 @@ type server struct {
 	members  Members
 	admin    GroupAdmin
 	parker   GroupParker
+	pparker  PartitionParker
 	topics   TopicAdmin
 	lag      LagHistory
 	auth     *Authorizer
@@ -169,6 +172,11 @@ func New(cfg Config) http.Handler {
 	} else if pk, ok := cfg.Admin.(GroupParker); ok {
 		s.parker = pk
 	}
+	if pk, ok := cfg.Groups.(PartitionParker); ok {
+		s.pparker = pk
+	} else if pk, ok := cfg.Admin.(PartitionParker); ok {
+		s.pparker = pk
+	}
 	if a, ok := cfg.Groups.(GroupAdmin); ok && s.admin == nil {
 		s.admin = a
 	}
@@ -207,6 +215,7 @@ func New(cfg Config) http.Handler {
 	s.adminRoutes()
 	s.offsetRoutes()
 	s.parkRoutes()
+	s.partitionParkRoutes()
 	s.topicAdminRoutes()
 	s.lagHistoryRoutes()
 	return s

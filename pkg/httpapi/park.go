@@ -3,7 +3,9 @@ package httpapi
 import (
 	"context"
 	"encoding/base64"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/wire"
@@ -16,7 +18,19 @@ type GroupParker interface {
 	ReleaseParked(ctx context.Context, g, topic string, key []byte) ([]group.Parked, error)
 }
 
-var _ GroupParker = (*group.Coordinator)(nil)
+// PartitionParker is what the member-side parked-row routes need of the coordinator:
+// a partition's parked rows, and the owner's writes of them, fenced by its lease's
+// generation as a commit is (*group.Coordinator implements it).
+type PartitionParker interface {
+	ParkedOf(ctx context.Context, g, topic string, partition int32) ([]group.Parked, error)
+	PutParked(ctx context.Context, p group.Parked, member string, generation int64) error
+	Unpark(ctx context.Context, g, topic string, partition int32, key []byte, member string, generation int64) error
+}
+
+var (
+	_ GroupParker     = (*group.Coordinator)(nil)
+	_ PartitionParker = (*group.Coordinator)(nil)
+)
 
 // parkRoutes registers the parked-key routes when the server's groups can park.
 func (s *server) parkRoutes() {
@@ -25,6 +39,18 @@ func (s *server) parkRoutes() {
 	}
 	s.mux.HandleFunc("GET /v1/groups/{group}/parked", s.listParked)
 	s.mux.HandleFunc("POST /v1/groups/{group}/parked/release", s.releaseParked)
+}
+
+// partitionParkRoutes registers the member-side parked-row routes beside the lease and
+// commit routes of the partition, when the server's groups keep parked rows.
+func (s *server) partitionParkRoutes() {
+	if s.pparker == nil {
+		return
+	}
+	const gp = "/v1/groups/{group}/topics/{topic}/partitions/{p}/parked"
+	s.mux.HandleFunc("GET "+gp, s.partitionParked)
+	s.mux.HandleFunc("PUT "+gp, s.putParked)
+	s.mux.HandleFunc("POST "+gp+"/unpark", s.unpark)
 }
 
 func parkedJSON(rows []group.Parked) wire.ParkedList {
@@ -103,4 +129,156 @@ func (s *server) releaseParked(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, parkedJSON(rows))
+}
+
+// parkedRowsJSON is a partition's rows as its owner reads them.
+func parkedRowsJSON(rows []group.Parked) wire.ParkedRows {
+	out := wire.ParkedRows{Parked: make([]wire.ParkedRow, len(rows))}
+	for i, p := range rows {
+		out.Parked[i] = wire.ParkedRow{ParkedState: wire.ParkedState{Key: base64.StdEncoding.EncodeToString(p.Key),
+			FirstOffset: p.FirstOffset, LastOffset: p.LastOffset, Records: p.Records, Error: p.Error, Attempts: p.Attempts,
+			ParkedAtMs: p.ParkedAt.UnixMilli(), ParkPartition: p.ParkPartition, ParkOffset: p.ParkOffset}}
+		if !p.ReleaseRequested.IsZero() {
+			ms := p.ReleaseRequested.UnixMilli()
+			out.Parked[i].ReleaseRequestedAtMs = &ms
+		}
+	}
+	return out
+}
+
+// partitionParked answers the partition's parked rows whole, for the member that runs
+// the partition (it reads them when its run starts and at each renew); it needs what a
+// commit needs. A read, so not fenced: the writes are.
+func (s *server) partitionParked(w http.ResponseWriter, r *http.Request) {
+	t, e := s.consumeTarget(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	rows, err := s.pparker.ParkedOf(r.Context(), t.group, t.topic, t.partition)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, parkedRowsJSON(rows))
+}
+
+// parkedPutRequest is wire.ParkedPut with presence checks.
+type parkedPutRequest struct {
+	Member        *string `json:"member"`
+	Generation    *int64  `json:"generation"`
+	Key           *string `json:"key"`
+	FirstOffset   *int64  `json:"first_offset"`
+	LastOffset    *int64  `json:"last_offset"`
+	Records       *int64  `json:"records"`
+	Error         *string `json:"error"`
+	Attempts      *int    `json:"attempts"`
+	ParkedAtMs    *int64  `json:"parked_at_ms"`
+	ParkPartition *int32  `json:"park_partition"`
+	ParkOffset    *int64  `json:"park_offset"`
+}
+
+// parkedRow checks a PUT body against the contract and returns the row it stores.
+func parkedRow(t partitionTarget, req parkedPutRequest) (group.Parked, *apiError) {
+	if req.Member == nil || req.Generation == nil || req.Key == nil || req.FirstOffset == nil || req.LastOffset == nil ||
+		req.Records == nil || req.Error == nil || req.Attempts == nil || req.ParkedAtMs == nil || req.ParkPartition == nil || req.ParkOffset == nil {
+		return group.Parked{}, missing("member", "generation", "key", "first_offset", "last_offset", "records", "error",
+			"attempts", "parked_at_ms", "park_partition", "park_offset")
+	}
+	key, e := parkedKeyParam(*req.Key)
+	if e != nil {
+		return group.Parked{}, e
+	}
+	first, last, n := *req.FirstOffset, *req.LastOffset, *req.Records
+	switch {
+	case first < 0 || last < first:
+		return group.Parked{}, invalid(fmt.Sprintf("first_offset %d and last_offset %d: want 0 ≤ first_offset ≤ last_offset", first, last))
+	case n < 1 || n-1 > last-first:
+		return group.Parked{}, invalid(fmt.Sprintf("records %d: want 1 to last_offset − first_offset + 1", n))
+	case len(*req.Error) > wire.MaxParkedError:
+		return group.Parked{}, invalid(fmt.Sprintf("error is %d bytes, at most %d", len(*req.Error), wire.MaxParkedError))
+	case *req.Attempts < 0:
+		return group.Parked{}, invalid(fmt.Sprintf("attempts must not be negative, got %d", *req.Attempts))
+	case *req.ParkedAtMs < 0 || *req.ParkedAtMs > MaxTimestampMs:
+		return group.Parked{}, invalid(fmt.Sprintf("parked_at_ms must be 0–%d, got %d", int64(MaxTimestampMs), *req.ParkedAtMs))
+	case *req.ParkPartition < 0 || *req.ParkPartition >= wire.MaxPartitions:
+		return group.Parked{}, invalid(fmt.Sprintf("park_partition must be 0–%d, got %d", wire.MaxPartitions-1, *req.ParkPartition))
+	case *req.ParkOffset < -1:
+		return group.Parked{}, invalid(fmt.Sprintf("park_offset must be -1 (not appended yet) or an offset, got %d", *req.ParkOffset))
+	}
+	return group.Parked{Group: t.group, Topic: t.topic, Partition: t.partition, Key: key, FirstOffset: first, LastOffset: last,
+		Records: n, Error: *req.Error, Attempts: *req.Attempts, ParkedAt: time.UnixMilli(*req.ParkedAtMs),
+		ParkPartition: *req.ParkPartition, ParkOffset: *req.ParkOffset}, nil
+}
+
+// parkedKeyParam decodes a parked key: base64, at most wire.MaxParkedKey bytes.
+func parkedKeyParam(s string) ([]byte, *apiError) {
+	key, e := decodeBase64("key", s)
+	if e != nil {
+		return nil, e
+	}
+	if len(key) > wire.MaxParkedKey {
+		return nil, invalid(fmt.Sprintf(`"key" is %d bytes, at most %d`, len(key), wire.MaxParkedKey))
+	}
+	return key, nil
+}
+
+// putParked stores a parked row for the partition's owner, fenced by its generation as
+// a commit is (an obsolete generation or another member → 409 fenced).
+func (s *server) putParked(w http.ResponseWriter, r *http.Request) {
+	t, e := s.consumeTarget(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var req parkedPutRequest
+	if e := decodeBody(w, r, MaxSmallBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	row, e := parkedRow(t, req)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if err := s.pparker.PutParked(r.Context(), row, *req.Member, *req.Generation); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// parkedUnparkRequest is wire.ParkedUnpark with presence checks.
+type parkedUnparkRequest struct {
+	Member     *string `json:"member"`
+	Generation *int64  `json:"generation"`
+	Key        *string `json:"key"`
+}
+
+// unpark deletes a parked row once its owner replayed the key, fenced as putParked.
+func (s *server) unpark(w http.ResponseWriter, r *http.Request) {
+	t, e := s.consumeTarget(r)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	var req parkedUnparkRequest
+	if e := decodeBody(w, r, MaxSmallBody, &req); e != nil {
+		writeError(w, e)
+		return
+	}
+	if req.Member == nil || req.Generation == nil || req.Key == nil {
+		writeError(w, missing("member", "generation", "key"))
+		return
+	}
+	key, e := parkedKeyParam(*req.Key)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if err := s.pparker.Unpark(r.Context(), t.group, t.topic, t.partition, key, *req.Member, *req.Generation); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

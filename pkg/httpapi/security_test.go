@@ -48,6 +48,9 @@ var everyDocumentedRoute = []struct {
 	{"GET", "/v1/topics/orders/offsets?timestamp_ms=0", nil},
 	{"GET", "/v1/groups/billing/parked", nil},
 	{"POST", "/v1/groups/billing/parked/release", map[string]any{"topic": "orders", "key": "b3JkZXItMQ=="}},
+	{"GET", "/v1/groups/billing/topics/orders/partitions/0/parked", nil},
+	{"PUT", "/v1/groups/billing/topics/orders/partitions/0/parked", parkedBody("m", 1, "k")},
+	{"POST", "/v1/groups/billing/topics/orders/partitions/0/parked/unpark", map[string]any{"member": "m", "generation": 1, "key": ""}},
 }
 
 // state renders what a refused request must leave as it was: topics, offsets, groups.

@@ -21,11 +21,13 @@ import (
 )
 
 // ConsumerAdapter runs pkg/consumer over HTTP: it implements consumer.Log (Poll,
-// Append, Bounds) and consumer.Coordinator (Acquire, Renew, Release, Commit, GetSettings) with a
-// client.Client, and turns the contract's error codes back into the sentinels pkg/consumer
-// branches on (group.ErrFenced, group.ErrLeaseHeld as a *group.LeaseHeldError,
-// log.ErrOffsetOutOfRange as a *log.OffsetOutOfRangeError, log.ErrUnavailable). The
-// Client's own sentinels and *client.APIError stay reachable with errors.Is and errors.As.
+// Append, Bounds), consumer.Coordinator (Acquire, Renew, Release, Commit, GetSettings)
+// and consumer.ParkCoordinator (ParkedOf, PutParked, Unpark: the member-side parked-row
+// routes, fenced as a commit) with a client.Client, and turns the contract's error codes
+// back into the sentinels pkg/consumer branches on (group.ErrFenced, group.ErrLeaseHeld
+// as a *group.LeaseHeldError, log.ErrOffsetOutOfRange as a *log.OffsetOutOfRangeError,
+// log.ErrUnavailable). The Client's own sentinels and *client.APIError stay reachable
+// with errors.Is and errors.As.
 //
 // The ExpiresAt of the leases Acquire and Renew return is a local deadline, not the
 // server's expiry: this process's clock read just before the request was sent, plus the
@@ -165,9 +167,7 @@ func (a *ConsumerAdapter) Release(ctx context.Context, grp, topic string, partit
 }
 
 // GetSettings implements consumer.Coordinator: the group's stored settings
-// (group.ErrNotFound for an unknown group). The adapter keeps no parked keys, so a run
-// of a group whose on_failure is "park" fails with consumer.ErrParkingUnsupported
-// rather than dead-letter what the group asked to park.
+// (group.ErrNotFound for an unknown group).
 func (a *ConsumerAdapter) GetSettings(ctx context.Context, grp string) (group.Settings, error) {
 	s, err := a.c.GroupSettings(ctx, grp)
 	if err != nil {
@@ -186,6 +186,42 @@ func (a *ConsumerAdapter) Commit(ctx context.Context, grp, topic string, partiti
 			beyond.Topic, beyond.Partition, beyond.Offset = topic, partition, nextOffset
 		}
 		return err
+	}
+	return nil
+}
+
+// ParkedOf implements consumer.ParkCoordinator: the partition's parked rows, read
+// through the member-side route GET .../partitions/{p}/parked.
+func (a *ConsumerAdapter) ParkedOf(ctx context.Context, grp, topic string, partition int32) ([]group.Parked, error) {
+	rows, err := a.c.PartitionParked(ctx, grp, topic, partition)
+	if err != nil {
+		return nil, groupError(err)
+	}
+	out := make([]group.Parked, len(rows))
+	for i, r := range rows {
+		out[i] = group.Parked{Group: grp, Topic: topic, Partition: partition, Key: r.Key, FirstOffset: r.FirstOffset,
+			LastOffset: r.LastOffset, Records: r.Records, Error: r.Error, Attempts: r.Attempts, ParkedAt: r.ParkedAt,
+			ParkPartition: r.ParkPartition, ParkOffset: r.ParkOffset, ReleaseRequested: r.ReleaseRequested}
+	}
+	return out, nil
+}
+
+// PutParked implements consumer.ParkCoordinator with PUT .../partitions/{p}/parked,
+// fenced by the lease's generation as a commit is (group.ErrFenced).
+func (a *ConsumerAdapter) PutParked(ctx context.Context, p group.Parked, member string, generation int64) error {
+	row := client.ParkedRow{Key: p.Key, FirstOffset: p.FirstOffset, LastOffset: p.LastOffset, Records: p.Records, Error: p.Error,
+		Attempts: p.Attempts, ParkedAt: p.ParkedAt, ParkPartition: p.ParkPartition, ParkOffset: p.ParkOffset}
+	if err := a.c.PutParked(ctx, p.Group, p.Topic, p.Partition, member, generation, row); err != nil {
+		return groupError(err)
+	}
+	return nil
+}
+
+// Unpark implements consumer.ParkCoordinator with POST .../partitions/{p}/parked/unpark,
+// fenced as PutParked.
+func (a *ConsumerAdapter) Unpark(ctx context.Context, grp, topic string, partition int32, key []byte, member string, generation int64) error {
+	if err := a.c.Unpark(ctx, grp, topic, partition, member, generation, key); err != nil {
+		return groupError(err)
 	}
 	return nil
 }

@@ -49,8 +49,12 @@ type GroupStats struct {
 	// above its commit, so skipped) count as consumer.Stats does, over the partition
 	// runs that ended.
 	DeadLettered, Dropped, RecordsLost, Remembered int64
-	Runs                                           int64 // partition runs that ended
-	FencedRuns                                     int64 // runs that ended because the partition moved
+	// Parked and Replayed count records sent to the group's parking topic and parked
+	// records handed to the handler again by a release (on_failure "park"), over the
+	// partition runs that ended.
+	Parked, Replayed int64
+	Runs             int64 // partition runs that ended
+	FencedRuns       int64 // runs that ended because the partition moved
 }
 
 // GroupOption configures a GroupConsumer.
@@ -261,7 +265,7 @@ func (g *GroupConsumer) Stats() GroupStats {
 	return GroupStats{Member: g.member, Held: slices.Clone(g.held), LiveMembers: g.liveMembers,
 		Handled: g.handled.Load(), Failures: g.failures.Load(),
 		DeadLettered: g.ended.DeadLettered, Dropped: g.ended.Dropped, RecordsLost: g.ended.RecordsLost,
-		Remembered: g.ended.Remembered, Runs: g.runs, FencedRuns: g.fence}
+		Remembered: g.ended.Remembered, Parked: g.ended.Parked, Replayed: g.ended.Replayed, Runs: g.runs, FencedRuns: g.fence}
 }
 
 // statsSink sums the Stats of ended runs and passes them on to the configured Metrics.
@@ -276,6 +280,8 @@ func (s *statsSink) ConsumerRun(grp, topic string, st consumer.Stats) {
 	s.g.ended.Dropped += st.Dropped
 	s.g.ended.RecordsLost += st.RecordsLost
 	s.g.ended.Remembered += st.Remembered
+	s.g.ended.Parked += st.Parked
+	s.g.ended.Replayed += st.Replayed
 	s.g.runs++
 	if st.Fenced {
 		s.g.fence++

@@ -2,8 +2,10 @@ package lambdaconsumer_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,15 +13,19 @@ import (
 
 	"github.com/aws/aws-lambda-go/lambda"
 
+	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/lambdaconsumer"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/metrics/emf"
 )
 
 // TestLambdaConsumerParksAcrossInvocations: a group with on_failure "park" parks the
 // poison key in one invocation (the other records pass and are committed), the next
 // invocation — another execution environment — forwards the key's newer record without
 // handling it, and once released an invocation replays the key in order and unparks it.
+// The invocations' EMF lines count the records parked and replayed, under the names the
+// stack reads (pkg/deploy).
 func TestLambdaConsumerParksAcrossInvocations(t *testing.T) {
 	n := newNode(t, 1, time.Hour, 0)
 	ctx := context.Background()
@@ -39,8 +45,10 @@ func TestLambdaConsumerParksAcrossInvocations(t *testing.T) {
 	poisoned.Store(true)
 	var mu sync.Mutex
 	var badHandled []int64
+	var lines syncBuffer
+	sink := emf.New(&lines, deploy.MetricsNamespace, nil)
 	handler := func() lambda.Handler {
-		return lambda.NewHandler(lambdaconsumer.Handler(lambdaconsumer.Config{Open: n.backend, Metrics: nopMetrics{}, IdleWait: 20 * time.Millisecond,
+		return lambda.NewHandler(lambdaconsumer.Handler(lambdaconsumer.Config{Open: n.backend, Metrics: sink, IdleWait: 20 * time.Millisecond,
 			Backoff: func(int) time.Duration { return time.Millisecond }},
 			func(_ context.Context, r lambdaconsumer.Record) error {
 				if string(r.Key) != "bad" {
@@ -86,4 +94,44 @@ func TestLambdaConsumerParksAcrossInvocations(t *testing.T) {
 	if rows, err := n.coord.ListParked(ctx, "billing"); err != nil || len(rows) != 0 {
 		t.Fatalf("parked after release: %v, %v", rows, err)
 	}
+	if got := emfSum(t, lines.String(), deploy.MetricParkedRecords); got != 3 {
+		t.Errorf("EMF %s summed to %v over the invocations, want 3", deploy.MetricParkedRecords, got)
+	}
+	if got := emfSum(t, lines.String(), deploy.MetricReplayedRecords); got != 3 {
+		t.Errorf("EMF %s summed to %v over the invocations, want 3", deploy.MetricReplayedRecords, got)
+	}
+}
+
+// emfSum adds metric's values over the EMF lines of billing/orders.
+func emfSum(t *testing.T, lines, metric string) float64 {
+	t.Helper()
+	sum := 0.0
+	for _, line := range strings.Split(strings.TrimSpace(lines), "\n") {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatalf("EMF line %q: %v", line, err)
+		}
+		if v, ok := doc[metric].(float64); ok && doc["group"] == "billing" && doc["topic"] == "orders" {
+			sum += v
+		}
+	}
+	return sum
+}
+
+// syncBuffer is an EMF sink's output several runs write.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -131,16 +131,17 @@ func (g *Groups) Reset(ctx context.Context, grp, topic string, to group.ResetTo)
 	return res, err
 }
 
-// LagCollector exports consumer lag in records and in seconds for every group Groups
-// knows, describing each group on every scrape (so the figures are never stale).
+// LagCollector exports consumer lag in records and in seconds, time to data loss and
+// parked keys for every group Groups knows, describing each group on every scrape (so the figures are never stale).
 type LagCollector struct {
-	groups    *Groups
-	timeout   time.Duration
-	records   *prometheus.Desc
-	seconds   *prometheus.Desc
-	dataLoss  *prometheus.Desc
-	lost      *prometheus.Desc
-	errorsCnt prometheus.Counter
+	groups     *Groups
+	timeout    time.Duration
+	records    *prometheus.Desc
+	seconds    *prometheus.Desc
+	dataLoss   *prometheus.Desc
+	lost       *prometheus.Desc
+	parkedKeys *prometheus.Desc
+	errorsCnt  prometheus.Counter
 }
 
 // NewLagCollector returns the lag collector of g; timeout bounds each group's describe
@@ -161,8 +162,10 @@ func NewLagCollector(g *Groups, timeout time.Duration) *LagCollector {
 			"Time until the group's oldest unread retained record expires (0 when expiring; absent when caught up).", labels, nil),
 		lost: prometheus.NewDesc(Namespace+"_consumer_records_lost",
 			"Records that expired before the group read them.", labels, nil),
+		parkedKeys: prometheus.NewDesc(Namespace+"_consumer_parked_keys",
+			"Keys the group parked on the partition (on_failure park), waiting for a release.", labels, nil),
 		errorsCnt: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace,
-			Name: "consumer_lag_errors_total", Help: "Group describes that failed while collecting lag."}),
+			Name: "consumer_lag_errors_total", Help: "Group describes (or reads of their parked keys) that failed while collecting lag."}),
 	}
 }
 
@@ -172,12 +175,35 @@ func (c *LagCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.seconds
 	ch <- c.dataLoss
 	ch <- c.lost
+	ch <- c.parkedKeys
 	c.errorsCnt.Describe(ch)
 }
 
+// parked is the group's parked keys per partition when the wrapped coordinator keeps
+// them (nil, nil when it does not).
+func (c *LagCollector) parked(name string) (map[group.PartitionKey]int64, error) {
+	pl, ok := c.groups.inner.(interface {
+		ListParked(ctx context.Context, group string) ([]group.Parked, error)
+	})
+	if !ok {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	rows, err := pl.ListParked(ctx, name)
+	if errors.Is(err, group.ErrUnsupported) || errors.Is(err, group.ErrNotFound) {
+		return nil, nil // no parked keys kept, or the group deleted since its describe
+	}
+	if err != nil {
+		return nil, err
+	}
+	return group.CountParked(rows), nil
+}
+
 // Collect implements prometheus.Collector. A group whose describe fails is left out of
-// this scrape and counted in strata_consumer_lag_errors_total; a group that no longer
-// exists is no longer tracked.
+// this scrape and counted in strata_consumer_lag_errors_total (a failed read of its
+// parked keys leaves out only their gauge, counted too); a group that no longer exists
+// is no longer tracked.
 func (c *LagCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, name := range c.groups.Known() {
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
@@ -192,10 +218,18 @@ func (c *LagCollector) Collect(ch chan<- prometheus.Metric) {
 			c.errorsCnt.Inc()
 			continue
 		}
+		parked, err := c.parked(name)
+		if err != nil {
+			c.errorsCnt.Inc()
+		}
 		for _, p := range info.Partitions {
 			part := strconv.Itoa(int(p.Partition))
 			ch <- prometheus.MustNewConstMetric(c.records, prometheus.GaugeValue, float64(p.LagRecords), name, p.Topic, part)
 			ch <- prometheus.MustNewConstMetric(c.seconds, prometheus.GaugeValue, p.LagTime.Seconds(), name, p.Topic, part)
+			if parked != nil {
+				n := parked[group.PartitionKey{Topic: p.Topic, Partition: p.Partition}]
+				ch <- prometheus.MustNewConstMetric(c.parkedKeys, prometheus.GaugeValue, float64(n), name, p.Topic, part)
+			}
 			if p.DataLoss != nil {
 				ch <- prometheus.MustNewConstMetric(c.dataLoss, prometheus.GaugeValue, p.DataLoss.TimeLeft.Seconds(), name, p.Topic, part)
 				ch <- prometheus.MustNewConstMetric(c.lost, prometheus.GaugeValue, float64(p.DataLoss.RecordsLost), name, p.Topic, part)

@@ -42,6 +42,8 @@ type Metrics struct {
 	deadLettered *prometheus.CounterVec
 	dropped      *prometheus.CounterVec
 	recordsLost  *prometheus.CounterVec
+	parked       *prometheus.CounterVec
+	replayed     *prometheus.CounterVec
 
 	retentionRuns    *prometheus.CounterVec
 	retentionExpired prometheus.Counter
@@ -76,6 +78,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		deadLettered: counter("consumer_dead_lettered_total", "Records that failed every attempt and were dead-lettered.", "group", "topic"),
 		dropped:      counter("consumer_dropped_total", "Records that failed every attempt and were skipped: no dead-letter topic was configured.", "group", "topic"),
 		recordsLost:  counter("consumer_records_lost_total", "Records a consumer skipped because retention removed them before they were read.", "group", "topic"),
+		parked:       counter("consumer_parked_records_total", "Records sent to the group's parking topic because their key is parked (on_failure park).", "group", "topic"),
+		replayed:     counter("consumer_replayed_records_total", "Parked records handed to the handler again after their key was released.", "group", "topic"),
 
 		retentionRuns: counter("retention_runs_total", "Retention passes by result (ok or error).", "result"),
 		retentionExpired: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace,
@@ -90,7 +94,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.appendLatency, m.recordsAppended, m.bytesAppended, m.materialized,
 		m.requests, m.requestDuration, m.fencedCommits, m.rebalances,
-		m.handled, m.retries, m.deadLettered, m.dropped, m.recordsLost,
+		m.handled, m.retries, m.deadLettered, m.dropped, m.recordsLost, m.parked, m.replayed,
 		m.retentionRuns, m.retentionExpired, m.entriesDeleted, m.objectsDeleted, m.ttlDeleted,
 	} {
 		if err := reg.Register(c); err != nil {
@@ -130,6 +134,8 @@ func (m *Metrics) ConsumerRun(group, topic string, s consumer.Stats) {
 	m.deadLettered.WithLabelValues(group, topic).Add(float64(s.DeadLettered))
 	m.dropped.WithLabelValues(group, topic).Add(float64(s.Dropped))
 	m.recordsLost.WithLabelValues(group, topic).Add(float64(s.RecordsLost))
+	m.parked.WithLabelValues(group, topic).Add(float64(s.Parked))
+	m.replayed.WithLabelValues(group, topic).Add(float64(s.Replayed))
 }
 
 // RetentionRun records one retention pass; err is the pass's (joined) error.

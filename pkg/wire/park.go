@@ -63,3 +63,51 @@ type ParkedRelease struct {
 	Topic string `json:"topic"`
 	Key   string `json:"key"`
 }
+
+// MaxParkedError bounds the handler's error a parked row keeps (bytes of UTF-8); a
+// consumer cuts a longer one.
+const MaxParkedError = 4096
+
+// ParkedState is a JSON shape of the contract: a parked row as its partition's owner
+// keeps it (Key base64; ParkOffset -1 until the first record is in the parking topic).
+type ParkedState struct {
+	Key           string `json:"key"`
+	FirstOffset   int64  `json:"first_offset"`
+	LastOffset    int64  `json:"last_offset"`
+	Records       int64  `json:"records"`
+	Error         string `json:"error"`
+	Attempts      int    `json:"attempts"`
+	ParkedAtMs    int64  `json:"parked_at_ms"`
+	ParkPartition int32  `json:"park_partition"`
+	ParkOffset    int64  `json:"park_offset"`
+}
+
+// ParkedRow is a JSON shape of the contract: one row of GET
+// /v1/groups/{group}/topics/{topic}/partitions/{p}/parked.
+type ParkedRow struct {
+	ParkedState
+	ReleaseRequestedAtMs *int64 `json:"release_requested_at_ms,omitempty"`
+}
+
+// ParkedRows is a JSON shape of the contract: a partition's parked rows, ordered by key
+// bytes.
+type ParkedRows struct {
+	Parked []ParkedRow `json:"parked"`
+}
+
+// ParkedPut is a JSON shape of the contract: the body of PUT
+// /v1/groups/{group}/topics/{topic}/partitions/{p}/parked, fenced as a commit is.
+type ParkedPut struct {
+	Member     string `json:"member"`
+	Generation int64  `json:"generation"`
+	ParkedState
+}
+
+// ParkedUnpark is a JSON shape of the contract: the body of POST
+// /v1/groups/{group}/topics/{topic}/partitions/{p}/parked/unpark (Key base64), fenced
+// as a commit is.
+type ParkedUnpark struct {
+	Member     string `json:"member"`
+	Generation int64  `json:"generation"`
+	Key        string `json:"key"`
+}

@@ -130,7 +130,9 @@ type GroupPartition struct {
 	// expires (0 when expiring); null when caught up.
 	SecondsToDataLoss *float64 `json:"seconds_to_data_loss"`
 	// RecordsLost counts the records that expired before the group read them.
-	RecordsLost      int64   `json:"records_lost"`
+	RecordsLost int64 `json:"records_lost"`
+	// ParkedKeys counts the keys the group parked on the partition (on_failure park).
+	ParkedKeys       int64   `json:"parked_keys"`
 	Owner            *string `json:"owner"`
 	Generation       int64   `json:"generation"`
 	LeaseExpiresAtMs *int64  `json:"lease_expires_at_ms"`

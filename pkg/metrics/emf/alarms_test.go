@@ -57,6 +57,8 @@ func TestAlarmedMetricsEmittedAsTheStackReadsThem(t *testing.T) {
 		{deploy.MetricAppendLatency, []string{}},
 		{deploy.MetricAppendLatency, []string{"topic"}},
 		{deploy.MetricDeadLettered, []string{"group", "topic"}},
+		{deploy.MetricParkedRecords, []string{"group", "topic"}},
+		{deploy.MetricReplayedRecords, []string{"group", "topic"}},
 	} {
 		if !has(c.metric, c.dims) {
 			t.Errorf("%s is not emitted with dimensions %v (emitted: %v)", c.metric, c.dims, dims[c.metric])

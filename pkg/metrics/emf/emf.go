@@ -127,6 +127,8 @@ const (
 	DeadLettered         = deploy.MetricDeadLettered
 	Dropped              = "strata_consumer_dropped_total"
 	RecordsLost          = "strata_consumer_records_lost_total"
+	ParkedRecords        = deploy.MetricParkedRecords
+	ReplayedRecords      = deploy.MetricReplayedRecords
 	FencedCommits        = "strata_fenced_commits_total"
 	RetentionRuns        = "strata_retention_runs_total"
 	RetentionExpired     = "strata_retention_records_expired_total"
@@ -176,6 +178,8 @@ func (s *Sink) ConsumerRun(group, topic string, st consumer.Stats) {
 		{DeadLettered, UnitCount, float64(st.DeadLettered)},
 		{Dropped, UnitCount, float64(st.Dropped)},
 		{RecordsLost, UnitCount, float64(st.RecordsLost)},
+		{ParkedRecords, UnitCount, float64(st.Parked)},
+		{ReplayedRecords, UnitCount, float64(st.Replayed)},
 	}
 	if st.Fenced {
 		ms = append(ms, Metric{FencedCommits, UnitCount, 1})

@@ -25,7 +25,7 @@ func TestSameNamesAsPrometheus(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	s := emf.New(&buf, "Strata", func() time.Time { return time.UnixMilli(1796092200000) })
-	st := consumer.Stats{Handled: 3, Retries: 1, DeadLettered: 1, RecordsLost: 2, Dropped: 1}
+	st := consumer.Stats{Handled: 3, Retries: 1, DeadLettered: 1, RecordsLost: 2, Dropped: 1, Parked: 2, Replayed: 1}
 	for _, sink := range []interface {
 		Appended(string, int, int, time.Duration)
 		CommitsMaterialized(string, int)
