@@ -167,7 +167,7 @@ func (c *Client) Append(ctx context.Context, topic string, recs []Record, opt Ap
 	if err != nil {
 		return nil, fmt.Errorf("strata: append to %q: %w", topic, err)
 	}
-	res, err := c.appendBody(ctx, topic, body, len(recs), opt.IdempotencyKey)
+	res, err := c.appendBody(ctx, topic, body, len(recs), opt.IdempotencyKey, -1)
 	if err != nil {
 		return res, fmt.Errorf("strata: append to %q: %w", topic, err)
 	}
@@ -185,12 +185,11 @@ func encodeAppend(recs []Record, partition *int32) ([]byte, error) {
 }
 
 // appendBody sends a pre-encoded append body of n records, so a retry sends the very
-// same bytes.
-func (c *Client) appendBody(ctx context.Context, topic string, body []byte, n int, idemKey string) ([]Result, error) {
-	var hdr map[string]string
-	if idemKey != "" {
-		hdr = map[string]string{"Idempotency-Key": idemKey}
-	}
+// same bytes. attempt, when not negative, is sent as the Strata-Attempt header
+// (attemptHeaders).
+func (c *Client) appendBody(ctx context.Context, topic string, body []byte, n int, idemKey string, attempt int) ([]Result, error) {
+	hdr := map[string]string{}
+	attemptHeaders(hdr, idemKey, attempt)
 	status, h, resp, err := c.exchange(ctx, http.MethodPost, "/v1/topics/"+seg(topic)+"/records", nil, body, hdr)
 	if err != nil {
 		return nil, err
@@ -232,11 +231,9 @@ func resultError(obj map[string]any) *APIError {
 // of a partial failure if there is one. It neither checks the results against the
 // frames nor learns from the answer whether the server speaks the format: the Producer
 // does both.
-func (c *Client) appendBlocks(ctx context.Context, topic string, body []byte, idemKey string) ([]wire.BlockResult, error) {
+func (c *Client) appendBlocks(ctx context.Context, topic string, body []byte, idemKey string, attempt int) ([]wire.BlockResult, error) {
 	hdr := map[string]string{"Content-Type": wire.ContentTypeBlocks}
-	if idemKey != "" {
-		hdr["Idempotency-Key"] = idemKey
-	}
+	attemptHeaders(hdr, idemKey, attempt)
 	status, h, resp, err := c.exchange(ctx, http.MethodPost, "/v1/topics/"+seg(topic)+"/records", nil, body, hdr)
 	if err != nil {
 		return nil, err
@@ -250,6 +247,20 @@ func (c *Client) appendBlocks(ctx context.Context, topic string, body []byte, id
 		return nil, err
 	}
 	return w.Blocks, nil
+}
+
+// attemptHeaders sets an idempotent append's Idempotency-Key and, when attempt is not
+// negative, which attempt of it this is (wire.HeaderAttempt): the Producer, which knows
+// it sent no earlier attempt, says 0 so the server skips reading the key's claim. A
+// caller of Append may repeat a key itself, so Append sends no attempt.
+func attemptHeaders(hdr map[string]string, idemKey string, attempt int) {
+	if idemKey == "" {
+		return
+	}
+	hdr["Idempotency-Key"] = idemKey
+	if attempt >= 0 {
+		hdr[wire.HeaderAttempt] = strconv.Itoa(attempt)
+	}
 }
 
 func fromWireResults(ws []wire.Result) []Result {

@@ -804,7 +804,7 @@ func (p *Producer) deliverBlocks(r *request) (results [][]Result, refused bool, 
 	attempts := 0
 	err = p.retry(len(r.frames), func() error {
 		start := time.Now()
-		blocks, err := p.c.appendBlocks(p.ctx, p.topic, body, key)
+		blocks, err := p.c.appendBlocks(p.ctx, p.topic, body, key, attempts)
 		attempts++
 		if err != nil && attempts == 1 && p.blocksRefused(err) {
 			refused = true
@@ -964,9 +964,11 @@ func (p *Producer) sendJSON(chunk []*Future, parts []int32) ([]Result, error) {
 	}
 	key := ulid.Make().String()
 	var res []Result
+	attempt := 0
 	err = p.retry(len(distinctParts(parts)), func() error {
 		var err error
-		res, err = p.c.appendBody(p.ctx, p.topic, body, len(chunk), key)
+		res, err = p.c.appendBody(p.ctx, p.topic, body, len(chunk), key, attempt)
+		attempt++
 		if i := strayResult(res, parts); i >= 0 {
 			r := res[i]
 			res = nil
