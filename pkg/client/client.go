@@ -43,6 +43,10 @@ type Client struct {
 	// blocks is what the Client has learnt of the server's binary append (blocksUnknown,
 	// blocksOn, blocksOff); once known it stays, for every Producer of the Client.
 	blocks atomic.Int32
+	// maxBody is the largest request body the server takes as the Client has learnt it
+	// (wire.HeaderMaxBody on any answer, or a 413 to a body it lowers it below), 0
+	// while unknown: the Producer caps its requests by it.
+	maxBody atomic.Int64
 }
 
 // States of Client.blocks.
@@ -572,6 +576,9 @@ func (c *Client) exchange(ctx context.Context, method, path string, q url.Values
 		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
+	if n := wire.ParseMaxBody(resp.Header.Get(wire.HeaderMaxBody)); n > 0 {
+		c.maxBody.Store(int64(n))
+	}
 	var r io.Reader = resp.Body
 	if resp.StatusCode/100 != 2 {
 		r = io.LimitReader(resp.Body, maxErrorBody)
@@ -584,6 +591,25 @@ func (c *Client) exchange(ctx context.Context, method, path string, q url.Values
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 	}
 	return resp.StatusCode, resp.Header, b, nil
+}
+
+// tooLarge reports whether err refuses a request body of n bytes as too large (413)
+// and, if so, makes sure the Client's maxBody is below n: the server's stated limit,
+// else half of n.
+func (c *Client) tooLarge(err error, n int) bool {
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusRequestEntityTooLarge {
+		return false
+	}
+	for {
+		m := c.maxBody.Load()
+		if m > 0 && m < int64(n) {
+			return true
+		}
+		if c.maxBody.CompareAndSwap(m, int64(n/2)) {
+			return true
+		}
+	}
 }
 
 // IsRetryable reports whether a failed call may be repeated as is: a 429 or 503 (or a

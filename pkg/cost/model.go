@@ -80,12 +80,19 @@ const (
 	JSONRecordBytes = 1400
 )
 
+// LambdaRequestBytes is the record bytes (with frame overheads) of one binary request
+// pkg/client's producer sends to the api function behind Lambda (API Gateway, a function
+// URL or Managed Instances): the function's 4 MiB body (deploy.MaxAPIBody, stated on
+// its answers) less the body's 5-byte prologue, below the SDK's own 5 MiB cap
+// (client.MaxBatchBytes). A test holds it equal to both.
+const LambdaRequestBytes = 4<<20 - 5
+
 // DefaultProducers are pkg/client's producers with a 1 s linger, 1 MiB batches and 1 KB
-// records sent in the binary form, as its producer does; its request caps (5 MiB,
-// 10,000 records).
+// records sent in the binary form, as its producer does; its request caps against the
+// api function (LambdaRequestBytes, 10,000 records).
 func DefaultProducers(n int) Producers {
 	return Producers{Count: n, Linger: time.Second, BatchBytes: 1 << 20, BatchRecords: 1000,
-		RequestBytes: 5 << 20, RequestRecords: 10000, EncodedRecordBytes: BinaryRecordBytes, Shape: ShapeSDK}
+		RequestBytes: LambdaRequestBytes, RequestRecords: 10000, EncodedRecordBytes: BinaryRecordBytes, Shape: ShapeSDK}
 }
 
 // Profile is what Strata's AWS backend sends per append and per poll; pkg/cost/measure

@@ -45,3 +45,32 @@ func ParseAttempt(values []string) (attempt int, present bool, err error) {
 	}
 	return n, true, nil
 }
+
+// HeaderMaxBody is, on a server's answers, the largest append request body it accepts,
+// in bytes as the client sends them: the api function behind API Gateway or a function
+// URL sends it on every answer (Lambda's 6 MB payload holds 4 MiB of body once
+// base64-encoded), as well as in a 413's "max_body_bytes". The SDK's producer caps its
+// requests by it. A server without the header takes the contract's limits.
+const HeaderMaxBody = "Strata-Max-Body-Bytes"
+
+// minMaxBody is the smallest limit a client takes from HeaderMaxBody: below it no
+// request of one record of MaxRecordBytes would fit, so a smaller value is a bad answer.
+const minMaxBody = 64 << 10
+
+// ParseMaxBody reads a HeaderMaxBody value: a decimal number of bytes in
+// [64 KiB, 1 GiB], else 0 (absent or not understood: no limit learnt).
+func ParseMaxBody(v string) int {
+	if v == "" || len(v) > 10 || v[0] == '0' {
+		return 0
+	}
+	for _, c := range []byte(v) {
+		if c < '0' || c > '9' {
+			return 0
+		}
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < minMaxBody || n > 1<<30 {
+		return 0
+	}
+	return n
+}

@@ -63,3 +63,29 @@ func FuzzParseAttempt(f *testing.F) {
 		}
 	})
 }
+
+// TestParseMaxBody: a decimal byte count in [64 KiB, 1 GiB] is read; anything else is 0.
+func TestParseMaxBody(t *testing.T) {
+	for in, want := range map[string]int{
+		"4194304": 4 << 20, "65536": 64 << 10, "1073741824": 1 << 30,
+		"": 0, "65535": 0, "1073741825": 0, "04194304": 0, "-4194304": 0, "4194304 ": 0, "4e6": 0, "99999999999": 0,
+	} {
+		if got := ParseMaxBody(in); got != want {
+			t.Errorf("ParseMaxBody(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+// FuzzParseMaxBody: any answer's header value parses without panicking, to 0 or a
+// limit within bounds that prints back as the value.
+func FuzzParseMaxBody(f *testing.F) {
+	for _, s := range []string{"4194304", "0", "65536", "1073741825", "-1", " 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n := ParseMaxBody(s)
+		if n != 0 && (n < minMaxBody || n > 1<<30 || strconv.Itoa(n) != s) {
+			t.Fatalf("ParseMaxBody(%q) = %d", s, n)
+		}
+	})
+}
