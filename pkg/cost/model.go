@@ -200,6 +200,11 @@ type Serving struct {
 	LambdaMemoryMB    float64
 	PollDuration      time.Duration // billed duration of one poll invocation
 	MaxPollsPerSecond float64       // per partition per group (long polls return at once when data waits)
+	// ConsumerWindow is dispatch's stream batching window (strata:consumerBatchingWindowSeconds):
+	// each consumer is invoked at most once per partition per window, so polls per
+	// partition per group are at most 1 / window. It adds up to the window to delivery
+	// (ConsumerDelay), not to the producer's ack. 0: no window.
+	ConsumerWindow time.Duration
 	// FunctionURL puts producers and consumers on the api function's URL instead of
 	// API Gateway (function URLs cost nothing beyond the invocation).
 	FunctionURL bool
@@ -207,6 +212,15 @@ type Serving struct {
 	// before the log sees it: it lengthens an on-demand append's billed duration and
 	// loads the tier's instances.
 	CPUPerRecord time.Duration
+}
+
+// PollsPerSecond is the most polls per partition per group: MaxPollsPerSecond, and at
+// most one per consumer window.
+func (s Serving) PollsPerSecond() float64 {
+	if s.ConsumerWindow > 0 {
+		return math.Min(s.MaxPollsPerSecond, 1/s.ConsumerWindow.Seconds())
+	}
+	return s.MaxPollsPerSecond
 }
 
 // Body CPU per 1 KB record, from `go test -run '^$' -bench AppendBody ./pkg/httpapi`
@@ -475,10 +489,11 @@ func Strata(o Options, d Design) Estimate {
 	writes := commits*commitWrites(d, k, pf) + topics*TopicCommitWRU(w.Partitions, k) + reqs*claims
 	e.add("DynamoDB write units (sequencer, index, claims)", writes, pr.DynamoWRU)
 
-	// Consumers: per group and partition, one poll per new commit up to the poll cap.
+	// Consumers: per group and partition, one poll per new commit up to the poll cap
+	// (and at most one per consumer window).
 	blocks := commits * k // ranges to read a day
 	commitRate := blocks / secondsPerDay / float64(w.Partitions)
-	polls := float64(w.Groups*w.Partitions) * math.Min(commitRate, o.Serving.MaxPollsPerSecond) * secondsPerDay
+	polls := float64(w.Groups*w.Partitions) * math.Min(commitRate, o.Serving.PollsPerSecond()) * secondsPerDay
 	e.add("DynamoDB read units (polls, append checks)", polls*pf.ReadsPerPoll+reqs*claimReads, pr.DynamoRRU)
 	e.add("S3 GET (blocks read)", float64(w.Groups)*blocks*pf.GetsPerBlock, pr.S3Get)
 

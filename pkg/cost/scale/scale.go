@@ -169,7 +169,7 @@ func Evaluate(c Config) Result {
 	reqs := f.ProducerRequestsPerSec // per topic
 	blocks := reqs * f.BlocksPerRequest
 	perPartCommits := blocks / float64(c.Partitions)
-	polls := float64(c.Groups) * math.Min(perPartCommits, o.Serving.MaxPollsPerSecond) // per partition
+	polls := float64(c.Groups) * math.Min(perPartCommits, o.Serving.PollsPerSecond()) // per partition
 	service := o.Latency.Service().Seconds()
 	apiConc := reqs * topics * service
 	consumers := float64(c.Groups * c.Partitions * c.Topics)
