@@ -543,7 +543,14 @@ func commitWrites(d Design, k float64, pf Profile) float64 {
 // and batch reference — a fit to pkg/store/dynamo's TestTopicItemSize, whose eight
 // measured items it prices to the unit (TestTopicCommitWRUMatchesTheItem).
 func TopicCommitWRU(partitions int, k float64) float64 {
-	return itemWRU(200 + 27*float64(partitions) + 31*math.Ceil(k))
+	return itemWRU(TopicItemBytes(partitions, k))
+}
+
+// TopicItemBytes is the size of a topic's sequencer item with partitions written and a
+// newest batch of k commits (TopicCommitWRU's fit): what a topic commit writes and what
+// a poll reads whole. The scale model sizes the item's reads and writes by it too.
+func TopicItemBytes(partitions int, k float64) float64 {
+	return 200 + 27*float64(partitions) + 31*math.Ceil(k)
 }
 
 // KPLAggregationMaxBytes is the KPL's AggregationMaxSize default: an aggregated
