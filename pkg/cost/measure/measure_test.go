@@ -56,17 +56,19 @@ func TestCountsPerAppend(t *testing.T) {
 
 // checkFirstAttemptAndRetry: an idempotent first attempt (Strata-Attempt: 0) reads no
 // claim, and writes its entries and its one claim; a retry of an acknowledged request
-// reads the claim once and appends nothing (no PUT, no DynamoDB write).
+// reads the claim once and appends nothing (no PUT, no DynamoDB write). The GetItem
+// bounds leave room for one re-read of the topic's configuration (cached 5 s, which a
+// loaded machine may pass mid-case), not for a claim read per append.
 func checkFirstAttemptAndRetry(t *testing.T, c Case) {
 	t.Helper()
-	if got := c.PerAppend("DynamoDB.GetItem"); got != 0 {
+	if got := c.PerAppend("DynamoDB.GetItem"); got >= 0.5 {
 		t.Errorf("%s: %v GetItem per first attempt, want 0 (no claim can precede it)", c.Name, got)
 	}
 	if got, want := c.PerAppend("DynamoDB.PutItem"), float64(c.Partitions+1); got != want {
 		t.Errorf("%s: %v PutItem per first attempt, want %v (an entry per partition, one claim)", c.Name, got, want)
 	}
 	retry := func(op string) float64 { return float64(c.RetryOps[op].Requests) / float64(c.Appends) }
-	if got := retry("DynamoDB.GetItem"); got != 1 {
+	if got := retry("DynamoDB.GetItem"); got < 1 || got >= 1.5 {
 		t.Errorf("%s: %v GetItem per retry, want 1 (the claim that answers it)", c.Name, got)
 	}
 	for _, op := range append([]string{"S3.PutObject"}, dynamoWrites...) {
