@@ -139,7 +139,7 @@ to the target workload with the AWS list prices of pkg/cost/prices.go.
 	f.StringVar(&shape, "shape", "sdk", "producer appends: sdk (pkg/client: one request per round, a batch per partition, up to 5 MiB / 10,000 records) or multi (one per flush, the batch caps the whole request)")
 	f.BoolVar(&o.Serving.FunctionURL, "function-url", false, "clients call the api function's URL, not API Gateway")
 	f.StringVar(&body, "body", "binary", "producers' request body: binary (segment blocks, as pkg/client sends) or json")
-	f.StringVar(&built, "built", joinLevers(cost.BuiltLevers()), "levers built, comma-separated (function-url, tier, folded, manifest): the targets table counts a configuration needing another as modelled")
+	f.StringVar(&built, "built", joinLevers(cost.BuiltLevers()), "levers built, comma-separated (function-url, tier, folded, manifest, consumer-window): the targets table counts a configuration needing another as modelled")
 	f.BoolVar(&o.FoldedClaims, "folded-claims", false, "price folded claims over a profile counted before them (the built profile is folded already: this changes nothing there)")
 	f.Float64Var(&o.Aggregator.BudgetBytes, "agg-budget", o.Aggregator.BudgetBytes, "aggregation tier: bytes that cut a batch")
 	f.IntVar(&o.Aggregator.Instances, "agg-instances", o.Aggregator.Instances, "aggregation tier: fewest Lambda Managed Instances (more when CPU needs them)")

@@ -40,8 +40,8 @@ func TestBenchCostNoMeasure(t *testing.T) {
 	if _, _, err := cliCtx(context.Background(), "", "bench", "cost", "--no-measure", "--body", "xml"); err == nil {
 		t.Error("--body xml accepted")
 	}
-	out, _, err = cliCtx(context.Background(), "", "bench", "cost", "--no-measure", "--built", "function-url,tier,folded,manifest")
-	if err != nil || !strings.Contains(out, "built levers: function-url, tier, folded, manifest") || strings.Contains(out, "would meet (modelled)") {
+	out, _, err = cliCtx(context.Background(), "", "bench", "cost", "--no-measure", "--built", "function-url,tier,folded,manifest,consumer-window")
+	if err != nil || !strings.Contains(out, "built levers: function-url, tier, folded, manifest, consumer-window") || strings.Contains(out, "would meet (modelled)") {
 		t.Errorf("--built with every lever: %v; every configuration should count as built", err)
 	}
 	if _, _, err := cliCtx(context.Background(), "", "bench", "cost", "--no-measure", "--built", "cache"); err == nil {

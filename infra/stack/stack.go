@@ -43,32 +43,33 @@ type Config struct {
 
 // contextKeys lists every context key FromContext reads, with its meaning.
 var contextKeys = map[string]string{
-	"strata:stackName":               "stack name (default Strata)",
-	"strata:defaultPartitions":       "partitions of a topic created without a count (default 4)",
-	"strata:defaultRetentionHours":   "retention of a topic created without one (default 24)",
-	"strata:maxRetentionDays":        "longest topic retention; the bucket expires objects a day later (default 7)",
-	"strata:apiMemory":               "api function memory, MiB (default 1024; 2048 on managed instances)",
-	"strata:dispatchMemory":          "dispatch function memory, MiB (default 256)",
-	"strata:retentionMemory":         "retention function memory, MiB (default 256)",
-	"strata:lagSecondsAlarm":         "consumer lag alarm threshold, seconds (default 300)",
-	"strata:deadLetterAlarm":         "dead-lettered records alarm threshold per 5 minutes (default 1)",
-	"strata:errorsAlarm":             "function errors alarm threshold per 5 minutes (default 1)",
-	"strata:throttlesAlarm":          "function throttles alarm threshold per 5 minutes (default 1)",
-	"strata:appendP99AlarmMs":        "append latency p99 alarm threshold, ms (default 1000)",
-	"strata:dataLossAlarmMinutes":    "time to data loss alarm threshold: fires below it, minutes (default 60)",
-	"strata:iteratorAgeAlarmSeconds": "dispatch stream iterator age alarm threshold, seconds (default 300)",
-	"strata:removal":                 "retain (default) or destroy: what deleting the stack does to the bucket and tables",
-	"strata:managedInstances":        "true runs the api function on Lambda Managed Instances (default false: on-demand)",
-	"strata:frontDoor":               "how callers reach the api: apigateway (default), function-url (its URL, IAM auth) or both",
-	"strata:groupCommitWindowMs":     "the api's group-commit window, ms (default: 5 on managed instances, off on demand; 0 is off)",
-	"strata:groupCommitBudgetBytes":  "the api's group-commit batch budget, bytes (default 1 MiB, at most 64 MiB)",
-	"strata:apiGrants":               "the api's grants keyed by principal ARN pattern, JSON (STRATA_GRANTS; default none: every call refused)",
-	"strata:everyPrincipalAdmin":     "true makes every IAM principal allowed to invoke the API an admin (default false)",
-	"strata:exampleTopic":            "topic of the example order consumer (default orders)",
-	"strata:exampleGroup":            "group of the example order consumer (default order-consumer)",
-	"strata:exampleDeadLetter":       "topic the example group dead-letters to; the consumer may append to it (default none)",
-	"strata:assetDir":                "where the function assets are (default build/functions; read by infra/app)",
-	"strata:requireAssets":           "true refuses to synthesize with placeholder assets (read by infra/app)",
+	"strata:stackName":                     "stack name (default Strata)",
+	"strata:defaultPartitions":             "partitions of a topic created without a count (default 4)",
+	"strata:defaultRetentionHours":         "retention of a topic created without one (default 24)",
+	"strata:maxRetentionDays":              "longest topic retention; the bucket expires objects a day later (default 7)",
+	"strata:apiMemory":                     "api function memory, MiB (default 1024; 2048 on managed instances)",
+	"strata:dispatchMemory":                "dispatch function memory, MiB (default 256)",
+	"strata:retentionMemory":               "retention function memory, MiB (default 256)",
+	"strata:lagSecondsAlarm":               "consumer lag alarm threshold, seconds (default 300)",
+	"strata:deadLetterAlarm":               "dead-lettered records alarm threshold per 5 minutes (default 1)",
+	"strata:errorsAlarm":                   "function errors alarm threshold per 5 minutes (default 1)",
+	"strata:throttlesAlarm":                "function throttles alarm threshold per 5 minutes (default 1)",
+	"strata:appendP99AlarmMs":              "append latency p99 alarm threshold, ms (default 1000)",
+	"strata:dataLossAlarmMinutes":          "time to data loss alarm threshold: fires below it, minutes (default 60)",
+	"strata:iteratorAgeAlarmSeconds":       "dispatch stream iterator age alarm threshold, seconds (default 300)",
+	"strata:removal":                       "retain (default) or destroy: what deleting the stack does to the bucket and tables",
+	"strata:managedInstances":              "true runs the api function on Lambda Managed Instances (default false: on-demand)",
+	"strata:frontDoor":                     "how callers reach the api: apigateway (default), function-url (its URL, IAM auth) or both",
+	"strata:groupCommitWindowMs":           "the api's group-commit window, ms (default: 5 on managed instances, off on demand; 0 is off)",
+	"strata:groupCommitBudgetBytes":        "the api's group-commit batch budget, bytes (default 1 MiB, at most 64 MiB)",
+	"strata:consumerBatchingWindowSeconds": "dispatch's stream batching window, whole seconds 0–300: consumers invoked at most once per partition per window (default 0: every stream batch)",
+	"strata:apiGrants":                     "the api's grants keyed by principal ARN pattern, JSON (STRATA_GRANTS; default none: every call refused)",
+	"strata:everyPrincipalAdmin":           "true makes every IAM principal allowed to invoke the API an admin (default false)",
+	"strata:exampleTopic":                  "topic of the example order consumer (default orders)",
+	"strata:exampleGroup":                  "group of the example order consumer (default order-consumer)",
+	"strata:exampleDeadLetter":             "topic the example group dead-letters to; the consumer may append to it (default none)",
+	"strata:assetDir":                      "where the function assets are (default build/functions; read by infra/app)",
+	"strata:requireAssets":                 "true refuses to synthesize with placeholder assets (read by infra/app)",
 }
 
 // ContextKeys returns the context keys FromContext reads and what each means.
@@ -148,6 +149,7 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 		}
 	}
 	p.GroupCommitBudget = int(num("strata:groupCommitBudgetBytes"))
+	p.ConsumerBatchingWindow = time.Duration(num("strata:consumerBatchingWindowSeconds") * float64(time.Second))
 	switch m := str("strata:managedInstances", "false"); m {
 	case "false":
 	case "true":

@@ -270,6 +270,8 @@ func TestStreamMapping(t *testing.T) {
 		"MaximumRetryAttempts":       5,
 		"MaximumRecordAgeInSeconds":  3600,
 		"ParallelizationFactor":      1,
+		// The default: dispatch runs for every stream batch (strata:consumerBatchingWindowSeconds).
+		"MaximumBatchingWindowInSeconds": 0,
 		"DestinationConfig": map[string]any{"OnFailure": map[string]any{
 			"Destination": map[string]any{"Fn::GetAtt": []any{queues[0], "Arn"}}}},
 	}
@@ -802,5 +804,49 @@ func TestFromContextDataLossAlarms(t *testing.T) {
 	}
 	if a := cfg.Props.Alarms; a.TimeToDataLoss != 30*time.Minute || a.StreamIteratorAge != time.Minute {
 		t.Fatalf("alarms %+v: want time to data loss 30m, iterator age 1m", a)
+	}
+}
+
+// TestConsumerBatchingWindowFromContext (issue 20): strata:consumerBatchingWindowSeconds
+// is the stream mapping's MaximumBatchingWindowInSeconds in the synthesized template
+// (the default 0: TestStreamMapping); a value Lambda does not take is refused.
+func TestConsumerBatchingWindowFromContext(t *testing.T) {
+	dir, err := assets.Placeholders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	for _, tc := range []struct {
+		window any
+		want   float64
+		bad    bool
+	}{{1, 1, false}, {"30", 30, false}, {301, 0, true}, {0.5, 0, true}} {
+		ctx := map[string]any{"strata:consumerBatchingWindowSeconds": tc.window}
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
+		cfg, err := stack.FromContext(app.Node(), dir)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.window, err)
+		}
+		st, err := stack.New(app, cfg)
+		if tc.bad {
+			if err == nil || !strings.Contains(err.Error(), "ConsumerBatchingWindow") {
+				t.Errorf("window %v: %v, want an error naming ConsumerBatchingWindow", tc.window, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("window %v: %v", tc.window, err)
+		}
+		tp, err := tmpl.New(assertions.Template_FromStack(st.Stack, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := tp.OfType("AWS::Lambda::EventSourceMapping")
+		if len(ids) != 1 {
+			t.Fatalf("event source mappings %v, want one", ids)
+		}
+		if got := tp.Resources[ids[0]].Properties["MaximumBatchingWindowInSeconds"]; !jsonEqual(got, tc.want) {
+			t.Errorf("window %v: MaximumBatchingWindowInSeconds = %s, want %v", tc.window, js(got), tc.want)
+		}
 	}
 }

@@ -88,6 +88,14 @@ type Props struct {
 	StreamBatchSize    int
 	StreamRetries      int
 	StreamMaxRecordAge time.Duration
+	// ConsumerBatchingWindow is the stream mapping's MaximumBatchingWindowInSeconds
+	// (strata:consumerBatchingWindowSeconds), whole seconds from 0 to 300: dispatch
+	// gathers a window of commits and invokes each subscribed consumer at most once per
+	// partition per window, as the Kinesis mapping polls a shard once a second. It adds
+	// up to the window to a consumer's delivery and divides its invocations and polls at
+	// a high commit rate. Default 0: dispatch runs for every stream batch (up to four a
+	// second per shard), the fastest delivery.
+	ConsumerBatchingWindow time.Duration
 
 	// Alarms: the thresholds (see Alarms for what each watches). Defaults: lag 300 s,
 	// 1 dead-lettered record, 1 function error, 1 throttle, append p99 1 s.
@@ -247,6 +255,9 @@ func (p Props) withDefaults() (Props, error) {
 	def(&p.StreamBatchSize, 100, "StreamBatchSize", 1, 10000)
 	if p.StreamRetries == 0 {
 		p.StreamRetries = 5
+	}
+	if w := p.ConsumerBatchingWindow; w < 0 || w > MaxConsumerBatchingWindow || w%time.Second != 0 {
+		errs = append(errs, fmt.Errorf("strata: Props.ConsumerBatchingWindow = %v, want whole seconds from 0 to %v", w, MaxConsumerBatchingWindow))
 	}
 	if p.StreamRetries < 0 || p.StreamRetries > 10000 {
 		errs = append(errs, fmt.Errorf("strata: Props.StreamRetries = %d, want 0 to 10000", p.StreamRetries))
@@ -663,6 +674,10 @@ func (s *Strata) newAPI() {
 	})
 }
 
+// MaxConsumerBatchingWindow is the longest batching window Lambda takes on a stream
+// mapping (MaximumBatchingWindowInSeconds).
+const MaxConsumerBatchingWindow = 300 * time.Second
+
 // newDispatchSources attaches dispatch to the sequencer table's stream (every commit,
 // in order per partition) and to the sweep schedule.
 func (s *Strata) newDispatchSources() {
@@ -676,7 +691,7 @@ func (s *Strata) newDispatchSources() {
 		&awslambdaeventsources.DynamoEventSourceProps{
 			StartingPosition:      awslambda.StartingPosition_TRIM_HORIZON,
 			BatchSize:             jsii.Number(float64(s.props.StreamBatchSize)),
-			MaxBatchingWindow:     awscdk.Duration_Seconds(jsii.Number(0)),
+			MaxBatchingWindow:     awscdk.Duration_Seconds(jsii.Number(s.props.ConsumerBatchingWindow.Seconds())),
 			BisectBatchOnError:    jsii.Bool(true),
 			RetryAttempts:         jsii.Number(float64(s.props.StreamRetries)),
 			MaxRecordAge:          awscdk.Duration_Seconds(jsii.Number(s.props.StreamMaxRecordAge.Seconds())),

@@ -183,6 +183,9 @@ func TestPropsValidation(t *testing.T) {
 		{"group commit budget", strata.Props{AssetDir: "x", GroupCommitBudget: -1}, "GroupCommitBudget"},
 		{"group commit budget above the log's", strata.Props{AssetDir: "x", GroupCommitBudget: 64<<20 + 1}, "GroupCommitBudget"},
 		{"group commit window above a second", strata.Props{AssetDir: "x", GroupCommitWindow: 2 * time.Second}, "GroupCommitWindow"},
+		{"consumer batching window above Lambda's 300 s", strata.Props{AssetDir: "x", ConsumerBatchingWindow: 301 * time.Second}, "ConsumerBatchingWindow"},
+		{"consumer batching window not whole seconds", strata.Props{AssetDir: "x", ConsumerBatchingWindow: 1500 * time.Millisecond}, "ConsumerBatchingWindow"},
+		{"negative consumer batching window", strata.Props{AssetDir: "x", ConsumerBatchingWindow: -time.Second}, "ConsumerBatchingWindow"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := strata.New(nil, "X", tc.p)

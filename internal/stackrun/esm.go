@@ -29,6 +29,17 @@ type MappingSettings struct {
 	ParallelizationFactor int
 	// OnFailure is the ARN of the failure destination ("" for none).
 	OnFailure string
+	// BatchingWindow is MaximumBatchingWindowInSeconds: how long a shard's records are
+	// gathered before the function is invoked with them, unless a batch fills first.
+	BatchingWindow time.Duration
+}
+
+// Due reports whether a shard's pending records (the oldest read at first) go to the
+// function at now: a full batch goes at once, and so does any without a batching
+// window; otherwise they wait until the window since the first has passed, as
+// Lambda's mapping does. Pure: the poller applies it.
+func Due(s MappingSettings, pending int, first, now time.Time) bool {
+	return pending > 0 && (pending >= s.BatchSize || s.BatchingWindow <= 0 || now.Sub(first) >= s.BatchingWindow)
 }
 
 // Batch is a contiguous run [Lo, Hi) of a shard's records being delivered, and how many
@@ -84,8 +95,8 @@ type mappingStats struct {
 }
 
 // streamMapping polls a DynamoDB stream as Lambda's event source mapping does (one
-// poller per shard, batches of BatchSize, in order) and invokes the function with each
-// batch, applying Step to its errors.
+// poller per shard, batches of BatchSize gathered over the batching window, in order)
+// and invokes the function with each batch, applying Step to its errors.
 type streamMapping struct {
 	settings  MappingSettings
 	streamARN string
@@ -107,8 +118,17 @@ func (m *streamMapping) Stats() mappingStats {
 
 // run polls until ctx ends.
 func (m *streamMapping) run(ctx context.Context) {
-	iters := map[string]*string{} // shard id → next iterator
-	done := map[string]bool{}     // closed shards read to their end
+	iters := map[string]*string{}                // shard id → next iterator
+	done := map[string]bool{}                    // closed shards read to their end
+	pending := map[string][]streamtypes.Record{} // shard id → records read, not yet delivered
+	first := map[string]time.Time{}              // shard id → when its oldest pending record was read
+	flush := func(id string) {
+		recs := pending[id]
+		delete(pending, id)
+		delete(first, id)
+		m.count(func(s *mappingStats) { s.Unprocessed -= len(recs) }) // deliver counts them while it runs
+		m.deliver(ctx, recs)
+	}
 	for ctx.Err() == nil {
 		desc, err := m.client.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(m.streamARN)})
 		if err != nil {
@@ -120,6 +140,9 @@ func (m *streamMapping) run(ctx context.Context) {
 		for _, sh := range desc.StreamDescription.Shards {
 			id := aws.ToString(sh.ShardId)
 			if done[id] {
+				if len(pending[id]) > 0 {
+					flush(id) // a closed shard's last records wait for nothing more
+				}
 				continue
 			}
 			if _, ok := iters[id]; !ok {
@@ -134,7 +157,7 @@ func (m *streamMapping) run(ctx context.Context) {
 				iters[id] = it.ShardIterator
 			}
 			out, err := m.client.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{
-				ShardIterator: iters[id], Limit: aws.Int32(int32(m.settings.BatchSize))})
+				ShardIterator: iters[id], Limit: aws.Int32(int32(max(1, m.settings.BatchSize-len(pending[id]))))})
 			if err != nil {
 				m.fail(err)
 				continue
@@ -144,8 +167,15 @@ func (m *streamMapping) run(ctx context.Context) {
 			}
 			iters[id] = out.NextShardIterator
 			if len(out.Records) > 0 {
+				if len(pending[id]) == 0 {
+					first[id] = time.Now()
+				}
+				pending[id] = append(pending[id], out.Records...)
+				m.count(func(s *mappingStats) { s.Unprocessed += len(out.Records) })
+			}
+			if Due(m.settings, len(pending[id]), first[id], time.Now()) {
 				progressed = true
-				m.deliver(ctx, out.Records)
+				flush(id)
 			}
 		}
 		if !progressed {

@@ -472,8 +472,8 @@ func (s *Stack) startMappings(ctx context.Context) error {
 		if st.ParallelizationFactor != 1 {
 			return fmt.Errorf("stackrun: mapping %s: ParallelizationFactor %d not run by the harness (1 only)", id, st.ParallelizationFactor)
 		}
-		if n, ok := num("MaximumBatchingWindowInSeconds"); ok && n != 0 {
-			return fmt.Errorf("stackrun: mapping %s: a batching window of %d s is not run by the harness", id, n)
+		if n, ok := num("MaximumBatchingWindowInSeconds"); ok {
+			st.BatchingWindow = time.Duration(n) * time.Second
 		}
 		st.Bisect, _ = p["BisectBatchOnFunctionError"].(bool)
 		if sp, ok := p["StartingPosition"].(string); ok {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 )
@@ -207,6 +208,32 @@ func TestStep(t *testing.T) {
 				t.Errorf("Step = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDue: a shard's pending records go at once without a batching window or when
+// they fill a batch; with a window they wait until it has passed since the first.
+func TestDue(t *testing.T) {
+	t0 := time.Unix(1796092200, 0)
+	none := MappingSettings{BatchSize: 100}
+	window := MappingSettings{BatchSize: 100, BatchingWindow: time.Second}
+	for _, tc := range []struct {
+		name    string
+		s       MappingSettings
+		pending int
+		after   time.Duration
+		want    bool
+	}{
+		{"nothing pending", none, 0, time.Hour, false},
+		{"no window: at once", none, 1, 0, true},
+		{"window: waits", window, 1, 999 * time.Millisecond, false},
+		{"window: goes once it passed", window, 1, time.Second, true},
+		{"window: a full batch goes at once", window, 100, 0, true},
+		{"window: nothing pending never goes", window, 0, time.Hour, false},
+	} {
+		if got := Due(tc.s, tc.pending, t0, t0.Add(tc.after)); got != tc.want {
+			t.Errorf("%s: Due = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -43,6 +43,10 @@ type Client struct {
 	// blocks is what the Client has learnt of the server's binary append (blocksUnknown,
 	// blocksOn, blocksOff); once known it stays, for every Producer of the Client.
 	blocks atomic.Int32
+	// maxBody is the largest request body the server takes as the Client has learnt it
+	// (wire.HeaderMaxBody on any answer, or a 413 to a body it lowers it below), 0
+	// while unknown: the Producer caps its requests by it.
+	maxBody atomic.Int64
 }
 
 // States of Client.blocks.
@@ -167,7 +171,7 @@ func (c *Client) Append(ctx context.Context, topic string, recs []Record, opt Ap
 	if err != nil {
 		return nil, fmt.Errorf("strata: append to %q: %w", topic, err)
 	}
-	res, err := c.appendBody(ctx, topic, body, len(recs), opt.IdempotencyKey)
+	res, err := c.appendBody(ctx, topic, body, len(recs), opt.IdempotencyKey, -1)
 	if err != nil {
 		return res, fmt.Errorf("strata: append to %q: %w", topic, err)
 	}
@@ -185,12 +189,11 @@ func encodeAppend(recs []Record, partition *int32) ([]byte, error) {
 }
 
 // appendBody sends a pre-encoded append body of n records, so a retry sends the very
-// same bytes.
-func (c *Client) appendBody(ctx context.Context, topic string, body []byte, n int, idemKey string) ([]Result, error) {
-	var hdr map[string]string
-	if idemKey != "" {
-		hdr = map[string]string{"Idempotency-Key": idemKey}
-	}
+// same bytes. attempt, when not negative, is sent as the Strata-Attempt header
+// (attemptHeaders).
+func (c *Client) appendBody(ctx context.Context, topic string, body []byte, n int, idemKey string, attempt int) ([]Result, error) {
+	hdr := map[string]string{}
+	attemptHeaders(hdr, idemKey, attempt)
 	status, h, resp, err := c.exchange(ctx, http.MethodPost, "/v1/topics/"+seg(topic)+"/records", nil, body, hdr)
 	if err != nil {
 		return nil, err
@@ -232,11 +235,9 @@ func resultError(obj map[string]any) *APIError {
 // of a partial failure if there is one. It neither checks the results against the
 // frames nor learns from the answer whether the server speaks the format: the Producer
 // does both.
-func (c *Client) appendBlocks(ctx context.Context, topic string, body []byte, idemKey string) ([]wire.BlockResult, error) {
+func (c *Client) appendBlocks(ctx context.Context, topic string, body []byte, idemKey string, attempt int) ([]wire.BlockResult, error) {
 	hdr := map[string]string{"Content-Type": wire.ContentTypeBlocks}
-	if idemKey != "" {
-		hdr["Idempotency-Key"] = idemKey
-	}
+	attemptHeaders(hdr, idemKey, attempt)
 	status, h, resp, err := c.exchange(ctx, http.MethodPost, "/v1/topics/"+seg(topic)+"/records", nil, body, hdr)
 	if err != nil {
 		return nil, err
@@ -250,6 +251,20 @@ func (c *Client) appendBlocks(ctx context.Context, topic string, body []byte, id
 		return nil, err
 	}
 	return w.Blocks, nil
+}
+
+// attemptHeaders sets an idempotent append's Idempotency-Key and, when attempt is not
+// negative, which attempt of it this is (wire.HeaderAttempt): the Producer, which knows
+// it sent no earlier attempt, says 0 so the server skips reading the key's claim. A
+// caller of Append may repeat a key itself, so Append sends no attempt.
+func attemptHeaders(hdr map[string]string, idemKey string, attempt int) {
+	if idemKey == "" {
+		return
+	}
+	hdr["Idempotency-Key"] = idemKey
+	if attempt >= 0 {
+		hdr[wire.HeaderAttempt] = strconv.Itoa(attempt)
+	}
 }
 
 func fromWireResults(ws []wire.Result) []Result {
@@ -561,6 +576,9 @@ func (c *Client) exchange(ctx context.Context, method, path string, q url.Values
 		return 0, nil, nil, err
 	}
 	defer resp.Body.Close()
+	if n := wire.ParseMaxBody(resp.Header.Get(wire.HeaderMaxBody)); n > 0 {
+		c.maxBody.Store(int64(n))
+	}
 	var r io.Reader = resp.Body
 	if resp.StatusCode/100 != 2 {
 		r = io.LimitReader(resp.Body, maxErrorBody)
@@ -573,6 +591,25 @@ func (c *Client) exchange(ctx context.Context, method, path string, q url.Values
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 	}
 	return resp.StatusCode, resp.Header, b, nil
+}
+
+// tooLarge reports whether err refuses a request body of n bytes as too large (413)
+// and, if so, makes sure the Client's maxBody is below n: the server's stated limit,
+// else half of n.
+func (c *Client) tooLarge(err error, n int) bool {
+	var apiErr *APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusRequestEntityTooLarge {
+		return false
+	}
+	for {
+		m := c.maxBody.Load()
+		if m > 0 && m < int64(n) {
+			return true
+		}
+		if c.maxBody.CompareAndSwap(m, int64(n/2)) {
+			return true
+		}
+	}
 }
 
 // IsRetryable reports whether a failed call may be repeated as is: a 429 or 503 (or a

@@ -25,7 +25,10 @@ import (
 const (
 	// MaxBatchBytes bounds ProducerConfig.BatchBytes and the record bytes of one append
 	// request, all its partitions' batches together, so that a request stays under the
-	// server's 6 MiB of record bytes. Against a server without the binary format a
+	// server's 6 MiB of record bytes. A server that takes smaller bodies says so
+	// (wire.HeaderMaxBody: the api function behind Lambda takes 4 MiB), and the
+	// Producer's requests then stay within that, a request refused as too large being
+	// split. Against a server without the binary format a
 	// request goes as JSON requests of at most MaxBatchBytes each, base64 and JSON
 	// included (the blocks of a request are smaller than its JSON).
 	MaxBatchBytes = 5 << 20
@@ -572,7 +575,7 @@ func (p *Producer) run() {
 // for them up to reqTime longer, so that partitions that became ready apart join one
 // request rather than each going alone. Once one partition is ready, every partition
 // with records and no batch in flight goes: one batch each, in requests of at most
-// MaxBatchBytes and wire.MaxRecordsPerBatch, up to MaxInFlightRequests in flight.
+// requestBytes and wire.MaxRecordsPerBatch, up to MaxInFlightRequests in flight.
 func (p *Producer) take(now time.Time) (reqs []*request, wait time.Duration, exit bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -612,14 +615,15 @@ func (p *Producer) take(now time.Time) (reqs []*request, wait time.Duration, exi
 	}
 	var r *request
 	records, bytes := 0, 0
+	limit := p.requestBytes()
 	for k := range p.nparts {
 		part := (p.next + k) % p.nparts
 		q := &p.parts[part]
 		if len(q.buf) == 0 || q.inflight {
 			continue
 		}
-		n, size := batchLen(q.buf, cfg)
-		if r == nil || records+n > wire.MaxRecordsPerBatch || bytes+size+frameOverhead > MaxBatchBytes {
+		n, size := batchLen(q.buf, cfg, limit)
+		if r == nil || records+n > wire.MaxRecordsPerBatch || bytes+size+frameOverhead > limit {
 			if p.inflight+len(reqs) >= cfg.MaxInFlightRequests {
 				continue
 			}
@@ -646,11 +650,26 @@ func (p *Producer) take(now time.Time) (reqs []*request, wait time.Duration, exi
 	return reqs, 0, false
 }
 
+// requestBytes bounds the record bytes plus frame overheads of one binary request:
+// MaxBatchBytes, or less when the server takes smaller bodies (Client.maxBody, less the
+// body's prologue), as the api function behind Lambda does (4 MiB).
+func (p *Producer) requestBytes() int {
+	if m := int(p.c.maxBody.Load()); m > 0 {
+		return max(min(MaxBatchBytes, m-binaryPrologue), 1)
+	}
+	return MaxBatchBytes
+}
+
+// binaryPrologue is what a binary append body holds before its frames ("STRA", version).
+const binaryPrologue = 5
+
 // batchLen is how many of the first records of buf make one batch, and their bytes: up
-// to BatchRecords and BatchBytes, at least one.
-func batchLen(buf []*Future, cfg *ProducerConfig) (n, size int) {
+// to BatchRecords and BatchBytes, and within limit with its frame's overhead, at least
+// one.
+func batchLen(buf []*Future, cfg *ProducerConfig, limit int) (n, size int) {
+	most := min(cfg.BatchBytes, limit-frameOverhead)
 	for n < len(buf) && n < cfg.BatchRecords {
-		if n > 0 && size+buf[n].size > cfg.BatchBytes {
+		if n > 0 && size+buf[n].size > most {
 			break
 		}
 		size += buf[n].size
@@ -745,14 +764,106 @@ func (p *Producer) sendRequest(r *request) {
 // blocks or refuses this one's content type, then as JSON. It returns, per frame, one
 // Result per record, or an error with, when some records were appended nonetheless,
 // their Results (Err nil) among the others (Err set) for the frames it knows them of.
+//
+// A first attempt refused as too large (413: a server taking smaller bodies than the
+// Producer knew, nothing of it appended) is split into requests within the limit it
+// now knows (deliverSplit).
 func (p *Producer) deliver(r *request) ([][]Result, error) {
 	if p.c.blocks.Load() != blocksOff {
 		res, refused, err := p.deliverBlocks(r)
-		if !refused {
+		switch refused {
+		case refusedNot:
 			return res, err
+		case refusedTooLarge:
+			return p.deliverSplit(r, err)
 		}
 	}
 	return p.deliverJSON(r)
+}
+
+// Why a first attempt was refused with nothing appended (deliverBlocks).
+const (
+	refusedNot      = iota
+	refusedFormat   // the server does not take the binary format
+	refusedTooLarge // the body is larger than the server takes
+)
+
+// deliverSplit delivers r, whose first attempt was refused whole as too large (err), as
+// requests within requestBytes, one after the other so that each partition's records
+// keep their order, and assembles r's per-frame results from theirs. After a failed
+// request the rest are not sent and fail with its error. A request that cannot be split
+// (one record) fails with err.
+func (p *Producer) deliverSplit(r *request, err error) ([][]Result, error) {
+	subs := splitRequest(r, p.requestBytes())
+	if len(subs) < 2 {
+		return nil, err
+	}
+	frameOf := make(map[int32]int, len(r.frames))
+	for i, fr := range r.frames {
+		frameOf[fr.part] = i
+	}
+	out := make([][]Result, len(r.frames))
+	var firstErr error
+	var took time.Duration
+	for _, sub := range subs {
+		var res [][]Result
+		err := firstErr
+		if err == nil {
+			res, err = p.deliver(sub)
+			took += sub.took
+		}
+		for i, fr := range sub.frames {
+			k := frameOf[fr.part]
+			if i < len(res) && len(res[i]) == len(fr.batch) {
+				out[k] = append(out[k], res[i]...)
+				continue
+			}
+			for range fr.batch {
+				out[k] = append(out[k], Result{Partition: fr.part, Err: err})
+			}
+		}
+		if firstErr == nil && err != nil {
+			firstErr = err
+		}
+	}
+	if firstErr == nil {
+		r.took = took
+	}
+	return out, firstErr
+}
+
+// splitRequest cuts r's records, in order, into requests whose record bytes plus frame
+// overheads stay within limit (a record larger than that goes alone), each partition at
+// most once per request.
+func splitRequest(r *request, limit int) []*request {
+	var out []*request
+	cur, bytes := &request{}, 0
+	for _, fr := range r.frames {
+		for batch := fr.batch; len(batch) > 0; {
+			n, size := 0, 0
+			for n < len(batch) && bytes+frameOverhead+size+batch[n].size <= limit {
+				size += batch[n].size
+				n++
+			}
+			if n == 0 && len(cur.frames) > 0 {
+				out, cur, bytes = append(out, cur), &request{}, 0
+				continue
+			}
+			if n == 0 {
+				n, size = 1, batch[0].size
+			}
+			cur.frames = append(cur.frames, frame{part: fr.part, batch: batch[:n:n]})
+			cur.size += size
+			bytes += frameOverhead + size
+			if batch = batch[n:]; len(batch) > 0 {
+				out, cur, bytes = append(out, cur), &request{}, 0
+			}
+		}
+	}
+	if len(cur.frames) > 0 {
+		out = append(out, cur)
+	}
+	return out
 }
 
 // blocksRefused reports whether err, the answer to the first attempt of a binary
@@ -781,9 +892,10 @@ func (p *Producer) blocksRefused(err error) bool {
 
 // deliverBlocks sends r as one binary append, a frame per partition, retrying with the
 // same Idempotency-Key and the very same bytes. refused reports that the first attempt
-// was refused as a format the server does not take (blocksRefused): nothing was
-// appended, and the caller sends r as JSON instead.
-func (p *Producer) deliverBlocks(r *request) (results [][]Result, refused bool, err error) {
+// was refused with nothing appended: as a format the server does not take
+// (blocksRefused; the caller sends r as JSON instead), or as too large (the caller
+// splits r).
+func (p *Producer) deliverBlocks(r *request) (results [][]Result, refused int, err error) {
 	body := make([]byte, 0, 5+r.size+len(r.frames)*frameOverhead)
 	body = wire.AppendRequest(body, nil)
 	var recs []segment.Record
@@ -797,17 +909,21 @@ func (p *Producer) deliverBlocks(r *request) (results [][]Result, refused bool, 
 		body = binary.BigEndian.AppendUint32(body, uint32(fr.part))
 		var err error
 		if body, err = segment.AppendBlock(body, recs); err != nil {
-			return nil, false, fmt.Errorf("%w: %w", ErrInvalid, err)
+			return nil, refusedNot, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
 	key := ulid.Make().String()
 	attempts := 0
 	err = p.retry(len(r.frames), func() error {
 		start := time.Now()
-		blocks, err := p.c.appendBlocks(p.ctx, p.topic, body, key)
+		blocks, err := p.c.appendBlocks(p.ctx, p.topic, body, key, attempts)
 		attempts++
 		if err != nil && attempts == 1 && p.blocksRefused(err) {
-			refused = true
+			refused = refusedFormat
+			return err
+		}
+		if err != nil && attempts == 1 && p.c.tooLarge(err, len(body)) {
+			refused = refusedTooLarge
 			return err
 		}
 		results = nil
@@ -905,8 +1021,11 @@ func (p *Producer) deliverJSON(r *request) ([][]Result, error) {
 	}
 	results := make([]Result, 0, len(all))
 	for done := 0; done < len(all); {
-		n := jsonChunk(all[done:])
-		res, err := p.sendJSON(all[done:done+n], parts[done:done+n])
+		n := jsonChunk(all[done:], p.jsonBytes())
+		res, tooLarge, err := p.sendJSON(all[done:done+n], parts[done:done+n])
+		if tooLarge && jsonChunk(all[done:], p.jsonBytes()) < n {
+			continue // nothing appended; cut again within the limit now known
+		}
 		if err != nil {
 			out := make([]Result, len(all))
 			copy(out, results)
@@ -933,13 +1052,25 @@ func splitResults(res []Result, frames []frame) [][]Result {
 	return out
 }
 
+// jsonBytes bounds the jsonSize sum of one JSON request: MaxBatchBytes, or less when
+// the server takes smaller bodies (Client.maxBody, less the body's wrapper).
+func (p *Producer) jsonBytes() int {
+	if m := int(p.c.maxBody.Load()); m > 0 {
+		return max(min(MaxBatchBytes, m-jsonWrapper), 1)
+	}
+	return MaxBatchBytes
+}
+
+// jsonWrapper bounds what a JSON append body holds beside its records' jsonSize.
+const jsonWrapper = 64
+
 // jsonChunk is how many of the first records of recs fit one JSON request: their
-// jsonSize sum stays within MaxBatchBytes (one record always fits).
-func jsonChunk(recs []*Future) int {
+// jsonSize sum stays within limit (one record always fits).
+func jsonChunk(recs []*Future, limit int) int {
 	n, size := 0, 0
 	for n < len(recs) {
 		size += jsonSize(recs[n].rec)
-		if n > 0 && size > MaxBatchBytes {
+		if n > 0 && size > limit {
 			break
 		}
 		n++
@@ -950,8 +1081,9 @@ func jsonChunk(recs []*Future) int {
 // sendJSON sends chunk as one JSON request, record i with the explicit partition
 // parts[i], retrying with the same Idempotency-Key and the very same body. On failure it
 // returns the Results of a partial failure if every appended record landed on its
-// partition, else none.
-func (p *Producer) sendJSON(chunk []*Future, parts []int32) ([]Result, error) {
+// partition, else none. tooLarge reports that the first attempt was refused as too
+// large (nothing appended; the Client's maxBody is now below the body's size).
+func (p *Producer) sendJSON(chunk []*Future, parts []int32) (_ []Result, tooLarge bool, _ error) {
 	recs := make([]Record, len(chunk))
 	for i, f := range chunk {
 		recs[i] = f.rec
@@ -960,13 +1092,18 @@ func (p *Producer) sendJSON(chunk []*Future, parts []int32) ([]Result, error) {
 	}
 	body, err := encodeAppend(recs, nil)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	key := ulid.Make().String()
 	var res []Result
+	attempt := 0
 	err = p.retry(len(distinctParts(parts)), func() error {
 		var err error
-		res, err = p.c.appendBody(p.ctx, p.topic, body, len(chunk), key)
+		res, err = p.c.appendBody(p.ctx, p.topic, body, len(chunk), key, attempt)
+		attempt++
+		if err != nil && attempt == 1 && p.c.tooLarge(err, len(body)) {
+			tooLarge = true
+		}
 		if i := strayResult(res, parts); i >= 0 {
 			r := res[i]
 			res = nil
@@ -976,7 +1113,7 @@ func (p *Producer) sendJSON(chunk []*Future, parts []int32) ([]Result, error) {
 		}
 		return err
 	})
-	return res, err
+	return res, tooLarge, err
 }
 
 // distinctParts counts the partitions of parts, in which each partition's records are

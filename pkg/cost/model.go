@@ -80,12 +80,19 @@ const (
 	JSONRecordBytes = 1400
 )
 
+// LambdaRequestBytes is the record bytes (with frame overheads) of one binary request
+// pkg/client's producer sends to the api function behind Lambda (API Gateway, a function
+// URL or Managed Instances): the function's 4 MiB body (deploy.MaxAPIBody, stated on
+// its answers) less the body's 5-byte prologue, below the SDK's own 5 MiB cap
+// (client.MaxBatchBytes). A test holds it equal to both.
+const LambdaRequestBytes = 4<<20 - 5
+
 // DefaultProducers are pkg/client's producers with a 1 s linger, 1 MiB batches and 1 KB
-// records sent in the binary form, as its producer does; its request caps (5 MiB,
-// 10,000 records).
+// records sent in the binary form, as its producer does; its request caps against the
+// api function (LambdaRequestBytes, 10,000 records).
 func DefaultProducers(n int) Producers {
 	return Producers{Count: n, Linger: time.Second, BatchBytes: 1 << 20, BatchRecords: 1000,
-		RequestBytes: 5 << 20, RequestRecords: 10000, EncodedRecordBytes: BinaryRecordBytes, Shape: ShapeSDK}
+		RequestBytes: LambdaRequestBytes, RequestRecords: 10000, EncodedRecordBytes: BinaryRecordBytes, Shape: ShapeSDK}
 }
 
 // Profile is what Strata's AWS backend sends per append and per poll; pkg/cost/measure
@@ -121,15 +128,15 @@ func DesignProfile() Profile {
 }
 
 // IdempotentDesignProfile is DesignProfile with the SDK's Idempotency-Key as built
-// (folded claims, pkg/log's append.go and group.go): per append one GetItem of the
-// request's claim before it (eventually consistent, half a read unit) and one claim
-// PutItem after its commits, carrying every partition's offsets; no write per block
-// beyond the commit and the entry, and in a group-commit batch idempotent members share
-// the commits. Its four DynamoDB requests per single-partition append cost about 2.5 ms
-// of CPU as measure counted it.
+// (folded claims, pkg/log's append.go and group.go): per append one claim PutItem after
+// its commits, carrying every partition's offsets, and no read before it (the SDK marks
+// its first attempt, Strata-Attempt: 0, and only a retry reads the claim: retries are
+// too rare to price); no write per block beyond the commit and the entry, and in a
+// group-commit batch idempotent members share the commits. Its DynamoDB requests per
+// single-partition append cost about 2.5 ms of CPU as measure counted it.
 func IdempotentDesignProfile() Profile {
 	p := DesignProfile()
-	p.Idempotent, p.WritesPerAppend, p.ReadsPerAppend = true, 1, 1
+	p.Idempotent, p.WritesPerAppend = true, 1
 	p.Group.CPUPerAppend = 2500 * time.Microsecond
 	return p
 }
@@ -193,6 +200,11 @@ type Serving struct {
 	LambdaMemoryMB    float64
 	PollDuration      time.Duration // billed duration of one poll invocation
 	MaxPollsPerSecond float64       // per partition per group (long polls return at once when data waits)
+	// ConsumerWindow is dispatch's stream batching window (strata:consumerBatchingWindowSeconds):
+	// each consumer is invoked at most once per partition per window, so polls per
+	// partition per group are at most 1 / window. It adds up to the window to delivery
+	// (ConsumerDelay), not to the producer's ack. 0: no window.
+	ConsumerWindow time.Duration
 	// FunctionURL puts producers and consumers on the api function's URL instead of
 	// API Gateway (function URLs cost nothing beyond the invocation).
 	FunctionURL bool
@@ -200,6 +212,15 @@ type Serving struct {
 	// before the log sees it: it lengthens an on-demand append's billed duration and
 	// loads the tier's instances.
 	CPUPerRecord time.Duration
+}
+
+// PollsPerSecond is the most polls per partition per group: MaxPollsPerSecond, and at
+// most one per consumer window.
+func (s Serving) PollsPerSecond() float64 {
+	if s.ConsumerWindow > 0 {
+		return math.Min(s.MaxPollsPerSecond, 1/s.ConsumerWindow.Seconds())
+	}
+	return s.MaxPollsPerSecond
 }
 
 // Body CPU per 1 KB record, from `go test -run '^$' -bench AppendBody ./pkg/httpapi`
@@ -468,10 +489,11 @@ func Strata(o Options, d Design) Estimate {
 	writes := commits*commitWrites(d, k, pf) + topics*TopicCommitWRU(w.Partitions, k) + reqs*claims
 	e.add("DynamoDB write units (sequencer, index, claims)", writes, pr.DynamoWRU)
 
-	// Consumers: per group and partition, one poll per new commit up to the poll cap.
+	// Consumers: per group and partition, one poll per new commit up to the poll cap
+	// (and at most one per consumer window).
 	blocks := commits * k // ranges to read a day
 	commitRate := blocks / secondsPerDay / float64(w.Partitions)
-	polls := float64(w.Groups*w.Partitions) * math.Min(commitRate, o.Serving.MaxPollsPerSecond) * secondsPerDay
+	polls := float64(w.Groups*w.Partitions) * math.Min(commitRate, o.Serving.PollsPerSecond()) * secondsPerDay
 	e.add("DynamoDB read units (polls, append checks)", polls*pf.ReadsPerPoll+reqs*claimReads, pr.DynamoRRU)
 	e.add("S3 GET (blocks read)", float64(w.Groups)*blocks*pf.GetsPerBlock, pr.S3Get)
 
@@ -521,7 +543,14 @@ func commitWrites(d Design, k float64, pf Profile) float64 {
 // and batch reference — a fit to pkg/store/dynamo's TestTopicItemSize, whose eight
 // measured items it prices to the unit (TestTopicCommitWRUMatchesTheItem).
 func TopicCommitWRU(partitions int, k float64) float64 {
-	return itemWRU(200 + 27*float64(partitions) + 31*math.Ceil(k))
+	return itemWRU(TopicItemBytes(partitions, k))
+}
+
+// TopicItemBytes is the size of a topic's sequencer item with partitions written and a
+// newest batch of k commits (TopicCommitWRU's fit): what a topic commit writes and what
+// a poll reads whole. The scale model sizes the item's reads and writes by it too.
+func TopicItemBytes(partitions int, k float64) float64 {
+	return 200 + 27*float64(partitions) + 31*math.Ceil(k)
 }
 
 // KPLAggregationMaxBytes is the KPL's AggregationMaxSize default: an aggregated

@@ -115,12 +115,13 @@ func TestFlow(t *testing.T) {
 	}{
 		// 10 producers × 8 partitions: 625 records/s per partition batch; the 1 s linger
 		// cuts before the 1,000-record cap (1 MiB / 1,040 B would be 1,008). A round of
-		// 8 batches of 625 fits one request (5 MiB / 1,040 B = 5,041 records): 10
-		// appends/s of 5,000 records over 8 blocks.
-		{"sdk, 10 producers, 1s", func(o *Options) {}, Baseline, 10, 5000, 8, time.Second + 56*time.Millisecond},
+		// 8 batches of 625 exceeds one request to the api function ((4 MiB − 5 B) /
+		// 1,040 B = 4,033 records, 6 whole batches), so it goes as two of 4 batches: 20
+		// appends/s of 2,500 records over 4 blocks.
+		{"sdk, 10 producers, 1s", func(o *Options) {}, Baseline, 20, 2500, 4, time.Second + 56*time.Millisecond},
 		// 1 producer: 6,250 records/s per partition fill 1,000 in 0.16 s; the round's
-		// 8,000 records exceed a request's 5,041, so it goes as two requests of whole
-		// batches (5 and 3): 12.5 appends/s of 4,000 records over 4 blocks.
+		// 8,000 records exceed a request's 4,033, so it goes as two requests of whole
+		// batches (4 and 4): 12.5 appends/s of 4,000 records over 4 blocks.
 		{"sdk, 1 producer", func(o *Options) { o.Producers.Count = 1 }, Baseline, 12.5, 4000, 4, 216 * time.Millisecond},
 		// 1,000 producers: 50 records/s each → a round of 50 over 8 partitions a second.
 		{"sdk, 1000 producers", func(o *Options) { o.Producers.Count = 1000 }, Baseline, 1000, 50, 8, time.Second + 56*time.Millisecond},
@@ -171,25 +172,26 @@ func TestFlow(t *testing.T) {
 }
 
 func TestStrataBaseline(t *testing.T) {
-	// 10 SDK producers, linger 1 s: 10 appends/s = 864,000 a day, 8 blocks each.
+	// 10 SDK producers, linger 1 s: each round in two requests (TestFlow), 20 appends/s =
+	// 1,728,000 a day, 4 blocks each.
 	o := Defaults(10)
 	e := Strata(o, Baseline)
-	const appends = 864000.0
+	const appends = 1728000.0
 	want := map[string]float64{
 		"S3 PUT (segment objects)": appends * 5e-6,
-		// One topic commit (8 of 8 partitions: 200 + 216 + 248 B, 1 unit) + 8 index entries.
-		"DynamoDB write units (sequencer, index, claims)": appends * (1 + 8) * 0.625e-6,
+		// One topic commit (4 of 8 partitions, 1 unit) + 4 index entries.
+		"DynamoDB write units (sequencer, index, claims)": appends * (1 + 4) * 0.625e-6,
 		// 10 blocks/s per partition = the 10 polls/s cap: 8 × 10 × 86,400 polls × 2 reads.
 		"DynamoDB read units (polls, append checks)": 6912000 * 2 * 0.125e-6,
-		"S3 GET (blocks read)":                       appends * 8 * 0.4e-6,
+		"S3 GET (blocks read)":                       appends * 4 * 0.4e-6,
 		// 51.2e6 B/s × 1.05 × 86,400 s / 2^30 GB for 1/30.4167 of a month.
 		"S3 storage (GB-month)":       51.2e6 * 1.05 * 86400 / (1 << 30) / (730.0 / 24) * 0.023,
-		"DynamoDB storage (GB-month)": appends * 8 * 300 / (1 << 30) / (730.0 / 24) * 0.25,
-		// 5,000 × 1,040 B = 5,200,000 B → 10 units of 512 KB; plus the polls.
-		"API Gateway HTTP API requests": (appends*10 + 6912000) * 1e-6,
+		"DynamoDB storage (GB-month)": appends * 4 * 300 / (1 << 30) / (730.0 / 24) * 0.25,
+		// 2,500 × 1,040 B = 2,600,000 B → 5 units of 512 KB; plus the polls.
+		"API Gateway HTTP API requests": (appends*5 + 6912000) * 1e-6,
 		"Lambda requests":               (appends + 6912000) * 0.2e-6,
-		// appends × (56 ms + 5,000 records × 70 ns) + polls × 20 ms at 1 GB.
-		"Lambda GB-seconds (appends + polls)": (appends*(0.056+5000*70e-9) + 6912000*0.020) * 0.0000133334,
+		// appends × (56 ms + 2,500 records × 70 ns) + polls × 20 ms at 1 GB.
+		"Lambda GB-seconds (appends + polls)": (appends*(0.056+2500*70e-9) + 6912000*0.020) * 0.0000133334,
 	}
 	var total float64
 	for _, l := range e.Lines {
@@ -344,13 +346,13 @@ func TestTierInstancesFromCPU(t *testing.T) {
 	if got := FlowOf(o, Baseline).Instances; got != 0 {
 		t.Errorf("no tier: %d instances, want 0", got)
 	}
-	// 10 requests/s × 160 ms + 50,000 records/s × 11 µs = 1.6 + 0.55 vCPU → 2.15 / 1.4 → 2,
-	// below the minimum of 3.
-	o.Profile.Group.CPUPerAppend, o.Serving.CPUPerRecord = 160*time.Millisecond, JSONCPUPerRecord
+	// 20 requests/s (TestFlow) × 80 ms + 50,000 records/s × 11 µs = 1.6 + 0.55 vCPU →
+	// 2.15 / 1.4 → 2, below the minimum of 3.
+	o.Profile.Group.CPUPerAppend, o.Serving.CPUPerRecord = 80*time.Millisecond, JSONCPUPerRecord
 	if got := FlowOf(o, Aggregation).Instances; got != 3 {
 		t.Errorf("2.15 vCPU: %d instances, want the minimum 3", got)
 	}
-	o.Profile.Group.CPUPerAppend = 400 * time.Millisecond // 4 + 0.55 vCPU → 3.25 → 4
+	o.Profile.Group.CPUPerAppend = 200 * time.Millisecond // 4 + 0.55 vCPU → 3.25 → 4
 	e := Strata(o, Aggregation)
 	if e.Flow.Instances != 4 {
 		t.Errorf("4.55 vCPU: %d instances, want 4", e.Flow.Instances)

@@ -26,14 +26,20 @@ const (
 	// partition, beside the topic commit that is built (designs TopicManifest,
 	// AggTopicManifest).
 	LeverManifest Lever = "manifest"
+	// LeverConsumerWindow: dispatch's stream batching window as a stack setting
+	// (strata:consumerBatchingWindowSeconds), consumers invoked at most once per
+	// partition per window (Serving.ConsumerWindow).
+	LeverConsumerWindow Lever = "consumer-window"
 )
 
 // Levers lists every lever, in the order they are written.
-var Levers = []Lever{LeverFunctionURL, LeverTier, LeverFolded, LeverManifest}
+var Levers = []Lever{LeverFunctionURL, LeverTier, LeverFolded, LeverManifest, LeverConsumerWindow}
 
 // BuiltLevers are the levers built in this tree: what a configuration may need and still
 // count as built. Pass the levers merged since with `strata bench cost --built`.
-func BuiltLevers() []Lever { return []Lever{LeverFunctionURL, LeverTier, LeverFolded} }
+func BuiltLevers() []Lever {
+	return []Lever{LeverFunctionURL, LeverTier, LeverFolded, LeverConsumerWindow}
+}
 
 // Configuration is one way to deploy and use Strata that the targets table prices.
 type Configuration struct {
@@ -45,12 +51,15 @@ type Configuration struct {
 	TierWindow time.Duration
 	TierBudget float64
 	Folded     bool
-	Needs      []Lever
+	// ConsumerWindow is dispatch's stream batching window (Serving.ConsumerWindow).
+	ConsumerWindow time.Duration
+	Needs          []Lever
 }
 
 // Apply returns o configured as c.
 func (c Configuration) Apply(o Options) Options {
 	o.Serving.FunctionURL = c.FunctionURL
+	o.Serving.ConsumerWindow = c.ConsumerWindow
 	o.FoldedClaims = c.Folded
 	if c.TierWindow > 0 {
 		o.Aggregator.Window = c.TierWindow
@@ -72,10 +81,12 @@ func (c Configuration) Built(built []Lever) bool {
 }
 
 // The append tier as a stack can run it (issue 20 item 5): a 250 ms window cutting
-// objects of up to 16 MiB.
+// objects of up to 16 MiB; and the consumer window the table prices, once a second as
+// the Kinesis mapping polls a shard.
 const (
-	TierWindow = 250 * time.Millisecond
-	TierBudget = 16 << 20
+	TierWindow     = 250 * time.Millisecond
+	TierBudget     = 16 << 20
+	ConsumerWindow = time.Second
 )
 
 // Configurations are the configurations of the targets table, SDK producers throughout:
@@ -87,14 +98,26 @@ func Configurations() []Configuration {
 		return Configuration{Name: name, Design: d, FunctionURL: furl, TierWindow: window, TierBudget: budget, Folded: true,
 			Needs: append([]Lever{LeverFolded}, needs...)}
 	}
+	windowed := func(c Configuration) Configuration {
+		c.Name += ", consumer window 1 s"
+		c.ConsumerWindow = ConsumerWindow
+		c.Needs = append(slices.Clone(c.Needs), LeverConsumerWindow)
+		return c
+	}
+	furl := cfg("function URL, on-demand Lambda", Baseline, true, 0, 0, LeverFunctionURL)
+	tier := cfg("function URL, tier 250 ms / 16 MiB", Aggregation, true, TierWindow, TierBudget, LeverFunctionURL, LeverTier)
+	tierManifest := cfg("function URL, tier 250 ms / 16 MiB, manifest", AggTopicManifest, true, TierWindow, TierBudget,
+		LeverFunctionURL, LeverTier, LeverManifest)
 	return []Configuration{
 		cfg("API Gateway, on-demand Lambda", Baseline, false, 0, 0),
 		cfg("API Gateway, tier 5 ms (deployed default on Managed Instances)", Aggregation, false, 5*time.Millisecond, 1<<20, LeverTier),
-		cfg("function URL, on-demand Lambda", Baseline, true, 0, 0, LeverFunctionURL),
-		cfg("function URL, tier 250 ms / 16 MiB", Aggregation, true, TierWindow, TierBudget, LeverFunctionURL, LeverTier),
+		furl,
+		windowed(furl),
+		tier,
+		windowed(tier),
 		cfg("function URL, manifest", TopicManifest, true, 0, 0, LeverFunctionURL, LeverManifest),
-		cfg("function URL, tier 250 ms / 16 MiB, manifest", AggTopicManifest, true, TierWindow, TierBudget,
-			LeverFunctionURL, LeverTier, LeverManifest),
+		tierManifest,
+		windowed(tierManifest),
 	}
 }
 
@@ -114,6 +137,9 @@ type TargetCell struct {
 	PerDay            float64
 	KPL, Kafka        float64 // the alternatives' $/day at the same groups (and linger, for the KPL)
 	AckFloor          time.Duration
+	// ConsumerDelay is what the consumer window adds to delivery beyond the ack: up to
+	// the window (0 without one).
+	ConsumerDelay time.Duration
 }
 
 // Met reports whether the cell is within Target.
@@ -128,7 +154,8 @@ func PriceTarget(base Options, c Configuration, n, groups int, linger time.Durat
 	o.Producers.Count, o.Workload.Groups, o.Producers.Linger = n, groups, linger
 	e := Strata(o, c.Design)
 	return TargetCell{Producers: n, Groups: groups, Linger: linger, PerDay: e.PerDay(),
-		KPL: KinesisProvisioned(o, true).PerDay(), Kafka: KafkaEC2(o).PerDay(), AckFloor: e.Flow.AckFloor}
+		KPL: KinesisProvisioned(o, true).PerDay(), Kafka: KafkaEC2(o).PerDay(), AckFloor: e.Flow.AckFloor,
+		ConsumerDelay: o.Serving.ConsumerWindow}
 }
 
 // ParityLingers are the lingers ParityLinger tries, shortest first.
@@ -177,11 +204,14 @@ func Targets(w io.Writer, base Options, built []Lever) {
 			for _, n := range TargetProducers {
 				row := fmt.Sprintf("%s\t%s\t%d\t", c.Name, l, n)
 				met := true
-				var ack time.Duration
+				var ack string
 				for _, g := range TargetGroups {
 					cell := PriceTarget(base, c, n, g, l)
 					met = met && cell.Met()
-					ack = cell.AckFloor
+					ack = ms(cell.AckFloor)
+					if cell.ConsumerDelay > 0 {
+						ack += " (consumers +≤" + ms(cell.ConsumerDelay) + ")"
+					}
 					row += fmt.Sprintf("%s (%.2f×, %.1f%%)\t", usd(cell.PerDay), cell.PerDay/cell.KPL, 100*cell.PerDay/cell.Kafka)
 				}
 				verdict := "missed"
@@ -191,7 +221,7 @@ func Targets(w io.Writer, base Options, built []Lever) {
 				case met:
 					verdict = "would meet (modelled)"
 				}
-				fmt.Fprintln(w, row+ms(ack)+"\t"+status+"\t"+verdict+"\t")
+				fmt.Fprintln(w, row+ack+"\t"+status+"\t"+verdict+"\t")
 			}
 		}
 	}

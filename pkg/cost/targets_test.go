@@ -8,15 +8,19 @@ import (
 )
 
 // TestConfigurationsBuilt: a configuration is built when every lever it needs is; the
-// defaults count the function URL, the tier and folded claims, and not the manifest.
+// defaults count the function URL, the tier, folded claims and the consumer window, and
+// not the manifest.
 func TestConfigurationsBuilt(t *testing.T) {
 	want := map[string]bool{
-		"API Gateway, on-demand Lambda":                                  true,
-		"API Gateway, tier 5 ms (deployed default on Managed Instances)": true,
-		"function URL, on-demand Lambda":                                 true,
-		"function URL, tier 250 ms / 16 MiB":                             true,
-		"function URL, manifest":                                         false,
-		"function URL, tier 250 ms / 16 MiB, manifest":                   false,
+		"API Gateway, on-demand Lambda":                                     true,
+		"API Gateway, tier 5 ms (deployed default on Managed Instances)":    true,
+		"function URL, on-demand Lambda":                                    true,
+		"function URL, tier 250 ms / 16 MiB":                                true,
+		"function URL, manifest":                                            false,
+		"function URL, tier 250 ms / 16 MiB, manifest":                      false,
+		"function URL, on-demand Lambda, consumer window 1 s":               true,
+		"function URL, tier 250 ms / 16 MiB, consumer window 1 s":           true,
+		"function URL, tier 250 ms / 16 MiB, manifest, consumer window 1 s": false,
 	}
 	cs := Configurations()
 	if len(cs) != len(want) {
@@ -54,6 +58,9 @@ func TestConfigurationApply(t *testing.T) {
 		}
 		if c.TierWindow > 0 && o.Aggregator.Window != c.TierWindow {
 			t.Errorf("%s: window %v", c.Name, o.Aggregator.Window)
+		}
+		if o.Serving.ConsumerWindow != c.ConsumerWindow || (c.ConsumerWindow > 0) != strings.HasSuffix(c.Name, "consumer window 1 s") {
+			t.Errorf("%s: consumer window %v", c.Name, o.Serving.ConsumerWindow)
 		}
 		for _, l := range Strata(o, c.Design).Lines {
 			if c.FunctionURL && strings.HasPrefix(l.Item, "API Gateway") {
@@ -127,9 +134,36 @@ func TestTargetsTable(t *testing.T) {
 			t.Errorf("a modelled row meets a target: %s", line)
 		}
 	}
-	for _, want := range []string{"$17.28/day in request fees alone", "parity at 1,000 producers", "KPL units/s"} {
+	for _, want := range []string{"$17.28/day in request fees alone", "parity at 1,000 producers", "KPL units/s", "(consumers +≤1000 ms)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("targets lack %q", want)
 		}
+	}
+}
+
+// TestConsumerWindowCapsPolls: with a consumer window, polls per partition per group are
+// at most one per window. At 1,000 on-demand producers (1,000 requests/s of 8 blocks,
+// 1,000 commits/s per partition) the cap of 10 polls/s becomes 1: 8 partitions × 86,400
+// polls a day, a tenth of the Lambda poll requests, and the commits' blocks are read
+// all the same.
+func TestConsumerWindowCapsPolls(t *testing.T) {
+	o := Defaults(1000)
+	o.Serving.FunctionURL = true
+	lines := func(o Options) map[string]Line {
+		out := map[string]Line{}
+		for _, l := range Strata(o, Baseline).Lines {
+			out[l.Item] = l
+		}
+		return out
+	}
+	without := lines(o)
+	o.Serving.ConsumerWindow = time.Second
+	with := lines(o)
+	reqs := FlowOf(o, Baseline).ProducerRequestsPerSec * 86400
+	near(t, "Lambda requests without a window", without["Lambda requests"].Quantity, reqs+8*10*86400)
+	near(t, "Lambda requests with a 1 s window", with["Lambda requests"].Quantity, reqs+8*1*86400)
+	near(t, "S3 GETs", with["S3 GET (blocks read)"].Quantity, without["S3 GET (blocks read)"].Quantity)
+	if s := (Serving{MaxPollsPerSecond: 10, ConsumerWindow: 50 * time.Millisecond}); s.PollsPerSecond() != 10 {
+		t.Errorf("a 50 ms window: %v polls/s, want the cap of 10", s.PollsPerSecond())
 	}
 }

@@ -233,13 +233,20 @@ func TestWireNamesAndLimitsMatchOpenAPI(t *testing.T) {
 			t.Errorf("openapi.yaml's %s %s is %d, pkg/wire says %d", tc.path, tc.key, got, tc.want)
 		}
 	}
-	idem := false
+	idem, attempt := false, false
 	for _, item := range root["paths"].(map[string]any) {
 		for _, op := range item.(map[string]any) {
 			om, _ := op.(map[string]any) // path-level "parameters" is a list
 			params, _ := om["parameters"].([]any)
 			for _, p := range params {
 				pm, _ := p.(map[string]any)
+				if pm["name"] == wire.HeaderAttempt {
+					attempt = true
+					s := pm["schema"].(map[string]any)
+					if number(s["minimum"]) != 0 || number(s["maximum"]) != wire.MaxAttempt {
+						t.Errorf("openapi.yaml's %s is %v–%v, pkg/wire reads 0–%d", wire.HeaderAttempt, s["minimum"], s["maximum"], wire.MaxAttempt)
+					}
+				}
 				if pm["name"] != "Idempotency-Key" {
 					continue
 				}
@@ -251,8 +258,8 @@ func TestWireNamesAndLimitsMatchOpenAPI(t *testing.T) {
 			}
 		}
 	}
-	if !idem {
-		t.Error("openapi.yaml declares no Idempotency-Key header")
+	if !idem || !attempt {
+		t.Errorf("openapi.yaml declares Idempotency-Key %t, %s %t; want both", idem, wire.HeaderAttempt, attempt)
 	}
 }
 

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // checkFuzzAnswer fails unless the answer is a success or a 4xx with the contract's
@@ -44,43 +47,85 @@ func checkFuzzAnswer(t *testing.T, req *http.Request, w *httptest.ResponseRecord
 	}
 }
 
+// FuzzAppendRequest: any body, Idempotency-Key and Strata-Attempt get an answer the
+// contract allows, and a refused append changes nothing: its high watermarks stay, except
+// for a key reused with another body on a first attempt (Strata-Attempt: 0, no claim read
+// before the commit), refused 422 after its commit with its records skipped, whose
+// records are never readable.
 func FuzzAppendRequest(f *testing.F) {
 	e := newEnv(f)
 	e.createTopic("t", 3)
 	for _, seed := range []struct {
-		body, key string
+		body, key, attempt string
 	}{
-		{`{"records": [{"value": "eA=="}]}`, ""},
-		{`{"records": [{"key": "b3JkZXItMQ==", "value": "eyJ0b3RhbCI6IDQyfQ==", "headers": {"h": "dg=="}, "partition": 2, "timestamp_ms": 1732870000000}]}`, "k-1"},
-		{`{"records": [{"value": "eA==", "partition": 3}]}`, ""},
-		{`{"records": [{"value": "eA==", "partition": -1}]}`, ""},
-		{`{"records": [{"value": "e"}]}`, ""},
-		{`{"records": [{"value": "", "headers": {"": ""}}]}`, ""},
-		{`{"records": []}`, strings.Repeat("k", 129)},
-		{`{"records": [{"value": "eA=="}], "x": 1}`, ""},
-		{`{"records": [{"value": "eA=="}]} []`, ""},
-		{`{"records": [{"value": "eA==", "timestamp_ms": -9223372036854775808}]}`, ""},
-		{`{"records": null}`, ""},
-		{`[`, ""},
+		{`{"records": [{"value": "eA=="}]}`, "", ""},
+		{`{"records": [{"key": "b3JkZXItMQ==", "value": "eyJ0b3RhbCI6IDQyfQ==", "headers": {"h": "dg=="}, "partition": 2, "timestamp_ms": 1732870000000}]}`, "k-1", ""},
+		{`{"records": [{"key": "b3JkZXItMQ==", "value": "eyJ0b3RhbCI6IDQzfQ==", "partition": 2}]}`, "k-1", "0"},
+		{`{"records": [{"value": "eA=="}]}`, "k-2", "1"},
+		{`{"records": [{"value": "eA=="}]}`, "k-3", "01"},
+		{`{"records": [{"value": "eA=="}]}`, "k-3", "-1"},
+		{`{"records": [{"value": "eA==", "partition": 3}]}`, "", ""},
+		{`{"records": [{"value": "eA==", "partition": -1}]}`, "", ""},
+		{`{"records": [{"value": "e"}]}`, "", ""},
+		{`{"records": [{"value": "", "headers": {"": ""}}]}`, "", ""},
+		{`{"records": []}`, strings.Repeat("k", 129), ""},
+		{`{"records": [{"value": "eA=="}], "x": 1}`, "", ""},
+		{`{"records": [{"value": "eA=="}]} []`, "", ""},
+		{`{"records": [{"value": "eA==", "timestamp_ms": -9223372036854775808}]}`, "", ""},
+		{`{"records": null}`, "", ""},
+		{`[`, "", ""},
 	} {
-		f.Add([]byte(seed.body), seed.key)
+		f.Add([]byte(seed.body), seed.key, seed.attempt)
 	}
-	f.Fuzz(func(t *testing.T, body []byte, key string) {
-		before := highWatermarks(t, e, "t")
+	f.Fuzz(func(t *testing.T, body []byte, key, attempt string) {
+		before, readable := highWatermarks(t, e, "t"), readableRecords(t, e, "t")
 		req := httptest.NewRequest("POST", "/v1/topics/t/records", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		if key != "" {
 			req.Header.Set("Idempotency-Key", key)
 		}
+		if attempt != "" {
+			req.Header.Set(wire.HeaderAttempt, attempt)
+		}
 		w := httptest.NewRecorder()
 		e.h.ServeHTTP(w, req)
 		checkFuzzAnswer(t, req, w)
-		if w.Code >= 400 {
+		switch {
+		case w.Code == http.StatusUnprocessableEntity && attempt == "0" && key != "":
+			if after := readableRecords(t, e, "t"); after != readable {
+				t.Fatalf("a first attempt refused 422 left %d records readable, were %d", after, readable)
+			}
+		case w.Code >= 400:
 			if after := highWatermarks(t, e, "t"); !equalInts(after, before) {
 				t.Fatalf("rejected append (%d) moved the high watermarks %v -> %v", w.Code, before, after)
 			}
 		}
 	})
+}
+
+// readableRecords counts the records a poll of every partition of topic returns.
+func readableRecords(t *testing.T, e *env, topic string) int {
+	t.Helper()
+	ctx := context.Background()
+	info, err := e.log.DescribeTopic(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for p := range info.Partitions {
+		for off := int64(0); ; {
+			res, err := e.log.Poll(ctx, topic, int32(p), off, log.PollOptions{MaxRecords: wire.MaxPollRecords})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Records) == 0 {
+				break
+			}
+			n += len(res.Records)
+			off = res.NextOffset
+		}
+	}
+	return n
 }
 
 func FuzzPollRequest(f *testing.F) {

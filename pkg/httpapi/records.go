@@ -51,6 +51,12 @@ func (s *server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		}
 		opt.IdempotencyKey = keys[0]
 	}
+	attempt, present, err := wire.ParseAttempt(r.Header.Values(wire.HeaderAttempt))
+	if err != nil {
+		writeError(w, invalid(fmt.Sprintf("%s must be one decimal number in [0, %d]", wire.HeaderAttempt, wire.MaxAttempt)))
+		return
+	}
+	opt.FirstAttempt = present && attempt == 0
 	// The body's bytes are held against the in-flight bounds before it is read.
 	n := r.ContentLength
 	if n < 0 || n > MaxAppendBody {

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -90,11 +91,22 @@ func (a *API) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	return out, nil
 }
 
-// Serve answers one request.
+// Serve answers one request. Every answer says the largest body the function takes
+// (wire.HeaderMaxBody), so that the SDK's producer sizes its requests by it.
 func (a *API) Serve(ctx context.Context, req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+	resp := a.serve(ctx, req)
+	if resp.Headers == nil {
+		resp.Headers = map[string]string{}
+	}
+	resp.Headers[wire.HeaderMaxBody] = strconv.Itoa(deploy.MaxAPIBody)
+	return resp
+}
+
+func (a *API) serve(ctx context.Context, req events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	if n := bodySize(req); n > deploy.MaxAPIBody {
-		return errorResponse(http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge,
-			fmt.Sprintf("the request body is %d bytes; behind API Gateway and Lambda at most %d bytes are accepted (docs/API.md)", n, deploy.MaxAPIBody))
+		return errorAnswer(http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge,
+			fmt.Sprintf("the request body is %d bytes; behind API Gateway and Lambda at most %d bytes are accepted (docs/API.md)", n, deploy.MaxAPIBody),
+			map[string]any{"max_body_bytes": deploy.MaxAPIBody})
 	}
 	if _, err := decodeBody(req); err != nil {
 		return errorResponse(http.StatusBadRequest, wire.CodeInvalidRequest, "the body is flagged base64 but is not valid base64")
@@ -146,8 +158,17 @@ func withoutAuthorization(h map[string]string) map[string]string {
 
 // errorResponse is the contract's error body (docs/API.md, "Errors").
 func errorResponse(status int, code, msg string) events.APIGatewayV2HTTPResponse {
+	return errorAnswer(status, code, msg, nil)
+}
+
+// errorAnswer is errorResponse with extra members beside "error".
+func errorAnswer(status int, code, msg string, extra map[string]any) events.APIGatewayV2HTTPResponse {
+	body := map[string]any{"error": map[string]string{"code": code, "message": msg}}
+	for k, v := range extra {
+		body[k] = v
+	}
 	var b bytes.Buffer
-	_ = json.NewEncoder(&b).Encode(map[string]any{"error": map[string]string{"code": code, "message": msg}})
+	_ = json.NewEncoder(&b).Encode(body)
 	return events.APIGatewayV2HTTPResponse{
 		StatusCode: status,
 		Headers:    map[string]string{"Content-Type": "application/json"},

@@ -184,7 +184,9 @@ func TestAPIPollReturnsAppended(t *testing.T) {
 }
 
 // TestAPIPayloadLimit: a body over what API Gateway and Lambda can carry gets a clear
-// 413 in the contract's format; one just under passes to the handler.
+// 413 in the contract's format, saying the limit (max_body_bytes); one just under
+// passes to the handler. Every answer states the limit (wire.HeaderMaxBody), which the
+// SDK's producer sizes its requests by.
 func TestAPIPayloadLimit(t *testing.T) {
 	api := newAPI(t, nil)
 	var ev events.APIGatewayV2HTTPRequest
@@ -210,6 +212,15 @@ func TestAPIPayloadLimit(t *testing.T) {
 			}
 			if tc.status == http.StatusRequestEntityTooLarge && errorCode(t, resp) != "payload_too_large" {
 				t.Errorf("code %q", errorCode(t, resp))
+			}
+			if got := wire.ParseMaxBody(resp.Headers[wire.HeaderMaxBody]); got != deploy.MaxAPIBody {
+				t.Errorf("%s: %q, want %d", wire.HeaderMaxBody, resp.Headers[wire.HeaderMaxBody], deploy.MaxAPIBody)
+			}
+			var extra struct {
+				MaxBody int `json:"max_body_bytes"`
+			}
+			if tc.status == http.StatusRequestEntityTooLarge && (json.Unmarshal([]byte(resp.Body), &extra) != nil || extra.MaxBody != deploy.MaxAPIBody) {
+				t.Errorf("413 body %s, want max_body_bytes %d", resp.Body, deploy.MaxAPIBody)
 			}
 		})
 	}

@@ -34,6 +34,14 @@ type AppendOptions struct {
 	// IdempotencyKey (1–128 characters), when set, makes a retry with the same key and
 	// the same records return the first call's offsets and append nothing twice.
 	IdempotencyKey string
+	// FirstAttempt says the caller sent no earlier attempt of this request (the SDK's
+	// Strata-Attempt: 0): the key's claim is not read before the append, since no
+	// earlier attempt can hold one. Its claim, written after the commits, still decides:
+	// a key reused by mistake, or a "first" attempt that was in fact a resend, has its
+	// blocks skipped and is answered as the claim says (ErrIdempotencyKeyReused for
+	// another body, the claim's offsets for the same one). A wrong hint costs appended,
+	// skipped bytes, never a duplicate.
+	FirstAttempt bool
 }
 
 // Result is the outcome of one record of an append, in request order.
@@ -81,6 +89,7 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 		// An earlier attempt was placed by another partition count (the topic grew
 		// between the two): this attempt's blocks are skipped, and it is made again
 		// placed as the first was, which its claim then answers.
+		opt.FirstAttempt = false
 		if m, err = l.prepare(ctx, topic, recs, opt, re.partitions); err != nil {
 			return nil, err
 		}
@@ -196,7 +205,7 @@ func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt Appe
 	if opt.IdempotencyKey != "" {
 		m.bodyHash, m.placedBy = hashBody(recs), placedBy
 	}
-	if err := l.admit(ctx, m, opt.IdempotencyKey); err != nil {
+	if err := l.admit(ctx, m, opt); err != nil {
 		return nil, err
 	}
 	nowMs := l.now().UnixMilli()
@@ -279,7 +288,7 @@ func (l *Log) prepareBlocks(ctx context.Context, topic string, blocks []Block, o
 	if opt.IdempotencyKey != "" {
 		m.bodyHash = hashBlocks(blocks)
 	}
-	if err := l.admit(ctx, m, opt.IdempotencyKey); err != nil {
+	if err := l.admit(ctx, m, opt); err != nil {
 		return nil, err
 	}
 	m.size = 0
@@ -291,20 +300,24 @@ func (l *Log) prepareBlocks(ctx context.Context, topic string, blocks []Block, o
 
 // admit readies a prepared request to join a batch, its groups pending in partition
 // order. An idempotent request's key is scoped to the topic's incarnation (the same key
-// on two topics, or on two incarnations of one name, names two requests) and its claim
+// on two topics, or on two incarnations of one name, names two requests). Unless the
+// caller says this is its first attempt (which no claim can precede), the key's claim is
 // read once (no write): a key that names another body is refused with nothing written,
 // and partitions an earlier attempt holds are answered from the claim, not appended
 // again. A claim placed by another partition count is a *replaceError. The request's
 // one claim is written after its commits (folded claims, group.go), which decide even
-// when this read missed a concurrent attempt.
-func (l *Log) admit(ctx context.Context, m *member, key string) error {
+// when this read missed a concurrent attempt or was skipped.
+func (l *Log) admit(ctx context.Context, m *member, opt AppendOptions) error {
 	m.out = make(chan error, 1)
 	m.pending = slices.Clone(m.groups)
 	sort.Slice(m.pending, func(a, b int) bool { return m.pending[a].partition < m.pending[b].partition })
-	if key == "" {
+	if opt.IdempotencyKey == "" {
 		return nil
 	}
-	m.idemKey = m.topic + "#" + key
+	m.idemKey = m.topic + "#" + opt.IdempotencyKey
+	if opt.FirstAttempt {
+		return nil
+	}
 	parts := make([]int32, len(m.pending))
 	for i, g := range m.pending {
 		parts[i] = g.partition

@@ -82,7 +82,7 @@ func runGroupCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, o
 			for r := range opt.GroupRounds {
 				var ao log.AppendOptions
 				if idem {
-					ao.IdempotencyKey = fmt.Sprintf("g%d-%d", a, r)
+					ao.IdempotencyKey, ao.FirstAttempt = fmt.Sprintf("g%d-%d", a, r), true
 				}
 				res, err := lg.AppendBlocks(ctx, topic, blocks, ao)
 				if err == nil && len(res) != parts {

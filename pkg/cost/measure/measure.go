@@ -63,12 +63,15 @@ func EmulatorConfig(endpoint string) (aws.Config, error) {
 
 // Case is one measured workload.
 type Case struct {
-	Name           string
-	Idempotent     bool
-	Partitions     int // partitions each append touches
-	Appends        int
-	Records        int // records appended
-	AppendOps      map[string]awscount.Op
+	Name       string
+	Idempotent bool
+	Partitions int // partitions each append touches
+	Appends    int
+	Records    int // records appended
+	AppendOps  map[string]awscount.Op
+	// RetryOps are the requests of a retry (Strata-Attempt 1) of each acknowledged
+	// idempotent append: the claim read answers it, nothing is appended again.
+	RetryOps       map[string]awscount.Op
 	Polls, Blocks  int // polls made, blocks they returned
 	PollOps        map[string]awscount.Op
 	ValueBytes     int
@@ -203,16 +206,21 @@ func runCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, opt Op
 	c := Case{Name: fmt.Sprintf("%d partition(s) per append, idempotent=%t", parts, idem), Idempotent: idem,
 		Partitions: parts, Appends: opt.Appends, ValueBytes: opt.ValueBytes, RecordsPerPoll: opt.RecordsPerAppend / parts}
 	value := make([]byte, opt.ValueBytes)
-	counter.Reset()
-	for a := range opt.Appends {
+	records := func() []log.Record {
 		recs := make([]log.Record, opt.RecordsPerAppend)
 		for i := range recs {
 			p := int32(i % parts)
 			recs[i] = log.Record{Value: value, Partition: &p}
 		}
+		return recs
+	}
+	counter.Reset()
+	for a := range opt.Appends {
+		recs := records()
 		var ao log.AppendOptions
 		if idem {
-			ao.IdempotencyKey = fmt.Sprintf("k%d", a)
+			// A first attempt, as pkg/client's producer says it sends one.
+			ao.IdempotencyKey, ao.FirstAttempt = fmt.Sprintf("k%d", a), true
 		}
 		if _, err := lg.Append(ctx, topic, recs, ao); err != nil {
 			return Case{}, fmt.Errorf("measure: append: %w", err)
@@ -220,6 +228,20 @@ func runCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, opt Op
 		c.Records += len(recs)
 	}
 	c.AppendOps, _ = counter.Snapshot()
+	if idem {
+		// Each append again as a retry whose first answer was lost, the topic's
+		// configuration freshly cached (its read is not the retry's).
+		if _, err := lg.Topic(ctx, topic); err != nil {
+			return Case{}, err
+		}
+		counter.Reset()
+		for a := range opt.Appends {
+			if _, err := lg.Append(ctx, topic, records(), log.AppendOptions{IdempotencyKey: fmt.Sprintf("k%d", a)}); err != nil {
+				return Case{}, fmt.Errorf("measure: retry: %w", err)
+			}
+		}
+		c.RetryOps, _ = counter.Snapshot()
+	}
 
 	// A tail reader: every poll returns the one block appended since the last.
 	counter.Reset()

@@ -169,14 +169,13 @@ func Evaluate(c Config) Result {
 	reqs := f.ProducerRequestsPerSec // per topic
 	blocks := reqs * f.BlocksPerRequest
 	perPartCommits := blocks / float64(c.Partitions)
-	polls := float64(c.Groups) * math.Min(perPartCommits, o.Serving.MaxPollsPerSecond) // per partition
+	polls := float64(c.Groups) * math.Min(perPartCommits, o.Serving.PollsPerSecond()) // per partition
 	service := o.Latency.Service().Seconds()
 	apiConc := reqs * topics * service
 	consumers := float64(c.Groups * c.Partitions * c.Topics)
 	// The topic's sequencer item: every batch writes it, every poll reads it whole.
-	item := TopicItemBytes(c.Partitions, f.BlocksPerRequest)
-	seqWCU := reqs * math.Ceil(item/1024)
-	seqRCU := float64(c.Partitions) * polls * math.Ceil(item/4096)
+	seqWCU := reqs * cost.TopicCommitWRU(c.Partitions, f.BlocksPerRequest)
+	seqRCU := float64(c.Partitions) * polls * math.Ceil(cost.TopicItemBytes(c.Partitions, f.BlocksPerRequest)/4096)
 	idxWRU := blocks * pf.PutItemsPerBlock * math.Ceil(pf.IndexItemBytes/1024) * topics
 	claimWRU := reqs * (1 + f.BlocksPerRequest*pf.ClaimsPerBlock) * topics
 	reads := (float64(c.Partitions)*polls*pf.ReadsPerPoll + reqs*(pf.ReadsPerAppend+f.BlocksPerRequest*pf.ReadsPerAppendBlk)) * topics
@@ -216,11 +215,6 @@ func Evaluate(c Config) Result {
 	}
 	return Result{Config: c, Flow: f, Limits: ls, CostPerDay: usd, AckFloor: f.AckFloor}
 }
-
-// TopicItemBytes is the size of a topic's sequencer item with partitions written and a
-// newest batch of k commits: about 23 bytes per partition and 30 per commit of the
-// newest batch over a base of 100 (docs/DESIGN.md, "Topic commit"; TestTopicItemSize).
-func TopicItemBytes(partitions int, k float64) float64 { return 100 + 23*float64(partitions) + 30*k }
 
 // Tune searches the knobs for eventsPerSec, from Default: partitions and topics (up to
 // maxTopics) at the shortest linger (1, 2, then 5 s) where some configuration keeps

@@ -80,7 +80,7 @@ func TestEvaluate(t *testing.T) {
 		// Every request is one batch: one write of the topic item, 1 WCU below 1 KB.
 		{"topic item: one write per request", Config{EventsPerSec: 50000, Producers: 10, Linger: 1e9, Partitions: 8, Topics: 1, Groups: 1},
 			"topic sequencer item writes/s (its partition key, WCU)", 20},
-		// 64 partitions: 100 + 23·64 + 30·32 bytes = 2,532, 3 WCU a write.
+		// 64 partitions: 200 + 27·64 + 31·32 bytes = 2,920 (cost.TopicItemBytes), 3 WCU a write.
 		{"topic item: billed by its size", Config{EventsPerSec: 50000, Producers: 10, Linger: 1e9, Partitions: 64, Topics: 1, Groups: 1},
 			"topic sequencer item writes/s (its partition key, WCU)", 20 * 3},
 		{"a partition's bytes", Config{EventsPerSec: 50000, Producers: 10, Linger: 1e9, Partitions: 8, Topics: 1, Groups: 1},

@@ -1,0 +1,76 @@
+package wire
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+)
+
+// HeaderAttempt names which attempt of an idempotent append a request is: "0" on its
+// first send, 1, 2… on the retries of the very same body under the same
+// Idempotency-Key. On attempt 0 the server skips reading the key's claim (no earlier
+// attempt can hold one); the claim it writes after its commits still makes a key reused
+// by mistake exactly-once. A request without the header is read as a possible retry.
+const HeaderAttempt = "Strata-Attempt"
+
+// MaxAttempt bounds the Strata-Attempt header's value.
+const MaxAttempt = 1 << 16
+
+// ErrAttempt says a Strata-Attempt header is not one decimal number in [0, MaxAttempt].
+var ErrAttempt = errors.New("wire: bad Strata-Attempt header")
+
+// ParseAttempt reads the values of a request's Strata-Attempt header: present is false
+// when there is none. More than one value, signs, spaces, leading zeros or a number
+// beyond MaxAttempt are ErrAttempt.
+func ParseAttempt(values []string) (attempt int, present bool, err error) {
+	switch len(values) {
+	case 0:
+		return 0, false, nil
+	case 1:
+	default:
+		return 0, false, fmt.Errorf("%w: %d values, want one", ErrAttempt, len(values))
+	}
+	v := values[0]
+	if v == "" || len(v) > len(strconv.Itoa(MaxAttempt)) || (len(v) > 1 && v[0] == '0') {
+		return 0, false, fmt.Errorf("%w: %q", ErrAttempt, v)
+	}
+	for _, c := range []byte(v) {
+		if c < '0' || c > '9' {
+			return 0, false, fmt.Errorf("%w: %q", ErrAttempt, v)
+		}
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n > MaxAttempt {
+		return 0, false, fmt.Errorf("%w: %q", ErrAttempt, v)
+	}
+	return n, true, nil
+}
+
+// HeaderMaxBody is, on a server's answers, the largest append request body it accepts,
+// in bytes as the client sends them: the api function behind API Gateway or a function
+// URL sends it on every answer (Lambda's 6 MB payload holds 4 MiB of body once
+// base64-encoded), as well as in a 413's "max_body_bytes". The SDK's producer caps its
+// requests by it. A server without the header takes the contract's limits.
+const HeaderMaxBody = "Strata-Max-Body-Bytes"
+
+// minMaxBody is the smallest limit a client takes from HeaderMaxBody: below it no
+// request of one record of MaxRecordBytes would fit, so a smaller value is a bad answer.
+const minMaxBody = 64 << 10
+
+// ParseMaxBody reads a HeaderMaxBody value: a decimal number of bytes in
+// [64 KiB, 1 GiB], else 0 (absent or not understood: no limit learnt).
+func ParseMaxBody(v string) int {
+	if v == "" || len(v) > 10 || v[0] == '0' {
+		return 0
+	}
+	for _, c := range []byte(v) {
+		if c < '0' || c > '9' {
+			return 0
+		}
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < minMaxBody || n > 1<<30 {
+		return 0
+	}
+	return n
+}
