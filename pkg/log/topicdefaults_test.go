@@ -94,3 +94,41 @@ func TestMissingObjectAboveLogStart(t *testing.T) {
 		}
 	})
 }
+
+// TestRetentionPinWithinMaxRetention: a topic's retention plus its pin cap must stay
+// within the deployment's maximum retention (the bucket's lifecycle rule is derived from
+// it), at create and when the pin is set later; a refused pin changes nothing.
+func TestRetentionPinWithinMaxRetention(t *testing.T) {
+	ctx := context.Background()
+	week := 7 * 24 * time.Hour
+	s := backendtest.Local(ctx, t)
+	l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, Topics: log.TopicDefaults{MaxRetention: week}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateTopicWith(ctx, "over", log.TopicSpec{Partitions: 1, Retention: 6 * 24 * time.Hour, RetentionPin: 25 * time.Hour}); !errors.Is(err, log.ErrInvalid) ||
+		!strings.Contains(err.Error(), "maximum retention_ms 604800000") {
+		t.Fatalf("create with retention + pin above the maximum: %v, want ErrInvalid naming the maximum", err)
+	}
+	if _, err := l.Topic(ctx, "over"); err == nil {
+		t.Fatal("the refused topic was created")
+	}
+	got, err := l.CreateTopicWith(ctx, "orders", log.TopicSpec{Partitions: 1, Retention: 6 * 24 * time.Hour, RetentionPin: 24 * time.Hour})
+	if err != nil || got.RetentionPin != 24*time.Hour {
+		t.Fatalf("create at the maximum: %+v, %v", got, err)
+	}
+	for _, pin := range []time.Duration{24*time.Hour + time.Millisecond, -time.Second} {
+		if _, err := l.SetRetentionPin(ctx, "orders", pin); !errors.Is(err, log.ErrInvalid) {
+			t.Fatalf("SetRetentionPin(%s): %v, want ErrInvalid", pin, err)
+		}
+	}
+	if got, err := s.Meta.GetTopic(ctx, "orders"); err != nil || got.RetentionPin != 24*time.Hour {
+		t.Fatalf("after refused pins: %+v, %v; want the pin unchanged", got, err)
+	}
+	if got, err := l.SetRetentionPin(ctx, "orders", time.Hour); err != nil || got.RetentionPin != time.Hour {
+		t.Fatalf("SetRetentionPin(1h): %+v, %v", got, err)
+	}
+	if _, err := l.SetRetentionPin(ctx, "nope", time.Hour); !errors.Is(err, log.ErrTopicNotFound) {
+		t.Fatalf("SetRetentionPin of an unknown topic: %v, want ErrTopicNotFound", err)
+	}
+}
