@@ -32,7 +32,6 @@ const (
 // longer be redelivered. Business items never carry it.
 const EffectTTLAttribute = "strata_ttl"
 
-
 // EffectStore is a store.EffectStore over a business table of the user's (partition
 // key EffectKeyAttribute, a string) and Strata's assignments table: each write is one
 // TransactWriteItems of a ConditionCheck on the assignment's generation, a Put of the
