@@ -1,8 +1,11 @@
 package retention_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"pgregory.net/rapid"
 
 	"github.com/stratalog/strata/pkg/retention"
 	"github.com/stratalog/strata/pkg/store"
@@ -82,4 +85,67 @@ func TestPlanPinNoEntries(t *testing.T) {
 			t.Errorf("at t0+%s: PlanPin = %+v, want %+v", c.now, got, c.want)
 		}
 	}
+}
+
+// TestPropertyPlanPin: for any entries, positions, retention and cap, the planned log
+// start stays within [Start, Expired] and on an entry boundary, drops no entry within
+// retention + cap at or after a group's position, and is Expired when no group pins.
+func TestPropertyPlanPin(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		n := rapid.IntRange(0, 8).Draw(t, "entries")
+		start := rapid.Int64Range(0, 5).Draw(t, "start")
+		var es []store.IndexEntry
+		off := start
+		at := t0
+		for i := range n {
+			off += rapid.Int64Range(0, 2).Draw(t, fmt.Sprintf("gap%d", i)) // 0: no gap
+			count := rapid.Int64Range(1, 4).Draw(t, fmt.Sprintf("count%d", i))
+			at = at.Add(time.Duration(rapid.IntRange(0, 120).Draw(t, fmt.Sprintf("step%d", i))) * time.Minute)
+			es = append(es, store.IndexEntry{BaseOffset: off, Count: count, AppendedAt: at})
+			off += count
+		}
+		expired := off
+		if n == 0 {
+			expired = start + rapid.Int64Range(0, 5).Draw(t, "unindexed")
+		}
+		committed := rapid.SliceOfN(rapid.Int64Range(0, expired+3), 0, 4).Draw(t, "committed")
+		in := retention.PinInput{
+			Start: start, Expired: expired, Entries: es, Newest: at.Add(time.Minute), Committed: committed,
+			Retention: time.Hour, Pin: time.Duration(rapid.IntRange(0, 600).Draw(t, "pinMinutes")) * time.Minute,
+			Now: t0.Add(time.Duration(rapid.IntRange(0, 1200).Draw(t, "nowMinutes")) * time.Minute),
+		}
+		plan := retention.PlanPin(in)
+		if plan.Start < in.Start || plan.Start > in.Expired || plan.Pinned != (plan.Start < in.Expired) {
+			t.Fatalf("plan %+v outside [%d, %d]", plan, in.Start, in.Expired)
+		}
+		capCutoff := in.Now.Add(-(in.Retention + in.Pin))
+		inRange := false
+		for _, c := range committed {
+			if c < in.Start || c >= in.Expired {
+				continue
+			}
+			inRange = true
+			if in.Pin <= 0 || plan.Start <= c {
+				continue
+			}
+			// The group lost records: none of them may be within the cap (an entry
+			// within it at or after the group's position stays, and with it those after).
+			for _, e := range es {
+				if e.End() > c && e.BaseOffset < plan.Start && e.AppendedAt.After(capCutoff) {
+					t.Fatalf("plan %+v drops entry %+v within the cap that the group at %d needs", plan, e, c)
+				}
+			}
+		}
+		if (!inRange || in.Pin <= 0) && plan.Start != in.Expired {
+			t.Fatalf("no group pins (pin %s) but plan %+v, not Expired %d", in.Pin, plan, in.Expired)
+		}
+		for _, e := range es {
+			if e.BaseOffset >= plan.Start {
+				continue
+			}
+			if e.End() > plan.Start {
+				t.Fatalf("plan %+v cuts entry %+v: not an entry boundary", plan, e)
+			}
+		}
+	})
 }
