@@ -166,12 +166,13 @@ func TestDeleteAndAlterNeedTheirOwnOps(t *testing.T) {
 	e.call("DELETE", "/v1/topics/orders", nil, bearer("deleter")...).want(t, 204)
 }
 
-// FuzzAlterTopicRequest: any body gets a documented answer and never a panic, and the
-// partition count never falls.
+// FuzzAlterTopicRequest: any body gets a documented answer and never a panic, the
+// partition count never falls, and a refused body changes neither it nor the pin.
 func FuzzAlterTopicRequest(f *testing.F) {
 	e := newEnv(f)
 	e.createTopic("t", 2)
-	for _, seed := range []string{`{"partitions": 3}`, `{"partitions": 1}`, `{"partitions": -1}`, `{"partitions": 1e9}`, `{"Partitions": 4}`, `null`, ``} {
+	for _, seed := range []string{`{"partitions": 3}`, `{"partitions": 1}`, `{"partitions": -1}`, `{"partitions": 1e9}`, `{"Partitions": 4}`, `null`, ``,
+		`{"retention_pin_ms": 3600000}`, `{"retention_pin_ms": 0}`, `{"retention_pin_ms": -1}`, `{"retention_pin_ms": 9223372036855}`, `{"retention_pin_ms": 1, "partitions": 9}`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -187,6 +188,9 @@ func FuzzAlterTopicRequest(f *testing.F) {
 		}
 		if after.Topic.Partitions < before.Topic.Partitions || (w.Code >= 400 && after.Topic.Partitions != before.Topic.Partitions) {
 			t.Fatalf("%q (%d) moved the count %d -> %d", body, w.Code, before.Topic.Partitions, after.Topic.Partitions)
+		}
+		if w.Code >= 400 && after.Topic.RetentionPin != before.Topic.RetentionPin {
+			t.Fatalf("%q (%d) moved the pin %s -> %s", body, w.Code, before.Topic.RetentionPin, after.Topic.RetentionPin)
 		}
 	})
 }
