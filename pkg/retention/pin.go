@@ -116,24 +116,25 @@ type Positions interface {
 	ListCommits(ctx context.Context, group string) ([]store.CommitRow, error)
 }
 
-// committed maps each partition of the topic incarnation id to the committed offsets of
-// the groups with a commit row there. A group deleted (or whose positions on the topic
-// were deleted) has no row, so it no longer pins.
-func committed(ctx context.Context, pos Positions, id string) (map[int32][]int64, error) {
+// committed maps each topic incarnation (store.TopicID) and partition to the committed
+// offsets of the groups with a commit row there. A group deleted (or whose positions on
+// the topic were deleted) has no row, so it no longer pins.
+func committed(ctx context.Context, pos Positions) (map[string]map[int32][]int64, error) {
 	groups, err := pos.ListGroups(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list groups: %w", err)
 	}
-	out := map[int32][]int64{}
+	out := map[string]map[int32][]int64{}
 	for _, g := range groups {
 		rows, err := pos.ListCommits(ctx, g)
 		if err != nil {
 			return nil, fmt.Errorf("commits of group %s: %w", g, err)
 		}
 		for _, r := range rows {
-			if r.Topic == id {
-				out[r.Partition] = append(out[r.Partition], r.NextOffset)
+			if out[r.Topic] == nil {
+				out[r.Topic] = map[int32][]int64{}
 			}
+			out[r.Topic][r.Partition] = append(out[r.Topic][r.Partition], r.NextOffset)
 		}
 	}
 	return out, nil

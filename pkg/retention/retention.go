@@ -85,6 +85,7 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 		return st, fmt.Errorf("retention: list topics: %w", err)
 	}
 	var errs []error
+	var positions map[string]map[int32][]int64 // every group's, read at the first pinned topic
 	for _, name := range names {
 		t, err := j.Meta.GetTopic(ctx, name)
 		if err != nil {
@@ -95,11 +96,14 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 		cutoff := at.Add(-t.Retention)
 		var pins map[int32][]int64
 		if t.RetentionPin > 0 {
-			if pins, err = j.pins(ctx, t); err != nil {
-				// A pin unknown is a pin possibly missed: move nothing of the topic.
-				errs = append(errs, fmt.Errorf("retention: pins of %s: %w", name, err))
-				continue
+			if positions == nil {
+				if positions, err = j.positions(ctx); err != nil {
+					// A pin unknown is a pin possibly missed: move nothing of the topic.
+					errs = append(errs, fmt.Errorf("retention: pins of %s: %w", name, err))
+					continue
+				}
 			}
+			pins = positions[t.ID()]
 		}
 		ok := true
 		keep := cutoff // objects of the topic named before keep − margin go
@@ -125,13 +129,14 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 	return st, errors.Join(errs...)
 }
 
-// pins reads the committed offsets of the groups on t, per partition, for PlanPin.
-func (j *Job) pins(ctx context.Context, t store.Topic) (map[int32][]int64, error) {
+// positions reads every group's committed offsets, by topic incarnation and partition,
+// for PlanPin: once per pass, whatever the number of pinned topics.
+func (j *Job) positions(ctx context.Context) (map[string]map[int32][]int64, error) {
 	pos, ok := j.Meta.(Positions)
 	if !ok {
 		return nil, fmt.Errorf("the metadata store (%T) cannot list group positions", j.Meta)
 	}
-	return committed(ctx, pos, t.ID())
+	return committed(ctx, pos)
 }
 
 // partition advances one partition's log start past its expired entries and deletes
