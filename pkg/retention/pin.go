@@ -22,7 +22,7 @@ type PinInput struct {
 	// commit's time, an upper bound of theirs.
 	Newest time.Time
 	// Committed are the committed offsets (next offset to read) of the groups with a
-	// commit row on the partition.
+	// commit row on the partition, below Start too.
 	Committed []int64
 	// Retention and Pin are the topic's retention and pin cap; Now is the pass's clock.
 	Retention, Pin time.Duration
@@ -43,8 +43,9 @@ type PinPlan struct {
 
 // PlanPin holds a partition's log start for the groups that still need records
 // retention would expire (DESIGN.md §4, "Retention pin"). A group pins from its
-// committed offset c when c is in [Start, Expired) (below Start its records are gone
-// already; at or above Expired nothing it needs expires). The log start stays at the
+// committed offset c, or from Start when c is below it (records were lost already, but
+// the group reads on from the oldest retained one, as its time to data loss counts),
+// unless c is at or above Expired (nothing it needs expires). The log start stays at the
 // lowest such c — at the end of the last expired entry at or below it, an entry
 // boundary, so the entry holding c is kept whole — except that records appended at or
 // before Now − Retention − Pin expire all the same: past the cap the log start moves on
@@ -60,8 +61,8 @@ func PlanPin(in PinInput) PinPlan {
 	}
 	lowest, found := in.Expired, false
 	for _, c := range in.Committed {
-		if c >= in.Start && c < in.Expired {
-			lowest, found = min(lowest, c), true
+		if c < in.Expired {
+			lowest, found = min(lowest, max(c, in.Start)), true
 		}
 	}
 	if !found {

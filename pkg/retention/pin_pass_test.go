@@ -15,7 +15,8 @@ import (
 // stalled at offset 1 holds the log start there while its records are within
 // retention + cap — their segment objects stay, the records stay readable and its time
 // to data loss counts the cap —, past the cap the log start moves on record by record
-// as without the pin, and once the group is deleted nothing pins any more.
+// as without the pin (the group, now below it, pins on from the log start), and once the
+// group is deleted nothing pins any more.
 func TestRetentionPinHoldsLaggingGroup(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
@@ -72,6 +73,18 @@ func TestRetentionPinHoldsLaggingGroup(t *testing.T) {
 		info, err = coord.Describe(ctx, "billing")
 		if err != nil || info.Partitions[0].DataLoss == nil || info.Partitions[0].DataLoss.RecordsLost != 2 {
 			t.Fatalf("describe past the cap: %+v, %v; want 2 records lost", info.Partitions, err)
+		}
+		// Below the log start now, the group still pins what it reads on from: offsets
+		// 3–4, within the cap until t0+3h30m, as its time to data loss says.
+		if dl := info.Partitions[0].DataLoss; dl.TimeLeft != 29*time.Minute {
+			t.Fatalf("time to data loss past the cap %+v, want 29m (offset 3's append + 3h − now)", *dl)
+		}
+		f.now = f.now.Add(time.Minute)
+		if st = f.run(t, job); st.RecordsExpired != 0 || st.RecordsPinned != 2 {
+			t.Fatalf("a pass later: stats %+v, want nothing expired, 2 pinned", st)
+		}
+		if start, _ := f.bounds(t); start != 3 {
+			t.Fatalf("a pass later: log start %d, want 3", start)
 		}
 
 		// The group deleted, nothing pins: the rest expires with retention.

@@ -46,8 +46,9 @@ func TestPlanPin(t *testing.T) {
 			want: retention.PinPlan{Start: 40}},
 		{name: "cap reached inside the group's records", pin: time.Hour, committed: []int64{3},
 			want: retention.PinPlan{Start: 20, Pinned: true, KeepFrom: at(150 * time.Minute)}},
-		{name: "a group below the log start pins nothing", pin: 2 * time.Hour, start: 20, entries: entries[2:], committed: []int64{5},
-			want: retention.PinPlan{Start: 40}},
+		// Records were lost to it already; it reads on from the log start, which it pins.
+		{name: "a group below the log start pins the log start", pin: 2 * time.Hour, start: 20, entries: entries[2:], committed: []int64{5},
+			want: retention.PinPlan{Start: 20, Pinned: true, KeepFrom: at(150 * time.Minute)}},
 		// The gap's commits followed the entry before it: its time bounds their objects'.
 		{name: "a gap is kept while the entry after it is within the cap", pin: 2 * time.Hour, entries: gap, committed: []int64{12},
 			want: retention.PinPlan{Start: 10, Pinned: true, KeepFrom: at(0)}},
@@ -121,9 +122,10 @@ func TestPropertyPlanPin(t *testing.T) {
 		capCutoff := in.Now.Add(-(in.Retention + in.Pin))
 		inRange := false
 		for _, c := range committed {
-			if c < in.Start || c >= in.Expired {
+			if c >= in.Expired {
 				continue
 			}
+			c = max(c, in.Start)
 			inRange = true
 			if in.Pin <= 0 || plan.Start <= c {
 				continue
