@@ -1,6 +1,8 @@
 // Package retention expires a topic's old records (DESIGN.md §4 Retention): it advances
 // each partition's log start offset past index entries older than the topic's
-// retention, and deletes those entries and the expired segment objects. The high
+// retention — on a topic with a pin, no further than a lagging group's position while
+// its records are within retention + cap (PlanPin) — and deletes those entries and the
+// expired segment objects. The high
 // watermark lives in the partition's sequencer counter, which retention never touches,
 // so any entry may go. The local runtime runs it on a timer; the serverless runtime wraps
 // the same Job in a scheduled function.
@@ -140,16 +142,17 @@ func (j *Job) positions(ctx context.Context) (map[string]map[int32][]int64, erro
 }
 
 // partition advances one partition's log start past its expired entries and deletes
-// them, holding it where PlanPin says a group pins it (committed are the groups'
-// positions there, for a topic with a pin cap); it returns the pinned records' KeepFrom
-// (zero when nothing is pinned), before which the topic's objects may go. Offsets without an entry (gone to DynamoDB's TTL after a long outage, or a
-// commit not materialised yet) count as expired only when their age is proven: a commit
+// them, holding it where PlanPin says a group pins it (positions are the groups'
+// committed offsets there, for a topic with a pin cap); it returns the pinned records'
+// KeepFrom (zero when nothing is pinned), before which the topic's objects may go.
+// Offsets without an entry (gone to DynamoDB's TTL after a long outage, or a commit not
+// materialised yet) count as expired only when their age is proven: a commit
 // in a gap was made before the commit of the entry after it (offsets follow commit
 // order), which landed at most the commit window after its object's name time, so the
 // gap is older than that entry's time plus the object margin (the commit window and
 // clock skew between hosts). A gap is passed only when that bound is below the cutoff;
 // with no entry left, the counter's newest commit is the later commit.
-func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now time.Time, committed []int64, st *Stats) (time.Time, error) {
+func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now time.Time, positions []int64, st *Stats) (time.Time, error) {
 	id := t.ID()
 	cutoff := now.Add(-t.Retention)
 	seq, err := j.Meta.Sequencer(ctx, id, p)
@@ -211,7 +214,7 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now time.Ti
 	}
 	pin := PlanPin(PinInput{
 		Start: start, Expired: newStart, Entries: expired, Newest: newest,
-		Committed: committed, Retention: t.Retention, Pin: t.RetentionPin, Now: now,
+		Committed: positions, Retention: t.Retention, Pin: t.RetentionPin, Now: now,
 	})
 	if pin.Pinned {
 		st.RecordsPinned += newStart - pin.Start
