@@ -101,7 +101,8 @@ type TopicDefaults struct {
 	Retention  time.Duration
 	// MaxRetention, when positive, is the longest retention a topic may have: on AWS the
 	// bucket's lifecycle rule expires segment objects a day after it, so a longer
-	// retention would lose live records. CreateTopic refuses more (ErrInvalid).
+	// retention would lose live records. CreateTopic refuses more (ErrInvalid), and a
+	// retention plus its pin cap above it (CreateTopicWith, SetRetentionPin).
 	MaxRetention time.Duration
 }
 
