@@ -122,3 +122,49 @@ func TestRetentionPinOff(t *testing.T) {
 		}
 	})
 }
+
+// TestRetentionPinKeepsSharedObjects: one append's segment object holds records of both
+// partitions of a pinned topic; partition 1 has no group and expires, partition 0 is
+// pinned by a group — the object stays, since a pinned record is in it.
+func TestRetentionPinKeepsSharedObjects(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		now := t0
+		l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, Clock: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.CreateTopicWith(ctx, "two", log.TopicSpec{Partitions: 2, Retention: time.Hour, RetentionPin: 2 * time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		p0, p1 := int32(0), int32(1)
+		if _, err := l.Append(ctx, "two", []log.Record{{Value: []byte("a"), Partition: &p0}, {Value: []byte("b"), Partition: &p1}}, log.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		coord := group.New(s.Meta, l, func() time.Time { return now })
+		lease, err := coord.Acquire(ctx, "billing", "two", 0, "m", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := coord.Commit(ctx, "billing", "two", 0, "m", lease.Generation, 0); err != nil {
+			t.Fatal(err)
+		}
+		now = t0.Add(61 * time.Minute)
+		job := retention.Job{Meta: s.Meta, Objects: s.Objects, ObjectMargin: 30 * time.Second, Clock: func() time.Time { return now }}
+		st, err := job.Run(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.RecordsExpired != 1 || st.RecordsPinned != 1 || st.ObjectsDeleted != 0 {
+			t.Fatalf("stats %+v, want partition 1's record expired, partition 0's pinned, no object deleted", st)
+		}
+		for p, want := range map[int32]int64{0: 0, 1: 1} {
+			if start, _, err := l.Bounds(ctx, "two", p); err != nil || start != want {
+				t.Fatalf("partition %d: log start %d, %v; want %d", p, start, err, want)
+			}
+		}
+		if res, err := l.Poll(ctx, "two", 0, 0, log.PollOptions{MaxRecords: 10}); err != nil || len(res.Records) != 1 {
+			t.Fatalf("poll of the pinned record: %d records, %v", len(res.Records), err)
+		}
+	})
+}
