@@ -38,6 +38,8 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{"topics list", "", []string{"topics", "list"}, "NAME", "topics"},
 		{"topics describe", "", []string{"topics", "describe", "orders"}, "NAME PARTITIONS RETENTION", "partition_info"},
 		{"topics alter", "", []string{"topics", "alter", "t-%s", "--partitions", "3"}, "NAME PARTITIONS RETENTION", "partitions"},
+		{"topics update --retention-pin", "", []string{"topics", "update", "t-%s", "--retention-pin", "6h"}, "NAME PARTITIONS RETENTION RETENTION_PIN", "retention_pin_ms"},
+		{"topics describe (pinned)", "", []string{"topics", "describe", "t-%s"}, "NAME PARTITIONS RETENTION RETENTION_PIN", "retention_pin_ms"},
 		{"produce", "a\nb\n", []string{"produce", "orders", "--partition", "0"}, "PARTITION OFFSET", "offset"},
 		{"consume (read)", "", []string{"consume", "orders", "--partition", "0", "--offset", "0", "--until-caught-up"}, "PARTITION OFFSET KEY VALUE", "offset"},
 		{"consume (group)", "", []string{"consume", "orders", "--group", "g-%s", "--until-caught-up"}, "PARTITION OFFSET KEY VALUE", "offset"},
@@ -116,7 +118,9 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{[]string{"topics", "create"}, 2, "needs NAME"},
 		{[]string{"topics", "delete", "nope"}, 1, "(HTTP 404 not_found)"},
 		{[]string{"topics", "alter", "orders", "--partitions", "1"}, 1, "(HTTP 400 invalid_request)"},
-		{[]string{"topics", "alter", "orders"}, 2, `required flag(s) "partitions" not set`},
+		{[]string{"topics", "alter", "orders"}, 2, "exactly one of --partitions and --retention-pin is required"},
+		{[]string{"topics", "update", "orders", "--partitions", "3", "--retention-pin", "1h"}, 2, "exactly one of --partitions and --retention-pin is required"},
+		{[]string{"topics", "create", "pinned", "--retention", "1h", "--retention-pin", "-1h"}, 1, "(HTTP 400 invalid_request)"},
 	} {
 		for _, format := range []string{"text", "json"} {
 			args := tc.args

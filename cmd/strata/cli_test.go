@@ -108,9 +108,18 @@ func rows(out string) []string {
 func TestTopicsCommands(t *testing.T) {
 	url := startNode(t, runtime.Config{})
 	out := cli(t, url, "", "topics", "create", "orders", "--partitions", "4", "--retention", "2h")
-	if got := rows(out); len(got) != 2 || got[0] != "NAME PARTITIONS RETENTION" || got[1] != "orders 4 2h0m0s" {
+	if got := rows(out); len(got) != 2 || got[0] != "NAME PARTITIONS RETENTION RETENTION_PIN" || got[1] != "orders 4 2h0m0s -" {
 		t.Fatalf("create:\n%s", out)
 	}
+	out = cli(t, url, "", "topics", "create", "pinned", "--retention", "1h", "--retention-pin", "6h")
+	if got := rows(out); len(got) != 2 || got[1] != "pinned 1 1h0m0s 6h0m0s" {
+		t.Fatalf("create --retention-pin:\n%s", out)
+	}
+	out = cli(t, url, "", "topics", "update", "pinned", "--retention-pin", "0")
+	if got := rows(out); len(got) != 2 || got[1] != "pinned 1 1h0m0s -" {
+		t.Fatalf("update --retention-pin 0:\n%s", out)
+	}
+	cli(t, url, "", "topics", "delete", "pinned")
 	var created topicJSON
 	out = cli(t, url, "", "topics", "create", "audit", "--json")
 	if err := json.Unmarshal([]byte(out), &created); err != nil || created.Name != "audit" || created.Partitions != 1 || created.RetentionMs != 86400000 {
@@ -127,7 +136,7 @@ func TestTopicsCommands(t *testing.T) {
 	}
 	cli(t, url, "", "produce", "orders", "--partition", "2", "--value", "x")
 	out = cli(t, url, "", "topics", "describe", "orders")
-	want := []string{"NAME PARTITIONS RETENTION", "orders 4 2h0m0s", "", "PARTITION LOG_START HIGH_WATERMARK RECORDS",
+	want := []string{"NAME PARTITIONS RETENTION RETENTION_PIN", "orders 4 2h0m0s -", "", "PARTITION LOG_START HIGH_WATERMARK RECORDS",
 		"0 0 0 0", "1 0 0 0", "2 0 1 1", "3 0 0 0"}
 	if got := rows(out); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("describe:\n%s", out)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,17 +25,32 @@ type (
 )
 
 func toTopicJSON(t *client.Topic) topicJSON {
-	out := topicJSON{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.Retention.Milliseconds()}
+	out := topicJSON{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.Retention.Milliseconds(), RetentionPinMs: t.RetentionPin.Milliseconds()}
 	for _, p := range t.PartitionInfo {
 		out.PartitionInfo = append(out.PartitionInfo, partitionInfoJSON(p))
 	}
 	return out
 }
 
+// printTopic prints t's row: its name, partitions, retention and pin cap ("-": none).
+func printTopic(w io.Writer, t *client.Topic) error {
+	pin := "-"
+	if t.RetentionPin > 0 {
+		pin = t.RetentionPin.String()
+	}
+	tb := newTable(w, "NAME", "PARTITIONS", "RETENTION", "RETENTION_PIN")
+	tb.row(t.Name, t.Partitions, t.Retention, pin)
+	return tb.flush()
+}
+
+// retentionPinUsage is the --retention-pin flag's help.
+const retentionPinUsage = "keep records up to this much longer than the retention while a group that has committed on the topic has not read them, e.g. 6h, 2d (0: no pin)"
+
 func newTopicsCreateCmd(o *options) *cobra.Command {
 	var (
 		partitions int32
 		retention  time.Duration
+		pin        time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -45,7 +61,7 @@ func newTopicsCreateCmd(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := c.CreateTopic(cmd.Context(), args[0], client.TopicConfig{Partitions: partitions, Retention: retention})
+			t, err := c.CreateTopic(cmd.Context(), args[0], client.TopicConfig{Partitions: partitions, Retention: retention, RetentionPin: pin})
 			if err != nil {
 				return err
 			}
@@ -53,13 +69,12 @@ func newTopicsCreateCmd(o *options) *cobra.Command {
 			if o.json {
 				return printJSON(w, toTopicJSON(t))
 			}
-			tb := newTable(w, "NAME", "PARTITIONS", "RETENTION")
-			tb.row(t.Name, t.Partitions, t.Retention)
-			return tb.flush()
+			return printTopic(w, t)
 		},
 	}
 	cmd.Flags().Int32Var(&partitions, "partitions", 1, "number of partitions (1-1024)")
 	cmd.Flags().Var(daysValue{&retention}, "retention", "how long records are kept, e.g. 7d, 36h (default: the server's, 24h)")
+	cmd.Flags().Var(daysValue{&pin}, "retention-pin", retentionPinUsage)
 	return cmd
 }
 
@@ -81,15 +96,13 @@ func newTopicsDescribeCmd(o *options) *cobra.Command {
 			if o.json {
 				return printJSON(w, toTopicJSON(t))
 			}
-			tb := newTable(w, "NAME", "PARTITIONS", "RETENTION")
-			tb.row(t.Name, t.Partitions, t.Retention)
-			if err := tb.flush(); err != nil {
+			if err := printTopic(w, t); err != nil {
 				return err
 			}
 			if _, err := w.Write([]byte("\n")); err != nil {
 				return err
 			}
-			tb = newTable(w, "PARTITION", "LOG_START", "HIGH_WATERMARK", "RECORDS")
+			tb := newTable(w, "PARTITION", "LOG_START", "HIGH_WATERMARK", "RECORDS")
 			for _, p := range t.PartitionInfo {
 				tb.row(p.Partition, p.LogStartOffset, p.HighWatermark, p.HighWatermark-p.LogStartOffset)
 			}
@@ -136,22 +149,39 @@ func newNamesListCmd(o *options, short, jsonKey, header string, list func(contex
 }
 
 func newTopicsAlterCmd(o *options) *cobra.Command {
-	var partitions int32
+	var (
+		partitions int32
+		pin        time.Duration
+	)
 	cmd := &cobra.Command{
-		Use:   "alter NAME --partitions N",
-		Short: "Raise a topic's partition count",
+		Use:     "alter NAME (--partitions N | --retention-pin D)",
+		Aliases: []string{"update"},
+		Short:   "Raise a topic's partition count or set its retention pin",
 		Long: `Raise NAME's partition count to --partitions (counts only grow). Existing records
 and offsets stay; new partitions start at offset 0. Keys hash over the new count from
 then on, so some keys continue on another partition: a consumer relying on per-key
 order should drain the topic with producers paused first (docs/DESIGN.md, "More
-partitions").`,
+partitions").
+
+Or set its retention pin (--retention-pin, 0 removes it): retention then keeps a record
+up to that much longer while a group that has committed on the topic has not read it
+(docs/DESIGN.md, "Retention pin"). One change per run.`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			setP, setPin := cmd.Flags().Changed("partitions"), cmd.Flags().Changed("retention-pin")
+			if setP == setPin {
+				return usagef("exactly one of --partitions and --retention-pin is required")
+			}
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			t, err := c.IncreasePartitions(cmd.Context(), args[0], partitions)
+			var t *client.Topic
+			if setP {
+				t, err = c.IncreasePartitions(cmd.Context(), args[0], partitions)
+			} else {
+				t, err = c.SetRetentionPin(cmd.Context(), args[0], pin)
+			}
 			if err != nil {
 				return err
 			}
@@ -159,13 +189,11 @@ partitions").`,
 			if o.json {
 				return printJSON(w, toTopicJSON(t))
 			}
-			tb := newTable(w, "NAME", "PARTITIONS", "RETENTION")
-			tb.row(t.Name, t.Partitions, t.Retention)
-			return tb.flush()
+			return printTopic(w, t)
 		},
 	}
 	cmd.Flags().Int32Var(&partitions, "partitions", 0, "the new partition count (more than the current one, at most 1024)")
-	_ = cmd.MarkFlagRequired("partitions")
+	cmd.Flags().Var(daysValue{&pin}, "retention-pin", retentionPinUsage)
 	return cmd
 }
 

@@ -35,6 +35,9 @@ func TestOrderWritesAreFenced(t *testing.T) {
 	if dynamo.EffectKeyAttribute != deploy.BusinessKey {
 		t.Fatalf("the fenced store's key %q is not the order table's %q", dynamo.EffectKeyAttribute, deploy.BusinessKey)
 	}
+	if dynamo.EffectTTLAttribute != deploy.BusinessTTLAttribute {
+		t.Fatalf("the fenced store's marker TTL attribute %q is not the order table's %q", dynamo.EffectTTLAttribute, deploy.BusinessTTLAttribute)
+	}
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
 		l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta})

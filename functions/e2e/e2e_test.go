@@ -203,7 +203,12 @@ func (d *deployment) businessItems(t *testing.T) map[string]string {
 		for _, it := range page.Items {
 			id := attrS(it, deploy.BusinessKey)
 			if strings.HasPrefix(id, "strata-applied#") {
-				continue // the marker of a record applied through the fenced store
+				// The marker of a record applied through the fenced store: it expires by
+				// the table's TTL once the record can no longer be redelivered.
+				if ttl, ok := it[deploy.BusinessTTLAttribute].(*types.AttributeValueMemberN); !ok || ttl.Value == "" {
+					t.Errorf("marker %s has no %s (TTL) attribute: %v", id, deploy.BusinessTTLAttribute, it)
+				}
+				continue
 			}
 			v, _ := it["value"].(*types.AttributeValueMemberB)
 			var o struct {

@@ -19,7 +19,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stratalog/strata/internal/lambdarun"
@@ -57,13 +56,9 @@ func newDeployment(t *testing.T) *deployment {
 	if err := dynamo.Bootstrap(ctx, d.ddb, d.s3, d.cfg); err != nil {
 		t.Fatalf("bootstrap: %v", err)
 	}
-	_, err := d.ddb.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String(d.business),
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(deploy.BusinessKey), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(deploy.BusinessKey), KeyType: types.KeyTypeHash}},
-	})
-	if err != nil {
+	// The business table as the stack's OrdersTable: keyed by deploy.BusinessKey, with
+	// TTL on the effect markers' expiry.
+	if err := dynamo.CreateEffectsTable(ctx, d.ddb, d.business); err != nil {
 		t.Fatalf("create the business table: %v", err)
 	}
 	t.Cleanup(func() {

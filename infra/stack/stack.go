@@ -231,6 +231,8 @@ func exampleConsumer(scope constructs.Construct, cfg Config) (awsdynamodb.Table,
 	business := awsdynamodb.NewTable(scope, jsii.String("OrdersTable"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(BusinessKey), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		// The fenced effects' markers expire (group.PlanMarkerExpiry) by DynamoDB's TTL.
+		TimeToLiveAttribute: jsii.String(deploy.BusinessTTLAttribute),
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},

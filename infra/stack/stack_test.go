@@ -330,6 +330,26 @@ func TestSubscription(t *testing.T) {
 	}
 }
 
+// TestBusinessTableExpiresMarkers: the example consumer's business table (the one its
+// environment names) has DynamoDB's TTL on the fenced effect markers' expiry attribute,
+// so markers of records no longer retained go (issue 22 item 2).
+func TestBusinessTableExpiresMarkers(t *testing.T) {
+	if deploy.BusinessTTLAttribute != dynamo.EffectTTLAttribute {
+		t.Fatalf("the business table's TTL attribute %q is not the markers' %q", deploy.BusinessTTLAttribute, dynamo.EffectTTLAttribute)
+	}
+	_, cp := function(t, "Strata example order consumer (functions/consumer)")
+	ref := tmpl.Join(cp["Environment"].(map[string]any)["Variables"].(map[string]any)[deploy.EnvBusinessTable])
+	id := strings.TrimSuffix(strings.TrimPrefix(ref, "<Ref:"), ">")
+	r, ok := tpl.Resources[id]
+	if !ok || r.Type != "AWS::DynamoDB::Table" {
+		t.Fatalf("the consumer's business table %s is not a table of the template", ref)
+	}
+	want := map[string]any{"AttributeName": deploy.BusinessTTLAttribute, "Enabled": true}
+	if got := r.Properties["TimeToLiveSpecification"]; !jsonEqual(got, want) {
+		t.Errorf("business table TimeToLiveSpecification = %s, want %s", js(got), js(want))
+	}
+}
+
 // roleOf returns the role logical id of the function with description desc.
 func roleOf(t *testing.T, desc string) string {
 	t.Helper()

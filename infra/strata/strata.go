@@ -58,9 +58,9 @@ type Props struct {
 	// without them. Defaults: 4 and 24 hours (docs/API.md).
 	DefaultPartitions int
 	DefaultRetention  time.Duration
-	// MaxRetention is the longest retention a topic may ask for: the api refuses more,
-	// and the bucket's lifecycle rule expires segment objects a day after it, as the
-	// backstop of the retention function. Default: 7 days.
+	// MaxRetention is the longest retention a topic may ask for, its retention pin cap
+	// included: the api refuses more, and the bucket's lifecycle rule expires segment
+	// objects a day after it, as the backstop of the retention function. Default: 7 days.
 	MaxRetention time.Duration
 
 	// APIGrants is the api's per-topic and per-group grants keyed by principal ARN

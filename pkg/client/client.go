@@ -101,6 +101,10 @@ func (c *Client) CreateTopic(ctx context.Context, name string, cfg TopicConfig) 
 		ms := cfg.Retention.Milliseconds()
 		req.RetentionMs = &ms
 	}
+	if cfg.RetentionPin != 0 {
+		ms := cfg.RetentionPin.Milliseconds()
+		req.RetentionPinMs = &ms
+	}
 	var w wire.Topic
 	if err := c.doJSON(ctx, http.MethodPost, "/v1/topics", nil, req, &w); err != nil {
 		return nil, fmt.Errorf("strata: create topic %q: %w", name, err)
@@ -497,7 +501,8 @@ func (c *Client) Health(ctx context.Context) error {
 }
 
 func fromWireTopic(w wire.Topic) *Topic {
-	t := &Topic{Name: w.Name, Partitions: w.Partitions, Retention: time.Duration(w.RetentionMs) * time.Millisecond}
+	t := &Topic{Name: w.Name, Partitions: w.Partitions, Retention: time.Duration(w.RetentionMs) * time.Millisecond,
+		RetentionPin: time.Duration(w.RetentionPinMs) * time.Millisecond}
 	for _, p := range w.PartitionInfo {
 		t.PartitionInfo = append(t.PartitionInfo, PartitionInfo(p))
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/stratalog/strata/pkg/wire"
 )
@@ -17,6 +18,19 @@ func (c *Client) IncreasePartitions(ctx context.Context, name string, partitions
 	body := wire.TopicAlter{Partitions: partitions}
 	if err := c.doJSON(ctx, http.MethodPatch, "/v1/topics/"+seg(name), nil, body, &w); err != nil {
 		return nil, fmt.Errorf("strata: increase partitions of %q to %d: %w", name, partitions, err)
+	}
+	return fromWireTopic(w), nil
+}
+
+// SetRetentionPin sets how far beyond its retention the topic keeps a record that a
+// group which has committed on it has not read (0 removes the pin) and returns the
+// topic. Retention plus the cap above the deployment's maximum retention is ErrInvalid.
+func (c *Client) SetRetentionPin(ctx context.Context, name string, pin time.Duration) (*Topic, error) {
+	var w wire.Topic
+	ms := pin.Milliseconds()
+	body := wire.TopicAlter{RetentionPinMs: &ms}
+	if err := c.doJSON(ctx, http.MethodPatch, "/v1/topics/"+seg(name), nil, body, &w); err != nil {
+		return nil, fmt.Errorf("strata: set retention pin of %q to %s: %w", name, pin, err)
 	}
 	return fromWireTopic(w), nil
 }

@@ -78,13 +78,18 @@ type PollResult struct {
 type TopicConfig struct {
 	Partitions int32
 	Retention  time.Duration
+	// RetentionPin, when positive, is how far beyond Retention a record is kept while a
+	// group that has committed on the topic has not read it (docs/API.md).
+	RetentionPin time.Duration
 }
 
 // Topic describes a topic. PartitionInfo is filled by DescribeTopic.
 type Topic struct {
-	Name          string
-	Partitions    int32
-	Retention     time.Duration
+	Name       string
+	Partitions int32
+	Retention  time.Duration
+	// RetentionPin is the pin cap, 0 without a pin.
+	RetentionPin  time.Duration
 	PartitionInfo []PartitionInfo
 }
 

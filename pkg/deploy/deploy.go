@@ -376,6 +376,10 @@ func EncodeGrants(gs []Grant) (string, error) {
 const (
 	// BusinessKey is the table's partition key (a string).
 	BusinessKey = "id"
+	// BusinessTTLAttribute is the table's TTL attribute: the fenced effect markers'
+	// expiry (dynamo.EffectTTLAttribute), so that DynamoDB deletes a record's marker once
+	// the record can no longer be redelivered.
+	BusinessTTLAttribute = "strata_ttl"
 	// BusinessDefaultTable is the table name when EnvBusinessTable is unset.
 	BusinessDefaultTable = "strata-orders"
 )

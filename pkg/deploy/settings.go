@@ -33,9 +33,9 @@ type Settings struct {
 	DefaultPartitions int `env:"STRATA_DEFAULT_PARTITIONS"`
 	// DefaultRetention is the retention of a topic created without one (milliseconds).
 	DefaultRetention time.Duration `env:"STRATA_DEFAULT_RETENTION_MS"`
-	// MaxRetention is the longest retention a topic may have (milliseconds): create
-	// refuses more, and the stack's bucket lifecycle rule expires segment objects a
-	// day after it.
+	// MaxRetention is the longest retention a topic may have (milliseconds), its
+	// retention pin cap included: create and a pin change refuse more, and the stack's
+	// bucket lifecycle rule expires segment objects a day after it.
 	MaxRetention time.Duration `env:"STRATA_MAX_RETENTION_MS"`
 
 	// GroupCommitWindow is the api function's group-commit window (a Go duration).

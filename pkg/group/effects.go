@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/stratalog/strata/pkg/store"
 )
@@ -23,11 +24,42 @@ type Fence = store.Fence
 type Effects struct {
 	es  store.EffectStore
 	ids TopicIDs
+	now func() time.Time
+}
+
+// EffectMarkerGrace is how long a record's marker outlives the longest the record can
+// be kept (store.Topic.KeptFor with the pin) after its effect was applied: it covers a
+// pin cap raised after the effect, the retention pass's interval and clock skew.
+const EffectMarkerGrace = 24 * time.Hour
+
+// TopicConfigs resolves a topic name to its live incarnation's configuration (*log.Log
+// has it): the effect markers' expiry counts its retention and pin cap.
+type TopicConfigs interface {
+	Topic(ctx context.Context, name string) (store.Topic, error)
 }
 
 // NewEffects returns Effects over es; ids resolves topic names to incarnations (nil: the
-// names are the store keys, as for a log without incarnations).
-func NewEffects(es store.EffectStore, ids TopicIDs) *Effects { return &Effects{es: es, ids: ids} }
+// names are the store keys, as for a log without incarnations). When ids is also
+// TopicConfigs (as *log.Log is), each record's marker expires PlanMarkerExpiry after
+// the write; else markers never expire.
+func NewEffects(es store.EffectStore, ids TopicIDs) *Effects {
+	return &Effects{es: es, ids: ids, now: time.Now}
+}
+
+// WithClock makes e read the time from now (for the markers' expiry) and returns e.
+func (e *Effects) WithClock(now func() time.Time) *Effects {
+	e.now = now
+	return e
+}
+
+// PlanMarkerExpiry is when the marker of a record of topic t whose effect is applied at
+// now may go: after the record can be redelivered no more. A record is readable until
+// its append time + the retention + the pin cap (store.Topic.KeptFor), and its append
+// time is before now, so a replay within retention is refused; EffectMarkerGrace is on
+// top.
+func PlanMarkerExpiry(t store.Topic, now time.Time) time.Time {
+	return now.Add(t.KeptFor(true) + EffectMarkerGrace)
+}
 
 // Apply puts value under key as the effect of the record at offset, fenced by f.
 // ErrFenced: the partition moved to another generation (or the topic is gone);
@@ -47,7 +79,15 @@ func (e *Effects) Apply(ctx context.Context, f Fence, offset int64, key string, 
 		}
 		sf.Topic = id
 	}
-	if err := e.es.ApplyEffect(ctx, sf, offset, key, value); err != nil {
+	var expires time.Time
+	if tc, ok := e.ids.(TopicConfigs); ok {
+		t, err := tc.Topic(ctx, f.Topic)
+		if err != nil {
+			return fmt.Errorf("group: effect of %s/%d@%d: retention of the topic: %w", f.Topic, f.Partition, offset, err)
+		}
+		expires = PlanMarkerExpiry(t, e.now())
+	}
+	if err := e.es.ApplyEffect(ctx, sf, offset, key, value, expires); err != nil {
 		return fmt.Errorf("group: effect of %s/%d@%d for %s generation %d: %w", f.Topic, f.Partition, offset, f.Group, f.Generation, err)
 	}
 	return nil

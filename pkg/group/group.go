@@ -49,9 +49,10 @@ type Offsets interface {
 	AppendedAt(ctx context.Context, topic string, partition int32, offset int64) (time.Time, error)
 	// OffsetForTime returns the first offset appended at or after t, else the HW.
 	OffsetForTime(ctx context.Context, topic string, partition int32, t time.Time) (int64, error)
-	// Retention returns the topic's retention: how long after its append a record
-	// expires. An unknown topic is an error wrapping store.ErrNotFound.
-	Retention(ctx context.Context, topic string) (time.Duration, error)
+	// Topic returns the topic's configuration: its retention and pin cap say how long
+	// after its append a record expires (store.Topic.KeptFor). An unknown topic is an
+	// error wrapping store.ErrNotFound.
+	Topic(ctx context.Context, topic string) (store.Topic, error)
 }
 
 // Lease is a member's hold on (group, topic, partition) at a generation.
@@ -496,11 +497,12 @@ func (c *Coordinator) fillLag(ctx context.Context, pi *PartitionInfo, now time.T
 		return fmt.Errorf("group: append time of %s/%d@%d: %w", pi.Topic, pi.Partition, max(next, start), err)
 	}
 	pi.LagTime = max(now.Sub(at), 0)
-	ret, err := c.offsets.Retention(ctx, pi.Topic)
+	t, err := c.offsets.Topic(ctx, pi.Topic)
 	if err != nil {
 		return fmt.Errorf("group: retention of %s: %w", pi.Topic, err)
 	}
-	dl := PlanDataLoss(next, pi.LogStartOffset, at, ret, now)
+	// A group with a position on the partition pins its records (up to the cap).
+	dl := PlanDataLoss(next, pi.LogStartOffset, at, t.KeptFor(pi.Committed != nil), now)
 	pi.DataLoss = &dl
 	return nil
 }

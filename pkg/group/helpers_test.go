@@ -140,12 +140,13 @@ func (f *fakeOffsets) AppendedAt(_ context.Context, topic string, p int32, o int
 	return fp.appended[o], nil
 }
 
-// Retention is fakeRetention for every topic.
-func (f *fakeOffsets) Retention(_ context.Context, topic string) (time.Duration, error) {
-	if _, err := f.Partitions(context.Background(), topic); err != nil {
-		return 0, err
+// Topic is the topic with fakeRetention and no pin.
+func (f *fakeOffsets) Topic(_ context.Context, topic string) (store.Topic, error) {
+	n, err := f.Partitions(context.Background(), topic)
+	if err != nil {
+		return store.Topic{}, err
 	}
-	return fakeRetention, nil
+	return store.Topic{Name: topic, Partitions: n, Retention: fakeRetention}, nil
 }
 
 // fakeRetention is every fake topic's retention.

@@ -119,6 +119,7 @@ func TestWireShapesMatchOpenAPI(t *testing.T) {
 		typ    reflect.Type
 	}{
 		{"CreateTopicRequest", typeOf[wire.TopicCreate]()},
+		{"AlterTopicRequest", typeOf[wire.TopicAlter]()},
 		{"TopicInfo", typeOf[wire.Topic]()},
 		{"TopicInfo.partition_info.items", typeOf[wire.PartitionInfo]()},
 		{"AppendRequest", typeOf[wire.Append]()},

@@ -22,7 +22,7 @@ import (
 
 // Log is what the handlers need of the partitioned log (*log.Log implements it).
 type Log interface {
-	CreateTopic(ctx context.Context, name string, partitions int32, retention time.Duration) (store.Topic, error)
+	CreateTopicWith(ctx context.Context, name string, spec log.TopicSpec) (store.Topic, error)
 	ListTopics(ctx context.Context) ([]string, error)
 	DescribeTopic(ctx context.Context, name string) (log.TopicInfo, error)
 	Append(ctx context.Context, topic string, recs []log.Record, opt log.AppendOptions) ([]log.Result, error)
@@ -73,7 +73,7 @@ type Config struct {
 	// The parked-key routes (GroupParker, PartitionParker) are served by Groups when it
 	// implements them, else by Admin when it does.
 	Admin GroupAdmin
-	// Topics serves topic administration (more partitions); when nil, Log serves it if
+	// Topics serves topic administration (more partitions, the retention pin); when nil, Log serves it if
 	// it implements TopicAdmin.
 	Topics TopicAdmin
 	// Lag serves the lag history route; when nil, Groups serves it if it implements

@@ -19,6 +19,46 @@ func (f *faultyMeta) IncreasePartitions(ctx context.Context, name string, partit
 	return f.MetaStore.(store.TopicAdminStore).IncreasePartitions(ctx, name, partitions)
 }
 
+// SetRetentionPin of the wrapped store, failing while it is down.
+func (f *faultyMeta) SetRetentionPin(ctx context.Context, name string, pin time.Duration) (store.Topic, error) {
+	if err := f.fail(); err != nil {
+		return store.Topic{}, err
+	}
+	return f.MetaStore.(store.TopicAdminStore).SetRetentionPin(ctx, name, pin)
+}
+
+// TestTopicRetentionPin: create takes retention_pin_ms, describe and PATCH show it,
+// PATCH replaces it (0 removes it), and a bad value or a pin past the deployment's
+// maximum retention is 400 with nothing changed.
+func TestTopicRetentionPin(t *testing.T) {
+	e := newEnv(t)
+	r := e.call("POST", "/v1/topics", map[string]any{"name": "p", "partitions": 1, "retention_ms": 3600000, "retention_pin_ms": 7200000}).want(t, 201)
+	if r.num("retention_pin_ms") != 7200000 {
+		t.Fatalf("create %s", r.raw)
+	}
+	if r := e.call("GET", "/v1/topics/p", nil).want(t, 200); r.num("retention_pin_ms") != 7200000 {
+		t.Fatalf("describe %s", r.raw)
+	}
+	if r := e.call("PATCH", "/v1/topics/p", map[string]any{"retention_pin_ms": 1800000}).want(t, 200); r.num("retention_pin_ms") != 1800000 || r.num("partitions") != 1 {
+		t.Fatalf("alter %s", r.raw)
+	}
+	r = e.call("PATCH", "/v1/topics/p", map[string]any{"retention_pin_ms": 0}).want(t, 200)
+	if _, ok := r.body["retention_pin_ms"]; ok {
+		t.Fatalf("a removed pin is still answered: %s", r.raw)
+	}
+	for _, body := range []any{
+		map[string]any{"retention_pin_ms": -1}, map[string]any{"retention_pin_ms": "1"},
+		map[string]any{"retention_pin_ms": int64(9223372036855)}, map[string]any{"retention_pin_ms": 1000, "partitions": 2},
+	} {
+		e.call("PATCH", "/v1/topics/p", body).want(t, 400, "invalid_request")
+	}
+	e.call("POST", "/v1/topics", map[string]any{"name": "q", "retention_pin_ms": -5}).want(t, 400, "invalid_request")
+	if r := e.call("GET", "/v1/topics/p", nil).want(t, 200); r.num("partitions") != 1 || r.body["retention_pin_ms"] != nil {
+		t.Fatalf("a refused alter changed the topic: %s", r.raw)
+	}
+	e.call("PATCH", "/v1/topics/nope", map[string]any{"retention_pin_ms": 1000}).want(t, 404, "not_found")
+}
+
 func TestAlterTopicPartitions(t *testing.T) {
 	e := newEnv(t)
 	e.createTopic("t", 2)
@@ -126,12 +166,13 @@ func TestDeleteAndAlterNeedTheirOwnOps(t *testing.T) {
 	e.call("DELETE", "/v1/topics/orders", nil, bearer("deleter")...).want(t, 204)
 }
 
-// FuzzAlterTopicRequest: any body gets a documented answer and never a panic, and the
-// partition count never falls.
+// FuzzAlterTopicRequest: any body gets a documented answer and never a panic, the
+// partition count never falls, and a refused body changes neither it nor the pin.
 func FuzzAlterTopicRequest(f *testing.F) {
 	e := newEnv(f)
 	e.createTopic("t", 2)
-	for _, seed := range []string{`{"partitions": 3}`, `{"partitions": 1}`, `{"partitions": -1}`, `{"partitions": 1e9}`, `{"Partitions": 4}`, `null`, ``} {
+	for _, seed := range []string{`{"partitions": 3}`, `{"partitions": 1}`, `{"partitions": -1}`, `{"partitions": 1e9}`, `{"Partitions": 4}`, `null`, ``,
+		`{"retention_pin_ms": 3600000}`, `{"retention_pin_ms": 0}`, `{"retention_pin_ms": -1}`, `{"retention_pin_ms": 9223372036855}`, `{"retention_pin_ms": 1, "partitions": 9}`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -147,6 +188,9 @@ func FuzzAlterTopicRequest(f *testing.F) {
 		}
 		if after.Topic.Partitions < before.Topic.Partitions || (w.Code >= 400 && after.Topic.Partitions != before.Topic.Partitions) {
 			t.Fatalf("%q (%d) moved the count %d -> %d", body, w.Code, before.Topic.Partitions, after.Topic.Partitions)
+		}
+		if w.Code >= 400 && after.Topic.RetentionPin != before.Topic.RetentionPin {
+			t.Fatalf("%q (%d) moved the pin %s -> %s", body, w.Code, before.Topic.RetentionPin, after.Topic.RetentionPin)
 		}
 	})
 }

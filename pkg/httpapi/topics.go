@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/wire"
 )
 
@@ -14,9 +15,23 @@ import (
 const maxRetentionMs = math.MaxInt64 / int64(time.Millisecond)
 
 type createTopicRequest struct {
-	Name        *string `json:"name"`
-	Partitions  *int32  `json:"partitions"`
-	RetentionMs *int64  `json:"retention_ms"`
+	Name           *string `json:"name"`
+	Partitions     *int32  `json:"partitions"`
+	RetentionMs    *int64  `json:"retention_ms"`
+	RetentionPinMs *int64  `json:"retention_pin_ms"`
+}
+
+// retentionPin checks an explicit retention_pin_ms (0, no pin, to maxRetentionMs).
+func retentionPin(ms int64) (time.Duration, *apiError) {
+	if ms < 0 || ms > maxRetentionMs {
+		return 0, invalid(fmt.Sprintf("retention_pin_ms must be an integer from 0 to %d", maxRetentionMs))
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// topicJSON is the answer describing t (without its partitions' bounds).
+func topicJSON(t store.Topic) topicResponse {
+	return topicResponse{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.Retention.Milliseconds(), RetentionPinMs: t.RetentionPin.Milliseconds()}
 }
 
 // The answers are the contract's shapes (pkg/wire).
@@ -57,16 +72,24 @@ func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
 		}
 		retention = time.Duration(*req.RetentionMs) * time.Millisecond
 	}
+	pin := time.Duration(0)
+	if req.RetentionPinMs != nil {
+		var e *apiError
+		if pin, e = retentionPin(*req.RetentionPinMs); e != nil {
+			writeError(w, e)
+			return
+		}
+	}
 	if e := authorize(p, onTopic(OpCreate, *req.Name)); e != nil {
 		writeError(w, e)
 		return
 	}
-	t, err := s.log.CreateTopic(r.Context(), *req.Name, partitions, retention)
+	t, err := s.log.CreateTopicWith(r.Context(), *req.Name, log.TopicSpec{Partitions: partitions, Retention: retention, RetentionPin: pin})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, topicResponse{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.Retention.Milliseconds()})
+	writeJSON(w, http.StatusCreated, topicJSON(t))
 }
 
 func (s *server) listTopics(w http.ResponseWriter, r *http.Request) {
@@ -98,10 +121,8 @@ func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	resp := topicResponse{
-		Name: info.Name, Partitions: info.Topic.Partitions, RetentionMs: info.Retention.Milliseconds(),
-		PartitionInfo: make([]partitionInfo, len(info.Partitions)),
-	}
+	resp := topicJSON(info.Topic)
+	resp.PartitionInfo = make([]partitionInfo, len(info.Partitions))
 	for i, pi := range info.Partitions {
 		resp.PartitionInfo[i] = partitionInfo{Partition: pi.Partition, LogStartOffset: pi.LogStartOffset, HighWatermark: pi.HighWatermark}
 	}

@@ -142,7 +142,8 @@ type Config struct {
 	// EffectsTable is the DynamoDB table of the fenced business store (EffectsFrom) the
 	// default Open opens (locally the embedded store; empty: none). The function's role
 	// needs dynamodb:ConditionCheckItem on the assignments table and PutItem, GetItem
-	// on this table.
+	// on this table; enable the table's TTL on dynamo.EffectTTLAttribute so that the
+	// records' markers expire once the records can no longer be redelivered.
 	EffectsTable string
 }
 

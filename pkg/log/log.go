@@ -28,8 +28,9 @@ const (
 	DefaultPartitions  = 4
 	MinRetention       = time.Second
 	MaxPartitions      = wire.MaxPartitions
-	// retentionGrace is added to a topic's retention for the index entries' TTL, so
-	// DynamoDB never deletes an entry the retention job still needs.
+	// retentionGrace is added to a topic's retention and pin cap (store.Topic.KeptFor)
+	// for the index entries' TTL, so DynamoDB never deletes an entry the retention job
+	// still needs.
 	retentionGrace = 24 * time.Hour
 	// IdempotencyWindow is how long an Idempotency-Key's claims are kept after the append
 	// (docs/API.md): a retry within it returns the first attempt's offsets, one after it
@@ -100,7 +101,8 @@ type TopicDefaults struct {
 	Retention  time.Duration
 	// MaxRetention, when positive, is the longest retention a topic may have: on AWS the
 	// bucket's lifecycle rule expires segment objects a day after it, so a longer
-	// retention would lose live records. CreateTopic refuses more (ErrInvalid).
+	// retention would lose live records. CreateTopic refuses more (ErrInvalid), and a
+	// retention plus its pin cap above it (CreateTopicWith, SetRetentionPin).
 	MaxRetention time.Duration
 }
 
@@ -227,6 +229,23 @@ type PartitionInfo struct {
 // CreateTopic creates a topic; partitions 0 and retention 0 take Config.Topics'
 // defaults. A retention above Config.Topics.MaxRetention is refused (ErrInvalid).
 func (l *Log) CreateTopic(ctx context.Context, name string, partitions int32, retention time.Duration) (store.Topic, error) {
+	return l.CreateTopicWith(ctx, name, TopicSpec{Partitions: partitions, Retention: retention})
+}
+
+// TopicSpec is a new topic's configuration. Partitions 0 and Retention 0 take
+// Config.Topics' defaults; RetentionPin 0 is no pin.
+type TopicSpec struct {
+	Partitions int32
+	Retention  time.Duration
+	// RetentionPin is how far beyond Retention a record is kept while a group that has
+	// committed on the topic has not read it (store.Topic.RetentionPin).
+	RetentionPin time.Duration
+}
+
+// CreateTopicWith creates a topic of spec. A retention, or a retention plus its pin cap,
+// above Config.Topics.MaxRetention is refused (ErrInvalid).
+func (l *Log) CreateTopicWith(ctx context.Context, name string, spec TopicSpec) (store.Topic, error) {
+	partitions, retention := spec.Partitions, spec.Retention
 	if !ValidName(name) {
 		return store.Topic{}, invalidf("topic name %q must match %s", name, wire.NamePattern)
 	}
@@ -246,8 +265,12 @@ func (l *Log) CreateTopic(ctx context.Context, name string, partitions int32, re
 		return store.Topic{}, invalidf("retention_ms %d (%s) is above this deployment's maximum retention_ms %d (%s): "+
 			"segment objects older than the maximum are expired by the bucket's lifecycle rule", retention.Milliseconds(), retention, maxR.Milliseconds(), maxR)
 	}
+	if err := l.checkPin(retention, spec.RetentionPin); err != nil {
+		return store.Topic{}, err
+	}
 	now := l.now().UTC().Truncate(time.Millisecond)
-	t := store.Topic{Name: name, Incarnation: newIncarnation(now), Partitions: partitions, Retention: retention, CreatedAt: now}
+	t := store.Topic{Name: name, Incarnation: newIncarnation(now), Partitions: partitions, Retention: retention,
+		RetentionPin: spec.RetentionPin, CreatedAt: now}
 	if err := l.meta.CreateTopic(ctx, t); err != nil {
 		if errors.Is(err, store.ErrExists) {
 			return store.Topic{}, fmt.Errorf("%w: %s", ErrTopicExists, name)

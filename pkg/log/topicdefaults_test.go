@@ -94,3 +94,69 @@ func TestMissingObjectAboveLogStart(t *testing.T) {
 		}
 	})
 }
+
+// TestRetentionPinWithinMaxRetention: a topic's retention plus its pin cap must stay
+// within the deployment's maximum retention (the bucket's lifecycle rule is derived from
+// it), at create and when the pin is set later; a refused pin changes nothing.
+func TestRetentionPinWithinMaxRetention(t *testing.T) {
+	ctx := context.Background()
+	week := 7 * 24 * time.Hour
+	s := backendtest.Local(ctx, t)
+	l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, Topics: log.TopicDefaults{MaxRetention: week}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateTopicWith(ctx, "over", log.TopicSpec{Partitions: 1, Retention: 6 * 24 * time.Hour, RetentionPin: 25 * time.Hour}); !errors.Is(err, log.ErrInvalid) ||
+		!strings.Contains(err.Error(), "maximum retention_ms 604800000") {
+		t.Fatalf("create with retention + pin above the maximum: %v, want ErrInvalid naming the maximum", err)
+	}
+	if _, err := l.Topic(ctx, "over"); err == nil {
+		t.Fatal("the refused topic was created")
+	}
+	got, err := l.CreateTopicWith(ctx, "orders", log.TopicSpec{Partitions: 1, Retention: 6 * 24 * time.Hour, RetentionPin: 24 * time.Hour})
+	if err != nil || got.RetentionPin != 24*time.Hour {
+		t.Fatalf("create at the maximum: %+v, %v", got, err)
+	}
+	for _, pin := range []time.Duration{24*time.Hour + time.Millisecond, -time.Second} {
+		if _, err := l.SetRetentionPin(ctx, "orders", pin); !errors.Is(err, log.ErrInvalid) {
+			t.Fatalf("SetRetentionPin(%s): %v, want ErrInvalid", pin, err)
+		}
+	}
+	if got, err := s.Meta.GetTopic(ctx, "orders"); err != nil || got.RetentionPin != 24*time.Hour {
+		t.Fatalf("after refused pins: %+v, %v; want the pin unchanged", got, err)
+	}
+	if got, err := l.SetRetentionPin(ctx, "orders", time.Hour); err != nil || got.RetentionPin != time.Hour {
+		t.Fatalf("SetRetentionPin(1h): %+v, %v", got, err)
+	}
+	if _, err := l.SetRetentionPin(ctx, "nope", time.Hour); !errors.Is(err, log.ErrTopicNotFound) {
+		t.Fatalf("SetRetentionPin of an unknown topic: %v, want ErrTopicNotFound", err)
+	}
+}
+
+// TestPinnedIndexEntryTTL: a pinned topic's index entries expire retention + pin + a
+// day after their append, so DynamoDB's TTL never takes an entry under a pinned log
+// start.
+func TestPinnedIndexEntryTTL(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		now := time.UnixMilli(1_780_000_000_000)
+		l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, Clock: func() time.Time { return now }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		topic, err := l.CreateTopicWith(ctx, "pinned", log.TopicSpec{Partitions: 1, Retention: time.Hour, RetentionPin: 48 * time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append(ctx, "pinned", []log.Record{{Value: []byte("v")}}, log.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		es, err := s.Meta.IndexEntries(ctx, topic.ID(), 0, 0, 10)
+		if err != nil || len(es) != 1 {
+			t.Fatalf("entries %v, %v; want one", es, err)
+		}
+		if want := now.Add(49*time.Hour + 24*time.Hour); !es[0].ExpiresAt.Equal(want) {
+			t.Fatalf("entry expires at %s, want %s (append + retention + pin + a day)", es[0].ExpiresAt.UTC(), want.UTC())
+		}
+	})
+}

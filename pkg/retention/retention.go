@@ -1,6 +1,8 @@
 // Package retention expires a topic's old records (DESIGN.md §4 Retention): it advances
 // each partition's log start offset past index entries older than the topic's
-// retention, and deletes those entries and the expired segment objects. The high
+// retention — on a topic with a pin, no further than a lagging group's position while
+// its records are within retention + cap (PlanPin) — and deletes those entries and the
+// expired segment objects. The high
 // watermark lives in the partition's sequencer counter, which retention never touches,
 // so any entry may go. The local runtime runs it on a timer; the serverless runtime wraps
 // the same Job in a scheduled function.
@@ -55,6 +57,9 @@ type Stats struct {
 	EntriesDeleted  int
 	ObjectsDeleted  int
 	PartitionsMoved int
+	// RecordsPinned counts the records retention would have expired that a group's pin
+	// kept (PlanPin).
+	RecordsPinned int64
 	// TopicsPurged counts deleted topics whose last trace this pass removed.
 	TopicsPurged int
 }
@@ -82,6 +87,7 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 		return st, fmt.Errorf("retention: list topics: %w", err)
 	}
 	var errs []error
+	var positions map[string]map[int32][]int64 // every group's, read at the first pinned topic
 	for _, name := range names {
 		t, err := j.Meta.GetTopic(ctx, name)
 		if err != nil {
@@ -90,15 +96,31 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 		}
 		at := now()
 		cutoff := at.Add(-t.Retention)
+		var pins map[int32][]int64
+		if t.RetentionPin > 0 {
+			if positions == nil {
+				if positions, err = j.positions(ctx); err != nil {
+					// A pin unknown is a pin possibly missed: move nothing of the topic.
+					errs = append(errs, fmt.Errorf("retention: pins of %s: %w", name, err))
+					continue
+				}
+			}
+			pins = positions[t.ID()]
+		}
 		ok := true
+		keep := cutoff // objects of the topic named before keep − margin go
 		for p := int32(0); p < t.Partitions; p++ {
-			if err := j.partition(ctx, t, p, cutoff, &st); err != nil {
+			keepFrom, err := j.partition(ctx, t, p, at, pins[p], &st)
+			if err != nil {
 				errs = append(errs, fmt.Errorf("retention: %s/%d: %w", name, p, err))
 				ok = false
 			}
+			if !keepFrom.IsZero() && keepFrom.Before(keep) {
+				keep = keepFrom
+			}
 		}
 		if ok {
-			if err := j.objects(ctx, t, cutoff.Add(-j.margin()), &st); err != nil {
+			if err := j.objects(ctx, t, keep.Add(-j.margin()), &st); err != nil {
 				errs = append(errs, fmt.Errorf("retention: objects of %s: %w", name, err))
 			}
 		}
@@ -109,19 +131,33 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 	return st, errors.Join(errs...)
 }
 
+// positions reads every group's committed offsets, by topic incarnation and partition,
+// for PlanPin: once per pass, whatever the number of pinned topics.
+func (j *Job) positions(ctx context.Context) (map[string]map[int32][]int64, error) {
+	pos, ok := j.Meta.(Positions)
+	if !ok {
+		return nil, fmt.Errorf("the metadata store (%T) cannot list group positions", j.Meta)
+	}
+	return committed(ctx, pos)
+}
+
 // partition advances one partition's log start past its expired entries and deletes
-// them. Offsets without an entry (gone to DynamoDB's TTL after a long outage, or a
-// commit not materialised yet) count as expired only when their age is proven: a commit
+// them, holding it where PlanPin says a group pins it (positions are the groups'
+// committed offsets there, for a topic with a pin cap); it returns the pinned records'
+// KeepFrom (zero when nothing is pinned), before which the topic's objects may go.
+// Offsets without an entry (gone to DynamoDB's TTL after a long outage, or a commit not
+// materialised yet) count as expired only when their age is proven: a commit
 // in a gap was made before the commit of the entry after it (offsets follow commit
 // order), which landed at most the commit window after its object's name time, so the
 // gap is older than that entry's time plus the object margin (the commit window and
 // clock skew between hosts). A gap is passed only when that bound is below the cutoff;
 // with no entry left, the counter's newest commit is the later commit.
-func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time.Time, st *Stats) error {
+func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now time.Time, positions []int64, st *Stats) (time.Time, error) {
 	id := t.ID()
+	cutoff := now.Add(-t.Retention)
 	seq, err := j.Meta.Sequencer(ctx, id, p)
 	if err != nil {
-		return err
+		return time.Time{}, err
 	}
 	start, end := seq.LogStart, seq.NextOffset
 	newStart := start
@@ -131,7 +167,7 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time
 	for from := start; from < end; {
 		page, err := j.Meta.IndexEntries(ctx, id, p, from, pageSize)
 		if err != nil {
-			return err
+			return time.Time{}, err
 		}
 		done := true
 		for _, e := range page {
@@ -173,25 +209,38 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, cutoff time
 		if es, err := j.Meta.IndexEntries(ctx, id, p, start, 2); err == nil && !anyAtOrAfter(es, start) {
 			newStart = end
 		} else if err != nil {
-			return err
+			return time.Time{}, err
 		}
+	}
+	pin := PlanPin(PinInput{
+		Start: start, Expired: newStart, Entries: expired, Newest: newest,
+		Committed: positions, Retention: t.Retention, Pin: t.RetentionPin, Now: now,
+	})
+	if pin.Pinned {
+		st.RecordsPinned += newStart - pin.Start
+		newStart = pin.Start
+		kept := 0
+		for kept < len(expired) && expired[kept].End() <= newStart {
+			kept++
+		}
+		expired = expired[:kept]
 	}
 	if newStart > start {
 		if err := j.Meta.AdvanceLogStart(ctx, id, p, newStart); err != nil {
-			return err
+			return pin.KeepFrom, err
 		}
 		st.RecordsExpired += newStart - start
 		st.PartitionsMoved++
 	}
 	if len(expired) == 0 && !stale {
-		return nil
+		return pin.KeepFrom, nil
 	}
 	// One range delete below the new log start (one transaction locally, batched
 	// parallel deletes on DynamoDB): its cost follows what expired, and entries below
 	// the log start that an earlier pass left go with it.
 	n, err := j.Meta.DeleteIndexRange(ctx, id, p, newStart)
 	st.EntriesDeleted += n
-	return err
+	return pin.KeepFrom, err
 }
 
 func anyAtOrAfter(es []store.IndexEntry, offset int64) bool {

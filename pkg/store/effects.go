@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // ErrApplied: a fenced effect of that record was applied already (a duplicate delivery).
@@ -27,8 +28,12 @@ type EffectStore interface {
 	// (else ErrFenced, also for a missing row); check that no effect of (f.Topic,
 	// f.Partition, offset) was applied (else ErrApplied); then put value under key and
 	// record that offset's marker. A refused call writes nothing; when both checks fail
-	// the error is ErrFenced.
-	ApplyEffect(ctx context.Context, f Fence, offset int64, key string, value []byte) error
+	// the error is ErrFenced. The marker must refuse the record's effects until
+	// markerExpiresAt at least (zero: for ever); after it the backend may delete the
+	// marker (DynamoDB's TTL; the embedded store's DeleteExpired sweep), so that the
+	// markers of records no longer retained do not pile up, and the record's effect may
+	// then be applied again.
+	ApplyEffect(ctx context.Context, f Fence, offset int64, key string, value []byte, markerExpiresAt time.Time) error
 	// GetEffect must return the value last put under key, or ErrNotFound.
 	GetEffect(ctx context.Context, key string) ([]byte, error)
 }

@@ -130,7 +130,21 @@ type Topic struct {
 	Incarnation string
 	Partitions  int32
 	Retention   time.Duration
-	CreatedAt   time.Time
+	// RetentionPin is how far beyond Retention a record may be kept while a group that
+	// has committed on the topic has not read it yet (0: never). Retention holds a
+	// partition's log start at such a group's position up to this cap (DESIGN.md §4).
+	RetentionPin time.Duration
+	CreatedAt    time.Time
+}
+
+// KeptFor is how long after its append a record of t is kept: the retention, plus the
+// pin cap for a group that pins it (one that has committed on the topic). It is the one
+// formula retention, the time to data loss and the effect markers' expiry count with.
+func (t Topic) KeptFor(pinned bool) time.Duration {
+	if pinned {
+		return t.Retention + t.RetentionPin
+	}
+	return t.Retention
 }
 
 // ID is the topic's key in the sequencer, index and idempotency tables: see TopicID.

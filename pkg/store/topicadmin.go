@@ -20,6 +20,10 @@ type TopicAdminStore interface {
 	// partition's sequencer counter as it is, and the new partitions' counters start at
 	// their index (zero for partitions never written).
 	IncreasePartitions(ctx context.Context, name string, partitions int32) (Topic, error)
+	// SetRetentionPin must set the live topic's RetentionPin to pin (0 removes it),
+	// changing nothing else of it, and return the stored topic; ErrNotFound for an
+	// unknown (or deleted) name.
+	SetRetentionPin(ctx context.Context, name string, pin time.Duration) (Topic, error)
 	// DeleteTopic must, atomically, remove the live topic of the name (GetTopic then
 	// answers ErrNotFound and CreateTopic may create the name again at once, as a new
 	// incarnation) and keep the deleted incarnation, deleted at at, for DeletedTopics

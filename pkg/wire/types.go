@@ -5,19 +5,22 @@ package wire
 // (standard, padded) strings; optional request fields are omitted when unset.
 
 // TopicCreate is a JSON shape of the contract. Partitions 0 is left out: the node's
-// default partition count applies.
+// default partition count applies. RetentionPinMs left out is no pin.
 type TopicCreate struct {
-	Name        string `json:"name"`
-	Partitions  int32  `json:"partitions,omitempty"`
-	RetentionMs *int64 `json:"retention_ms,omitempty"`
+	Name           string `json:"name"`
+	Partitions     int32  `json:"partitions,omitempty"`
+	RetentionMs    *int64 `json:"retention_ms,omitempty"`
+	RetentionPinMs *int64 `json:"retention_pin_ms,omitempty"`
 }
 
-// Topic is a JSON shape of the contract.
+// Topic is a JSON shape of the contract. RetentionPinMs is left out when the topic has
+// no pin.
 type Topic struct {
-	Name          string          `json:"name"`
-	Partitions    int32           `json:"partitions"`
-	RetentionMs   int64           `json:"retention_ms"`
-	PartitionInfo []PartitionInfo `json:"partition_info,omitempty"`
+	Name           string          `json:"name"`
+	Partitions     int32           `json:"partitions"`
+	RetentionMs    int64           `json:"retention_ms"`
+	RetentionPinMs int64           `json:"retention_pin_ms,omitempty"`
+	PartitionInfo  []PartitionInfo `json:"partition_info,omitempty"`
 }
 
 // PartitionInfo is a JSON shape of the contract.
@@ -154,9 +157,11 @@ type Health struct {
 	Status string `json:"status"`
 }
 
-// TopicAlter is a JSON shape of the contract (PATCH /v1/topics/{topic}).
+// TopicAlter is a JSON shape of the contract (PATCH /v1/topics/{topic}): exactly one
+// member, the new partition count or the new retention pin cap (0 removes the pin).
 type TopicAlter struct {
-	Partitions int32 `json:"partitions"`
+	Partitions     int32  `json:"partitions,omitempty"`
+	RetentionPinMs *int64 `json:"retention_pin_ms,omitempty"`
 }
 
 // GroupList is a JSON shape of the contract (GET /v1/groups).

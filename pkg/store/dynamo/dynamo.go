@@ -109,7 +109,7 @@ func (s *MetaStore) CreateTopic(ctx context.Context, t store.Topic) error {
 		// it; a tombstoned one never is.
 		_, deleted := cf.item[attrDeletedAt]
 		if old, derr := decodeTopic(cf.item); cf.item == nil || deleted || derr != nil || old.Partitions != t.Partitions ||
-			old.Incarnation != t.Incarnation || old.Retention != t.Retention || !old.CreatedAt.Equal(t.CreatedAt.Truncate(time.Millisecond)) {
+			old.Incarnation != t.Incarnation || old.Retention != t.Retention || old.RetentionPin != t.RetentionPin || !old.CreatedAt.Equal(t.CreatedAt.Truncate(time.Millisecond)) {
 			return fmt.Errorf("dynamo: create topic %q: %w", t.Name, store.ErrExists)
 		}
 	}
@@ -120,6 +120,9 @@ func (s *MetaStore) CreateTopic(ctx context.Context, t store.Topic) error {
 // attrIncarnation is a topic row's incarnation (absent for the legacy layout).
 const attrIncarnation = "incarnation"
 
+// attrRetentionPin is a topic row's retention pin cap (absent: no pin).
+const attrRetentionPin = "retention_pin_ms"
+
 // topicItem is the live row of t.
 func topicItem(t store.Topic) item {
 	it := item{
@@ -129,6 +132,9 @@ func topicItem(t store.Topic) item {
 	}
 	if t.Incarnation != "" {
 		it[attrIncarnation] = avS(t.Incarnation)
+	}
+	if t.RetentionPin > 0 {
+		it[attrRetentionPin] = &types.AttributeValueMemberN{Value: durationMillis(t.RetentionPin)}
 	}
 	setTime(it, "created_at", t.CreatedAt)
 	return it
@@ -157,6 +163,9 @@ func decodeTopic(it item) (store.Topic, error) {
 		Partitions:  d.int32("partitions", true),
 		Retention:   d.duration("retention_ms"),
 		CreatedAt:   d.time("created_at"),
+	}
+	if _, ok := it[attrRetentionPin]; ok {
+		t.RetentionPin = d.duration(attrRetentionPin)
 	}
 	if name, _, grave := strings.Cut(t.Name, "#"); grave {
 		t.Name = name

@@ -350,6 +350,35 @@ func TestEffectConformance(t *testing.T) {
 		t.Cleanup(func() {
 			_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: &table})
 		})
-		return m, m.Effects(table)
+		return m, ttlEffects{m.Effects(table), client, table}
 	})
+}
+
+// ttlEffects is an EffectStore whose DeleteExpired does what DynamoDB's TTL does (the
+// emulator does not): it deletes the business table's items whose TTL attribute
+// (dynamo.EffectTTLAttribute, epoch seconds) is before now. So the conformance suite
+// sees a marker expire exactly when the attribute ApplyEffect wrote says.
+type ttlEffects struct {
+	*dynamo.EffectStore
+	client *dynamodb.Client
+	table  string
+}
+
+func (e ttlEffects) DeleteExpired(ctx context.Context, now time.Time) (int, error) {
+	out, err := e.client.Scan(ctx, &dynamodb.ScanInput{
+		TableName:                 &e.table,
+		FilterExpression:          aws.String("#ttl < :now"),
+		ExpressionAttributeNames:  map[string]string{"#ttl": dynamo.EffectTTLAttribute},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":now": &types.AttributeValueMemberN{Value: fmt.Sprint(now.Unix())}},
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, it := range out.Items {
+		key := map[string]types.AttributeValue{dynamo.EffectKeyAttribute: it[dynamo.EffectKeyAttribute]}
+		if _, err := e.client.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &e.table, Key: key}); err != nil {
+			return 0, err
+		}
+	}
+	return len(out.Items), nil
 }

@@ -26,6 +26,12 @@ const (
 	effectMarkerPrefix = "strata-applied#"
 )
 
+// EffectTTLAttribute is the marker items' TTL attribute (epoch seconds, rounded up): the
+// business table enables TTL on it (CreateEffectsTable; the stack's OrdersTable,
+// deploy.BusinessTTLAttribute), so DynamoDB deletes a marker once its record can no
+// longer be redelivered. Business items never carry it.
+const EffectTTLAttribute = "strata_ttl"
+
 // EffectStore is a store.EffectStore over a business table of the user's (partition
 // key EffectKeyAttribute, a string) and Strata's assignments table: each write is one
 // TransactWriteItems of a ConditionCheck on the assignment's generation, a Put of the
@@ -45,8 +51,9 @@ func (s *MetaStore) Effects(table string) *EffectStore {
 	return &EffectStore{client: s.client, assignments: s.assignments, table: table}
 }
 
-// CreateEffectsTable creates an on-demand business table for EffectStore and waits
-// until it is active; an existing table is left as it is.
+// CreateEffectsTable creates an on-demand business table for EffectStore, waits until
+// it is active and enables TTL on EffectTTLAttribute (unless TTL is on already); an
+// existing table is otherwise left as it is.
 func CreateEffectsTable(ctx context.Context, client *dynamodb.Client, table string) error {
 	_, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
 		TableName:            aws.String(table),
@@ -64,7 +71,7 @@ func CreateEffectsTable(ctx context.Context, client *dynamodb.Client, table stri
 	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)}, 2*time.Minute); err != nil {
 		return fmt.Errorf("dynamo: wait for effects table %s: %w", table, err)
 	}
-	return nil
+	return enableTTL(ctx, client, table, EffectTTLAttribute, err == nil)
 }
 
 func effectMarkerKey(topic string, partition int32, offset int64) string {
@@ -72,10 +79,14 @@ func effectMarkerKey(topic string, partition int32, offset int64) string {
 }
 
 // ApplyEffect implements store.EffectStore.
-func (e *EffectStore) ApplyEffect(ctx context.Context, f store.Fence, offset int64, key string, value []byte) error {
+func (e *EffectStore) ApplyEffect(ctx context.Context, f store.Fence, offset int64, key string, value []byte, markerExpiresAt time.Time) error {
 	op := fmt.Sprintf("apply effect of %s/%d@%d for %s generation %d", f.Topic, f.Partition, offset, f.Group, f.Generation)
 	if key == "" || len(key) >= len(effectMarkerPrefix) && key[:len(effectMarkerPrefix)] == effectMarkerPrefix {
 		return fmt.Errorf("dynamo: %s: business key %q is empty or reserved", op, key)
+	}
+	marker := item{EffectKeyAttribute: avS(effectMarkerKey(f.Topic, f.Partition, offset))}
+	if !markerExpiresAt.IsZero() {
+		marker[EffectTTLAttribute] = avN(ttlSeconds(markerExpiresAt))
 	}
 	_, err := e.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{
@@ -88,7 +99,7 @@ func (e *EffectStore) ApplyEffect(ctx context.Context, f store.Fence, offset int
 			}},
 			{Put: &types.Put{
 				TableName:                aws.String(e.table),
-				Item:                     item{EffectKeyAttribute: avS(effectMarkerKey(f.Topic, f.Partition, offset))},
+				Item:                     marker,
 				ConditionExpression:      aws.String("attribute_not_exists(#pk)"),
 				ExpressionAttributeNames: map[string]string{"#pk": EffectKeyAttribute},
 			}},

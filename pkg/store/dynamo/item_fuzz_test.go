@@ -22,7 +22,7 @@ var fuzzAttrs = []string{
 	attrNextOffset, "committed_at", "metadata", "reset_policy", "max_attempts", "dead_letter_topic",
 	attrMember, "log_start_offset",
 	attrNextSeq, attrLogStart, attrCCount, attrCObject, attrCByteOff, attrCByteLen, attrCMaxTs, attrCAt,
-	attrCExpires, attrCIdem, attrCHash, attrCompleted, attrLagVersion, attrLagHistory,
+	attrCExpires, attrCIdem, attrCHash, attrCompleted, attrLagVersion, attrLagHistory, attrRetentionPin,
 }
 
 // fuzzItem builds an item from fuzz bytes: kinds[i] picks the type of attribute i (absent
@@ -89,6 +89,7 @@ func FuzzDecodeItem(f *testing.F) {
 		indexItem(e),
 		idemItem(r),
 		{attrTopic: avS("orders"), "partitions": avN(8), "retention_ms": &types.AttributeValueMemberN{Value: "86400000.5"}, "created_at": avN(at.UnixMilli())},
+		{attrTopic: avS("orders"), "partitions": avN(8), "retention_ms": avN(3600000), attrRetentionPin: avN(21600000), "created_at": avN(at.UnixMilli())},
 		{attrGT: avS("g#t"), attrGroup: avS("g"), attrTopic: avS("t"), attrPartition: avN(1), attrOwner: avS("m"), attrGeneration: avN(4), attrLeaseExp: avN(at.UnixMilli())},
 		{attrGT: avS("g#t"), attrGroup: avS("g"), attrTopic: avS("t"), attrPartition: avN(1), attrNextOffset: avN(5), attrGeneration: avN(4), "committed_at": avN(at.UnixMilli()), "metadata": avS("m")},
 		{attrGT: avS("g#t"), attrGroup: avS("g"), attrTopic: avS("t"), attrPartition: avN(1), attrNextOffset: avN(5), attrGeneration: avN(4),
@@ -127,6 +128,9 @@ func FuzzDecodeItem(f *testing.F) {
 		if tp, err := decodeTopic(it); err == nil {
 			again := item{attrTopic: avS(tp.Name), "partitions": avN(int64(tp.Partitions)),
 				"retention_ms": &types.AttributeValueMemberN{Value: durationMillis(tp.Retention)}}
+			if tp.RetentionPin != 0 {
+				again[attrRetentionPin] = &types.AttributeValueMemberN{Value: durationMillis(tp.RetentionPin)}
+			}
 			setTime(again, "created_at", tp.CreatedAt)
 			roundTrip(t, "topic", tp, again, decodeTopic)
 		} else {

@@ -54,6 +54,32 @@ func (s *MetaStore) IncreasePartitions(ctx context.Context, name string, partiti
 	return old, nil
 }
 
+// SetRetentionPin sets (or, for 0, removes) the pin attribute of the live topic row.
+func (s *MetaStore) SetRetentionPin(ctx context.Context, name string, pin time.Duration) (store.Topic, error) {
+	in := &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.topics),
+		Key:                                 item{attrTopic: avS(name)},
+		UpdateExpression:                    aws.String("REMOVE #pin"),
+		ConditionExpression:                 aws.String("attribute_exists(#k) AND attribute_not_exists(#d)"),
+		ExpressionAttributeNames:            map[string]string{"#pin": attrRetentionPin, "#k": attrTopic, "#d": attrDeletedAt},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureNone,
+	}
+	if pin > 0 {
+		in.UpdateExpression = aws.String("SET #pin = :pin")
+		in.ExpressionAttributeValues = item{":pin": &types.AttributeValueMemberN{Value: durationMillis(pin)}}
+	}
+	out, err := s.client.UpdateItem(ctx, in)
+	if err != nil {
+		err = mapError("set retention pin of "+name, err)
+		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
+			return store.Topic{}, fmt.Errorf("dynamo: topic %q: %w", name, store.ErrNotFound)
+		}
+		return store.Topic{}, err
+	}
+	return decodeTopic(out.Attributes)
+}
+
 // attrDeletedAt is the tombstone of a deleted incarnation, in epoch ms: on its graveyard
 // row, or (the legacy delete, before incarnations) on the topic row itself.
 const attrDeletedAt = "deleted_at"

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -13,15 +14,15 @@ import (
 // that the lease check and the write are one transaction.
 const (
 	bucketEffects       = "effects"        // key → value
-	bucketEffectMarkers = "effect_markers" // topic, partition, offset → empty
+	bucketEffectMarkers = "effect_markers" // topic, partition, offset → expiry (UnixNano, order-preserving; empty: none)
 )
 
 var _ store.EffectStore = (*MetaStore)(nil)
 
 // ApplyEffect puts value under key and the record's marker in one write transaction, if
 // the assignment is at f.Generation (else ErrFenced) and the marker is absent (else
-// ErrApplied).
-func (m *MetaStore) ApplyEffect(ctx context.Context, f store.Fence, offset int64, key string, value []byte) error {
+// ErrApplied). The marker's expiry goes in the expiry bucket with it, for DeleteExpired.
+func (m *MetaStore) ApplyEffect(ctx context.Context, f store.Fence, offset int64, key string, value []byte, markerExpiresAt time.Time) error {
 	op := fmt.Sprintf("apply effect of %s/%d@%d for %s generation %d", f.Topic, f.Partition, offset, f.Group, f.Generation)
 	return m.update(ctx, func(tx *bolt.Tx) error {
 		a, ok, err := getRec[assignmentRec](tx, bucketAssignments, groupTopicPartitionKey(f.Group, f.Topic, f.Partition))
@@ -46,10 +47,14 @@ func (m *MetaStore) ApplyEffect(ctx context.Context, f store.Fence, offset int64
 		if err := effects.Put([]byte(key), append([]byte{}, value...)); err != nil {
 			return fmt.Errorf("local: %s: %w", op, err)
 		}
-		if err := markers.Put(mk, []byte{}); err != nil {
+		var exp []byte
+		if !markerExpiresAt.IsZero() {
+			exp = appendInt64(nil, markerExpiresAt.UnixNano())
+		}
+		if err := markers.Put(mk, append([]byte{}, exp...)); err != nil {
 			return fmt.Errorf("local: %s: %w", op, err)
 		}
-		return nil
+		return addExpiry(tx, expiryEffectMarker, mk, markerExpiresAt)
 	})
 }
 

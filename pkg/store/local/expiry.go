@@ -10,7 +10,8 @@ import (
 	bolt "go.etcd.io/bbolt"
 )
 
-// bucketExpiry orders the rows that expire (index entries and idempotency records) by
+// bucketExpiry orders the rows that expire (index entries, idempotency records and
+// effect markers) by
 // expiry time: its keys are expiry (UnixNano, order-preserving), one byte naming the
 // row's bucket, then the row's key; values are empty. The TTL sweep reads only the keys
 // already expired instead of decoding every row, so its cost grows with what expires,
@@ -19,8 +20,9 @@ const bucketExpiry = "expiry"
 
 // Row kinds in an expiry key.
 const (
-	expiryIndex       byte = 'i'
-	expiryIdempotency byte = 'd'
+	expiryIndex        byte = 'i'
+	expiryIdempotency  byte = 'd'
+	expiryEffectMarker byte = 'e'
 )
 
 // defaultSweepChunk bounds the rows one sweep transaction deletes, so the sweep holds
@@ -33,6 +35,8 @@ func expiryBucketOf(kind byte) (string, bool) {
 		return bucketIndex, true
 	case expiryIdempotency:
 		return bucketIdempotency, true
+	case expiryEffectMarker:
+		return bucketEffectMarkers, true
 	}
 	return "", false
 }
@@ -100,9 +104,15 @@ func buildExpiry(tx *bolt.Tx) error {
 	})
 }
 
-// rowExpiry decodes the expiry of a stored index or idempotency row.
+// rowExpiry decodes the expiry of a stored index, idempotency or effect marker row.
 func rowExpiry(bucket string, k, v []byte) (time.Time, error) {
-	if bucket == bucketIndex {
+	switch bucket {
+	case bucketEffectMarkers:
+		if len(v) != 8 {
+			return time.Time{}, nil // a marker written before markers expired: kept
+		}
+		return time.Unix(0, int64(binary.BigEndian.Uint64(v)^(1<<63))), nil
+	case bucketIndex:
 		var r indexRec
 		err := decodeRec(bucket, k, v, &r)
 		return r.ExpiresAt, err
@@ -112,8 +122,8 @@ func rowExpiry(bucket string, k, v []byte) (time.Time, error) {
 	return r.ExpiresAt, err
 }
 
-// DeleteExpired deletes the index entries and idempotency records whose ExpiresAt is set
-// and before now, standing in for DynamoDB's TTL deletion; it returns how many it
+// DeleteExpired deletes the index entries, idempotency records and effect markers whose
+// expiry is set and before now, standing in for DynamoDB's TTL deletion; it returns how many it
 // deleted. It reads only the expiry keys before now, and deletes them in transactions
 // of at most defaultSweepChunk rows, so appends interleave with a long sweep. Callers keep
 // the newest entry of a partition alive by extending its expiry, exactly as they must
@@ -155,17 +165,19 @@ func sweepOnce(tx *bolt.Tx, nowNano int64, limit int) (deleted, seen int, err er
 	for _, k := range doomed {
 		expNano, kind, row, ok := parseExpiryKey(k)
 		if bucket, known := expiryBucketOf(kind); ok && known {
-			b := tx.Bucket([]byte(bucket))
-			if v := b.Get(row); v != nil {
-				exp, err := rowExpiry(bucket, row, v)
-				if err != nil {
-					return 0, 0, err
-				}
-				if !exp.IsZero() && exp.UnixNano() == expNano {
-					if err := b.Delete(row); err != nil {
-						return 0, 0, fmt.Errorf("local: delete expired %s row: %w", bucket, err)
+			// The markers' bucket is made at the first effect (b nil before: no key).
+			if b := tx.Bucket([]byte(bucket)); b != nil {
+				if v := b.Get(row); v != nil {
+					exp, err := rowExpiry(bucket, row, v)
+					if err != nil {
+						return 0, 0, err
 					}
-					deleted++
+					if !exp.IsZero() && exp.UnixNano() == expNano {
+						if err := b.Delete(row); err != nil {
+							return 0, 0, fmt.Errorf("local: delete expired %s row: %w", bucket, err)
+						}
+						deleted++
+					}
 				}
 			}
 		}

@@ -18,15 +18,17 @@ type topicRec struct {
 	Incarnation string        `json:"incarnation,omitempty"`
 	Partitions  int32         `json:"partitions"`
 	Retention   time.Duration `json:"retention_ns"`
-	CreatedAt   time.Time     `json:"created_at"`
+	// RetentionPin is absent in rows written before the pin (no pin).
+	RetentionPin time.Duration `json:"retention_pin_ns,omitempty"`
+	CreatedAt    time.Time     `json:"created_at"`
 }
 
 func topicToRec(t store.Topic) topicRec {
-	return topicRec{Name: t.Name, Incarnation: t.Incarnation, Partitions: t.Partitions, Retention: t.Retention, CreatedAt: t.CreatedAt.UTC()}
+	return topicRec{Name: t.Name, Incarnation: t.Incarnation, Partitions: t.Partitions, Retention: t.Retention, RetentionPin: t.RetentionPin, CreatedAt: t.CreatedAt.UTC()}
 }
 
 func (r topicRec) toStore() store.Topic {
-	return store.Topic{Name: r.Name, Incarnation: r.Incarnation, Partitions: r.Partitions, Retention: r.Retention, CreatedAt: r.CreatedAt}
+	return store.Topic{Name: r.Name, Incarnation: r.Incarnation, Partitions: r.Partitions, Retention: r.Retention, RetentionPin: r.RetentionPin, CreatedAt: r.CreatedAt}
 }
 
 type indexRec struct {

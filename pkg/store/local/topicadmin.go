@@ -46,6 +46,28 @@ func (m *MetaStore) IncreasePartitions(ctx context.Context, name string, partiti
 	return out, err
 }
 
+// SetRetentionPin rewrites the topic's row with the pin, in one transaction.
+func (m *MetaStore) SetRetentionPin(ctx context.Context, name string, pin time.Duration) (store.Topic, error) {
+	var out store.Topic
+	err := m.update(ctx, func(tx *bolt.Tx) error {
+		key := []byte(name)
+		rec, ok, err := getRec[topicRec](tx, bucketTopics, key)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return fmt.Errorf("local: topic %q: %w", name, store.ErrNotFound)
+		}
+		rec.RetentionPin = pin
+		if err := putRec(tx, bucketTopics, key, rec); err != nil {
+			return err
+		}
+		out = rec.toStore()
+		return nil
+	})
+	return out, err
+}
+
 // bucketTombstones held the tombstones of deleted topics whose rows stayed, before
 // incarnations; the file's upgrade on open moves them to the graveyard.
 const bucketTombstones = "topic_tombstones"

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stratalog/strata/pkg/store"
 )
@@ -23,6 +24,7 @@ func RunEffectTests(t *testing.T, mk EffectMaker) {
 		{"DuplicateDeliveryRefusedAsApplied", testEffectDuplicate},
 		{"ZombieWriteRefusedAfterReassignment", testEffectZombie},
 		{"WithoutLeaseFenced", testEffectNoLease},
+		{"MarkerExpires", testEffectMarkerExpires},
 	} {
 		t.Run("EffectStore/"+tc.name, func(t *testing.T) {
 			ctx := t.Context()
@@ -30,6 +32,18 @@ func RunEffectTests(t *testing.T, mk EffectMaker) {
 			tc.run(ctx, t, m, e)
 		})
 	}
+}
+
+// never is a marker expiry of zero: the marker is kept for ever.
+var never time.Time
+
+// EffectSweeper is what the suite needs to see effect markers expire: DeleteExpired
+// must delete what expired before now, as the embedded store's sweep does and as
+// DynamoDB's TTL does (the emulator runs no TTL, so its harness deletes the items whose
+// TTL attribute is past, which checks the attribute). The EffectStore an EffectMaker
+// returns must implement it.
+type EffectSweeper interface {
+	DeleteExpired(ctx context.Context, now time.Time) (int, error)
 }
 
 func wantEffect(ctx context.Context, t *testing.T, e store.EffectStore, key string, want []byte) {
@@ -53,19 +67,19 @@ func testEffectDuplicate(ctx context.Context, t *testing.T, m store.MetaStore, e
 	k := newGTP(t)
 	a := acquire(ctx, t, m, k, "m-1", 0, 30_000)
 	key := UniqueName(t, "order")
-	must(t, "ApplyEffect", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 5, key, []byte("charged 10")))
+	must(t, "ApplyEffect", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 5, key, []byte("charged 10"), never))
 	wantEffect(ctx, t, e, key, []byte("charged 10"))
-	wantErrIs(t, "ApplyEffect of a duplicate delivery", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 5, key, []byte("charged twice")), store.ErrApplied)
+	wantErrIs(t, "ApplyEffect of a duplicate delivery", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 5, key, []byte("charged twice"), never), store.ErrApplied)
 	other := UniqueName(t, "order")
-	wantErrIs(t, "ApplyEffect of a duplicate delivery under another key", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 5, other, []byte("x")), store.ErrApplied)
+	wantErrIs(t, "ApplyEffect of a duplicate delivery under another key", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 5, other, []byte("x"), never), store.ErrApplied)
 	wantEffect(ctx, t, e, key, []byte("charged 10"))
 	wantEffect(ctx, t, e, other, nil)
 	// The next offset, and the same offset of another partition, are other records.
-	must(t, "ApplyEffect of the next offset", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 6, key, []byte("charged 20")))
+	must(t, "ApplyEffect of the next offset", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 6, key, []byte("charged 20"), never))
 	wantEffect(ctx, t, e, key, []byte("charged 20"))
 	k1 := gtp{k.group, k.topic, 1}
 	a1 := acquire(ctx, t, m, k1, "m-1", 0, 30_000)
-	must(t, "ApplyEffect of offset 5 of partition 1", e.ApplyEffect(ctx, fenceOf(k1, a1.Generation), 5, other, []byte("y")))
+	must(t, "ApplyEffect of offset 5 of partition 1", e.ApplyEffect(ctx, fenceOf(k1, a1.Generation), 5, other, []byte("y"), never))
 	wantEffect(ctx, t, e, other, []byte("y"))
 }
 
@@ -76,25 +90,56 @@ func testEffectZombie(ctx context.Context, t *testing.T, m store.MetaStore, e st
 	k := newGTP(t)
 	old := acquire(ctx, t, m, k, "m-1", 0, 30_000)
 	key := UniqueName(t, "order")
-	must(t, "ApplyEffect", e.ApplyEffect(ctx, fenceOf(k, old.Generation), 1, key, []byte("v1")))
+	must(t, "ApplyEffect", e.ApplyEffect(ctx, fenceOf(k, old.Generation), 1, key, []byte("v1"), never))
 	fresh := acquire(ctx, t, m, k, "m-2", 30_000, 60_000) // m-1's lease lapsed: reassigned
 	if fresh.Generation <= old.Generation {
 		t.Fatalf("take-over at generation %d, not above %d", fresh.Generation, old.Generation)
 	}
-	wantErrIs(t, "zombie ApplyEffect after reassignment", e.ApplyEffect(ctx, fenceOf(k, old.Generation), 2, key, []byte("zombie")), store.ErrFenced)
+	wantErrIs(t, "zombie ApplyEffect after reassignment", e.ApplyEffect(ctx, fenceOf(k, old.Generation), 2, key, []byte("zombie"), never), store.ErrFenced)
 	wantEffect(ctx, t, e, key, []byte("v1"))
 	// Fenced and applied at once: fenced wins.
-	wantErrIs(t, "zombie ApplyEffect of an applied record", e.ApplyEffect(ctx, fenceOf(k, old.Generation), 1, key, []byte("zombie")), store.ErrFenced)
+	wantErrIs(t, "zombie ApplyEffect of an applied record", e.ApplyEffect(ctx, fenceOf(k, old.Generation), 1, key, []byte("zombie"), never), store.ErrFenced)
 	// The zombie wrote no marker: the new owner applies the record.
-	must(t, "ApplyEffect by the new owner", e.ApplyEffect(ctx, fenceOf(k, fresh.Generation), 2, key, []byte("v2")))
+	must(t, "ApplyEffect by the new owner", e.ApplyEffect(ctx, fenceOf(k, fresh.Generation), 2, key, []byte("v2"), never))
 	wantEffect(ctx, t, e, key, []byte("v2"))
-	wantErrIs(t, "ApplyEffect at a future generation", e.ApplyEffect(ctx, fenceOf(k, fresh.Generation+1), 3, key, []byte("x")), store.ErrFenced)
+	wantErrIs(t, "ApplyEffect at a future generation", e.ApplyEffect(ctx, fenceOf(k, fresh.Generation+1), 3, key, []byte("x"), never), store.ErrFenced)
 }
 
 // testEffectNoLease: a partition never leased fences every write.
 func testEffectNoLease(ctx context.Context, t *testing.T, _ store.MetaStore, e store.EffectStore) {
 	k := newGTP(t)
 	key := UniqueName(t, "order")
-	wantErrIs(t, "ApplyEffect without a lease", e.ApplyEffect(ctx, fenceOf(k, 1), 0, key, []byte("x")), store.ErrFenced)
+	wantErrIs(t, "ApplyEffect without a lease", e.ApplyEffect(ctx, fenceOf(k, 1), 0, key, []byte("x"), never), store.ErrFenced)
 	wantEffect(ctx, t, e, key, nil)
+}
+
+// testEffectMarkerExpires: a record's marker refuses its replay until the expiry it was
+// written with, also across a sweep before it; swept after it, the record's effect may
+// be applied again (and is then refused again). A marker without an expiry is kept.
+func testEffectMarkerExpires(ctx context.Context, t *testing.T, m store.MetaStore, e store.EffectStore) {
+	sw, ok := e.(EffectSweeper)
+	if !ok {
+		t.Fatalf("%T offers the suite no EffectSweeper", e)
+	}
+	k := newGTP(t)
+	a := acquire(ctx, t, m, k, "m-1", 0, 30_000)
+	key := UniqueName(t, "order")
+	expires := time.Now().Add(time.Hour).Truncate(time.Second)
+	must(t, "ApplyEffect", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 7, key, []byte("v1"), expires))
+	must(t, "ApplyEffect without expiry", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 8, key, []byte("v2"), never))
+	sweep := func(now time.Time) {
+		t.Helper()
+		if _, err := sw.DeleteExpired(ctx, now); err != nil {
+			t.Fatalf("DeleteExpired(%s): %v", now, err)
+		}
+	}
+	sweep(expires.Add(-2 * time.Second))
+	wantErrIs(t, "replay before the marker's expiry", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 7, key, []byte("replay"), expires), store.ErrApplied)
+	wantEffect(ctx, t, e, key, []byte("v2"))
+	sweep(expires.Add(2 * time.Second))
+	must(t, "replay past the marker's expiry", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 7, key, []byte("v3"), expires.Add(time.Hour)))
+	wantEffect(ctx, t, e, key, []byte("v3"))
+	wantErrIs(t, "second replay past the marker's expiry", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 7, key, []byte("v4"), never), store.ErrApplied)
+	sweep(expires.Add(24 * 365 * time.Hour))
+	wantErrIs(t, "replay of a marker without expiry", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 8, key, []byte("v5"), never), store.ErrApplied)
 }

@@ -113,6 +113,18 @@ func (s *memStore) IncreasePartitions(_ context.Context, name string, partitions
 	return t, nil
 }
 
+func (s *memStore) SetRetentionPin(_ context.Context, name string, pin time.Duration) (store.Topic, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	t, ok := s.topics[name]
+	if !ok {
+		return store.Topic{}, store.ErrNotFound
+	}
+	t.RetentionPin = pin
+	s.topics[name] = t
+	return t, nil
+}
+
 func (s *memStore) DeleteTopic(_ context.Context, name string, at time.Time) error {
 	s.lock()
 	defer s.mu.Unlock()

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -28,6 +29,9 @@ func topicAdminSections() []section[store.MetaStore] {
 		{"Partitions", []testCase[store.MetaStore]{
 			{"IncreaseKeepsCounters", testIncreasePartitions},
 			{"NeverDecreases", testIncreaseRefused},
+		}},
+		{"RetentionPin", []testCase[store.MetaStore]{
+			{"StoredAtCreateAndSet", testRetentionPin},
 		}},
 		{"Deletion", []testCase[store.MetaStore]{
 			{"DeleteFreesNameAtOnce", testDeleteFreesName},
@@ -61,6 +65,42 @@ func testIncreasePartitions(ctx context.Context, t *testing.T, m store.MetaStore
 	wantNextOffset(ctx, t, m, tp.Name, 4, 2)
 	commit(ctx, t, m, entry(tp.Name, 1, 0, 1))
 	wantNextOffset(ctx, t, m, tp.Name, 1, 5)
+}
+
+// testRetentionPin: a topic's pin cap is kept from its creation, replaced by
+// SetRetentionPin without touching the rest of the topic, removed by 0, and an unknown
+// or deleted name is ErrNotFound.
+func testRetentionPin(ctx context.Context, t *testing.T, m store.MetaStore) {
+	a := m.(store.TopicAdminStore)
+	tp := store.Topic{Name: UniqueName(t, "t"), Partitions: 2, Retention: time.Hour, RetentionPin: 6 * time.Hour, CreatedAt: at(0)}
+	must(t, "CreateTopic", m.CreateTopic(ctx, tp))
+	read, err := m.GetTopic(ctx, tp.Name)
+	must(t, "GetTopic", err)
+	if normTopic(read) != normTopic(tp) {
+		t.Fatalf("GetTopic = %+v, want %+v", read, tp)
+	}
+	for _, pin := range []time.Duration{90 * time.Minute, 0, time.Second} {
+		want := tp
+		want.RetentionPin = pin
+		got, err := a.SetRetentionPin(ctx, tp.Name, pin)
+		must(t, "SetRetentionPin", err)
+		if normTopic(got) != normTopic(want) {
+			t.Fatalf("SetRetentionPin(%s) = %+v, want %+v", pin, got, want)
+		}
+		read, err := m.GetTopic(ctx, tp.Name)
+		must(t, "GetTopic", err)
+		if normTopic(read) != normTopic(want) {
+			t.Fatalf("GetTopic after SetRetentionPin(%s) = %+v, want %+v", pin, read, want)
+		}
+	}
+	_, err = a.SetRetentionPin(ctx, UniqueName(t, "missing"), time.Hour)
+	wantErrIs(t, "SetRetentionPin of an unknown topic", err, store.ErrNotFound)
+	must(t, "DeleteTopic", a.DeleteTopic(ctx, tp.Name, at(1)))
+	_, err = a.SetRetentionPin(ctx, tp.Name, time.Hour)
+	wantErrIs(t, "SetRetentionPin of a deleted topic", err, store.ErrNotFound)
+	if _, err := m.GetTopic(ctx, tp.Name); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("SetRetentionPin of a deleted topic brought it back: GetTopic = %v", err)
+	}
 }
 
 func testIncreaseRefused(ctx context.Context, t *testing.T, m store.MetaStore) {

@@ -1,0 +1,59 @@
+package log
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// checkPin refuses a pin cap that is negative, that overflows the retention, or that
+// keeps records past Config.Topics.MaxRetention: the bucket's lifecycle rule, derived
+// from that maximum, would then take a pinned record's object.
+func (l *Log) checkPin(retention, pin time.Duration) error {
+	switch {
+	case pin < 0:
+		return invalidf("retention pin must not be negative, got %s", pin)
+	case pin > math.MaxInt64-retention:
+		return invalidf("retention %s plus retention pin %s overflow", retention, pin)
+	}
+	if maxR := l.defaults.MaxRetention; maxR > 0 && retention+pin > maxR {
+		return invalidf("retention_ms %d plus retention_pin_ms %d (%s) is above this deployment's maximum retention_ms %d (%s): "+
+			"segment objects older than the maximum are expired by the bucket's lifecycle rule",
+			retention.Milliseconds(), pin.Milliseconds(), retention+pin, maxR.Milliseconds(), maxR)
+	}
+	return nil
+}
+
+// SetRetentionPin sets how far beyond its retention a topic keeps a record that a group
+// which has committed on it has not read (0 removes the pin; docs/DESIGN.md, "Retention
+// pin"). Every node sees it within TopicCacheTTL; the retention pass reads it at each
+// pass. The index entries' TTL is set at the append (retention + pin + a day's grace),
+// so a cap raised past that grace covers older entries only as far as their TTL.
+func (l *Log) SetRetentionPin(ctx context.Context, name string, pin time.Duration) (store.Topic, error) {
+	a, err := l.topicAdmin("change topics")
+	if err != nil {
+		return store.Topic{}, err
+	}
+	cur, err := l.reloadTopic(ctx, name)
+	if err != nil {
+		return store.Topic{}, err
+	}
+	if err := l.checkPin(cur.Retention, pin); err != nil {
+		return store.Topic{}, err
+	}
+	t, err := a.SetRetentionPin(ctx, name, pin)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return store.Topic{}, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
+	case err != nil:
+		return store.Topic{}, storeErr(err)
+	}
+	l.mu.Lock()
+	l.topics[name] = cachedTopic{t: t, at: l.now()}
+	l.mu.Unlock()
+	return t, nil
+}
