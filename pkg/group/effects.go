@@ -58,7 +58,7 @@ func (e *Effects) WithClock(now func() time.Time) *Effects {
 // time is before now, so a replay within retention is refused; EffectMarkerGrace is on
 // top.
 func PlanMarkerExpiry(t store.Topic, now time.Time) time.Time {
-	return now.Add(t.KeptFor(true) + EffectMarkerGrace)
+	return now.Add(store.SatAdd(t.KeptFor(true), EffectMarkerGrace))
 }
 
 // Apply puts value under key as the effect of the record at offset, fenced by f.

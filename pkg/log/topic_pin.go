@@ -4,26 +4,23 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/stratalog/strata/pkg/store"
 )
 
-// checkPin refuses a pin cap that is negative, that overflows the retention, or that
-// keeps records past Config.Topics.MaxRetention: the bucket's lifecycle rule, derived
-// from that maximum, would then take a pinned record's object.
+// checkPin refuses a pin cap that is negative or that keeps records past
+// Config.Topics.MaxRetention: the bucket's lifecycle rule, derived from that maximum,
+// would then take a pinned record's object. Retention plus pin past the largest
+// duration (about 292 years) is kept for ever (store.SatAdd), not refused.
 func (l *Log) checkPin(retention, pin time.Duration) error {
-	switch {
-	case pin < 0:
+	if pin < 0 {
 		return invalidf("retention pin must not be negative, got %s", pin)
-	case pin > math.MaxInt64-retention:
-		return invalidf("retention %s plus retention pin %s overflow", retention, pin)
 	}
-	if maxR := l.defaults.MaxRetention; maxR > 0 && retention+pin > maxR {
+	if maxR := l.defaults.MaxRetention; maxR > 0 && store.SatAdd(retention, pin) > maxR {
 		return invalidf("retention_ms %d plus retention_pin_ms %d (%s) is above this deployment's maximum retention_ms %d (%s): "+
 			"segment objects older than the maximum are expired by the bucket's lifecycle rule",
-			retention.Milliseconds(), pin.Milliseconds(), retention+pin, maxR.Milliseconds(), maxR)
+			retention.Milliseconds(), pin.Milliseconds(), store.SatAdd(retention, pin), maxR.Milliseconds(), maxR)
 	}
 	return nil
 }

@@ -68,7 +68,7 @@ func PlanPin(in PinInput) PinPlan {
 	if !found {
 		return plan
 	}
-	capCutoff := in.Now.Add(-(in.Retention + in.Pin))
+	capCutoff := in.Now.Add(-store.SatAdd(in.Retention, in.Pin))
 	hold, capStart := in.Start, in.Start
 	past := true // every entry so far is past the cap
 	for _, e := range in.Entries {

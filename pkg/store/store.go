@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,11 +141,22 @@ type Topic struct {
 // KeptFor is how long after its append a record of t is kept: the retention, plus the
 // pin cap for a group that pins it (one that has committed on the topic). It is the one
 // formula retention, the time to data loss and the effect markers' expiry count with.
+// A topic kept "for ever" (the largest retention the API takes, about 292 years) keeps
+// that: the sum saturates (SatAdd) instead of wrapping into the past.
 func (t Topic) KeptFor(pinned bool) time.Duration {
 	if pinned {
-		return t.Retention + t.RetentionPin
+		return SatAdd(t.Retention, t.RetentionPin)
 	}
 	return t.Retention
+}
+
+// SatAdd is a + b for durations that are not negative, or the largest duration when the
+// sum would overflow: expiry times built from a retention must never wrap into the past.
+func SatAdd(a, b time.Duration) time.Duration {
+	if a > 0 && b > math.MaxInt64-a {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
 // ID is the topic's key in the sequencer, index and idempotency tables: see TopicID.
