@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"net/http"
@@ -190,8 +191,28 @@ func TestConsolePage(t *testing.T) {
 			if tc.token != "" {
 				req.Header.Set("Authorization", "Bearer "+tc.token)
 			}
-			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != 200 {
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil || resp.StatusCode != 200 {
 				t.Fatalf("lease: %v %v", resp, err)
+			}
+			var lease struct {
+				Generation int64 `json:"generation"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&lease)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Its owner parked one key there: the group view shows it on partition 2.
+			req, _ = http.NewRequest(http.MethodPut, dev.url+"/v1/groups/shipping-console/topics/orders-console/partitions/2/parked",
+				strings.NewReader(fmt.Sprintf(`{"member": "member-console-1", "generation": %d, "key": "b3JkZXItNw==", "first_offset": 0, "last_offset": 0,
+					"records": 1, "error": "declined", "attempts": 3, "parked_at_ms": 1700000000000, "park_partition": 0, "park_offset": -1}`, lease.Generation)))
+			req.Header.Set("Content-Type", "application/json")
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusNoContent {
+				t.Fatalf("park a key: %v %v", resp, err)
 			}
 			// And a heartbeating member of billing-console, which holds nothing there.
 			req, _ = http.NewRequest(http.MethodPost, dev.url+"/v1/groups/billing-console/topics/audit-console/heartbeat",
@@ -226,6 +247,12 @@ func TestConsolePage(t *testing.T) {
 			if m := regexp.MustCompile(`data-group="billing-console".*?data-samples="(\d+)"`).FindStringSubmatch(dom); m == nil || m[1] == "0" || m[1] == "1" {
 				t.Errorf("billing-console's chart right after the load has %v samples, want the server's history (2 or more)", m)
 			}
+			// Parked keys per partition: shipping-console's key on partition 2, none elsewhere.
+			if !strings.Contains(dom, "Parked keys") || !strings.Contains(dom, "1 key parked") ||
+				!regexp.MustCompile(`data-group="shipping-console".*?<td>orders-console</td><td class="num">2</td>(?:<td[^>]*>[^<]*</td>){5}<td class="num parked" data-parked="1">1</td>`).MatchString(dom) ||
+				len(regexp.MustCompile(`data-parked="[1-9]`).FindAllString(dom, -1)) != 1 {
+				t.Errorf("the group view does not show shipping-console's parked key on orders-console/2 alone:\n%s", dom)
+			}
 			if b := img.Bounds(); b.Dx() != 1280 || b.Dy() < 1000 {
 				t.Errorf("screenshot is %v, want 1280 wide", b)
 			}
@@ -245,7 +272,7 @@ func TestConsolePage(t *testing.T) {
 			if tc.token != "" {
 				req.Header.Set("Authorization", "Bearer "+tc.token)
 			}
-			resp, err := http.DefaultClient.Do(req)
+			resp, err = http.DefaultClient.Do(req)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -56,6 +56,7 @@ var contextKeys = map[string]string{
 	"strata:throttlesAlarm":                "function throttles alarm threshold per 5 minutes (default 1)",
 	"strata:appendP99AlarmMs":              "append latency p99 alarm threshold, ms (default 1000)",
 	"strata:dataLossAlarmMinutes":          "time to data loss alarm threshold: fires below it, minutes (default 60)",
+	"strata:parkedKeysAlarm":               "parked keys alarm threshold per subscription: fires at or above it (default 1, any key parked)",
 	"strata:iteratorAgeAlarmSeconds":       "dispatch stream iterator age alarm threshold, seconds (default 300)",
 	"strata:removal":                       "retain (default) or destroy: what deleting the stack does to the bucket and tables",
 	"strata:managedInstances":              "true runs the api function on Lambda Managed Instances (default false: on-demand)",
@@ -132,6 +133,7 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 		AppendLatencyP99:  time.Duration(num("strata:appendP99AlarmMs") * float64(time.Millisecond)),
 		TimeToDataLoss:    time.Duration(num("strata:dataLossAlarmMinutes") * float64(time.Minute)),
 		StreamIteratorAge: time.Duration(num("strata:iteratorAgeAlarmSeconds") * float64(time.Second)),
+		ParkedKeys:        num("strata:parkedKeysAlarm"),
 	}
 	switch r := str("strata:removal", "retain"); r {
 	case "retain":

@@ -628,6 +628,7 @@ func TestAlarmsAndDashboard(t *testing.T) {
 		{"Strata/" + strata.MetricLagSeconds, "Maximum", sub}:            300,
 		{"Strata/" + strata.MetricDeadLettered, "Sum", sub}:              1,
 		{"Strata/" + strata.MetricSecondsToDataLoss, "Minimum", sub}:     3600, // strata:dataLossAlarmMinutes default
+		{"Strata/" + strata.MetricParkedKeys, "Maximum", sub}:            1,    // strata:parkedKeysAlarm default: any key parked
 		{"AWS/Lambda/IteratorAge", "Maximum", fn("Strata dispatch")}:     300000,
 		{"Strata/" + strata.MetricAppendLatency, "p99", ""}:              1,
 		{"AWS/SQS/ApproximateNumberOfMessagesVisible", "Maximum", qname}: 1,
@@ -643,7 +644,7 @@ func TestAlarmsAndDashboard(t *testing.T) {
 		tpl.A.ResourceCountIs(jsii.String("AWS::CloudWatch::Dashboard"), jsii.Number(1))
 	})
 	body := tmpl.Join(tpl.Resources[tpl.OfType("AWS::CloudWatch::Dashboard")[0]].Properties["DashboardBody"])
-	for _, w := range []string{strata.MetricLagSeconds, strata.MetricDeadLettered, strata.MetricSecondsToDataLoss, "IteratorAge", strata.MetricAppendLatency, "Errors", "Throttles", "p99"} {
+	for _, w := range []string{strata.MetricLagSeconds, strata.MetricDeadLettered, strata.MetricSecondsToDataLoss, strata.MetricParkedKeys, "IteratorAge", strata.MetricAppendLatency, "Errors", "Throttles", "p99"} {
 		if !strings.Contains(body, w) {
 			t.Errorf("dashboard lacks %s", w)
 		}
@@ -816,14 +817,14 @@ func TestEveryStrataVariableIsRead(t *testing.T) {
 // TestFromContextDataLossAlarms: the time to data loss and stream iterator age alarm
 // thresholds are stack context settings (the synthesized defaults: TestAlarmsAndDashboard).
 func TestFromContextDataLossAlarms(t *testing.T) {
-	ctx := map[string]any{"strata:dataLossAlarmMinutes": 30, "strata:iteratorAgeAlarmSeconds": "60"}
+	ctx := map[string]any{"strata:dataLossAlarmMinutes": 30, "strata:iteratorAgeAlarmSeconds": "60", "strata:parkedKeysAlarm": 5}
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx})
 	cfg, err := stack.FromContext(app.Node(), "/assets")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := cfg.Props.Alarms; a.TimeToDataLoss != 30*time.Minute || a.StreamIteratorAge != time.Minute {
-		t.Fatalf("alarms %+v: want time to data loss 30m, iterator age 1m", a)
+	if a := cfg.Props.Alarms; a.TimeToDataLoss != 30*time.Minute || a.StreamIteratorAge != time.Minute || a.ParkedKeys != 5 {
+		t.Fatalf("alarms %+v: want time to data loss 30m, iterator age 1m, parked keys 5", a)
 	}
 }
 

@@ -46,6 +46,8 @@ var (
 	rs  = Access{Read: true, Scan: true}
 	rw  = Access{Read: true, Write: true}
 	rws = Access{Read: true, Scan: true, Write: true}
+	// scanOnly lists a table and nothing else.
+	scanOnly = Access{Scan: true}
 )
 
 // TableAccess is the one statement of which Strata function uses which table how (keys
@@ -62,6 +64,8 @@ var (
 //     the members table it reads from the batch's segment object), and decides
 //     from topics, high watermarks, commits and leases whom to invoke. Reading a
 //     partition's counter seeds it when missing (the migration), a put on the sequencer.
+//     Its scheduled sweep describes each subscribed group and counts the keys it
+//     parked (a scan of the parked table), for the subscriptions' alarms.
 //   - retention advances log starts on the sequencer items (seeding them like dispatch),
 //     deletes index entries (ranges, in BatchWriteItem calls), and reads the topics it
 //     works from; the legacy partitions table is read by the migration only. Its pass
@@ -95,6 +99,9 @@ func TableAccess() map[string]map[string]Access {
 			dynamo.CommitsTable:     rs,
 			dynamo.IdempotencyTable: rw,
 			dynamo.GroupsTable:      r,
+			// and counts each subscribed group's parked keys (ListParked, a scan
+			// filtered on the group) for the parked-keys alarm: no point read, no write.
+			dynamo.ParkedTable: scanOnly,
 		},
 		deploy.FunctionRetention: {
 			dynamo.TopicsTable:     rs,

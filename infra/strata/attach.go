@@ -279,9 +279,10 @@ func (a *Attached) Subscribe(fn awslambda.IFunction, topic, group string, opts *
 	return nil
 }
 
-// observe adds the subscription's lag and dead-letter alarms (as Strata.Subscribe does
-// in the deployment's stack) to this stack: the metrics are the consumer library's,
-// emitted by the subscribed function.
+// observe adds the subscription's lag, dead-letter, time to data loss and parked keys
+// alarms (as Strata.Subscribe does in the deployment's stack) to this stack: the metrics
+// are the consumer library's, emitted by the subscribed function, and the deployment's
+// dispatch sweep (time to data loss, parked keys).
 func (a *Attached) observe(topic, group string) {
 	scope := constructs.NewConstruct(a, jsii.String("Alarms:"+group+":"+topic))
 	dims := map[string]*string{DimensionGroup: jsii.String(group), DimensionTopic: jsii.String(topic)}
@@ -292,6 +293,7 @@ func (a *Attached) observe(topic, group string) {
 		{"LagSeconds", "Consumer lag in seconds", MetricLagSeconds, "Maximum", defaultLagSeconds},
 		{"DeadLettered", "Records dead-lettered", MetricDeadLettered, "Sum", defaultDeadLettered},
 		{"TimeToDataLoss", "Seconds until unread records expire", MetricSecondsToDataLoss, "Minimum", defaultTimeToDataLoss.Seconds()},
+		{"ParkedKeys", "Keys parked", MetricParkedKeys, "Maximum", defaultParkedKeys},
 	} {
 		op := awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 		if al.metric == MetricSecondsToDataLoss {

@@ -124,7 +124,7 @@ func TestAttachSubscribe(t *testing.T) {
 	for _, r := range sub.Resources {
 		types[r.Type]++
 	}
-	want := map[string]int{"AWS::SSM::Parameter": 2, "AWS::Lambda::Permission": 1, "AWS::Lambda::Function": 1, "AWS::IAM::Role": 1, "AWS::IAM::Policy": 1, "AWS::CloudWatch::Alarm": 6}
+	want := map[string]int{"AWS::SSM::Parameter": 2, "AWS::Lambda::Permission": 1, "AWS::Lambda::Function": 1, "AWS::IAM::Role": 1, "AWS::IAM::Policy": 1, "AWS::CloudWatch::Alarm": 8}
 	if !jsonEq(types, want) {
 		t.Errorf("subscriber resources %v, want %v", types, want)
 	}

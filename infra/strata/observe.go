@@ -14,8 +14,8 @@ import (
 // deploy.MetricsNamespace, from pkg/deploy (which pkg/metrics/emf emits by): the
 // Prometheus names of pkg/metrics with their "strata_" prefix. The alarms read these
 // dimension sets: append latency without dimensions (all topics: the sink's rollup set),
-// consumer lag, dead letters and time to data loss per {group, topic} (the largest lag,
-// the smallest time over the topic's partitions).
+// consumer lag, dead letters, time to data loss and parked keys per {group, topic} (the
+// largest lag, the smallest time, the keys parked over the topic's partitions).
 const (
 	MetricAppendLatency = deploy.MetricAppendLatency
 	MetricLagSeconds    = deploy.MetricLagSeconds
@@ -23,8 +23,11 @@ const (
 	// MetricSecondsToDataLoss is the smallest time to data loss over the topic's
 	// partitions (the dispatch sweep emits it with lag; none while caught up).
 	MetricSecondsToDataLoss = deploy.MetricSecondsToDataLoss
-	DimensionGroup          = "group"
-	DimensionTopic          = "topic"
+	// MetricParkedKeys is the keys a group parked over the topic's partitions (the
+	// dispatch sweep emits it), waiting for a release.
+	MetricParkedKeys = deploy.MetricParkedKeys
+	DimensionGroup   = "group"
+	DimensionTopic   = "topic"
 )
 
 var fiveMinutes = awscdk.Duration_Minutes(jsii.Number(5))
@@ -101,7 +104,8 @@ func (s *Strata) functionAlarms(scope constructs.Construct, id, label string, fn
 	return errs, throttles
 }
 
-// observeSubscription adds the lag, dead-letter, error and throttle alarms and a
+// observeSubscription adds the lag, dead-letter, time to data loss, parked keys, error
+// and throttle alarms and a
 // dashboard row for a subscribed consumer function.
 func (s *Strata) observeSubscription(fn awslambda.IFunction, topic, group string) {
 	scope := constructs.NewConstruct(s, jsii.String("Subscription:"+group+":"+topic))
@@ -113,11 +117,15 @@ func (s *Strata) observeSubscription(fn awslambda.IFunction, topic, group string
 	toLoss := strataMetric(MetricSecondsToDataLoss, "Minimum", dims)
 	s.alarmOp(scope, "TimeToDataLoss", "Seconds until group "+group+" loses unread records of topic "+topic+" to retention",
 		toLoss, s.props.Alarms.TimeToDataLoss.Seconds(), awscloudwatch.ComparisonOperator_LESS_THAN_THRESHOLD)
+	parked := strataMetric(MetricParkedKeys, "Maximum", dims)
+	s.alarm(scope, "ParkedKeys", "Keys group "+group+" parked on topic "+topic+" (a poison record each), waiting for a release",
+		parked, s.props.Alarms.ParkedKeys)
 	errs, throttles := s.functionAlarms(scope, "consumer", "consumer "+group+"/"+topic, fn)
 	s.Dashboard.AddWidgets(
 		graph("Lag seconds "+group+"/"+topic, []awscloudwatch.IMetric{lag}),
 		graph("Dead-lettered "+group+"/"+topic, []awscloudwatch.IMetric{dead}),
 		graph("Seconds to data loss "+group+"/"+topic, []awscloudwatch.IMetric{toLoss}),
+		graph("Parked keys "+group+"/"+topic, []awscloudwatch.IMetric{parked}),
 		graph("Consumer errors, throttles "+group+"/"+topic, []awscloudwatch.IMetric{errs, throttles}),
 	)
 }

@@ -142,6 +142,9 @@ type AlarmThresholds struct {
 	// StreamIteratorAge: the dispatch function's sequencer stream iterator age, the
 	// wait of commits not yet indexed (default 5m).
 	StreamIteratorAge time.Duration
+	// ParkedKeys: a subscribed group's alarm fires when it has parked at least this
+	// many keys on the topic (default 1: any key parked).
+	ParkedKeys float64
 }
 
 // Strata is one deployment. Its fields are for reading (dashboards, outputs, further
@@ -282,7 +285,7 @@ func (p Props) withDefaults() (Props, error) {
 	for _, t := range []struct {
 		v *float64
 		d float64
-	}{{&a.LagSeconds, defaultLagSeconds}, {&a.DeadLettered, defaultDeadLettered}, {&a.FunctionErrors, 1}, {&a.Throttles, 1}} {
+	}{{&a.LagSeconds, defaultLagSeconds}, {&a.DeadLettered, defaultDeadLettered}, {&a.FunctionErrors, 1}, {&a.Throttles, 1}, {&a.ParkedKeys, defaultParkedKeys}} {
 		if *t.v == 0 {
 			*t.v = t.d
 		}
@@ -345,6 +348,7 @@ const (
 	defaultDeadLettered      = 1
 	defaultTimeToDataLoss    = time.Hour
 	defaultStreamIteratorAge = 5 * time.Minute
+	defaultParkedKeys        = 1
 )
 
 // tablePrefixRE is what DynamoDB allows in table names, short enough for any suffix.

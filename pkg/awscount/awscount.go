@@ -2,12 +2,14 @@
 // operation, with the bytes sent and received and the attempts that failed. The cost
 // tool (pkg/cost) prices a workload from these counts, so they must count what AWS
 // bills: every attempt, retries included, and failed conditional writes, which DynamoDB
-// bills like successful ones.
+// bills like successful ones. DynamoDB requests on one table are also tallied by table
+// (Counter.Table), so that a measurement can tell the reads of one table apart.
 package awscount
 
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sort"
 	"sync"
 
@@ -43,19 +45,36 @@ func (o *Op) add(p Op) {
 // Counter counts requests. Install it with cfg.APIOptions = append(cfg.APIOptions,
 // c.Middleware). It is safe for concurrent use; the zero value is not usable, use New.
 type Counter struct {
-	mu  sync.Mutex
-	ops map[string]Op
+	mu     sync.Mutex
+	ops    map[string]Op
+	tables map[tableOp]Op
 }
 
+// tableOp is one operation on one table.
+type tableOp struct{ op, table string }
+
+// tableKey is the stack value under which the Initialize step leaves the table name.
+type tableKey struct{}
+
 // New returns an empty counter.
-func New() *Counter { return &Counter{ops: map[string]Op{}} }
+func New() *Counter { return &Counter{ops: map[string]Op{}, tables: map[tableOp]Op{}} }
 
 // Middleware adds the counter to a client's stack after the retry middleware, so each
-// attempt counts once.
+// attempt counts once; the request's table, when its input names one, is read before.
 func (c *Counter) Middleware(stack *middleware.Stack) error {
+	if err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("strataRequestTable",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if t := tableOf(in.Parameters); t != "" {
+				ctx = middleware.WithStackValue(ctx, tableKey{}, t)
+			}
+			return next.HandleInitialize(ctx, in)
+		}), middleware.Before); err != nil {
+		return err
+	}
 	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("strataRequestCount",
 		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
 			key := awsmiddleware.GetServiceID(ctx) + "." + awsmiddleware.GetOperationName(ctx)
+			table, _ := middleware.GetStackValue(ctx, tableKey{}).(string)
 			var d Op
 			d.Requests = 1
 			if req, ok := in.Request.(*smithyhttp.Request); ok && req.ContentLength > 0 {
@@ -75,6 +94,11 @@ func (c *Counter) Middleware(stack *middleware.Stack) error {
 			o := c.ops[key]
 			o.add(d)
 			c.ops[key] = o
+			if table != "" {
+				t := c.tables[tableOp{key, table}]
+				t.add(d)
+				c.tables[tableOp{key, table}] = t
+			}
 			c.mu.Unlock()
 			return out, md, err
 		}), middleware.After)
@@ -99,11 +123,40 @@ func (c *Counter) Get(op string) Op {
 	return c.ops[op]
 }
 
+// Table returns the tally of op on one table (a request whose input names a single
+// table, e.g. a DynamoDB GetItem; a transaction or batch is counted under op only).
+func (c *Counter) Table(op, table string) Op {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.tables[tableOp{op, table}]
+}
+
 // Reset forgets every count.
 func (c *Counter) Reset() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.ops = map[string]Op{}
+	c.tables = map[tableOp]Op{}
+}
+
+// tableOf is the TableName of an operation's input (a pointer to a struct with a
+// TableName *string field, as every single-table DynamoDB input has), else "".
+func tableOf(params any) string {
+	v := reflect.ValueOf(params)
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return ""
+		}
+		v = v.Elem()
+	}
+	if v.Kind() != reflect.Struct {
+		return ""
+	}
+	f := v.FieldByName("TableName")
+	if !f.IsValid() || f.Kind() != reflect.Pointer || f.IsNil() || f.Elem().Kind() != reflect.String {
+		return ""
+	}
+	return f.Elem().String()
 }
 
 // Snapshot returns a copy of the tallies and their keys, sorted.

@@ -132,6 +132,10 @@ const (
 	// parked records a release handed to the handler again.
 	MetricParkedRecords   = "strata_consumer_parked_records_total"
 	MetricReplayedRecords = "strata_consumer_replayed_records_total"
+	// MetricParkedKeys is, per {group, topic}, the keys the group has parked over the
+	// topic's partitions, waiting for a release: the dispatch sweep emits it, a
+	// subscription's alarm fires when it is not zero.
+	MetricParkedKeys = "strata_consumer_parked_keys"
 )
 
 // SegmentKeyPrefix is the prefix of every segment object key (before EnvObjectPrefix is

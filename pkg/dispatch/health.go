@@ -10,9 +10,11 @@ import (
 	"github.com/stratalog/strata/pkg/group"
 )
 
-// Groups describes consumer groups; *group.Coordinator has it.
+// Groups describes consumer groups and lists the keys they parked; *group.Coordinator
+// has it. The sweep's role must be able to read the parked table for ListParked.
 type Groups interface {
 	Describe(ctx context.Context, group string) (group.GroupInfo, error)
+	ListParked(ctx context.Context, group string) ([]group.Parked, error)
 }
 
 // GroupHealth is one subscription's lag and time to data loss, over the topic's
@@ -26,11 +28,16 @@ type GroupHealth struct {
 	SecondsToDataLoss *float64
 	// RecordsLost is the sum over the partitions of the records expired unread.
 	RecordsLost int64
+	// ParkedKeys is the number of keys the group parked over the topic's partitions
+	// (on_failure "park"), waiting for a release; nil when they could not be read.
+	ParkedKeys *int64
 }
 
 // Health describes the group of every subscription (the deployment's and attached
 // ones) with groups and returns their health, ordered by topic then group. A group not
-// created yet (no lease, no commit) is left out; other describe errors are joined.
+// created yet (no lease, no commit) is left out; other describe errors are joined. A
+// group whose parked keys cannot be read keeps its health without ParkedKeys, the error
+// joined.
 func (d *Dispatcher) Health(ctx context.Context, groups Groups) ([]GroupHealth, error) {
 	var st Stats
 	byTopic, errs := d.subscriptions(ctx, &st)
@@ -45,7 +52,19 @@ func (d *Dispatcher) Health(ctx context.Context, groups Groups) ([]GroupHealth, 
 				errs = append(errs, fmt.Errorf("dispatch: describe group %q: %w", s.Group, err))
 				continue
 			}
-			out = append(out, PlanHealth(info, s.Group, s.Topic))
+			parked, err := groups.ListParked(ctx, s.Group)
+			if errors.Is(err, group.ErrNotFound) {
+				parked, err = nil, nil // leases without settings: nothing parked
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("dispatch: parked keys of group %q: %w", s.Group, err))
+			}
+			h := PlanHealth(info, s.Group, s.Topic)
+			if err == nil {
+				n := CountParked(parked, s.Topic)
+				h.ParkedKeys = &n
+			}
+			out = append(out, h)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -79,4 +98,15 @@ func PlanHealth(info group.GroupInfo, name, topic string) GroupHealth {
 		h.SecondsToDataLoss = &s
 	}
 	return h
+}
+
+// CountParked is the number of rows of topic among a group's parked keys.
+func CountParked(rows []group.Parked, topic string) int64 {
+	var n int64
+	for _, p := range rows {
+		if p.Topic == topic {
+			n++
+		}
+	}
+	return n
 }

@@ -36,7 +36,8 @@ type Dispatch struct {
 }
 
 // WithHealth makes every scheduled sweep also emit, per subscription, the group's lag,
-// time to data loss and records expired unread (dispatch.Health), described by groups.
+// time to data loss, records expired unread and parked keys (dispatch.Health), described
+// by groups.
 // It needs metrics.
 func (x *Dispatch) WithHealth(groups dispatch.Groups) *Dispatch {
 	x.groups = groups
@@ -136,14 +137,7 @@ func (x *Dispatch) emitHealth(ctx context.Context) {
 	}
 	hs, err := x.d.Health(ctx, x.groups)
 	for _, h := range hs {
-		ms := []emf.Metric{
-			{Name: emf.ConsumerLagSeconds, Unit: emf.UnitSeconds, Value: h.LagSeconds},
-			{Name: emf.ConsumerRecordsExpired, Unit: emf.UnitCount, Value: float64(h.RecordsLost)},
-		}
-		if h.SecondsToDataLoss != nil { // caught up: no datum, the alarm treats it as not breaching
-			ms = append(ms, emf.Metric{Name: emf.ConsumerSecondsToLoss, Unit: emf.UnitSeconds, Value: *h.SecondsToDataLoss})
-		}
-		x.metrics.Emit([][2]string{{"group", h.Group}, {"topic", h.Topic}}, ms...)
+		x.metrics.SubscriptionHealth(h)
 	}
 	if err != nil {
 		x.metrics.Emit(nil, emf.Metric{Name: emf.DispatchHealthErrors, Unit: emf.UnitCount, Value: 1})

@@ -17,6 +17,7 @@ import (
 
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/dispatch"
+	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/lambdafn"
 	"github.com/stratalog/strata/pkg/metrics/emf"
 	"github.com/stratalog/strata/pkg/node"
@@ -398,5 +399,39 @@ func TestDispatchScheduleEmitsTimeToDataLoss(t *testing.T) {
 	}
 	if !found {
 		t.Fatalf("no EMF line carries %s", emf.ConsumerSecondsToLoss)
+	}
+}
+
+// TestDispatchScheduleEmitsParkedKeys: a scheduled sweep emits the subscribed group's
+// parked keys per {group, topic}, the datum the subscription's parked-keys alarm reads.
+func TestDispatchScheduleEmitsParkedKeys(t *testing.T) {
+	ctx := context.Background()
+	h, _, rt, sink := newDispatch(t, nil)
+	l, err := rt.Coordinator().Acquire(ctx, "billing", "orders", 1, "m", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := group.Parked{Group: "billing", Topic: "orders", Partition: 1, Key: []byte("order-7"), Records: 1,
+		Error: "declined", Attempts: 3, ParkedAt: time.UnixMilli(1e12), ParkOffset: -1}
+	if err := rt.Coordinator().PutParked(ctx, row, "m", l.Generation); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.WithHealth(rt.Coordinator()).Invoke(ctx, fixture(t, "scheduled-event.json")); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	var got []float64
+	for _, line := range sink.lines {
+		var doc map[string]any
+		if err := json.Unmarshal(line, &doc); err != nil {
+			t.Fatal(err)
+		}
+		if v, ok := doc[emf.ConsumerParkedKeys].(float64); ok && doc["group"] == "billing" && doc["topic"] == "orders" {
+			got = append(got, v)
+		}
+	}
+	if len(got) != 1 || got[0] != 1 {
+		t.Fatalf("%s of billing/orders = %v, want one datum of 1", emf.ConsumerParkedKeys, got)
 	}
 }

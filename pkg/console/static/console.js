@@ -247,14 +247,17 @@ function renderGroups(groups) {
       el("td", { class: "num" }, p.high_watermark), el("td", { class: "num" }, p.lag_records),
       el("td", { class: "num" }, seconds(p.lag_seconds)),
       el("td", { class: "num" }, seconds(p.seconds_to_data_loss)),
+      el("td", { class: p.parked_keys > 0 ? "num parked" : "num", "data-parked": p.parked_keys || 0 }, p.parked_keys || 0),
       el("td", {}, p.owner === null ? "-" : p.owner), el("td", { class: "num" }, p.generation)));
-    if (rows.length === 0) rows.push(emptyRow(9, "No partitions: the group has not leased or committed any (or none on topics this token may describe)."));
+    if (rows.length === 0) rows.push(emptyRow(10, "No partitions: the group has not leased or committed any (or none on topics this token may describe)."));
     const total = g.partitions.reduce((sum, p) => sum + p.lag_records, 0);
     const behind = Math.max(0, ...g.partitions.map((p) => p.lag_seconds || 0));
+    const parked = g.partitions.reduce((sum, p) => sum + (p.parked_keys || 0), 0);
     blocks.push(el("div", { class: "group", "data-group": name },
-      el("h3", {}, name + " — lag " + total + " records, " + seconds(behind) + " behind"),
+      el("h3", {}, name + " — lag " + total + " records, " + seconds(behind) + " behind" +
+        (parked > 0 ? ", " + parked + (parked === 1 ? " key" : " keys") + " parked" : "")),
       settings(s), members(g, m), chart(h),
-      el("table", {}, el("thead", {}, el("tr", {}, ...["Topic", "Partition", "Committed", "High watermark", "Lag (records)", "Lag (time)", "To data loss", "Owner", "Generation"].map((x) => el("th", {}, x)))),
+      el("table", {}, el("thead", {}, el("tr", {}, ...["Topic", "Partition", "Committed", "High watermark", "Lag (records)", "Lag (time)", "To data loss", "Parked keys", "Owner", "Generation"].map((x) => el("th", {}, x)))),
         el("tbody", {}, ...rows))));
   }
   if (blocks.length === 0) blocks.push(el("p", { class: "muted empty" }, emptyGroupsText()));

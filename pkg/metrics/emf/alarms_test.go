@@ -10,6 +10,7 @@ import (
 
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/dispatch"
 	"github.com/stratalog/strata/pkg/metrics/emf"
 )
 
@@ -22,6 +23,8 @@ func TestAlarmedMetricsEmittedAsTheStackReadsThem(t *testing.T) {
 	s := emf.New(&buf, deploy.MetricsNamespace, func() time.Time { return time.UnixMilli(1e12) })
 	s.Appended("orders", 3, 300, 40*time.Millisecond)
 	s.ConsumerRun("billing", "orders", consumer.Stats{Handled: 5, DeadLettered: 1})
+	toLoss, parked := 600.0, int64(2)
+	s.SubscriptionHealth(dispatch.GroupHealth{Group: "billing", Topic: "orders", LagSeconds: 30, SecondsToDataLoss: &toLoss, ParkedKeys: &parked})
 
 	// dims[metric] lists the dimension sets under which a metric is emitted.
 	dims := map[string][][]string{}
@@ -59,6 +62,9 @@ func TestAlarmedMetricsEmittedAsTheStackReadsThem(t *testing.T) {
 		{deploy.MetricDeadLettered, []string{"group", "topic"}},
 		{deploy.MetricParkedRecords, []string{"group", "topic"}},
 		{deploy.MetricReplayedRecords, []string{"group", "topic"}},
+		{deploy.MetricLagSeconds, []string{"group", "topic"}},
+		{deploy.MetricSecondsToDataLoss, []string{"group", "topic"}},
+		{deploy.MetricParkedKeys, []string{"group", "topic"}},
 	} {
 		if !has(c.metric, c.dims) {
 			t.Errorf("%s is not emitted with dimensions %v (emitted: %v)", c.metric, c.dims, dims[c.metric])

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/dispatch"
 	"github.com/stratalog/strata/pkg/retention"
 )
 
@@ -147,6 +148,7 @@ const (
 	ConsumerLagSeconds     = deploy.MetricLagSeconds
 	ConsumerSecondsToLoss  = deploy.MetricSecondsToDataLoss
 	ConsumerRecordsExpired = deploy.MetricRecordsExpired
+	ConsumerParkedKeys     = deploy.MetricParkedKeys
 )
 
 // Appended implements log.Metrics.
@@ -185,6 +187,24 @@ func (s *Sink) ConsumerRun(group, topic string, st consumer.Stats) {
 		ms = append(ms, Metric{FencedCommits, UnitCount, 1})
 	}
 	s.Emit([][2]string{{"group", group}, {"topic", topic}}, ms...)
+}
+
+// SubscriptionHealth records one subscription's health, per {group, topic} as the
+// stack's alarms read it (dispatch's scheduled sweep). A caught-up group emits no time to
+// data loss and parked keys that could not be read emit no datum: the alarms treat
+// missing data as not breaching.
+func (s *Sink) SubscriptionHealth(h dispatch.GroupHealth) {
+	ms := []Metric{
+		{ConsumerLagSeconds, UnitSeconds, h.LagSeconds},
+		{ConsumerRecordsExpired, UnitCount, float64(h.RecordsLost)},
+	}
+	if h.SecondsToDataLoss != nil {
+		ms = append(ms, Metric{ConsumerSecondsToLoss, UnitSeconds, *h.SecondsToDataLoss})
+	}
+	if h.ParkedKeys != nil {
+		ms = append(ms, Metric{ConsumerParkedKeys, UnitCount, float64(*h.ParkedKeys)})
+	}
+	s.Emit([][2]string{{"group", h.Group}, {"topic", h.Topic}}, ms...)
 }
 
 // RetentionRun records one retention pass.
