@@ -552,6 +552,17 @@ func (s *Strata) tableStatements(name string) []awsiam.PolicyStatement {
 		}))
 	}
 	objects := s.Bucket.ArnForObjects(jsii.String(s.segmentPrefix() + "*"))
+	// Without s3:ListBucket, S3 answers a GET of a missing key 403 instead of 404, and a
+	// read racing retention would be an internal error, not "not found"; every function
+	// that reads or deletes segment objects has it, on the segment prefix only.
+	list := awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("SegmentsList"),
+		Actions:   jsii.Strings("s3:ListBucket"),
+		Resources: &[]*string{s.Bucket.BucketArn()},
+		Conditions: &map[string]any{
+			"StringLike": map[string]any{"s3:prefix": []string{s.segmentPrefix() + "*"}},
+		},
+	})
 	switch name {
 	case deploy.FunctionAPI:
 		out = append(out,
@@ -560,16 +571,7 @@ func (s *Strata) tableStatements(name string) []awsiam.PolicyStatement {
 				Actions:   jsii.Strings(append(slices.Clone(objectRead), objectWrite...)...),
 				Resources: &[]*string{objects},
 			}),
-			// Without s3:ListBucket, S3 answers a GET of a missing key 403 instead of 404,
-			// and a poll racing retention would be an internal error, not "not found".
-			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Sid:       jsii.String("SegmentsList"),
-				Actions:   jsii.Strings("s3:ListBucket"),
-				Resources: &[]*string{s.Bucket.BucketArn()},
-				Conditions: &map[string]any{
-					"StringLike": map[string]any{"s3:prefix": []string{s.segmentPrefix() + "*"}},
-				},
-			}))
+			list)
 	case deploy.FunctionDispatch:
 		// The subscriptions other apps attach (Attach): GetParametersByPath on the path
 		// covers every parameter below it, and nothing else.
@@ -585,14 +587,7 @@ func (s *Strata) tableStatements(name string) []awsiam.PolicyStatement {
 				Actions:   jsii.Strings(objectRead...),
 				Resources: &[]*string{objects},
 			}),
-			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Sid:       jsii.String("SegmentsList"),
-				Actions:   jsii.Strings("s3:ListBucket"),
-				Resources: &[]*string{s.Bucket.BucketArn()},
-				Conditions: &map[string]any{
-					"StringLike": map[string]any{"s3:prefix": []string{s.segmentPrefix() + "*"}},
-				},
-			}))
+			list)
 	case deploy.FunctionRetention:
 		out = append(out,
 			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
@@ -600,14 +595,7 @@ func (s *Strata) tableStatements(name string) []awsiam.PolicyStatement {
 				Actions:   jsii.Strings(objectDelete...),
 				Resources: &[]*string{objects},
 			}),
-			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Sid:       jsii.String("SegmentsList"),
-				Actions:   jsii.Strings("s3:ListBucket"),
-				Resources: &[]*string{s.Bucket.BucketArn()},
-				Conditions: &map[string]any{
-					"StringLike": map[string]any{"s3:prefix": []string{s.segmentPrefix() + "*"}},
-				},
-			}))
+			list)
 	}
 	return out
 }

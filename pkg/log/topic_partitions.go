@@ -77,9 +77,18 @@ func (l *Log) IncreasePartitions(ctx context.Context, name string, partitions in
 		return store.Topic{}, fmt.Errorf("%w: %q has %d, asked for %d", ErrPartitionsNotRaised, name, cur.Partitions, partitions)
 	}
 	t, err := a.IncreasePartitions(ctx, name, partitions)
-	switch {
-	case errors.Is(err, store.ErrPartitionsNotRaised):
+	if errors.Is(err, store.ErrPartitionsNotRaised) {
 		return store.Topic{}, fmt.Errorf("%w: %q has %d or more already", ErrPartitionsNotRaised, name, partitions)
+	}
+	return l.changedTopic(name, t, err)
+}
+
+// changedTopic is the outcome of a change of topic name the store answered with t, err:
+// a missing topic is ErrTopicNotFound, another failure ErrUnavailable, and a changed
+// topic replaces this node's cached one at once (other nodes see it within
+// TopicCacheTTL).
+func (l *Log) changedTopic(name string, t store.Topic, err error) (store.Topic, error) {
+	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return store.Topic{}, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
 	case err != nil:

@@ -2,8 +2,6 @@ package log
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/stratalog/strata/pkg/store"
@@ -43,14 +41,5 @@ func (l *Log) SetRetentionPin(ctx context.Context, name string, pin time.Duratio
 		return store.Topic{}, err
 	}
 	t, err := a.SetRetentionPin(ctx, name, pin)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return store.Topic{}, fmt.Errorf("%w: %s", ErrTopicNotFound, name)
-	case err != nil:
-		return store.Topic{}, storeErr(err)
-	}
-	l.mu.Lock()
-	l.topics[name] = cachedTopic{t: t, at: l.now()}
-	l.mu.Unlock()
-	return t, nil
+	return l.changedTopic(name, t, err)
 }
