@@ -109,20 +109,7 @@ func (e *EffectStore) ApplyEffect(ctx context.Context, f store.Fence, offset int
 			}},
 		},
 	})
-	if err == nil {
-		return nil
-	}
-	err = mapError(op, err)
-	var tx *txConditionFailed
-	switch {
-	case !errors.As(err, &tx):
-		return err
-	case tx.failedAt(0):
-		return fmt.Errorf("dynamo: %s: %w", op, store.ErrFenced)
-	case tx.failedAt(1):
-		return fmt.Errorf("dynamo: %s: %w", op, store.ErrApplied)
-	}
-	return fmt.Errorf("dynamo: %s: unexpected cancellation: %w", op, err)
+	return fencedOutcome(op, err, store.ErrApplied)
 }
 
 // GetEffect implements store.EffectStore.

@@ -46,6 +46,29 @@ func (e *txConditionFailed) Unwrap() error { return e.err }
 // failedAt reports whether item i of the transaction failed its condition.
 func (e *txConditionFailed) failedAt(i int) bool { return i < len(e.failed) && e.failed[i] }
 
+// fencedOutcome is the answer of a fenced write: a transaction whose first item checks
+// the caller's lease (the assignment's owner and generation) and whose second is the
+// write. The check failing is store.ErrFenced; the write's own condition failing is
+// onWrite (nil: the write has none, and any other failure is returned as mapped).
+func fencedOutcome(op string, err, onWrite error) error {
+	if err == nil {
+		return nil
+	}
+	err = mapError(op, err)
+	var tx *txConditionFailed
+	switch {
+	case !errors.As(err, &tx):
+		return err
+	case tx.failedAt(0):
+		return fmt.Errorf("dynamo: %s: %w", op, store.ErrFenced)
+	case onWrite == nil:
+		return err
+	case tx.failedAt(1):
+		return fmt.Errorf("dynamo: %s: %w", op, onWrite)
+	}
+	return fmt.Errorf("dynamo: %s: unexpected cancellation: %w", op, err)
+}
+
 // retryableCode reports whether an error code (of a response or of a transaction's
 // cancellation reason) means "try again": throttling, contention, server-side failure.
 func retryableCode(code string) bool {

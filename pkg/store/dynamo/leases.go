@@ -214,15 +214,7 @@ func (s *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string
 	}
 	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{
-			{ConditionCheck: &types.ConditionCheck{
-				TableName:                aws.String(s.assignments),
-				Key:                      gtpKey(c.Group, c.Topic, c.Partition),
-				ConditionExpression:      aws.String(ownerAt),
-				ExpressionAttributeNames: map[string]string{"#owner": attrOwner, "#gen": attrGeneration},
-				ExpressionAttributeValues: item{
-					":m": avS(member), ":g": avN(c.Generation),
-				},
-			}},
+			s.ownerCheck(c.Group, c.Topic, c.Partition, member, c.Generation),
 			{Update: &types.Update{
 				TableName:                 aws.String(s.commits),
 				Key:                       gtpKey(c.Group, c.Topic, c.Partition),
@@ -233,20 +225,7 @@ func (s *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string
 			}},
 		},
 	})
-	if err == nil {
-		return nil
-	}
-	err = mapError(op, err)
-	var tx *txConditionFailed
-	switch {
-	case !errors.As(err, &tx):
-		return err
-	case tx.failedAt(0):
-		return fmt.Errorf("dynamo: %s: %w", op, store.ErrFenced)
-	case tx.failedAt(1):
-		return fmt.Errorf("dynamo: %s: %w", op, store.ErrStaleCommit)
-	}
-	return fmt.Errorf("dynamo: %s: unexpected cancellation: %w", op, err)
+	return fencedOutcome(op, err, store.ErrStaleCommit)
 }
 
 // GetCommit reads the commit row.

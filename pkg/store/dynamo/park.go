@@ -71,15 +71,7 @@ func (s *MetaStore) ownerCheck(group, topic string, partition int32, member stri
 // ErrFenced.
 func (s *MetaStore) fencedTx(ctx context.Context, op string, check, write types.TransactWriteItem) error {
 	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: []types.TransactWriteItem{check, write}})
-	if err == nil {
-		return nil
-	}
-	err = mapError(op, err)
-	var tx *txConditionFailed
-	if errors.As(err, &tx) && tx.failedAt(0) {
-		return fmt.Errorf("dynamo: %s: %w", op, store.ErrFenced)
-	}
-	return err
+	return fencedOutcome(op, err, nil)
 }
 
 // PutParked is one transaction: the owner check and an update of every attribute of
