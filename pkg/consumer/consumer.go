@@ -649,31 +649,14 @@ func (r *run) awaitLease() bool {
 // handle runs the handler with retries, then dead-letters; false means stop (the
 // record is not complete and must not be marked done).
 func (r *run) handle(rec Record) bool {
-	cfg := r.c.cfg
-	var err error
-	for attempt := 1; attempt <= r.pol.MaxAttempts; attempt++ {
-		rec.Attempt = attempt
-		if err = cfg.Handler(r.workCtx, rec); err == nil {
-			r.handled.Add(1)
-			return true
-		}
-		if errors.Is(err, group.ErrFenced) {
-			// A fenced business write (group.Effects) proves the partition moved on:
-			// stop at once, as a fenced commit does, instead of retrying or
-			// dead-lettering a record that is not this run's any more.
-			r.workErr <- r.fence(err)
-			r.signal()
-			return false
-		}
-		if r.workCtx.Err() != nil {
-			return false
-		}
-		if attempt < r.pol.MaxAttempts {
-			r.retries.Add(1)
-			if ctxtime.Sleep(r.workCtx, cfg.Backoff(attempt)) != nil {
-				return false
-			}
-		}
+	err := r.attempts(&rec)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, group.ErrFenced):
+		return r.stopFenced(err)
+	case r.workCtx.Err() != nil:
+		return false
 	}
 	switch planFailure(r.pol.OnFailure, rec.Key, r.pol.DeadLetterTopic) {
 	case failPark:
@@ -779,6 +762,15 @@ func (r *run) commit(ctx context.Context, next int64, force bool) error {
 }
 
 // fence stops all work on the partition at once.
+// stopFenced stops the run at once on a handler's fenced business write: the record is
+// not this run's any more, so it is neither retried nor dead-lettered, as a fenced
+// commit stops the run. It returns false (the record is not complete).
+func (r *run) stopFenced(err error) bool {
+	r.workErr <- r.fence(err)
+	r.signal()
+	return false
+}
+
 func (r *run) fence(err error) error {
 	r.fenced.Store(true)
 	if r.cancel != nil {

@@ -378,7 +378,10 @@ func (r *run) replay(key []byte) bool {
 					continue // another key's, or a duplicate of an earlier append
 				}
 				orig.Fence = group.Fence{Group: cfg.Group, Topic: row.Topic, Partition: row.Partition, Generation: r.lease.Generation}
-				if err := r.attempts(orig); err != nil {
+				if err := r.attempts(&orig); err != nil {
+					if errors.Is(err, group.ErrFenced) {
+						return r.stopFenced(err)
+					}
 					if r.workCtx.Err() != nil {
 						return false
 					}
@@ -434,17 +437,20 @@ func parkedOrigin(pr segment.Record, row group.Parked) (Record, bool) {
 	return Record{Record: rec, Topic: row.Topic, Partition: row.Partition}, true
 }
 
-// attempts runs the handler on rec up to the policy's attempts, with backoff.
-func (r *run) attempts(rec Record) error {
+// attempts runs the handler on rec up to the policy's attempts, with backoff, and
+// returns its last error, rec.Attempt left at the last attempt made (what a dead-letter
+// records). A group.ErrFenced is returned at once: a fenced business write
+// (group.Effects) proves the partition moved on, and trying again cannot change that.
+func (r *run) attempts(rec *Record) error {
 	cfg := r.c.cfg
 	var err error
 	for attempt := 1; attempt <= r.pol.MaxAttempts; attempt++ {
 		rec.Attempt = attempt
-		if err = cfg.Handler(r.workCtx, rec); err == nil {
+		if err = cfg.Handler(r.workCtx, *rec); err == nil {
 			r.handled.Add(1)
 			return nil
 		}
-		if r.workCtx.Err() != nil || attempt == r.pol.MaxAttempts {
+		if errors.Is(err, group.ErrFenced) || r.workCtx.Err() != nil || attempt == r.pol.MaxAttempts {
 			break
 		}
 		r.retries.Add(1)

@@ -369,3 +369,48 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestFencedReplayStopsTheRun: a released key's replay whose handler answers
+// group.ErrFenced (a fenced business write: the partition moved to another generation)
+// stops the run at once, fenced, as a fenced write of any other record does: the handler
+// is not called again for it, and the key stays parked for the partition's owner. Before,
+// the replay retried the fenced record up to the group's attempts, logged that the key
+// stays parked, and the run went on.
+func TestFencedReplayStopsTheRun(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		f := newFixture(t, s, "orders", 0)
+		const grp = "billing"
+		setParking(t, f, grp)
+		appendKeyed(t, f.log, "orders", []string{"order-1", "order-bad", "order-2"})
+		var fenced, calls atomic.Int64
+		h := func(_ context.Context, r consumer.Record) error {
+			if string(r.Key) != "order-bad" {
+				return nil
+			}
+			if fenced.Load() > 0 {
+				calls.Add(1)
+				return fmt.Errorf("orders table: %w", group.ErrFenced)
+			}
+			return errors.New("payment declined")
+		}
+		c := f.consumer(t, grp, "m-1", h, func(c *consumer.Config) { c.MaxAttempts = 3 })
+		if _, err := c.Run(ctx, 0, consumer.RunOptions{UntilCaughtUp: true}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.coord.ReleaseParked(ctx, grp, "orders", []byte("order-bad")); err != nil {
+			t.Fatal(err)
+		}
+		fenced.Store(1)
+		_, err := f.consumer(t, grp, "m-2", h, func(c *consumer.Config) { c.MaxAttempts = 3 }).Run(ctx, 0, consumer.RunOptions{UntilCaughtUp: true})
+		if !errors.Is(err, group.ErrFenced) {
+			t.Fatalf("run replaying a fenced record: %v, want ErrFenced", err)
+		}
+		if n := calls.Load(); n != 1 {
+			t.Fatalf("the fenced record was handled %d times, want once (a fenced write is not retried)", n)
+		}
+		if parked, err := f.coord.ListParked(ctx, grp); err != nil || len(parked) != 1 {
+			t.Fatalf("ListParked after the fenced replay = %v, %v; want the key still parked", parked, err)
+		}
+	})
+}
