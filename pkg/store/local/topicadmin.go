@@ -16,6 +16,33 @@ var _ store.TopicAdminStore = (*MetaStore)(nil)
 // IncreasePartitions raises the topic's partition count and creates the new partitions'
 // sequencer counters, in one transaction.
 func (m *MetaStore) IncreasePartitions(ctx context.Context, name string, partitions int32) (store.Topic, error) {
+	return m.changeTopic(ctx, name, func(tx *bolt.Tx, t *store.Topic) error {
+		if partitions <= t.Partitions {
+			return fmt.Errorf("local: topic %q has %d partitions, asked for %d: %w", name, t.Partitions, partitions, store.ErrPartitionsNotRaised)
+		}
+		old := t.Partitions
+		t.Partitions = partitions
+		for p := old; p < partitions; p++ {
+			if _, err := seqLocked(tx, t.ID(), p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// SetRetentionPin rewrites the topic's row with the pin, in one transaction.
+func (m *MetaStore) SetRetentionPin(ctx context.Context, name string, pin time.Duration) (store.Topic, error) {
+	return m.changeTopic(ctx, name, func(_ *bolt.Tx, t *store.Topic) error {
+		t.RetentionPin = pin
+		return nil
+	})
+}
+
+// changeTopic applies change to the live topic name's row in one transaction and
+// returns the topic as written; a missing topic is store.ErrNotFound, and a change
+// that fails writes nothing.
+func (m *MetaStore) changeTopic(ctx context.Context, name string, change func(tx *bolt.Tx, t *store.Topic) error) (store.Topic, error) {
 	var out store.Topic
 	err := m.update(ctx, func(tx *bolt.Tx) error {
 		key := []byte(name)
@@ -27,42 +54,13 @@ func (m *MetaStore) IncreasePartitions(ctx context.Context, name string, partiti
 			return fmt.Errorf("local: topic %q: %w", name, store.ErrNotFound)
 		}
 		t := rec.toStore()
-		if partitions <= t.Partitions {
-			return fmt.Errorf("local: topic %q has %d partitions, asked for %d: %w", name, t.Partitions, partitions, store.ErrPartitionsNotRaised)
+		if err := change(tx, &t); err != nil {
+			return err
 		}
-		old := t.Partitions
-		t.Partitions = partitions
 		if err := putRec(tx, bucketTopics, key, topicToRec(t)); err != nil {
 			return err
 		}
-		for p := old; p < partitions; p++ {
-			if _, err := seqLocked(tx, t.ID(), p); err != nil {
-				return err
-			}
-		}
 		out = t
-		return nil
-	})
-	return out, err
-}
-
-// SetRetentionPin rewrites the topic's row with the pin, in one transaction.
-func (m *MetaStore) SetRetentionPin(ctx context.Context, name string, pin time.Duration) (store.Topic, error) {
-	var out store.Topic
-	err := m.update(ctx, func(tx *bolt.Tx) error {
-		key := []byte(name)
-		rec, ok, err := getRec[topicRec](tx, bucketTopics, key)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return fmt.Errorf("local: topic %q: %w", name, store.ErrNotFound)
-		}
-		rec.RetentionPin = pin
-		if err := putRec(tx, bucketTopics, key, rec); err != nil {
-			return err
-		}
-		out = rec.toStore()
 		return nil
 	})
 	return out, err
