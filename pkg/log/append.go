@@ -42,6 +42,15 @@ type AppendOptions struct {
 	// another body, the claim's offsets for the same one). A wrong hint costs appended,
 	// skipped bytes, never a duplicate.
 	FirstAttempt bool
+	// Producer says IdempotencyKey names one request of a producer session (fenced
+	// idempotency, wire.IdempotencyProducer): no claim is read or written. Attempt is
+	// which attempt of the request this is (0: the first send, FirstAttempt); a retry
+	// fences the earlier attempts and searches the log for them from RetryElapsed (the
+	// time since the first send, at most wire.MaxRetryElapsed) before its own time. On a
+	// topic without the topic commit layout the key is claimed as without Producer.
+	Producer     bool
+	Attempt      int32
+	RetryElapsed time.Duration
 }
 
 // Result is the outcome of one record of an append, in request order.
@@ -426,7 +435,7 @@ func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqComm
 			}
 			c.Claims[i] = claim
 		}
-		e.SetSkip(store.SkipFor(c.Members, c.Claims, e.Partition, e.BaseOffset))
+		e.SetSkip(store.SkipFor(c))
 	}
 	return c, l.putEntry(ctx, *e)
 }

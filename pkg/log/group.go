@@ -247,7 +247,7 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 			claims = append(claims, cl.claim)
 		}
 		c.sc.Claims = claims
-		c.sc.Entry.SetSkip(store.SkipFor(c.members, claims, c.partition, c.sc.Entry.BaseOffset))
+		c.sc.Entry.SetSkip(store.SkipFor(c.sc))
 		c.err = l.putEntry(cctx, c.sc.Entry)
 	})
 	for _, c := range plans {

@@ -51,6 +51,9 @@ var (
 	ErrCommitUnknown = errors.New("store: sequencer commit outcome unknown")
 	// ErrBeyondEnd: a log start above the partition's high watermark.
 	ErrBeyondEnd = errors.New("store: offset beyond the high watermark")
+	// ErrSuperseded: a fence of the same or a later attempt of the request exists
+	// (SequencerStore.FenceRequest).
+	ErrSuperseded = errors.New("store: superseded by a later attempt of the request")
 )
 
 // ConflictError is returned by PutIndexEntry when another entry holds the base offset.
@@ -234,6 +237,10 @@ type IndexEntry struct {
 	// idempotent requests of a shared commit whose claim another attempt holds.
 	// Duplicate is the whole entry.
 	Skip string
+	// MembersOffset and MembersLength locate the members table of the entry's batch in
+	// its object (SeqCommit's), zero when the batch has none: a producer request's retry
+	// reads it to find an earlier attempt.
+	MembersOffset, MembersLength int64
 }
 
 // SkipRange is a run of an index entry's offsets readers skip: Count offsets from
@@ -375,6 +382,47 @@ type CommitMember struct {
 	Partitions int32
 	Offset     int64
 	Count      int64
+	// Producer marks a producer session's request (fenced idempotency): it has no claim;
+	// its block is skipped when a fence of the commit applies to it (RequestFence.Applies), else
+	// owned. Attempt is which attempt of the request the block is, from 0.
+	Producer bool
+	Attempt  int32
+}
+
+// RequestFence marks a retry of a producer request (fenced idempotency): on a topic of the
+// topic commit layout (TopicCommits), the blocks of the request's earlier attempts that
+// batches committed after the fence carry are skipped, so the retry, having searched
+// the batches before the fence, decides alone whether the request is in the log.
+type RequestFence struct {
+	// Key is the request's scoped key ("<topic ID>#<key>", as CommitMember.Key).
+	Key string
+	// Attempt is the fencing attempt: attempts below it are fenced.
+	Attempt int32
+	// Batch is the topic's batch count when the fence was set (set by the store): it
+	// applies to batches numbered above it.
+	Batch int64
+	// At is when the fence was set.
+	At time.Time
+}
+
+// FenceHorizon is how long a fence must be kept: past it no attempt of its request can
+// still be committed (a retry comes at most wire.MaxRetryElapsed after the request's
+// first send, and an attempt commits within the log's commit window of its batch), so a
+// commit may drop fences older than this.
+const FenceHorizon = 30 * time.Minute
+
+// Applies reports whether f skips attempt of the request key in the topic's batch
+// numbered batch.
+func (f RequestFence) Applies(key string, attempt int32, batch int64) bool {
+	return f.Key == key && attempt < f.Attempt && batch > f.Batch
+}
+
+// FencePoint is a topic's state when a fence was set: every batch numbered at most
+// Batch was committed before it.
+type FencePoint struct {
+	Batch int64
+	// Next is each partition's high watermark then (a partition absent is at 0).
+	Next map[int32]int64
 }
 
 // Owns reports whether member m of a commit at partition p with base offset base owns
@@ -388,12 +436,22 @@ func (m CommitMember) Owns(claim RequestClaim, p int32, base int64) bool {
 	return ok && pc.BaseOffset == base+m.Offset && pc.Count == m.Count
 }
 
-// SkipFor is the Skip of a commit's entry at partition p and base offset base whose
-// members' claims are claims (in members order): the blocks their members do not own.
-func SkipFor(members []CommitMember, claims []RequestClaim, p int32, base int64) []SkipRange {
+// SkipFor is the Skip of commit c's entry: the blocks of its claimed members that their
+// claims (c.Claims, in c.Members order) do not own, and the blocks of its producer
+// members that a fence of c.Fences applies to in batch c.Batch (a producer member's
+// claim, if c.Claims has one, is ignored).
+func SkipFor(c SeqCommit) []SkipRange {
 	var out []SkipRange
-	for i, m := range members {
-		if !m.Owns(claims[i], p, base) {
+	for i, m := range c.Members {
+		skip := false
+		if m.Producer {
+			for _, f := range c.Fences {
+				skip = skip || f.Applies(m.Key, m.Attempt, c.Batch)
+			}
+		} else {
+			skip = !m.Owns(c.Claims[i], c.Entry.Partition, c.Entry.BaseOffset)
+		}
+		if skip {
 			out = append(out, SkipRange{Offset: m.Offset, Count: m.Count})
 		}
 	}
@@ -446,6 +504,13 @@ type SeqCommit struct {
 	Members                      []CommitMember
 	MembersOffset, MembersLength int64
 	Claims                       []RequestClaim
+	// Batch is, on a topic commit topic (TopicCommits), the topic's number of the batch
+	// the commit belongs to (from 1; set by SequenceBatch and on stream states), 0 when
+	// the backend cannot tell (a lost answer resolved from the index). Fences are the
+	// topic's fences as the commit's batch found them: every fence that may apply to it
+	// (RequestFence.Applies with Batch), set whenever Batch is.
+	Batch  int64
+	Fences []RequestFence
 }
 
 // SeqState is a partition's sequencer item.
@@ -512,6 +577,14 @@ type SequencerStore interface {
 	// without a request row is ErrNotFound. It may read eventually consistently: it
 	// spares a retry its writes, and ClaimRequest still decides.
 	GetRequestClaim(ctx context.Context, key string, partitions []int32) (RequestClaim, error)
+	// FenceRequest must, on a topic of the topic commit layout (TopicCommits), add f to
+	// the topic's fences atomically with respect to its batches, with Batch set to the
+	// topic's batch count, unless the topic has a fence of f.Key whose Attempt is at
+	// least f.Attempt (then ErrSuperseded, nothing changed); it returns the point it was
+	// set at. Every batch committed after it must carry it in Fences (SequenceBatch's
+	// results and the stream's states) until FenceHorizon after f.At. A topic of another
+	// layout must be refused with an error, changing nothing.
+	FenceRequest(ctx context.Context, topic string, f RequestFence) (FencePoint, error)
 }
 
 // TopicStore holds topic configurations.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 )
 
 // HeaderAttempt names which attempt of an idempotent append a request is: "0" on its
@@ -12,6 +13,25 @@ import (
 // attempt can hold one); the claim it writes after its commits still makes a key reused
 // by mistake exactly-once. A request without the header is read as a possible retry.
 const HeaderAttempt = "Strata-Attempt"
+
+// HeaderIdempotency, set to IdempotencyProducer on an append with an Idempotency-Key,
+// says the key names one request of a producer session (the SDK's producer id and the
+// request's sequence number) that is retried only with Strata-Attempt and, on a retry,
+// HeaderRetryElapsed: the server then keeps no claim per request (fenced idempotency).
+// Another value is refused; without the header the key is claimed.
+const (
+	HeaderIdempotency   = "Strata-Idempotency"
+	IdempotencyProducer = "producer"
+)
+
+// HeaderRetryElapsed is, on a producer request's retry (Strata-Attempt above 0), the
+// milliseconds since its first attempt was sent, by the client's clock: the retry
+// searches the log for earlier attempts appended since then. At most MaxRetryElapsed.
+const HeaderRetryElapsed = "Strata-Retry-Elapsed-Ms"
+
+// MaxRetryElapsed bounds HeaderRetryElapsed: a producer request may be retried up to this
+// long after its first send (the SDK's delivery timeout is below it).
+const MaxRetryElapsed = 5 * time.Minute
 
 // MaxAttempt bounds the Strata-Attempt header's value.
 const MaxAttempt = 1 << 16

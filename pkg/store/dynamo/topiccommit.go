@@ -550,3 +550,8 @@ func (s *MetaStore) advanceTopicLogStart(ctx context.Context, topic string, p in
 	}
 	return logStartRefused(op, offset, st)
 }
+
+// FenceRequest is not built yet: fenced idempotency is refused.
+func (s *MetaStore) FenceRequest(ctx context.Context, topic string, f store.RequestFence) (store.FencePoint, error) {
+	return store.FencePoint{}, fmt.Errorf("dynamo: fence %s on %s: not supported", f.Key, topic)
+}

@@ -170,6 +170,10 @@ func sequenceLocked(tx *bolt.Tx, c *store.SeqCommit) error {
 	}
 	c.Claims = nil
 	for _, mb := range c.Members {
+		if mb.Producer {
+			c.Claims = append(c.Claims, store.RequestClaim{}) // decided by fences, not claimed
+			continue
+		}
 		exp := c.ClaimExpiresAt
 		if exp.IsZero() {
 			exp = c.Entry.ExpiresAt
@@ -183,7 +187,7 @@ func sequenceLocked(tx *bolt.Tx, c *store.SeqCommit) error {
 		c.Claims = append(c.Claims, claim)
 	}
 	if len(c.Members) > 0 {
-		c.Entry.SetSkip(store.SkipFor(c.Members, c.Claims, c.Entry.Partition, c.Entry.BaseOffset))
+		c.Entry.SetSkip(store.SkipFor(*c))
 	}
 	if err := putIndexIfAbsent(tx, c.Entry); err != nil {
 		return fmt.Errorf("local: the counter of %s/%d is behind its index: %w", c.Entry.Topic, c.Entry.Partition, err)
@@ -337,4 +341,9 @@ func (m *MetaStore) AdvanceLogStart(ctx context.Context, topic string, partition
 		st.LogStart = offset
 		return putRec(tx, bucketSequencer, partitionKey(topic, partition), st)
 	})
+}
+
+// FenceRequest is not built yet: fenced idempotency is refused.
+func (m *MetaStore) FenceRequest(ctx context.Context, topic string, f store.RequestFence) (store.FencePoint, error) {
+	return store.FencePoint{}, fmt.Errorf("local: fence %s on %s: not supported", f.Key, topic)
 }

@@ -750,3 +750,7 @@ func (s *memStore) LiveMembers(_ context.Context, group string, now time.Time) (
 	slices.SortFunc(out, func(a, b store.Member) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
+
+func (s *memStore) FenceRequest(_ context.Context, topic string, f store.RequestFence) (store.FencePoint, error) {
+	return store.FencePoint{}, fmt.Errorf("memstore: fence %s on %s: not supported", f.Key, topic)
+}
