@@ -20,6 +20,10 @@ var (
 	ErrIdempotencyKeyReused = errors.New("log: idempotency key reused with a different body")
 	ErrUnavailable          = errors.New("log: unavailable")
 	ErrCorrupt              = errors.New("log: corrupt data")
+	// ErrSuperseded: a later attempt of the producer request fenced this one (fenced
+	// idempotency); that attempt decides the request's outcome, so this one's records,
+	// if committed, are skipped and nothing of it is acknowledged.
+	ErrSuperseded = errors.New("log: superseded by a later attempt of the request")
 )
 
 // invalidf returns an ErrInvalid with a message for the caller.
