@@ -51,6 +51,10 @@ type AppendOptions struct {
 	Producer     bool
 	Attempt      int32
 	RetryElapsed time.Duration
+
+	// fence is the point at which this retry fenced its earlier attempts, when a call
+	// made again placed by another partition count already did.
+	fence *store.FencePoint
 }
 
 // Result is the outcome of one record of an append, in request order.
@@ -98,7 +102,7 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 		// An earlier attempt was placed by another partition count (the topic grew
 		// between the two): this attempt's blocks are skipped, and it is made again
 		// placed as the first was, which its claim then answers.
-		opt.FirstAttempt = false
+		opt.FirstAttempt, opt.fence = false, re.fence
 		if m, err = l.prepare(ctx, topic, recs, opt, re.partitions); err != nil {
 			return nil, err
 		}
@@ -320,11 +324,21 @@ func (l *Log) admit(ctx context.Context, m *member, opt AppendOptions) error {
 	m.out = make(chan error, 1)
 	m.pending = slices.Clone(m.groups)
 	sort.Slice(m.pending, func(a, b int) bool { return m.pending[a].partition < m.pending[b].partition })
+	if err := checkProducer(opt); err != nil {
+		return err
+	}
 	if opt.IdempotencyKey == "" {
 		return nil
 	}
 	m.idemKey = m.topic + "#" + opt.IdempotencyKey
-	if opt.FirstAttempt {
+	if opt.Producer && store.TopicCommits(m.topic) {
+		m.producer, m.attempt = true, opt.Attempt
+		if opt.Attempt == 0 {
+			return nil
+		}
+		return l.admitRetry(ctx, m, opt)
+	}
+	if opt.FirstAttempt || (opt.Producer && opt.Attempt == 0) {
 		return nil
 	}
 	parts := make([]int32, len(m.pending))
@@ -358,7 +372,12 @@ func (l *Log) admit(ctx context.Context, m *member, opt AppendOptions) error {
 
 // replaceError says that an idempotent request's claim was placed by another partition
 // count than this attempt: it is made again placed by partitions.
-type replaceError struct{ partitions int32 }
+type replaceError struct {
+	partitions int32
+	// fence is set when a producer request's retry found its attempt: the call made
+	// again searches from the same fence instead of fencing again.
+	fence *store.FencePoint
+}
 
 func (e *replaceError) Error() string {
 	return fmt.Sprintf("log: the request's first attempt was placed by %d partitions", e.partitions)
@@ -398,7 +417,8 @@ func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqComm
 					BaseOffset: pc.BaseOffset, Count: pc.Count, ExpiresAt: rc.ExpiresAt}
 				e.Duplicate = pc.BaseOffset != e.BaseOffset
 				c.Claim = &claim
-				return c, l.putEntry(ctx, *e)
+				_, err := l.putEntry(ctx, *e)
+				return c, err
 			}
 		} else if !errors.Is(err, store.ErrNotFound) {
 			return c, storeErr(fmt.Errorf("read idempotency claim of %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
@@ -425,8 +445,12 @@ func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqComm
 			}
 			c.Members = commitMembers(ms, e.Partition)
 		}
+		e.MembersOffset, e.MembersLength = c.MembersOffset, c.MembersLength
 		c.Claims = make([]store.RequestClaim, len(c.Members))
 		for i, mb := range c.Members {
+			if mb.Producer {
+				continue // decided by the fences the commit's batch found (c.Fences)
+			}
 			claim, err := l.meta.ClaimRequest(ctx, store.RequestClaim{Key: mb.Key, BodyHash: mb.BodyHash, Count: mb.Total,
 				Partitions: mb.Partitions, ExpiresAt: claimExpiry(*e),
 				Parts: []store.PartClaim{{Partition: e.Partition, BaseOffset: e.BaseOffset + mb.Offset, Count: mb.Count}}})
@@ -437,25 +461,43 @@ func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqComm
 		}
 		e.SetSkip(store.SkipFor(c))
 	}
-	return c, l.putEntry(ctx, *e)
+	_, err := l.putEntry(ctx, *e)
+	return c, err
 }
 
-// putEntry writes a commit's index entry; finding it written already (by the
-// materialiser, or by an appender whose answer was lost) is success.
-func (l *Log) putEntry(ctx context.Context, e store.IndexEntry) error {
+// putEntry writes a commit's index entry and returns the entry as stored; finding it
+// written already (by the materialiser, or by an appender whose answer was lost) is
+// success, and then the entry written first is the one returned: the two decide alike,
+// except that a producer member is decided by the fences its batch found, which only
+// the first writer may have known.
+func (l *Log) putEntry(ctx context.Context, e store.IndexEntry) (store.IndexEntry, error) {
 	err := l.meta.PutIndexEntry(ctx, e)
 	var ce *store.ConflictError
 	switch {
 	case err == nil:
 	case errors.As(err, &ce) && ce.Existing.ObjectKey == e.ObjectKey && ce.Existing.ByteOffset == e.ByteOffset:
 		// Written already, by the materialiser or by an SDK retry whose answer was lost.
+		return ce.Existing, nil
 	case errors.As(err, &ce):
-		return fmt.Errorf("%w: %s/%d@%d: the sequencer assigned an offset another entry holds (%s)",
+		return e, fmt.Errorf("%w: %s/%d@%d: the sequencer assigned an offset another entry holds (%s)",
 			ErrCorrupt, e.Topic, e.Partition, e.BaseOffset, ce.Existing.ObjectKey)
 	default:
-		return storeErr(fmt.Errorf("index entry %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
+		return e, storeErr(fmt.Errorf("index entry %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
 	}
-	return nil
+	return e, nil
+}
+
+// storedEntry reads the index entry of commit e (same base offset and block), which
+// must be written.
+func (l *Log) storedEntry(ctx context.Context, e store.IndexEntry) (store.IndexEntry, error) {
+	es, err := l.meta.IndexEntries(ctx, e.Topic, e.Partition, e.BaseOffset, 1)
+	if err != nil {
+		return e, storeErr(fmt.Errorf("index entry %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
+	}
+	if len(es) == 0 || es[0].BaseOffset != e.BaseOffset || es[0].ObjectKey != e.ObjectKey || es[0].ByteOffset != e.ByteOffset {
+		return e, fmt.Errorf("%w: %s/%d@%d: the resolved commit's entry is not written", ErrUnavailable, e.Topic, e.Partition, e.BaseOffset)
+	}
+	return es[0], nil
 }
 
 // claimExpiry is the TTL of a commit's idempotency claim: the window from its append.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/log"
@@ -137,13 +138,7 @@ func materialiser(t testing.TB, s backendtest.Stores, l *log.Log) {
 // superseded are duplicates that readers skip.
 func TestCrashPoints(t *testing.T) {
 	const partitions = 4
-	type step struct {
-		name                 string
-		objBefore, objAfter  bool
-		metaOK               int
-		commits              bool
-		metaArmed, lostReply bool
-	}
+	type step = crashStep
 	steps := []step{
 		{name: "object put fails", objBefore: true},
 		{name: "crash after object put", objAfter: true},
@@ -155,6 +150,24 @@ func TestCrashPoints(t *testing.T) {
 			step{name: fmt.Sprintf("crash after %d of %d index writes", k, partitions), metaArmed: true, metaOK: k},
 			step{name: fmt.Sprintf("index answer lost after %d of %d index writes", k, partitions), metaArmed: true, metaOK: k, lostReply: true})
 	}
+	// Each step in both idempotency modes: a claimed key (a caller's own
+	// Idempotency-Key), and a producer request (fenced: the retry fences the crashed
+	// attempt and searches the log for it).
+	for _, mode := range []string{"claimed", "producer"} {
+		t.Run(mode, func(t *testing.T) { crashPoints(t, steps, mode == "producer") })
+	}
+}
+
+type crashStep struct {
+	name                 string
+	objBefore, objAfter  bool
+	metaOK               int
+	commits              bool
+	metaArmed, lostReply bool
+}
+
+func crashPoints(t *testing.T, steps []crashStep, producer bool) {
+	const partitions = 4
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
 		setup := newLog(t, s)
@@ -178,6 +191,9 @@ func TestCrashPoints(t *testing.T) {
 				recs[j] = log.Record{Partition: &p, Value: fmt.Appendf(nil, "step%d-rec%d", i, j)}
 			}
 			opt := log.AppendOptions{IdempotencyKey: fmt.Sprintf("crash-%d", i)}
+			if producer {
+				opt = log.AppendOptions{IdempotencyKey: opt.IdempotencyKey, Producer: true, FirstAttempt: true}
+			}
 			res, err := crashy.Append(ctx, "crash", recs, opt)
 			if err == nil {
 				t.Fatalf("%s: the append must fail", st.name)
@@ -194,6 +210,9 @@ func TestCrashPoints(t *testing.T) {
 			}
 			// The retry runs in a "new process": a fresh Log on the healthy stores.
 			retry := newLog(t, s)
+			if producer {
+				opt = log.AppendOptions{IdempotencyKey: opt.IdempotencyKey, Producer: true, Attempt: 1, RetryElapsed: time.Minute}
+			}
 			res, err = retry.Append(ctx, "crash", recs, opt)
 			if err != nil {
 				t.Fatalf("%s: retry: %v", st.name, err)

@@ -47,6 +47,10 @@ type member struct {
 	// placedBy, for a request of records, the partition count its records were placed by.
 	idemKey, bodyHash string
 	placedBy          int32
+	// producer marks a producer session's request (fenced idempotency: no claim), and
+	// attempt is which attempt of it this is.
+	producer bool
+	attempt  int32
 	// size is the record bytes of the pending partitions: the byte budget's measure.
 	size  int
 	start time.Time
@@ -88,7 +92,7 @@ func planCommits(members []*member) []*commitPlan {
 			g.m, g.rel, g.commit = m, c.count, c
 			if m.idemKey != "" {
 				c.members = append(c.members, store.CommitMember{Key: m.idemKey, BodyHash: m.bodyHash, Total: int64(m.nrecs),
-					Partitions: m.placedBy, Offset: g.rel, Count: int64(g.count)})
+					Partitions: m.placedBy, Offset: g.rel, Count: int64(g.count), Producer: m.producer, Attempt: m.attempt})
 			}
 			c.parts = append(c.parts, g)
 			c.count += int64(g.count)
@@ -105,7 +109,8 @@ func membersTable(members []*member) ([]byte, error) {
 		if m.idemKey == "" {
 			continue
 		}
-		tm := tableMember{Key: m.idemKey, BodyHash: m.bodyHash, Total: int64(m.nrecs), Partitions: m.placedBy}
+		tm := tableMember{Key: m.idemKey, BodyHash: m.bodyHash, Total: int64(m.nrecs), Partitions: m.placedBy,
+			Producer: m.producer, Attempt: m.attempt}
 		for _, g := range m.pending {
 			tm.Blocks = append(tm.Blocks, tableBlock{Partition: g.partition, Offset: g.rel, Count: int64(g.count)})
 		}
@@ -189,6 +194,11 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 			MaxTimestamp: time.UnixMilli(c.maxTs), AppendedAt: time.UnixMilli(nowMs),
 			ExpiresAt: time.UnixMilli(nowMs).Add(store.SatAdd(t.KeptFor(true), retentionGrace)),
 		}
+		if table != nil {
+			// The entry locates its batch's members table, which a producer request's
+			// retry reads to find an earlier attempt.
+			e.MembersOffset, e.MembersLength = tableAt, int64(len(table))
+		}
 		cs[i] = store.SeqCommit{Entry: e, Members: c.members}
 		if len(c.members) > 0 {
 			cs[i].ClaimExpiresAt, cs[i].MembersOffset, cs[i].MembersLength = claimExpiry(e), tableAt, int64(len(table))
@@ -237,6 +247,10 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 			if g.m.idemKey == "" {
 				continue
 			}
+			if g.m.producer {
+				claims = append(claims, store.RequestClaim{}) // decided by the commit's fences
+				continue
+			}
 			cl := claimed[g.m]
 			if cl.err != nil {
 				// The member's claim failed: the entry is left to the materialiser,
@@ -247,8 +261,15 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 			claims = append(claims, cl.claim)
 		}
 		c.sc.Claims = claims
+		if c.sc.Batch == 0 && c.producers() {
+			// A commit resolved from the index (its answer lost): the fences its batch
+			// found are not known here, but its entry is written (the resolution found
+			// it), and it decides.
+			c.sc.Entry, c.err = l.storedEntry(cctx, c.sc.Entry)
+			return
+		}
 		c.sc.Entry.SetSkip(store.SkipFor(c.sc))
-		c.err = l.putEntry(cctx, c.sc.Entry)
+		c.sc.Entry, c.err = l.putEntry(cctx, c.sc.Entry)
 	})
 	for _, c := range plans {
 		k := 0
@@ -259,6 +280,11 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 			}
 			if g.m.idemKey == "" {
 				g.base = c.sc.Entry.BaseOffset + g.rel
+				continue
+			}
+			if g.m.producer {
+				g.base, g.err = decideProducer(c.sc.Entry, g)
+				k++
 				continue
 			}
 			g.base, g.err = g.m.decide(c.sc.Claims[k], g)
@@ -301,7 +327,7 @@ func (l *Log) claimMembers(ctx context.Context, members []*member) map[*member]c
 	out := map[*member]claimResult{}
 	var wg sync.WaitGroup
 	for _, m := range members {
-		if m.idemKey == "" {
+		if m.idemKey == "" || m.producer {
 			continue
 		}
 		rec := store.RequestClaim{Key: m.idemKey, BodyHash: m.bodyHash, Count: int64(m.nrecs), Partitions: m.placedBy}
@@ -353,13 +379,44 @@ func (m *member) decide(claim store.RequestClaim, g *partGroup) (int64, error) {
 	return pc.BaseOffset, nil
 }
 
+// producers reports whether the commit holds a producer request's block.
+func (c *commitPlan) producers() bool {
+	for _, m := range c.members {
+		if m.Producer {
+			return true
+		}
+	}
+	return false
+}
+
+// decideProducer is a producer request's outcome for its group g given the commit's
+// entry as written: its offsets, or ErrSuperseded when the entry skips its block (a
+// later attempt fenced it before the commit).
+func decideProducer(e store.IndexEntry, g *partGroup) (int64, error) {
+	if blockSkipped(e, g.rel) {
+		return 0, fmt.Errorf("%w: key %q, attempt %d", ErrSuperseded, g.m.idemKey, g.m.attempt)
+	}
+	return e.BaseOffset + g.rel, nil
+}
+
+// blockSkipped reports whether entry e skips the block of one member at rel from its
+// base (a skip run covers a member's block whole or not at all; an unreadable Skip
+// owns nothing).
+func blockSkipped(e store.IndexEntry, rel int64) bool {
+	if e.Duplicate {
+		return true
+	}
+	runs, err := e.SkipRanges()
+	return err != nil || skipped(runs, rel)
+}
+
 // answer is a member's outcome once its batch's commits are done; the outcomes of its
 // groups are in the groups.
 func (l *Log) answer(m *member) error {
 	var firstErr error
 	for _, g := range m.pending {
 		var re *replaceError
-		if errors.Is(g.err, ErrIdempotencyKeyReused) || errors.As(g.err, &re) {
+		if errors.Is(g.err, ErrIdempotencyKeyReused) || errors.Is(g.err, ErrSuperseded) || errors.As(g.err, &re) {
 			return g.err
 		}
 		if g.err != nil && firstErr == nil {

@@ -151,6 +151,9 @@ type Log struct {
 	mu     sync.Mutex
 	topics map[string]cachedTopic // configs, cached for TopicCacheTTL
 	rr     uint32                 // round-robin cursor for unkeyed records
+
+	tablesMu sync.Mutex
+	tables   map[string][]tableMember // members tables read by retries, by object
 }
 
 type tpKey struct {
@@ -174,6 +177,7 @@ func New(cfg Config) (*Log, error) {
 		gapWait:      cfg.GapWait,
 		notifier:     newNotifier(),
 		topics:       map[string]cachedTopic{},
+		tables:       map[string][]tableMember{},
 		defaults:     cfg.Topics,
 	}
 	if err := cfg.Topics.Validate(); err != nil {

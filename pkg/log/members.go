@@ -28,6 +28,10 @@ type tableMember struct {
 	Total      int64        `json:"total"`
 	Partitions int32        `json:"partitions,omitempty"`
 	Blocks     []tableBlock `json:"blocks"`
+	// Producer marks a producer session's request (fenced idempotency: no claim) and
+	// Attempt is which attempt of it the blocks are.
+	Producer bool  `json:"producer,omitempty"`
+	Attempt  int32 `json:"attempt,omitempty"`
 }
 
 // tableBlock is a member's block in one partition's commit: Offset records from the
@@ -65,6 +69,8 @@ func decodeMembers(b []byte) ([]tableMember, error) {
 			return nil, fmt.Errorf("members table: member %d: hash %q, %d records, %d partitions", i, m.BodyHash, m.Total, m.Partitions)
 		case len(m.Blocks) == 0:
 			return nil, fmt.Errorf("members table: member %d has no block", i)
+		case m.Attempt < 0 || m.Attempt > wire.MaxAttempt || (m.Attempt > 0 && !m.Producer):
+			return nil, fmt.Errorf("members table: member %d: attempt %d", i, m.Attempt)
 		}
 		for _, b := range m.Blocks {
 			if b.Partition < 0 || b.Partition >= MaxPartitions || b.Offset < 0 || b.Count < 1 || b.Count > m.Total {
@@ -83,7 +89,7 @@ func commitMembers(ms []tableMember, p int32) []store.CommitMember {
 		for _, b := range m.Blocks {
 			if b.Partition == p {
 				out = append(out, store.CommitMember{Key: m.Key, BodyHash: m.BodyHash, Total: m.Total,
-					Partitions: m.Partitions, Offset: b.Offset, Count: b.Count})
+					Partitions: m.Partitions, Offset: b.Offset, Count: b.Count, Producer: m.Producer, Attempt: m.Attempt})
 			}
 		}
 	}
