@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -381,4 +382,62 @@ func (e ttlEffects) DeleteExpired(ctx context.Context, now time.Time) (int, erro
 		}
 	}
 	return len(out.Items), nil
+}
+
+// TestFencesOnTheStream: the sequencer stream's states carry, for every record of a
+// topic item, the item's batch number and fences, so the materialiser decides as the
+// appender did: a batch's record carries the fences that applied to it, a fence's own
+// record (which re-carries the newest batch) carries it without it applying there.
+func TestFencesOnTheStream(t *testing.T) {
+	m, client, cfg := newStore(t, dynamo.Config{})
+	ctx := t.Context()
+	topic := store.TopicID("orders", store.TopicCommitPrefix+"01stream")
+	batch := func(object string) store.SeqCommit {
+		out, errs := m.SequenceBatch(ctx, []store.SeqCommit{{Entry: store.IndexEntry{Topic: topic, Partition: 0, Count: 1,
+			ObjectKey: object, ByteLength: 10, AppendedAt: time.UnixMilli(1_000), ExpiresAt: time.UnixMilli(2_000)}}})
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		return out[0]
+	}
+	batch("v1/o/a")
+	f := store.RequestFence{Key: topic + "#k", Attempt: 1, At: time.UnixMilli(1_500)}
+	fp, err := m.FenceRequest(ctx, topic, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appended := batch("v1/o/b")
+	f.Batch, f.At = fp.Batch, f.At.UTC()
+
+	var got []store.SeqState
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	stream := dynamo.NewCommitStream(client, awstest.StreamsClient(ctx, t), cfg)
+	stream.Interval = 20 * time.Millisecond
+	err = stream.Run(sctx, func(_ context.Context, sts []store.SeqState) error {
+		got = append(got, sts...)
+		if len(got) >= 3 {
+			cancel()
+		}
+		return nil
+	})
+	if err != nil || len(got) < 3 {
+		t.Fatalf("read %d states of the stream (%v), want 3: the batch, the fence, the batch", len(got), err)
+	}
+	for i, want := range []struct {
+		object string
+		batch  int64
+		fences []store.RequestFence
+	}{{"v1/o/a", 1, nil}, {"v1/o/a", 1, []store.RequestFence{f}}, {"v1/o/b", 2, []store.RequestFence{f}}} {
+		c := got[i].Last
+		if c == nil || c.Entry.ObjectKey != want.object || c.Batch != want.batch || !reflect.DeepEqual(c.Fences, want.fences) {
+			t.Fatalf("stream state %d = %+v, want %s of batch %d with fences %+v", i, c, want.object, want.batch, want.fences)
+		}
+	}
+	if c := got[2].Last; !reflect.DeepEqual(c.Fences, appended.Fences) || c.Batch != appended.Batch {
+		t.Fatalf("the stream's state %+v differs from the appender's result %+v", c, appended)
+	}
+	if got[1].Last.Fences[0].Applies(f.Key, 0, got[1].Last.Batch) || !got[2].Last.Fences[0].Applies(f.Key, 0, got[2].Last.Batch) {
+		t.Fatal("the fence applies to the batch before it, or not to the one after")
+	}
 }
