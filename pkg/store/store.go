@@ -603,8 +603,10 @@ type SequencerStore interface {
 	// topic's batch count, unless the topic has a fence of f.Key whose Attempt is at
 	// least f.Attempt (then ErrSuperseded, nothing changed); it returns the point it was
 	// set at. Every batch committed after it must carry it in Fences (SequenceBatch's
-	// results and the stream's states) until FenceHorizon after f.At. A topic of another
-	// layout must be refused with an error, changing nothing.
+	// results and the stream's states) until FenceHorizon after f.At; only a commit may
+	// drop it, one whose AppendedAt is past that. A topic of another layout, or a fence
+	// CheckFence refuses, must be refused with an error, changing nothing. An outcome the
+	// backend cannot tell (an applied fence whose point is lost) is ErrCommitUnknown.
 	FenceRequest(ctx context.Context, topic string, f RequestFence) (FencePoint, error)
 }
 
