@@ -441,3 +441,36 @@ func TestFencesOnTheStream(t *testing.T) {
 		t.Fatal("the fence applies to the batch before it, or not to the one after")
 	}
 }
+
+// TestFencePrunedByAnotherHost: a store that never saw a fence learns it from its
+// first commit's answer and removes it at its next commit past the fence's horizon; a
+// fence within the horizon stays.
+func TestFencePrunedByAnotherHost(t *testing.T) {
+	fencer, client, cfg := newStore(t, dynamo.Config{})
+	committer := dynamo.New(client, cfg)
+	ctx := t.Context()
+	topic := store.TopicID("orders", store.TopicCommitPrefix+"01prune")
+	set := time.UnixMilli(1_800_000_000_000)
+	late := set.Add(store.FenceHorizon + time.Minute)
+	for _, f := range []store.RequestFence{{Key: topic + "#old", Attempt: 1, At: set}, {Key: topic + "#new", Attempt: 1, At: late}} {
+		if _, err := fencer.FenceRequest(ctx, topic, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var keys [][]string
+	for i := range 2 {
+		out, errs := committer.SequenceBatch(ctx, []store.SeqCommit{{Entry: store.IndexEntry{Topic: topic, Partition: 0, Count: 1,
+			ObjectKey: fmt.Sprintf("v1/o/%d", i), ByteLength: 10, AppendedAt: late, ExpiresAt: late.Add(time.Hour)}}})
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		var ks []string
+		for _, f := range out[0].Fences {
+			ks = append(ks, f.Key)
+		}
+		keys = append(keys, ks)
+	}
+	if want := [][]string{{topic + "#new", topic + "#old"}, {topic + "#new"}}; !reflect.DeepEqual(keys, want) {
+		t.Fatalf("the two batches past the old fence's horizon carry %v, want %v", keys, want)
+	}
+}
