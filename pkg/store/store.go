@@ -425,6 +425,27 @@ type FencePoint struct {
 	Next map[int32]int64
 }
 
+// MaxFenceKey bounds a fence's key (a scoped idempotency key).
+const MaxFenceKey = 1024
+
+// CheckFence is what every backend checks of a FenceRequest before writing anything:
+// a topic of the topic commit layout, a key of 1 to MaxFenceKey bytes, an attempt from
+// 1 (attempt 0 fences nothing) and a time after the epoch.
+func CheckFence(topic string, f RequestFence) error {
+	what := fmt.Sprintf("fence %q attempt %d on %s", f.Key, f.Attempt, topic)
+	switch {
+	case !TopicCommits(topic):
+		return fmt.Errorf("%s: the topic is not of the topic commit layout", what)
+	case f.Key == "" || len(f.Key) > MaxFenceKey:
+		return fmt.Errorf("%s: the key must have 1 to %d bytes", what, MaxFenceKey)
+	case f.Attempt < 1:
+		return fmt.Errorf("%s: a fence's attempt must be at least 1", what)
+	case f.At.IsZero() || f.At.UnixMilli() < 0:
+		return fmt.Errorf("%s: a fence must have a time after the epoch", what)
+	}
+	return nil
+}
+
 // Owns reports whether member m of a commit at partition p with base offset base owns
 // its block given its claim as stored: the claim names m's request and its slot of p is
 // m's block. A block a member does not own is skipped by readers.
@@ -582,8 +603,10 @@ type SequencerStore interface {
 	// topic's batch count, unless the topic has a fence of f.Key whose Attempt is at
 	// least f.Attempt (then ErrSuperseded, nothing changed); it returns the point it was
 	// set at. Every batch committed after it must carry it in Fences (SequenceBatch's
-	// results and the stream's states) until FenceHorizon after f.At. A topic of another
-	// layout must be refused with an error, changing nothing.
+	// results and the stream's states) until FenceHorizon after f.At; only a commit may
+	// drop it, one whose AppendedAt is past that. A topic of another layout, or a fence
+	// CheckFence refuses, must be refused with an error, changing nothing. An outcome the
+	// backend cannot tell (an applied fence whose point is lost) is ErrCommitUnknown.
 	FenceRequest(ctx context.Context, topic string, f RequestFence) (FencePoint, error)
 }
 

@@ -31,6 +31,9 @@ type MetaStore struct {
 	// int64): a lower bound of the base of any commit sent after it, which bounds the
 	// index range a lost commit answer is looked for in (resolveCommit).
 	seen sync.Map
+	// fences are the request fences of each topic commit topic (topic → []RequestFence)
+	// as this store last saw its item: a commit removes those past store.FenceHorizon.
+	fences sync.Map
 }
 
 var _ store.MetaStore = (*MetaStore)(nil)

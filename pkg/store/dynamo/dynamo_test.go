@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -381,4 +382,95 @@ func (e ttlEffects) DeleteExpired(ctx context.Context, now time.Time) (int, erro
 		}
 	}
 	return len(out.Items), nil
+}
+
+// TestFencesOnTheStream: the sequencer stream's states carry, for every record of a
+// topic item, the item's batch number and fences, so the materialiser decides as the
+// appender did: a batch's record carries the fences that applied to it, a fence's own
+// record (which re-carries the newest batch) carries it without it applying there.
+func TestFencesOnTheStream(t *testing.T) {
+	m, client, cfg := newStore(t, dynamo.Config{})
+	ctx := t.Context()
+	topic := store.TopicID("orders", store.TopicCommitPrefix+"01stream")
+	batch := func(object string) store.SeqCommit {
+		out, errs := m.SequenceBatch(ctx, []store.SeqCommit{{Entry: store.IndexEntry{Topic: topic, Partition: 0, Count: 1,
+			ObjectKey: object, ByteLength: 10, AppendedAt: time.UnixMilli(1_000), ExpiresAt: time.UnixMilli(2_000)}}})
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		return out[0]
+	}
+	batch("v1/o/a")
+	f := store.RequestFence{Key: topic + "#k", Attempt: 1, At: time.UnixMilli(1_500)}
+	fp, err := m.FenceRequest(ctx, topic, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appended := batch("v1/o/b")
+	f.Batch, f.At = fp.Batch, f.At.UTC()
+
+	var got []store.SeqState
+	sctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	stream := dynamo.NewCommitStream(client, awstest.StreamsClient(ctx, t), cfg)
+	stream.Interval = 20 * time.Millisecond
+	err = stream.Run(sctx, func(_ context.Context, sts []store.SeqState) error {
+		got = append(got, sts...)
+		if len(got) >= 3 {
+			cancel()
+		}
+		return nil
+	})
+	if err != nil || len(got) < 3 {
+		t.Fatalf("read %d states of the stream (%v), want 3: the batch, the fence, the batch", len(got), err)
+	}
+	for i, want := range []struct {
+		object string
+		batch  int64
+		fences []store.RequestFence
+	}{{"v1/o/a", 1, nil}, {"v1/o/a", 1, []store.RequestFence{f}}, {"v1/o/b", 2, []store.RequestFence{f}}} {
+		c := got[i].Last
+		if c == nil || c.Entry.ObjectKey != want.object || c.Batch != want.batch || !reflect.DeepEqual(c.Fences, want.fences) {
+			t.Fatalf("stream state %d = %+v, want %s of batch %d with fences %+v", i, c, want.object, want.batch, want.fences)
+		}
+	}
+	if c := got[2].Last; !reflect.DeepEqual(c.Fences, appended.Fences) || c.Batch != appended.Batch {
+		t.Fatalf("the stream's state %+v differs from the appender's result %+v", c, appended)
+	}
+	if got[1].Last.Fences[0].Applies(f.Key, 0, got[1].Last.Batch) || !got[2].Last.Fences[0].Applies(f.Key, 0, got[2].Last.Batch) {
+		t.Fatal("the fence applies to the batch before it, or not to the one after")
+	}
+}
+
+// TestFencePrunedByAnotherHost: a store that never saw a fence learns it from its
+// first commit's answer and removes it at its next commit past the fence's horizon; a
+// fence within the horizon stays.
+func TestFencePrunedByAnotherHost(t *testing.T) {
+	fencer, client, cfg := newStore(t, dynamo.Config{})
+	committer := dynamo.New(client, cfg)
+	ctx := t.Context()
+	topic := store.TopicID("orders", store.TopicCommitPrefix+"01prune")
+	set := time.UnixMilli(1_800_000_000_000)
+	late := set.Add(store.FenceHorizon + time.Minute)
+	for _, f := range []store.RequestFence{{Key: topic + "#old", Attempt: 1, At: set}, {Key: topic + "#new", Attempt: 1, At: late}} {
+		if _, err := fencer.FenceRequest(ctx, topic, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var keys [][]string
+	for i := range 2 {
+		out, errs := committer.SequenceBatch(ctx, []store.SeqCommit{{Entry: store.IndexEntry{Topic: topic, Partition: 0, Count: 1,
+			ObjectKey: fmt.Sprintf("v1/o/%d", i), ByteLength: 10, AppendedAt: late, ExpiresAt: late.Add(time.Hour)}}})
+		if err := errors.Join(errs...); err != nil {
+			t.Fatal(err)
+		}
+		var ks []string
+		for _, f := range out[0].Fences {
+			ks = append(ks, f.Key)
+		}
+		keys = append(keys, ks)
+	}
+	if want := [][]string{{topic + "#new", topic + "#old"}, {topic + "#new"}}; !reflect.DeepEqual(keys, want) {
+		t.Fatalf("the two batches past the old fence's horizon carry %v, want %v", keys, want)
+	}
 }

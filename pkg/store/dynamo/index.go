@@ -34,8 +34,18 @@ func indexItem(e store.IndexEntry) item {
 	if e.Skip != "" {
 		it["skip"] = avS(e.Skip)
 	}
+	if e.MembersLength > 0 {
+		it[attrMembersOff], it[attrMembersLen] = avN(e.MembersOffset), avN(e.MembersLength)
+	}
 	return it
 }
+
+// An entry's members table location (IndexEntry.MembersOffset, MembersLength): two
+// short number attributes, absent when the batch has no members table.
+const (
+	attrMembersOff = "m_off"
+	attrMembersLen = "m_len"
+)
 
 func decodeIndex(it item) (store.IndexEntry, error) {
 	d := decoder{it: it}
@@ -53,10 +63,16 @@ func decodeIndex(it item) (store.IndexEntry, error) {
 		Duplicate:    d.boolean("duplicate"),
 		Skip:         d.str("skip", false),
 	}
+	e.MembersOffset, e.MembersLength = d.num(attrMembersOff, false), d.num(attrMembersLen, false)
 	if d.err == nil {
 		if _, err := e.SkipRanges(); err != nil {
 			d.fail("skip", "%v", err)
 		}
+	}
+	_, hasOff := it[attrMembersOff]
+	_, hasLen := it[attrMembersLen]
+	if d.err == nil && (hasOff != hasLen || hasLen && (e.MembersOffset < 0 || e.MembersLength < 1)) {
+		d.fail(attrMembersLen, "members table at %d of length %d", e.MembersOffset, e.MembersLength)
 	}
 	return e, d.err
 }

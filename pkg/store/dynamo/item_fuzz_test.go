@@ -23,6 +23,7 @@ var fuzzAttrs = []string{
 	attrMember, "log_start_offset",
 	attrNextSeq, attrLogStart, attrCCount, attrCObject, attrCByteOff, attrCByteLen, attrCMaxTs, attrCAt,
 	attrCExpires, attrCIdem, attrCHash, attrCompleted, attrLagVersion, attrLagHistory, attrRetentionPin,
+	attrMembersOff, attrMembersLen,
 }
 
 // fuzzItem builds an item from fuzz bytes: kinds[i] picks the type of attribute i (absent
@@ -85,8 +86,11 @@ func FuzzDecodeItem(f *testing.F) {
 	e := store.IndexEntry{Topic: "t", Partition: 3, BaseOffset: 41, Count: 2, ObjectKey: "t/3/x.seg",
 		ByteOffset: 10, ByteLength: 99, MaxTimestamp: at, AppendedAt: at, ExpiresAt: at.Add(time.Hour)}
 	r := store.IdempotencyRecord{Key: "k#1", Partition: 1, BodyHash: "abc", BaseOffset: 7, Count: 3, ExpiresAt: at}
+	members := e
+	members.MembersOffset, members.MembersLength = 1<<33, 77
 	for _, it := range []item{
 		indexItem(e),
+		indexItem(members),
 		idemItem(r),
 		{attrTopic: avS("orders"), "partitions": avN(8), "retention_ms": &types.AttributeValueMemberN{Value: "86400000.5"}, "created_at": avN(at.UnixMilli())},
 		{attrTopic: avS("orders"), "partitions": avN(8), "retention_ms": avN(3600000), attrRetentionPin: avN(21600000), "created_at": avN(at.UnixMilli())},

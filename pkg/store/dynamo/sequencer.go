@@ -113,7 +113,8 @@ func (d *decoder) commit(p payload, a blockAttrs, topic string, partition int32)
 	return store.SeqCommit{
 		Entry: store.IndexEntry{Topic: topic, Partition: partition, Count: d.num(a.count, true),
 			ObjectKey: p.obj, ByteOffset: d.num(a.boff, true), ByteLength: d.num(a.blen, true),
-			MaxTimestamp: d.time(a.maxts), AppendedAt: p.at, ExpiresAt: p.exp},
+			MaxTimestamp: d.time(a.maxts), AppendedAt: p.at, ExpiresAt: p.exp,
+			MembersOffset: p.membersOff, MembersLength: p.membersLen},
 		IdempotencyKey: d.str(a.idem, false),
 		BodyHash:       d.str(a.hash, false),
 		MembersOffset:  p.membersOff,
@@ -244,6 +245,7 @@ func (s *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 		s.observe(tp, st.NextOffset)
 		c.Entry.BaseOffset, c.Seq = st.Last.Entry.BaseOffset, st.NextSeq
 		c.Entry.Duplicate, c.Entry.Skip, c.Materialized, c.Claim, c.Claims = false, "", false, nil, nil
+		c.Entry.MembersOffset, c.Entry.MembersLength = c.MembersOffset, c.MembersLength
 		return c, nil
 	}, func() error {
 		_, err := s.Sequencer(ctx, e.Topic, e.Partition)
@@ -327,6 +329,7 @@ func (s *MetaStore) resolveCommit(ctx context.Context, op string, c store.SeqCom
 	found := func(base int64, seq int64) store.SeqCommit {
 		c.Entry.BaseOffset, c.Seq = base, seq
 		c.Entry.Duplicate, c.Entry.Skip, c.Materialized, c.Claim, c.Claims = false, "", false, nil, nil
+		c.Entry.MembersOffset, c.Entry.MembersLength = c.MembersOffset, c.MembersLength
 		return c
 	}
 	var hw int64 = -1

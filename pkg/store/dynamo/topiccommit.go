@@ -62,6 +62,13 @@ type batchItem struct {
 	parts   map[int32]partCounters
 	// batch is the newest batch's commits in their order, with bases and Seq set.
 	batch []store.SeqCommit
+	// fences are the topic's request fences, in key order.
+	fences []store.RequestFence
+}
+
+// stamp sets the newest batch's number and the item's fences on a commit of it.
+func (t batchItem) stamp(c *store.SeqCommit) {
+	c.Batch, c.Fences = t.batches, slices.Clone(t.fences)
 }
 
 // state is partition p's sequencer state; Last is p's last commit in the newest batch
@@ -72,6 +79,7 @@ func (t batchItem) state(p int32) store.SeqState {
 	for i := len(t.batch) - 1; i >= 0; i-- {
 		if t.batch[i].Entry.Partition == p {
 			c := t.batch[i]
+			t.stamp(&c)
 			st.Last = &c
 			break
 		}
@@ -90,6 +98,7 @@ func (t batchItem) states() []store.SeqState {
 	for _, c := range t.batch {
 		pc := t.parts[c.Entry.Partition]
 		c := c
+		t.stamp(&c)
 		out = append(out, store.SeqState{Topic: t.topic, Partition: c.Entry.Partition, NextOffset: c.Entry.End(),
 			NextSeq: c.Seq, LogStart: min(pc.logStart, c.Entry.End()), Last: &c})
 	}
@@ -164,6 +173,9 @@ func decodeBatchItem(it item) (batchItem, error) {
 	}
 	if _, ok := it[attrBCommits]; ok && d.err == nil {
 		t.batch = decodeBatch(&d, t)
+	}
+	if d.err == nil {
+		t.fences = decodeFences(&d, t.batches)
 	}
 	if d.err != nil {
 		return batchItem{}, d.err
@@ -310,13 +322,21 @@ func (s *MetaStore) sequenceTopic(ctx context.Context, cs []store.SeqCommit) ([]
 	names := map[string]string{"#b": attrBatches, "#bo": attrBObject, "#ba": attrBAt, "#be": attrBExpires, "#bc": attrBCommits, "#bm": attrBMembers}
 	values := item{":one": avN(1), ":obj": avS(first.ObjectKey), ":at": avN(first.AppendedAt.UnixMilli()),
 		":exp": avN(first.ExpiresAt.UnixMilli()), ":c": encodeBatch(cs)}
-	members := " REMOVE #bm"
+	members, remove := "", []string{"#bm"}
 	for _, c := range cs {
 		if c.MembersLength > 0 {
-			members = ", #bm = :bm"
+			members, remove = ", #bm = :bm", nil
 			values[":bm"] = avMembers(c.MembersOffset, c.MembersLength)
 			break
 		}
+	}
+	for i, f := range expiredFences(s.seenFences(topic), first.AppendedAt, maxPrunePerCommit) {
+		is := strconv.Itoa(i)
+		names["#xf"+is], names["#xb"+is] = fenceName(f.Key), fenceBatchName(fenceName(f.Key))
+		remove = append(remove, "#xf"+is, "#xb"+is)
+	}
+	if len(remove) > 0 {
+		members += " REMOVE " + strings.Join(remove, ", ")
 	}
 	var add strings.Builder
 	add.WriteString("ADD #b :one")
@@ -343,7 +363,8 @@ func (s *MetaStore) sequenceTopic(ctx context.Context, cs []store.SeqCommit) ([]
 		for _, p := range parts {
 			s.observe(tpKey(topic, p), t.parts[p].next)
 		}
-		return assigned(cs, t.batch), nil
+		s.noteFences(topic, t.fences)
+		return assigned(cs, t), nil
 	}, func() error {
 		return s.putTopicItem(ctx, topic)
 	}, func(cause error) ([]store.SeqCommit, bool, error) {
@@ -365,12 +386,16 @@ func sameBatch(batch, cs []store.SeqCommit) bool {
 	return true
 }
 
-// assigned returns cs with the bases and commit numbers of the decoded batch.
-func assigned(cs, batch []store.SeqCommit) []store.SeqCommit {
+// assigned returns cs with the bases and commit numbers of the topic item's newest
+// batch (cs), its number and the item's fences; each entry carries its commit's members
+// table location, so whoever writes it keeps that.
+func assigned(cs []store.SeqCommit, t batchItem) []store.SeqCommit {
 	out := slices.Clone(cs)
 	for i := range out {
-		out[i].Entry.BaseOffset, out[i].Seq = batch[i].Entry.BaseOffset, batch[i].Seq
+		out[i].Entry.BaseOffset, out[i].Seq = t.batch[i].Entry.BaseOffset, t.batch[i].Seq
 		out[i].Entry.Duplicate, out[i].Materialized, out[i].Claim = false, false, nil
+		out[i].Entry.MembersOffset, out[i].Entry.MembersLength = out[i].MembersOffset, out[i].MembersLength
+		t.stamp(&out[i])
 	}
 	return out
 }
@@ -432,7 +457,7 @@ func (s *MetaStore) resolveBatch(ctx context.Context, op string, cs []store.SeqC
 				last = derr
 				if derr == nil {
 					if sameBatch(t.batch, cs) {
-						return assigned(cs, t.batch), true, nil
+						return assigned(cs, t), true, nil
 					}
 					hw = map[int32]int64{}
 					for _, c := range cs {
@@ -473,6 +498,7 @@ func (s *MetaStore) resolveBatch(ctx context.Context, op string, cs []store.SeqC
 				for i := range out {
 					out[i].Entry.BaseOffset, out[i].Seq = bases[i], 0
 					out[i].Entry.Duplicate, out[i].Materialized, out[i].Claim = false, false, nil
+					out[i].Entry.MembersOffset, out[i].Entry.MembersLength = out[i].MembersOffset, out[i].MembersLength
 				}
 				return out, true, nil
 			}
@@ -549,9 +575,4 @@ func (s *MetaStore) advanceTopicLogStart(ctx context.Context, topic string, p in
 		st = t.state(p)
 	}
 	return logStartRefused(op, offset, st)
-}
-
-// FenceRequest is not built yet: fenced idempotency is refused.
-func (s *MetaStore) FenceRequest(ctx context.Context, topic string, f store.RequestFence) (store.FencePoint, error) {
-	return store.FencePoint{}, fmt.Errorf("dynamo: fence %s on %s: not supported", f.Key, topic)
 }

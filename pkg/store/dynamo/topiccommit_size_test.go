@@ -14,7 +14,7 @@ import (
 
 // avBytes is a value's size as DynamoDB bills it: a string its UTF-8 length, a number
 // one byte per two significant digits plus one, a list 3 bytes plus 1 per element plus
-// the elements.
+// the elements, a map the same plus its names.
 func avBytes(v types.AttributeValue) int {
 	switch v := v.(type) {
 	case *types.AttributeValueMemberS:
@@ -26,6 +26,12 @@ func avBytes(v types.AttributeValue) int {
 		n := 3
 		for _, e := range v.Value {
 			n += 1 + avBytes(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + avBytes(e)
 		}
 		return n
 	}
@@ -70,5 +76,21 @@ func TestTopicItemSize(t *testing.T) {
 		if _, err := decodeBatchItem(it); err != nil {
 			t.Fatal(fmt.Errorf("the measured item does not decode: %w", err))
 		}
+	}
+}
+
+// TestFenceSize measures a request fence on the topic item (its two attributes, which
+// every batch's write pays for while the fence is there): a producer request's scoped
+// key of a topic ID and a 26-character producer id with a sequence number. It fails if
+// a fence takes more than 64 bytes beside its key.
+func TestFenceSize(t *testing.T) {
+	id := "orders#tc01jdz8w6q3n4v5x7y9z0a1b2c3"
+	f := store.RequestFence{Key: id + "#01JDZ8W7R8S9T0U1V2W3X4Y5Z6:123456789", Attempt: 3, At: time.UnixMilli(1796092200123)}
+	name := fenceName(f.Key)
+	it := item{name: avFence(f), fenceBatchName(name): avN(12_345_678)}
+	n := itemBytes(it)
+	t.Logf("a fence of a %d-byte key: %d bytes on the topic item", len(f.Key), n)
+	if n > len(f.Key)+64 {
+		t.Errorf("a fence takes %d bytes, want at most %d", n, len(f.Key)+64)
 	}
 }

@@ -33,7 +33,8 @@ const (
 
 func allBuckets() []string {
 	return []string{bucketTopics, bucketIndex, bucketPartitions, bucketAssignments,
-		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency, bucketSequencer, bucketGraveyard, bucketExpiry, bucketLag, bucketParked}
+		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency, bucketSequencer, bucketGraveyard, bucketExpiry, bucketLag, bucketParked,
+		bucketTopicBatches, bucketFences}
 }
 
 // openTimeout bounds the wait for bbolt's file lock, so a second process on the same

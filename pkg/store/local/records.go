@@ -44,6 +44,9 @@ type indexRec struct {
 	ExpiresAt    time.Time `json:"expires_at"`
 	Duplicate    bool      `json:"duplicate,omitempty"`
 	Skip         string    `json:"skip,omitempty"`
+	// MembersOffset and MembersLength locate the batch's members table (absent: none).
+	MembersOffset int64 `json:"members_offset,omitempty"`
+	MembersLength int64 `json:"members_length,omitempty"`
 }
 
 func indexToRec(e store.IndexEntry) indexRec {
@@ -51,7 +54,7 @@ func indexToRec(e store.IndexEntry) indexRec {
 		Topic: e.Topic, Partition: e.Partition, BaseOffset: e.BaseOffset, Count: e.Count,
 		ObjectKey: e.ObjectKey, ByteOffset: e.ByteOffset, ByteLength: e.ByteLength,
 		MaxTimestamp: e.MaxTimestamp.UTC(), AppendedAt: e.AppendedAt.UTC(), ExpiresAt: e.ExpiresAt.UTC(),
-		Duplicate: e.Duplicate, Skip: e.Skip,
+		Duplicate: e.Duplicate, Skip: e.Skip, MembersOffset: e.MembersOffset, MembersLength: e.MembersLength,
 	}
 }
 
@@ -60,7 +63,7 @@ func (r indexRec) toStore() store.IndexEntry {
 		Topic: r.Topic, Partition: r.Partition, BaseOffset: r.BaseOffset, Count: r.Count,
 		ObjectKey: r.ObjectKey, ByteOffset: r.ByteOffset, ByteLength: r.ByteLength,
 		MaxTimestamp: r.MaxTimestamp, AppendedAt: r.AppendedAt, ExpiresAt: r.ExpiresAt,
-		Duplicate: r.Duplicate, Skip: r.Skip,
+		Duplicate: r.Duplicate, Skip: r.Skip, MembersOffset: r.MembersOffset, MembersLength: r.MembersLength,
 	}
 }
 

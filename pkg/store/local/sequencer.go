@@ -29,13 +29,15 @@ type seqCommitRec struct {
 	Seq            int64    `json:"seq"`
 	MembersOffset  int64    `json:"members_offset,omitempty"`
 	MembersLength  int64    `json:"members_length,omitempty"`
+	// Batch is the commit's batch number on a topic commit topic.
+	Batch int64 `json:"batch,omitempty"`
 }
 
 func (r seqRec) toStore() store.SeqState {
 	st := store.SeqState{Topic: r.Topic, Partition: r.Partition, NextOffset: r.NextOffset, NextSeq: r.NextSeq, LogStart: r.LogStart}
 	if r.Last != nil {
 		st.Last = &store.SeqCommit{Entry: r.Last.Entry.toStore(), IdempotencyKey: r.Last.IdempotencyKey, BodyHash: r.Last.BodyHash, Seq: r.Last.Seq,
-			MembersOffset: r.Last.MembersOffset, MembersLength: r.Last.MembersLength}
+			MembersOffset: r.Last.MembersOffset, MembersLength: r.Last.MembersLength, Batch: r.Last.Batch}
 	}
 	return st
 }
@@ -101,11 +103,32 @@ func (m *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 // batch, the embedded backend's topic commit — keeping the per-partition counter rows
 // (bbolt has no per-row throughput to spread: its unit of cost is the transaction), so
 // every topic, of either layout, commits this way and no data directory is rewritten.
+// On a topic commit topic the transaction is one batch: numbered (Batch) and given the
+// topic's fences (Fences) before its commits are materialised, so that producer members
+// are skipped by them.
 func (m *MetaStore) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([]store.SeqCommit, []error) {
 	out := slices.Clone(cs)
 	errs := make([]error, len(cs))
 	err := m.update(ctx, func(tx *bolt.Tx) error {
+		type batch struct {
+			n      int64
+			fences []store.RequestFence
+		}
+		batches := map[string]batch{}
 		for i := range out {
+			topic := out[i].Entry.Topic
+			out[i].Batch, out[i].Fences = 0, nil
+			if store.TopicCommits(topic) {
+				b, ok := batches[topic]
+				if !ok {
+					var err error
+					if b.n, b.fences, err = beginBatchLocked(tx, topic, out[i].Entry.AppendedAt); err != nil {
+						return err
+					}
+					batches[topic] = b
+				}
+				out[i].Batch, out[i].Fences = b.n, slices.Clone(b.fences)
+			}
 			if err := sequenceLocked(tx, &out[i]); err != nil {
 				return err
 			}
@@ -189,21 +212,29 @@ func sequenceLocked(tx *bolt.Tx, c *store.SeqCommit) error {
 	if len(c.Members) > 0 {
 		c.Entry.SetSkip(store.SkipFor(*c))
 	}
+	c.Entry.MembersOffset, c.Entry.MembersLength = c.MembersOffset, c.MembersLength
 	if err := putIndexIfAbsent(tx, c.Entry); err != nil {
 		return fmt.Errorf("local: the counter of %s/%d is behind its index: %w", c.Entry.Topic, c.Entry.Partition, err)
 	}
 	st.Last = &seqCommitRec{Entry: indexToRec(c.Entry), IdempotencyKey: c.IdempotencyKey, BodyHash: c.BodyHash, Seq: c.Seq,
-		MembersOffset: c.MembersOffset, MembersLength: c.MembersLength}
+		MembersOffset: c.MembersOffset, MembersLength: c.MembersLength, Batch: c.Batch}
 	return putRec(tx, bucketSequencer, partitionKey(c.Entry.Topic, c.Entry.Partition), st)
 }
 
-// Sequencer returns the partition's sequencer row, seeding it first when absent.
+// Sequencer returns the partition's sequencer row, seeding it first when absent. On a
+// topic commit topic its last commit carries its batch number and the topic's fences.
 func (m *MetaStore) Sequencer(ctx context.Context, topic string, partition int32) (store.SeqState, error) {
 	var rec seqRec
+	var fences []store.RequestFence
 	found := false
 	err := m.view(ctx, func(tx *bolt.Tx) error {
 		var err error
-		rec, found, err = getRec[seqRec](tx, bucketSequencer, partitionKey(topic, partition))
+		if rec, found, err = getRec[seqRec](tx, bucketSequencer, partitionKey(topic, partition)); err != nil || !found {
+			return err
+		}
+		if store.TopicCommits(topic) && rec.Last != nil {
+			fences, err = fencesLocked(tx, topic)
+		}
 		return err
 	})
 	if err == nil && !found {
@@ -216,7 +247,11 @@ func (m *MetaStore) Sequencer(ctx context.Context, topic string, partition int32
 	if err != nil {
 		return store.SeqState{}, err
 	}
-	return rec.toStore(), nil
+	st := rec.toStore()
+	if st.Last != nil {
+		st.Last.Fences = fences
+	}
+	return st, nil
 }
 
 // ClaimIdempotency stores rec unless its (key, partition) has a record already.
@@ -341,9 +376,4 @@ func (m *MetaStore) AdvanceLogStart(ctx context.Context, topic string, partition
 		st.LogStart = offset
 		return putRec(tx, bucketSequencer, partitionKey(topic, partition), st)
 	})
-}
-
-// FenceRequest is not built yet: fenced idempotency is refused.
-func (m *MetaStore) FenceRequest(ctx context.Context, topic string, f store.RequestFence) (store.FencePoint, error) {
-	return store.FencePoint{}, fmt.Errorf("local: fence %s on %s: not supported", f.Key, topic)
 }

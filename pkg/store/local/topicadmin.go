@@ -192,6 +192,12 @@ func (m *MetaStore) PurgeTopic(ctx context.Context, name, incarnation string) er
 				return err
 			}
 		}
+		if err := tx.Bucket([]byte(bucketTopicBatches)).Delete(topicKey(id)); err != nil {
+			return err
+		}
+		if err := deletePrefix(tx.Bucket([]byte(bucketFences)), topicKey(id)); err != nil {
+			return err
+		}
 		return tx.Bucket([]byte(bucketGraveyard)).Delete(key)
 	})
 }

@@ -34,6 +34,8 @@ type memStore struct {
 	graveyard   map[string]store.DeletedTopic // deleted incarnations by ID (memstore_groupadmin_test.go)
 	lag         map[string][]store.LagSeries
 	parked      map[parkedMemKey]store.ParkedKey
+	batches     map[string]int64                         // topic commit topic → batches committed
+	fences      map[string]map[string]store.RequestFence // topic → key → fence
 }
 
 type tpKey struct {
@@ -61,6 +63,8 @@ func newMemStore(bug string) *memStore {
 		members:     map[string]map[string]store.Member{},
 		graveyard:   map[string]store.DeletedTopic{},
 		lag:         map[string][]store.LagSeries{},
+		batches:     map[string]int64{},
+		fences:      map[string]map[string]store.RequestFence{},
 	}
 }
 
@@ -220,6 +224,9 @@ func (s *memStore) putEntryLocked(e store.IndexEntry) error {
 	if s.index[k] == nil {
 		s.index[k] = map[int64]store.IndexEntry{}
 	}
+	if s.bug == "EntryDropsMembers" {
+		e.MembersOffset, e.MembersLength = 0, 0
+	}
 	s.index[k][e.BaseOffset] = s.storeEntry(e)
 	return nil
 }
@@ -316,8 +323,13 @@ func (s *memStore) seqLocked(topic string, partition int32) store.SeqState {
 	return st
 }
 
-// Sequence adds to the counter and leaves the index entry to the caller, as DynamoDB does.
-func (s *memStore) Sequence(_ context.Context, c store.SeqCommit) (store.SeqCommit, error) {
+// Sequence adds to the counter and leaves the index entry to the caller, as DynamoDB does;
+// on a topic commit topic it is a batch of one.
+func (s *memStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqCommit, error) {
+	if store.TopicCommits(c.Entry.Topic) {
+		out, errs := s.SequenceBatch(ctx, []store.SeqCommit{c})
+		return out[0], errs[0]
+	}
 	s.lock()
 	defer s.mu.Unlock()
 	st := s.seqLocked(c.Entry.Topic, c.Entry.Partition)
@@ -349,11 +361,24 @@ func (s *memStore) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([]s
 	}
 	s.lock()
 	defer s.mu.Unlock()
+	var batch int64
+	var fences []store.RequestFence
+	if len(cs) > 0 && store.TopicCommits(cs[0].Entry.Topic) {
+		batch, fences = s.beginBatchLocked(cs[0].Entry.Topic, cs[0].Entry.AppendedAt)
+	}
 	for i, c := range cs {
 		if i > 0 && s.bug == "BatchNotAtomic" {
 			s.racy()
 		}
 		st := s.seqLocked(c.Entry.Topic, c.Entry.Partition)
+		c.Batch, c.Fences = batch, slices.Clone(fences)
+		if s.bug == "FencesOmitted" {
+			c.Fences = nil
+		}
+		if s.bug == "ResultDropsMembers" {
+			c.MembersOffset, c.MembersLength = 0, 0
+		}
+		c.Entry.MembersOffset, c.Entry.MembersLength = c.MembersOffset, c.MembersLength
 		c.Entry.BaseOffset = st.NextOffset
 		st.NextOffset += c.Entry.Count
 		st.NextSeq++
@@ -370,7 +395,75 @@ func (s *memStore) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([]s
 func (s *memStore) Sequencer(_ context.Context, topic string, partition int32) (store.SeqState, error) {
 	s.lock()
 	defer s.mu.Unlock()
-	return s.seqLocked(topic, partition), nil
+	st := s.seqLocked(topic, partition)
+	if st.Last != nil && store.TopicCommits(topic) {
+		last := *st.Last
+		last.Fences = s.fencesLocked(topic)
+		if s.bug == "StateWithoutFences" {
+			last.Fences = nil
+		}
+		st.Last = &last
+	}
+	return st, nil
+}
+
+// fencesLocked returns topic's fences in key order.
+func (s *memStore) fencesLocked(topic string) []store.RequestFence {
+	var out []store.RequestFence
+	for _, f := range s.fences[topic] {
+		out = append(out, f)
+	}
+	slices.SortFunc(out, func(a, b store.RequestFence) int { return strings.Compare(a.Key, b.Key) })
+	return out
+}
+
+// beginBatchLocked numbers a new batch of topic committed at now and returns its
+// number and the fences it carries, dropping those older than the horizon first.
+func (s *memStore) beginBatchLocked(topic string, now time.Time) (int64, []store.RequestFence) {
+	s.batches[topic]++
+	n := s.batches[topic]
+	if s.bug == "BatchNumberStale" {
+		n--
+	}
+	for k, f := range s.fences[topic] {
+		if now.Sub(f.At) > store.FenceHorizon && s.bug != "FencesNeverPruned" {
+			delete(s.fences[topic], k)
+		}
+	}
+	return n, s.fencesLocked(topic)
+}
+
+func (s *memStore) FenceRequest(_ context.Context, topic string, f store.RequestFence) (store.FencePoint, error) {
+	if err := store.CheckFence(topic, f); err != nil && !(s.bug == "FenceAnyLayout" && !store.TopicCommits(topic)) {
+		return store.FencePoint{}, fmt.Errorf("memstore: %w", err)
+	}
+	s.lock()
+	defer s.mu.Unlock()
+	if old, ok := s.fences[topic][f.Key]; ok && old.Attempt >= f.Attempt && s.bug != "FenceOverwrites" {
+		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: attempt %d fenced already: %w", f.Key, old.Attempt, store.ErrSuperseded)
+	}
+	if s.bug == "FenceRequestPrunes" {
+		for k, old := range s.fences[topic] {
+			if f.At.Sub(old.At) > store.FenceHorizon {
+				delete(s.fences[topic], k)
+			}
+		}
+	}
+	fp := store.FencePoint{Batch: s.batches[topic], Next: map[int32]int64{}}
+	if s.bug == "FencePointLate" {
+		fp.Batch++
+	}
+	for k, st := range s.seq {
+		if k.topic == topic {
+			fp.Next[k.partition] = st.NextOffset
+		}
+	}
+	if s.fences[topic] == nil {
+		s.fences[topic] = map[string]store.RequestFence{}
+	}
+	f.Batch, f.At = s.batches[topic], s.storeTime(f.At)
+	s.fences[topic][f.Key] = f
+	return fp, nil
 }
 
 // sortedEntries returns the partition's entries by base offset (or by the bug's order).
@@ -749,8 +842,4 @@ func (s *memStore) LiveMembers(_ context.Context, group string, now time.Time) (
 	}
 	slices.SortFunc(out, func(a, b store.Member) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
-}
-
-func (s *memStore) FenceRequest(_ context.Context, topic string, f store.RequestFence) (store.FencePoint, error) {
-	return store.FencePoint{}, fmt.Errorf("memstore: fence %s on %s: not supported", f.Key, topic)
 }

@@ -35,6 +35,7 @@ func metaStoreSections() []section[store.MetaStore] {
 		}},
 		{"Sequencer", sequencerCases()},
 		{"Batch", batchCases()},
+		{"Fences", fenceCases()},
 		{"Idempotency", []testCase[store.MetaStore]{
 			{"ClaimOnce", testIdemClaimOnce},
 			{"KeyIsPerPartition", testIdemPerPartition},

@@ -119,6 +119,16 @@ func TestMutants(t *testing.T) {
 		"DeleteGroupDropsAssignments": "GroupAdminStore/Groups/DeleteGroupRemovesAndFences",
 		"DeleteGroupLeavesNoMark":     "GroupAdminStore/Groups/DeleteGroupRemovesAndFences",
 		"AcquireForgetsGroupDeleted":  "GroupAdminStore/Groups/DeleteGroupRemovesAndFences",
+		"FencesOmitted":               "MetaStore/Fences/LaterBatchesCarryTheFence",
+		"FencePointLate":              "MetaStore/Fences/FencePointIsStateBefore",
+		"FenceOverwrites":             "MetaStore/Fences/LowerOrSameAttemptSuperseded",
+		"StateWithoutFences":          "MetaStore/Fences/SequencerStateCarriesFences",
+		"BatchNumberStale":            "MetaStore/Fences/FencedProducerMemberSkipped",
+		"FencesNeverPruned":           "MetaStore/Fences/FencesPrunedByCommitsOnly",
+		"FenceRequestPrunes":          "MetaStore/Fences/FencesPrunedByCommitsOnly",
+		"FenceAnyLayout":              "MetaStore/Fences/RefusedFenceChangesNothing",
+		"EntryDropsMembers":           "MetaStore/Fences/EntryMembersRoundTrip",
+		"ResultDropsMembers":          "MetaStore/Fences/EntryMembersRoundTrip",
 	} {
 		t.Run(bug, func(t *testing.T) {
 			t.Parallel()
