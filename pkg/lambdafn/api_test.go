@@ -407,3 +407,70 @@ func TestAPIBinaryRecords(t *testing.T) {
 		t.Fatalf("binary poll answer %+v, %v", p, err)
 	}
 }
+
+// TestAPIProducerIdempotencyHeaders (issue 20): the api function passes a producer
+// request's headers (Strata-Idempotency, Strata-Attempt, Strata-Retry-Elapsed-Ms) to
+// the handler runtime.Handler() serves: a bad Strata-Retry-Elapsed-Ms on a retry, or a
+// retry without one, is a 400 naming it that appends nothing, and the well-formed first
+// attempt and retry are answered 200 with the same offsets.
+func TestAPIProducerIdempotencyHeaders(t *testing.T) {
+	api := newAPI(t, nil)
+	invoke(t, api, fixture(t, "apigw-v2-create-topic.json"))
+	hw := func() int64 {
+		t.Helper()
+		var body struct {
+			PartitionInfo []struct {
+				HighWatermark int64 `json:"high_watermark"`
+			} `json:"partition_info"`
+		}
+		resp := invoke(t, api, fixture(t, "apigw-v2-describe-topic.json"))
+		if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+			t.Fatalf("describe: %v: %s", err, resp.Body)
+		}
+		var n int64
+		for _, p := range body.PartitionInfo {
+			n += p.HighWatermark
+		}
+		return n
+	}
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(fixture(t, "apigw-v2-append.json"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	send := func(attempt, elapsed string) events.APIGatewayV2HTTPResponse {
+		t.Helper()
+		e := ev
+		e.Headers = map[string]string{}
+		for k, v := range ev.Headers {
+			e.Headers[k] = v
+		}
+		e.Headers["idempotency-key"] = "01JDQ3Z7W2V8X9Y0A1B2C3D4E5.7"
+		e.Headers["strata-idempotency"] = wire.IdempotencyProducer
+		e.Headers["strata-attempt"] = attempt
+		if elapsed != "" {
+			e.Headers["strata-retry-elapsed-ms"] = elapsed
+		}
+		return api.Serve(context.Background(), e)
+	}
+	for _, bad := range []string{"", "0100", "-1", "300001", "1.5", "1,2"} {
+		before := hw()
+		resp := send("1", bad)
+		if resp.StatusCode != http.StatusBadRequest || errorCode(t, resp) != wire.CodeInvalidRequest ||
+			!strings.Contains(resp.Body, wire.HeaderRetryElapsed) {
+			t.Errorf("retry with Strata-Retry-Elapsed-Ms %q: %d %s, want 400 naming the header", bad, resp.StatusCode, resp.Body)
+		}
+		if after := hw(); after != before {
+			t.Errorf("retry with Strata-Retry-Elapsed-Ms %q: the refused append moved the high watermarks %d -> %d", bad, before, after)
+		}
+	}
+	first := send("0", "")
+	if first.StatusCode != http.StatusOK {
+		t.Fatalf("first attempt: %d %s", first.StatusCode, first.Body)
+	}
+	if retry := send("1", "1200"); retry.StatusCode != http.StatusOK || retry.Body != first.Body {
+		t.Fatalf("retry: %d %s, want 200 %s", retry.StatusCode, retry.Body, first.Body)
+	}
+	if n := hw(); n != 4 {
+		t.Fatalf("the partitions hold %d records, want the request's 4 once", n)
+	}
+}
