@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -97,8 +98,8 @@ func checkDelivery(t tb, f *fakeServer, all []sent) {
 		if c.Key == "" {
 			t.Fatalf("call %d has no Idempotency-Key", i)
 		}
-		if _, err := ulid.ParseStrict(c.Key); err != nil {
-			t.Fatalf("call %d key %q is not a ULID: %v", i, c.Key, err)
+		if err := checkProducerKey(c.Key); err != nil {
+			t.Fatalf("call %d: %v", i, err)
 		}
 		if c.Records > wire.MaxRecordsPerBatch || len(c.Body) > 9<<20 {
 			t.Fatalf("call %d of %d records, %d bytes: over the request limits", i, c.Records, len(c.Body))
@@ -918,4 +919,21 @@ func TestProducerPropertyFailures(t *testing.T) {
 			bodies[c.Key] = c.Body
 		}
 	})
+}
+
+// checkProducerKey fails unless key is a producer request's Idempotency-Key: a ULID
+// (the producer id), a dot, a decimal sequence number without a leading zero.
+func checkProducerKey(key string) error {
+	id, seq, ok := strings.Cut(key, ".")
+	if !ok {
+		return fmt.Errorf("key %q is not <producer id>.<sequence>", key)
+	}
+	if _, err := ulid.ParseStrict(id); err != nil {
+		return fmt.Errorf("key %q: producer id is not a ULID: %w", key, err)
+	}
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if err != nil || strconv.FormatUint(n, 10) != seq {
+		return fmt.Errorf("key %q: sequence %q is not a decimal number", key, seq)
+	}
+	return nil
 }
