@@ -176,7 +176,8 @@ func TestProducerDeliveryTimeoutStopsRetries(t *testing.T) {
 
 // TestNewProducerValidatesDeliveryTimeout: a negative DeliveryTimeout, or one not below
 // wire.MaxRetryElapsed (the longest a server searches for earlier attempts), is refused;
-// 0 takes the default and a timeout just below the bound is taken.
+// 0 takes the default and a timeout just below the bound is taken. MaxRetries above
+// wire.MaxAttempt (the largest Strata-Attempt a server takes) is refused too.
 func TestNewProducerValidatesDeliveryTimeout(t *testing.T) {
 	f := newFake(t, 1)
 	c, err := client.New(f.URL)
@@ -193,6 +194,18 @@ func TestNewProducerValidatesDeliveryTimeout(t *testing.T) {
 		p, err := client.NewProducer(context.Background(), c, "orders", client.ProducerConfig{Partitions: 1, DeliveryTimeout: tc.d})
 		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, client.ErrInvalid)) {
 			t.Errorf("DeliveryTimeout %v: %v, want ok %v", tc.d, err, tc.ok)
+		}
+		if p != nil {
+			_ = p.Close(context.Background())
+		}
+	}
+	for _, tc := range []struct {
+		n  int
+		ok bool
+	}{{wire.MaxAttempt, true}, {wire.MaxAttempt + 1, false}, {-1, true}} {
+		p, err := client.NewProducer(context.Background(), c, "orders", client.ProducerConfig{Partitions: 1, MaxRetries: tc.n})
+		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, client.ErrInvalid)) {
+			t.Errorf("MaxRetries %d: %v, want ok %v (Strata-Attempt goes up to wire.MaxAttempt)", tc.n, err, tc.ok)
 		}
 		if p != nil {
 			_ = p.Close(context.Background())
