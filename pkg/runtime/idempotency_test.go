@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 	"github.com/stratalog/strata/pkg/segment"
@@ -20,8 +21,8 @@ import (
 // Idempotency-Key, without Strata-Attempt, or retried (attempt above 0) without
 // Strata-Retry-Elapsed-Ms, and any Strata-Idempotency or Strata-Retry-Elapsed-Ms out of
 // its bounds, is a 400 naming the header, for a JSON and a binary body alike, and
-// appends nothing (the partition's high watermark stays); the well-formed first attempt
-// and retry are appended.
+// appends nothing (the partition's high watermark stays); a well-formed first attempt is
+// appended, and its retry answers the same offsets, adding no readable record.
 func TestProducerIdempotencyHeadersContract(t *testing.T) {
 	ctx := context.Background()
 	rt, err := runtime.New(ctx, runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
@@ -61,6 +62,21 @@ func TestProducerIdempotencyHeadersContract(t *testing.T) {
 			t.Fatal(err)
 		}
 		return info.Partitions[0].HighWatermark
+	}
+	readable := func() int {
+		t.Helper()
+		n := 0
+		for off := int64(0); ; {
+			res, err := rt.Log().Poll(ctx, "t", 0, off, log.PollOptions{MaxRecords: wire.MaxPollRecords})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Records) == 0 {
+				return n
+			}
+			n += len(res.Records)
+			off = res.NextOffset
+		}
 	}
 	const (
 		key     = "Idempotency-Key"
@@ -103,9 +119,13 @@ func TestProducerIdempotencyHeadersContract(t *testing.T) {
 		if code != http.StatusOK {
 			t.Fatalf("first attempt (%s): %d %s", b.contentType, code, first)
 		}
+		before := readable()
 		code, retry := post(b.contentType, b.body, map[string][]string{idem: {"producer"}, key: k, attempt: {"1"}, elapsed: {"250"}})
-		if code != http.StatusOK || !json.Valid([]byte(retry)) {
-			t.Fatalf("retry (%s): %d %s", b.contentType, code, retry)
+		if code != http.StatusOK || !json.Valid([]byte(retry)) || retry != first {
+			t.Fatalf("retry (%s): %d %s, want 200 with the first attempt's offsets %s", b.contentType, code, retry, first)
+		}
+		if after := readable(); after != before {
+			t.Fatalf("retry (%s) of an appended request left %d records readable, were %d", b.contentType, after, before)
 		}
 	}
 }
