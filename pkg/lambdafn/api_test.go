@@ -336,10 +336,27 @@ func TestNewPrincipalsRefusesBadGrants(t *testing.T) {
 	}
 }
 
-// FuzzAPIInvoke: any payload gets an error or an HTTP answer, never a panic.
+// FuzzAPIInvoke: any payload gets an error or an HTTP answer, never a panic (seeds
+// include a producer request's retry with its Strata-Idempotency and
+// Strata-Retry-Elapsed-Ms headers).
 func FuzzAPIInvoke(f *testing.F) {
 	for _, name := range []string{"apigw-v2-create-topic.json", "apigw-v2-append.json", "apigw-v2-poll.json", "apigw-v2-append-base64.json", "scheduled-event.json"} {
 		f.Add(fixture(f, name))
+	}
+	// A producer request's retry (fenced idempotency's headers), well-formed and not.
+	for _, elapsed := range []string{"1200", "0100"} {
+		var ev map[string]any
+		if err := json.Unmarshal(fixture(f, "apigw-v2-append.json"), &ev); err != nil {
+			f.Fatal(err)
+		}
+		h := ev["headers"].(map[string]any)
+		h["idempotency-key"], h["strata-idempotency"], h["strata-attempt"], h["strata-retry-elapsed-ms"] =
+			"01JDQ3Z7W2V8X9Y0A1B2C3D4E5.3", wire.IdempotencyProducer, "1", elapsed
+		seed, err := json.Marshal(ev)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(seed)
 	}
 	api := newAPI(f, []deploy.Grant{{Principal: "arn:aws:sts::123456789012:assumed-role/billing-*/*", Name: "billing",
 		Allow: []deploy.GrantAllow{{Resource: "topic:*", Ops: []string{"create", "append", "read", "describe"}}}}})
