@@ -175,7 +175,7 @@ func (c *Client) Append(ctx context.Context, topic string, recs []Record, opt Ap
 	if err != nil {
 		return nil, fmt.Errorf("strata: append to %q: %w", topic, err)
 	}
-	res, err := c.appendBody(ctx, topic, body, len(recs), opt.IdempotencyKey, -1)
+	res, err := c.appendBody(ctx, topic, body, len(recs), appendIdem{key: opt.IdempotencyKey, attempt: -1})
 	if err != nil {
 		return res, fmt.Errorf("strata: append to %q: %w", topic, err)
 	}
@@ -193,11 +193,10 @@ func encodeAppend(recs []Record, partition *int32) ([]byte, error) {
 }
 
 // appendBody sends a pre-encoded append body of n records, so a retry sends the very
-// same bytes. attempt, when not negative, is sent as the Strata-Attempt header
-// (attemptHeaders).
-func (c *Client) appendBody(ctx context.Context, topic string, body []byte, n int, idemKey string, attempt int) ([]Result, error) {
+// same bytes, with idem's headers (appendIdem.headers).
+func (c *Client) appendBody(ctx context.Context, topic string, body []byte, n int, idem appendIdem) ([]Result, error) {
 	hdr := map[string]string{}
-	attemptHeaders(hdr, idemKey, attempt)
+	idem.headers(hdr)
 	status, h, resp, err := c.exchange(ctx, http.MethodPost, "/v1/topics/"+seg(topic)+"/records", nil, body, hdr)
 	if err != nil {
 		return nil, err
@@ -239,9 +238,9 @@ func resultError(obj map[string]any) *APIError {
 // of a partial failure if there is one. It neither checks the results against the
 // frames nor learns from the answer whether the server speaks the format: the Producer
 // does both.
-func (c *Client) appendBlocks(ctx context.Context, topic string, body []byte, idemKey string, attempt int) ([]wire.BlockResult, error) {
+func (c *Client) appendBlocks(ctx context.Context, topic string, body []byte, idem appendIdem) ([]wire.BlockResult, error) {
 	hdr := map[string]string{"Content-Type": wire.ContentTypeBlocks}
-	attemptHeaders(hdr, idemKey, attempt)
+	idem.headers(hdr)
 	status, h, resp, err := c.exchange(ctx, http.MethodPost, "/v1/topics/"+seg(topic)+"/records", nil, body, hdr)
 	if err != nil {
 		return nil, err
@@ -257,17 +256,40 @@ func (c *Client) appendBlocks(ctx context.Context, topic string, body []byte, id
 	return w.Blocks, nil
 }
 
-// attemptHeaders sets an idempotent append's Idempotency-Key and, when attempt is not
-// negative, which attempt of it this is (wire.HeaderAttempt): the Producer, which knows
-// it sent no earlier attempt, says 0 so the server skips reading the key's claim. A
-// caller of Append may repeat a key itself, so Append sends no attempt.
-func attemptHeaders(hdr map[string]string, idemKey string, attempt int) {
-	if idemKey == "" {
+// appendIdem is how one attempt of an append is idempotent: its Idempotency-Key (none:
+// not idempotent), which attempt of the request it is (negative: not said), and for a
+// producer session's request (fenced idempotency, wire.HeaderIdempotency) the time
+// since its first attempt was sent.
+type appendIdem struct {
+	key     string
+	attempt int
+	// producer marks a Producer's request: the key is wire.ProducerRequestKey, attempt
+	// is never negative, and elapsed is sent on every attempt above 0.
+	producer bool
+	elapsed  time.Duration
+}
+
+// headers sets the attempt's idempotency headers: Idempotency-Key and, when attempt is
+// not negative, which attempt this is (wire.HeaderAttempt): the Producer, which knows
+// when it sent no earlier attempt, says 0 so the server reads nothing before appending.
+// A Producer's request also says wire.IdempotencyProducer (the server keeps no claim
+// per request) and, on a retry, wire.HeaderRetryElapsed, so that the server searches
+// the log for the earlier attempts from the first send on. A caller of Append may
+// repeat a key itself, so Append sends neither an attempt nor the producer mode: its
+// key is claimed.
+func (a appendIdem) headers(hdr map[string]string) {
+	if a.key == "" {
 		return
 	}
-	hdr["Idempotency-Key"] = idemKey
-	if attempt >= 0 {
-		hdr[wire.HeaderAttempt] = strconv.Itoa(attempt)
+	hdr["Idempotency-Key"] = a.key
+	if a.attempt >= 0 {
+		hdr[wire.HeaderAttempt] = strconv.Itoa(a.attempt)
+	}
+	if a.producer && a.attempt >= 0 {
+		hdr[wire.HeaderIdempotency] = wire.IdempotencyProducer
+		if a.attempt > 0 {
+			hdr[wire.HeaderRetryElapsed] = wire.FormatRetryElapsed(a.elapsed)
+		}
 	}
 }
 
@@ -575,6 +597,14 @@ func (c *Client) exchange(ctx context.Context, method, path string, q url.Values
 	}
 	for k, v := range hdr {
 		req.Header.Set(k, v)
+	}
+	if hdr[wire.HeaderIdempotency] == wire.IdempotencyProducer {
+		// An attempt of a producer request must reach the server at most once from
+		// here: Go's transport resends a POST with an Idempotency-Key by itself when a
+		// reused connection fails before the answer, and a resent first attempt, which
+		// nothing fences, would append the records twice. Without GetBody the transport
+		// cannot resend it; the Producer retries with the next attempt instead.
+		req.GetBody = nil
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {

@@ -22,6 +22,7 @@ const (
 	CodeTopicExists          = wire.CodeTopicExists
 	CodeLeaseHeld            = wire.CodeLeaseHeld
 	CodeFenced               = wire.CodeFenced
+	CodeSuperseded           = wire.CodeSuperseded
 	CodeStaleCommit          = wire.CodeStaleCommit
 	CodeGroupActive          = wire.CodeGroupActive
 	CodePayloadTooLarge      = wire.CodePayloadTooLarge
@@ -37,13 +38,17 @@ const (
 // Sentinel errors, one per error code, so callers branch with errors.Is on an *APIError
 // (or on a client-side check that would have drawn the same answer from the server).
 var (
-	ErrInvalid              = errors.New("strata: invalid request")
-	ErrUnauthorized         = errors.New("strata: unauthorized")
-	ErrForbidden            = errors.New("strata: forbidden")
-	ErrNotFound             = errors.New("strata: not found")
-	ErrTopicExists          = errors.New("strata: topic exists")
-	ErrLeaseHeld            = errors.New("strata: lease held by another member")
-	ErrFenced               = errors.New("strata: fenced (obsolete generation or not the owner)")
+	ErrInvalid      = errors.New("strata: invalid request")
+	ErrUnauthorized = errors.New("strata: unauthorized")
+	ErrForbidden    = errors.New("strata: forbidden")
+	ErrNotFound     = errors.New("strata: not found")
+	ErrTopicExists  = errors.New("strata: topic exists")
+	ErrLeaseHeld    = errors.New("strata: lease held by another member")
+	ErrFenced       = errors.New("strata: fenced (obsolete generation or not the owner)")
+	// ErrSuperseded answers an attempt of a Producer's request that another delivery of
+	// the same request fenced (a copy a proxy sent twice, say): nothing of that answer is
+	// acknowledged, and the Producer retries with the next attempt, which decides.
+	ErrSuperseded           = errors.New("strata: superseded by another attempt of the request")
 	ErrStaleCommit          = errors.New("strata: stale commit")
 	ErrGroupActive          = errors.New("strata: group has a live lease")
 	ErrPayloadTooLarge      = errors.New("strata: payload too large")
@@ -78,6 +83,8 @@ func sentinelForCode(code string) error {
 		return ErrLeaseHeld
 	case CodeFenced:
 		return ErrFenced
+	case CodeSuperseded:
+		return ErrSuperseded
 	case CodeStaleCommit:
 		return ErrStaleCommit
 	case CodeGroupActive:
@@ -275,7 +282,7 @@ func statusForCode(code string) int {
 		return http.StatusForbidden
 	case CodeNotFound:
 		return http.StatusNotFound
-	case CodeTopicExists, CodeLeaseHeld, CodeFenced, CodeStaleCommit, CodeGroupActive:
+	case CodeTopicExists, CodeLeaseHeld, CodeFenced, CodeSuperseded, CodeStaleCommit, CodeGroupActive:
 		return http.StatusConflict
 	case CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge

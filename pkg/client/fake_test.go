@@ -25,18 +25,19 @@ import (
 type fault int
 
 const (
-	faultNone      fault = iota
-	fault503             // refuse before appending
-	fault429             // refuse before appending, with Retry-After
-	faultDrop            // append, then close the connection without an answer
-	fault400             // refuse as invalid
-	faultHang            // block until the request's context ends
-	faultPartial         // 503 with results: the request's first partition appended, the others failed
-	faultAllFailed       // 503 with results: every partition failed, nothing appended
+	faultNone       fault = iota
+	fault503              // refuse before appending
+	fault429              // refuse before appending, with Retry-After
+	faultDrop             // append, then close the connection without an answer
+	fault400              // refuse as invalid
+	faultHang             // block until the request's context ends
+	faultPartial          // 503 with results: the request's first partition appended, the others failed
+	faultAllFailed        // 503 with results: every partition failed, nothing appended
+	faultSuperseded       // 409 superseded: another delivery of the attempt fenced it, nothing appended
 )
 
 func (f fault) String() string {
-	return [...]string{"none", "503", "429", "drop", "400", "hang", "partial", "all-failed"}[f]
+	return [...]string{"none", "503", "429", "drop", "400", "hang", "partial", "all-failed", "superseded"}[f]
 }
 
 // blocksMode is how the fake treats the binary format (wire.ContentTypeBlocks).
@@ -61,14 +62,17 @@ type fakeRecord struct {
 // binary body a blocksLegacy fake cannot parse) is listed with Refused and nothing else
 // of it counted.
 type appendCall struct {
-	Key        string
-	Body       []byte
-	Binary     bool
-	Refused    bool
-	Partitions []int32
-	Records    int
-	Fault      fault
-	At         time.Time
+	Key string
+	// Idempotency, Attempt and Elapsed are the request's Strata-Idempotency,
+	// Strata-Attempt and Strata-Retry-Elapsed-Ms headers ("" when absent).
+	Idempotency, Attempt, Elapsed string
+	Body                          []byte
+	Binary                        bool
+	Refused                       bool
+	Partitions                    []int32
+	Records                       int
+	Fault                         fault
+	At                            time.Time
 }
 
 // fakeServer implements the topic, append, poll and health routes of docs/API.md in
@@ -164,7 +168,8 @@ func (f *fakeServer) handleAppend(w http.ResponseWriter, r *http.Request) {
 	binary := r.Header.Get("Content-Type") == wire.ContentTypeBlocks
 	if binary && f.blocks != blocksOn {
 		f.mu.Lock()
-		f.calls = append(f.calls, appendCall{Key: r.Header.Get("Idempotency-Key"), Body: body, Binary: true,
+		f.calls = append(f.calls, appendCall{Key: r.Header.Get("Idempotency-Key"), Idempotency: r.Header.Get(wire.HeaderIdempotency),
+			Attempt: r.Header.Get(wire.HeaderAttempt), Elapsed: r.Header.Get(wire.HeaderRetryElapsed), Body: body, Binary: true,
 			Refused: true, At: time.Now()})
 		f.mu.Unlock()
 		binary = false // blocksLegacy parses it as JSON, and fails
@@ -185,8 +190,9 @@ func (f *fakeServer) handleAppend(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	distinct := distinctParts(parts)
-	call := appendCall{Key: r.Header.Get("Idempotency-Key"), Body: body, Binary: binary, Partitions: distinct,
-		Records: len(recs), At: time.Now()}
+	call := appendCall{Key: r.Header.Get("Idempotency-Key"), Idempotency: r.Header.Get(wire.HeaderIdempotency),
+		Attempt: r.Header.Get(wire.HeaderAttempt), Elapsed: r.Header.Get(wire.HeaderRetryElapsed), Body: body, Binary: binary,
+		Partitions: distinct, Records: len(recs), At: time.Now()}
 
 	f.mu.Lock()
 	n := len(f.calls)
@@ -238,6 +244,9 @@ func (f *fakeServer) handleAppend(w http.ResponseWriter, r *http.Request) {
 		return
 	case fault400:
 		writeErr(w, 400, "invalid_request", "injected", nil)
+		return
+	case faultSuperseded:
+		writeErr(w, 409, "superseded", "injected", nil)
 		return
 	case faultHang:
 		<-r.Context().Done()
@@ -468,7 +477,8 @@ func (f *fakeServer) snapshot() (calls []appendCall, logs map[int32][]fakeRecord
 func callsSummary(calls []appendCall) string {
 	var b strings.Builder
 	for i, c := range calls {
-		fmt.Fprintf(&b, "#%d key=%s parts=%v n=%d fault=%v\n", i, c.Key, c.Partitions, c.Records, c.Fault)
+		fmt.Fprintf(&b, "#%d key=%s idem=%s attempt=%s elapsed=%s parts=%v n=%d fault=%v\n", i, c.Key, c.Idempotency, c.Attempt,
+			c.Elapsed, c.Partitions, c.Records, c.Fault)
 	}
 	return b.String()
 }

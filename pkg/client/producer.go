@@ -49,6 +49,9 @@ const (
 	DefaultMaxRetries   = 10
 	DefaultBackoff      = 100 * time.Millisecond
 	DefaultMaxBackoff   = 10 * time.Second
+	// DefaultDeliveryTimeout is the default ProducerConfig.DeliveryTimeout, as Kafka's
+	// delivery.timeout.ms; it must stay below wire.MaxRetryElapsed.
+	DefaultDeliveryTimeout = 2 * time.Minute
 	// DefaultMaxInFlightRequests is the default ProducerConfig.MaxInFlightRequests, as
 	// Kafka's max.in.flight.requests.per.connection. A producer whose partitions all
 	// have records keeps one request in flight; more are in flight only while some
@@ -106,9 +109,17 @@ type ProducerConfig struct {
 	// partition with the buffer to itself keeps one batch in flight while the next fills.
 	BatchBytes   int
 	BatchRecords int
-	// MaxRetries bounds the retries of a request after a 503, a 429, a transport error or
-	// a garbled answer; negative disables retries.
+	// MaxRetries bounds the retries of a request after a 503, a 429, a 409 superseded,
+	// a transport error or a garbled answer (at most wire.MaxAttempt); negative disables
+	// retries.
 	MaxRetries int
+	// DeliveryTimeout bounds how long after a request's first attempt it is retried, as
+	// Kafka's delivery.timeout.ms (default DefaultDeliveryTimeout): no retry is sent once
+	// the time since the first attempt plus the backoff would pass it, and the request's
+	// records then fail with ErrDeliveryTimeout wrapping the last error (whether they
+	// were appended is unknown). It must be below wire.MaxRetryElapsed, the longest a
+	// server searches the log for a request's earlier attempts.
+	DeliveryTimeout time.Duration
 	// Backoff is the first retry delay, doubled per attempt up to MaxBackoff, with
 	// jitter. A Retry-After header replaces it for that attempt.
 	Backoff    time.Duration
@@ -150,9 +161,27 @@ type ProducerStats struct {
 // partition that has records and no batch in flight, up to MaxBatchBytes and
 // wire.MaxRecordsPerBatch records; partitions left over go in further requests, up to
 // MaxInFlightRequests. A partition has at most one batch in flight, and a request is
-// retried whole with the same Idempotency-Key and body (the server replays the
-// partitions an earlier attempt appended), so records of a partition are appended
-// exactly once and in Send order. A request completes all its partitions' futures at
+// retried whole with the same Idempotency-Key and body (the server answers with what an
+// earlier attempt appended), so records of a partition are appended exactly once and in
+// Send order.
+//
+// Idempotency is fenced, as Kafka's idempotent producer (enable.idempotence): each
+// Producer is a session with a producer id (a ULID made by NewProducer) that numbers
+// its requests, and a request's Idempotency-Key is "<producer id>.<sequence>"
+// (wire.ProducerRequestKey). Every attempt says Strata-Idempotency: producer and
+// Strata-Attempt (0, 1, 2…), and a retry Strata-Retry-Elapsed-Ms, the time since the
+// request's first attempt was sent: the server then keeps no claim per request (a
+// first attempt writes nothing beyond its commit), and a retry fences the earlier
+// attempts and searches the log for them from that time on. A 409 superseded (another
+// delivery of the same attempt, duplicated on the way, fenced it) is retried like a
+// 503: the next attempt decides. Retries stop at MaxRetries or, as Kafka's
+// delivery.timeout.ms, once the next one would be sent past DeliveryTimeout after the
+// first attempt; the records then fail with ErrDeliveryTimeout and the last error,
+// their fate unknown. A Producer's sequence is its own: two Producers never share a
+// key, and records sent again through a new Producer (after a failure) are a new
+// request. Client.Append, whose caller picks keys, keeps claimed keys instead.
+//
+// A request completes all its partitions' futures at
 // once: a partition the server is slow to append, or that keeps failing, holds the
 // others in its request until the request succeeds or its retries run out, and since
 // they then become ready together they tend to share the next requests too (as in
@@ -169,9 +198,13 @@ type ProducerStats struct {
 // Client from then on: each record with its explicit partition, in JSON requests of at
 // most MaxBatchBytes.
 type Producer struct {
-	c      *Client
-	topic  string
-	cfg    ProducerConfig
+	c     *Client
+	topic string
+	cfg   ProducerConfig
+	// id names the producer session (a ULID made by NewProducer), seq numbers its
+	// requests: a request's Idempotency-Key is wire.ProducerRequestKey(id, seq).
+	id     string
+	seq    atomic.Uint64
 	nparts int32 // guarded by mu: the refresher raises it
 
 	refreshStop chan struct{}  // closed by Close: the refresher exits
@@ -238,6 +271,9 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 	if cfg.MaxBackoff == 0 {
 		cfg.MaxBackoff = DefaultMaxBackoff
 	}
+	if cfg.DeliveryTimeout == 0 {
+		cfg.DeliveryTimeout = DefaultDeliveryTimeout
+	}
 	if cfg.BufferBytes == 0 {
 		cfg.BufferBytes = DefaultBufferBytes
 	}
@@ -256,8 +292,12 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 	case cfg.BatchRecords < 0 || cfg.BatchRecords > wire.MaxRecordsPerBatch:
 		return nil, fmt.Errorf("%w: BatchRecords %d outside [1, %d]", ErrInvalid, cfg.BatchRecords, wire.MaxRecordsPerBatch)
 	case cfg.Linger < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.BufferBytes < 0 || cfg.Partitions < 0 ||
-		cfg.MaxInFlightRequests < 0:
+		cfg.MaxInFlightRequests < 0 || cfg.DeliveryTimeout < 0:
 		return nil, fmt.Errorf("%w: negative producer setting", ErrInvalid)
+	case cfg.MaxRetries > wire.MaxAttempt:
+		return nil, fmt.Errorf("%w: MaxRetries %d above %d (wire.MaxAttempt, the last attempt a server takes)", ErrInvalid, cfg.MaxRetries, wire.MaxAttempt)
+	case cfg.DeliveryTimeout >= wire.MaxRetryElapsed:
+		return nil, fmt.Errorf("%w: DeliveryTimeout %v must be below %v (wire.MaxRetryElapsed)", ErrInvalid, cfg.DeliveryTimeout, wire.MaxRetryElapsed)
 	}
 	if cfg.Partitions == 0 {
 		t, err := c.DescribeTopic(ctx, topic)
@@ -270,7 +310,7 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 		}
 	}
 	pctx, cancel := context.WithCancel(context.Background())
-	p := &Producer{c: c, topic: topic, cfg: cfg, nparts: cfg.Partitions, ctx: pctx, cancel: cancel,
+	p := &Producer{c: c, topic: topic, cfg: cfg, id: ulid.Make().String(), nparts: cfg.Partitions, ctx: pctx, cancel: cancel,
 		wake: make(chan struct{}, 1), spaceCh: make(chan struct{}), parts: make([]partQueue, cfg.Partitions),
 		refreshStop: make(chan struct{})}
 	if cfg.PartitionRefresh > 0 {
@@ -912,17 +952,15 @@ func (p *Producer) deliverBlocks(r *request) (results [][]Result, refused int, e
 			return nil, refusedNot, fmt.Errorf("%w: %w", ErrInvalid, err)
 		}
 	}
-	key := ulid.Make().String()
-	attempts := 0
-	err = p.retry(len(r.frames), func() error {
+	key := p.requestKey()
+	err = p.retry(len(r.frames), func(attempt int, elapsed time.Duration) error {
 		start := time.Now()
-		blocks, err := p.c.appendBlocks(p.ctx, p.topic, body, key, attempts)
-		attempts++
-		if err != nil && attempts == 1 && p.blocksRefused(err) {
+		blocks, err := p.c.appendBlocks(p.ctx, p.topic, body, appendIdem{key: key, attempt: attempt, producer: true, elapsed: elapsed})
+		if err != nil && attempt == 0 && p.blocksRefused(err) {
 			refused = refusedFormat
 			return err
 		}
-		if err != nil && attempts == 1 && p.c.tooLarge(err, len(body)) {
+		if err != nil && attempt == 0 && p.c.tooLarge(err, len(body)) {
 			refused = refusedTooLarge
 			return err
 		}
@@ -1094,14 +1132,12 @@ func (p *Producer) sendJSON(chunk []*Future, parts []int32) (_ []Result, tooLarg
 	if err != nil {
 		return nil, false, err
 	}
-	key := ulid.Make().String()
+	key := p.requestKey()
 	var res []Result
-	attempt := 0
-	err = p.retry(len(distinctParts(parts)), func() error {
+	err = p.retry(len(distinctParts(parts)), func(attempt int, elapsed time.Duration) error {
 		var err error
-		res, err = p.c.appendBody(p.ctx, p.topic, body, len(chunk), key, attempt)
-		attempt++
-		if err != nil && attempt == 1 && p.c.tooLarge(err, len(body)) {
+		res, err = p.c.appendBody(p.ctx, p.topic, body, len(chunk), appendIdem{key: key, attempt: attempt, producer: true, elapsed: elapsed})
+		if err != nil && attempt == 0 && p.c.tooLarge(err, len(body)) {
 			tooLarge = true
 		}
 		if i := strayResult(res, parts); i >= 0 {
@@ -1130,22 +1166,65 @@ func strayResult(res []Result, parts []int32) int {
 	return -1
 }
 
-// retry calls send, one request of frames partition batches, until it succeeds, fails
-// for good (not IsRetryable), the producer gives up, or MaxRetries retries are spent,
-// waiting retryDelay between attempts.
-func (p *Producer) retry(frames int, send func() error) error {
+// requestKey is the Idempotency-Key of the producer's next request: its producer id
+// and the request's sequence number (wire.ProducerRequestKey), one per request, which
+// every attempt of the request sends.
+func (p *Producer) requestKey() string {
+	return wire.ProducerRequestKey(p.id, p.seq.Add(1)-1)
+}
+
+// retry calls send with the attempt number (0 first) and, on a retry, the time since
+// the first attempt was sent (monotonic), for one request of frames partition batches,
+// until it succeeds, fails for good (not retryable), the producer gives up, MaxRetries
+// retries are spent, or the next retry would be sent past DeliveryTimeout after the
+// first attempt (then ErrDeliveryTimeout wrapping the last error), waiting retryDelay
+// between attempts.
+func (p *Producer) retry(frames int, send func(attempt int, elapsed time.Duration) error) error {
+	var first time.Time
 	for attempt := 0; ; attempt++ {
+		var elapsed time.Duration
+		if attempt == 0 {
+			first = time.Now()
+		} else {
+			elapsed = time.Since(first)
+		}
 		p.requests.Add(1)
 		p.frames.Add(int64(frames))
-		err := send()
-		if err == nil || p.ctx.Err() != nil || !IsRetryable(err) || attempt >= p.cfg.MaxRetries {
+		err := send(attempt, elapsed)
+		if err == nil || p.ctx.Err() != nil || !producerRetryable(err) || attempt >= p.cfg.MaxRetries {
 			return err
 		}
-		if !sleepCtx(p.ctx, p.retryDelay(attempt, err)) {
+		delay := p.retryDelay(attempt, err)
+		if time.Since(first)+delay > p.cfg.DeliveryTimeout {
+			return deliveryTimeout(p.cfg.DeliveryTimeout, attempt+1, err)
+		}
+		if !sleepCtx(p.ctx, delay) {
 			return err
+		}
+		if time.Since(first) > p.cfg.DeliveryTimeout {
+			return deliveryTimeout(p.cfg.DeliveryTimeout, attempt+1, err)
 		}
 		p.retries.Add(1)
 	}
+}
+
+// ErrDeliveryTimeout fails the records of a request whose next retry would have been
+// sent past ProducerConfig.DeliveryTimeout after its first attempt; it wraps the last
+// attempt's error. Whether the records were appended is unknown (an answer may have
+// been lost), as with Kafka's delivery.timeout.ms.
+var ErrDeliveryTimeout = errors.New("strata: delivery timeout")
+
+// deliveryTimeout is the error of a request given up at the delivery timeout d after
+// attempts attempts, the last failing with err.
+func deliveryTimeout(d time.Duration, attempts int, err error) error {
+	return fmt.Errorf("%w (%v, %d attempts), the last: %w", ErrDeliveryTimeout, d, attempts, err)
+}
+
+// producerRetryable says whether the Producer retries a request that failed with err:
+// when IsRetryable, and on ErrSuperseded (another delivery of the same attempt fenced
+// it, so the next attempt decides the request's outcome).
+func producerRetryable(err error) bool {
+	return IsRetryable(err) || errors.Is(err, ErrSuperseded)
 }
 
 // retryDelay is the wait before retry attempt+1: the server's Retry-After if given,

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -55,7 +56,8 @@ type sent struct {
 // position where the fake holds its record; each partition's log is exactly the records
 // sent to it, in Send order; there was never more than one request in flight per
 // partition (a request may carry several partitions); no request exceeded the server's
-// limits; and every retry reused its key's body byte for byte.
+// limits; every retry reused its key's body byte for byte; and every delivery is a
+// producer request's attempt numbered in order (checkAttempt).
 func checkDelivery(t tb, f *fakeServer, all []sent) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -93,13 +95,18 @@ func checkDelivery(t tb, f *fakeServer, all []sent) {
 		}
 	}
 	bodies := map[string][]byte{}
+	attempts := map[string][]appendCall{} // per key, its calls so far
 	for i, c := range calls {
 		if c.Key == "" {
 			t.Fatalf("call %d has no Idempotency-Key", i)
 		}
-		if _, err := ulid.ParseStrict(c.Key); err != nil {
-			t.Fatalf("call %d key %q is not a ULID: %v", i, c.Key, err)
+		if err := checkProducerKey(c.Key); err != nil {
+			t.Fatalf("call %d: %v", i, err)
 		}
+		if err := checkAttempt(c, attempts[c.Key]); err != nil {
+			t.Fatalf("call %d: %v\n%s", i, err, callsSummary(calls))
+		}
+		attempts[c.Key] = append(attempts[c.Key], c)
 		if c.Records > wire.MaxRecordsPerBatch || len(c.Body) > 9<<20 {
 			t.Fatalf("call %d of %d records, %d bytes: over the request limits", i, c.Records, len(c.Body))
 		}
@@ -918,4 +925,50 @@ func TestProducerPropertyFailures(t *testing.T) {
 			bodies[c.Key] = c.Body
 		}
 	})
+}
+
+// checkProducerKey fails unless key is a producer request's Idempotency-Key: a ULID
+// (the producer id), a dot, a decimal sequence number without a leading zero.
+func checkProducerKey(key string) error {
+	id, seq, ok := strings.Cut(key, ".")
+	if !ok {
+		return fmt.Errorf("key %q is not <producer id>.<sequence>", key)
+	}
+	if _, err := ulid.ParseStrict(id); err != nil {
+		return fmt.Errorf("key %q: producer id is not a ULID: %w", key, err)
+	}
+	n, err := strconv.ParseUint(seq, 10, 64)
+	if err != nil || strconv.FormatUint(n, 10) != seq {
+		return fmt.Errorf("key %q: sequence %q is not a decimal number", key, seq)
+	}
+	return nil
+}
+
+// checkAttempt fails unless call c, following the calls before of its key, is its
+// request's next attempt in producer mode: Strata-Idempotency: producer, Strata-Attempt
+// one above the previous call's (0 first), Strata-Retry-Elapsed-Ms absent on attempt 0,
+// and on a retry within the contract's bounds and not below the previous retry's.
+func checkAttempt(c appendCall, before []appendCall) error {
+	if c.Idempotency != wire.IdempotencyProducer {
+		return fmt.Errorf("key %s: Strata-Idempotency %q, want %q", c.Key, c.Idempotency, wire.IdempotencyProducer)
+	}
+	if want := strconv.Itoa(len(before)); c.Attempt != want {
+		return fmt.Errorf("key %s: Strata-Attempt %q, want %s (each delivery is the next attempt)", c.Key, c.Attempt, want)
+	}
+	if len(before) == 0 {
+		if c.Elapsed != "" {
+			return fmt.Errorf("key %s: the first attempt sends Strata-Retry-Elapsed-Ms %q", c.Key, c.Elapsed)
+		}
+		return nil
+	}
+	d, _, err := wire.ParseRetryElapsed([]string{c.Elapsed})
+	if err != nil {
+		return fmt.Errorf("key %s attempt %s: %w", c.Key, c.Attempt, err)
+	}
+	if prev := before[len(before)-1]; prev.Elapsed != "" {
+		if p, _, _ := wire.ParseRetryElapsed([]string{prev.Elapsed}); d < p {
+			return fmt.Errorf("key %s attempt %s: elapsed %v below the previous attempt's %v", c.Key, c.Attempt, d, p)
+		}
+	}
+	return nil
 }

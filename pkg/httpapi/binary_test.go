@@ -141,32 +141,33 @@ func TestPollContentNegotiation(t *testing.T) {
 	}
 }
 
-// FuzzAppendBlocksRequest: arbitrary binary bodies never get a 5xx or a panic, every
-// answer is documented, and a refused one changes nothing.
+// FuzzAppendBlocksRequest: arbitrary binary bodies and idempotency headers
+// (Idempotency-Key, Strata-Attempt, Strata-Idempotency, Strata-Retry-Elapsed-Ms) never
+// get a 5xx or a panic, every answer is documented, and a refused one changes nothing
+// (checkRefusedAppend).
 func FuzzAppendBlocksRequest(f *testing.F) {
 	e := newEnv(f)
 	e.createTopic("t", 3)
 	good := binBlock(f, "a", "b")
-	f.Add(binBody(f, wire.Frame{Partition: 1, Block: good}), "")
-	f.Add(binBody(f, wire.Frame{Partition: 0, Block: good}, wire.Frame{Partition: 2, Block: binBlock(f, "c")}), "k")
-	f.Add(binBody(f, wire.Frame{Partition: 3, Block: good}), "")
-	f.Add([]byte("STRA\x01"), "")
-	f.Add([]byte("STRA\x02\x00\x00\x00\x00STRB"), "")
-	f.Fuzz(func(t *testing.T, body []byte, key string) {
-		before := highWatermarks(t, e, "t")
+	f.Add(binBody(f, wire.Frame{Partition: 1, Block: good}), "", "", "", "")
+	f.Add(binBody(f, wire.Frame{Partition: 0, Block: good}, wire.Frame{Partition: 2, Block: binBlock(f, "c")}), "k", "", "", "")
+	f.Add(binBody(f, wire.Frame{Partition: 0, Block: good}), "p.0", "0", "producer", "")
+	f.Add(binBody(f, wire.Frame{Partition: 0, Block: good}), "p.0", "1", "producer", "20")
+	f.Add(binBody(f, wire.Frame{Partition: 0, Block: good}), "p.1", "3", "producer", "")
+	f.Add(binBody(f, wire.Frame{Partition: 0, Block: good}), "", "0", "producer", "")
+	f.Add(binBody(f, wire.Frame{Partition: 0, Block: good}), "p.2", "1", "producer", "-5")
+	f.Add(binBody(f, wire.Frame{Partition: 3, Block: good}), "", "", "", "")
+	f.Add([]byte("STRA\x01"), "", "", "", "")
+	f.Add([]byte("STRA\x02\x00\x00\x00\x00STRB"), "", "", "", "")
+	f.Fuzz(func(t *testing.T, body []byte, key, attempt, idem, elapsed string) {
+		before, readable := highWatermarks(t, e, "t"), readableRecords(t, e, "t")
 		req := httptest.NewRequest("POST", "/v1/topics/t/records", bytes.NewReader(body))
 		req.Header.Set("Content-Type", wire.ContentTypeBlocks)
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
+		setAppendHeaders(req, key, attempt, idem, elapsed)
 		w := httptest.NewRecorder()
 		e.h.ServeHTTP(w, req)
 		checkFuzzAnswer(t, req, w)
-		if w.Code >= 400 {
-			if after := highWatermarks(t, e, "t"); !equalInts(after, before) {
-				t.Fatalf("rejected append (%d) moved the high watermarks %v -> %v", w.Code, before, after)
-			}
-		}
+		checkRefusedAppend(t, e, w.Code, key, attempt, idem, before, readable)
 		if w.Code == http.StatusOK && w.Header().Get("Content-Type") != "application/json" {
 			t.Fatalf("append answered %q", w.Header().Get("Content-Type"))
 		}

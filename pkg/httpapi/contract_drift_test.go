@@ -234,18 +234,33 @@ func TestWireNamesAndLimitsMatchOpenAPI(t *testing.T) {
 			t.Errorf("openapi.yaml's %s %s is %d, pkg/wire says %d", tc.path, tc.key, got, tc.want)
 		}
 	}
-	idem, attempt := false, false
+	idem, attempt, producer, elapsed := false, false, false, false
 	for _, item := range root["paths"].(map[string]any) {
 		for _, op := range item.(map[string]any) {
 			om, _ := op.(map[string]any) // path-level "parameters" is a list
 			params, _ := om["parameters"].([]any)
 			for _, p := range params {
 				pm, _ := p.(map[string]any)
-				if pm["name"] == wire.HeaderAttempt {
+				switch pm["name"] {
+				case wire.HeaderAttempt:
 					attempt = true
 					s := pm["schema"].(map[string]any)
 					if number(s["minimum"]) != 0 || number(s["maximum"]) != wire.MaxAttempt {
 						t.Errorf("openapi.yaml's %s is %v–%v, pkg/wire reads 0–%d", wire.HeaderAttempt, s["minimum"], s["maximum"], wire.MaxAttempt)
+					}
+				case wire.HeaderRetryElapsed:
+					elapsed = true
+					s := pm["schema"].(map[string]any)
+					if s["type"] != "integer" || number(s["minimum"]) != 0 || number(s["maximum"]) != wire.MaxRetryElapsed.Milliseconds() {
+						t.Errorf("openapi.yaml's %s is %v %v–%v, pkg/wire reads integers 0–%d", wire.HeaderRetryElapsed,
+							s["type"], s["minimum"], s["maximum"], wire.MaxRetryElapsed.Milliseconds())
+					}
+				case wire.HeaderIdempotency:
+					producer = true
+					s := pm["schema"].(map[string]any)
+					if enum, _ := s["enum"].([]any); s["type"] != "string" || len(enum) != 1 || enum[0] != wire.IdempotencyProducer {
+						t.Errorf("openapi.yaml's %s is %v %v, pkg/wire reads the one value %q", wire.HeaderIdempotency,
+							s["type"], s["enum"], wire.IdempotencyProducer)
 					}
 				}
 				if pm["name"] != "Idempotency-Key" {
@@ -259,8 +274,9 @@ func TestWireNamesAndLimitsMatchOpenAPI(t *testing.T) {
 			}
 		}
 	}
-	if !idem || !attempt {
-		t.Errorf("openapi.yaml declares Idempotency-Key %t, %s %t; want both", idem, wire.HeaderAttempt, attempt)
+	if !idem || !attempt || !producer || !elapsed {
+		t.Errorf("openapi.yaml declares Idempotency-Key %t, %s %t, %s %t, %s %t; want all", idem, wire.HeaderAttempt, attempt,
+			wire.HeaderIdempotency, producer, wire.HeaderRetryElapsed, elapsed)
 	}
 }
 

@@ -23,6 +23,7 @@ const (
 	codeTopicExists         = wire.CodeTopicExists
 	codeLeaseHeld           = wire.CodeLeaseHeld
 	codeFenced              = wire.CodeFenced
+	codeSuperseded          = wire.CodeSuperseded
 	codeStaleCommit         = wire.CodeStaleCommit
 	codeGroupActive         = wire.CodeGroupActive
 	codeTooLarge            = wire.CodePayloadTooLarge
@@ -122,6 +123,10 @@ func mapError(err error) *apiError {
 		return &apiError{status: http.StatusNotFound, code: codeNotFound, message: msg}
 	case errors.Is(err, log.ErrTopicExists):
 		return &apiError{status: http.StatusConflict, code: codeTopicExists, message: msg}
+	case superseded(err):
+		// Another delivery of the producer request fenced this attempt: the client's
+		// next attempt decides the request's outcome.
+		return &apiError{status: http.StatusConflict, code: codeSuperseded, message: msg}
 	case errors.Is(err, store.ErrFenced):
 		return &apiError{status: http.StatusConflict, code: codeFenced, message: msg}
 	case errors.Is(err, store.ErrStaleCommit):
@@ -139,6 +144,12 @@ func mapError(err error) *apiError {
 		return &apiError{status: statusClientClosed, code: codeUnavailable, message: msg}
 	}
 	return &apiError{status: http.StatusInternalServerError, code: codeInternal, message: "internal error"}
+}
+
+// superseded says err is a producer request's attempt that another delivery of the
+// request fenced, as the log or the store beneath it says.
+func superseded(err error) bool {
+	return errors.Is(err, log.ErrSuperseded) || errors.Is(err, store.ErrSuperseded)
 }
 
 // fail writes the answer for err, logging server-side failures.

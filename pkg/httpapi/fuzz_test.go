@@ -47,60 +47,85 @@ func checkFuzzAnswer(t *testing.T, req *http.Request, w *httptest.ResponseRecord
 	}
 }
 
-// FuzzAppendRequest: any body, Idempotency-Key and Strata-Attempt get an answer the
-// contract allows, and a refused append changes nothing: its high watermarks stay, except
-// for a key reused with another body on a first attempt (Strata-Attempt: 0, no claim read
-// before the commit), refused 422 after its commit with its records skipped, whose
-// records are never readable.
+// FuzzAppendRequest: any body, Idempotency-Key, Strata-Attempt, Strata-Idempotency and
+// Strata-Retry-Elapsed-Ms get an answer the contract allows, and a refused append
+// changes nothing: its high watermarks stay, except for a key reused with another body
+// on a first attempt (Strata-Attempt: 0, no claim read before the commit), refused 422
+// after its commit with its records skipped, and a producer request's attempt refused
+// after its commit (409 superseded, 422), whose records are never readable.
 func FuzzAppendRequest(f *testing.F) {
 	e := newEnv(f)
 	e.createTopic("t", 3)
 	for _, seed := range []struct {
-		body, key, attempt string
+		body, key, attempt, idem, elapsed string
 	}{
-		{`{"records": [{"value": "eA=="}]}`, "", ""},
-		{`{"records": [{"key": "b3JkZXItMQ==", "value": "eyJ0b3RhbCI6IDQyfQ==", "headers": {"h": "dg=="}, "partition": 2, "timestamp_ms": 1732870000000}]}`, "k-1", ""},
-		{`{"records": [{"key": "b3JkZXItMQ==", "value": "eyJ0b3RhbCI6IDQzfQ==", "partition": 2}]}`, "k-1", "0"},
-		{`{"records": [{"value": "eA=="}]}`, "k-2", "1"},
-		{`{"records": [{"value": "eA=="}]}`, "k-3", "01"},
-		{`{"records": [{"value": "eA=="}]}`, "k-3", "-1"},
-		{`{"records": [{"value": "eA==", "partition": 3}]}`, "", ""},
-		{`{"records": [{"value": "eA==", "partition": -1}]}`, "", ""},
-		{`{"records": [{"value": "e"}]}`, "", ""},
-		{`{"records": [{"value": "", "headers": {"": ""}}]}`, "", ""},
-		{`{"records": []}`, strings.Repeat("k", 129), ""},
-		{`{"records": [{"value": "eA=="}], "x": 1}`, "", ""},
-		{`{"records": [{"value": "eA=="}]} []`, "", ""},
-		{`{"records": [{"value": "eA==", "timestamp_ms": -9223372036854775808}]}`, "", ""},
-		{`{"records": null}`, "", ""},
-		{`[`, "", ""},
+		{`{"records": [{"value": "eA=="}]}`, "", "", "", ""},
+		{`{"records": [{"key": "b3JkZXItMQ==", "value": "eyJ0b3RhbCI6IDQyfQ==", "headers": {"h": "dg=="}, "partition": 2, "timestamp_ms": 1732870000000}]}`, "k-1", "", "", ""},
+		{`{"records": [{"key": "b3JkZXItMQ==", "value": "eyJ0b3RhbCI6IDQzfQ==", "partition": 2}]}`, "k-1", "0", "", ""},
+		{`{"records": [{"value": "eA=="}]}`, "k-2", "1", "", ""},
+		{`{"records": [{"value": "eA=="}]}`, "k-3", "01", "", ""},
+		{`{"records": [{"value": "eA=="}]}`, "k-3", "-1", "", ""},
+		{`{"records": [{"value": "eA==", "partition": 1}]}`, "p.0", "0", "producer", ""},
+		{`{"records": [{"value": "eA==", "partition": 1}]}`, "p.0", "1", "producer", "1500"},
+		{`{"records": [{"value": "eA==", "partition": 1}]}`, "p.1", "1", "producer", ""},
+		{`{"records": [{"value": "eA=="}]}`, "", "0", "producer", ""},
+		{`{"records": [{"value": "eA=="}]}`, "p.2", "", "producer", ""},
+		{`{"records": [{"value": "eA=="}]}`, "p.3", "2", "producer", "300001"},
+		{`{"records": [{"value": "eA=="}]}`, "p.3", "2", "Producer", "10"},
+		{`{"records": [{"value": "eA=="}]}`, "k-4", "", "", "010"},
+		{`{"records": [{"value": "eA==", "partition": 3}]}`, "", "", "", ""},
+		{`{"records": [{"value": "eA==", "partition": -1}]}`, "", "", "", ""},
+		{`{"records": [{"value": "e"}]}`, "", "", "", ""},
+		{`{"records": [{"value": "", "headers": {"": ""}}]}`, "", "", "", ""},
+		{`{"records": []}`, strings.Repeat("k", 129), "", "", ""},
+		{`{"records": [{"value": "eA=="}], "x": 1}`, "", "", "", ""},
+		{`{"records": [{"value": "eA=="}]} []`, "", "", "", ""},
+		{`{"records": [{"value": "eA==", "timestamp_ms": -9223372036854775808}]}`, "", "", "", ""},
+		{`{"records": null}`, "", "", "", ""},
+		{`[`, "", "", "", ""},
 	} {
-		f.Add([]byte(seed.body), seed.key, seed.attempt)
+		f.Add([]byte(seed.body), seed.key, seed.attempt, seed.idem, seed.elapsed)
 	}
-	f.Fuzz(func(t *testing.T, body []byte, key, attempt string) {
+	f.Fuzz(func(t *testing.T, body []byte, key, attempt, idem, elapsed string) {
 		before, readable := highWatermarks(t, e, "t"), readableRecords(t, e, "t")
 		req := httptest.NewRequest("POST", "/v1/topics/t/records", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
-		if key != "" {
-			req.Header.Set("Idempotency-Key", key)
-		}
-		if attempt != "" {
-			req.Header.Set(wire.HeaderAttempt, attempt)
-		}
+		setAppendHeaders(req, key, attempt, idem, elapsed)
 		w := httptest.NewRecorder()
 		e.h.ServeHTTP(w, req)
 		checkFuzzAnswer(t, req, w)
-		switch {
-		case w.Code == http.StatusUnprocessableEntity && attempt == "0" && key != "":
-			if after := readableRecords(t, e, "t"); after != readable {
-				t.Fatalf("a first attempt refused 422 left %d records readable, were %d", after, readable)
-			}
-		case w.Code >= 400:
-			if after := highWatermarks(t, e, "t"); !equalInts(after, before) {
-				t.Fatalf("rejected append (%d) moved the high watermarks %v -> %v", w.Code, before, after)
-			}
-		}
+		checkRefusedAppend(t, e, w.Code, key, attempt, idem, before, readable)
 	})
+}
+
+// setAppendHeaders sets an append's idempotency headers, each unless empty.
+func setAppendHeaders(req *http.Request, key, attempt, idem, elapsed string) {
+	for name, v := range map[string]string{"Idempotency-Key": key, wire.HeaderAttempt: attempt,
+		wire.HeaderIdempotency: idem, wire.HeaderRetryElapsed: elapsed} {
+		if v != "" {
+			req.Header.Set(name, v)
+		}
+	}
+}
+
+// checkRefusedAppend fails if an append refused with status changed what it must not:
+// the high watermarks (before) for a refusal before the commit, the readable records
+// (readable) for one after it (a first attempt's 422, a producer request's 409 or 422).
+func checkRefusedAppend(t *testing.T, e *env, status int, key, attempt, idem string, before []int64, readable int) {
+	t.Helper()
+	afterCommit := key != "" && (status == http.StatusUnprocessableEntity && attempt == "0" ||
+		idem == wire.IdempotencyProducer && (status == http.StatusConflict || status == http.StatusUnprocessableEntity))
+	switch {
+	case status < 400:
+	case afterCommit:
+		if after := readableRecords(t, e, "t"); after != readable {
+			t.Fatalf("an append refused %d after its commit left %d records readable, were %d", status, after, readable)
+		}
+	default:
+		if after := highWatermarks(t, e, "t"); !equalInts(after, before) {
+			t.Fatalf("rejected append (%d) moved the high watermarks %v -> %v", status, before, after)
+		}
+	}
 }
 
 // readableRecords counts the records a poll of every partition of topic returns.

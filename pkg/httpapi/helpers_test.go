@@ -123,7 +123,10 @@ func openAPIMissing() ([]string, error) {
 // partitions in failPartitions.
 type faultyMeta struct {
 	store.MetaStore
-	down           atomic.Bool
+	down atomic.Bool
+	// supersede makes every commit fail as a producer request's attempt another
+	// delivery of it fenced (store.ErrSuperseded).
+	supersede      atomic.Bool
 	mu             sync.Mutex
 	failPartitions map[int32]bool
 }
@@ -178,6 +181,9 @@ func (f *faultyMeta) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([
 	out, errs := make([]store.SeqCommit, len(cs)), make([]error, len(cs))
 	if len(cs) > 0 && store.TopicCommits(cs[0].Entry.Topic) {
 		ferr := f.fail()
+		if ferr == nil && f.supersede.Load() {
+			ferr = fmt.Errorf("injected: %w", store.ErrSuperseded)
+		}
 		for _, c := range cs {
 			if ferr == nil && f.failPartition(c.Entry.Partition) {
 				ferr = fmt.Errorf("injected for partition %d: %w", c.Entry.Partition, store.ErrUnavailable)
@@ -455,7 +461,7 @@ var codesByStatus = map[int]map[string]bool{
 	404: {"not_found": true},
 	405: {"method_not_allowed": true},
 	415: {"unsupported_media_type": true},
-	409: {"topic_exists": true, "lease_held": true, "fenced": true, "stale_commit": true, "group_active": true},
+	409: {"topic_exists": true, "lease_held": true, "fenced": true, "superseded": true, "stale_commit": true, "group_active": true},
 	413: {"payload_too_large": true},
 	416: {"offset_out_of_range": true},
 	422: {"idempotency_key_reused": true, "beyond_high_watermark": true},

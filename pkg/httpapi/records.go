@@ -43,20 +43,11 @@ func (s *server) appendRecords(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	var opt log.AppendOptions
-	if keys := r.Header.Values("Idempotency-Key"); len(keys) > 0 {
-		if len(keys) > 1 || len(keys[0]) < 1 || len(keys[0]) > MaxIdempotencyKey {
-			writeError(w, invalid(fmt.Sprintf("Idempotency-Key must be one header of 1–%d characters", MaxIdempotencyKey)))
-			return
-		}
-		opt.IdempotencyKey = keys[0]
-	}
-	attempt, present, err := wire.ParseAttempt(r.Header.Values(wire.HeaderAttempt))
-	if err != nil {
-		writeError(w, invalid(fmt.Sprintf("%s must be one decimal number in [0, %d]", wire.HeaderAttempt, wire.MaxAttempt)))
+	opt, e := appendOptions(r.Header)
+	if e != nil {
+		writeError(w, e)
 		return
 	}
-	opt.FirstAttempt = present && attempt == 0
 	// The body's bytes are held against the in-flight bounds before it is read.
 	n := r.ContentLength
 	if n < 0 || n > MaxAppendBody {
@@ -91,12 +82,61 @@ func (s *server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		func() any { return map[string]any{"results": encodeResults(results)} })
 }
 
+// appendOptions reads an append's idempotency headers (docs/API.md, "Append"):
+// Idempotency-Key, Strata-Attempt and, for a producer session's request
+// (Strata-Idempotency: producer), Strata-Retry-Elapsed-Ms. A producer request must carry
+// the key and the attempt, and on a retry (attempt above 0) the elapsed time; a header
+// out of its bounds, or one missing, is a 400 before anything is read or written.
+func appendOptions(h http.Header) (log.AppendOptions, *apiError) {
+	var opt log.AppendOptions
+	if keys := h.Values("Idempotency-Key"); len(keys) > 0 {
+		if len(keys) > 1 || len(keys[0]) < 1 || len(keys[0]) > MaxIdempotencyKey {
+			return opt, invalid(fmt.Sprintf("Idempotency-Key must be one header of 1–%d characters", MaxIdempotencyKey))
+		}
+		opt.IdempotencyKey = keys[0]
+	}
+	attempt, present, err := wire.ParseAttempt(h.Values(wire.HeaderAttempt))
+	if err != nil {
+		return opt, invalid(fmt.Sprintf("%s must be one decimal number in [0, %d]", wire.HeaderAttempt, wire.MaxAttempt))
+	}
+	opt.FirstAttempt = present && attempt == 0
+	producer, err := wire.ParseIdempotency(h.Values(wire.HeaderIdempotency))
+	if err != nil {
+		return opt, invalid(fmt.Sprintf("%s must be one header %q, or absent", wire.HeaderIdempotency, wire.IdempotencyProducer))
+	}
+	elapsed, hasElapsed, err := wire.ParseRetryElapsed(h.Values(wire.HeaderRetryElapsed))
+	if err != nil {
+		return opt, invalid(fmt.Sprintf("%s must be one decimal number of milliseconds in [0, %d]",
+			wire.HeaderRetryElapsed, wire.MaxRetryElapsed.Milliseconds()))
+	}
+	if !producer {
+		return opt, nil
+	}
+	switch {
+	case opt.IdempotencyKey == "":
+		return opt, invalid(fmt.Sprintf("%s: %s needs an Idempotency-Key", wire.HeaderIdempotency, wire.IdempotencyProducer))
+	case !present:
+		return opt, invalid(fmt.Sprintf("%s: %s needs %s", wire.HeaderIdempotency, wire.IdempotencyProducer, wire.HeaderAttempt))
+	case attempt > 0 && !hasElapsed:
+		return opt, invalid(fmt.Sprintf("%s: %s with %s above 0 (a retry) needs %s", wire.HeaderIdempotency,
+			wire.IdempotencyProducer, wire.HeaderAttempt, wire.HeaderRetryElapsed))
+	}
+	opt.Producer = true
+	opt.Attempt = int32(attempt)
+	opt.RetryElapsed = elapsed
+	return opt, nil
+}
+
 // answerAppend writes an append's answer: ok() on success; on a partial failure the
 // error with, under name, the outcome of each record or block (partial); else the error.
+// A superseded attempt is answered 409 without partial outcomes: the attempt that
+// fenced it decides the whole request, so nothing of this one is acknowledged.
 func (s *server) answerAppend(w http.ResponseWriter, r *http.Request, topic string, err error, name string,
 	partial func(*log.AppendError) any, ok func() any) {
 	var pe *log.AppendError
 	switch {
+	case superseded(err):
+		writeError(w, mapError(err))
 	case errors.As(err, &pe):
 		s.logger.ErrorContext(r.Context(), "append partly failed", "topic", topic, "error", err)
 		ae := mapError(pe.Err)

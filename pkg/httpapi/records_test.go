@@ -13,6 +13,7 @@ import (
 	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 func TestHealth(t *testing.T) {
@@ -563,4 +564,22 @@ func TestMissingSegmentIsInternal(t *testing.T) {
 	}
 	// A segment object missing above the log start is data loss, not an unknown topic.
 	e.call("GET", "/v1/topics/t/partitions/0/records?offset=0", nil).want(t, 500, "internal")
+}
+
+// TestAppendSupersededIs409 (issue 20): a producer request's attempt whose commit the
+// store refuses as superseded (another delivery of the request fenced it) is answered
+// 409 superseded on the served append route, JSON and binary, and nothing is readable.
+func TestAppendSupersededIs409(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("t", 1)
+	e.meta.supersede.Store(true)
+	hdr := []string{"Idempotency-Key", "p.1", wire.HeaderIdempotency, wire.IdempotencyProducer, wire.HeaderAttempt, "1",
+		wire.HeaderRetryElapsed, "40"}
+	e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "a", partition: ptr(0)}), hdr...).want(t, 409, wire.CodeSuperseded)
+	e.call("POST", "/v1/topics/t/records", binBody(t, wire.Frame{Partition: 0, Block: binBlock(t, "b")}),
+		append([]string{"Content-Type", wire.ContentTypeBlocks}, hdr...)...).want(t, 409, wire.CodeSuperseded)
+	e.meta.supersede.Store(false)
+	if n := readableRecords(t, e, "t"); n != 0 {
+		t.Fatalf("%d records readable after superseded attempts", n)
+	}
 }

@@ -336,10 +336,27 @@ func TestNewPrincipalsRefusesBadGrants(t *testing.T) {
 	}
 }
 
-// FuzzAPIInvoke: any payload gets an error or an HTTP answer, never a panic.
+// FuzzAPIInvoke: any payload gets an error or an HTTP answer, never a panic (seeds
+// include a producer request's retry with its Strata-Idempotency and
+// Strata-Retry-Elapsed-Ms headers).
 func FuzzAPIInvoke(f *testing.F) {
 	for _, name := range []string{"apigw-v2-create-topic.json", "apigw-v2-append.json", "apigw-v2-poll.json", "apigw-v2-append-base64.json", "scheduled-event.json"} {
 		f.Add(fixture(f, name))
+	}
+	// A producer request's retry (fenced idempotency's headers), well-formed and not.
+	for _, elapsed := range []string{"1200", "0100"} {
+		var ev map[string]any
+		if err := json.Unmarshal(fixture(f, "apigw-v2-append.json"), &ev); err != nil {
+			f.Fatal(err)
+		}
+		h := ev["headers"].(map[string]any)
+		h["idempotency-key"], h["strata-idempotency"], h["strata-attempt"], h["strata-retry-elapsed-ms"] =
+			"01JDQ3Z7W2V8X9Y0A1B2C3D4E5.3", wire.IdempotencyProducer, "1", elapsed
+		seed, err := json.Marshal(ev)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(seed)
 	}
 	api := newAPI(f, []deploy.Grant{{Principal: "arn:aws:sts::123456789012:assumed-role/billing-*/*", Name: "billing",
 		Allow: []deploy.GrantAllow{{Resource: "topic:*", Ops: []string{"create", "append", "read", "describe"}}}}})
@@ -405,5 +422,81 @@ func TestAPIBinaryRecords(t *testing.T) {
 	p, err := wire.DecodePoll(body)
 	if err != nil || len(p.Ranges) != 1 || !bytes.Equal(p.Ranges[0].Data, block) {
 		t.Fatalf("binary poll answer %+v, %v", p, err)
+	}
+}
+
+// TestAPIProducerIdempotencyHeaders (issue 20): the api function passes a producer
+// request's headers (Strata-Idempotency, Strata-Attempt, Strata-Retry-Elapsed-Ms) to
+// the handler runtime.Handler() serves: a bad Strata-Retry-Elapsed-Ms on a retry, or a
+// retry without one, is a 400 naming it that appends nothing, and the well-formed first
+// attempt and retry are answered 200 with the same offsets, the records readable once.
+func TestAPIProducerIdempotencyHeaders(t *testing.T) {
+	api := newAPI(t, nil)
+	invoke(t, api, fixture(t, "apigw-v2-create-topic.json"))
+	hw := func() int64 {
+		t.Helper()
+		var body struct {
+			PartitionInfo []struct {
+				HighWatermark int64 `json:"high_watermark"`
+			} `json:"partition_info"`
+		}
+		resp := invoke(t, api, fixture(t, "apigw-v2-describe-topic.json"))
+		if err := json.Unmarshal([]byte(resp.Body), &body); err != nil {
+			t.Fatalf("describe: %v: %s", err, resp.Body)
+		}
+		var n int64
+		for _, p := range body.PartitionInfo {
+			n += p.HighWatermark
+		}
+		return n
+	}
+	var ev events.APIGatewayV2HTTPRequest
+	if err := json.Unmarshal(fixture(t, "apigw-v2-append.json"), &ev); err != nil {
+		t.Fatal(err)
+	}
+	send := func(attempt, elapsed string) events.APIGatewayV2HTTPResponse {
+		t.Helper()
+		e := ev
+		e.Headers = map[string]string{}
+		for k, v := range ev.Headers {
+			e.Headers[k] = v
+		}
+		e.Headers["idempotency-key"] = "01JDQ3Z7W2V8X9Y0A1B2C3D4E5.7"
+		e.Headers["strata-idempotency"] = wire.IdempotencyProducer
+		e.Headers["strata-attempt"] = attempt
+		if elapsed != "" {
+			e.Headers["strata-retry-elapsed-ms"] = elapsed
+		}
+		return api.Serve(context.Background(), e)
+	}
+	for _, bad := range []string{"", "0100", "-1", "300001", "1.5", "1,2"} {
+		before := hw()
+		resp := send("1", bad)
+		if resp.StatusCode != http.StatusBadRequest || errorCode(t, resp) != wire.CodeInvalidRequest ||
+			!strings.Contains(resp.Body, wire.HeaderRetryElapsed) {
+			t.Errorf("retry with Strata-Retry-Elapsed-Ms %q: %d %s, want 400 naming the header", bad, resp.StatusCode, resp.Body)
+		}
+		if after := hw(); after != before {
+			t.Errorf("retry with Strata-Retry-Elapsed-Ms %q: the refused append moved the high watermarks %d -> %d", bad, before, after)
+		}
+	}
+	first := send("0", "")
+	if first.StatusCode != http.StatusOK {
+		t.Fatalf("first attempt: %d %s", first.StatusCode, first.Body)
+	}
+	if retry := send("1", "1200"); retry.StatusCode != http.StatusOK || retry.Body != first.Body {
+		t.Fatalf("retry: %d %s, want 200 %s", retry.StatusCode, retry.Body, first.Body)
+	}
+	var polled struct {
+		Records []struct {
+			Key []byte `json:"key"`
+		} `json:"records"`
+	}
+	resp := invoke(t, api, fixture(t, "apigw-v2-poll.json"))
+	if err := json.Unmarshal([]byte(resp.Body), &polled); err != nil {
+		t.Fatalf("poll: %v: %s", err, resp.Body)
+	}
+	if len(polled.Records) != 2 || string(polled.Records[0].Key) != "order-0" || string(polled.Records[1].Key) != "order-2" {
+		t.Fatalf("partition 0 reads %s, want the request's order-0 and order-2 once", resp.Body)
 	}
 }

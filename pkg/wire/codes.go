@@ -3,14 +3,18 @@ package wire
 // Error codes of the contract (docs/API.md, "Errors"): the "code" of every error object
 // the server answers with, and what the SDK maps to its sentinel errors.
 const (
-	CodeInvalidRequest       = "invalid_request"
-	CodeUnauthorized         = "unauthorized"
-	CodeForbidden            = "forbidden"
-	CodeNotFound             = "not_found"
-	CodeMethodNotAllowed     = "method_not_allowed"
-	CodeTopicExists          = "topic_exists"
-	CodeLeaseHeld            = "lease_held"
-	CodeFenced               = "fenced"
+	CodeInvalidRequest   = "invalid_request"
+	CodeUnauthorized     = "unauthorized"
+	CodeForbidden        = "forbidden"
+	CodeNotFound         = "not_found"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeTopicExists      = "topic_exists"
+	CodeLeaseHeld        = "lease_held"
+	CodeFenced           = "fenced"
+	// CodeSuperseded (409) answers an attempt of a producer request (Strata-Idempotency:
+	// producer) that another delivery of the request fenced: that delivery decides the
+	// request's outcome and the client retries with its next attempt.
+	CodeSuperseded           = "superseded"
 	CodeStaleCommit          = "stale_commit"
 	CodeGroupActive          = "group_active"
 	CodePayloadTooLarge      = "payload_too_large"

@@ -33,6 +33,76 @@ const HeaderRetryElapsed = "Strata-Retry-Elapsed-Ms"
 // long after its first send (the SDK's delivery timeout is below it).
 const MaxRetryElapsed = 5 * time.Minute
 
+// ErrIdempotency says a Strata-Idempotency header is not the one value the contract
+// knows (IdempotencyProducer), or is repeated.
+var ErrIdempotency = errors.New("wire: bad Strata-Idempotency header")
+
+// ParseIdempotency reads the values of a request's Strata-Idempotency header: producer
+// is true for exactly one value IdempotencyProducer, false without the header; any
+// other value, or more than one, is ErrIdempotency.
+func ParseIdempotency(values []string) (producer bool, err error) {
+	switch {
+	case len(values) == 0:
+		return false, nil
+	case len(values) > 1:
+		return false, fmt.Errorf("%w: %d values, want one", ErrIdempotency, len(values))
+	case values[0] != IdempotencyProducer:
+		return false, fmt.Errorf("%w: %q, want %q", ErrIdempotency, values[0], IdempotencyProducer)
+	}
+	return true, nil
+}
+
+// ProducerRequestKey is the Idempotency-Key of a producer session's request seq
+// (HeaderIdempotency): the producer id, a dot, the sequence number in decimal. With a
+// 26-character ULID for id it is at most 47 characters, within MaxIdempotencyKey.
+func ProducerRequestKey(id string, seq uint64) string {
+	return id + "." + strconv.FormatUint(seq, 10)
+}
+
+// ErrRetryElapsed says a Strata-Retry-Elapsed-Ms header is not one decimal number of
+// milliseconds in [0, MaxRetryElapsed].
+var ErrRetryElapsed = errors.New("wire: bad Strata-Retry-Elapsed-Ms header")
+
+// maxRetryElapsedMs is MaxRetryElapsed in milliseconds, the header's largest value.
+var maxRetryElapsedMs = strconv.FormatInt(MaxRetryElapsed.Milliseconds(), 10)
+
+// ParseRetryElapsed reads the values of a request's Strata-Retry-Elapsed-Ms header:
+// present is false when there is none. More than one value, signs, spaces, leading
+// zeros or a number beyond MaxRetryElapsed are ErrRetryElapsed.
+func ParseRetryElapsed(values []string) (elapsed time.Duration, present bool, err error) {
+	switch len(values) {
+	case 0:
+		return 0, false, nil
+	case 1:
+	default:
+		return 0, false, fmt.Errorf("%w: %d values, want one", ErrRetryElapsed, len(values))
+	}
+	v := values[0]
+	if v == "" || len(v) > len(maxRetryElapsedMs) || (len(v) > 1 && v[0] == '0') {
+		return 0, false, fmt.Errorf("%w: %q", ErrRetryElapsed, v)
+	}
+	for _, c := range []byte(v) {
+		if c < '0' || c > '9' {
+			return 0, false, fmt.Errorf("%w: %q", ErrRetryElapsed, v)
+		}
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms > MaxRetryElapsed.Milliseconds() {
+		return 0, false, fmt.Errorf("%w: %q", ErrRetryElapsed, v)
+	}
+	return time.Duration(ms) * time.Millisecond, true, nil
+}
+
+// FormatRetryElapsed is the Strata-Retry-Elapsed-Ms value for a retry sent d after
+// its request's first attempt: whole milliseconds rounded up (the server's search for
+// earlier attempts then starts no later than the first send), within [0,
+// MaxRetryElapsed].
+func FormatRetryElapsed(d time.Duration) string {
+	d = min(max(d, 0), MaxRetryElapsed)
+	ms := (d + time.Millisecond - 1) / time.Millisecond
+	return strconv.FormatInt(int64(ms), 10)
+}
+
 // MaxAttempt bounds the Strata-Attempt header's value.
 const MaxAttempt = 1 << 16
 

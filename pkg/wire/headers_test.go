@@ -2,8 +2,10 @@ package wire
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"testing"
+	"time"
 )
 
 // TestParseAttempt: one decimal number in [0, MaxAttempt] is read; anything else is
@@ -88,4 +90,139 @@ func FuzzParseMaxBody(f *testing.F) {
 			t.Fatalf("ParseMaxBody(%q) = %d", s, n)
 		}
 	})
+}
+
+// TestParseRetryElapsed: one decimal number of milliseconds in [0, MaxRetryElapsed] is
+// read; anything else is ErrRetryElapsed, and no header is "not present".
+func TestParseRetryElapsed(t *testing.T) {
+	maxMs := strconv.FormatInt(MaxRetryElapsed.Milliseconds(), 10)
+	for _, tc := range []struct {
+		in      []string
+		want    time.Duration
+		present bool
+		bad     bool
+	}{
+		{in: nil},
+		{in: []string{"0"}, want: 0, present: true},
+		{in: []string{"1"}, want: time.Millisecond, present: true},
+		{in: []string{"1500"}, want: 1500 * time.Millisecond, present: true},
+		{in: []string{maxMs}, want: MaxRetryElapsed, present: true},
+		{in: []string{strconv.FormatInt(MaxRetryElapsed.Milliseconds()+1, 10)}, bad: true},
+		{in: []string{"9999999"}, bad: true},
+		{in: []string{""}, bad: true},
+		{in: []string{"00"}, bad: true},
+		{in: []string{"01"}, bad: true},
+		{in: []string{"-1"}, bad: true},
+		{in: []string{"+1"}, bad: true},
+		{in: []string{" 1"}, bad: true},
+		{in: []string{"1 "}, bad: true},
+		{in: []string{"1.5"}, bad: true},
+		{in: []string{"1e3"}, bad: true},
+		{in: []string{"99999999999999999999"}, bad: true},
+		{in: []string{"0", "1"}, bad: true},
+	} {
+		got, present, err := ParseRetryElapsed(tc.in)
+		if tc.bad {
+			if !errors.Is(err, ErrRetryElapsed) || present {
+				t.Errorf("ParseRetryElapsed(%q) = %v, %v, %v; want ErrRetryElapsed", tc.in, got, present, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want || present != tc.present {
+			t.Errorf("ParseRetryElapsed(%q) = %v, %v, %v; want %v, %v", tc.in, got, present, err, tc.want, tc.present)
+		}
+	}
+}
+
+// FuzzParseRetryElapsed: any header value parses without panicking, to a whole number of
+// milliseconds within bounds that prints back as the value, or to ErrRetryElapsed.
+func FuzzParseRetryElapsed(f *testing.F) {
+	for _, s := range []string{"0", "1", "300000", "300001", "00", "-0", "", " 3", "٣", "1e3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		d, present, err := ParseRetryElapsed([]string{s})
+		if err != nil {
+			if !errors.Is(err, ErrRetryElapsed) || present {
+				t.Fatalf("ParseRetryElapsed(%q): %v, present %v", s, err, present)
+			}
+			return
+		}
+		if !present || d < 0 || d > MaxRetryElapsed || d%time.Millisecond != 0 || FormatRetryElapsed(d) != s {
+			t.Fatalf("ParseRetryElapsed(%q) = %v, %v", s, d, present)
+		}
+	})
+}
+
+// TestFormatRetryElapsed: a duration goes out as whole milliseconds rounded up, clamped
+// to [0, MaxRetryElapsed], and parses back.
+func TestFormatRetryElapsed(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0", time.Nanosecond: "1", time.Millisecond: "1", 1500*time.Microsecond + 1: "2",
+		2 * time.Second: "2000", -time.Second: "0", MaxRetryElapsed: "300000", time.Hour: "300000",
+	} {
+		got := FormatRetryElapsed(d)
+		if got != want {
+			t.Errorf("FormatRetryElapsed(%v) = %q, want %q", d, got, want)
+		}
+		if _, _, err := ParseRetryElapsed([]string{got}); err != nil {
+			t.Errorf("FormatRetryElapsed(%v) = %q does not parse: %v", d, got, err)
+		}
+	}
+}
+
+// TestParseIdempotency: exactly "producer" is the producer mode, no header the claim
+// mode; any other value (another case, spaces, empty) or more than one is
+// ErrIdempotency.
+func TestParseIdempotency(t *testing.T) {
+	for _, tc := range []struct {
+		in       []string
+		producer bool
+		bad      bool
+	}{
+		{in: nil},
+		{in: []string{"producer"}, producer: true},
+		{in: []string{"Producer"}, bad: true},
+		{in: []string{"producer "}, bad: true},
+		{in: []string{""}, bad: true},
+		{in: []string{"claim"}, bad: true},
+		{in: []string{"producer", "producer"}, bad: true},
+	} {
+		got, err := ParseIdempotency(tc.in)
+		if tc.bad {
+			if !errors.Is(err, ErrIdempotency) || got {
+				t.Errorf("ParseIdempotency(%q) = %v, %v; want ErrIdempotency", tc.in, got, err)
+			}
+			continue
+		}
+		if err != nil || got != tc.producer {
+			t.Errorf("ParseIdempotency(%q) = %v, %v; want %v", tc.in, got, err, tc.producer)
+		}
+	}
+}
+
+// FuzzParseIdempotency: any header value parses without panicking, to the producer mode
+// exactly for IdempotencyProducer, else to ErrIdempotency.
+func FuzzParseIdempotency(f *testing.F) {
+	for _, s := range []string{"producer", "PRODUCER", "", "producer,producer", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		producer, err := ParseIdempotency([]string{s})
+		if (s == IdempotencyProducer) != (producer && err == nil) || (err != nil && !errors.Is(err, ErrIdempotency)) {
+			t.Fatalf("ParseIdempotency(%q) = %v, %v", s, producer, err)
+		}
+	})
+}
+
+// TestProducerRequestKey: the key of a ULID's request fits the Idempotency-Key limit at
+// the largest sequence number.
+func TestProducerRequestKey(t *testing.T) {
+	id := "01JDQ3Z7W2V8X9Y0A1B2C3D4E5"
+	if got := ProducerRequestKey(id, 7); got != id+".7" {
+		t.Errorf("ProducerRequestKey = %q", got)
+	}
+	if n := len(ProducerRequestKey(id, math.MaxUint64)); n > MaxIdempotencyKey {
+		t.Errorf("the longest producer key is %d characters, MaxIdempotencyKey %d", n, MaxIdempotencyKey)
+	}
 }

@@ -207,7 +207,9 @@ func (t *Transport) Option() client.Option {
 }
 
 // RoundTrip signs a copy of req (an Authorization header it carries is replaced) and
-// sends it. The body is read whole to hash it; the copy carries it as a rewindable body.
+// sends it. The body is read whole to hash it; the copy carries it as a rewindable body
+// if req's was (GetBody set): a request whose body the caller made not rewindable (a
+// producer request's attempt, which must not be resent by the transport) stays so.
 func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var body []byte
 	if req.Body != nil && req.Body != http.NoBody {
@@ -230,7 +232,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		out.Body, out.GetBody = http.NoBody, nil
 	} else {
 		out.Body = io.NopCloser(bytes.NewReader(body))
-		out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		out.GetBody = nil
+		if req.GetBody != nil {
+			out.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		}
 	}
 	sum := sha256.Sum256(body)
 	if err := t.signer.SignHTTP(ctx, creds, out, hex.EncodeToString(sum[:]), t.service, t.region, t.now()); err != nil {

@@ -517,3 +517,39 @@ func TestSignedSDKThroughFunctionURL(t *testing.T) {
 		t.Errorf("service s3: %v, want ErrService", err)
 	}
 }
+
+// rewindable records whether each request it is given can be resent (GetBody set) and
+// answers 200 without a network.
+type rewindable struct{ got []bool }
+
+func (r *rewindable) RoundTrip(req *http.Request) (*http.Response, error) {
+	r.got = append(r.got, req.GetBody != nil)
+	return &http.Response{StatusCode: 200, Body: io.NopCloser(strings.NewReader("{}")), Header: http.Header{}, Request: req}, nil
+}
+
+// TestSignedBodyKeepsRewindability (issue 20): the signed copy of a request is
+// rewindable (GetBody) exactly when the request was, so that a producer request's
+// attempt the SDK made not resendable (the transport must not deliver it twice) stays
+// so once signed.
+func TestSignedBodyKeepsRewindability(t *testing.T) {
+	base := &rewindable{}
+	tr := awsauth.NewTransport(static(alice), region, base)
+	for _, rewind := range []bool{true, false} {
+		req, err := http.NewRequest(http.MethodPost, "https://a1b2c3d4e5.execute-api.eu-west-1.amazonaws.com/v1/topics/t/records",
+			bytes.NewReader([]byte(`{"records":[]}`)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rewind {
+			req.GetBody = nil
+		}
+		resp, err := tr.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if len(base.got) != 2 || !base.got[0] || base.got[1] {
+		t.Fatalf("signed copies rewindable %v, want [true false]", base.got)
+	}
+}

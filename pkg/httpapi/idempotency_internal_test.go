@@ -1,0 +1,85 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
+)
+
+// TestSupersededIs409 (issue 20): a producer request's attempt that a later one fenced,
+// as the log or the store beneath it says (wrapped, as the log returns it), is answered
+// 409 superseded, the code the SDK retries.
+func TestSupersededIs409(t *testing.T) {
+	for _, err := range []error{
+		log.ErrSuperseded,
+		fmt.Errorf("append to t: %w", log.ErrSuperseded),
+		fmt.Errorf("append to t: %w", store.ErrSuperseded),
+	} {
+		e := mapError(err)
+		if e.status != http.StatusConflict || e.code != wire.CodeSuperseded {
+			t.Errorf("mapError(%v) = %d %s, want 409 %s", err, e.status, e.code, wire.CodeSuperseded)
+		}
+	}
+}
+
+// TestAppendOptions (issue 20): an append's idempotency headers become the log's
+// options: a producer request's attempt, elapsed time and first-attempt hint; a claimed
+// key's hint alone; and each header out of bounds or missing for a producer request is
+// a 400 naming it.
+func TestAppendOptions(t *testing.T) {
+	const (
+		key     = "Idempotency-Key"
+		attempt = wire.HeaderAttempt
+		idem    = wire.HeaderIdempotency
+		elapsed = wire.HeaderRetryElapsed
+	)
+	for _, tc := range []struct {
+		name string
+		hdr  map[string][]string
+		want log.AppendOptions
+		bad  string // the header a 400 names
+	}{
+		{name: "none"},
+		{name: "claimed key", hdr: map[string][]string{key: {"k"}}, want: log.AppendOptions{IdempotencyKey: "k"}},
+		{name: "claimed first attempt", hdr: map[string][]string{key: {"k"}, attempt: {"0"}},
+			want: log.AppendOptions{IdempotencyKey: "k", FirstAttempt: true}},
+		{name: "claimed key ignores a well-formed elapsed", hdr: map[string][]string{key: {"k"}, attempt: {"2"}, elapsed: {"5"}},
+			want: log.AppendOptions{IdempotencyKey: "k"}},
+		{name: "producer first attempt", hdr: map[string][]string{key: {"p.0"}, attempt: {"0"}, idem: {"producer"}},
+			want: log.AppendOptions{IdempotencyKey: "p.0", FirstAttempt: true, Producer: true}},
+		{name: "producer first attempt with elapsed", hdr: map[string][]string{key: {"p.0"}, attempt: {"0"}, idem: {"producer"}, elapsed: {"0"}},
+			want: log.AppendOptions{IdempotencyKey: "p.0", FirstAttempt: true, Producer: true}},
+		{name: "producer retry", hdr: map[string][]string{key: {"p.0"}, attempt: {"2"}, idem: {"producer"}, elapsed: {"1500"}},
+			want: log.AppendOptions{IdempotencyKey: "p.0", Producer: true, Attempt: 2, RetryElapsed: 1500 * time.Millisecond}},
+		{name: "producer retry at the bound", hdr: map[string][]string{key: {"p.0"}, attempt: {"65536"}, idem: {"producer"}, elapsed: {"300000"}},
+			want: log.AppendOptions{IdempotencyKey: "p.0", Producer: true, Attempt: 65536, RetryElapsed: wire.MaxRetryElapsed}},
+		{name: "producer without key", hdr: map[string][]string{attempt: {"0"}, idem: {"producer"}}, bad: key},
+		{name: "producer without attempt", hdr: map[string][]string{key: {"p.0"}, idem: {"producer"}}, bad: attempt},
+		{name: "producer retry without elapsed", hdr: map[string][]string{key: {"p.0"}, attempt: {"1"}, idem: {"producer"}}, bad: elapsed},
+		{name: "other mode", hdr: map[string][]string{key: {"p.0"}, attempt: {"0"}, idem: {"fenced"}}, bad: idem},
+		{name: "bad elapsed", hdr: map[string][]string{key: {"p.0"}, attempt: {"1"}, idem: {"producer"}, elapsed: {"+1"}}, bad: elapsed},
+		{name: "bad attempt", hdr: map[string][]string{key: {"p.0"}, attempt: {"65537"}, idem: {"producer"}, elapsed: {"1"}}, bad: attempt},
+	} {
+		h := http.Header{}
+		for k, vs := range tc.hdr {
+			for _, v := range vs {
+				h.Add(k, v)
+			}
+		}
+		got, e := appendOptions(h)
+		switch {
+		case tc.bad != "":
+			if e == nil || e.status != http.StatusBadRequest || !strings.Contains(e.message, tc.bad) {
+				t.Errorf("%s: %+v, %v; want a 400 naming %s", tc.name, got, e, tc.bad)
+			}
+		case e != nil || got != tc.want:
+			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, e, tc.want)
+		}
+	}
+}
