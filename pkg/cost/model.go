@@ -411,11 +411,11 @@ type Flow struct {
 	RecordsPerAppend       float64
 	BlocksPerAppend        float64       // partitions one object holds
 	MembersPerAppend       float64       // producer requests per object: 1 without the tier
+	Instances              int           // the tier's Managed Instances; 0 without the tier
+	AckFloor               time.Duration // batching wait + service, the least ack latency
 	// BudgetBound: the tier's byte budget, not its window, cut the batches (fewer
 	// members than the window gathers).
 	BudgetBound bool
-	Instances              int           // the tier's Managed Instances; 0 without the tier
-	AckFloor               time.Duration // batching wait + service, the least ack latency
 }
 
 // FlowOf derives the flow of design d. A producer's records spread evenly over the
