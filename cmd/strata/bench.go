@@ -108,6 +108,12 @@ configuration at tier windows of 250 ms, 500 ms and 1 s (strata:groupCommitWindo
 						op := c.AppendOps[k]
 						fmt.Fprintf(out, " %s %.2f (%d B sent, %d failed)", k, float64(op.Requests)/float64(c.Appends), op.BytesSent, op.Failed)
 					}
+					if len(c.RetryOps) > 0 {
+						fmt.Fprintf(out, "\n    retries (Strata-Attempt 1, not priced) per retry:")
+						for _, k := range slices.Sorted(maps.Keys(c.RetryOps)) {
+							fmt.Fprintf(out, " %s %.2f", k, float64(c.RetryOps[k].Requests)/float64(c.Appends))
+						}
+					}
 					fmt.Fprintf(out, "\n    polls %d:", c.Polls)
 					for _, k := range slices.Sorted(maps.Keys(c.PollOps)) {
 						fmt.Fprintf(out, " %s %.2f", k, float64(c.PollOps[k].Requests)/float64(c.Polls))

@@ -64,7 +64,7 @@ func TestBenchCostNoMeasure(t *testing.T) {
 
 // TestBenchCostMeasured counts on the emulator (it fails without one when
 // STRATA_REQUIRE_EMULATOR=1): the report says the profile and the group-commit figures
-// were counted, and shows each group case's batches.
+// were counted, shows the retries' counts and each group case's batches.
 func TestBenchCostMeasured(t *testing.T) {
 	awstest.Endpoint(t)
 	out, errOut, err := cliCtx(context.Background(), "", "bench", "cost")
@@ -72,7 +72,7 @@ func TestBenchCostMeasured(t *testing.T) {
 		t.Fatalf("bench cost: %v\n%s", err, errOut)
 	}
 	for _, want := range []string{"Counted with group commit", "16 appenders, 4 partition(s) per append, idempotent=true, 50ms window, 48 appends in",
-		"Profile (counted on the emulator, idempotency keys true)", "Group commit (counted on the emulator, 16 concurrent appenders, 50ms window)"} {
+		"Profile (counted on the emulator, idempotency keys true)", "retries (Strata-Attempt 1, not priced) per retry: ", "Group commit (counted on the emulator, 16 concurrent appenders, 50ms window)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q", want)
 		}
