@@ -161,7 +161,7 @@ type GroupProfile struct {
 	// members per batch when they share the batch's commits.
 	MemberCommitsPerBlock float64
 	// IdempotentShare: idempotent members share the batch's commits as members without
-	// a key do (folded claims, built); measure sets it when the idempotent cases made as
+	// a key do (folded claims and fenced idempotency); measure sets it when the idempotent cases made as
 	// many commits per partition of a batch as the cases without a key.
 	IdempotentShare bool
 	// TopicCommitsPerBatch is the topic commit's UpdateItems per batch (segment object):
@@ -174,7 +174,7 @@ type GroupProfile struct {
 }
 
 // DesignGroupProfile is group.go's design: one commit per partition of a batch, shared
-// by every member, idempotent or not (folded claims), all in one topic commit; CPU per append without a key as
+// by every member, idempotent or not (fenced idempotency, folded claims), all in one topic commit; CPU per append without a key as
 // measure counted it on the project's 2-core machine (about 0.3 ms; docs/BENCHMARKS.md).
 func DesignGroupProfile() GroupProfile {
 	return GroupProfile{SharedCommitsPerBlock: 1, TopicCommitsPerBatch: 1, IdempotentShare: true, CPUPerAppend: 300 * time.Microsecond}

@@ -127,11 +127,12 @@ var (
 )
 
 // Run measures four cases (one and four partitions per append, with and without
-// idempotency keys) on a fresh bucket and tables, each once by one appender and once by
-// opt.Appenders concurrent appenders through a group-committing Log, and derives the
-// profile from the cases with opt.Idempotent: the per-block requests are the difference
-// between four and one partition over three, the rest is per append; the group cases
-// give Profile.Group.
+// idempotency keys, keyed ones as the SDK's producer requests) on a fresh bucket and
+// tables, each once by one appender (its keyed appends then retried once, unless
+// opt.NoRetry) and once by opt.Appenders concurrent appenders through a group-committing
+// Log, and derives the profile from the cases with opt.Idempotent: the per-block requests
+// are the difference between four and one partition over three, the rest is per append;
+// the group cases give Profile.Group. The retries are reported, not profiled.
 func Run(ctx context.Context, cfg aws.Config, opt Options) (Result, error) {
 	if opt.Appends == 0 {
 		opt.Appends = 8
