@@ -286,3 +286,34 @@ func TestTierWindowRows(t *testing.T) {
 			long.Flow.AppendsPerSec, long.PerDay(), short.Flow.AppendsPerSec, short.PerDay())
 	}
 }
+
+// TestFoldedClaimsRow: the folded-claims comparison row costs the best fenced row plus
+// one claim write (1 WRU, $0.625 per million) per producer request, in every cell, with
+// the same flow and ack floor.
+func TestFoldedClaimsRow(t *testing.T) {
+	base := Defaults(1)
+	base.Profile = IdempotentDesignProfile()
+	var fenced, folded Configuration
+	for _, c := range Configurations() {
+		switch c.Name {
+		case "function URL, tier 250 ms / 16 MiB, consumer window 1 s":
+			fenced = c
+		case "function URL, tier 250 ms / 16 MiB, consumer window 1 s, folded claims":
+			folded = c
+		}
+	}
+	for _, l := range TargetLingers {
+		for _, n := range TargetProducers {
+			for _, g := range TargetGroups {
+				a, b := PriceTarget(base, fenced, n, g, l), PriceTarget(base, folded, n, g, l)
+				o := fenced.Apply(base)
+				o.Producers.Count, o.Producers.Linger = n, l
+				reqs := FlowOf(o, Aggregation).ProducerRequestsPerSec * 86400
+				near(t, fmt.Sprintf("%d producers, linger %s, %d groups: folded − fenced $/day", n, l, g), b.PerDay-a.PerDay, reqs*0.625e-6)
+				if a.AckFloor != b.AckFloor {
+					t.Errorf("%d producers, linger %s: ack floors %s and %s", n, l, a.AckFloor, b.AckFloor)
+				}
+			}
+		}
+	}
+}
