@@ -201,7 +201,7 @@ func Report(out io.Writer, base Options, s Sweep) error {
 	}
 	for _, c := range pricings {
 		o.Claims = c
-		fmt.Fprintf(w, "== design alternatives (1 group, %s, linger %s, claims %s): $/day, ack floor ==\n", o.Producers.Shape, o.Producers.Linger, c)
+		fmt.Fprintf(w, "== design alternatives (1 group, %s, linger %s; claims: %s): $/day, ack floor ==\n", o.Producers.Shape, o.Producers.Linger, c)
 		fmt.Fprintln(w, "design\t10 producers\t100 producers\t1000 producers\t")
 		for _, d := range Designs {
 			row := d.String() + "\t"
