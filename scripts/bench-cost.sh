@@ -6,7 +6,7 @@
 #   STRATA_EMULATOR_PORT  emulator port (default 4566); an emulator already answering
 #                         there is used and left running, one this script starts is stopped
 #   extra arguments       go to `strata bench cost`, e.g. after merging the levers:
-#                         scripts/bench-cost.sh --built function-url,tier,folded,manifest
+#                         scripts/bench-cost.sh --built function-url,tier,folded,fenced,consumer-window,manifest
 set -euo pipefail
 cd "$(dirname "$0")/.."
 port="${STRATA_EMULATOR_PORT:-4566}"

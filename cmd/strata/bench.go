@@ -35,17 +35,23 @@ func newBenchCostCmd() *cobra.Command {
 		shape      string
 		body       string
 		built      string
+		claims     string
 	)
 	cmd := &cobra.Command{
 		Use:   "cost",
 		Short: "Count Strata's AWS requests on the emulator and price a workload against Kinesis and Kafka",
 		Long: `Runs a tiny workload through the AWS backend on the emulator (AWS_ENDPOINT_URL or its
 alias STRATA_AWS_ENDPOINT, loopback only), counting every request by service, operation and bytes:
-appends alone, and concurrent appenders sharing group-commit batches. It then extrapolates
-to the target workload with the AWS list prices of pkg/cost/prices.go.
---no-measure prices the design's request profile instead.`,
+appends alone, and concurrent appenders sharing group-commit batches, as the SDK's producer
+sends them (fenced idempotency: first attempts of producer requests, and a retry of each with
+Strata-Attempt 1, whose counts are printed and not priced). It then extrapolates to the target
+workload with the AWS list prices of pkg/cost/prices.go.
+--no-measure prices the design's request profile instead. The targets table prices the best
+configuration at tier windows of 250 ms, 500 ms and 1 s (strata:groupCommitWindowMs, at most
+1 s) and once with folded claims (one claim per request) beside fenced idempotency (none), and
+"where the money goes" breaks those rows down line by line.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: func(cmd *cobra.Command, _ []string) (err error) {
 			o.Workload.Retention = retention
 			switch shape {
 			case "sdk":
@@ -65,6 +71,9 @@ to the target workload with the AWS list prices of pkg/cost/prices.go.
 			}
 			if idempotent {
 				o.Profile = cost.IdempotentDesignProfile()
+			}
+			if o.Claims, err = cost.ParseClaims(claims); err != nil {
+				return err
 			}
 			levers, err := cost.ParseLevers(built)
 			if err != nil {
@@ -98,6 +107,12 @@ to the target workload with the AWS list prices of pkg/cost/prices.go.
 					for _, k := range slices.Sorted(maps.Keys(c.AppendOps)) {
 						op := c.AppendOps[k]
 						fmt.Fprintf(out, " %s %.2f (%d B sent, %d failed)", k, float64(op.Requests)/float64(c.Appends), op.BytesSent, op.Failed)
+					}
+					if len(c.RetryOps) > 0 {
+						fmt.Fprintf(out, "\n    retries (Strata-Attempt 1, not priced) per retry:")
+						for _, k := range slices.Sorted(maps.Keys(c.RetryOps)) {
+							fmt.Fprintf(out, " %s %.2f", k, float64(c.RetryOps[k].Requests)/float64(c.Appends))
+						}
 					}
 					fmt.Fprintf(out, "\n    polls %d:", c.Polls)
 					for _, k := range slices.Sorted(maps.Keys(c.PollOps)) {
@@ -139,8 +154,9 @@ to the target workload with the AWS list prices of pkg/cost/prices.go.
 	f.StringVar(&shape, "shape", "sdk", "producer appends: sdk (pkg/client: one request per round, a batch per partition, up to 5 MiB / 10,000 records) or multi (one per flush, the batch caps the whole request)")
 	f.BoolVar(&o.Serving.FunctionURL, "function-url", false, "clients call the api function's URL, not API Gateway")
 	f.StringVar(&body, "body", "binary", "producers' request body: binary (segment blocks, as pkg/client sends) or json")
-	f.StringVar(&built, "built", joinLevers(cost.BuiltLevers()), "levers built, comma-separated (function-url, tier, folded, manifest, consumer-window): the targets table counts a configuration needing another as modelled")
-	f.BoolVar(&o.FoldedClaims, "folded-claims", false, "price folded claims over a profile counted before them (the built profile is folded already: this changes nothing there)")
+	f.StringVar(&built, "built", joinLevers(cost.BuiltLevers()), "levers built, comma-separated (function-url, tier, folded, fenced, manifest, consumer-window): the targets table counts a configuration needing another as modelled")
+	f.StringVar(&claims, "claims", "profiled", "how idempotency claims are priced: profiled (as counted, or the design's fenced idempotency with --no-measure), "+
+		"folded (one claim write per request, the code before fenced idempotency) or fenced (none); the targets table prices each row as it says")
 	f.Float64Var(&o.Aggregator.BudgetBytes, "agg-budget", o.Aggregator.BudgetBytes, "aggregation tier: bytes that cut a batch")
 	f.IntVar(&o.Aggregator.Instances, "agg-instances", o.Aggregator.Instances, "aggregation tier: fewest Lambda Managed Instances (more when CPU needs them)")
 	f.DurationVar(&o.Aggregator.Window, "agg-window", o.Aggregator.Window, "aggregation tier: group-commit window")

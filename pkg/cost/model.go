@@ -127,17 +127,20 @@ func DesignProfile() Profile {
 		GetsPerBlock: 1, StoredBytesPerByte: 1.05, IndexItemBytes: 300, Group: DesignGroupProfile()}
 }
 
-// IdempotentDesignProfile is DesignProfile with the SDK's Idempotency-Key as built
-// (folded claims, pkg/log's append.go and group.go): per append one claim PutItem after
-// its commits, carrying every partition's offsets, and no read before it (the SDK marks
-// its first attempt, Strata-Attempt: 0, and only a retry reads the claim: retries are
-// too rare to price); no write per block beyond the commit and the entry, and in a
-// group-commit batch idempotent members share the commits. Its DynamoDB requests per
-// single-partition append cost about 2.5 ms of CPU as measure counted it.
+// IdempotentDesignProfile is DesignProfile with the SDK's producer requests as built
+// (fenced idempotency, pkg/log's producer.go): an Idempotency-Key naming one request of a
+// producer session (Strata-Idempotency: producer) whose first attempt writes no claim and
+// reads none — the batch's object, its topic commit and its entries are all it costs,
+// the members table in the object standing for the claim — so no write per append
+// beside the topic commit (WritesPerAppend 0) and none per block beyond the entry. A
+// retry fences the request on the topic item and searches the index and the batches'
+// members tables; retries are too rare to price, and pkg/cost/measure reports their
+// counts. In a group-commit batch producer members share the commits as members without
+// a key do, and make no DynamoDB request of their own, so their CPU is a keyless
+// member's. Options.Claims prices folded claims (one claim per request) over it.
 func IdempotentDesignProfile() Profile {
 	p := DesignProfile()
-	p.Idempotent, p.WritesPerAppend = true, 1
-	p.Group.CPUPerAppend = 2500 * time.Microsecond
+	p.Idempotent = true
 	return p
 }
 
@@ -158,7 +161,7 @@ type GroupProfile struct {
 	// members per batch when they share the batch's commits.
 	MemberCommitsPerBlock float64
 	// IdempotentShare: idempotent members share the batch's commits as members without
-	// a key do (folded claims, built); measure sets it when the idempotent cases made as
+	// a key do (folded claims and fenced idempotency); measure sets it when the idempotent cases made as
 	// many commits per partition of a batch as the cases without a key.
 	IdempotentShare bool
 	// TopicCommitsPerBatch is the topic commit's UpdateItems per batch (segment object):
@@ -171,7 +174,7 @@ type GroupProfile struct {
 }
 
 // DesignGroupProfile is group.go's design: one commit per partition of a batch, shared
-// by every member, idempotent or not (folded claims), all in one topic commit; CPU per append without a key as
+// by every member, idempotent or not (fenced idempotency, folded claims), all in one topic commit; CPU per append without a key as
 // measure counted it on the project's 2-core machine (about 0.3 ms; docs/BENCHMARKS.md).
 func DesignGroupProfile() GroupProfile {
 	return GroupProfile{SharedCommitsPerBlock: 1, TopicCommitsPerBatch: 1, IdempotentShare: true, CPUPerAppend: 300 * time.Microsecond}
@@ -283,15 +286,61 @@ type Options struct {
 	Serving    Serving
 	Aggregator Aggregator
 	Kafka      Kafka
-	// FoldedClaims prices folded claims over a profile counted before them (per-partition
-	// claims, an idempotent member's own commits): the per-partition claim PutItem and
-	// replay GetItem go, and idempotent members share a batch's commits. The built
-	// profile (IdempotentDesignProfile, or one measure counts on today's code) is folded
-	// already, so the switch changes nothing there.
-	FoldedClaims bool
+	// Claims is how an idempotent profile's claim writes are priced: as counted
+	// (ClaimsProfiled), or as folded claims or fenced idempotency whatever the profile
+	// counted, to set one beside the other.
+	Claims Claims
 	// Built are the levers built (BuiltLevers by default): the targets table counts a
 	// configuration needing any other as modelled.
 	Built []Lever
+}
+
+// Claims is how an estimate prices the claims of idempotent appends.
+type Claims int
+
+const (
+	// ClaimsProfiled prices the claims the profile counted (Profile.WritesPerAppend,
+	// ClaimsPerBlock and ReadsPerAppendBlk, Profile.Group's sharing).
+	ClaimsProfiled Claims = iota
+	// ClaimsFolded prices folded claims, the code before fenced idempotency: one claim
+	// PutItem per request carrying every partition's offsets (1 WRU), none per partition
+	// and no per-partition replay read, idempotent members sharing a batch's commits.
+	ClaimsFolded
+	// ClaimsFenced prices fenced idempotency (producer requests): no claim at all, the
+	// members sharing a batch's commits; retries, too rare to price, are not.
+	ClaimsFenced
+)
+
+func (c Claims) String() string {
+	return [...]string{"as profiled", "folded claims (one per request)", "fenced (no claim)"}[c]
+}
+
+// ParseClaims reads a Claims by the name the CLI takes: profiled, folded or fenced.
+func ParseClaims(s string) (Claims, error) {
+	switch s {
+	case "profiled":
+		return ClaimsProfiled, nil
+	case "folded":
+		return ClaimsFolded, nil
+	case "fenced":
+		return ClaimsFenced, nil
+	}
+	return 0, fmt.Errorf("cost: claims %q, want profiled, folded or fenced", s)
+}
+
+// claimsPerRequest is the claim writes of one idempotent request and whether its
+// per-partition claims and replay reads are priced (only as profiled).
+func (o Options) claimsPerRequest() (float64, bool) {
+	pf := o.Profile
+	switch {
+	case !pf.Idempotent:
+		return pf.WritesPerAppend, true
+	case o.Claims == ClaimsFolded:
+		return 1, false
+	case o.Claims == ClaimsFenced:
+		return 0, false
+	}
+	return pf.WritesPerAppend, true
 }
 
 // Defaults returns the design workload with n producers and every default.
@@ -321,6 +370,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("cost: the aggregator needs instances, vCPUs, a utilisation in (0,1], a window and a byte budget")
 	case o.Serving.CPUPerRecord < 0 || o.Profile.Group.CPUPerAppend < 0:
 		return fmt.Errorf("cost: CPU per record and per append must not be negative")
+	case o.Claims < ClaimsProfiled || o.Claims > ClaimsFenced:
+		return fmt.Errorf("cost: unknown claims pricing %d", o.Claims)
 	case o.Kafka.Replication < 1 || o.Kafka.BrokerMiBps <= 0 || o.Kafka.DiskFill <= 0 || o.Kafka.DiskFill > 1:
 		return fmt.Errorf("cost: kafka replication, broker MiB/s and disk fill (0,1] are required")
 	}
@@ -362,6 +413,9 @@ type Flow struct {
 	MembersPerAppend       float64       // producer requests per object: 1 without the tier
 	Instances              int           // the tier's Managed Instances; 0 without the tier
 	AckFloor               time.Duration // batching wait + service, the least ack latency
+	// BudgetBound: the tier's byte budget, not its window, cut the batches (fewer
+	// members than the window gathers).
+	BudgetBound bool
 }
 
 // FlowOf derives the flow of design d. A producer's records spread evenly over the
@@ -404,7 +458,9 @@ func FlowOf(o Options, d Design) Flow {
 		f.Instances = max(a.Instances, int(math.Ceil(cpu/(a.VCPUs*a.MaxUtilisation))))
 		perInstance := f.ProducerRequestsPerSec / float64(f.Instances)
 		fit := math.Max(1, math.Floor(a.BudgetBytes/(recs*p.EncodedRecordBytes)))
-		m := math.Min(1+perInstance*a.Window.Seconds(), fit)
+		gathered := 1 + perInstance*a.Window.Seconds()
+		m := math.Min(gathered, fit)
+		f.BudgetBound = fit < gathered
 		f.MembersPerAppend = m
 		f.AppendsPerSec, f.RecordsPerAppend = f.ProducerRequestsPerSec/m, recs*m
 		f.BlocksPerAppend = parts * (1 - math.Pow(1-k/parts, m))
@@ -447,6 +503,13 @@ func (e *Estimate) add(item string, qty float64, p Price) {
 	e.Lines = append(e.Lines, Line{Item: item, Quantity: qty, Unit: p.Unit, USD: qty * p.USD})
 }
 
+// The names of the DynamoDB write lines of a Strata estimate: the commits (topic
+// commits, sequencer updates, index entries or manifests) and the idempotency claims.
+const (
+	LineCommitWrites = "DynamoDB write units (topic commit, index)"
+	LineClaimWrites  = "DynamoDB write units (idempotency claims)"
+)
+
 // itemWRU is the write units of an item of the given bytes (1 KB each, at least one).
 func itemWRU(bytes float64) float64 { return math.Max(1, math.Ceil(bytes/1024)) }
 
@@ -457,9 +520,10 @@ func itemWRU(bytes float64) float64 { return math.Max(1, math.Ceil(bytes/1024)) 
 // priced by the topic item's size (TopicCommitWRU). Without the tier each request is one
 // commit per partition it touches. In the tier the members of
 // a batch share one commit per partition of the batch — idempotent ones too when the
-// profile says so (Profile.Group.IdempotentShare, folded claims) or FoldedClaims is set;
-// otherwise an idempotent member keeps its own (Profile.Group, counted by
-// pkg/cost/measure). A consumer GETs each commit's range.
+// profile says so (Profile.Group.IdempotentShare) or Options.Claims prices folded claims
+// or fenced idempotency; otherwise an idempotent member keeps its own (Profile.Group,
+// counted by pkg/cost/measure). The idempotency claims are a line of their own (zero
+// under fenced idempotency). A consumer GETs each commit's range.
 func Strata(o Options, d Design) Estimate {
 	pr, w, pf := o.Prices, o.Workload, o.Profile
 	f := FlowOf(o, d)
@@ -468,26 +532,27 @@ func Strata(o Options, d Design) Estimate {
 	objects := f.AppendsPerSec * secondsPerDay
 	e.add("S3 PUT (segment objects)", objects*pf.PutsPerAppend, pr.S3Put)
 
+	claims, profiled := o.claimsPerRequest()
+	claimReads := pf.ReadsPerAppend
+	if profiled {
+		claims += f.BlocksPerRequest * pf.ClaimsPerBlock
+		claimReads += f.BlocksPerRequest * pf.ReadsPerAppendBlk
+	}
 	commits, k := reqs, f.BlocksPerRequest // commit units a day, partitions each
 	topics := reqs * pf.TopicCommitsPerAppend
 	if d.aggregated() {
 		topics = objects * pf.Group.TopicCommitsPerBatch
-		if pf.Idempotent && !o.FoldedClaims && !pf.Group.IdempotentShare {
+		if pf.Idempotent && profiled && !pf.Group.IdempotentShare {
 			commits = reqs * pf.Group.MemberCommitsPerBlock
 		} else {
 			commits, k = objects*pf.Group.SharedCommitsPerBlock, f.BlocksPerAppend
 		}
 	}
-	claims, claimReads := pf.WritesPerAppend, pf.ReadsPerAppend
-	if !o.FoldedClaims {
-		claims += f.BlocksPerRequest * pf.ClaimsPerBlock
-		claimReads += f.BlocksPerRequest * pf.ReadsPerAppendBlk
-	}
 	if d.manifest() {
 		topics = commits // one topic commit per manifest
 	}
-	writes := commits*commitWrites(d, k, pf) + topics*TopicCommitWRU(w.Partitions, k) + reqs*claims
-	e.add("DynamoDB write units (sequencer, index, claims)", writes, pr.DynamoWRU)
+	e.add(LineCommitWrites, commits*commitWrites(d, k, pf)+topics*TopicCommitWRU(w.Partitions, k), pr.DynamoWRU)
+	e.add(LineClaimWrites, reqs*claims, pr.DynamoWRU)
 
 	// Consumers: per group and partition, one poll per new commit up to the poll cap
 	// (and at most one per consumer window).

@@ -179,8 +179,9 @@ func TestStrataBaseline(t *testing.T) {
 	const appends = 1728000.0
 	want := map[string]float64{
 		"S3 PUT (segment objects)": appends * 5e-6,
-		// One topic commit (4 of 8 partitions, 1 unit) + 4 index entries.
-		"DynamoDB write units (sequencer, index, claims)": appends * (1 + 4) * 0.625e-6,
+		// One topic commit (4 of 8 partitions, 1 unit) + 4 index entries; no key, no claim.
+		LineCommitWrites: appends * (1 + 4) * 0.625e-6,
+		LineClaimWrites:  0,
 		// 10 blocks/s per partition = the 10 polls/s cap: 8 × 10 × 86,400 polls × 2 reads.
 		"DynamoDB read units (polls, append checks)": 6912000 * 2 * 0.125e-6,
 		"S3 GET (blocks read)":                       appends * 4 * 0.4e-6,
@@ -234,7 +235,7 @@ func TestDesignWrites(t *testing.T) {
 			o := Defaults(10)
 			o.Producers.Shape = ShapeMulti
 			for _, l := range Strata(o, tt.d).Lines {
-				if l.Item == "DynamoDB write units (sequencer, index, claims)" {
+				if l.Item == LineCommitWrites {
 					near(t, "WRU/day", l.Quantity, appends*tt.perAppnd)
 				}
 			}
@@ -260,14 +261,7 @@ func TestTopicCommitWRUMatchesTheItem(t *testing.T) {
 // batch (segment object), not once per member request.
 func TestTierCountsOneTopicCommitPerBatch(t *testing.T) {
 	o := Defaults(1000)
-	wru := func(o Options) float64 {
-		for _, l := range Strata(o, Aggregation).Lines {
-			if l.Item == "DynamoDB write units (sequencer, index, claims)" {
-				return l.Quantity
-			}
-		}
-		return 0
-	}
+	wru := func(o Options) float64 { return writeUnits(Strata(o, Aggregation)) }
 	f := FlowOf(o, Aggregation)
 	without := o
 	without.Profile.Group.TopicCommitsPerBatch = 0
@@ -288,36 +282,53 @@ func TestAggTopicManifest(t *testing.T) {
 	}
 }
 
+// writeUnits is an estimate's DynamoDB write units a day: its commits' and its claims'.
 func writeUnits(e Estimate) float64 {
+	return lineQuantity(e, LineCommitWrites) + lineQuantity(e, LineClaimWrites)
+}
+
+// lineQuantity is the quantity of e's line item, NaN when e has no such line.
+func lineQuantity(e Estimate, item string) float64 {
 	for _, l := range e.Lines {
-		if l.Item == "DynamoDB write units (sequencer, index, claims)" {
+		if l.Item == item {
 			return l.Quantity
 		}
 	}
 	return math.NaN()
 }
 
-// TestTierIdempotentMembers: as built (folded claims) idempotent members share a
-// batch's commits and write one claim each, so the tier saves commits and entries as
-// for members without a key. A profile counted before folding (each member its own
-// commits and per-partition claims) writes as many DynamoDB units in the tier as
-// without it, and FoldedClaims prices folding over it.
+// TestTierIdempotentMembers: as built (fenced idempotency) idempotent members share a
+// batch's commits and write no claim, so the tier saves commits and entries as for
+// members without a key. Folded claims (Options.Claims) add one claim per request. A
+// profile counted before folding (each member its own commits and per-partition claims)
+// writes as many DynamoDB units in the tier as without it, and ClaimsFolded prices
+// folding over it.
 func TestTierIdempotentMembers(t *testing.T) {
 	o := Defaults(100)
 	o.Profile = IdempotentDesignProfile()
 	built, tier := Strata(o, Baseline), Strata(o, Aggregation)
-	// 100 SDK producers: 100 requests/s of 8 blocks, each 1 claim + 1 topic commit + per
-	// block 1 entry.
-	near(t, "built baseline WRU/day", writeUnits(built), 100*86400*(1+1+8))
+	// 100 SDK producers: 100 requests/s of 8 blocks, each 1 topic commit + per block 1
+	// entry, no claim.
+	near(t, "built baseline WRU/day", writeUnits(built), 100*86400*(1+8))
+	near(t, "built baseline claim WRU/day", lineQuantity(built, LineClaimWrites), 0)
 	f := *tier.Flow
 	if f.MembersPerAppend < 2 {
 		t.Fatalf("%.2f members per batch at 100 requests/s, want several", f.MembersPerAppend)
 	}
 	near(t, "objects/s", f.AppendsPerSec, 100/f.MembersPerAppend)
-	// A claim per request; per batch one topic commit and an entry per partition.
-	near(t, "built tier WRU/day", writeUnits(tier), 100*86400*1+f.AppendsPerSec*86400*(1+f.BlocksPerAppend))
+	// Per batch one topic commit and an entry per partition; nothing per request.
+	near(t, "built tier WRU/day", writeUnits(tier), f.AppendsPerSec*86400*(1+f.BlocksPerAppend))
+	near(t, "built tier claim WRU/day", lineQuantity(tier, LineClaimWrites), 0)
 
-	// Before folding: per block a partition claim, and each member its own commits.
+	// Folded claims: a claim per request on top.
+	o.Claims = ClaimsFolded
+	near(t, "folded claims tier WRU/day", writeUnits(Strata(o, Aggregation)), 100*86400*1+f.AppendsPerSec*86400*(1+f.BlocksPerAppend))
+	near(t, "folded claims baseline WRU/day", writeUnits(Strata(o, Baseline)), 100*86400*(1+1+8))
+	o.Claims = ClaimsProfiled
+
+	// Before folding: per append a request claim, per block a partition claim, and each
+	// member its own commits.
+	o.Profile.WritesPerAppend = 1
 	o.Profile.ClaimsPerBlock, o.Profile.Group.IdempotentShare, o.Profile.Group.MemberCommitsPerBlock = 1, false, 1
 	near(t, "unfolded baseline WRU/day", writeUnits(Strata(o, Baseline)), 100*86400*(1+1+8*2))
 	near(t, "unfolded tier WRU/day", writeUnits(Strata(o, Aggregation)), 100*86400*(1+8*2)+f.AppendsPerSec*86400)
@@ -326,13 +337,61 @@ func TestTierIdempotentMembers(t *testing.T) {
 	near(t, "tier WRU/day, half the commits", writeUnits(Strata(o, Aggregation)), 100*86400*(1+8*(1+0.5))+f.AppendsPerSec*86400)
 
 	o.Profile.Group.MemberCommitsPerBlock = 1
-	o.FoldedClaims = true
+	o.Claims = ClaimsFolded
 	folded := Strata(o, Aggregation)
 	g := *folded.Flow
 	near(t, "folded tier WRU/day", writeUnits(folded), 100*86400*1+g.AppendsPerSec*86400*(1+g.BlocksPerAppend))
 	// Without the tier, folding drops the partition claims: 1 claim + 1 topic commit + 1
 	// entry per block.
 	near(t, "folded baseline WRU/day", writeUnits(Strata(o, Baseline)), 100*86400*(1+1+8))
+	// Fenced over the same unfolded profile: no claim at all, the members sharing.
+	o.Claims = ClaimsFenced
+	near(t, "fenced tier WRU/day", writeUnits(Strata(o, Aggregation)), g.AppendsPerSec*86400*(1+g.BlocksPerAppend))
+	near(t, "fenced baseline WRU/day", writeUnits(Strata(o, Baseline)), 100*86400*(1+8))
+}
+
+// TestFencedProfilePricesNoClaim: the built idempotent profile (fenced idempotency, the
+// SDK's producer requests) writes nothing per request beside the topic commit and
+// nothing per block beside the entry, reads nothing before an append, and its estimate's
+// claims line is $0 in every design; folded claims price 1 WRU per request, $0.625 per
+// million.
+func TestFencedProfilePricesNoClaim(t *testing.T) {
+	p := IdempotentDesignProfile()
+	if !p.Idempotent || p.WritesPerAppend != 0 || p.ClaimsPerBlock != 0 || p.ReadsPerAppend != 0 || p.ReadsPerAppendBlk != 0 {
+		t.Fatalf("idempotent design profile %+v: want no claim write or read", p)
+	}
+	for _, n := range []int{10, 1000} {
+		o := Defaults(n)
+		o.Profile = p
+		for _, d := range Designs {
+			e := Strata(o, d)
+			if q := lineQuantity(e, LineClaimWrites); q != 0 {
+				t.Errorf("%d producers, %s: %v claim WRU/day, want 0", n, d, q)
+			}
+			o.Claims = ClaimsFolded
+			reqs := FlowOf(o, d).ProducerRequestsPerSec * 86400
+			folded := Strata(o, d)
+			near(t, "folded claim WRU/day", lineQuantity(folded, LineClaimWrites), reqs)
+			near(t, "folded − fenced $/day", folded.PerDay()-e.PerDay(), reqs*0.625e-6)
+			o.Claims = ClaimsProfiled
+		}
+	}
+}
+
+func TestParseClaims(t *testing.T) {
+	for s, want := range map[string]Claims{"profiled": ClaimsProfiled, "folded": ClaimsFolded, "fenced": ClaimsFenced} {
+		if got, err := ParseClaims(s); err != nil || got != want {
+			t.Errorf("ParseClaims(%q) = %v, %v", s, got, err)
+		}
+	}
+	if _, err := ParseClaims("none"); err == nil {
+		t.Error("ParseClaims(none) accepted")
+	}
+	o := Defaults(1)
+	o.Claims = ClaimsFenced + 1
+	if o.Validate() == nil {
+		t.Error("an unknown claims pricing validated")
+	}
 }
 
 // TestTierInstancesFromCPU: the tier runs as many instances as its requests' CPU needs

@@ -70,10 +70,10 @@ func Report(out io.Writer, base Options, s Sweep) error {
 		"members per object = 1 + requests/s per instance × window\n",
 		base.Aggregator.Instances, base.Aggregator.VCPUs, 100*base.Aggregator.MaxUtilisation, base.Aggregator.Window, base.Aggregator.BudgetBytes)
 	fmt.Fprintf(w, "Producers: %s, linger %s, batch %.0f B / %d records, SDK request %.0f B / %d records, %.0f B per encoded record, "+
-		"%s body CPU per record; ack floor assumes API %s + PUT %s + 2 × DynamoDB write %s; folded claims forced over the profile: %t\n\n",
+		"%s body CPU per record; ack floor assumes API %s + PUT %s + 2 × DynamoDB write %s; claims priced %s\n\n",
 		base.Producers.Shape, base.Producers.Linger, base.Producers.BatchBytes, base.Producers.BatchRecords,
 		base.Producers.RequestBytes, base.Producers.RequestRecords, base.Producers.EncodedRecordBytes, base.Serving.CPUPerRecord, base.Latency.API, base.Latency.S3Put, base.Latency.DynamoWrite,
-		base.FoldedClaims)
+		base.Claims)
 
 	for _, g := range s.Groups {
 		o := base
@@ -166,26 +166,26 @@ func Report(out io.Writer, base Options, s Sweep) error {
 	o = base
 	o.Workload.Groups = 1
 	fmt.Fprintln(w, "== aggregation tier flow (1 group): requests/s → instances, members per object, objects/s, partitions per object; $/day ==")
-	fmt.Fprintln(w, "shape\tproducers\trequests/s\tinstances\tmembers/object\tobjects/s\tpartitions/object\t$/day\t$/day folded claims\t")
+	fmt.Fprintln(w, "shape\tproducers\trequests/s\tinstances\tmembers/object\tobjects/s\tpartitions/object\t$/day folded claims\t$/day fenced\t")
 	for _, sh := range []Shape{ShapeSDK, ShapeMulti} {
 		for _, n := range s.Producers {
 			o.Producers.Shape, o.Producers.Count = sh, n
-			o.FoldedClaims = false
+			o.Claims = ClaimsFolded
 			e := Strata(o, Aggregation)
-			o.FoldedClaims = true
-			folded := Strata(o, Aggregation)
+			o.Claims = ClaimsFenced
+			fenced := Strata(o, Aggregation)
 			f := e.Flow
 			fmt.Fprintf(w, "%s\t%d\t%.1f\t%d\t%.1f\t%.1f\t%.2f\t%s\t%s\t\n", sh, n, f.ProducerRequestsPerSec, f.Instances,
-				f.MembersPerAppend, f.AppendsPerSec, f.BlocksPerAppend, usd(e.PerDay()), usd(folded.PerDay()))
+				f.MembersPerAppend, f.AppendsPerSec, f.BlocksPerAppend, usd(e.PerDay()), usd(fenced.PerDay()))
 		}
 	}
 	fmt.Fprintln(w)
 	o = base
 	o.Workload.Groups, o.Producers.Count = 1, 100
-	fmt.Fprintf(w, "breakdown, aggregation tier, 100 producers, %s\tfolded claims false\tfolded claims true\t\n", o.Producers.Shape)
-	o.FoldedClaims = false
+	fmt.Fprintf(w, "breakdown, aggregation tier, 100 producers, %s\tfolded claims\tfenced\t\n", o.Producers.Shape)
+	o.Claims = ClaimsFolded
 	as := Strata(o, Aggregation).Lines
-	o.FoldedClaims = true
+	o.Claims = ClaimsFenced
 	for i, l := range Strata(o, Aggregation).Lines {
 		fmt.Fprintf(w, "%s\t%s\t%s\t\n", l.Item, usd(as[i].USD), usd(l.USD))
 	}
@@ -195,13 +195,13 @@ func Report(out io.Writer, base Options, s Sweep) error {
 	o.Workload.Groups = 1
 	o.Producers.Shape = ShapeMulti
 	kin, kafka := KinesisProvisioned(o, true).PerDay(), KafkaEC2(o).PerDay()
-	folds := []bool{base.FoldedClaims}
-	if pf.Idempotent && !base.FoldedClaims {
-		folds = append(folds, true)
+	pricings := []Claims{base.Claims}
+	if pf.Idempotent {
+		pricings = []Claims{ClaimsFolded, ClaimsFenced}
 	}
-	for _, fold := range folds {
-		o.FoldedClaims = fold
-		fmt.Fprintf(w, "== design alternatives (1 group, %s, linger %s, folded claims %t): $/day, ack floor ==\n", o.Producers.Shape, o.Producers.Linger, fold)
+	for _, c := range pricings {
+		o.Claims = c
+		fmt.Fprintf(w, "== design alternatives (1 group, %s, linger %s; claims: %s): $/day, ack floor ==\n", o.Producers.Shape, o.Producers.Linger, c)
 		fmt.Fprintln(w, "design\t10 producers\t100 producers\t1000 producers\t")
 		for _, d := range Designs {
 			row := d.String() + "\t"

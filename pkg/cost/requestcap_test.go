@@ -19,3 +19,20 @@ func TestRequestCapIsTheSDKs(t *testing.T) {
 		t.Errorf("DefaultProducers caps requests at %v, want %d", got, cost.LambdaRequestBytes)
 	}
 }
+
+// TestTierWindowsAreStackSettings: every tier window and the budget the targets table
+// prices are ones the stack can set (strata:groupCommitWindowMs up to
+// deploy.MaxGroupCommitWindow, strata:groupCommitBudgetBytes up to
+// deploy.MaxGroupCommitBudget), so a built row never prices a setting the api function
+// refuses.
+func TestTierWindowsAreStackSettings(t *testing.T) {
+	for _, c := range cost.Configurations() {
+		if c.TierWindow > deploy.MaxGroupCommitWindow || c.TierBudget > deploy.MaxGroupCommitBudget {
+			t.Errorf("%s: tier window %v, budget %.0f B; the stack takes at most %v and %d B",
+				c.Name, c.TierWindow, c.TierBudget, deploy.MaxGroupCommitWindow, deploy.MaxGroupCommitBudget)
+		}
+	}
+	if last := cost.TierWindows[len(cost.TierWindows)-1]; last != deploy.MaxGroupCommitWindow {
+		t.Errorf("the longest tier window priced is %v, the stack's longest %v", last, deploy.MaxGroupCommitWindow)
+	}
+}

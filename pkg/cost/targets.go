@@ -20,8 +20,12 @@ const (
 	// and budget set by the stack (strata:groupCommitWindowMs, strata:groupCommitBudgetBytes).
 	LeverTier Lever = "tier"
 	// LeverFolded: one idempotency claim per request carrying every partition's offsets,
-	// idempotent members sharing a batch's commits (Options.FoldedClaims).
+	// idempotent members sharing a batch's commits (ClaimsFolded).
 	LeverFolded Lever = "folded"
+	// LeverFenced: fenced idempotency, the SDK's producer requests writing no claim (a
+	// retry fences the earlier attempts on the topic item and searches the log for
+	// them), members sharing a batch's commits (ClaimsFenced).
+	LeverFenced Lever = "fenced"
 	// LeverManifest: one manifest item per batch instead of an index entry per
 	// partition, beside the topic commit that is built (designs TopicManifest,
 	// AggTopicManifest).
@@ -33,12 +37,12 @@ const (
 )
 
 // Levers lists every lever, in the order they are written.
-var Levers = []Lever{LeverFunctionURL, LeverTier, LeverFolded, LeverManifest, LeverConsumerWindow}
+var Levers = []Lever{LeverFunctionURL, LeverTier, LeverFolded, LeverFenced, LeverManifest, LeverConsumerWindow}
 
 // BuiltLevers are the levers built in this tree: what a configuration may need and still
 // count as built. Pass the levers merged since with `strata bench cost --built`.
 func BuiltLevers() []Lever {
-	return []Lever{LeverFunctionURL, LeverTier, LeverFolded, LeverConsumerWindow}
+	return []Lever{LeverFunctionURL, LeverTier, LeverFolded, LeverFenced, LeverConsumerWindow}
 }
 
 // Configuration is one way to deploy and use Strata that the targets table prices.
@@ -50,7 +54,9 @@ type Configuration struct {
 	// set (the tier designs only).
 	TierWindow time.Duration
 	TierBudget float64
-	Folded     bool
+	// Claims is how the configuration's idempotency claims are priced: fenced (the SDK's
+	// producer requests) or folded (one claim per request, for comparison).
+	Claims Claims
 	// ConsumerWindow is dispatch's stream batching window (Serving.ConsumerWindow).
 	ConsumerWindow time.Duration
 	Needs          []Lever
@@ -60,7 +66,7 @@ type Configuration struct {
 func (c Configuration) Apply(o Options) Options {
 	o.Serving.FunctionURL = c.FunctionURL
 	o.Serving.ConsumerWindow = c.ConsumerWindow
-	o.FoldedClaims = c.Folded
+	o.Claims = c.Claims
 	if c.TierWindow > 0 {
 		o.Aggregator.Window = c.TierWindow
 	}
@@ -82,21 +88,28 @@ func (c Configuration) Built(built []Lever) bool {
 
 // The append tier as a stack can run it (issue 20 item 5): a 250 ms window cutting
 // objects of up to 16 MiB; and the consumer window the table prices, once a second as
-// the Kinesis mapping polls a shard.
+// the Kinesis mapping polls a shard. TierWindows are the tier windows the targets table
+// prices the best configuration at: the stack's setting (strata:groupCommitWindowMs)
+// takes up to deploy.MaxGroupCommitWindow, 1 s.
 const (
 	TierWindow     = 250 * time.Millisecond
 	TierBudget     = 16 << 20
 	ConsumerWindow = time.Second
 )
 
+// TierWindows are the tier windows of the best configuration's rows.
+var TierWindows = []time.Duration{TierWindow, 500 * time.Millisecond, time.Second}
+
 // Configurations are the configurations of the targets table, SDK producers throughout:
-// what is built first, then the manifest added. Every one prices folded claims (one claim
-// per request, idempotent members sharing a batch's commits) and the topic commit, as the
-// code does, so each needs LeverFolded.
+// what is built first, then the manifest added. Every one prices the SDK's producer
+// requests as built, fenced idempotency (no claim per request, idempotent members
+// sharing a batch's commits), and the topic commit, so each needs LeverFenced; the best
+// configuration is also priced at longer tier windows (TierWindows) and, for comparison,
+// with folded claims (one claim per request, the code before fenced idempotency).
 func Configurations() []Configuration {
 	cfg := func(name string, d Design, furl bool, window time.Duration, budget float64, needs ...Lever) Configuration {
-		return Configuration{Name: name, Design: d, FunctionURL: furl, TierWindow: window, TierBudget: budget, Folded: true,
-			Needs: append([]Lever{LeverFolded}, needs...)}
+		return Configuration{Name: name, Design: d, FunctionURL: furl, TierWindow: window, TierBudget: budget, Claims: ClaimsFenced,
+			Needs: append([]Lever{LeverFenced}, needs...)}
 	}
 	windowed := func(c Configuration) Configuration {
 		c.Name += ", consumer window 1 s"
@@ -104,21 +117,47 @@ func Configurations() []Configuration {
 		c.Needs = append(slices.Clone(c.Needs), LeverConsumerWindow)
 		return c
 	}
+	tierAt := func(window time.Duration, needs ...Lever) Configuration {
+		return cfg(fmt.Sprintf("function URL, tier %s / 16 MiB", ms(window)), Aggregation, true, window, TierBudget,
+			append([]Lever{LeverFunctionURL, LeverTier}, needs...)...)
+	}
 	furl := cfg("function URL, on-demand Lambda", Baseline, true, 0, 0, LeverFunctionURL)
-	tier := cfg("function URL, tier 250 ms / 16 MiB", Aggregation, true, TierWindow, TierBudget, LeverFunctionURL, LeverTier)
+	tier := tierAt(TierWindow)
+	folded := windowed(tier)
+	folded.Name += ", folded claims"
+	folded.Claims, folded.Needs = ClaimsFolded, append([]Lever{LeverFolded}, folded.Needs[1:]...)
 	tierManifest := cfg("function URL, tier 250 ms / 16 MiB, manifest", AggTopicManifest, true, TierWindow, TierBudget,
 		LeverFunctionURL, LeverTier, LeverManifest)
-	return []Configuration{
+	out := []Configuration{
 		cfg("API Gateway, on-demand Lambda", Baseline, false, 0, 0),
 		cfg("API Gateway, tier 5 ms (deployed default on Managed Instances)", Aggregation, false, 5*time.Millisecond, 1<<20, LeverTier),
 		furl,
 		windowed(furl),
 		tier,
 		windowed(tier),
+		folded,
+	}
+	for _, w := range TierWindows[1:] {
+		out = append(out, windowed(tierAt(w)))
+	}
+	return append(out,
 		cfg("function URL, manifest", TopicManifest, true, 0, 0, LeverFunctionURL, LeverManifest),
 		tierManifest,
 		windowed(tierManifest),
+	)
+}
+
+// BestConfigurations are the configurations "where the money goes" breaks down: the best
+// built one (function URL, tier, consumer window 1 s) at each of TierWindows, fenced,
+// and at the 250 ms window with folded claims.
+func BestConfigurations() []Configuration {
+	var out []Configuration
+	for _, c := range Configurations() {
+		if c.Design == Aggregation && c.FunctionURL && c.ConsumerWindow > 0 {
+			out = append(out, c)
+		}
 	}
+	return out
 }
 
 // Target is the issue's bound on one cell: at most KPL times Kinesis with the KPL (same
@@ -192,7 +231,7 @@ var (
 // target), and the verdict; then the request-fee floor and the linger reaching parity
 // at 1,000 producers.
 func Targets(w io.Writer, base Options, built []Lever) {
-	fmt.Fprintf(w, "== targets (issue 20): SDK producers; ≤ 1.0× Kinesis KPL at 10 and 100 producers, ≤ 2× at 1,000, 3 groups ≤ KPL's 3-group figure, ≤ 10%% of Kafka everywhere; built levers: %s ==\n",
+	fmt.Fprintf(w, "== targets (issue 20): SDK producers, fenced idempotency unless a row says folded claims; ≤ 1.0× Kinesis KPL at 10 and 100 producers, ≤ 2× at 1,000, 3 groups ≤ KPL's 3-group figure, ≤ 10%% of Kafka everywhere; built levers: %s ==\n",
 		strings.Join(leverNames(built), ", "))
 	fmt.Fprintln(w, "configuration\tlinger\tproducers\t1 group $/day (× KPL, % Kafka)\t3 groups $/day (× KPL, % Kafka)\tack floor\tbuilt?\tverdict\t")
 	for _, c := range Configurations() {
@@ -226,6 +265,7 @@ func Targets(w io.Writer, base Options, built []Lever) {
 		}
 	}
 	fmt.Fprintln(w)
+	WhereTheMoneyGoes(w, base, built)
 	fmt.Fprintln(w, "alternatives at the targets' cells\tlinger\tproducers\tKinesis KPL 1 group\tKinesis KPL 3 groups\tKPL units/s\tKPL ack floor\tKafka 1 group\tKafka 3 groups\t")
 	for _, l := range TargetLingers {
 		for _, n := range TargetProducers {
@@ -258,6 +298,52 @@ func Targets(w io.Writer, base Options, built []Lever) {
 		}
 		cell := PriceTarget(base, c, 1000, 1, l)
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t\n", c.Name, status, l, usd(cell.PerDay), usd(cell.KPL))
+	}
+	fmt.Fprintln(w)
+}
+
+// WhereTheMoneyGoes writes, for each of BestConfigurations at TargetLingers and
+// TargetProducers with one group, the $/day of each line of its estimate (the
+// idempotency claims a column of their own: $0 under fenced idempotency), with the
+// tier's instances, members per object and objects/s, and whether the byte budget cut
+// the batches before the window did.
+func WhereTheMoneyGoes(w io.Writer, base Options, built []Lever) {
+	cs := BestConfigurations()
+	if len(cs) == 0 {
+		return
+	}
+	var items []string
+	for _, l := range Strata(cs[0].Apply(base), cs[0].Design).Lines {
+		items = append(items, l.Item)
+	}
+	fmt.Fprintln(w, "where the money goes (1 group): $/day per line of the estimate")
+	fmt.Fprintln(w, "configuration\tbuilt?\tlinger\tproducers\tinstances\tmembers/object\tobjects/s\tcut by\t"+strings.Join(items, "\t")+"\ttotal\t")
+	for _, c := range cs {
+		status := "modelled"
+		if c.Built(built) {
+			status = "built"
+		}
+		for _, l := range TargetLingers {
+			for _, n := range TargetProducers {
+				o := c.Apply(base)
+				o.Producers.Count, o.Workload.Groups, o.Producers.Linger = n, 1, l
+				e := Strata(o, c.Design)
+				f := e.Flow
+				cut := "window"
+				if f.BudgetBound {
+					cut = "budget"
+				}
+				row := fmt.Sprintf("%s\t%s\t%s\t%d\t%d\t%.1f\t%.2f\t%s\t", c.Name, status, l, n, f.Instances, f.MembersPerAppend, f.AppendsPerSec, cut)
+				usdOf := map[string]float64{}
+				for _, li := range e.Lines {
+					usdOf[li.Item] += li.USD
+				}
+				for _, it := range items {
+					row += usd(usdOf[it]) + "\t"
+				}
+				fmt.Fprintln(w, row+usd(e.PerDay())+"\t")
+			}
+		}
 	}
 	fmt.Fprintln(w)
 }

@@ -2,25 +2,32 @@ package cost
 
 import (
 	"bytes"
+	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 )
 
 // TestConfigurationsBuilt: a configuration is built when every lever it needs is; the
-// defaults count the function URL, the tier, folded claims and the consumer window, and
-// not the manifest.
+// defaults count the function URL, the tier, folded claims, fenced idempotency and the
+// consumer window, and not the manifest. Every row prices fenced idempotency but the one
+// that says folded claims.
 func TestConfigurationsBuilt(t *testing.T) {
 	want := map[string]bool{
-		"API Gateway, on-demand Lambda":                                     true,
-		"API Gateway, tier 5 ms (deployed default on Managed Instances)":    true,
-		"function URL, on-demand Lambda":                                    true,
-		"function URL, tier 250 ms / 16 MiB":                                true,
-		"function URL, manifest":                                            false,
-		"function URL, tier 250 ms / 16 MiB, manifest":                      false,
-		"function URL, on-demand Lambda, consumer window 1 s":               true,
-		"function URL, tier 250 ms / 16 MiB, consumer window 1 s":           true,
-		"function URL, tier 250 ms / 16 MiB, manifest, consumer window 1 s": false,
+		"API Gateway, on-demand Lambda":                                          true,
+		"API Gateway, tier 5 ms (deployed default on Managed Instances)":         true,
+		"function URL, on-demand Lambda":                                         true,
+		"function URL, tier 250 ms / 16 MiB":                                     true,
+		"function URL, manifest":                                                 false,
+		"function URL, tier 250 ms / 16 MiB, manifest":                           false,
+		"function URL, on-demand Lambda, consumer window 1 s":                    true,
+		"function URL, tier 250 ms / 16 MiB, consumer window 1 s":                true,
+		"function URL, tier 250 ms / 16 MiB, consumer window 1 s, folded claims": true,
+		"function URL, tier 500 ms / 16 MiB, consumer window 1 s":                true,
+		"function URL, tier 1000 ms / 16 MiB, consumer window 1 s":               true,
+		"function URL, tier 250 ms / 16 MiB, manifest, consumer window 1 s":      false,
 	}
 	cs := Configurations()
 	if len(cs) != len(want) {
@@ -38,12 +45,41 @@ func TestConfigurationsBuilt(t *testing.T) {
 		if !c.Built(Levers) {
 			t.Errorf("%s: not built with every lever", c.Name)
 		}
+		folded := strings.HasSuffix(c.Name, "folded claims")
+		if wantClaims := map[bool]Claims{false: ClaimsFenced, true: ClaimsFolded}[folded]; c.Claims != wantClaims {
+			t.Errorf("%s: claims %s, want %s", c.Name, c.Claims, wantClaims)
+		}
+		wantLever := map[bool]Lever{false: LeverFenced, true: LeverFolded}[folded]
+		if !slices.Contains(c.Needs, wantLever) {
+			t.Errorf("%s: needs %v, want %s among them", c.Name, c.Needs, wantLever)
+		}
+		without := slices.DeleteFunc(slices.Clone(Levers), func(l Lever) bool { return l == wantLever })
+		if c.Built(without) {
+			t.Errorf("%s: built without the %s lever", c.Name, wantLever)
+		}
 	}
-	if _, err := ParseLevers("tier, folded"); err != nil {
+	if _, err := ParseLevers("tier, folded, fenced"); err != nil {
 		t.Error(err)
 	}
 	if _, err := ParseLevers("tier,cache"); err == nil {
 		t.Error("an unknown lever parsed")
+	}
+}
+
+// TestBestConfigurations: "where the money goes" breaks down the best built row at each
+// tier window and its folded-claims comparison, all function URL, tier and consumer
+// window.
+func TestBestConfigurations(t *testing.T) {
+	var names []string
+	for _, c := range BestConfigurations() {
+		names = append(names, c.Name)
+	}
+	want := []string{"function URL, tier 250 ms / 16 MiB, consumer window 1 s",
+		"function URL, tier 250 ms / 16 MiB, consumer window 1 s, folded claims",
+		"function URL, tier 500 ms / 16 MiB, consumer window 1 s",
+		"function URL, tier 1000 ms / 16 MiB, consumer window 1 s"}
+	if !slices.Equal(names, want) {
+		t.Errorf("best configurations %q, want %q", names, want)
 	}
 }
 
@@ -53,13 +89,13 @@ func TestConfigurationApply(t *testing.T) {
 	base := Defaults(100)
 	for _, c := range Configurations() {
 		o := c.Apply(base)
-		if o.Serving.FunctionURL != c.FunctionURL || o.FoldedClaims != c.Folded {
+		if o.Serving.FunctionURL != c.FunctionURL || o.Claims != c.Claims {
 			t.Errorf("%s: applied %+v", c.Name, o.Serving)
 		}
 		if c.TierWindow > 0 && o.Aggregator.Window != c.TierWindow {
 			t.Errorf("%s: window %v", c.Name, o.Aggregator.Window)
 		}
-		if o.Serving.ConsumerWindow != c.ConsumerWindow || (c.ConsumerWindow > 0) != strings.HasSuffix(c.Name, "consumer window 1 s") {
+		if o.Serving.ConsumerWindow != c.ConsumerWindow || (c.ConsumerWindow > 0) != strings.Contains(c.Name, "consumer window 1 s") {
 			t.Errorf("%s: consumer window %v", c.Name, o.Serving.ConsumerWindow)
 		}
 		for _, l := range Strata(o, c.Design).Lines {
@@ -165,5 +201,119 @@ func TestConsumerWindowCapsPolls(t *testing.T) {
 	near(t, "S3 GETs", with["S3 GET (blocks read)"].Quantity, without["S3 GET (blocks read)"].Quantity)
 	if s := (Serving{MaxPollsPerSecond: 10, ConsumerWindow: 50 * time.Millisecond}); s.PollsPerSecond() != 10 {
 		t.Errorf("a 50 ms window: %v polls/s, want the cap of 10", s.PollsPerSecond())
+	}
+}
+
+// TestTierWindowRows (issue 20, the tier window as a stack setting): the best
+// configuration at tier windows of 500 ms and 1 s prices what the model computes, worked
+// by hand here. At the 3-instance floor each instance takes a third of the requests
+// (their CPU, 0.3 ms each and 70 ns a record, needs under 3 × 1.4 vCPUs in every cell), so
+// a batch gathers 1 + requests/s ÷ 3 × window members, at most as many as 16 MiB of
+// their records holds: the window, not the budget, cuts at 500 ms in every cell, and the
+// budget cuts first at 1 s in every cell (3 instances take 17.3 MB/s each, and 16 MiB
+// fills in about 0.97 s). Objects/s are requests/s ÷ members; the ack floor is the
+// producer's wait + the tier window + one append (56 ms).
+func TestTierWindowRows(t *testing.T) {
+	base := Defaults(1)
+	base.Profile = IdempotentDesignProfile()
+	byName := map[string]Configuration{}
+	for _, c := range Configurations() {
+		byName[c.Name] = c
+	}
+	// Per producer count and linger: requests/s, records per request, and the members
+	// 16 MiB holds (floor(16 MiB / (records × 1,040 B))).
+	type load struct {
+		reqs, recs, fit float64
+	}
+	loads := map[time.Duration]map[int]load{
+		time.Second:            {10: {20, 2500, 6}, 100: {100, 500, 32}, 1000: {1000, 50, 322}},
+		100 * time.Millisecond: {10: {100, 500, 32}, 100: {1000, 50, 322}, 1000: {10000, 5, 3226}},
+	}
+	for _, tc := range []struct {
+		name   string
+		window time.Duration
+		bound  bool
+	}{
+		{"function URL, tier 500 ms / 16 MiB, consumer window 1 s", 500 * time.Millisecond, false},
+		{"function URL, tier 1000 ms / 16 MiB, consumer window 1 s", time.Second, true},
+	} {
+		c, ok := byName[tc.name]
+		if !ok {
+			t.Fatalf("no configuration %q", tc.name)
+		}
+		if c.TierWindow != tc.window || c.TierBudget != TierBudget || c.Design != Aggregation || c.Claims != ClaimsFenced {
+			t.Fatalf("%s: %+v", c.Name, c)
+		}
+		for l, byN := range loads {
+			for n, ld := range byN {
+				for _, g := range TargetGroups {
+					cell := PriceTarget(base, c, n, g, l)
+					o := c.Apply(base)
+					o.Producers.Count, o.Workload.Groups, o.Producers.Linger = n, g, l
+					e := Strata(o, Aggregation)
+					name := fmt.Sprintf("%s, %d producers, linger %s, %d groups", c.Name, n, l, g)
+					near(t, name+": $/day", cell.PerDay, e.PerDay())
+					f := e.Flow
+					gathered := 1 + ld.reqs/3*tc.window.Seconds()
+					members := math.Min(gathered, ld.fit)
+					if f.Instances != 3 || f.BudgetBound != tc.bound || (ld.fit < gathered) != tc.bound {
+						t.Errorf("%s: %d instances, budget bound %t; want 3, %t", name, f.Instances, f.BudgetBound, tc.bound)
+					}
+					near(t, name+": requests/s", f.ProducerRequestsPerSec, ld.reqs)
+					near(t, name+": members/object", f.MembersPerAppend, members)
+					near(t, name+": objects/s", f.AppendsPerSec, ld.reqs/members)
+					near(t, name+": records/object", f.RecordsPerAppend, ld.recs*members)
+					if want := l + tc.window + 56*time.Millisecond; cell.AckFloor != want {
+						t.Errorf("%s: ack floor %s, want %s", name, cell.AckFloor, want)
+					}
+					// Entries and GETs follow the objects: one per partition an object holds.
+					blocks := f.AppendsPerSec * 86400 * f.BlocksPerAppend
+					near(t, name+": GETs/day", lineQuantity(e, "S3 GET (blocks read)"), float64(g)*blocks)
+					near(t, name+": claim WRU/day", lineQuantity(e, LineClaimWrites), 0)
+				}
+			}
+		}
+	}
+	// A longer window writes fewer objects, entries and GETs while the window cuts.
+	o := byName["function URL, tier 250 ms / 16 MiB, consumer window 1 s"].Apply(base)
+	o.Producers.Count = 100
+	short := Strata(o, Aggregation)
+	o = byName["function URL, tier 500 ms / 16 MiB, consumer window 1 s"].Apply(base)
+	o.Producers.Count = 100
+	long := Strata(o, Aggregation)
+	if long.Flow.AppendsPerSec >= short.Flow.AppendsPerSec || long.PerDay() >= short.PerDay() {
+		t.Errorf("500 ms window: %.2f objects/s, $%.2f/day; 250 ms: %.2f, $%.2f: want fewer and cheaper",
+			long.Flow.AppendsPerSec, long.PerDay(), short.Flow.AppendsPerSec, short.PerDay())
+	}
+}
+
+// TestFoldedClaimsRow: the folded-claims comparison row costs the best fenced row plus
+// one claim write (1 WRU, $0.625 per million) per producer request, in every cell, with
+// the same flow and ack floor.
+func TestFoldedClaimsRow(t *testing.T) {
+	base := Defaults(1)
+	base.Profile = IdempotentDesignProfile()
+	var fenced, folded Configuration
+	for _, c := range Configurations() {
+		switch c.Name {
+		case "function URL, tier 250 ms / 16 MiB, consumer window 1 s":
+			fenced = c
+		case "function URL, tier 250 ms / 16 MiB, consumer window 1 s, folded claims":
+			folded = c
+		}
+	}
+	for _, l := range TargetLingers {
+		for _, n := range TargetProducers {
+			for _, g := range TargetGroups {
+				a, b := PriceTarget(base, fenced, n, g, l), PriceTarget(base, folded, n, g, l)
+				o := fenced.Apply(base)
+				o.Producers.Count, o.Producers.Linger = n, l
+				reqs := FlowOf(o, Aggregation).ProducerRequestsPerSec * 86400
+				near(t, fmt.Sprintf("%d producers, linger %s, %d groups: folded − fenced $/day", n, l, g), b.PerDay-a.PerDay, reqs*0.625e-6)
+				if a.AckFloor != b.AckFloor {
+					t.Errorf("%d producers, linger %s: ack floors %s and %s", n, l, a.AckFloor, b.AckFloor)
+				}
+			}
+		}
 	}
 }

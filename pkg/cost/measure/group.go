@@ -80,11 +80,7 @@ func runGroupCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, o
 	for a := range opt.Appenders {
 		wg.Go(func() {
 			for r := range opt.GroupRounds {
-				var ao log.AppendOptions
-				if idem {
-					ao.IdempotencyKey, ao.FirstAttempt = fmt.Sprintf("g%d-%d", a, r), true
-				}
-				res, err := lg.AppendBlocks(ctx, topic, blocks, ao)
+				res, err := lg.AppendBlocks(ctx, topic, blocks, firstAttempt(idem, fmt.Sprintf("g%d-%d", a, r)))
 				if err == nil && len(res) != parts {
 					err = fmt.Errorf("%d block results for %d blocks", len(res), parts)
 				}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -29,6 +30,7 @@ import (
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/store/dynamo"
 	s3store "github.com/stratalog/strata/pkg/store/s3"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // ErrNotLoopback is returned for an endpoint that is not a loopback http(s) URL.
@@ -75,8 +77,12 @@ type Case struct {
 	// the append path. The profile leaves them out of the reads per append.
 	ConfigReads float64
 	AppendTime  time.Duration
-	// RetryOps are the requests of a retry (Strata-Attempt 1) of each acknowledged
-	// idempotent append: the claim read answers it, nothing is appended again.
+	// RetryOps are the requests of a retry (Strata-Attempt 1, its RetryElapsed the time
+	// since the first attempt was sent) of each acknowledged idempotent append, a
+	// producer request's as the SDK sends it: it fences the earlier attempts on the
+	// topic item and searches the index and the batches' members tables, finds the
+	// first attempt and appends nothing. Reported, not priced (retries are rare); none
+	// when Options.NoRetry.
 	RetryOps       map[string]awscount.Op
 	Polls, Blocks  int // polls made, blocks they returned
 	PollOps        map[string]awscount.Op
@@ -109,6 +115,9 @@ type Options struct {
 	Appenders   int
 	GroupRounds int
 	GroupWindow time.Duration
+	// NoRetry skips the retries of the idempotent cases (Case.RetryOps), which the
+	// profile does not price.
+	NoRetry bool
 }
 
 var (
@@ -118,11 +127,12 @@ var (
 )
 
 // Run measures four cases (one and four partitions per append, with and without
-// idempotency keys) on a fresh bucket and tables, each once by one appender and once by
-// opt.Appenders concurrent appenders through a group-committing Log, and derives the
-// profile from the cases with opt.Idempotent: the per-block requests are the difference
-// between four and one partition over three, the rest is per append; the group cases
-// give Profile.Group.
+// idempotency keys, keyed ones as the SDK's producer requests) on a fresh bucket and
+// tables, each once by one appender (its keyed appends then retried once, unless
+// opt.NoRetry) and once by opt.Appenders concurrent appenders through a group-committing
+// Log, and derives the profile from the cases with opt.Idempotent: the per-block requests
+// are the difference between four and one partition over three, the rest is per append;
+// the group cases give Profile.Group. The retries are reported, not profiled.
 func Run(ctx context.Context, cfg aws.Config, opt Options) (Result, error) {
 	if opt.Appends == 0 {
 		opt.Appends = 8
@@ -223,16 +233,16 @@ func runCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, topics
 	}
 	counter.Reset()
 	start := time.Now()
+	sent := make([]time.Time, opt.Appends)
+	firsts := make([][]log.Result, opt.Appends)
 	for a := range opt.Appends {
 		recs := records()
-		var ao log.AppendOptions
-		if idem {
-			// A first attempt, as pkg/client's producer says it sends one.
-			ao.IdempotencyKey, ao.FirstAttempt = fmt.Sprintf("k%d", a), true
-		}
-		if _, err := lg.Append(ctx, topic, recs, ao); err != nil {
+		sent[a] = time.Now()
+		res, err := lg.Append(ctx, topic, recs, firstAttempt(idem, fmt.Sprintf("k%d", a)))
+		if err != nil {
 			return Case{}, fmt.Errorf("measure: append: %w", err)
 		}
+		firsts[a] = res
 		c.Records += len(recs)
 	}
 	c.AppendTime = time.Since(start)
@@ -240,7 +250,7 @@ func runCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, topics
 	for _, op := range dynamoReads {
 		c.ConfigReads += float64(counter.Table(op, topics).Requests)
 	}
-	if idem {
+	if idem && !opt.NoRetry {
 		// Each append again as a retry whose first answer was lost, the topic's
 		// configuration freshly cached (its read is not the retry's).
 		if _, err := lg.Topic(ctx, topic); err != nil {
@@ -248,8 +258,13 @@ func runCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, topics
 		}
 		counter.Reset()
 		for a := range opt.Appends {
-			if _, err := lg.Append(ctx, topic, records(), log.AppendOptions{IdempotencyKey: fmt.Sprintf("k%d", a)}); err != nil {
+			key := fmt.Sprintf("k%d", a)
+			res, err := lg.Append(ctx, topic, records(), secondAttempt(key, time.Since(sent[a])))
+			if err != nil {
 				return Case{}, fmt.Errorf("measure: retry: %w", err)
+			}
+			if !slices.Equal(res, firsts[a]) {
+				return Case{}, fmt.Errorf("measure: the retry of %s answered %v, its first attempt %v", key, res, firsts[a])
 			}
 		}
 		c.RetryOps, _ = counter.Snapshot()
@@ -273,6 +288,23 @@ func runCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, topics
 	}
 	c.PollOps, _ = counter.Snapshot()
 	return c, nil
+}
+
+// firstAttempt is the options of the first attempt of the request key when idem, as
+// pkg/client's producer sends it (a producer session's request, Strata-Attempt 0: fenced
+// idempotency); none without idem.
+func firstAttempt(idem bool, key string) log.AppendOptions {
+	if !idem {
+		return log.AppendOptions{}
+	}
+	return log.AppendOptions{IdempotencyKey: key, Producer: true, Attempt: 0, FirstAttempt: true}
+}
+
+// secondAttempt is the options of the producer's second attempt of request key, elapsed after
+// its first was sent (Strata-Attempt 1, Strata-Retry-Elapsed-Ms), at most
+// wire.MaxRetryElapsed.
+func secondAttempt(key string, elapsed time.Duration) log.AppendOptions {
+	return log.AppendOptions{IdempotencyKey: key, Producer: true, Attempt: 1, RetryElapsed: min(elapsed, wire.MaxRetryElapsed)}
 }
 
 func sum(ops map[string]awscount.Op, names ...string) (n float64) {

@@ -3,9 +3,11 @@ package measure
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/stratalog/strata/pkg/awscount"
 	"github.com/stratalog/strata/pkg/cost"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store/awstest"
@@ -55,26 +57,36 @@ func TestCountsPerAppend(t *testing.T) {
 	}
 }
 
-// checkFirstAttemptAndRetry: an idempotent first attempt (Strata-Attempt: 0) reads no
-// claim, and writes its entries and its one claim; a retry of an acknowledged request
-// reads the claim once and appends nothing (no PUT, no DynamoDB write). The GetItem
-// bounds leave room for one re-read of the topic's configuration (cached 5 s, which a
-// loaded machine may pass mid-case), not for a claim read per append.
+// checkFirstAttemptAndRetry: an idempotent first attempt (a producer request, Strata-Attempt
+// 0: fenced idempotency) reads no claim and writes none, only its entries; a retry of an
+// acknowledged request (Strata-Attempt 1) fences the earlier attempts on the topic item
+// (one UpdateItem), searches the index (at least one Query per partition) and the members
+// tables (at least one GET over the retries; a Log caches the tables it read), answers
+// the first attempt's offsets (runCase checks them) and appends nothing: no PUT, no
+// other DynamoDB write. The GetItem bound leaves room for one re-read of the topic's
+// configuration (cached 5 s, which a loaded machine may pass mid-case), not for a claim
+// read per append.
 func checkFirstAttemptAndRetry(t *testing.T, c Case) {
 	t.Helper()
 	if got := c.PerAppend("DynamoDB.GetItem"); got >= 0.5 {
 		t.Errorf("%s: %v GetItem per first attempt, want 0 (no claim can precede it)", c.Name, got)
 	}
-	if got, want := c.PerAppend("DynamoDB.PutItem"), float64(c.Partitions+1); got != want {
-		t.Errorf("%s: %v PutItem per first attempt, want %v (an entry per partition, one claim)", c.Name, got, want)
+	if got, want := c.PerAppend("DynamoDB.PutItem"), float64(c.Partitions); got != want {
+		t.Errorf("%s: %v PutItem per first attempt, want %v (an entry per partition, no claim)", c.Name, got, want)
 	}
 	retry := func(op string) float64 { return float64(c.RetryOps[op].Requests) / float64(c.Appends) }
-	if got := retry("DynamoDB.GetItem"); got < 1 || got >= 1.5 {
-		t.Errorf("%s: %v GetItem per retry, want 1 (the claim that answers it)", c.Name, got)
+	if got := retry("DynamoDB.UpdateItem"); got != 1 {
+		t.Errorf("%s: %v UpdateItem per retry, want 1 (the fence on the topic item)", c.Name, got)
+	}
+	if got := retry("DynamoDB.Query"); got < float64(c.Partitions) {
+		t.Errorf("%s: %v Query per retry, want at least %d (the index of each partition searched)", c.Name, got, c.Partitions)
+	}
+	if got := c.RetryOps["S3.GetObject"].Requests; got < 1 {
+		t.Errorf("%s: %d GETs over the retries, want at least 1 (the members tables searched)", c.Name, got)
 	}
 	for _, op := range append([]string{"S3.PutObject"}, dynamoWrites...) {
-		if got := retry(op); got != 0 {
-			t.Errorf("%s: %v %s per retry of an acknowledged append, want 0 (nothing appended twice)", c.Name, got, op)
+		if got, want := retry(op), map[bool]float64{false: 0, true: 1}[op == "DynamoDB.UpdateItem"]; got != want {
+			t.Errorf("%s: %v %s per retry of an acknowledged append, want %v (nothing appended twice)", c.Name, got, op, want)
 		}
 	}
 }
@@ -130,10 +142,10 @@ func TestGroupCommitCounts(t *testing.T) {
 			}
 			continue
 		}
-		// Folded claims: idempotent members share the batch's entry per partition, and
-		// each writes its one claim (a first attempt reads none).
-		if got, want := c.Ops["DynamoDB.PutItem"].Requests, c.Batches()*int64(c.Partitions)+int64(c.Appends); got != want {
-			t.Errorf("%s: %d PutItems, want %d (an entry per partition of a batch, a claim per append)", c.Name, got, want)
+		// Fenced idempotency: producer members share the batch's entry per partition and
+		// write no claim (a first attempt reads none either).
+		if got, want := c.Ops["DynamoDB.PutItem"].Requests, c.Batches()*int64(c.Partitions); got != want {
+			t.Errorf("%s: %d PutItems, want %d (an entry per partition of a batch, no claim)", c.Name, got, want)
 		}
 		if got := c.PerAppend("DynamoDB.GetItem"); got != 0 {
 			t.Errorf("%s: GetItem per append = %v, want 0 (first attempts read no claim)", c.Name, got)
@@ -153,23 +165,25 @@ func TestGroupCommitCounts(t *testing.T) {
 		t.Errorf("group profile: CPU per append %s, want > 0", g.CPUPerAppend)
 	}
 	p := res.Profile
-	if !p.Idempotent || p.PutItemsPerBlock != 1 || p.ClaimsPerBlock != 0 || p.WritesPerAppend != 1 || p.TopicCommitsPerAppend != 1 {
-		t.Errorf("profile %+v, want per block 1 index PutItem and no claim, 1 claim and 1 topic commit per append", p)
+	if !p.Idempotent || p.PutItemsPerBlock != 1 || p.ClaimsPerBlock != 0 || p.WritesPerAppend != 0 || p.TopicCommitsPerAppend != 1 {
+		t.Errorf("profile %+v, want per block 1 index PutItem and no claim, no claim and 1 topic commit per append", p)
 	}
 }
 
-// TestModelShapesMatchTheCode (issue 20 item 2): the request shapes the cost tool
+// TestModelShapesMatchTheCode (issue 20 items 1 and 2): the request shapes the cost tool
 // prices for the built configuration (cost.DesignProfile without a key,
-// cost.IdempotentDesignProfile with the SDK's key) are what the append path sends, as
-// pkg/awscount counts it on the emulator: PUTs, DynamoDB writes and reads per append and
-// per partition block, the topic commit per append and per group-commit batch, GETs per
-// block read, and group commit's sharing. A change to the
-// append path that adds (or drops) a request fails here until the model says so.
+// cost.IdempotentDesignProfile with the SDK's producer requests, fenced idempotency) are
+// what the append path sends, as pkg/awscount counts it on the emulator: PUTs, DynamoDB
+// writes and reads per append and per partition block — the claim per request among
+// them (WritesPerAppend, none priced) — the topic commit per append and per group-commit
+// batch, GETs per block read, and group commit's sharing. A change to the append path
+// that adds (or drops) a request, a claim write per request among them, fails here until
+// the model says so. Retries are not priced, so not run (Options.NoRetry).
 func TestModelShapesMatchTheCode(t *testing.T) {
 	ctx := context.Background()
 	cfg := awstest.Config(ctx, t)
 	res, err := Run(ctx, cfg, Options{Appends: 2, RecordsPerAppend: 4, ValueBytes: 100,
-		Appenders: 4, GroupRounds: 1, GroupWindow: 200 * time.Millisecond, Idempotent: true})
+		Appenders: 4, GroupRounds: 1, GroupWindow: 200 * time.Millisecond, Idempotent: true, NoRetry: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,33 +196,93 @@ func TestModelShapesMatchTheCode(t *testing.T) {
 				c.Name, c.ConfigReads, c.AppendTime, bound)
 		}
 	}
-	// Each write the append path sends is priced on its own: the request's claim, the
-	// topic commit (one UpdateItem per append whatever its partitions, since issue 20
-	// item 2), per partition block the sequencer UpdateItem (none now), the index entry
-	// and a partition's claim.
-	type shape struct {
-		Puts, Writes, TopicCommits, Updates, Entries, Claims, Reads, ReadsPerBlock, Gets float64
-	}
-	of := func(p cost.Profile) shape {
-		return shape{p.PutsPerAppend, p.WritesPerAppend, p.TopicCommitsPerAppend, p.UpdatesPerBlock, p.PutItemsPerBlock,
-			p.ClaimsPerBlock, p.ReadsPerAppend, p.ReadsPerAppendBlk, p.GetsPerBlock}
-	}
 	for _, c := range []struct {
 		name          string
 		counted, want cost.Profile
 	}{
 		{"no key", derive(res.Cases, false), cost.DesignProfile()},
-		{"Idempotency-Key", res.Profile, cost.IdempotentDesignProfile()},
+		{"producer requests (Idempotency-Key, fenced)", res.Profile, cost.IdempotentDesignProfile()},
 	} {
-		if got, want := of(c.counted), of(c.want); got != want {
-			t.Errorf("%s: counted %+v, the model prices %+v", c.name, got, want)
+		for _, m := range shapeMismatches(c.counted, c.want) {
+			t.Errorf("%s: %s", c.name, m)
 		}
 	}
-	g, want := res.Profile.Group, cost.IdempotentDesignProfile().Group
+	for _, m := range groupMismatches(res.Profile.Group, cost.IdempotentDesignProfile().Group) {
+		t.Errorf("group commit: %s", m)
+	}
+}
+
+// shape is every request the model prices per append and per partition block: the
+// request's claim (Writes), the topic commit (one UpdateItem per append whatever its
+// partitions, since issue 20 item 2), per block the sequencer UpdateItem (none now), the
+// index entry and a partition's claim, the reads, and GETs per block read.
+type shape struct {
+	Puts, Writes, TopicCommits, Updates, Entries, Claims, Reads, ReadsPerBlock, Gets float64
+}
+
+func shapeOf(p cost.Profile) shape {
+	return shape{p.PutsPerAppend, p.WritesPerAppend, p.TopicCommitsPerAppend, p.UpdatesPerBlock, p.PutItemsPerBlock,
+		p.ClaimsPerBlock, p.ReadsPerAppend, p.ReadsPerAppendBlk, p.GetsPerBlock}
+}
+
+// shapeMismatches says how counted's shape differs from the priced one; none when equal.
+func shapeMismatches(counted, priced cost.Profile) []string {
+	if got, want := shapeOf(counted), shapeOf(priced); got != want {
+		return []string{fmt.Sprintf("counted %+v, the model prices %+v", got, want)}
+	}
+	return nil
+}
+
+// groupMismatches says how a counted group profile's sharing differs from the priced one.
+func groupMismatches(g, want cost.GroupProfile) []string {
 	if g.SharedCommitsPerBlock != want.SharedCommitsPerBlock || g.IdempotentShare != want.IdempotentShare ||
 		g.TopicCommitsPerBatch != want.TopicCommitsPerBatch {
-		t.Errorf("group commit: counted %.2f commits per batch partition, idempotent members sharing %t, %.2f topic commits per batch; "+
+		return []string{fmt.Sprintf("counted %.2f commits per batch partition, idempotent members sharing %t, %.2f topic commits per batch; "+
 			"the model prices %.2f, %t, %.2f", g.SharedCommitsPerBlock, g.IdempotentShare, g.TopicCommitsPerBatch,
-			want.SharedCommitsPerBlock, want.IdempotentShare, want.TopicCommitsPerBatch)
+			want.SharedCommitsPerBlock, want.IdempotentShare, want.TopicCommitsPerBatch)}
 	}
+	return nil
+}
+
+// TestShapesCatchAClaimPerRequest: the shapes test's comparison fails for an append path
+// that writes a claim per request (as folded claims did: one PutItem per append beside
+// the entries, WritesPerAppend 1) against the fenced profile the model prices, and for
+// one whose group-commit members keep their own commits; it passes the priced profile
+// itself. No emulator: the counted profiles are made here as derive would read them.
+func TestShapesCatchAClaimPerRequest(t *testing.T) {
+	priced := cost.IdempotentDesignProfile()
+	if m := shapeMismatches(priced, priced); m != nil {
+		t.Errorf("the priced profile against itself: %v", m)
+	}
+	folded := priced
+	folded.WritesPerAppend = 1
+	if m := shapeMismatches(folded, priced); m == nil {
+		t.Error("a claim write per request passes the shapes comparison")
+	}
+	perPartition := priced
+	perPartition.ClaimsPerBlock = 1
+	if m := shapeMismatches(perPartition, priced); m == nil {
+		t.Error("a claim write per partition passes the shapes comparison")
+	}
+	own := priced.Group
+	own.IdempotentShare = false
+	if m := groupMismatches(own, priced.Group); m == nil {
+		t.Error("idempotent members keeping their own commits pass the shapes comparison")
+	}
+	// derive reads a claim per request off the counts as WritesPerAppend.
+	cases := []Case{
+		{Idempotent: true, Partitions: 1, Appends: 1, Records: 4, ValueBytes: 1, AppendOps: ops(1, 1, 2), PollOps: ops(0, 0, 0), Polls: 1, Blocks: 1},
+		{Idempotent: true, Partitions: 4, Appends: 1, Records: 4, ValueBytes: 1, AppendOps: ops(1, 1, 5), PollOps: ops(0, 0, 0), Polls: 1, Blocks: 1},
+		{Partitions: 1, Appends: 1, Records: 4, ValueBytes: 1, AppendOps: ops(1, 1, 1), PollOps: ops(0, 0, 0), Polls: 1, Blocks: 1},
+		{Partitions: 4, Appends: 1, Records: 4, ValueBytes: 1, AppendOps: ops(1, 1, 4), PollOps: ops(0, 0, 0), Polls: 1, Blocks: 1},
+	}
+	if p := derive(cases, true); p.WritesPerAppend != 1 || p.ClaimsPerBlock != 0 || shapeMismatches(p, priced) == nil {
+		t.Errorf("derived %+v from a claim per request: want WritesPerAppend 1, a mismatch", shapeOf(p))
+	}
+}
+
+// ops is the counts of an append: PUTs, UpdateItems and PutItems.
+func ops(puts, updates, putItems int64) map[string]awscount.Op {
+	return map[string]awscount.Op{"S3.PutObject": {Requests: puts}, "DynamoDB.UpdateItem": {Requests: updates},
+		"DynamoDB.PutItem": {Requests: putItems}}
 }

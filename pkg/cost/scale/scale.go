@@ -128,9 +128,10 @@ func (r Result) Fits(use float64) bool {
 
 // Profile is the per-append counts the model uses: the SDK producer's idempotent
 // appends to a topic of the topic commit layout (every topic created now), as
-// pkg/cost/measure counts them on the emulator — per append 1 PUT, the request's claim
-// and the topic commit (one UpdateItem for all its partitions); per partition block the
-// index entry and the partition's claim (TestInputsAreMeasured ties them). A tail
+// pkg/cost/measure counts them on the emulator — per append 1 PUT and the topic commit
+// (one UpdateItem for all its partitions), no claim (fenced idempotency: the SDK's
+// producer requests write none); per partition block the index entry
+// (TestInputsAreMeasured ties them). A tail
 // poll's reads and an index item's bytes vary with the run, so the model takes bounds
 // above what the emulator measured (3.12–3.5 reads per poll against DesignProfile's 2;
 // 612.5-byte items since folded claims, 563–567 before, against its 300; 1.064 stored
@@ -177,7 +178,7 @@ func Evaluate(c Config) Result {
 	seqWCU := reqs * cost.TopicCommitWRU(c.Partitions, f.BlocksPerRequest)
 	seqRCU := float64(c.Partitions) * polls * math.Ceil(cost.TopicItemBytes(c.Partitions, f.BlocksPerRequest)/4096)
 	idxWRU := blocks * pf.PutItemsPerBlock * math.Ceil(pf.IndexItemBytes/1024) * topics
-	claimWRU := reqs * (1 + f.BlocksPerRequest*pf.ClaimsPerBlock) * topics
+	claimWRU := reqs * (pf.WritesPerAppend + f.BlocksPerRequest*pf.ClaimsPerBlock) * topics // none under fenced idempotency
 	reads := (float64(c.Partitions)*polls*pf.ReadsPerPoll + reqs*(pf.ReadsPerAppend+f.BlocksPerRequest*pf.ReadsPerAppendBlk)) * topics
 	body := f.RecordsPerRequest * o.Producers.EncodedRecordBytes
 	partBytes := c.EventsPerSec / topics / float64(c.Partitions) * o.Workload.EventBytes
