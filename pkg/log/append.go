@@ -146,7 +146,9 @@ func (l *Log) run(ctx context.Context, m *member) error {
 		return nil // every partition replayed from an earlier attempt
 	}
 	if l.group == nil {
-		l.writeBatch(ctx, m.topic, []*member{m})
+		if !l.tooOld(m) {
+			l.writeBatch(ctx, m.topic, []*member{m})
+		}
 		return <-m.out
 	}
 	l.group.submit(m)

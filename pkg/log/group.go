@@ -304,6 +304,20 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 	}
 }
 
+// tooOld fails a producer request that arrived more than a commit window before its
+// batch is written (a search, a slow batch): committed now, it could land later than two
+// commit windows after its arrival, past what a retry's fence is kept for
+// (store.FenceHorizon). It answers ErrUnavailable, nothing of it written; the client's
+// next attempt decides.
+func (l *Log) tooOld(m *member) bool {
+	if !m.producer || l.now().Sub(m.start) <= l.commitWindow {
+		return false
+	}
+	m.out <- fmt.Errorf("%w: the request waited %s before its batch was written; nothing was appended",
+		ErrUnavailable, l.now().Sub(m.start).Round(time.Millisecond))
+	return true
+}
+
 // parallel runs fn on every plan at once and waits.
 func parallel(plans []*commitPlan, fn func(*commitPlan)) {
 	var wg sync.WaitGroup
@@ -500,7 +514,7 @@ func (c *coalescer) closeLocked(topic string, b *batch) {
 func (c *coalescer) write(topic string, members []*member) {
 	live := members[:0:0]
 	for _, m := range members {
-		if m.ctx.Err() == nil {
+		if m.ctx.Err() == nil && !c.l.tooOld(m) {
 			live = append(live, m)
 		}
 	}

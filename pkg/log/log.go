@@ -195,6 +195,11 @@ func New(cfg Config) (*Log, error) {
 	if l.commitWindow <= 0 {
 		l.commitWindow = DefaultCommitWindow
 	}
+	if l.commitWindow > store.MaxProducerCommitWindow {
+		// A producer request is committed within two commit windows of its arrival or
+		// not at all, which the stores' fence horizon counts on.
+		return nil, fmt.Errorf("log: Config.CommitWindow %s above %s", l.commitWindow, store.MaxProducerCommitWindow)
+	}
 	if l.gapWait <= 0 {
 		l.gapWait = 2 * time.Second
 	}

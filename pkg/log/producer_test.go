@@ -404,3 +404,55 @@ func TestPropertyProducerAttemptsExactlyOnce(t *testing.T) {
 		}
 	})
 }
+
+// clockMeta moves its clock forward by jump when a fence is set: a retry whose search
+// outlasted the commit window.
+type clockMeta struct {
+	store.MetaStore
+	now  *atomic.Int64 // ms
+	jump time.Duration
+}
+
+func (c clockMeta) FenceRequest(ctx context.Context, topic string, f store.RequestFence) (store.FencePoint, error) {
+	fp, err := c.MetaStore.FenceRequest(ctx, topic, f)
+	c.now.Add(c.jump.Milliseconds())
+	return fp, err
+}
+
+// TestProducerRequestTooOldIsNotCommitted: a producer request that arrived more than a
+// commit window before its batch would be written is answered ErrUnavailable with
+// nothing appended, so no attempt commits later than two commit windows after it
+// arrived (what store.FenceHorizon counts on).
+func TestProducerRequestTooOldIsNotCommitted(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		var now atomic.Int64
+		now.Store(time.Now().UnixMilli())
+		l, err := log.New(log.Config{Objects: s.Objects, Meta: clockMeta{s.Meta, &now, 61 * time.Second},
+			Clock: func() time.Time { return time.UnixMilli(now.Load()) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustTopic(t, l, "orders", 2)
+		if _, err := l.Append(ctx, "orders", producerRecords("old", 4, 2), retryOf("p1.0", 1)); !errors.Is(err, log.ErrUnavailable) {
+			t.Fatalf("a request older than the commit window at its write: %v, want ErrUnavailable", err)
+		}
+		for p := range int32(2) {
+			if _, hw, _ := l.Bounds(ctx, "orders", p); hw != 0 {
+				t.Fatalf("partition %d: high watermark %d, want nothing appended", p, hw)
+			}
+		}
+	})
+}
+
+// TestCommitWindowBoundedForFences: a Log refuses a commit window under which a fenced
+// attempt could commit after its fence expired.
+func TestCommitWindowBoundedForFences(t *testing.T) {
+	s := backendtest.Local(context.Background(), t)
+	if _, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, CommitWindow: store.MaxProducerCommitWindow + time.Second}); err == nil {
+		t.Fatal("a commit window above store.MaxProducerCommitWindow was accepted")
+	}
+	if _, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, CommitWindow: store.MaxProducerCommitWindow}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -405,11 +405,23 @@ type RequestFence struct {
 	At time.Time
 }
 
-// FenceHorizon is how long a fence must be kept: past it no attempt of its request can
-// still be committed (a retry comes at most wire.MaxRetryElapsed after the request's
-// first send, and an attempt commits within the log's commit window of its batch), so a
-// commit may drop fences older than this.
-const FenceHorizon = 30 * time.Minute
+// FenceHorizon is how long a fence must be kept: past it no attempt it fences can still
+// be committed, so a commit may drop fences older than this. Every attempt it fences was
+// sent before it; a front (API Gateway, a function URL) delivers a request within a
+// minute of its send or never; and the log commits a producer request within two commit
+// windows of receiving it or not at all (pkg/log refuses a commit window above
+// MaxProducerCommitWindow). Short, because every fence present is bytes of the topic
+// item, which every batch's write is billed on.
+const FenceHorizon = 5 * time.Minute
+
+// MaxProducerCommitWindow is the longest commit window under which FenceHorizon holds.
+const MaxProducerCommitWindow = 90 * time.Second
+
+// MaxFences bounds the fences a topic holds: a FenceRequest finding the topic with as
+// many (by the backend's latest view of it) must refuse with ErrUnavailable, changing
+// nothing, so that a storm of retries cannot grow the topic item (and every batch's
+// write) without bound; the retries succeed once the fences expire.
+const MaxFences = 256
 
 // Applies reports whether f skips attempt of the request key in the topic's batch
 // numbered batch.
@@ -605,7 +617,8 @@ type SequencerStore interface {
 	// set at. Every batch committed after it must carry it in Fences (SequenceBatch's
 	// results and the stream's states) until FenceHorizon after f.At; only a commit may
 	// drop it, one whose AppendedAt is past that. A topic of another layout, or a fence
-	// CheckFence refuses, must be refused with an error, changing nothing. An outcome the
+	// CheckFence refuses, must be refused with an error, changing nothing; so must a
+	// fence of a new key on a topic holding MaxFences (ErrUnavailable). An outcome the
 	// backend cannot tell (an applied fence whose point is lost) is ErrCommitUnknown.
 	FenceRequest(ctx context.Context, topic string, f RequestFence) (FencePoint, error)
 }

@@ -164,6 +164,13 @@ func (s *MetaStore) FenceRequest(ctx context.Context, topic string, f store.Requ
 	if err := store.CheckFence(topic, f); err != nil {
 		return store.FencePoint{}, fmt.Errorf("dynamo: %w", err)
 	}
+	// The cap is checked against this store's latest view of the item (every answer
+	// about it updates the view), so hosts racing past it add at most one fence each.
+	if seen := s.seenFences(topic); len(seen) >= store.MaxFences {
+		if _, ok := fenceOf(seen, f.Key); !ok {
+			return store.FencePoint{}, fmt.Errorf("dynamo: %s: %d fences held: %w", op, len(seen), store.ErrUnavailable)
+		}
+	}
 	name := fenceName(f.Key)
 	in := &dynamodb.UpdateItemInput{
 		TableName:           aws.String(s.sequencer),

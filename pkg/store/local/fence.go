@@ -106,6 +106,15 @@ func (m *MetaStore) FenceRequest(ctx context.Context, topic string, f store.Requ
 		if ok && old.Attempt >= f.Attempt {
 			return fmt.Errorf("local: fence %q attempt %d on %s: attempt %d fenced already: %w", f.Key, f.Attempt, topic, old.Attempt, store.ErrSuperseded)
 		}
+		if !ok {
+			fences, err := fencesLocked(tx, topic)
+			if err != nil {
+				return err
+			}
+			if len(fences) >= store.MaxFences {
+				return fmt.Errorf("local: fence %q on %s: %d fences held: %w", f.Key, topic, len(fences), store.ErrUnavailable)
+			}
+		}
 		if fp.Batch, err = batchesLocked(tx, topic); err != nil {
 			return err
 		}

@@ -25,6 +25,7 @@ func fenceCases() []testCase[store.MetaStore] {
 		{"FencesPrunedByCommitsOnly", testFencePruning},
 		{"RefusedFenceChangesNothing", testFenceRefused},
 		{"EntryMembersRoundTrip", testEntryMembers},
+		{"FencesBounded", testFencesBounded},
 	}
 }
 
@@ -298,5 +299,30 @@ func testEntryMembers(ctx context.Context, t *testing.T, m store.MetaStore) {
 			t.Fatalf("commit %d's entry %+v does not carry its members table [700, +40)", i, c.Entry)
 		}
 		wantIndexEntries(ctx, t, m, topic, c.Entry.Partition, 0, 10, []store.IndexEntry{c.Entry})
+	}
+}
+
+// testFencesBounded: a topic holding store.MaxFences fences refuses a fence of a new
+// key with ErrUnavailable, changing nothing, while a later attempt of a fenced key still
+// fences: a storm of retries cannot grow the topic item without bound.
+func testFencesBounded(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := TopicCommitID(t)
+	commitBatch(ctx, t, m, batchOf(topic, "v1/o/a", [2]int64{0, 1}))
+	for i := range store.MaxFences {
+		fence(ctx, t, m, topic, store.RequestFence{Key: fmt.Sprintf("%s#p.%d", topic, i), Attempt: 1, At: at(0)})
+	}
+	_, err := m.FenceRequest(ctx, topic, store.RequestFence{Key: topic + "#one-more", Attempt: 1, At: at(0)})
+	if !errors.Is(err, store.ErrUnavailable) {
+		t.Fatalf("fence %d of a topic: %v, want ErrUnavailable", store.MaxFences+1, err)
+	}
+	fence(ctx, t, m, topic, store.RequestFence{Key: topic + "#p.0", Attempt: 2, At: at(0)})
+	out := commitBatch(ctx, t, m, batchOf(topic, "v1/o/b", [2]int64{0, 1}))
+	if n := len(out[0].Fences); n != store.MaxFences {
+		t.Fatalf("the batch after a refused fence carries %d fences, want %d", n, store.MaxFences)
+	}
+	for _, f := range out[0].Fences {
+		if f.Key == topic+"#one-more" {
+			t.Fatal("the refused fence is on the topic")
+		}
 	}
 }

@@ -439,8 +439,12 @@ func (s *memStore) FenceRequest(_ context.Context, topic string, f store.Request
 	}
 	s.lock()
 	defer s.mu.Unlock()
-	if old, ok := s.fences[topic][f.Key]; ok && old.Attempt >= f.Attempt && s.bug != "FenceOverwrites" {
+	old, ok := s.fences[topic][f.Key]
+	if ok && old.Attempt >= f.Attempt && s.bug != "FenceOverwrites" {
 		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: attempt %d fenced already: %w", f.Key, old.Attempt, store.ErrSuperseded)
+	}
+	if !ok && len(s.fences[topic]) >= store.MaxFences && s.bug != "FencesUnbounded" {
+		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: %d fences on %s: %w", f.Key, len(s.fences[topic]), topic, store.ErrUnavailable)
 	}
 	if s.bug == "FenceRequestPrunes" {
 		for k, old := range s.fences[topic] {

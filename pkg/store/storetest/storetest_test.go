@@ -125,6 +125,7 @@ func TestMutants(t *testing.T) {
 		"StateWithoutFences":          "MetaStore/Fences/SequencerStateCarriesFences",
 		"BatchNumberStale":            "MetaStore/Fences/FencedProducerMemberSkipped",
 		"FencesNeverPruned":           "MetaStore/Fences/FencesPrunedByCommitsOnly",
+		"FencesUnbounded":             "MetaStore/Fences/FencesBounded",
 		"FenceRequestPrunes":          "MetaStore/Fences/FencesPrunedByCommitsOnly",
 		"FenceAnyLayout":              "MetaStore/Fences/RefusedFenceChangesNothing",
 		"EntryDropsMembers":           "MetaStore/Fences/EntryMembersRoundTrip",
