@@ -87,6 +87,30 @@ func countValues(t *testing.T, l *log.Log, topic string, parts int32) map[string
 	return seen
 }
 
+// sameResults fails unless two answers to one request give every record the same place.
+func sameResults(t *testing.T, what string, want, got []log.Result) {
+	t.Helper()
+	for i := range want {
+		if want[i] != got[i] {
+			t.Fatalf("%s: record %d at %+v, want %+v", what, i, got[i], want[i])
+		}
+	}
+}
+
+// mustAt fails unless each record is read at the place res answered for it.
+func mustAt(t *testing.T, l *log.Log, topic string, res []log.Result, recs []log.Record) {
+	t.Helper()
+	for i, r := range res {
+		at := false
+		for _, g := range readAll(t, l, topic, r.Partition) {
+			at = at || (g.Offset == r.Offset && string(g.Value) == string(recs[i].Value))
+		}
+		if !at {
+			t.Fatalf("record %d is not at the answered %d/%d", i, r.Partition, r.Offset)
+		}
+	}
+}
+
 func mustOnce(t *testing.T, seen map[string]int, recs []log.Record) {
 	t.Helper()
 	for _, r := range recs {
@@ -145,11 +169,7 @@ func TestProducerRetryAfterLostAnswer(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range first {
-			if first[i] != again[i] {
-				t.Fatalf("record %d: first attempt at %+v, retry answered %+v", i, first[i], again[i])
-			}
-		}
+		sameResults(t, "the retry's answer", first, again)
 		if _, hw2, _ := b.Bounds(ctx, "orders", 0); hw2 != hw {
 			t.Fatalf("the retry appended: high watermark %d → %d", hw, hw2)
 		}
@@ -191,26 +211,13 @@ func TestProducerRetryFencesInFlightAttempt(t *testing.T) {
 		}
 		seen := countValues(t, setup, "orders", 4)
 		mustOnce(t, seen, recs)
-		for i, r := range res {
-			got := readAll(t, setup, "orders", r.Partition)
-			found := false
-			for _, g := range got {
-				found = found || (g.Offset == r.Offset && string(g.Value) == string(recs[i].Value))
-			}
-			if !found {
-				t.Fatalf("record %d: not at the retry's offset %d/%d", i, r.Partition, r.Offset)
-			}
-		}
+		mustAt(t, setup, "orders", res, recs)
 		// A second retry (the retry's answer lost too) finds the retry's attempt.
 		again, err := newLog(t, s).Append(ctx, "orders", recs, retryOf("p1.3", 2))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range res {
-			if res[i] != again[i] {
-				t.Fatalf("record %d: retry at %+v, second retry answered %+v", i, res[i], again[i])
-			}
-		}
+		sameResults(t, "the second retry's answer", res, again)
 		mustOnce(t, countValues(t, setup, "orders", 4), recs)
 	})
 }
@@ -284,11 +291,7 @@ func TestProducerRetryAfterPartitionIncrease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range first {
-			if first[i] != again[i] {
-				t.Fatalf("record %d: first attempt at %+v, retry answered %+v", i, first[i], again[i])
-			}
-		}
+		sameResults(t, "the retry's answer", first, again)
 		mustOnce(t, countValues(t, l, "orders", 4), recs)
 	})
 }
@@ -383,24 +386,11 @@ func TestPropertyProducerAttemptsExactlyOnce(t *testing.T) {
 				if o.err != nil {
 					continue
 				}
-				for i := range final {
-					if o.res[i] != final[i] {
-						t.Fatalf("history %d: attempt %d (crash mode %d) answered %+v for record %d, the last attempt %+v",
-							h, a, o.mode, o.res[i], i, final[i])
-					}
-				}
+				sameResults(t, fmt.Sprintf("history %d: attempt %d (crash mode %d) against the last", h, a, o.mode), final, o.res)
 			}
 			seen := countValues(t, setup, topic, 2)
 			mustOnce(t, seen, recs)
-			for i, r := range final {
-				at := false
-				for _, g := range readAll(t, setup, topic, r.Partition) {
-					at = at || (g.Offset == r.Offset && string(g.Value) == string(recs[i].Value))
-				}
-				if !at {
-					t.Fatalf("history %d: record %d is not at the answered %d/%d", h, i, r.Partition, r.Offset)
-				}
-			}
+			mustAt(t, setup, topic, final, recs)
 		}
 	})
 }

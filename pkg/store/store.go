@@ -410,9 +410,12 @@ type RequestFence struct {
 // sent before it; a front (API Gateway, a function URL) delivers a request within a
 // minute of its send or never; and the log commits a producer request within two commit
 // windows of receiving it or not at all (pkg/log refuses a commit window above
-// MaxProducerCommitWindow). Short, because every fence present is bytes of the topic
-// item, which every batch's write is billed on.
-const FenceHorizon = 5 * time.Minute
+// MaxProducerCommitWindow): four minutes. It is longer by wire.MaxRetryElapsed, so that
+// a store pruning a request's fences from a view older than its latest attempt (every
+// attempt comes within that of the first) still drops nothing an attempt may need.
+// Short, because every fence present is bytes of the topic item, which every batch's
+// write is billed on.
+const FenceHorizon = 10 * time.Minute
 
 // MaxProducerCommitWindow is the longest commit window under which FenceHorizon holds.
 const MaxProducerCommitWindow = 90 * time.Second
@@ -614,7 +617,11 @@ type SequencerStore interface {
 	// the topic's fences atomically with respect to its batches, with Batch set to the
 	// topic's batch count, unless the topic has a fence of f.Key whose Attempt is at
 	// least f.Attempt (then ErrSuperseded, nothing changed); it returns the point it was
-	// set at. Every batch committed after it must carry it in Fences (SequenceBatch's
+	// set at. A later attempt's fence is added beside the key's earlier ones, never in
+	// their place: a batch must be decided alike from any later view of it (a lost
+	// answer resolved by a read, a fence's stream record re-carrying the newest batch),
+	// and an earlier fence may apply to it where the later one does not. Every batch
+	// committed after it must carry it in Fences (SequenceBatch's
 	// results and the stream's states) until FenceHorizon after f.At; only a commit may
 	// drop it, one whose AppendedAt is past that. A topic of another layout, or a fence
 	// CheckFence refuses, must be refused with an error, changing nothing; so must a

@@ -1,6 +1,7 @@
 package dynamo
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -18,23 +20,28 @@ import (
 	"github.com/stratalog/strata/pkg/store"
 )
 
-// Request fences (fenced idempotency) live on the topic item: a fence of key k is two
-// attributes, f_<h> = {k: key, a: attempt, t: set at (epoch ms)} and fb_<h> = the batch
-// count when it was set, h being 16 hex digits of sha256(k). The batch count is copied
-// from bseq by the fence's own update (SET fb_<h> = bseq), so a fence is one write that
-// never races the batches: no read first, no condition on bseq that a busy topic would
-// keep failing. A fence costs about 100 bytes on the item while present, and so on the
-// write units of every batch, whose write is billed on the item's size; commits (never
-// fences) drop the ones past store.FenceHorizon.
+// Request fences (fenced idempotency) live on the topic item: the fences of key k are
+// f_<h> = {k: key, a: its latest attempt, t: when that was set (epoch ms)} and, per
+// fencing attempt n, fb_<h>_<n> = the batch count when attempt n fenced, h being 16 hex
+// digits of sha256(k). A later attempt adds its fb_<h>_<n> beside the earlier ones and
+// never replaces them: a batch is decided alike from any later image of the item (a lost
+// answer resolved by a read, a fence's stream record re-carrying the newest batch), and
+// the earlier attempt's fence may apply to it where the later one does not. The batch
+// count is copied from bseq by the fence's own update (SET fb_<h>_<n> = bseq), so a fence
+// is one write that never races the batches: no read first, no condition on bseq that a
+// busy topic would keep failing. A key's fences cost about 130 bytes on the item while
+// present (plus ~25 per further attempt), and so on the write units of every batch, whose
+// write is billed on the item's size; commits (never fences) drop a key's fences once its
+// latest is past store.FenceHorizon.
 const (
 	prefixFence      = "f_"
 	prefixFenceBatch = "fb_"
 	fenceKeyField    = "k"
 	fenceAttempt     = "a"
 	fenceAt          = "t"
-	// maxPrunePerCommit bounds the fences one commit removes, so a commit's expression
-	// stays small; the rest go with the next commits.
-	maxPrunePerCommit = 16
+	// maxPrunePerCommit bounds the fence attributes one commit removes, so a commit's
+	// expression stays small; the rest go with the next commits.
+	maxPrunePerCommit = 32
 )
 
 // fenceName is the attribute of key's fence.
@@ -43,9 +50,20 @@ func fenceName(key string) string {
 	return prefixFence + hex.EncodeToString(sum[:8])
 }
 
-// fenceBatchName is the batch attribute beside the fence attribute name.
-func fenceBatchName(name string) string {
-	return prefixFenceBatch + strings.TrimPrefix(name, prefixFence)
+// fenceBatchName is the batch attribute of attempt's fence beside the fence attribute
+// name.
+func fenceBatchName(name string, attempt int32) string {
+	return prefixFenceBatch + strings.TrimPrefix(name, prefixFence) + "_" + strconv.Itoa(int(attempt))
+}
+
+// fenceOfBatchName is the fence attribute and the attempt a batch attribute belongs to.
+func fenceOfBatchName(name string) (string, int32, bool) {
+	h, n, ok := strings.Cut(strings.TrimPrefix(name, prefixFenceBatch), "_")
+	a, err := strconv.ParseInt(n, 10, 32)
+	if !ok || err != nil || a < 1 || strconv.FormatInt(a, 10) != n {
+		return "", 0, false
+	}
+	return prefixFence + h, int32(a), true
 }
 
 // avFence encodes a fence's own fields (its batch is a separate attribute).
@@ -55,90 +73,152 @@ func avFence(f store.RequestFence) types.AttributeValue {
 }
 
 // decodeFences decodes every fence of a topic item whose batch count is batches, in key
-// order: each f_<h> a map of exactly its three fields, named by its key's hash, with its
-// fb_<h> in [0, batches], an attempt from 1 and a time from the epoch on; an fb_<h>
-// without its fence fails too.
-func decodeFences(d *decoder, batches int64) []store.RequestFence {
-	var out []store.RequestFence
+// then attempt order: each f_<h> a map of exactly its three fields, named by its key's
+// hash, its latest attempt from 1 and a time from the epoch on, with an fb_<h>_<n> in
+// [0, batches] for that attempt and for any earlier fencing attempt n. An fb_ whose
+// fence is gone (a commit that pruned the key from a view older than its latest attempt)
+// is no fence — by then its attempts can no longer commit — and is returned among
+// orphans for the next commit to remove.
+func decodeFences(d *decoder, batches int64) (fences []store.RequestFence, orphans []string) {
+	latest := map[string]store.RequestFence{}
 	for name, v := range d.it {
-		if strings.HasPrefix(name, prefixFenceBatch) {
-			if _, ok := d.it[prefixFence+strings.TrimPrefix(name, prefixFenceBatch)]; !ok {
-				d.fail(name, "a fence's batch without its fence")
-				return nil
-			}
-			continue
-		}
 		if !strings.HasPrefix(name, prefixFence) {
 			continue
 		}
 		m, ok := v.(*types.AttributeValueMemberM)
 		if !ok || len(m.Value) != 3 {
 			d.fail(name, "not a fence (%T)", v)
-			return nil
+			return nil, nil
 		}
 		fd := decoder{it: m.Value}
 		f := store.RequestFence{Key: fd.str(fenceKeyField, true)}
 		attempt, at := fd.num(fenceAttempt, true), fd.num(fenceAt, true)
-		f.Batch = d.num(fenceBatchName(name), true)
 		switch {
 		case fd.err != nil:
 			d.fail(name, "%v", fd.err)
-		case d.err != nil:
 		case f.Key == "" || len(f.Key) > store.MaxFenceKey || fenceName(f.Key) != name:
 			d.fail(name, "key of %d bytes does not name the fence", len(f.Key))
-		case attempt < 1 || attempt > math.MaxInt32 || at < 0 || f.Batch < 0 || f.Batch > batches:
-			d.fail(name, "attempt %d, time %d, batch %d of %d out of range", attempt, at, f.Batch, batches)
+		case attempt < 1 || attempt > math.MaxInt32 || at < 0:
+			d.fail(name, "attempt %d, time %d out of range", attempt, at)
 		}
 		if d.err != nil {
-			return nil
+			return nil, nil
 		}
 		f.Attempt, f.At = int32(attempt), time.UnixMilli(at).UTC()
-		out = append(out, f)
+		latest[name] = f
 	}
-	slices.SortFunc(out, func(a, b store.RequestFence) int { return strings.Compare(a.Key, b.Key) })
-	return out
+	for name := range d.it {
+		if !strings.HasPrefix(name, prefixFenceBatch) {
+			continue
+		}
+		fname, attempt, ok := fenceOfBatchName(name)
+		if !ok {
+			d.fail(name, "not a fence's batch")
+			return nil, nil
+		}
+		f, has := latest[fname]
+		if !has || attempt > f.Attempt {
+			orphans = append(orphans, name)
+			continue
+		}
+		f.Attempt, f.Batch = attempt, d.num(name, true)
+		if d.err == nil && (f.Batch < 0 || f.Batch > batches) {
+			d.fail(name, "batch %d of %d out of range", f.Batch, batches)
+		}
+		if d.err != nil {
+			return nil, nil
+		}
+		fences = append(fences, f)
+	}
+	for name, f := range latest {
+		if _, ok := d.it[fenceBatchName(name, f.Attempt)]; !ok {
+			d.fail(name, "the latest attempt's batch is missing")
+			return nil, nil
+		}
+	}
+	slices.SortFunc(fences, func(a, b store.RequestFence) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(a.Attempt, b.Attempt))
+	})
+	slices.Sort(orphans)
+	return fences, orphans
 }
 
-// fenceOf returns the fence of key among fences.
+// fenceOf returns the latest attempt's fence of key among fences.
 func fenceOf(fences []store.RequestFence, key string) (store.RequestFence, bool) {
+	var out store.RequestFence
+	ok := false
 	for _, f := range fences {
-		if f.Key == key {
-			return f, true
+		if f.Key == key && (!ok || f.Attempt > out.Attempt) {
+			out, ok = f, true
 		}
 	}
-	return store.RequestFence{}, false
+	return out, ok
 }
 
-// expiredFences is the plan of a commit at now: the fences (as this store last saw the
-// topic's) set more than store.FenceHorizon before it, at most limit of them. Removing
-// one that another attempt of its request replaced since is harmless: every attempt of
-// a request is sent within wire.MaxRetryElapsed of its first, far inside the horizon.
-func expiredFences(seen []store.RequestFence, now time.Time, limit int) []store.RequestFence {
-	var out []store.RequestFence
-	for _, f := range seen {
-		if len(out) < limit && now.Sub(f.At) > store.FenceHorizon {
-			out = append(out, f)
+// fenceKeys counts the keys fences are of.
+func fenceKeys(fences []store.RequestFence) int {
+	keys := map[string]bool{}
+	for _, f := range fences {
+		keys[f.Key] = true
+	}
+	return len(keys)
+}
+
+// expiredFences is the plan of a commit at now: the attributes to remove — every
+// attribute of each key whose latest fence (as this store last saw the topic's) was set
+// more than store.FenceHorizon before it, a key's all together, and the orphaned batch
+// attributes the view holds — at most limit of them (a first key over the limit whole).
+// A key pruned from a stale view may have been fenced again since: that later fence's
+// batch attribute is left an orphan and its fence gone, which is harmless, as every
+// attempt of a request is sent within wire.MaxRetryElapsed of its first and
+// store.FenceHorizon exceeds that by the time an attempt takes to commit.
+func expiredFences(v fenceView, now time.Time, limit int) []string {
+	var out []string
+	for i := 0; i < len(v.fences); {
+		j := i
+		for j < len(v.fences) && v.fences[j].Key == v.fences[i].Key {
+			j++
+		}
+		key := v.fences[i:j:j]
+		if now.Sub(key[len(key)-1].At) > store.FenceHorizon && (len(out) == 0 || len(out)+1+len(key) <= limit) {
+			name := fenceName(key[0].Key)
+			out = append(out, name)
+			for _, f := range key {
+				out = append(out, fenceBatchName(name, f.Attempt))
+			}
+		}
+		i = j
+	}
+	for _, o := range v.orphans {
+		if len(out) < limit {
+			out = append(out, o)
 		}
 	}
 	return out
+}
+
+// fenceView is a topic item's fences and orphaned fence batches as a store last saw them.
+type fenceView struct {
+	fences  []store.RequestFence
+	orphans []string
 }
 
 // noteFences records the fences of topic's item as last seen in an answer, for the
 // next commit's pruning.
-func (s *MetaStore) noteFences(topic string, fences []store.RequestFence) {
-	if len(fences) == 0 {
+func (s *MetaStore) noteFences(topic string, t batchItem) {
+	if len(t.fences) == 0 && len(t.orphans) == 0 {
 		s.fences.Delete(topic)
 		return
 	}
-	s.fences.Store(topic, fences)
+	s.fences.Store(topic, fenceView{fences: t.fences, orphans: t.orphans})
 }
 
-func (s *MetaStore) seenFences(topic string) []store.RequestFence {
+func (s *MetaStore) seenFences(topic string) fenceView {
 	v, ok := s.fences.Load(topic)
 	if !ok {
-		return nil
+		return fenceView{}
 	}
-	return v.([]store.RequestFence)
+	return v.(fenceView)
 }
 
 // fencePoint is the state of a topic item as a fence found it.
@@ -166,9 +246,9 @@ func (s *MetaStore) FenceRequest(ctx context.Context, topic string, f store.Requ
 	}
 	// The cap is checked against this store's latest view of the item (every answer
 	// about it updates the view), so hosts racing past it add at most one fence each.
-	if seen := s.seenFences(topic); len(seen) >= store.MaxFences {
+	if seen := s.seenFences(topic).fences; fenceKeys(seen) >= store.MaxFences {
 		if _, ok := fenceOf(seen, f.Key); !ok {
-			return store.FencePoint{}, fmt.Errorf("dynamo: %s: %d fences held: %w", op, len(seen), store.ErrUnavailable)
+			return store.FencePoint{}, fmt.Errorf("dynamo: %s: fences of %d keys held: %w", op, fenceKeys(seen), store.ErrUnavailable)
 		}
 	}
 	name := fenceName(f.Key)
@@ -177,7 +257,7 @@ func (s *MetaStore) FenceRequest(ctx context.Context, topic string, f store.Requ
 		Key:                 topicItemKey(topic),
 		UpdateExpression:    aws.String("SET #f = :f, #fb = #b"),
 		ConditionExpression: aws.String("attribute_exists(#b) AND (attribute_not_exists(#f) OR (#f.#k = :k AND #f.#a < :a))"),
-		ExpressionAttributeNames: map[string]string{"#f": name, "#fb": fenceBatchName(name), "#b": attrBatches,
+		ExpressionAttributeNames: map[string]string{"#f": name, "#fb": fenceBatchName(name, f.Attempt), "#b": attrBatches,
 			"#k": fenceKeyField, "#a": fenceAttempt},
 		ExpressionAttributeValues:           item{":f": avFence(f), ":k": avS(f.Key), ":a": avN(int64(f.Attempt))},
 		ReturnValues:                        types.ReturnValueAllNew,
@@ -191,7 +271,7 @@ func (s *MetaStore) FenceRequest(ctx context.Context, topic string, f store.Requ
 			if derr != nil {
 				return store.FencePoint{}, fmt.Errorf("dynamo: %s: decode the updated topic item: %w", op, derr)
 			}
-			s.noteFences(topic, t.fences)
+			s.noteFences(topic, t)
 			return fencePoint(t), nil
 		}
 		var old item
@@ -239,7 +319,7 @@ func (s *MetaStore) fenceOutcome(op, topic string, f store.RequestFence, old ite
 	if err != nil {
 		return store.FencePoint{}, false, fmt.Errorf("dynamo: %s: decode the topic item: %w", op, err)
 	}
-	s.noteFences(topic, t.fences)
+	s.noteFences(topic, t)
 	stored, ok := fenceOf(t.fences, f.Key)
 	switch {
 	case lost && ok && stored.Attempt == f.Attempt && stored.At.UnixMilli() == f.At.UnixMilli():

@@ -25,7 +25,7 @@ func fencedItem() item {
 		attrBObject: avS("v1/o"), attrBAt: avN(5), attrBExpires: avN(6),
 		attrBCommits: &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberL{
 			Value: []types.AttributeValue{avN(0), avN(2), avN(0), avN(20), avN(4)}}}},
-		name: avFence(f), fenceBatchName(name): avN(1)}
+		name: avFence(f), fenceBatchName(name, 2): avN(1)}
 }
 
 // TestFenceImageDecoding: a topic item's fences are decoded onto every state of the
@@ -38,8 +38,8 @@ func TestFenceImageDecoding(t *testing.T) {
 		mutate func(it item)
 	}{
 		{name: "well formed"},
-		{"batch attribute missing", func(it item) { delete(it, fenceBatchName(name)) }},
-		{"batch attribute alone", func(it item) { delete(it, name) }},
+		{"batch attribute missing", func(it item) { delete(it, fenceBatchName(name, 2)) }},
+		{"batch attribute of no attempt", func(it item) { it[prefixFenceBatch+"0011223344556677_x"] = avN(1) }},
 		{"key not naming the attribute", func(it item) {
 			it[name].(*types.AttributeValueMemberM).Value[fenceKeyField] = avS(fenceTopic + "#other")
 		}},
@@ -48,16 +48,17 @@ func TestFenceImageDecoding(t *testing.T) {
 			it[name].(*types.AttributeValueMemberM).Value[fenceAttempt] = avN(1 << 31)
 		}},
 		{"time before the epoch", func(it item) { it[name].(*types.AttributeValueMemberM).Value[fenceAt] = avN(-1) }},
-		{"batch past the item's", func(it item) { it[fenceBatchName(name)] = avN(4) }},
-		{"negative batch", func(it item) { it[fenceBatchName(name)] = avN(-1) }},
+		{"batch past the item's", func(it item) { it[fenceBatchName(name, 2)] = avN(4) }},
+		{"negative batch", func(it item) { it[fenceBatchName(name, 2)] = avN(-1) }},
+		{"an earlier attempt's batch past the item's", func(it item) { it[fenceBatchName(name, 1)] = avN(4) }},
 		{"extra field", func(it item) { it[name].(*types.AttributeValueMemberM).Value["z"] = avN(1) }},
 		{"not a map", func(it item) { it[name] = avS("x") }},
 		{"key too long", func(it item) {
 			k := fenceTopic + "#" + strings.Repeat("k", store.MaxFenceKey)
 			f := avFence(store.RequestFence{Key: k, Attempt: 1, At: time.UnixMilli(9)})
 			delete(it, name)
-			delete(it, fenceBatchName(name))
-			it[fenceName(k)], it[fenceBatchName(fenceName(k))] = f, avN(1)
+			delete(it, fenceBatchName(name, 2))
+			it[fenceName(k)], it[fenceBatchName(fenceName(k), 1)] = f, avN(1)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -87,31 +88,65 @@ func TestFenceImageDecoding(t *testing.T) {
 	}
 }
 
-// TestExpiredFencesPlan: a commit at now drops the fences seen set more than the
-// horizon before it, at most limit of them, and none within the horizon or later.
+// TestFencesBesideEachOther: a key's earlier attempts' fences decode beside its latest
+// (each with its own batch), and a batch attribute whose fence a stale prune removed is
+// an orphan, no fence, for the next commit to remove.
+func TestFencesBesideEachOther(t *testing.T) {
+	key := fenceTopic + "#k"
+	name := fenceName(key)
+	it := fencedItem()
+	it[fenceBatchName(name, 1)] = avN(0)
+	orphan := fenceBatchName(fenceName(fenceTopic+"#gone"), 3)
+	it[orphan] = avN(2)
+	sts, err := DecodeSequencerImages(it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.UnixMilli(9).UTC()
+	want := []store.RequestFence{{Key: key, Attempt: 1, Batch: 0, At: at}, {Key: key, Attempt: 2, Batch: 1, At: at}}
+	if len(sts) != 1 || !reflect.DeepEqual(sts[0].Last.Fences, want) {
+		t.Fatalf("decoded %+v, want fences %+v", sts, want)
+	}
+	tb, err := decodeBatchItem(it)
+	if err != nil || !reflect.DeepEqual(tb.orphans, []string{orphan}) {
+		t.Fatalf("orphans %v (%v), want [%s]", tb.orphans, err, orphan)
+	}
+}
+
+// TestExpiredFencesPlan: a commit at now removes every attribute of each key whose latest
+// fence seen was set more than the horizon before it (a key's all together, never split
+// by the limit) and the orphaned batch attributes, at most limit of them.
 func TestExpiredFencesPlan(t *testing.T) {
 	now := time.UnixMilli(10_000_000)
-	f := func(key string, age time.Duration) store.RequestFence {
-		return store.RequestFence{Key: key, Attempt: 1, At: now.Add(-age)}
+	f := func(key string, attempt int32, age time.Duration) store.RequestFence {
+		return store.RequestFence{Key: key, Attempt: attempt, At: now.Add(-age)}
 	}
+	names := func(key string, attempts ...int32) []string {
+		out := []string{fenceName(key)}
+		for _, a := range attempts {
+			out = append(out, fenceBatchName(fenceName(key), a))
+		}
+		return out
+	}
+	old := store.FenceHorizon + time.Millisecond
 	for _, tc := range []struct {
 		name  string
-		seen  []store.RequestFence
+		seen  fenceView
 		limit int
 		want  []string
 	}{
-		{"none seen", nil, 4, nil},
-		{"within the horizon", []store.RequestFence{f("a", time.Minute), f("b", store.FenceHorizon)}, 4, nil},
-		{"past the horizon", []store.RequestFence{f("a", store.FenceHorizon+time.Millisecond), f("b", time.Minute)}, 4, []string{"a"}},
-		{"set after now (another host's clock)", []store.RequestFence{f("a", -time.Hour)}, 4, nil},
-		{"limit", []store.RequestFence{f("a", time.Hour), f("b", time.Hour), f("c", time.Hour)}, 2, []string{"a", "b"}},
+		{"none seen", fenceView{}, 4, nil},
+		{"within the horizon", fenceView{fences: []store.RequestFence{f("a", 1, time.Minute), f("b", 1, store.FenceHorizon)}}, 4, nil},
+		{"past the horizon", fenceView{fences: []store.RequestFence{f("a", 1, old), f("b", 1, time.Minute)}}, 4, names("a", 1)},
+		{"set after now (another host's clock)", fenceView{fences: []store.RequestFence{f("a", 1, -time.Hour)}}, 4, nil},
+		{"a key's attempts together", fenceView{fences: []store.RequestFence{f("a", 1, old), f("a", 2, old)}}, 4, names("a", 1, 2)},
+		{"limit between keys", fenceView{fences: []store.RequestFence{f("a", 1, time.Hour), f("b", 1, time.Hour), f("c", 1, time.Hour)}}, 4,
+			append(names("a", 1), names("b", 1)...)},
+		{"a first key over the limit whole", fenceView{fences: []store.RequestFence{f("a", 1, old), f("a", 2, old), f("a", 3, old)}}, 2, names("a", 1, 2, 3)},
+		{"orphans", fenceView{orphans: []string{"fb_00_1", "fb_01_2"}}, 4, []string{"fb_00_1", "fb_01_2"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var got []string
-			for _, x := range expiredFences(tc.seen, now, tc.limit) {
-				got = append(got, x.Key)
-			}
-			if !reflect.DeepEqual(got, tc.want) {
+			if got := expiredFences(tc.seen, now, tc.limit); !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("expiredFences = %v, want %v", got, tc.want)
 			}
 		})

@@ -62,8 +62,10 @@ type batchItem struct {
 	parts   map[int32]partCounters
 	// batch is the newest batch's commits in their order, with bases and Seq set.
 	batch []store.SeqCommit
-	// fences are the topic's request fences, in key order.
-	fences []store.RequestFence
+	// fences are the topic's request fences, in key then attempt order; orphans the
+	// batch attributes of fences pruned from a stale view (decodeFences).
+	fences  []store.RequestFence
+	orphans []string
 }
 
 // stamp sets the newest batch's number and the item's fences on a commit of it.
@@ -175,7 +177,7 @@ func decodeBatchItem(it item) (batchItem, error) {
 		t.batch = decodeBatch(&d, t)
 	}
 	if d.err == nil {
-		t.fences = decodeFences(&d, t.batches)
+		t.fences, t.orphans = decodeFences(&d, t.batches)
 	}
 	if d.err != nil {
 		return batchItem{}, d.err
@@ -330,10 +332,9 @@ func (s *MetaStore) sequenceTopic(ctx context.Context, cs []store.SeqCommit) ([]
 			break
 		}
 	}
-	for i, f := range expiredFences(s.seenFences(topic), first.AppendedAt, maxPrunePerCommit) {
-		is := strconv.Itoa(i)
-		names["#xf"+is], names["#xb"+is] = fenceName(f.Key), fenceBatchName(fenceName(f.Key))
-		remove = append(remove, "#xf"+is, "#xb"+is)
+	for i, name := range expiredFences(s.seenFences(topic), first.AppendedAt, maxPrunePerCommit) {
+		names["#x"+strconv.Itoa(i)] = name
+		remove = append(remove, "#x"+strconv.Itoa(i))
 	}
 	if len(remove) > 0 {
 		members += " REMOVE " + strings.Join(remove, ", ")
@@ -363,7 +364,7 @@ func (s *MetaStore) sequenceTopic(ctx context.Context, cs []store.SeqCommit) ([]
 		for _, p := range parts {
 			s.observe(tpKey(topic, p), t.parts[p].next)
 		}
-		s.noteFences(topic, t.fences)
+		s.noteFences(topic, t)
 		return assigned(cs, t), nil
 	}, func() error {
 		return s.putTopicItem(ctx, topic)

@@ -119,10 +119,10 @@ func addFuzzFences(it item, topic string, fences []byte) {
 		f := store.RequestFence{Key: topic + "#" + strconv.Itoa(int(fences[i])), Attempt: int32(int8(fences[i+1])), At: time.UnixMilli(7)}
 		name := fenceName(f.Key)
 		fv := avFence(f).(*types.AttributeValueMemberM)
-		it[name], it[fenceBatchName(name)] = fv, avN(int64(int8(fences[i+2])))
+		it[name], it[fenceBatchName(name, f.Attempt)] = fv, avN(int64(int8(fences[i+2])))
 		switch fences[i+3] % 8 {
 		case 1:
-			delete(it, fenceBatchName(name))
+			delete(it, fenceBatchName(name, f.Attempt))
 		case 2:
 			delete(it, name)
 		case 3:

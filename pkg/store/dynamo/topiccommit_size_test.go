@@ -87,7 +87,7 @@ func TestFenceSize(t *testing.T) {
 	id := "orders#tc01jdz8w6q3n4v5x7y9z0a1b2c3"
 	f := store.RequestFence{Key: id + "#01JDZ8W7R8S9T0U1V2W3X4Y5Z6:123456789", Attempt: 3, At: time.UnixMilli(1796092200123)}
 	name := fenceName(f.Key)
-	it := item{name: avFence(f), fenceBatchName(name): avN(12_345_678)}
+	it := item{name: avFence(f), fenceBatchName(name, f.Attempt): avN(12_345_678)}
 	n := itemBytes(it)
 	t.Logf("a fence of a %d-byte key: %d bytes on the topic item", len(f.Key), n)
 	if n > len(f.Key)+64 {

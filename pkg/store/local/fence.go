@@ -3,6 +3,7 @@ package local
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"time"
@@ -37,7 +38,14 @@ func (r fenceRec) toStore() store.RequestFence {
 
 func topicKey(topic string) []byte { return appendString(nil, topic) }
 
+// fenceKey prefixes the fences of key; fenceAttemptKey is one attempt's. A later attempt's
+// fence is a row beside the earlier ones, never in their place: a batch is decided alike
+// from any later view.
 func fenceKey(topic, key string) []byte { return appendString(topicKey(topic), key) }
+
+func fenceAttemptKey(topic, key string, attempt int32) []byte {
+	return binary.BigEndian.AppendUint32(fenceKey(topic, key), uint32(attempt))
+}
 
 // batchesLocked returns the number of batches topic committed.
 func batchesLocked(tx *bolt.Tx, topic string) (int64, error) {
@@ -45,7 +53,7 @@ func batchesLocked(tx *bolt.Tx, topic string) (int64, error) {
 	return rec.Batches, err
 }
 
-// fencesLocked returns topic's fences in key order.
+// fencesLocked returns topic's fences in key then attempt order.
 func fencesLocked(tx *bolt.Tx, topic string) ([]store.RequestFence, error) {
 	var out []store.RequestFence
 	prefix := topicKey(topic)
@@ -79,7 +87,7 @@ func beginBatchLocked(tx *bolt.Tx, topic string, now time.Time) (int64, []store.
 	kept := fences[:0]
 	for _, f := range fences {
 		if now.Sub(f.At) > store.FenceHorizon {
-			if err := tx.Bucket([]byte(bucketFences)).Delete(fenceKey(topic, f.Key)); err != nil {
+			if err := tx.Bucket([]byte(bucketFences)).Delete(fenceAttemptKey(topic, f.Key, f.Attempt)); err != nil {
 				return 0, nil, fmt.Errorf("local: drop fence %q of %s: %w", f.Key, topic, err)
 			}
 			continue
@@ -98,27 +106,27 @@ func (m *MetaStore) FenceRequest(ctx context.Context, topic string, f store.Requ
 	}
 	var fp store.FencePoint
 	err := m.update(ctx, func(tx *bolt.Tx) error {
-		k := fenceKey(topic, f.Key)
-		old, ok, err := getRec[fenceRec](tx, bucketFences, k)
+		fences, err := fencesLocked(tx, topic)
 		if err != nil {
 			return err
 		}
-		if ok && old.Attempt >= f.Attempt {
-			return fmt.Errorf("local: fence %q attempt %d on %s: attempt %d fenced already: %w", f.Key, f.Attempt, topic, old.Attempt, store.ErrSuperseded)
+		keys, latest := map[string]bool{}, int32(0)
+		for _, old := range fences {
+			keys[old.Key] = true
+			if old.Key == f.Key {
+				latest = max(latest, old.Attempt)
+			}
 		}
-		if !ok {
-			fences, err := fencesLocked(tx, topic)
-			if err != nil {
-				return err
-			}
-			if len(fences) >= store.MaxFences {
-				return fmt.Errorf("local: fence %q on %s: %d fences held: %w", f.Key, topic, len(fences), store.ErrUnavailable)
-			}
+		switch {
+		case latest >= f.Attempt:
+			return fmt.Errorf("local: fence %q attempt %d on %s: attempt %d fenced already: %w", f.Key, f.Attempt, topic, latest, store.ErrSuperseded)
+		case !keys[f.Key] && len(keys) >= store.MaxFences:
+			return fmt.Errorf("local: fence %q on %s: fences of %d keys held: %w", f.Key, topic, len(keys), store.ErrUnavailable)
 		}
 		if fp.Batch, err = batchesLocked(tx, topic); err != nil {
 			return err
 		}
-		if err := putRec(tx, bucketFences, k, fenceRec{Key: f.Key, Attempt: f.Attempt, Batch: fp.Batch, At: f.At.UTC()}); err != nil {
+		if err := putRec(tx, bucketFences, fenceAttemptKey(topic, f.Key, f.Attempt), fenceRec{Key: f.Key, Attempt: f.Attempt, Batch: fp.Batch, At: f.At.UTC()}); err != nil {
 			return err
 		}
 		fp.Next = map[int32]int64{}

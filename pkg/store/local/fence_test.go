@@ -1,6 +1,7 @@
 package local_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -20,8 +21,8 @@ import (
 // TestFencesMatchModel (rapid): any sequence of fences (keys, attempts) and batches
 // (times moving forward, each with one producer member per key of a drawn attempt)
 // behaves as the model of store.FenceRequest: a fence of a key whose stored attempt is
-// at least its own is ErrSuperseded, else it replaces the key's fence at the batch
-// count; each batch is numbered one above the last, first drops the fences older than
+// at least its own is ErrSuperseded, else it is added beside the key's earlier ones at
+// the batch count; each batch is numbered one above the last, first drops the fences older than
 // the horizon at its time, and carries the rest; the entry it materialises skips
 // exactly the producer blocks a carried fence applies to, and no producer is claimed.
 func TestFencesMatchModel(t *testing.T) {
@@ -34,7 +35,17 @@ func TestFencesMatchModel(t *testing.T) {
 	keys := []string{"a", "b", "c"}
 	rapid.Check(t, func(rt *rapid.T) {
 		topic := storetest.TopicCommitID(t)
-		model := map[string]store.RequestFence{}
+		model := map[string]store.RequestFence{} // key and attempt → fence
+		latest := func(key string) (store.RequestFence, bool) {
+			var out store.RequestFence
+			ok := false
+			for _, f := range model {
+				if f.Key == key && (!ok || f.Attempt > out.Attempt) {
+					out, ok = f, true
+				}
+			}
+			return out, ok
+		}
 		var batches, next int64
 		now := time.UnixMilli(1_800_000_000_000)
 		for step := range rapid.IntRange(1, 25).Draw(rt, "steps") {
@@ -43,7 +54,7 @@ func TestFencesMatchModel(t *testing.T) {
 				f := store.RequestFence{Key: topic + "#" + rapid.SampledFrom(keys).Draw(rt, "key"),
 					Attempt: int32(rapid.IntRange(1, 4).Draw(rt, "attempt")), At: now}
 				fp, err := m.FenceRequest(ctx, topic, f)
-				if old, ok := model[f.Key]; ok && old.Attempt >= f.Attempt {
+				if old, ok := latest(f.Key); ok && old.Attempt >= f.Attempt {
 					if !errors.Is(err, store.ErrSuperseded) {
 						rt.Fatalf("step %d: fence %+v over %+v: %v, want ErrSuperseded", step, f, old, err)
 					}
@@ -53,7 +64,7 @@ func TestFencesMatchModel(t *testing.T) {
 					rt.Fatalf("step %d: fence %+v: point %+v, %v; want batch %d, next %d", step, f, fp, err, batches, next)
 				}
 				f.Batch = batches
-				model[f.Key] = f
+				model[fmt.Sprintf("%s/%d", f.Key, f.Attempt)] = f
 				continue
 			}
 			batches++
@@ -66,7 +77,9 @@ func TestFencesMatchModel(t *testing.T) {
 			for _, f := range model {
 				want = append(want, f)
 			}
-			slices.SortFunc(want, func(a, b store.RequestFence) int { return strings.Compare(a.Key, b.Key) })
+			slices.SortFunc(want, func(a, b store.RequestFence) int {
+				return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(a.Attempt, b.Attempt))
+			})
 			c := store.SeqCommit{Entry: store.IndexEntry{Topic: topic, Count: int64(len(keys)), ObjectKey: fmt.Sprintf("v1/o/%d", step),
 				ByteLength: 30, AppendedAt: now, ExpiresAt: now.Add(time.Hour)}}
 			var skip []store.SkipRange
@@ -74,7 +87,11 @@ func TestFencesMatchModel(t *testing.T) {
 				mb := store.CommitMember{Key: topic + "#" + k, Total: 1, Partitions: 1, Offset: int64(i), Count: 1, Producer: true,
 					Attempt: int32(rapid.IntRange(0, 4).Draw(rt, "member attempt"))}
 				c.Members = append(c.Members, mb)
-				if f, ok := model[mb.Key]; ok && f.Applies(mb.Key, mb.Attempt, batches) {
+				fenced := false
+				for _, f := range model {
+					fenced = fenced || f.Applies(mb.Key, mb.Attempt, batches)
+				}
+				if fenced {
 					skip = append(skip, store.SkipRange{Offset: mb.Offset, Count: 1})
 				}
 			}

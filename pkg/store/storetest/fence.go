@@ -26,6 +26,7 @@ func fenceCases() []testCase[store.MetaStore] {
 		{"RefusedFenceChangesNothing", testFenceRefused},
 		{"EntryMembersRoundTrip", testEntryMembers},
 		{"FencesBounded", testFencesBounded},
+		{"EarlierFenceKeepsApplying", testEarlierFenceKeeps},
 	}
 }
 
@@ -152,7 +153,8 @@ func testFencePoint(ctx context.Context, t *testing.T, m store.MetaStore) {
 }
 
 // testFenceSuperseded: a fence of a key whose stored fence has the same or a higher
-// attempt is ErrSuperseded and changes nothing; a higher attempt replaces the fence.
+// attempt is ErrSuperseded and changes nothing; a higher attempt's fence is added beside
+// the earlier one.
 func testFenceSuperseded(ctx context.Context, t *testing.T, m store.MetaStore) {
 	topic := TopicCommitID(t)
 	key := topic + "#k"
@@ -167,7 +169,55 @@ func testFenceSuperseded(ctx context.Context, t *testing.T, m store.MetaStore) {
 	fp3 := fence(ctx, t, m, topic, store.RequestFence{Key: key, Attempt: 3, At: at(30)})
 	wantPoint(t, "the replacing fence", fp3, 2, map[int32]int64{0: 2})
 	b3 := commitBatch(ctx, t, m, batchOf(topic, "v1/o/c", [2]int64{0, 1}))
-	wantBatchFences(t, "after a higher attempt's fence", b3, 3, store.RequestFence{Key: key, Attempt: 3, Batch: 2, At: at(30)})
+	wantFenceBatches(t, "after a higher attempt's fence", b3[0], 3, map[int32]int64{2: fp.Batch, 3: 2})
+}
+
+// wantFenceBatches checks a commit of batch numbered batch against the fences of one key
+// it must carry, by attempt → the batch it was set at (a backend may report the key's
+// latest time for its earlier fences).
+func wantFenceBatches(t *testing.T, what string, c store.SeqCommit, batch int64, want map[int32]int64) {
+	t.Helper()
+	got := map[int32]int64{}
+	for _, f := range c.Fences {
+		got[f.Attempt] = f.Batch
+	}
+	if c.Batch != batch || !maps.Equal(got, want) {
+		t.Fatalf("%s: batch %d with fences (attempt → batch) %v, want batch %d with %v", what, c.Batch, got, batch, want)
+	}
+}
+
+// testEarlierFenceKeeps: a later attempt's fence does not take the earlier one's place.
+// The batch committed between the two is decided by the earlier (attempt 0 fenced, 1
+// not), and every later view of it — the sequencer state while it is the newest batch,
+// as a lost answer's resolution or a fence's stream record sees it — decides the same.
+func testEarlierFenceKeeps(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := TopicCommitID(t)
+	key := topic + "#k"
+	commitBatch(ctx, t, m, batchOf(topic, "v1/o/a", [2]int64{0, 1}))
+	fence(ctx, t, m, topic, store.RequestFence{Key: key, Attempt: 1, At: at(10)})
+	b2 := commitBatch(ctx, t, m, batchOf(topic, "v1/o/b", [2]int64{0, 1}))
+	fence(ctx, t, m, topic, store.RequestFence{Key: key, Attempt: 2, At: at(20)})
+	decides := func(c store.SeqCommit) (fenced0, fenced1 bool) {
+		for _, f := range c.Fences {
+			fenced0 = fenced0 || f.Applies(key, 0, c.Batch)
+			fenced1 = fenced1 || f.Applies(key, 1, c.Batch)
+		}
+		return
+	}
+	var st store.SeqState
+	must(t, "Sequencer", retryUnavailable(func() error {
+		var err error
+		st, err = m.Sequencer(ctx, topic, 0)
+		return err
+	}))
+	if st.Last == nil || st.Last.Batch != b2[0].Batch {
+		t.Fatalf("sequencer state's last commit %+v, want batch %d's", st.Last, b2[0].Batch)
+	}
+	for what, c := range map[string]store.SeqCommit{"the commit's answer": b2[0], "the state after a later fence": *st.Last} {
+		if f0, f1 := decides(c); !f0 || f1 {
+			t.Fatalf("%s: attempt 0 fenced %t, attempt 1 fenced %t in the batch between the fences; want true, false", what, f0, f1)
+		}
+	}
 }
 
 // testFenceOnState: the sequencer state's last commit carries its batch's number and
@@ -317,8 +367,13 @@ func testFencesBounded(ctx context.Context, t *testing.T, m store.MetaStore) {
 	}
 	fence(ctx, t, m, topic, store.RequestFence{Key: topic + "#p.0", Attempt: 2, At: at(0)})
 	out := commitBatch(ctx, t, m, batchOf(topic, "v1/o/b", [2]int64{0, 1}))
-	if n := len(out[0].Fences); n != store.MaxFences {
-		t.Fatalf("the batch after a refused fence carries %d fences, want %d", n, store.MaxFences)
+	keys := map[string]bool{}
+	for _, f := range out[0].Fences {
+		keys[f.Key] = true
+	}
+	if len(keys) != store.MaxFences || len(out[0].Fences) != store.MaxFences+1 {
+		t.Fatalf("the batch after a refused fence carries %d fences of %d keys, want %d of %d",
+			len(out[0].Fences), len(keys), store.MaxFences+1, store.MaxFences)
 	}
 	for _, f := range out[0].Fences {
 		if f.Key == topic+"#one-more" {

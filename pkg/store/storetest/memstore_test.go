@@ -35,7 +35,7 @@ type memStore struct {
 	lag         map[string][]store.LagSeries
 	parked      map[parkedMemKey]store.ParkedKey
 	batches     map[string]int64                         // topic commit topic → batches committed
-	fences      map[string]map[string]store.RequestFence // topic → key → fence
+	fences      map[string]map[string]store.RequestFence // topic → fenceID(key, attempt) → fence
 }
 
 type tpKey struct {
@@ -407,13 +407,15 @@ func (s *memStore) Sequencer(_ context.Context, topic string, partition int32) (
 	return st, nil
 }
 
-// fencesLocked returns topic's fences in key order.
+// fencesLocked returns topic's fences in key then attempt order.
 func (s *memStore) fencesLocked(topic string) []store.RequestFence {
 	var out []store.RequestFence
 	for _, f := range s.fences[topic] {
 		out = append(out, f)
 	}
-	slices.SortFunc(out, func(a, b store.RequestFence) int { return strings.Compare(a.Key, b.Key) })
+	slices.SortFunc(out, func(a, b store.RequestFence) int {
+		return cmp.Or(strings.Compare(a.Key, b.Key), cmp.Compare(a.Attempt, b.Attempt))
+	})
 	return out
 }
 
@@ -439,12 +441,25 @@ func (s *memStore) FenceRequest(_ context.Context, topic string, f store.Request
 	}
 	s.lock()
 	defer s.mu.Unlock()
-	old, ok := s.fences[topic][f.Key]
-	if ok && old.Attempt >= f.Attempt && s.bug != "FenceOverwrites" {
-		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: attempt %d fenced already: %w", f.Key, old.Attempt, store.ErrSuperseded)
+	keys, latest := map[string]bool{}, int32(0)
+	for _, old := range s.fences[topic] {
+		keys[old.Key] = true
+		if old.Key == f.Key {
+			latest = max(latest, old.Attempt)
+		}
 	}
-	if !ok && len(s.fences[topic]) >= store.MaxFences && s.bug != "FencesUnbounded" {
-		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: %d fences on %s: %w", f.Key, len(s.fences[topic]), topic, store.ErrUnavailable)
+	if latest >= f.Attempt && s.bug != "FenceOverwrites" {
+		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: attempt %d fenced already: %w", f.Key, latest, store.ErrSuperseded)
+	}
+	if !keys[f.Key] && len(keys) >= store.MaxFences && s.bug != "FencesUnbounded" {
+		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: fences of %d keys on %s: %w", f.Key, len(keys), topic, store.ErrUnavailable)
+	}
+	if s.bug == "FenceReplaces" {
+		for id, old := range s.fences[topic] {
+			if old.Key == f.Key {
+				delete(s.fences[topic], id)
+			}
+		}
 	}
 	if s.bug == "FenceRequestPrunes" {
 		for k, old := range s.fences[topic] {
@@ -466,7 +481,7 @@ func (s *memStore) FenceRequest(_ context.Context, topic string, f store.Request
 		s.fences[topic] = map[string]store.RequestFence{}
 	}
 	f.Batch, f.At = s.batches[topic], s.storeTime(f.At)
-	s.fences[topic][f.Key] = f
+	s.fences[topic][fmt.Sprintf("%s\x00%d", f.Key, f.Attempt)] = f
 	return fp, nil
 }
 

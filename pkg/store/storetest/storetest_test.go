@@ -126,6 +126,7 @@ func TestMutants(t *testing.T) {
 		"BatchNumberStale":            "MetaStore/Fences/FencedProducerMemberSkipped",
 		"FencesNeverPruned":           "MetaStore/Fences/FencesPrunedByCommitsOnly",
 		"FencesUnbounded":             "MetaStore/Fences/FencesBounded",
+		"FenceReplaces":               "MetaStore/Fences/EarlierFenceKeepsApplying",
 		"FenceRequestPrunes":          "MetaStore/Fences/FencesPrunedByCommitsOnly",
 		"FenceAnyLayout":              "MetaStore/Fences/RefusedFenceChangesNothing",
 		"EntryDropsMembers":           "MetaStore/Fences/EntryMembersRoundTrip",
