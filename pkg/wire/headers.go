@@ -63,34 +63,12 @@ func ProducerRequestKey(id string, seq uint64) string {
 // milliseconds in [0, MaxRetryElapsed].
 var ErrRetryElapsed = errors.New("wire: bad Strata-Retry-Elapsed-Ms header")
 
-// maxRetryElapsedMs is MaxRetryElapsed in milliseconds, the header's largest value.
-var maxRetryElapsedMs = strconv.FormatInt(MaxRetryElapsed.Milliseconds(), 10)
-
 // ParseRetryElapsed reads the values of a request's Strata-Retry-Elapsed-Ms header:
 // present is false when there is none. More than one value, signs, spaces, leading
 // zeros or a number beyond MaxRetryElapsed are ErrRetryElapsed.
 func ParseRetryElapsed(values []string) (elapsed time.Duration, present bool, err error) {
-	switch len(values) {
-	case 0:
-		return 0, false, nil
-	case 1:
-	default:
-		return 0, false, fmt.Errorf("%w: %d values, want one", ErrRetryElapsed, len(values))
-	}
-	v := values[0]
-	if v == "" || len(v) > len(maxRetryElapsedMs) || (len(v) > 1 && v[0] == '0') {
-		return 0, false, fmt.Errorf("%w: %q", ErrRetryElapsed, v)
-	}
-	for _, c := range []byte(v) {
-		if c < '0' || c > '9' {
-			return 0, false, fmt.Errorf("%w: %q", ErrRetryElapsed, v)
-		}
-	}
-	ms, err := strconv.ParseInt(v, 10, 64)
-	if err != nil || ms > MaxRetryElapsed.Milliseconds() {
-		return 0, false, fmt.Errorf("%w: %q", ErrRetryElapsed, v)
-	}
-	return time.Duration(ms) * time.Millisecond, true, nil
+	ms, present, err := parseDecimal(values, MaxRetryElapsed.Milliseconds(), ErrRetryElapsed)
+	return time.Duration(ms) * time.Millisecond, present, err
 }
 
 // FormatRetryElapsed is the Strata-Retry-Elapsed-Ms value for a retry sent d after
@@ -113,25 +91,32 @@ var ErrAttempt = errors.New("wire: bad Strata-Attempt header")
 // when there is none. More than one value, signs, spaces, leading zeros or a number
 // beyond MaxAttempt are ErrAttempt.
 func ParseAttempt(values []string) (attempt int, present bool, err error) {
+	n, present, err := parseDecimal(values, MaxAttempt, ErrAttempt)
+	return int(n), present, err
+}
+
+// parseDecimal reads a header that is absent or one decimal number in [0, most]: more
+// than one value, signs, spaces, leading zeros or a larger number are bad (wrapped).
+func parseDecimal(values []string, most int64, bad error) (n int64, present bool, err error) {
 	switch len(values) {
 	case 0:
 		return 0, false, nil
 	case 1:
 	default:
-		return 0, false, fmt.Errorf("%w: %d values, want one", ErrAttempt, len(values))
+		return 0, false, fmt.Errorf("%w: %d values, want one", bad, len(values))
 	}
 	v := values[0]
-	if v == "" || len(v) > len(strconv.Itoa(MaxAttempt)) || (len(v) > 1 && v[0] == '0') {
-		return 0, false, fmt.Errorf("%w: %q", ErrAttempt, v)
+	if v == "" || len(v) > len(strconv.FormatInt(most, 10)) || (len(v) > 1 && v[0] == '0') {
+		return 0, false, fmt.Errorf("%w: %q", bad, v)
 	}
 	for _, c := range []byte(v) {
 		if c < '0' || c > '9' {
-			return 0, false, fmt.Errorf("%w: %q", ErrAttempt, v)
+			return 0, false, fmt.Errorf("%w: %q", bad, v)
 		}
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n > MaxAttempt {
-		return 0, false, fmt.Errorf("%w: %q", ErrAttempt, v)
+	n, err = strconv.ParseInt(v, 10, 64)
+	if err != nil || n > most {
+		return 0, false, fmt.Errorf("%w: %q", bad, v)
 	}
 	return n, true, nil
 }
