@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -56,16 +55,8 @@ func batchesLocked(tx *bolt.Tx, topic string) (int64, error) {
 // fencesLocked returns topic's fences in key then attempt order.
 func fencesLocked(tx *bolt.Tx, topic string) ([]store.RequestFence, error) {
 	var out []store.RequestFence
-	prefix := topicKey(topic)
-	c := tx.Bucket([]byte(bucketFences)).Cursor()
-	for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-		var r fenceRec
-		if err := decodeRec(bucketFences, k, v, &r); err != nil {
-			return nil, err
-		}
-		out = append(out, r.toStore())
-	}
-	return out, nil
+	err := scanPrefix(tx, bucketFences, topicKey(topic), func(r fenceRec) { out = append(out, r.toStore()) })
+	return out, err
 }
 
 // beginBatchLocked numbers a new batch of topic committed at now (its commits'
@@ -130,16 +121,7 @@ func (m *MetaStore) FenceRequest(ctx context.Context, topic string, f store.Requ
 			return err
 		}
 		fp.Next = map[int32]int64{}
-		prefix := topicKey(topic)
-		c := tx.Bucket([]byte(bucketSequencer)).Cursor()
-		for k, v := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, v = c.Next() {
-			var st seqRec
-			if err := decodeRec(bucketSequencer, k, v, &st); err != nil {
-				return err
-			}
-			fp.Next[st.Partition] = st.NextOffset
-		}
-		return nil
+		return scanPrefix(tx, bucketSequencer, topicKey(topic), func(st seqRec) { fp.Next[st.Partition] = st.NextOffset })
 	})
 	if err != nil {
 		return store.FencePoint{}, err
