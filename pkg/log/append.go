@@ -447,7 +447,6 @@ func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqComm
 			}
 			c.Members = commitMembers(ms, e.Partition)
 		}
-		e.MembersOffset, e.MembersLength = c.MembersOffset, c.MembersLength
 		c.Claims = make([]store.RequestClaim, len(c.Members))
 		for i, mb := range c.Members {
 			if mb.Producer {

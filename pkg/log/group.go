@@ -194,11 +194,6 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 			MaxTimestamp: time.UnixMilli(c.maxTs), AppendedAt: time.UnixMilli(nowMs),
 			ExpiresAt: time.UnixMilli(nowMs).Add(store.SatAdd(t.KeptFor(true), retentionGrace)),
 		}
-		if table != nil {
-			// The entry locates its batch's members table, which a producer request's
-			// retry reads to find an earlier attempt.
-			e.MembersOffset, e.MembersLength = tableAt, int64(len(table))
-		}
 		cs[i] = store.SeqCommit{Entry: e, Members: c.members}
 		if len(c.members) > 0 {
 			cs[i].ClaimExpiresAt, cs[i].MembersOffset, cs[i].MembersLength = claimExpiry(e), tableAt, int64(len(table))

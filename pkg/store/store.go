@@ -536,7 +536,9 @@ type SeqCommit struct {
 	// appender; a materialising Sequence claims each one's slot of this partition (as
 	// ClaimRequest) and sets Claims (in Members order) and Entry.Skip. A backend need
 	// not keep Members: MembersOffset and MembersLength, which it must keep and return
-	// on Last, locate the same table in the segment object (the materialiser reads it).
+	// on Last, locate the same table in the segment object (the materialiser reads it);
+	// every result and state must carry them on Entry too, which the entry written for
+	// the commit keeps (conformance case EntryMembersRoundTrip).
 	Members                      []CommitMember
 	MembersOffset, MembersLength int64
 	Claims                       []RequestClaim
