@@ -74,29 +74,20 @@ func (l *Log) admitRetry(ctx context.Context, m *member, opt AppendOptions) erro
 	if err != nil || found == nil {
 		return err
 	}
-	if found.BodyHash != m.bodyHash || found.Total != int64(m.nrecs) {
-		return fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, m.idemKey)
-	}
-	if m.placedBy != 0 && found.Partitions != 0 && found.Partitions != m.placedBy {
-		return &replaceError{partitions: found.Partitions, fence: pt}
-	}
+	// The attempt found answers the retry as a claim would.
 	for _, g := range m.pending {
-		b, ok := found.blocks[g.partition]
-		if !ok || b.Count != int64(g.count) {
-			return fmt.Errorf("%w: key %q", ErrIdempotencyKeyReused, m.idemKey)
+		base, err := m.decide(*found, g)
+		var re *replaceError
+		if errors.As(err, &re) {
+			re.fence = pt
 		}
-		g.base = found.bases[g.partition]
+		if err != nil {
+			return err
+		}
+		g.base = base
 	}
 	m.pending = nil
 	return nil
-}
-
-// foundAttempt is an owned attempt of a request: its members-table row and the first
-// offset of each of its blocks.
-type foundAttempt struct {
-	tableMember
-	blocks map[int32]tableBlock
-	bases  map[int32]int64
 }
 
 // objectKey identifies one batch's entry on one partition.
@@ -106,10 +97,11 @@ type objectKey struct {
 }
 
 // findAttempt searches the batches committed before fence point pt and appended since
-// since for an owned attempt of m's request. A request of blocks is found on its own
+// since for an owned attempt of m's request, and returns it as the claim it would have
+// made (its body, placement and each block's offsets). A request of blocks is found on its own
 // partitions; one of records, whose placement a partition increase may have changed, on
 // every partition of the topic.
-func (l *Log) findAttempt(ctx context.Context, m *member, pt store.FencePoint, since time.Time) (*foundAttempt, error) {
+func (l *Log) findAttempt(ctx context.Context, m *member, pt store.FencePoint, since time.Time) (*store.RequestClaim, error) {
 	var parts []int32
 	if m.placedBy == 0 {
 		for _, g := range m.groups {
@@ -154,7 +146,7 @@ func (l *Log) findAttempt(ctx context.Context, m *member, pt store.FencePoint, s
 	if err := scan(parts); err != nil {
 		return nil, err
 	}
-	var found *foundAttempt
+	var found *store.RequestClaim
 	for obj, loc := range tables {
 		ms, err := l.membersOf(ctx, obj, loc[0], loc[1])
 		if err != nil {
@@ -164,7 +156,7 @@ func (l *Log) findAttempt(ctx context.Context, m *member, pt store.FencePoint, s
 			if tm.Key != m.idemKey {
 				continue
 			}
-			fa := &foundAttempt{tableMember: tm, blocks: map[int32]tableBlock{}, bases: map[int32]int64{}}
+			fa := &store.RequestClaim{Key: tm.Key, BodyHash: tm.BodyHash, Count: tm.Total, Partitions: tm.Partitions}
 			owned := true
 			for _, b := range tm.Blocks {
 				if !scanned[b.Partition] {
@@ -179,9 +171,9 @@ func (l *Log) findAttempt(ctx context.Context, m *member, pt store.FencePoint, s
 						ErrCorrupt, m.topic, obj, m.idemKey, b.Partition)
 				}
 				owned = owned && !blockSkipped(e, b.Offset)
-				fa.blocks[b.Partition], fa.bases[b.Partition] = b, e.BaseOffset+b.Offset
+				fa.Parts = append(fa.Parts, store.PartClaim{Partition: b.Partition, BaseOffset: e.BaseOffset + b.Offset, Count: b.Count})
 			}
-			if owned && (found == nil || fa.firstOffset() < found.firstOffset()) {
+			if owned && (found == nil || firstOffset(*fa) < firstOffset(*found)) {
 				found = fa
 			}
 		}
@@ -191,11 +183,11 @@ func (l *Log) findAttempt(ctx context.Context, m *member, pt store.FencePoint, s
 
 // firstOffset orders owned attempts (there is at most one; the order only makes the
 // answer deterministic if a bug made two).
-func (f *foundAttempt) firstOffset() int64 {
+func firstOffset(c store.RequestClaim) int64 {
 	first := int64(-1)
-	for _, b := range f.bases {
-		if first < 0 || b < first {
-			first = b
+	for _, pc := range c.Parts {
+		if first < 0 || pc.BaseOffset < first {
+			first = pc.BaseOffset
 		}
 	}
 	return first
