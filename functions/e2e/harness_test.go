@@ -185,6 +185,7 @@ type consumerResult struct {
 	LeaseHeld         bool   `json:"lease_held"`
 	Fenced            bool   `json:"fenced"`
 	Handled           int64  `json:"handled"`
+	Remembered        int64  `json:"remembered"`
 	Lost              int64  `json:"records_lost"`
 	Committed         int64  `json:"committed"`
 	StoppedAtDeadline bool   `json:"stopped_at_deadline"`

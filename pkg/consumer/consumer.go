@@ -226,7 +226,14 @@ type RunOptions struct {
 	// UntilCaughtUp returns once every record below the high watermark seen is handled
 	// and committed (a Lambda invocation); otherwise the run follows the log until ctx ends.
 	UntilCaughtUp bool
+	// FinishBy, when set, is when the run's last commit and release must be over: a
+	// Lambda invocation's own deadline, after which the function is killed mid-request.
+	// Zero gives them FinishTimeout after the run ends.
+	FinishBy time.Time
 }
+
+// FinishTimeout bounds the last commit and release of a run without RunOptions.FinishBy.
+const FinishTimeout = 10 * time.Second
 
 // Run acquires the partition's lease and consumes it (see RunLease). A live lease of
 // another member returns group.ErrLeaseHeld: a duplicate invocation just exits.
@@ -797,8 +804,13 @@ func (r *run) finish(ctx context.Context, cause error) (Stats, error) {
 		r.stats.Fenced = true
 		return r.stats, cause
 	}
-	// The run's own context may be over; the last commit and release still matter.
-	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	// The run's own context may be over; the last commit and release still matter, and
+	// must end by FinishBy when the caller is killed then.
+	by := time.Now().Add(FinishTimeout)
+	if !r.opt.FinishBy.IsZero() && r.opt.FinishBy.Before(by) {
+		by = r.opt.FinishBy
+	}
+	bg, cancel := context.WithDeadline(context.WithoutCancel(ctx), by)
 	defer cancel()
 	if r.tracker != nil {
 		if err := r.commitCheckpoint(bg); err != nil {

@@ -128,7 +128,8 @@ type Config struct {
 	// it releases the partition and returns (default 2s; at most 20s and LeaseTTL/3).
 	IdleWait time.Duration
 	// DeadlineMargin is how long before the function's deadline the invocation stops
-	// taking records, to commit and release (default 3s).
+	// taking records, to commit and release (default 3s); the commit and release must
+	// end a tenth of it before the deadline, so that the invocation answers.
 	DeadlineMargin time.Duration
 	// MaxDuration bounds an invocation when the context has no deadline (default 5m).
 	MaxDuration time.Duration
@@ -199,8 +200,11 @@ type Result struct {
 	// LeaseHeld is true when another invocation held the partition: nothing was done.
 	LeaseHeld bool `json:"lease_held,omitempty"`
 	// Fenced is true when the partition moved to a newer generation mid-run.
-	Fenced     bool  `json:"fenced,omitempty"`
-	Handled    int64 `json:"handled"`
+	Fenced  bool  `json:"fenced,omitempty"`
+	Handled int64 `json:"handled"`
+	// Remembered counts records an earlier invocation completed above its committed
+	// offset (its commit remembered them): skipped, not handled again.
+	Remembered int64 `json:"remembered,omitempty"`
 	Retries    int64 `json:"retries,omitempty"`
 	DeadLetter int64 `json:"dead_lettered,omitempty"`
 	Dropped    int64 `json:"dropped,omitempty"`
@@ -385,14 +389,22 @@ func (f *function) invoke(ctx context.Context, ev Event) (Result, error) {
 	if b.Effects != nil {
 		runCtx = context.WithValue(workCtx, effectsKey{}, b.Effects)
 	}
-	st, err := c.Run(runCtx, ev.Partition, consumer.RunOptions{})
+	// The last commit and release end before the function is killed, a tenth of the
+	// margin before, kept to answer: a commit cut short by the kill is safe
+	// (conditional), but the answer and its metrics would be lost, and Lambda would
+	// count a timeout.
+	var opt consumer.RunOptions
+	if ok {
+		opt.FinishBy = deadline.Add(-f.cfg.DeadlineMargin / 10)
+	}
+	st, err := c.Run(runCtx, ev.Partition, opt)
 	if errors.Is(err, group.ErrLeaseHeld) {
 		res.LeaseHeld = true
 		return res, nil
 	}
 	res.Fenced = st.Fenced
 	res.Handled, res.Retries, res.DeadLetter, res.Dropped, res.Lost = st.Handled, st.Retries, st.DeadLettered, st.Dropped, st.RecordsLost
-	res.Parked, res.Replayed = st.Parked, st.Replayed
+	res.Parked, res.Replayed, res.Remembered = st.Parked, st.Replayed, st.Remembered
 	res.Committed = st.Committed
 	res.StoppedAtDeadline = errors.Is(context.Cause(workCtx), context.DeadlineExceeded)
 	if st.Fenced {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -216,6 +217,48 @@ func TestDeadlineMidBatch(t *testing.T) {
 		t.Errorf("the next invocation started at %d, want exactly the committed %d", resumedAt, prefix)
 	}
 	led.check(t, 40)
+}
+
+// stuckCommits is a coordinator whose commits, once stuck, hang until their context
+// ends: a store too slow to answer within the invocation's margin.
+type stuckCommits struct {
+	consumer.Coordinator
+	stuck *atomic.Bool
+}
+
+func (s stuckCommits) Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, next int64, completed ...store.OffsetRange) error {
+	if s.stuck.Load() {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return s.Coordinator.Commit(ctx, grp, topic, partition, member, generation, next, completed...)
+}
+
+// TestFinishEndsBeforeTheDeadline: when the last commit cannot be made in the margin,
+// the invocation gives it up before its deadline and answers with the error, rather
+// than being killed by Lambda mid-request with no answer and no metrics.
+func TestFinishEndsBeforeTheDeadline(t *testing.T) {
+	n := newNode(t, 1, time.Hour, 40)
+	var stuck atomic.Bool
+	h := lambdaconsumer.Handler(lambdaconsumer.Config{
+		Open: func(context.Context) (lambdaconsumer.Backend, error) {
+			return lambdaconsumer.Backend{Log: n.log, Groups: stuckCommits{n.coord, &stuck}}, nil
+		},
+		Metrics: nopMetrics{}, IdleWait: time.Second, DeadlineMargin: 300 * time.Millisecond, PollRecords: 10,
+	}, func(ctx context.Context, r lambdaconsumer.Record) error {
+		stuck.Store(true) // the group's start is recorded; every later commit hangs
+		return ctxtime.Sleep(ctx, 20*time.Millisecond)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	_, err := h(ctx, ev)
+	if ended := time.Now(); !ended.Before(deadline) {
+		t.Errorf("the invocation answered %s after its deadline", ended.Sub(deadline))
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("invocation error %v, want the last commit's deadline", err)
+	}
 }
 
 // TestRetentionResetCountsLoss: after retention removed records a group had not read,
