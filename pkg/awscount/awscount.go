@@ -34,6 +34,12 @@ type Op struct {
 	BytesReceived int64
 }
 
+// Answered is the attempts the service answered with the operation's outcome: a success
+// or a failed condition, not an error the SDK retries (a throttle, a reset connection).
+// It counts the requests the code made whatever the transport did, where Requests
+// counts what was sent.
+func (o Op) Answered() int64 { return o.Requests - o.Failed + o.ConditionalFailed }
+
 func (o *Op) add(p Op) {
 	o.Requests += p.Requests
 	o.Failed += p.Failed
@@ -180,6 +186,17 @@ func (c *Counter) Requests(ops ...string) int64 {
 	var n int64
 	for _, op := range ops {
 		n += c.ops[op].Requests
+	}
+	return n
+}
+
+// Answered returns the answered attempts (Op.Answered) of the given operations, summed.
+func (c *Counter) Answered(ops ...string) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var n int64
+	for _, op := range ops {
+		n += c.ops[op].Answered()
 	}
 	return n
 }

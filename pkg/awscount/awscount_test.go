@@ -42,6 +42,10 @@ func TestSnapshotAndReset(t *testing.T) {
 	if len(keys) != 2 || keys[0] != "DynamoDB.PutItem" || got["S3.PutObject"].BytesSent != 10 {
 		t.Errorf("snapshot %v %v", got, keys)
 	}
+	c.ops["DynamoDB.Query"] = Op{Requests: 3, Failed: 2}
+	if n := c.Answered("DynamoDB.PutItem", "DynamoDB.Query", "S3.PutObject"); n != 4 {
+		t.Errorf("answered %d, want 4: a failed condition counts, a retried error does not", n)
+	}
 	got["S3.PutObject"] = Op{}
 	if c.Get("S3.PutObject").Requests != 2 {
 		t.Error("the snapshot aliases the counter")

@@ -304,14 +304,14 @@ func TestIdempotentAppendReadsOneClaim(t *testing.T) {
 	if _, err := l.AppendBlocks(ctx, "bl", req, opt); err != nil {
 		t.Fatal(err)
 	}
-	if n := counter.Requests("DynamoDB.GetItem"); n != 1 {
+	if n := counter.Answered("DynamoDB.GetItem"); n != 1 {
 		t.Errorf("a fresh idempotent append made %d GetItem requests, want 1 (its claim)", n)
 	}
 	counter.Reset()
 	if _, err := l.AppendBlocks(ctx, "bl", req, opt); err != nil {
 		t.Fatal(err)
 	}
-	if n, puts := counter.Requests("DynamoDB.GetItem"), counter.Requests("S3.PutObject"); n != 1 || puts != 0 {
+	if n, puts := counter.Answered("DynamoDB.GetItem"), counter.Answered("S3.PutObject"); n != 1 || puts != 0 {
 		t.Errorf("a retry made %d GetItem and %d PutObject requests, want 1 and 0", n, puts)
 	}
 }
@@ -346,8 +346,9 @@ func TestTailPollQueriesTheIndexOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n := counter.Requests("DynamoDB.Query"); n != tc.queries {
-			t.Errorf("poll from %d: %d Query requests, want %d", tc.from, n, tc.queries)
+		// Answered: an attempt the SDK retried (a loaded emulator) is not the poll's.
+		if n := counter.Answered("DynamoDB.Query"); n != tc.queries {
+			t.Errorf("poll from %d: %d Query requests answered (%d sent), want %d", tc.from, n, counter.Requests("DynamoDB.Query"), tc.queries)
 		}
 		if len(res.Records) != int(6-tc.from) || string(res.Records[0].Value) != tc.first || res.NextOffset != 6 {
 			t.Errorf("poll from %d: %d records from %q, next %d; want %d from %q, next 6", tc.from, len(res.Records), firstValue(res), res.NextOffset, 6-tc.from, tc.first)

@@ -34,17 +34,18 @@ type GroupCase struct {
 }
 
 // Batches is the batches the case wrote: one segment object each.
-func (c GroupCase) Batches() int64 { return c.Ops["S3.PutObject"].Requests }
+func (c GroupCase) Batches() int64 { return c.Ops["S3.PutObject"].Answered() }
 
-// PerAppend returns requests of op per acknowledged append.
+// PerAppend returns requests of op per acknowledged append (answered ones, as
+// Case.PerAppend).
 func (c GroupCase) PerAppend(op string) float64 {
-	return float64(c.Ops[op].Requests) / float64(c.Appends)
+	return float64(c.Ops[op].Answered()) / float64(c.Appends)
 }
 
 // PerBatchBlock returns requests of op per partition of a batch (every append of a case
 // touches the same partitions, so each batch holds Partitions of them).
 func (c GroupCase) PerBatchBlock(op string) float64 {
-	return float64(c.Ops[op].Requests) / float64(c.Batches()*int64(c.Partitions))
+	return float64(c.Ops[op].Answered()) / float64(c.Batches()*int64(c.Partitions))
 }
 
 // runGroupCase runs one group-commit case on lg (a Log with group commit on).
@@ -120,8 +121,8 @@ func deriveGroup(cases []GroupCase, alone []Case, idem bool) cost.GroupProfile {
 	}
 	var shared, sharedBlocks, member, memberBlocks, memberBatchBlocks, topics, batches float64
 	for _, c := range cases {
-		entries := float64(c.Ops["DynamoDB.PutItem"].Requests)
-		topics += float64(c.Ops["DynamoDB.UpdateItem"].Requests)
+		entries := float64(c.Ops["DynamoDB.PutItem"].Answered())
+		topics += float64(c.Ops["DynamoDB.UpdateItem"].Answered())
 		batches += float64(c.Batches())
 		if c.Idempotent {
 			member += entries - claims[c.Partitions]*float64(c.Appends)

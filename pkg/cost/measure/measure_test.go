@@ -44,7 +44,7 @@ func TestCountsPerAppend(t *testing.T) {
 		if c.Blocks != c.Appends*c.Partitions {
 			t.Errorf("%s: %d blocks read, want %d", c.Name, c.Blocks, c.Appends*c.Partitions)
 		}
-		if got := c.PollOps["S3.GetObject"].Requests; got != int64(c.Blocks) {
+		if got := c.PollOps["S3.GetObject"].Answered(); got != int64(c.Blocks) {
 			t.Errorf("%s: %d GETs for %d blocks", c.Name, got, c.Blocks)
 		}
 	}
@@ -137,20 +137,20 @@ func TestGroupCommitCounts(t *testing.T) {
 			if got := c.PerBatchBlock("DynamoDB.PutItem"); got != 1 {
 				t.Errorf("%s: PutItem per partition of a batch = %v, want 1 (one shared entry)", c.Name, got)
 			}
-			if got := float64(c.Ops["DynamoDB.UpdateItem"].Requests) / float64(c.Batches()); got != 1 {
+			if got := float64(c.Ops["DynamoDB.UpdateItem"].Answered()) / float64(c.Batches()); got != 1 {
 				t.Errorf("%s: UpdateItem per batch = %v, want 1 (one topic commit)", c.Name, got)
 			}
 			continue
 		}
 		// Fenced idempotency: producer members share the batch's entry per partition and
 		// write no claim (a first attempt reads none either).
-		if got, want := c.Ops["DynamoDB.PutItem"].Requests, c.Batches()*int64(c.Partitions); got != want {
+		if got, want := c.Ops["DynamoDB.PutItem"].Answered(), c.Batches()*int64(c.Partitions); got != want {
 			t.Errorf("%s: %d PutItems, want %d (an entry per partition of a batch, no claim)", c.Name, got, want)
 		}
 		if got := c.PerAppend("DynamoDB.GetItem"); got != 0 {
 			t.Errorf("%s: GetItem per append = %v, want 0 (first attempts read no claim)", c.Name, got)
 		}
-		if got := float64(c.Ops["DynamoDB.UpdateItem"].Requests) / float64(c.Batches()); got != 1 {
+		if got := float64(c.Ops["DynamoDB.UpdateItem"].Answered()) / float64(c.Batches()); got != 1 {
 			t.Errorf("%s: UpdateItem per batch = %v, want 1 (its members' commits in one topic commit)", c.Name, got)
 		}
 	}
