@@ -8,31 +8,35 @@ import (
 	"time"
 )
 
+// malformedDecimals are header values that both decimal headers (Strata-Attempt and
+// Strata-Retry-Elapsed-Ms, read by one parser) refuse whatever their bounds: no value,
+// leading zeros, a sign, spaces, a fraction or exponent, too many digits, two values.
+var malformedDecimals = [][]string{
+	{""}, {"00"}, {"01"}, {"-1"}, {"+1"}, {" 1"}, {"1 "}, {"1.0"}, {"1.5"}, {"1e3"},
+	{"99999999999999999999"}, {"0", "1"},
+}
+
 // TestParseAttempt: one decimal number in [0, MaxAttempt] is read; anything else is
 // ErrAttempt, and no header is "not present".
 func TestParseAttempt(t *testing.T) {
-	for _, tc := range []struct {
+	type attemptCase struct {
 		in      []string
 		want    int
 		present bool
 		bad     bool
-	}{
+	}
+	cases := []attemptCase{
 		{in: nil},
 		{in: []string{"0"}, want: 0, present: true},
 		{in: []string{"1"}, want: 1, present: true},
 		{in: []string{"17"}, want: 17, present: true},
 		{in: []string{strconv.Itoa(MaxAttempt)}, want: MaxAttempt, present: true},
 		{in: []string{strconv.Itoa(MaxAttempt + 1)}, bad: true},
-		{in: []string{""}, bad: true},
-		{in: []string{"00"}, bad: true},
-		{in: []string{"01"}, bad: true},
-		{in: []string{"-1"}, bad: true},
-		{in: []string{"+1"}, bad: true},
-		{in: []string{" 1"}, bad: true},
-		{in: []string{"1.0"}, bad: true},
-		{in: []string{"99999999999999999999"}, bad: true},
-		{in: []string{"0", "1"}, bad: true},
-	} {
+	}
+	for _, in := range malformedDecimals {
+		cases = append(cases, attemptCase{in: in, bad: true})
+	}
+	for _, tc := range cases {
 		got, present, err := ParseAttempt(tc.in)
 		if tc.bad {
 			if !errors.Is(err, ErrAttempt) {
@@ -96,12 +100,13 @@ func FuzzParseMaxBody(f *testing.F) {
 // read; anything else is ErrRetryElapsed, and no header is "not present".
 func TestParseRetryElapsed(t *testing.T) {
 	maxMs := strconv.FormatInt(MaxRetryElapsed.Milliseconds(), 10)
-	for _, tc := range []struct {
+	type elapsedCase struct {
 		in      []string
 		want    time.Duration
 		present bool
 		bad     bool
-	}{
+	}
+	cases := []elapsedCase{
 		{in: nil},
 		{in: []string{"0"}, want: 0, present: true},
 		{in: []string{"1"}, want: time.Millisecond, present: true},
@@ -109,18 +114,11 @@ func TestParseRetryElapsed(t *testing.T) {
 		{in: []string{maxMs}, want: MaxRetryElapsed, present: true},
 		{in: []string{strconv.FormatInt(MaxRetryElapsed.Milliseconds()+1, 10)}, bad: true},
 		{in: []string{"9999999"}, bad: true},
-		{in: []string{""}, bad: true},
-		{in: []string{"00"}, bad: true},
-		{in: []string{"01"}, bad: true},
-		{in: []string{"-1"}, bad: true},
-		{in: []string{"+1"}, bad: true},
-		{in: []string{" 1"}, bad: true},
-		{in: []string{"1 "}, bad: true},
-		{in: []string{"1.5"}, bad: true},
-		{in: []string{"1e3"}, bad: true},
-		{in: []string{"99999999999999999999"}, bad: true},
-		{in: []string{"0", "1"}, bad: true},
-	} {
+	}
+	for _, in := range malformedDecimals {
+		cases = append(cases, elapsedCase{in: in, bad: true})
+	}
+	for _, tc := range cases {
 		got, present, err := ParseRetryElapsed(tc.in)
 		if tc.bad {
 			if !errors.Is(err, ErrRetryElapsed) || present {
