@@ -437,13 +437,9 @@ func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqComm
 		c.Claim = &claim
 	case c.MembersLength > 0:
 		if c.Members == nil {
-			b, err := l.objects.GetRange(ctx, e.ObjectKey, c.MembersOffset, c.MembersLength)
+			ms, err := l.membersOf(ctx, e.ObjectKey, c.MembersOffset, c.MembersLength)
 			if err != nil {
-				return c, storeErr(fmt.Errorf("members table of %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err))
-			}
-			ms, err := decodeMembers(b)
-			if err != nil {
-				return c, fmt.Errorf("%w: %s/%d@%d in %s: %w", ErrCorrupt, e.Topic, e.Partition, e.BaseOffset, e.ObjectKey, err)
+				return c, fmt.Errorf("%s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err)
 			}
 			c.Members = commitMembers(ms, e.Partition)
 		}

@@ -266,7 +266,8 @@ func (l *Log) windowOnce(ctx context.Context, topic string, p int32, hw int64, f
 }
 
 // membersOf returns the members table at [off, off+n) of object, cached: a batch's table
-// never changes, and a burst of retries reads the same recent batches.
+// never changes, a burst of retries reads the same recent batches, and materialising a
+// batch reads its table once for each of its partitions.
 func (l *Log) membersOf(ctx context.Context, object string, off, n int64) ([]tableMember, error) {
 	l.tablesMu.Lock()
 	ms, ok := l.tables[object]
