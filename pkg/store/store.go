@@ -432,6 +432,28 @@ func (f RequestFence) Applies(key string, attempt int32, batch int64) bool {
 	return f.Key == key && attempt < f.Attempt && batch > f.Batch
 }
 
+// LatestFence returns the fence of key's latest attempt among fences, and whether key
+// has one.
+func LatestFence(fences []RequestFence, key string) (RequestFence, bool) {
+	var out RequestFence
+	ok := false
+	for _, f := range fences {
+		if f.Key == key && (!ok || f.Attempt > out.Attempt) {
+			out, ok = f, true
+		}
+	}
+	return out, ok
+}
+
+// FenceKeys counts the request keys fences are of, which MaxFences bounds.
+func FenceKeys(fences []RequestFence) int {
+	keys := map[string]bool{}
+	for _, f := range fences {
+		keys[f.Key] = true
+	}
+	return len(keys)
+}
+
 // FencePoint is a topic's state when a fence was set: every batch numbered at most
 // Batch was committed before it.
 type FencePoint struct {

@@ -143,27 +143,6 @@ func decodeFences(d *decoder, batches int64) (fences []store.RequestFence, orpha
 	return fences, orphans
 }
 
-// fenceOf returns the latest attempt's fence of key among fences.
-func fenceOf(fences []store.RequestFence, key string) (store.RequestFence, bool) {
-	var out store.RequestFence
-	ok := false
-	for _, f := range fences {
-		if f.Key == key && (!ok || f.Attempt > out.Attempt) {
-			out, ok = f, true
-		}
-	}
-	return out, ok
-}
-
-// fenceKeys counts the keys fences are of.
-func fenceKeys(fences []store.RequestFence) int {
-	keys := map[string]bool{}
-	for _, f := range fences {
-		keys[f.Key] = true
-	}
-	return len(keys)
-}
-
 // expiredFences is the plan of a commit at now: the attributes to remove — every
 // attribute of each key whose latest fence (as this store last saw the topic's) was set
 // more than store.FenceHorizon before it, a key's all together, and the orphaned batch
@@ -246,9 +225,9 @@ func (s *MetaStore) FenceRequest(ctx context.Context, topic string, f store.Requ
 	}
 	// The cap is checked against this store's latest view of the item (every answer
 	// about it updates the view), so hosts racing past it add at most one fence each.
-	if seen := s.seenFences(topic).fences; fenceKeys(seen) >= store.MaxFences {
-		if _, ok := fenceOf(seen, f.Key); !ok {
-			return store.FencePoint{}, fmt.Errorf("dynamo: %s: fences of %d keys held: %w", op, fenceKeys(seen), store.ErrUnavailable)
+	if seen := s.seenFences(topic).fences; store.FenceKeys(seen) >= store.MaxFences {
+		if _, ok := store.LatestFence(seen, f.Key); !ok {
+			return store.FencePoint{}, fmt.Errorf("dynamo: %s: fences of %d keys held: %w", op, store.FenceKeys(seen), store.ErrUnavailable)
 		}
 	}
 	name := fenceName(f.Key)
@@ -320,7 +299,7 @@ func (s *MetaStore) fenceOutcome(op, topic string, f store.RequestFence, old ite
 		return store.FencePoint{}, false, fmt.Errorf("dynamo: %s: decode the topic item: %w", op, err)
 	}
 	s.noteFences(topic, t)
-	stored, ok := fenceOf(t.fences, f.Key)
+	stored, ok := store.LatestFence(t.fences, f.Key)
 	switch {
 	case lost && ok && stored.Attempt == f.Attempt && stored.At.UnixMilli() == f.At.UnixMilli():
 		if stored.Batch != t.batches {

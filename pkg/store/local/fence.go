@@ -101,18 +101,12 @@ func (m *MetaStore) FenceRequest(ctx context.Context, topic string, f store.Requ
 		if err != nil {
 			return err
 		}
-		keys, latest := map[string]bool{}, int32(0)
-		for _, old := range fences {
-			keys[old.Key] = true
-			if old.Key == f.Key {
-				latest = max(latest, old.Attempt)
-			}
-		}
+		latest, ok := store.LatestFence(fences, f.Key)
 		switch {
-		case latest >= f.Attempt:
-			return fmt.Errorf("local: fence %q attempt %d on %s: attempt %d fenced already: %w", f.Key, f.Attempt, topic, latest, store.ErrSuperseded)
-		case !keys[f.Key] && len(keys) >= store.MaxFences:
-			return fmt.Errorf("local: fence %q on %s: fences of %d keys held: %w", f.Key, topic, len(keys), store.ErrUnavailable)
+		case ok && latest.Attempt >= f.Attempt:
+			return fmt.Errorf("local: fence %q attempt %d on %s: attempt %d fenced already: %w", f.Key, f.Attempt, topic, latest.Attempt, store.ErrSuperseded)
+		case !ok && store.FenceKeys(fences) >= store.MaxFences:
+			return fmt.Errorf("local: fence %q on %s: fences of %d keys held: %w", f.Key, topic, store.FenceKeys(fences), store.ErrUnavailable)
 		}
 		if fp.Batch, err = batchesLocked(tx, topic); err != nil {
 			return err

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -441,18 +442,13 @@ func (s *memStore) FenceRequest(_ context.Context, topic string, f store.Request
 	}
 	s.lock()
 	defer s.mu.Unlock()
-	keys, latest := map[string]bool{}, int32(0)
-	for _, old := range s.fences[topic] {
-		keys[old.Key] = true
-		if old.Key == f.Key {
-			latest = max(latest, old.Attempt)
-		}
+	held := slices.Collect(maps.Values(s.fences[topic]))
+	latest, ok := store.LatestFence(held, f.Key)
+	if ok && latest.Attempt >= f.Attempt && s.bug != "FenceOverwrites" {
+		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: attempt %d fenced already: %w", f.Key, latest.Attempt, store.ErrSuperseded)
 	}
-	if latest >= f.Attempt && s.bug != "FenceOverwrites" {
-		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: attempt %d fenced already: %w", f.Key, latest, store.ErrSuperseded)
-	}
-	if !keys[f.Key] && len(keys) >= store.MaxFences && s.bug != "FencesUnbounded" {
-		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: fences of %d keys on %s: %w", f.Key, len(keys), topic, store.ErrUnavailable)
+	if !ok && store.FenceKeys(held) >= store.MaxFences && s.bug != "FencesUnbounded" {
+		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: fences of %d keys on %s: %w", f.Key, store.FenceKeys(held), topic, store.ErrUnavailable)
 	}
 	if s.bug == "FenceReplaces" {
 		for id, old := range s.fences[topic] {
