@@ -25,7 +25,15 @@ type Settings struct {
 	// old row's empty value) or OnFailurePark (park its key in "<group>.parked").
 	OnFailure string
 	CreatedAt time.Time
+	// ParkingTopicMustExist, an input of SetSettings only (never stored), makes a park
+	// setting refuse a missing parking topic (ErrParkingTopicMissing) instead of
+	// creating it: what a caller without the right to create topics asks for.
+	ParkingTopicMustExist bool
 }
+
+// ErrParkingTopicMissing: SetSettings was asked not to create the parking topic, and it
+// does not exist.
+var ErrParkingTopicMissing = errors.New("group: the parking topic does not exist")
 
 // MaxMaxAttempts bounds Settings.MaxAttempts.
 const MaxMaxAttempts = 100
@@ -99,7 +107,7 @@ func (c *Coordinator) SetSettings(ctx context.Context, group string, s Settings)
 		if _, err := c.parks(); err != nil {
 			return Settings{}, err
 		}
-		if err := c.ensureParkingTopic(ctx, group); err != nil {
+		if err := c.ensureParkingTopic(ctx, group, !s.ParkingTopicMustExist); err != nil {
 			return Settings{}, err
 		}
 	default:

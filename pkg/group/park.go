@@ -35,9 +35,9 @@ func (c *Coordinator) parks() (store.ParkStore, error) {
 	return p, nil
 }
 
-// ensureParkingTopic creates group's parking topic with the log's defaults unless it
-// exists.
-func (c *Coordinator) ensureParkingTopic(ctx context.Context, group string) error {
+// ensureParkingTopic creates group's parking topic unless it exists; with create false a
+// missing one is ErrParkingTopicMissing.
+func (c *Coordinator) ensureParkingTopic(ctx context.Context, group string, create bool) error {
 	name := wire.ParkingTopic(group)
 	_, err := c.offsets.Partitions(ctx, name)
 	if err == nil {
@@ -45,6 +45,9 @@ func (c *Coordinator) ensureParkingTopic(ctx context.Context, group string) erro
 	}
 	if !errors.Is(err, store.ErrNotFound) {
 		return fmt.Errorf("group: parking topic %q: %w", name, err)
+	}
+	if !create {
+		return fmt.Errorf("%w: %q", ErrParkingTopicMissing, name)
 	}
 	tc, ok := c.offsets.(TopicCreator)
 	if !ok {

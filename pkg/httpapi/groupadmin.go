@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -145,12 +146,14 @@ func (s *server) putSettings(w http.ResponseWriter, r *http.Request) {
 		switch *req.OnFailure {
 		case group.OnFailureDeadLetter:
 		case group.OnFailurePark:
-			// Parked records are appended to the group's parking topic (created when
-			// absent): naming it needs the right to append there.
+			// Parked records are appended to the group's parking topic: naming it needs
+			// the right to append there, and creating it when absent the right to
+			// create it (without that a missing topic is refused, below).
 			if e := authorize(p, onTopic(OpAppend, wire.ParkingTopic(g))); e != nil {
 				writeError(w, e)
 				return
 			}
+			in.ParkingTopicMustExist = authorize(p, onTopic(OpCreate, wire.ParkingTopic(g))) != nil
 		default:
 			writeError(w, invalid(`"on_failure" must be "dead_letter" or "park"`))
 			return
@@ -158,6 +161,10 @@ func (s *server) putSettings(w http.ResponseWriter, r *http.Request) {
 		in.OnFailure = *req.OnFailure
 	}
 	st, err := s.admin.SetSettings(r.Context(), g, in)
+	if errors.Is(err, group.ErrParkingTopicMissing) {
+		writeError(w, authorize(p, onTopic(OpCreate, wire.ParkingTopic(g))))
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

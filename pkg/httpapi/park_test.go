@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/httpapi"
 )
 
 // TestParkedRoutes: the parked list and release answer as documented — rights, bad
@@ -56,4 +57,40 @@ func TestParkedRoutes(t *testing.T) {
 	if !strings.Contains(string(r.raw), `"release_requested_at_ms":`) {
 		t.Fatalf("release %s", r.raw)
 	}
+}
+
+// TestParkingTopicCreateNeedsCreateRight: choosing on_failure "park" creates the
+// group's parking topic when it is missing, and creating a topic needs create on it:
+// a principal with only append there is refused (403 naming the create right), with
+// nothing created and the settings unchanged; once the topic exists append suffices.
+func TestParkingTopicCreateNeedsCreateRight(t *testing.T) {
+	a, err := httpapi.ParseAuth([]byte(`{"principals": {
+  "admin-token00000000000": {"name": "admin", "allow": [
+    {"resource": "topic:*", "ops": ["create", "describe", "append", "read"]},
+    {"resource": "group:*", "ops": ["consume", "describe", "reset"]}]},
+  "appender-token00000000": {"name": "appender", "allow": [
+    {"resource": "topic:billing.parked", "ops": ["append"]},
+    {"resource": "group:billing", "ops": ["reset", "describe"]}]},
+  "creator-token000000000": {"name": "creator", "allow": [
+    {"resource": "topic:refunds.parked", "ops": ["create", "append"]},
+    {"resource": "group:refunds", "ops": ["reset"]}]}
+}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, withAuth(a))
+	admin := bearer("admin-token")
+	park := map[string]any{"reset_policy": "earliest", "max_attempts": 1, "on_failure": "park"}
+	r := e.call("PUT", "/v1/groups/billing/settings", park, bearer("appender-token")...).want(t, 403, "forbidden")
+	if !strings.Contains(string(r.raw), "create topic:billing.parked") {
+		t.Fatalf("the refusal does not name the missing right: %s", r.raw)
+	}
+	e.call("GET", "/v1/topics/billing.parked", nil, admin...).want(t, 404, "not_found")
+	e.call("GET", "/v1/groups/billing/settings", nil, admin...).want(t, 404, "not_found")
+
+	e.call("PUT", "/v1/groups/refunds/settings", park, bearer("creator-token")...).want(t, 200)
+	e.call("GET", "/v1/topics/refunds.parked", nil, admin...).want(t, 200)
+
+	e.call("POST", "/v1/topics", map[string]any{"name": "billing.parked", "partitions": 1}, admin...).want(t, 201)
+	e.call("PUT", "/v1/groups/billing/settings", park, bearer("appender-token")...).want(t, 200)
 }
