@@ -62,3 +62,34 @@ func TestLeaseAfterDeleteRecreatesTheGroupOnEveryNode(t *testing.T) {
 		}
 	})
 }
+
+// TestDeleteGroupDeletesParkedKeys: a group created again under a deleted group's name
+// starts with no parked keys — the deleted group's are gone with it, so the new group
+// neither forwards a key the old one parked nor lists it.
+func TestDeleteGroupDeletesParkedKeys(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, st store.MetaStore) {
+		ctx := context.Background()
+		f := newFixture(st)
+		f.off.addTopic(topic, 2)
+		c := group.New(st, f.off, f.clock.Now)
+		g := uniqueGroup("parkdel")
+		for _, p := range []int32{0, 1} {
+			l := must(c.Acquire(ctx, g, topic, p, "A", time.Second))(t)
+			mustOK(t, c.PutParked(ctx, group.Parked{Group: g, Topic: topic, Partition: p, Key: []byte("k"), FirstOffset: 3, LastOffset: 3,
+				Records: 1, Error: "boom", ParkedAt: t0, ParkOffset: -1}, "A", l.Generation))
+			mustOK(t, c.Release(ctx, g, topic, p, "A", l.Generation))
+		}
+		if rows := must(c.ListParked(ctx, g))(t); len(rows) != 2 {
+			t.Fatalf("parked before the delete: %v, want 2 rows", rows)
+		}
+		mustOK(t, c.DeleteGroup(ctx, g))
+		l := must(c.Acquire(ctx, g, topic, 0, "B", time.Second))(t) // the group again
+		if rows := must(c.ParkedOf(ctx, g, topic, 0))(t); len(rows) != 0 {
+			t.Fatalf("the group created again inherits parked keys %v", rows)
+		}
+		if rows := must(c.ListParked(ctx, g))(t); len(rows) != 0 {
+			t.Fatalf("the group created again lists parked keys %v", rows)
+		}
+		mustOK(t, c.Release(ctx, g, topic, 0, "B", l.Generation))
+	})
+}

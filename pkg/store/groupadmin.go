@@ -20,8 +20,8 @@ type GroupAdminStore interface {
 	// (group, topic): generation + 1 and no owner, so an owner whose lease lapsed cannot
 	// commit its old position back. Deleting what does not exist is not an error.
 	DeleteCommits(ctx context.Context, group, topic string, now time.Time) error
-	// DeleteGroup must remove the group: its settings row and every commit and member
-	// row of it, on every topic, only if no lease of the group is live and no member's
+	// DeleteGroup must remove the group: its settings row and every commit, member and
+	// parked row (ParkStore) of it, on every topic, only if no lease of the group is live and no member's
 	// heartbeat is live at now, else return ErrGroupActive and change nothing. Its
 	// assignment rows must be fenced (generation + 1, no owner), not deleted, so
 	// generations stay monotonic when the name is used again: a member of the deleted

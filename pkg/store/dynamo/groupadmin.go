@@ -132,8 +132,8 @@ func (s *MetaStore) DeleteCommits(ctx context.Context, group, topic string, now 
 }
 
 // DeleteGroup fences every assignment row of the group on the condition that its lease
-// is free, deletes its commit rows and (on the condition that they expired) its member
-// rows, and deletes the settings row last, in transactions of at most the configured
+// is free, deletes its commit rows, its parked keys and (on the condition that they
+// expired) its member rows, and deletes the settings row last, in transactions of at most the configured
 // item count: a group whose rows need more than one transaction may be partially
 // deleted when a lease or a member appears meanwhile, and says so; repeating the call
 // finishes it, since the settings row goes last.
@@ -185,6 +185,10 @@ func (s *MetaStore) DeleteGroup(ctx context.Context, group string, now time.Time
 	if err != nil {
 		return err
 	}
+	parked, err := s.scanGroup(ctx, op, s.parked, group)
+	if err != nil {
+		return err
+	}
 	var items []types.TransactWriteItem
 	for _, a := range fence {
 		items = append(items, s.fenceIfFree(group, a.Topic, a.Partition, now, true))
@@ -195,6 +199,12 @@ func (s *MetaStore) DeleteGroup(ctx context.Context, group string, now time.Time
 			return err
 		}
 		items = append(items, s.deleteCommitRow(group, c.Topic, c.Partition))
+	}
+	for _, it := range parked {
+		items = append(items, types.TransactWriteItem{Delete: &types.Delete{
+			TableName: aws.String(s.parked),
+			Key:       item{attrGT: it[attrGT], attrPK: it[attrPK]},
+		}})
 	}
 	for _, id := range memberIDs {
 		items = append(items, types.TransactWriteItem{Delete: &types.Delete{

@@ -83,8 +83,8 @@ func (m *MetaStore) DeleteCommits(ctx context.Context, group, topic string, now 
 	})
 }
 
-// DeleteGroup removes the group's settings, commits and members and fences its
-// assignment rows, in one transaction, unless a lease or a member is live.
+// DeleteGroup removes the group's settings, commits, members and parked keys and fences
+// its assignment rows, in one transaction, unless a lease or a member is live.
 func (m *MetaStore) DeleteGroup(ctx context.Context, group string, now time.Time) error {
 	return m.update(ctx, func(tx *bolt.Tx) error {
 		if _, ok, err := getRec[groupRec](tx, bucketGroups, []byte(group)); err != nil {
@@ -122,7 +122,7 @@ func (m *MetaStore) DeleteGroup(ctx context.Context, group string, now time.Time
 				return err
 			}
 		}
-		for _, bucket := range []string{bucketCommits, bucketMembers} {
+		for _, bucket := range []string{bucketCommits, bucketMembers, bucketParked} {
 			b := tx.Bucket([]byte(bucket))
 			var keys [][]byte
 			c := b.Cursor()

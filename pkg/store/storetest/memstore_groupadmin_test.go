@@ -91,6 +91,11 @@ func (s *memStore) DeleteGroup(_ context.Context, group string, now time.Time) e
 			delete(s.commits, k)
 		}
 	}
+	for k := range s.parked {
+		if k.group == group && s.bug != "DeleteGroupKeepsParked" {
+			delete(s.parked, k)
+		}
+	}
 	delete(s.members, group)
 	delete(s.groups, group)
 	return nil

@@ -31,6 +31,7 @@ func parkSections() []section[store.MetaStore] {
 			{"ListOrderedAndPerPartition", testListParked},
 			{"DeleteFencedAndIdempotent", testDeleteParked},
 			{"ReleaseOfUnknownKeyNotFound", testReleaseUnknown},
+			{"DeleteGroupRemovesParked", testDeleteGroupRemovesParked},
 		}},
 	}
 }
@@ -161,4 +162,31 @@ func testReleaseUnknown(ctx context.Context, t *testing.T, m store.MetaStore) {
 	rows, err := parks(m).ListParked(ctx, k.group)
 	must(t, "ListParked", err)
 	wantParked(t, "ListParked after a refused release", rows)
+}
+
+// testDeleteGroupRemovesParked: deleting a group deletes its parked rows on every topic
+// and partition, so a group created again under the name parks nothing it did not park
+// itself; another group's rows stay.
+func testDeleteGroupRemovesParked(ctx context.Context, t *testing.T, m store.MetaStore) {
+	k := newGTP(t)
+	k2 := gtp{k.group, UniqueName(t, "t2"), 3}
+	other := gtp{UniqueName(t, "g2"), k.topic, 0}
+	for _, g := range []string{k.group, other.group} {
+		_, err := m.EnsureGroup(ctx, store.GroupConfig{Name: g, ResetPolicy: "earliest", MaxAttempts: 5, CreatedAt: at(0)})
+		must(t, "EnsureGroup", err)
+	}
+	for _, p := range []gtp{k, k2, other} {
+		a := acquire(ctx, t, m, p, "m", 0, 1000)
+		must(t, "PutParked", parks(m).PutParked(ctx, parkedRow(p, "order-1", 4), "m", a.Generation))
+	}
+	must(t, "DeleteGroup", admin(m).DeleteGroup(ctx, k.group, at(2000)))
+	rows, err := parks(m).ListParked(ctx, k.group)
+	must(t, "ListParked", err)
+	wantParked(t, "ListParked after DeleteGroup", rows)
+	rows, err = parks(m).ListParkedPartition(ctx, k.group, k2.topic, k2.partition)
+	must(t, "ListParkedPartition", err)
+	wantParked(t, "ListParkedPartition after DeleteGroup", rows)
+	rows, err = parks(m).ListParked(ctx, other.group)
+	must(t, "ListParked of another group", err)
+	wantParked(t, "ListParked of another group", rows, parkedRow(other, "order-1", 4))
 }

@@ -119,6 +119,7 @@ func TestMutants(t *testing.T) {
 		"DeleteGroupDropsAssignments": "GroupAdminStore/Groups/DeleteGroupRemovesAndFences",
 		"DeleteGroupLeavesNoMark":     "GroupAdminStore/Groups/DeleteGroupRemovesAndFences",
 		"AcquireForgetsGroupDeleted":  "GroupAdminStore/Groups/DeleteGroupRemovesAndFences",
+		"DeleteGroupKeepsParked":      "ParkStore/Parked/DeleteGroupRemovesParked",
 		"FencesOmitted":               "MetaStore/Fences/LaterBatchesCarryTheFence",
 		"FencePointLate":              "MetaStore/Fences/FencePointIsStateBefore",
 		"FenceOverwrites":             "MetaStore/Fences/LowerOrSameAttemptSuperseded",
