@@ -539,41 +539,73 @@ func (l *Log) AppendedAt(ctx context.Context, topic string, partition int32, off
 	return time.Time{}, &OffsetOutOfRangeError{Offset: offset}
 }
 
+// GapTimeMargin bounds how much later than the entry after it an unindexed commit may
+// have been appended: that commit was made before the entry's, which landed within the
+// commit window of its time; the margin adds clock skew between hosts (the retention
+// pass's object margin, the same bound).
+const GapTimeMargin = 5 * time.Minute
+
 // OffsetForTime returns the first offset appended at or after t, or the high watermark
-// when there is none. It reads the partition's index entries from the log start. When
-// the newest commits have no index entry yet (an appender between its commit and its
-// index write, or one that died before the materialiser ran) their times are unknown:
-// it answers the first offset without an entry, which every indexed record before it
-// preceded, so no record appended at or after t is skipped.
+// when there is none. It reads the partition's index entries from the log start. A
+// commit without an index entry (an appender between its commit and its index write,
+// or one that died before the materialiser ran) has an unknown time: it never answers
+// past one that could be at or after t. Past the newest entry it answers the first
+// unindexed offset at once, which every indexed record before it preceded; at a gap
+// below an entry — unless that entry's time plus GapTimeMargin is before t, which
+// proves the gap older — it waits for the entry as a poll does (Config.GapWait), then
+// answers the gap's first offset. So no record appended at or after t is skipped.
 func (l *Log) OffsetForTime(ctx context.Context, topic string, partition int32, t time.Time) (int64, error) {
 	tp, err := l.checkPartition(ctx, topic, partition)
 	if err != nil {
 		return 0, err
 	}
-	topic = tp.ID()
+	var gapSince time.Time
+	for {
+		off, gap, err := l.offsetForTimeOnce(ctx, tp.ID(), partition, t)
+		if err != nil || !gap {
+			return off, err
+		}
+		if gapSince.IsZero() {
+			gapSince = time.Now()
+		}
+		if time.Since(gapSince) >= l.gapWait {
+			return off, nil
+		}
+		if err := ctxtime.Sleep(ctx, 20*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// offsetForTimeOnce is one scan of OffsetForTime; gap reports that it stopped at an
+// unindexed commit below an entry that could be at or after t.
+func (l *Log) offsetForTimeOnce(ctx context.Context, topic string, partition int32, t time.Time) (int64, bool, error) {
 	start, hw, err := l.bounds(ctx, topic, partition)
 	if err != nil {
-		return 0, err
+		return 0, false, err
 	}
 	next := start
 	for next < hw {
 		page, err := l.meta.IndexEntries(ctx, topic, partition, next, entriesPerPage)
 		if err != nil {
-			return 0, storeErr(err)
+			return 0, false, storeErr(err)
 		}
 		from := next
 		for _, e := range page {
 			if e.End() <= next {
 				continue // the entry before next (the store answers the one containing it)
 			}
+			if e.BaseOffset > next && !e.AppendedAt.Add(GapTimeMargin).Before(t) {
+				return next, true, nil // [next, e.BaseOffset) unindexed, perhaps at or after t
+			}
 			if !e.Duplicate && !e.AppendedAt.Before(t) {
-				return max(e.BaseOffset, start), nil
+				return max(e.BaseOffset, start), false, nil
 			}
 			next = e.End()
 		}
 		if next == from {
-			return next, nil // no entry past next: the rest is unindexed
+			return next, false, nil // no entry past next: the rest is unindexed
 		}
 	}
-	return hw, nil
+	return hw, false, nil
 }
