@@ -304,6 +304,16 @@ func ParkKey(group, topic string, partition int32, offset int64) string {
 	return "park:" + hex.EncodeToString(h.Sum(nil)[:16]) + ":" + strconv.Itoa(int(partition)) + ":" + strconv.FormatInt(offset, 10)
 }
 
+// parkingAppendKey is the Idempotency-Key one parking appends a record with: the
+// record's ParkKey and the parking's time (the row's ParkedAt, milliseconds in base 36,
+// at most 9 characters). Every delivery within one parking sends the same key and body;
+// a later parking of the record (released, then redelivered by a reset and parked
+// again) appends it anew, so its row learns where it lies, instead of finding the
+// earlier parking's copy at a position the new row cannot know.
+func parkingAppendKey(key string, parkedAt time.Time) string {
+	return key + ":" + strconv.FormatInt(parkedAt.UnixMilli(), 36)
+}
+
 // parkHeaders are the headers a parked record carries besides its own.
 var parkHeaders = map[string]bool{wire.HeaderOriginTopic: true, wire.HeaderOriginPartition: true, wire.HeaderOriginOffset: true,
 	wire.HeaderAttempts: true, wire.HeaderError: true, wire.HeaderParkedAt: true}
@@ -327,6 +337,7 @@ func (r *run) appendParked(rec Record, row group.Parked) (log.Result, error) {
 	)
 	ts := rec.Timestamp
 	key := ParkKey(cfg.Group, rec.Topic, rec.Partition, rec.Offset)
+	key = parkingAppendKey(key, row.ParkedAt)
 	for attempt := 1; ; attempt++ {
 		res, err := r.c.log.Append(r.workCtx, r.parks.topic,
 			[]log.Record{{Key: rec.Key, Value: rec.Value, Headers: hs, Timestamp: &ts}}, log.AppendOptions{IdempotencyKey: key})
