@@ -50,7 +50,7 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{"groups settings (set)", "", []string{"groups", "settings", "g-%s", "--reset-policy", "latest", "--max-attempts", "3", "--dead-letter-topic", "dlq"}, "GROUP RESET_POLICY MAX_ATTEMPTS DEAD_LETTER_TOPIC ON_FAILURE", "reset_policy"},
 		{"groups settings (show)", "", []string{"groups", "settings", "g-text"}, "GROUP RESET_POLICY MAX_ATTEMPTS DEAD_LETTER_TOPIC ON_FAILURE", "max_attempts"},
 		{"groups settings (park)", "", []string{"groups", "settings", "p-%s", "--on-failure", "park"}, "GROUP RESET_POLICY MAX_ATTEMPTS DEAD_LETTER_TOPIC ON_FAILURE", "on_failure"},
-		{"groups parked", "", []string{"groups", "parked", "p-text"}, "TOPIC PARTITION KEY FIRST_OFFSET RECORDS PARKED_AT RELEASE ERROR", "parked"},
+		{"groups parked", "", []string{"groups", "parked", "p-text"}, "TOPIC PARTITION KEY FIRST_OFFSET RECORDS EXPIRED PARKED_AT RELEASE ERROR", "parked"},
 		{"groups delete-offsets", "", []string{"groups", "delete-offsets", "g-%s", "--topic", "orders"}, "deleted the offsets of group", "deleted"},
 		{"groups reset (create)", "", []string{"groups", "reset", "gd-%s", "--topic", "orders", "--to", "latest", "--create", "--execute"}, "PARTITION CURRENT NEW", "executed"},
 		{"groups delete", "", []string{"groups", "delete", "gd-%s"}, "deleted group", "deleted"},

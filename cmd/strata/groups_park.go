@@ -16,7 +16,7 @@ func parkedJSON(keys []client.ParkedKey) wire.ParkedList {
 	out := wire.ParkedList{Parked: make([]wire.ParkedKey, len(keys))}
 	for i, k := range keys {
 		out.Parked[i] = wire.ParkedKey{Topic: k.Topic, Partition: k.Partition, Key: base64.StdEncoding.EncodeToString(k.Key),
-			FirstOffset: k.FirstOffset, Records: k.Records, Error: k.Error, ParkedAtMs: k.ParkedAt.UnixMilli()}
+			FirstOffset: k.FirstOffset, Records: k.Records, Error: k.Error, ParkedAtMs: k.ParkedAt.UnixMilli(), Expired: k.Expired}
 		if !k.ReleaseRequested.IsZero() {
 			ms := k.ReleaseRequested.UnixMilli()
 			out.Parked[i].ReleaseRequestedAtMs = &ms
@@ -30,13 +30,16 @@ func printParked(cmd *cobra.Command, o *options, keys []client.ParkedKey) error 
 	if o.json {
 		return printJSON(w, parkedJSON(keys))
 	}
-	tb := newTable(w, "TOPIC", "PARTITION", "KEY", "FIRST_OFFSET", "RECORDS", "PARKED_AT", "RELEASE", "ERROR")
+	tb := newTable(w, "TOPIC", "PARTITION", "KEY", "FIRST_OFFSET", "RECORDS", "EXPIRED", "PARKED_AT", "RELEASE", "ERROR")
 	for _, k := range keys {
-		release := "-"
+		release, expired := "-", "-"
 		if !k.ReleaseRequested.IsZero() {
 			release = "requested"
 		}
-		tb.row(k.Topic, k.Partition, strconv.Quote(string(k.Key)), k.FirstOffset, k.Records,
+		if k.Expired {
+			expired = "some"
+		}
+		tb.row(k.Topic, k.Partition, strconv.Quote(string(k.Key)), k.FirstOffset, k.Records, expired,
 			k.ParkedAt.UTC().Format(time.RFC3339), release, k.Error)
 	}
 	return tb.flush()
@@ -47,8 +50,9 @@ func newGroupsParkedCmd(o *options) *cobra.Command {
 		Use:   "parked GROUP",
 		Short: "List the keys a group parked",
 		Long: `List the keys GROUP parked (its settings' --on-failure park): for each, the topic and
-partition, the first offset parked, how many records wait in GROUP.parked, and the
-handler's error. Release a key with strata groups release.`,
+partition, the first offset parked, how many records were parked, whether
+GROUP.parked's retention took some of them already (EXPIRED: a release replays what
+is left and counts the rest lost), and the handler's error. Release a key with strata groups release.`,
 		Args: exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()

@@ -22,6 +22,9 @@ type ParkedKey struct {
 	ParkedAt    time.Time
 	// ReleaseRequested is when a release was asked for (zero: none yet).
 	ReleaseRequested time.Time
+	// Expired: the parking topic's retention took the key's first parked record; a
+	// release replays what is left and counts the rest as lost.
+	Expired bool
 }
 
 func parkedKeys(w wire.ParkedList) ([]ParkedKey, error) {
@@ -32,7 +35,7 @@ func parkedKeys(w wire.ParkedList) ([]ParkedKey, error) {
 			return nil, fmt.Errorf("%w: parked key %d: %v", ErrBadResponse, i, err)
 		}
 		out[i] = ParkedKey{Topic: p.Topic, Partition: p.Partition, Key: key, FirstOffset: p.FirstOffset, Records: p.Records,
-			Error: p.Error, ParkedAt: time.UnixMilli(p.ParkedAtMs)}
+			Error: p.Error, ParkedAt: time.UnixMilli(p.ParkedAtMs), Expired: p.Expired}
 		if p.ReleaseRequestedAtMs != nil {
 			out[i].ReleaseRequested = time.UnixMilli(*p.ReleaseRequestedAtMs)
 		}
@@ -75,6 +78,9 @@ type ParkedRow struct {
 	ParkOffset              int64
 	// ReleaseRequested is when a release was asked for (zero: none yet).
 	ReleaseRequested time.Time
+	// Expired: the parking topic's retention took the key's first parked record; a
+	// release replays what is left and counts the rest as lost.
+	Expired bool
 }
 
 func parkedState(r ParkedRow) wire.ParkedState {

@@ -160,6 +160,9 @@ type Stats struct {
 	Remembered int64
 	Parked     int64 // records sent to the group's parking topic (on_failure "park")
 	Replayed   int64 // parked records handed to the handler again by a release
+	// ParkedLost counts parked records a release did not find: the parking topic's
+	// retention took them before the release (they are not handled).
+	ParkedLost int64
 	Committed  int64 // the last committed next offset
 	Fenced     bool
 }
@@ -311,6 +314,7 @@ type run struct {
 	// parks is the run's parked keys when the group parks (park.go), else nil.
 	parks              *parking
 	parkedN, replayedN atomic.Int64
+	parkedLostN        atomic.Int64
 	workErr            chan error
 	// wake tells the loop a worker's queue has room again, or drained, or a worker
 	// failed; one slot, so many signals make one wake-up.
@@ -799,6 +803,7 @@ func (r *run) finish(ctx context.Context, cause error) (Stats, error) {
 	r.stats.Dropped = r.dropped.Load()
 	r.stats.Parked = r.parkedN.Load()
 	r.stats.Replayed = r.replayedN.Load()
+	r.stats.ParkedLost = r.parkedLostN.Load()
 	r.stats.Committed = r.committed
 	if r.fenced.Load() || errors.Is(cause, group.ErrFenced) {
 		r.stats.Fenced = true

@@ -372,14 +372,25 @@ func (r *run) replay(key []byte) bool {
 		return true
 	}
 	lg := cfg.Logger.With("group", cfg.Group, "topic", row.Topic, "partition", row.Partition, "parking_topic", r.parks.topic)
+	var replayed int64 // the key's parked records handled, each origin offset once
 	if row.ParkOffset >= 0 {
-		_, hw, err := r.c.log.Bounds(r.workCtx, r.parks.topic, row.ParkPartition)
+		start, hw, err := r.c.log.Bounds(r.workCtx, r.parks.topic, row.ParkPartition)
 		if err != nil {
 			return r.workFailed(fmt.Errorf("consumer: replay from %s/%d: %w", r.parks.topic, row.ParkPartition, err))
 		}
 		done := row.FirstOffset - 1 // the newest origin offset replayed
-		for at := row.ParkOffset; at < hw && done < row.LastOffset; {
+		// The parking topic's retention may have taken the first parked records: the
+		// replay starts at the log start then, and counts what it did not find as lost.
+		for at := max(row.ParkOffset, start); at < hw && done < row.LastOffset; {
 			res, err := r.c.log.Poll(r.workCtx, r.parks.topic, row.ParkPartition, at, log.PollOptions{MaxRecords: cfg.PollRecords})
+			if errors.Is(err, log.ErrOffsetOutOfRange) {
+				// Retention moved the log start past at meanwhile: go on from there.
+				start, _, berr := r.c.log.Bounds(r.workCtx, r.parks.topic, row.ParkPartition)
+				if berr == nil && start > at {
+					at = start
+					continue
+				}
+			}
 			if err != nil {
 				return r.workFailed(fmt.Errorf("consumer: replay from %s/%d@%d: %w", r.parks.topic, row.ParkPartition, at, err))
 			}
@@ -400,6 +411,7 @@ func (r *run) replay(key []byte) bool {
 					return true
 				}
 				done = orig.Offset
+				replayed++
 				r.replayedN.Add(1)
 			}
 			if res.NextOffset <= at {
@@ -414,8 +426,21 @@ func (r *run) replay(key []byte) bool {
 	r.parks.mu.Lock()
 	delete(r.parks.keys, string(key))
 	r.parks.mu.Unlock()
+	if lost := planReplayLoss(row, replayed); lost > 0 {
+		r.parkedLostN.Add(lost)
+		lg.Warn("consumer: parked key released; the parking topic's retention took some of its records before the release",
+			"first_offset", row.FirstOffset, "records", row.Records, "replayed", replayed, "lost", lost)
+		return true
+	}
 	lg.Info("consumer: parked key released", "first_offset", row.FirstOffset, "records", row.Records)
 	return true
+}
+
+// planReplayLoss is how many of row's parked records a completed replay that handled
+// replayed of them did not find: the parking topic's retention took them (or the row
+// never learnt where they lie). Each origin offset counts once in both.
+func planReplayLoss(row group.Parked, replayed int64) int64 {
+	return max(row.Records-replayed, 0)
 }
 
 // parkedOrigin is the origin record a parking-topic record holds, when it is one of

@@ -10,6 +10,7 @@ import (
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // TestKeyParkedAgainAfterResetReplays: a key parked, released and replayed, then
@@ -68,6 +69,69 @@ func TestKeyParkedAgainAfterResetReplays(t *testing.T) {
 			if _, err := f.coord.Reset(ctx, grp, "orders", group.ResetEarliest()); err != nil {
 				t.Fatal(err)
 			}
+		}
+	})
+}
+
+// TestReleaseOfExpiredParkedRecordsCountsLoss: the parking topic's retention took some
+// of a parked key's records (its log start passed the row's parking position). The
+// release replays what is left, in order, counts the rest as lost (Stats.ParkedLost)
+// and unparks the key; the run ends normally and the partition flows. Before, the
+// replay's poll at the parking position was out of range: the run failed, and every
+// later run of the partition failed the same way (a crash loop stopping every key).
+func TestReleaseOfExpiredParkedRecordsCountsLoss(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		f := newFixture(t, s, "orders", 0)
+		const grp = "billing"
+		setParking(t, f, grp)
+		offsets := appendKeyed(t, f.log, "orders", []string{"bad", "a", "bad", "b", "bad"})
+		var poisoned atomic.Bool
+		poisoned.Store(true)
+		var kl keyLog
+		h := func(_ context.Context, r consumer.Record) error {
+			if string(r.Key) == "bad" && poisoned.Load() {
+				return errors.New("poison")
+			}
+			kl.add(r.Key, r.Offset)
+			return nil
+		}
+		if _, err := f.consumer(t, grp, "park", h, nil).Run(ctx, 0, consumer.RunOptions{UntilCaughtUp: true}); err != nil {
+			t.Fatal(err)
+		}
+		rows, err := f.coord.ListParked(ctx, grp)
+		if err != nil || len(rows) != 1 || rows[0].Records != 3 || rows[0].ParkOffset < 0 {
+			t.Fatalf("ListParked = %+v, %v; want the key with 3 records and a position", rows, err)
+		}
+		row := rows[0]
+		// Retention takes the parking partition's first two records: the key's first two.
+		id, err := f.log.TopicID(ctx, wire.ParkingTopic(grp))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Meta.AdvanceLogStart(ctx, id, row.ParkPartition, row.ParkOffset+2); err != nil {
+			t.Fatal(err)
+		}
+		poisoned.Store(false)
+		if _, err := f.coord.ReleaseParked(ctx, grp, "orders", []byte("bad")); err != nil {
+			t.Fatal(err)
+		}
+		more := appendKeyed(t, f.log, "orders", []string{"bad", "c"})
+		st, err := f.consumer(t, grp, "release", h, nil).Run(ctx, 0, consumer.RunOptions{UntilCaughtUp: true})
+		if err != nil {
+			t.Fatalf("the release run failed: %v", err)
+		}
+		if st.Replayed != 1 || st.ParkedLost != 2 {
+			t.Fatalf("release run stats %+v, want 1 replayed and 2 lost", st)
+		}
+		if got, want := kl.get("bad"), []int64{offsets[4], more[0]}; !slices.Equal(got, want) {
+			t.Fatalf("the released key was handled as %v, want %v (what the parking topic still held, then the newer record)", got, want)
+		}
+		if rows, err := f.coord.ListParked(ctx, grp); err != nil || len(rows) != 0 {
+			t.Fatalf("ListParked after the release = %v, %v; want none", rows, err)
+		}
+		if got := kl.get("c"); len(got) != 1 {
+			t.Fatalf("the partition did not flow past the release: c handled %v", got)
 		}
 	})
 }

@@ -132,6 +132,9 @@ const (
 	// parked records a release handed to the handler again.
 	MetricParkedRecords   = "strata_consumer_parked_records_total"
 	MetricReplayedRecords = "strata_consumer_replayed_records_total"
+	// MetricParkedLostRecords counts, per {group, topic}, the parked records a release
+	// did not find because the parking topic's retention took them first.
+	MetricParkedLostRecords = "strata_consumer_parked_lost_records_total"
 	// MetricParkedKeys is, per {group, topic}, the keys the group has parked over the
 	// topic's partitions, waiting for a release: the dispatch sweep emits it, a
 	// subscription's alarm fires when it is not zero.

@@ -21,10 +21,28 @@ const (
 // Parked is a key a group parked on one partition (store.ParkedKey).
 type Parked = store.ParkedKey
 
-// TopicCreator creates a topic with the log's defaults (*log.Log has it); SetSettings
-// uses it to create a parking group's parking topic.
+// TopicCreator creates a topic (*log.Log has it); SetSettings uses it to create a
+// parking group's parking topic. MaxRetention is the deployment's maximum retention (0:
+// none), the retention a parking topic gets.
 type TopicCreator interface {
 	CreateTopic(ctx context.Context, name string, partitions int32, retention time.Duration) (store.Topic, error)
+	MaxRetention() time.Duration
+}
+
+// DefaultParkingRetention is a parking topic's retention in a deployment without a
+// maximum retention: 7 days, the stack's default maximum.
+const DefaultParkingRetention = 7 * 24 * time.Hour
+
+// ParkingRetention is the retention a parking topic is created with: the deployment's
+// maximum retention (maxRetention, 0 for none), else DefaultParkingRetention. A parking
+// topic holds records of every topic the group consumes until their key is released,
+// so it keeps them at least as long as any source may keep its own (every retention is
+// within the maximum); the records a release finds taken all the same are counted lost.
+func ParkingRetention(maxRetention time.Duration) time.Duration {
+	if maxRetention > 0 {
+		return maxRetention
+	}
+	return DefaultParkingRetention
 }
 
 func (c *Coordinator) parks() (store.ParkStore, error) {
@@ -53,7 +71,7 @@ func (c *Coordinator) ensureParkingTopic(ctx context.Context, group string, crea
 	if !ok {
 		return invalidf("parking topic %q does not exist (create it first)", name)
 	}
-	if _, err := tc.CreateTopic(ctx, name, 0, 0); err != nil {
+	if _, err := tc.CreateTopic(ctx, name, 0, ParkingRetention(tc.MaxRetention())); err != nil {
 		if _, again := c.offsets.Partitions(ctx, name); again == nil {
 			return nil // created meanwhile
 		}

@@ -53,15 +53,34 @@ func (s *server) partitionParkRoutes() {
 	s.mux.HandleFunc("POST "+gp+"/unpark", s.unpark)
 }
 
-func parkedJSON(rows []group.Parked) wire.ParkedList {
+// parkedJSON is the rows as the operator's routes answer them; starts are the parking
+// topic's log starts per partition (nil when unknown), which say whether retention took
+// a row's first parked record.
+func parkedJSON(rows []group.Parked, starts map[int32]int64) wire.ParkedList {
 	out := wire.ParkedList{Parked: make([]wire.ParkedKey, len(rows))}
 	for i, p := range rows {
+		start, known := starts[p.ParkPartition]
 		out.Parked[i] = wire.ParkedKey{Topic: p.Topic, Partition: p.Partition, Key: base64.StdEncoding.EncodeToString(p.Key),
-			FirstOffset: p.FirstOffset, Records: p.Records, Error: p.Error, ParkedAtMs: p.ParkedAt.UnixMilli()}
+			FirstOffset: p.FirstOffset, Records: p.Records, Error: p.Error, ParkedAtMs: p.ParkedAt.UnixMilli(),
+			Expired: known && p.ParkOffset >= 0 && p.ParkOffset < start}
 		if !p.ReleaseRequested.IsZero() {
 			ms := p.ReleaseRequested.UnixMilli()
 			out.Parked[i].ReleaseRequestedAtMs = &ms
 		}
+	}
+	return out
+}
+
+// parkingStarts returns the log start of each partition of g's parking topic, or nil
+// when it cannot be read (the listing goes on without saying what expired).
+func (s *server) parkingStarts(ctx context.Context, g string) map[int32]int64 {
+	info, err := s.log.DescribeTopic(ctx, wire.ParkingTopic(g))
+	if err != nil {
+		return nil
+	}
+	out := make(map[int32]int64, len(info.Partitions))
+	for _, p := range info.Partitions {
+		out[p.Partition] = p.LogStartOffset
 	}
 	return out
 }
@@ -85,7 +104,7 @@ func (s *server) listParked(w http.ResponseWriter, r *http.Request) {
 			visible = append(visible, row)
 		}
 	}
-	writeJSON(w, http.StatusOK, parkedJSON(visible))
+	writeJSON(w, http.StatusOK, parkedJSON(visible, s.parkingStarts(r.Context(), g)))
 }
 
 type parkedReleaseRequest struct {
@@ -128,7 +147,7 @@ func (s *server) releaseParked(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, parkedJSON(rows))
+	writeJSON(w, http.StatusOK, parkedJSON(rows, s.parkingStarts(r.Context(), g)))
 }
 
 // parkedRowsJSON is a partition's rows as its owner reads them.

@@ -94,3 +94,38 @@ func TestParkingTopicCreateNeedsCreateRight(t *testing.T) {
 	e.call("POST", "/v1/topics", map[string]any{"name": "billing.parked", "partitions": 1}, admin...).want(t, 201)
 	e.call("PUT", "/v1/groups/billing/settings", park, bearer("appender-token")...).want(t, 200)
 }
+
+// TestParkedListSaysWhatExpired: GET …/parked marks a key whose first parked record
+// the parking topic's retention took ("expired": true), so an operator sees before a
+// release that some of its records are gone; a key whose records are all there is not
+// marked.
+func TestParkedListSaysWhatExpired(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.call("POST", "/v1/topics", map[string]any{"name": "orders", "partitions": 1}).want(t, 201)
+	e.call("PUT", "/v1/groups/billing/settings", map[string]any{"reset_policy": "earliest", "max_attempts": 1, "on_failure": "park"}).want(t, 200)
+	p0 := 0
+	for range 3 {
+		e.call("POST", "/v1/topics/billing.parked/records", appendBody(rec{key: "k", value: "x", partition: &p0})).want(t, 200)
+	}
+	l := e.call("POST", "/v1/groups/billing/topics/orders/partitions/0/lease", lease("m", "ttl_ms", 300000)).want(t, 200)
+	coord := group.New(e.meta, e.log, nil)
+	for _, row := range []group.Parked{
+		{Group: "billing", Topic: "orders", Key: []byte("gone"), Records: 2, LastOffset: 1, Error: "x", ParkedAt: time.UnixMilli(5), ParkOffset: 0},
+		{Group: "billing", Topic: "orders", Key: []byte("kept"), Records: 1, FirstOffset: 4, LastOffset: 4, Error: "x", ParkedAt: time.UnixMilli(5), ParkOffset: 2},
+	} {
+		if err := coord.PutParked(ctx, row, "m", int64(l.num("generation"))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.meta.AdvanceLogStart(ctx, e.tid("billing.parked"), 0, 2); err != nil {
+		t.Fatal(err)
+	}
+	r := e.call("GET", "/v1/groups/billing/parked", nil).want(t, 200)
+	gone, kept := base64.StdEncoding.EncodeToString([]byte("gone")), base64.StdEncoding.EncodeToString([]byte("kept"))
+	raw := string(r.raw)
+	if !strings.Contains(raw, `"key":"`+gone+`","first_offset":0,"records":2,"error":"x","parked_at_ms":5,"expired":true`) ||
+		!strings.Contains(raw, `"key":"`+kept+`","first_offset":4,"records":1,"error":"x","parked_at_ms":5}`) {
+		t.Fatalf("parked %s: want %q expired and %q not", raw, "gone", "kept")
+	}
+}

@@ -23,6 +23,10 @@ func (l *Log) checkPin(retention, pin time.Duration) error {
 	return nil
 }
 
+// MaxRetention is Config.Topics.MaxRetention: the longest a topic may keep a record,
+// its pin cap included (0: no maximum).
+func (l *Log) MaxRetention() time.Duration { return l.defaults.MaxRetention }
+
 // SetRetentionPin sets how far beyond its retention a topic keeps a record that a group
 // which has committed on it has not read (0 removes the pin; docs/DESIGN.md, "Retention
 // pin"). Every node sees it within TopicCacheTTL; the retention pass reads it at each

@@ -44,6 +44,7 @@ type Metrics struct {
 	recordsLost  *prometheus.CounterVec
 	parked       *prometheus.CounterVec
 	replayed     *prometheus.CounterVec
+	parkedLost   *prometheus.CounterVec
 
 	retentionRuns    *prometheus.CounterVec
 	retentionExpired prometheus.Counter
@@ -80,6 +81,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		recordsLost:  counter("consumer_records_lost_total", "Records a consumer skipped because retention removed them before they were read.", "group", "topic"),
 		parked:       counter("consumer_parked_records_total", "Records sent to the group's parking topic because their key is parked (on_failure park).", "group", "topic"),
 		replayed:     counter("consumer_replayed_records_total", "Parked records handed to the handler again after their key was released.", "group", "topic"),
+		parkedLost:   counter("consumer_parked_lost_records_total", "Parked records a release did not find: the parking topic's retention took them first.", "group", "topic"),
 
 		retentionRuns: counter("retention_runs_total", "Retention passes by result (ok or error).", "result"),
 		retentionExpired: prometheus.NewCounter(prometheus.CounterOpts{Namespace: Namespace,
@@ -94,7 +96,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	for _, c := range []prometheus.Collector{
 		m.appendLatency, m.recordsAppended, m.bytesAppended, m.materialized,
 		m.requests, m.requestDuration, m.fencedCommits, m.rebalances,
-		m.handled, m.retries, m.deadLettered, m.dropped, m.recordsLost, m.parked, m.replayed,
+		m.handled, m.retries, m.deadLettered, m.dropped, m.recordsLost, m.parked, m.replayed, m.parkedLost,
 		m.retentionRuns, m.retentionExpired, m.entriesDeleted, m.objectsDeleted, m.ttlDeleted,
 	} {
 		if err := reg.Register(c); err != nil {
@@ -136,6 +138,7 @@ func (m *Metrics) ConsumerRun(group, topic string, s consumer.Stats) {
 	m.recordsLost.WithLabelValues(group, topic).Add(float64(s.RecordsLost))
 	m.parked.WithLabelValues(group, topic).Add(float64(s.Parked))
 	m.replayed.WithLabelValues(group, topic).Add(float64(s.Replayed))
+	m.parkedLost.WithLabelValues(group, topic).Add(float64(s.ParkedLost))
 }
 
 // RetentionRun records one retention pass; err is the pass's (joined) error.

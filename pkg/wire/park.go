@@ -50,6 +50,10 @@ type ParkedKey struct {
 	// ReleaseRequestedAtMs is set once a release was asked for and the partition's
 	// owner has not replayed the key yet.
 	ReleaseRequestedAtMs *int64 `json:"release_requested_at_ms,omitempty"`
+	// Expired reports that the parking topic's retention has taken the key's first
+	// parked record (its log start passed the key's parking position): a release
+	// replays what is left and counts the rest as lost.
+	Expired bool `json:"expired,omitempty"`
 }
 
 // ParkedList is a JSON shape of the contract.

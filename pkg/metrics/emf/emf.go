@@ -130,6 +130,7 @@ const (
 	RecordsLost          = "strata_consumer_records_lost_total"
 	ParkedRecords        = deploy.MetricParkedRecords
 	ReplayedRecords      = deploy.MetricReplayedRecords
+	ParkedLostRecords    = deploy.MetricParkedLostRecords
 	FencedCommits        = "strata_fenced_commits_total"
 	RetentionRuns        = "strata_retention_runs_total"
 	RetentionExpired     = "strata_retention_records_expired_total"
@@ -182,6 +183,7 @@ func (s *Sink) ConsumerRun(group, topic string, st consumer.Stats) {
 		{RecordsLost, UnitCount, float64(st.RecordsLost)},
 		{ParkedRecords, UnitCount, float64(st.Parked)},
 		{ReplayedRecords, UnitCount, float64(st.Replayed)},
+		{ParkedLostRecords, UnitCount, float64(st.ParkedLost)},
 	}
 	if st.Fenced {
 		ms = append(ms, Metric{FencedCommits, UnitCount, 1})
