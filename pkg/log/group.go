@@ -192,7 +192,7 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 			Topic: topic, Partition: c.partition, Count: c.count, ObjectKey: key,
 			ByteOffset: c.offset, ByteLength: c.length,
 			MaxTimestamp: time.UnixMilli(c.maxTs), AppendedAt: time.UnixMilli(nowMs),
-			ExpiresAt: time.UnixMilli(nowMs).Add(store.SatAdd(t.KeptFor(true), retentionGrace)),
+			ExpiresAt: l.entryExpiry(t, time.UnixMilli(nowMs)),
 		}
 		cs[i] = store.SeqCommit{Entry: e, Members: c.members}
 		if len(c.members) > 0 {

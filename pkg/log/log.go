@@ -28,8 +28,8 @@ const (
 	DefaultPartitions  = 4
 	MinRetention       = time.Second
 	MaxPartitions      = wire.MaxPartitions
-	// retentionGrace is added to a topic's retention and pin cap (store.Topic.KeptFor)
-	// for the index entries' TTL, so DynamoDB never deletes an entry the retention job
+	// retentionGrace is added to the deployment's maximum retention for the index
+	// entries' TTL (entryExpiry), so a TTL never deletes an entry the retention job
 	// still needs.
 	retentionGrace = 24 * time.Hour
 	// IdempotencyWindow is how long an Idempotency-Key's claims are kept after the append

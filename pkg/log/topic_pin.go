@@ -27,11 +27,25 @@ func (l *Log) checkPin(retention, pin time.Duration) error {
 // its pin cap included (0: no maximum).
 func (l *Log) MaxRetention() time.Duration { return l.defaults.MaxRetention }
 
+// entryExpiry is when a TTL (DynamoDB's, the embedded backend's sweep) may take an
+// index entry of t appended at: a day after the deployment's maximum retention, which
+// every retention + pin cap fits whatever the cap is raised to later, so no TTL takes an
+// entry under a pinned log start (the retention pass deletes expired entries itself;
+// the TTL only backs it up). Without a maximum nothing bounds how long a record may be
+// kept, so an entry gets no TTL (zero).
+func (l *Log) entryExpiry(t store.Topic, at time.Time) time.Time {
+	maxR := l.defaults.MaxRetention
+	if maxR <= 0 {
+		return time.Time{}
+	}
+	return at.Add(store.SatAdd(max(maxR, t.KeptFor(true)), retentionGrace))
+}
+
 // SetRetentionPin sets how far beyond its retention a topic keeps a record that a group
 // which has committed on it has not read (0 removes the pin; docs/DESIGN.md, "Retention
 // pin"). Every node sees it within TopicCacheTTL; the retention pass reads it at each
-// pass. The index entries' TTL is set at the append (retention + pin + a day's grace),
-// so a cap raised past that grace covers older entries only as far as their TTL.
+// pass. Index entries already written stay as long as the raised cap needs: their TTL
+// covers the maximum retention the cap must fit (entryExpiry).
 func (l *Log) SetRetentionPin(ctx context.Context, name string, pin time.Duration) (store.Topic, error) {
 	a, err := l.topicAdmin("change topics")
 	if err != nil {

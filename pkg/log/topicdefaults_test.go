@@ -133,30 +133,41 @@ func TestRetentionPinWithinMaxRetention(t *testing.T) {
 	}
 }
 
-// TestPinnedIndexEntryTTL: a pinned topic's index entries expire retention + pin + a
-// day after their append, so DynamoDB's TTL never takes an entry under a pinned log
-// start.
+// TestPinnedIndexEntryTTL: index entries expire a day after the deployment's maximum
+// retention, which any retention + pin cap — the one at the append or one raised later
+// — fits, so a TTL never takes an entry under a pinned log start; without a maximum they
+// get no TTL (the retention pass deletes them).
 func TestPinnedIndexEntryTTL(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
 		now := time.UnixMilli(1_780_000_000_000)
-		l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, Clock: func() time.Time { return now }})
-		if err != nil {
-			t.Fatal(err)
-		}
-		topic, err := l.CreateTopicWith(ctx, "pinned", log.TopicSpec{Partitions: 1, Retention: time.Hour, RetentionPin: 48 * time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := l.Append(ctx, "pinned", []log.Record{{Value: []byte("v")}}, log.AppendOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		es, err := s.Meta.IndexEntries(ctx, topic.ID(), 0, 0, 10)
-		if err != nil || len(es) != 1 {
-			t.Fatalf("entries %v, %v; want one", es, err)
-		}
-		if want := now.Add(49*time.Hour + 24*time.Hour); !es[0].ExpiresAt.Equal(want) {
-			t.Fatalf("entry expires at %s, want %s (append + retention + pin + a day)", es[0].ExpiresAt.UTC(), want.UTC())
+		for _, c := range []struct {
+			name string
+			max  time.Duration
+			want time.Time
+		}{
+			{"pinned-max", 10 * 24 * time.Hour, now.Add(10*24*time.Hour + 24*time.Hour)},
+			{"pinned-nomax", 0, time.Time{}},
+		} {
+			l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, Clock: func() time.Time { return now },
+				Topics: log.TopicDefaults{MaxRetention: c.max}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			topic, err := l.CreateTopicWith(ctx, c.name, log.TopicSpec{Partitions: 1, Retention: time.Hour, RetentionPin: 48 * time.Hour})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := l.Append(ctx, c.name, []log.Record{{Value: []byte("v")}}, log.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			es, err := s.Meta.IndexEntries(ctx, topic.ID(), 0, 0, 10)
+			if err != nil || len(es) != 1 {
+				t.Fatalf("%s: entries %v, %v; want one", c.name, es, err)
+			}
+			if !es[0].ExpiresAt.Equal(c.want) {
+				t.Fatalf("%s: entry expires at %s, want %s (append + the maximum retention + a day, none without a maximum)", c.name, es[0].ExpiresAt.UTC(), c.want.UTC())
+			}
 		}
 	})
 }
