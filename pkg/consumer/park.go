@@ -261,9 +261,9 @@ func (r *run) forward(rec Record, row group.Parked) bool {
 	cfg := r.c.cfg
 	res, err := r.appendParked(rec, row)
 	if errors.Is(err, log.ErrIdempotencyKeyReused) {
-		// An earlier parking of this record (before a reset moved the position back
-		// and the key was parked again, with another error and time) holds it
-		// already: it is in the parking topic, once.
+		// Another body holds this parking's key (two parkings of the record within
+		// one millisecond): the record is in the parking topic, once, at a position
+		// this row does not learn (a release counts it lost if it finds it nowhere).
 		cfg.Logger.Warn("consumer: record already in the parking topic from an earlier parking", "group", cfg.Group,
 			"topic", rec.Topic, "partition", rec.Partition, "offset", rec.Offset, "parking_topic", r.parks.topic)
 		res, err = log.Result{Partition: row.ParkPartition, Offset: -1}, nil

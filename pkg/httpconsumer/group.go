@@ -51,10 +51,11 @@ type GroupStats struct {
 	DeadLettered, Dropped, RecordsLost, Remembered int64
 	// Parked and Replayed count records sent to the group's parking topic and parked
 	// records handed to the handler again by a release (on_failure "park"), over the
-	// partition runs that ended.
-	Parked, Replayed int64
-	Runs             int64 // partition runs that ended
-	FencedRuns       int64 // runs that ended because the partition moved
+	// partition runs that ended; ParkedLost the parked records a release no longer
+	// found (the parking topic's retention took them).
+	Parked, Replayed, ParkedLost int64
+	Runs                         int64 // partition runs that ended
+	FencedRuns                   int64 // runs that ended because the partition moved
 }
 
 // GroupOption configures a GroupConsumer.
@@ -265,7 +266,7 @@ func (g *GroupConsumer) Stats() GroupStats {
 	return GroupStats{Member: g.member, Held: slices.Clone(g.held), LiveMembers: g.liveMembers,
 		Handled: g.handled.Load(), Failures: g.failures.Load(),
 		DeadLettered: g.ended.DeadLettered, Dropped: g.ended.Dropped, RecordsLost: g.ended.RecordsLost,
-		Remembered: g.ended.Remembered, Parked: g.ended.Parked, Replayed: g.ended.Replayed, Runs: g.runs, FencedRuns: g.fence}
+		Remembered: g.ended.Remembered, Parked: g.ended.Parked, Replayed: g.ended.Replayed, ParkedLost: g.ended.ParkedLost, Runs: g.runs, FencedRuns: g.fence}
 }
 
 // statsSink sums the Stats of ended runs and passes them on to the configured Metrics.
@@ -282,6 +283,7 @@ func (s *statsSink) ConsumerRun(grp, topic string, st consumer.Stats) {
 	s.g.ended.Remembered += st.Remembered
 	s.g.ended.Parked += st.Parked
 	s.g.ended.Replayed += st.Replayed
+	s.g.ended.ParkedLost += st.ParkedLost
 	s.g.runs++
 	if st.Fenced {
 		s.g.fence++

@@ -209,10 +209,12 @@ type Result struct {
 	DeadLetter int64 `json:"dead_lettered,omitempty"`
 	Dropped    int64 `json:"dropped,omitempty"`
 	// Parked counts records sent to the group's parking topic, Replayed parked records
-	// handled again by a release (the group's on_failure "park").
-	Parked   int64 `json:"parked,omitempty"`
-	Replayed int64 `json:"replayed,omitempty"`
-	Lost     int64 `json:"records_lost,omitempty"`
+	// handled again by a release (the group's on_failure "park"), ParkedLost parked
+	// records a release no longer found (the parking topic's retention took them).
+	Parked     int64 `json:"parked,omitempty"`
+	Replayed   int64 `json:"replayed,omitempty"`
+	ParkedLost int64 `json:"parked_lost,omitempty"`
+	Lost       int64 `json:"records_lost,omitempty"`
 	// Committed is the group's committed offset when the invocation ended.
 	Committed int64 `json:"committed"`
 	// StoppedAtDeadline is true when the deadline, not a catch-up, ended the work.
@@ -404,7 +406,7 @@ func (f *function) invoke(ctx context.Context, ev Event) (Result, error) {
 	}
 	res.Fenced = st.Fenced
 	res.Handled, res.Retries, res.DeadLetter, res.Dropped, res.Lost = st.Handled, st.Retries, st.DeadLettered, st.Dropped, st.RecordsLost
-	res.Parked, res.Replayed, res.Remembered = st.Parked, st.Replayed, st.Remembered
+	res.Parked, res.Replayed, res.ParkedLost, res.Remembered = st.Parked, st.Replayed, st.ParkedLost, st.Remembered
 	res.Committed = st.Committed
 	res.StoppedAtDeadline = errors.Is(context.Cause(workCtx), context.DeadlineExceeded)
 	if st.Fenced {
