@@ -415,7 +415,11 @@ func (r *run) replay(key []byte) bool {
 				r.replayedN.Add(1)
 			}
 			if res.NextOffset <= at {
-				break
+				// A commit of the parking topic not indexed yet (the poll waited for it):
+				// its records are not lost, so the key stays parked; the partition's next
+				// run tries the release again.
+				lg.Warn("consumer: replay of a released key stopped at a commit not indexed yet; the key stays parked", "offset", at)
+				return true
 			}
 			at = res.NextOffset
 		}
