@@ -8,8 +8,6 @@ package consumer
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -451,7 +449,7 @@ func (r *run) renew(ctx context.Context) error {
 	// The deadline counts from before the request: the server's expiry is later by at
 	// least the request's transit, whatever either clock says.
 	sent := cfg.Clock()
-	l, err := r.c.coord.Renew(ctx, cfg.Group, cfg.Topic, r.p, cfg.Member, r.lease.Generation, cfg.LeaseTTL)
+	l, err := r.c.coord.Renew(ctx, cfg.Group, r.lease.TopicRef(), r.p, cfg.Member, r.lease.Generation, cfg.LeaseTTL)
 	if err != nil {
 		if errors.Is(err, group.ErrFenced) {
 			return r.fence(err)
@@ -511,7 +509,7 @@ func (r *run) poll(ctx context.Context, wait time.Duration) error {
 		// A parking run keeps each key on one worker: its parked records replay there.
 		i := route(rec.Offset, rec.Key, len(r.queues), cfg.OrderedKeys || r.parks != nil, log.PartitionForKey)
 		r.pending[i] = append(r.pending[i], Record{Record: rec, Topic: cfg.Topic, Partition: r.p, Fence: group.Fence{
-			Group: cfg.Group, Topic: cfg.Topic, Partition: r.p, Generation: r.lease.Generation}})
+			Group: cfg.Group, Topic: r.lease.TopicRef(), Partition: r.p, Generation: r.lease.Generation}})
 	}
 	if err := r.tracker.Skip(res.NextOffset); err != nil {
 		return fmt.Errorf("consumer: %w", err)
@@ -706,7 +704,7 @@ func (r *run) deadLetter(rec Record, cause error) error {
 		segment.Header{Key: HeaderAttempts, Value: []byte(strconv.Itoa(rec.Attempt))},
 	)
 	ts := rec.Timestamp
-	key := DeadLetterKey(cfg.Group, rec.Topic, rec.Partition, rec.Offset)
+	key := DeadLetterKey(cfg.Group, r.lease.TopicRef(), rec.Partition, rec.Offset)
 	for attempt := 1; ; attempt++ {
 		res, err := r.c.log.Append(r.workCtx, r.pol.DeadLetterTopic,
 			[]log.Record{{Key: rec.Key, Value: rec.Value, Headers: hs, Timestamp: &ts}},
@@ -736,16 +734,13 @@ func (r *run) deadLetter(rec Record, cause error) error {
 }
 
 // DeadLetterKey is the Idempotency-Key of the dead-letter append of (group, topic,
-// partition, offset): "dlq:", 32 hex digits of SHA-256 over the group and topic names,
-// then ":partition:offset" — at most 67 characters, within wire.MaxIdempotencyKey
-// whatever the names' length, and distinct for distinct records (the names through the
-// hash, partition and offset verbatim), so no two poison records of a group share one.
+// partition, offset), topic the record's store.TopicRef (the run's lease names its
+// incarnation): store.RecordKey with "dlq:" — at most 67 characters, within
+// wire.MaxIdempotencyKey whatever the names' length, and distinct for distinct records
+// (the names and the incarnation through the hash, partition and offset verbatim), so
+// no two poison records of a group share one, even across a topic's incarnations.
 func DeadLetterKey(group, topic string, partition int32, offset int64) string {
-	h := sha256.New()
-	h.Write([]byte(group))
-	h.Write([]byte{0}) // names never hold NUL: group and topic stay apart
-	h.Write([]byte(topic))
-	return "dlq:" + hex.EncodeToString(h.Sum(nil)[:16]) + ":" + strconv.Itoa(int(partition)) + ":" + strconv.FormatInt(offset, 10)
+	return store.RecordKey("dlq:", group, topic, partition, offset)
 }
 
 // commit stores next as the group's position; force commits even when not above the
@@ -755,7 +750,7 @@ func (r *run) commit(ctx context.Context, next int64, force bool) error {
 		return nil
 	}
 	cfg := r.c.cfg
-	err := r.c.coord.Commit(ctx, cfg.Group, cfg.Topic, r.p, cfg.Member, r.lease.Generation, next)
+	err := r.c.coord.Commit(ctx, cfg.Group, r.lease.TopicRef(), r.p, cfg.Member, r.lease.Generation, next)
 	if err != nil {
 		if errors.Is(err, group.ErrFenced) {
 			return r.fence(err)
@@ -821,7 +816,7 @@ func (r *run) finish(ctx context.Context, cause error) (Stats, error) {
 		}
 	}
 	cfg := r.c.cfg
-	if err := r.c.coord.Release(bg, cfg.Group, cfg.Topic, r.p, cfg.Member, r.lease.Generation); err != nil && !errors.Is(err, group.ErrFenced) {
+	if err := r.c.coord.Release(bg, cfg.Group, r.lease.TopicRef(), r.p, cfg.Member, r.lease.Generation); err != nil && !errors.Is(err, group.ErrFenced) {
 		cause = errors.Join(cause, fmt.Errorf("consumer: release: %w", err))
 	}
 	return r.stats, cause

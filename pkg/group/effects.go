@@ -11,8 +11,10 @@ import (
 // ErrApplied: a fenced effect of that record was applied already (a duplicate delivery).
 var ErrApplied = store.ErrApplied
 
-// Fence is a consumer's fencing token: the group, topic (by name here), partition and
-// the generation of the lease it handles the partition under.
+// Fence is a consumer's fencing token: the group, topic, partition and the generation
+// of the lease it handles the partition under. Topic is a name here, or the lease's
+// TopicRef (as pkg/consumer's records carry): then a run of a deleted incarnation is
+// fenced even when the name has a live incarnation again.
 type Fence = store.Fence
 
 // Effects is a business store whose writes are fenced by the writer's lease (issue 22
@@ -62,10 +64,11 @@ func PlanMarkerExpiry(t store.Topic, now time.Time) time.Time {
 }
 
 // Apply puts value under key as the effect of the record at offset, fenced by f.
-// ErrFenced: the partition moved to another generation (or the topic is gone);
+// ErrFenced: the partition moved to another generation (or the topic, or the fence's
+// incarnation, is gone);
 // ErrApplied: the record's effect was applied already. Either way nothing was written.
 func (e *Effects) Apply(ctx context.Context, f Fence, offset int64, key string, value []byte) error {
-	if err := checkNames(f.Group, f.Topic, f.Partition); err != nil {
+	if err := checkRef(f.Group, f.Topic, f.Partition); err != nil {
 		return err
 	}
 	if offset < 0 || key == "" {
@@ -81,7 +84,7 @@ func (e *Effects) Apply(ctx context.Context, f Fence, offset int64, key string, 
 	}
 	var expires time.Time
 	if tc, ok := e.ids.(TopicConfigs); ok {
-		t, err := tc.Topic(ctx, f.Topic)
+		t, err := tc.Topic(ctx, topicName(f.Topic))
 		if err != nil {
 			return fmt.Errorf("group: effect of %s/%d@%d: retention of the topic: %w", f.Topic, f.Partition, offset, err)
 		}
