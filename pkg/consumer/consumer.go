@@ -25,7 +25,10 @@ import (
 )
 
 // Log is what the consumer needs of the log. Errors must match log.ErrOffsetOutOfRange
-// (as a *log.OffsetOutOfRangeError) for an offset outside the partition's bounds.
+// (as a *log.OffsetOutOfRangeError) for an offset outside the partition's bounds. A run
+// polls and reads bounds with its lease's group.Lease.TopicRef as the topic (a plain
+// name when the lease names no incarnation); one that is no longer the live
+// incarnation must be an error matching group.ErrFenced, as *log.Log's is.
 type Log interface {
 	Poll(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.PollResult, error)
 	Append(ctx context.Context, topic string, recs []log.Record, opt log.AppendOptions) ([]log.Result, error)
@@ -474,10 +477,12 @@ func (r *run) renew(ctx context.Context) error {
 // workers; an answer may exceed PollRecords (whole commits), and is taken whole.
 func (r *run) poll(ctx context.Context, wait time.Duration) error {
 	cfg := r.c.cfg
-	res, err := r.c.log.Poll(ctx, cfg.Topic, r.p, r.fetch, log.PollOptions{MaxRecords: cfg.PollRecords, Wait: wait})
+	res, err := r.c.log.Poll(ctx, r.lease.TopicRef(), r.p, r.fetch, log.PollOptions{MaxRecords: cfg.PollRecords, Wait: wait})
 	now := cfg.Clock()
 	var oor *log.OffsetOutOfRangeError
 	switch {
+	case errors.Is(err, group.ErrFenced):
+		return r.fence(err) // the lease's topic incarnation was deleted
 	case errors.As(err, &oor):
 		if r.pol.ResetPolicy == ResetFail {
 			return fmt.Errorf("%w: %w", ErrResetPolicyFail, oor)
@@ -581,7 +586,7 @@ func (r *run) startOffset(ctx context.Context) (int64, error) {
 	if r.lease.Committed != nil {
 		return *r.lease.Committed, nil
 	}
-	start, hw, err := r.c.log.Bounds(ctx, r.c.cfg.Topic, r.p)
+	start, hw, err := r.c.log.Bounds(ctx, r.lease.TopicRef(), r.p)
 	if err != nil {
 		return 0, err
 	}
