@@ -57,9 +57,10 @@ type Record struct {
 	Partition int32
 	// Attempt is 1 on the first delivery in this process.
 	Attempt int
-	// Fence is the run's fencing token (group, topic, partition, generation): a
-	// business write through group.Effects with it is refused once the partition moved
-	// to a newer generation, and applied once per record.
+	// Fence is the run's fencing token (group, topic, partition, generation and the
+	// lease's topic incarnation): a business write through group.Effects with it is
+	// refused once the partition moved to a newer generation or the incarnation was
+	// deleted, and applied once per record.
 	Fence group.Fence
 }
 
@@ -514,7 +515,7 @@ func (r *run) poll(ctx context.Context, wait time.Duration) error {
 		// A parking run keeps each key on one worker: its parked records replay there.
 		i := route(rec.Offset, rec.Key, len(r.queues), cfg.OrderedKeys || r.parks != nil, log.PartitionForKey)
 		r.pending[i] = append(r.pending[i], Record{Record: rec, Topic: cfg.Topic, Partition: r.p, Fence: group.Fence{
-			Group: cfg.Group, Topic: r.lease.TopicRef(), Partition: r.p, Generation: r.lease.Generation}})
+			Group: cfg.Group, Topic: cfg.Topic, Incarnation: r.lease.Incarnation, Partition: r.p, Generation: r.lease.Generation}})
 	}
 	if err := r.tracker.Skip(res.NextOffset); err != nil {
 		return fmt.Errorf("consumer: %w", err)

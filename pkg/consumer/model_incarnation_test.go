@@ -20,6 +20,7 @@ import (
 	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/wire"
 )
 
@@ -137,7 +138,7 @@ type incModel struct {
 	live       *modelInc
 	stale      []staleLease
 	zombies    int
-	// handled maps a value to the incarnation IDs whose fences handled it.
+	// handled maps a group and value to the incarnations whose fences handled it.
 	mu      sync.Mutex
 	handled map[string][]string
 }
@@ -255,8 +256,8 @@ func (m *incModel) handler(g modelGroup, h *modelHost) consumer.Handler {
 			return errors.New("poison")
 		}
 		inc := m.incOf(v)
-		if inc == nil || r.Fence.Topic != inc.id {
-			m.rt.Errorf("record %q handled under the fence of %q", v, r.Fence.Topic)
+		if fenced := store.TopicID(r.Fence.Topic, r.Fence.Incarnation); inc == nil || fenced != inc.id {
+			m.rt.Errorf("record %q handled under the fence of %q", v, fenced)
 		}
 		if !g.park {
 			err := h.fx.Apply(ctx, r.Fence, r.Offset, v, r.Value)
@@ -268,7 +269,7 @@ func (m *incModel) handler(g modelGroup, h *modelHost) consumer.Handler {
 			}
 		}
 		m.mu.Lock()
-		m.handled[g.name+"/"+v] = append(m.handled[g.name+"/"+v], r.Fence.Topic)
+		m.handled[g.name+"/"+v] = append(m.handled[g.name+"/"+v], r.Fence.Incarnation)
 		m.mu.Unlock()
 		return nil
 	}

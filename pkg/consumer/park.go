@@ -379,7 +379,7 @@ func (r *run) replay(key []byte) bool {
 				if !ok || orig.Offset <= done || orig.Offset > row.LastOffset {
 					continue // another key's, or a duplicate of an earlier append
 				}
-				orig.Fence = group.Fence{Group: cfg.Group, Topic: r.lease.TopicRef(), Partition: row.Partition, Generation: r.lease.Generation}
+				orig.Fence = group.Fence{Group: cfg.Group, Topic: cfg.Topic, Incarnation: r.lease.Incarnation, Partition: row.Partition, Generation: r.lease.Generation}
 				if err := r.attempts(&orig); err != nil {
 					if errors.Is(err, group.ErrFenced) {
 						return r.stopFenced(err)

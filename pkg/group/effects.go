@@ -11,10 +11,11 @@ import (
 // ErrApplied: a fenced effect of that record was applied already (a duplicate delivery).
 var ErrApplied = store.ErrApplied
 
-// Fence is a consumer's fencing token: the group, topic, partition and the generation
-// of the lease it handles the partition under. Topic is a name here, or the lease's
-// TopicRef (as pkg/consumer's records carry): then a run of a deleted incarnation is
-// fenced even when the name has a live incarnation again.
+// Fence is a consumer's fencing token: the group, topic (by name here), partition and
+// the generation of the lease it handles the partition under, and the topic
+// incarnation the lease is of (pkg/consumer's records carry it; "" means the live
+// one): a run of a deleted incarnation is then fenced even when the name has a live
+// incarnation again.
 type Fence = store.Fence
 
 // Effects is a business store whose writes are fenced by the writer's lease (issue 22
@@ -68,7 +69,11 @@ func PlanMarkerExpiry(t store.Topic, now time.Time) time.Time {
 // incarnation, is gone);
 // ErrApplied: the record's effect was applied already. Either way nothing was written.
 func (e *Effects) Apply(ctx context.Context, f Fence, offset int64, key string, value []byte) error {
-	if err := checkRef(f.Group, f.Topic, f.Partition); err != nil {
+	ref := f.Topic
+	if f.Incarnation != "" {
+		ref = store.TopicRef(f.Topic, f.Incarnation)
+	}
+	if err := checkRef(f.Group, ref, f.Partition); err != nil {
 		return err
 	}
 	if offset < 0 || key == "" {
@@ -76,12 +81,15 @@ func (e *Effects) Apply(ctx context.Context, f Fence, offset int64, key string, 
 	}
 	sf := f
 	if e.ids != nil {
-		id, err := (&byIncarnation{ids: e.ids}).id(ctx, f.Topic, true)
+		id, err := (&byIncarnation{ids: e.ids}).id(ctx, ref, true)
 		if err != nil {
 			return fmt.Errorf("group: effect of %s/%d@%d: %w", f.Topic, f.Partition, offset, err)
 		}
 		sf.Topic = id
+	} else {
+		sf.Topic = ref
 	}
+	sf.Incarnation = ""
 	var expires time.Time
 	if tc, ok := e.ids.(TopicConfigs); ok {
 		t, err := tc.Topic(ctx, topicName(f.Topic))
