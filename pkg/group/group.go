@@ -43,7 +43,9 @@ type Offsets interface {
 	// Partitions returns the partition count of topic; an unknown topic is an error
 	// wrapping store.ErrNotFound.
 	Partitions(ctx context.Context, topic string) (int32, error)
-	// Bounds returns the partition's log start offset and high watermark.
+	// Bounds returns the partition's log start offset and high watermark. Commit passes
+	// its caller's topic, which may be a store.TopicRef: one that is not the live
+	// incarnation must be an error matching store.ErrFenced (as *log.Log's is).
 	Bounds(ctx context.Context, topic string, partition int32) (logStart, highWatermark int64, err error)
 	// AppendedAt returns the append time of the record at offset (below the HW).
 	AppendedAt(ctx context.Context, topic string, partition int32, offset int64) (time.Time, error)
@@ -359,7 +361,8 @@ func (c *Coordinator) Commit(ctx context.Context, group, topic string, partition
 	if err := c.checkPartition(ctx, name, partition); err != nil {
 		return err
 	}
-	_, hw, err := c.offsets.Bounds(ctx, name, partition)
+	// The bounds of the incarnation the commit is for: a ref no longer live is fenced.
+	_, hw, err := c.offsets.Bounds(ctx, topic, partition)
 	if err != nil {
 		return fmt.Errorf("group: bounds of %s/%d: %w", topic, partition, err)
 	}
