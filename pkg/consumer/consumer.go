@@ -8,8 +8,6 @@ package consumer
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -27,7 +25,10 @@ import (
 )
 
 // Log is what the consumer needs of the log. Errors must match log.ErrOffsetOutOfRange
-// (as a *log.OffsetOutOfRangeError) for an offset outside the partition's bounds.
+// (as a *log.OffsetOutOfRangeError) for an offset outside the partition's bounds. A run
+// polls and reads bounds with its lease's group.Lease.TopicRef as the topic (a plain
+// name when the lease names no incarnation); one that is no longer the live
+// incarnation must be an error matching group.ErrFenced, as *log.Log's is.
 type Log interface {
 	Poll(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.PollResult, error)
 	Append(ctx context.Context, topic string, recs []log.Record, opt log.AppendOptions) ([]log.Result, error)
@@ -56,9 +57,10 @@ type Record struct {
 	Partition int32
 	// Attempt is 1 on the first delivery in this process.
 	Attempt int
-	// Fence is the run's fencing token (group, topic, partition, generation): a
-	// business write through group.Effects with it is refused once the partition moved
-	// to a newer generation, and applied once per record.
+	// Fence is the run's fencing token (group, topic, partition, generation and the
+	// lease's topic incarnation): a business write through group.Effects with it is
+	// refused once the partition moved to a newer generation or the incarnation was
+	// deleted, and applied once per record.
 	Fence group.Fence
 }
 
@@ -455,7 +457,7 @@ func (r *run) renew(ctx context.Context) error {
 	// The deadline counts from before the request: the server's expiry is later by at
 	// least the request's transit, whatever either clock says.
 	sent := cfg.Clock()
-	l, err := r.c.coord.Renew(ctx, cfg.Group, cfg.Topic, r.p, cfg.Member, r.lease.Generation, cfg.LeaseTTL)
+	l, err := r.c.coord.Renew(ctx, cfg.Group, r.lease.TopicRef(), r.p, cfg.Member, r.lease.Generation, cfg.LeaseTTL)
 	if err != nil {
 		if errors.Is(err, group.ErrFenced) {
 			return r.fence(err)
@@ -480,10 +482,12 @@ func (r *run) renew(ctx context.Context) error {
 // workers; an answer may exceed PollRecords (whole commits), and is taken whole.
 func (r *run) poll(ctx context.Context, wait time.Duration) error {
 	cfg := r.c.cfg
-	res, err := r.c.log.Poll(ctx, cfg.Topic, r.p, r.fetch, log.PollOptions{MaxRecords: cfg.PollRecords, Wait: wait})
+	res, err := r.c.log.Poll(ctx, r.lease.TopicRef(), r.p, r.fetch, log.PollOptions{MaxRecords: cfg.PollRecords, Wait: wait})
 	now := cfg.Clock()
 	var oor *log.OffsetOutOfRangeError
 	switch {
+	case errors.Is(err, group.ErrFenced):
+		return r.fence(err) // the lease's topic incarnation was deleted
 	case errors.As(err, &oor):
 		if r.pol.ResetPolicy == ResetFail {
 			return fmt.Errorf("%w: %w", ErrResetPolicyFail, oor)
@@ -515,7 +519,7 @@ func (r *run) poll(ctx context.Context, wait time.Duration) error {
 		// A parking run keeps each key on one worker: its parked records replay there.
 		i := route(rec.Offset, rec.Key, len(r.queues), cfg.OrderedKeys || r.parks != nil, log.PartitionForKey)
 		r.pending[i] = append(r.pending[i], Record{Record: rec, Topic: cfg.Topic, Partition: r.p, Fence: group.Fence{
-			Group: cfg.Group, Topic: cfg.Topic, Partition: r.p, Generation: r.lease.Generation}})
+			Group: cfg.Group, Topic: cfg.Topic, Incarnation: r.lease.Incarnation, Partition: r.p, Generation: r.lease.Generation}})
 	}
 	if err := r.tracker.Skip(res.NextOffset); err != nil {
 		return fmt.Errorf("consumer: %w", err)
@@ -587,7 +591,7 @@ func (r *run) startOffset(ctx context.Context) (int64, error) {
 	if r.lease.Committed != nil {
 		return *r.lease.Committed, nil
 	}
-	start, hw, err := r.c.log.Bounds(ctx, r.c.cfg.Topic, r.p)
+	start, hw, err := r.c.log.Bounds(ctx, r.lease.TopicRef(), r.p)
 	if err != nil {
 		return 0, err
 	}
@@ -710,7 +714,7 @@ func (r *run) deadLetter(rec Record, cause error) error {
 		segment.Header{Key: HeaderAttempts, Value: []byte(strconv.Itoa(rec.Attempt))},
 	)
 	ts := rec.Timestamp
-	key := DeadLetterKey(cfg.Group, rec.Topic, rec.Partition, rec.Offset)
+	key := DeadLetterKey(cfg.Group, r.lease.TopicRef(), rec.Partition, rec.Offset)
 	for attempt := 1; ; attempt++ {
 		res, err := r.c.log.Append(r.workCtx, r.pol.DeadLetterTopic,
 			[]log.Record{{Key: rec.Key, Value: rec.Value, Headers: hs, Timestamp: &ts}},
@@ -740,16 +744,13 @@ func (r *run) deadLetter(rec Record, cause error) error {
 }
 
 // DeadLetterKey is the Idempotency-Key of the dead-letter append of (group, topic,
-// partition, offset): "dlq:", 32 hex digits of SHA-256 over the group and topic names,
-// then ":partition:offset" — at most 67 characters, within wire.MaxIdempotencyKey
-// whatever the names' length, and distinct for distinct records (the names through the
-// hash, partition and offset verbatim), so no two poison records of a group share one.
+// partition, offset), topic the record's store.TopicRef (the run's lease names its
+// incarnation): store.RecordKey with "dlq:" — at most 67 characters, within
+// wire.MaxIdempotencyKey whatever the names' length, and distinct for distinct records
+// (the names and the incarnation through the hash, partition and offset verbatim), so
+// no two poison records of a group share one, even across a topic's incarnations.
 func DeadLetterKey(group, topic string, partition int32, offset int64) string {
-	h := sha256.New()
-	h.Write([]byte(group))
-	h.Write([]byte{0}) // names never hold NUL: group and topic stay apart
-	h.Write([]byte(topic))
-	return "dlq:" + hex.EncodeToString(h.Sum(nil)[:16]) + ":" + strconv.Itoa(int(partition)) + ":" + strconv.FormatInt(offset, 10)
+	return store.RecordKey("dlq:", group, topic, partition, offset)
 }
 
 // commit stores next as the group's position; force commits even when not above the
@@ -759,7 +760,7 @@ func (r *run) commit(ctx context.Context, next int64, force bool) error {
 		return nil
 	}
 	cfg := r.c.cfg
-	err := r.c.coord.Commit(ctx, cfg.Group, cfg.Topic, r.p, cfg.Member, r.lease.Generation, next)
+	err := r.c.coord.Commit(ctx, cfg.Group, r.lease.TopicRef(), r.p, cfg.Member, r.lease.Generation, next)
 	if err != nil {
 		if errors.Is(err, group.ErrFenced) {
 			return r.fence(err)
@@ -826,7 +827,7 @@ func (r *run) finish(ctx context.Context, cause error) (Stats, error) {
 		}
 	}
 	cfg := r.c.cfg
-	if err := r.c.coord.Release(bg, cfg.Group, cfg.Topic, r.p, cfg.Member, r.lease.Generation); err != nil && !errors.Is(err, group.ErrFenced) {
+	if err := r.c.coord.Release(bg, cfg.Group, r.lease.TopicRef(), r.p, cfg.Member, r.lease.Generation); err != nil && !errors.Is(err, group.ErrFenced) {
 		cause = errors.Join(cause, fmt.Errorf("consumer: release: %w", err))
 	}
 	return r.stats, cause

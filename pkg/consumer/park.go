@@ -3,8 +3,6 @@ package consumer
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -17,6 +15,7 @@ import (
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/segment"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/wire"
 )
 
@@ -169,7 +168,7 @@ func (r *run) refreshParked(ctx context.Context) error {
 		return nil
 	}
 	cfg := r.c.cfg
-	rows, err := r.parks.coord.ParkedOf(ctx, cfg.Group, cfg.Topic, r.p)
+	rows, err := r.parks.coord.ParkedOf(ctx, cfg.Group, r.lease.TopicRef(), r.p)
 	if err != nil {
 		return fmt.Errorf("consumer: parked keys of %s/%d: %w", cfg.Topic, r.p, err)
 	}
@@ -231,7 +230,7 @@ func (r *run) parkKey(rec Record, cause error) bool {
 	row := group.Parked{Group: cfg.Group, Topic: rec.Topic, Partition: rec.Partition, Key: rec.Key,
 		FirstOffset: rec.Offset, LastOffset: rec.Offset, Records: 1, Error: parkedError(cause), Attempts: rec.Attempt,
 		ParkedAt: cfg.Clock(), ParkPartition: 0, ParkOffset: -1}
-	if err := r.parks.coord.PutParked(r.workCtx, row, cfg.Member, r.lease.Generation); err != nil {
+	if err := r.parks.coord.PutParked(r.workCtx, r.ofLease(row), cfg.Member, r.lease.Generation); err != nil {
 		return r.workFailed(fmt.Errorf("consumer: park key of %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, err))
 	}
 	r.parks.set(row)
@@ -273,7 +272,7 @@ func (r *run) forward(rec Record, row group.Parked) bool {
 	}
 	next, changed := planForward(row, rec.Offset, res.Partition, res.Offset)
 	if changed {
-		if err := r.parks.coord.PutParked(r.workCtx, next, cfg.Member, r.lease.Generation); err != nil {
+		if err := r.parks.coord.PutParked(r.workCtx, r.ofLease(next), cfg.Member, r.lease.Generation); err != nil {
 			return r.workFailed(fmt.Errorf("consumer: parked key of %s/%d@%d: %w", rec.Topic, rec.Partition, rec.Offset, err))
 		}
 		r.parks.set(next)
@@ -295,13 +294,16 @@ func (r *run) workFailed(err error) bool {
 }
 
 // ParkKey is the Idempotency-Key of the parking append of (group, topic, partition,
-// offset), like DeadLetterKey with "park:": at most 68 characters.
+// offset), topic the record's store.TopicRef, like DeadLetterKey with "park:": at most
+// 68 characters.
 func ParkKey(group, topic string, partition int32, offset int64) string {
-	h := sha256.New()
-	h.Write([]byte(group))
-	h.Write([]byte{0})
-	h.Write([]byte(topic))
-	return "park:" + hex.EncodeToString(h.Sum(nil)[:16]) + ":" + strconv.Itoa(int(partition)) + ":" + strconv.FormatInt(offset, 10)
+	return store.RecordKey("park:", group, topic, partition, offset)
+}
+
+// ofLease is p as the run writes it: of the incarnation its lease was taken on.
+func (r *run) ofLease(p group.Parked) group.Parked {
+	p.Topic = r.lease.TopicRef()
+	return p
 }
 
 // parkingAppendKey is the Idempotency-Key one parking appends a record with: the
@@ -336,7 +338,7 @@ func (r *run) appendParked(rec Record, row group.Parked) (log.Result, error) {
 		segment.Header{Key: wire.HeaderParkedAt, Value: []byte(strconv.FormatInt(row.ParkedAt.UnixMilli(), 10))},
 	)
 	ts := rec.Timestamp
-	key := ParkKey(cfg.Group, rec.Topic, rec.Partition, rec.Offset)
+	key := ParkKey(cfg.Group, r.lease.TopicRef(), rec.Partition, rec.Offset)
 	key = parkingAppendKey(key, row.ParkedAt)
 	for attempt := 1; ; attempt++ {
 		res, err := r.c.log.Append(r.workCtx, r.parks.topic,
@@ -399,7 +401,7 @@ func (r *run) replay(key []byte) bool {
 				if !ok || orig.Offset <= done || orig.Offset > row.LastOffset {
 					continue // another key's, or a duplicate of an earlier append
 				}
-				orig.Fence = group.Fence{Group: cfg.Group, Topic: row.Topic, Partition: row.Partition, Generation: r.lease.Generation}
+				orig.Fence = group.Fence{Group: cfg.Group, Topic: cfg.Topic, Incarnation: r.lease.Incarnation, Partition: row.Partition, Generation: r.lease.Generation}
 				if err := r.attempts(&orig); err != nil {
 					if errors.Is(err, group.ErrFenced) {
 						return r.stopFenced(err)
@@ -424,7 +426,7 @@ func (r *run) replay(key []byte) bool {
 			at = res.NextOffset
 		}
 	}
-	if err := r.parks.coord.Unpark(r.workCtx, cfg.Group, row.Topic, row.Partition, key, cfg.Member, r.lease.Generation); err != nil {
+	if err := r.parks.coord.Unpark(r.workCtx, cfg.Group, r.lease.TopicRef(), row.Partition, key, cfg.Member, r.lease.Generation); err != nil {
 		return r.workFailed(fmt.Errorf("consumer: unpark a key of %s/%d: %w", row.Topic, row.Partition, err))
 	}
 	r.parks.mu.Lock()

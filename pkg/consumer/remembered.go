@@ -44,7 +44,7 @@ func (r *run) commitCheckpoint(ctx context.Context) error {
 	for i, x := range completed {
 		rs[i] = store.OffsetRange{From: x.From, To: x.To}
 	}
-	err := r.c.coord.Commit(ctx, cfg.Group, cfg.Topic, r.p, cfg.Member, r.lease.Generation, next, rs...)
+	err := r.c.coord.Commit(ctx, cfg.Group, r.lease.TopicRef(), r.p, cfg.Member, r.lease.Generation, next, rs...)
 	if err != nil {
 		if errors.Is(err, group.ErrFenced) {
 			return r.fence(err)

@@ -111,7 +111,7 @@ func (b *Balancer) Step(ctx context.Context) (StepResult, error) {
 	}
 	for _, p := range b.heldPartitions() {
 		l := b.held[p]
-		a, err := cfg.Store.RenewLease(ctx, cfg.Group, cfg.Topic, p, cfg.Member, l.Generation, exp)
+		a, err := cfg.Store.RenewLease(ctx, cfg.Group, l.TopicRef(), p, cfg.Member, l.Generation, exp)
 		if errors.Is(err, store.ErrFenced) {
 			delete(b.held, p)
 			res.Lost = append(res.Lost, p)
@@ -226,11 +226,12 @@ func (b *Balancer) acquire(ctx context.Context, p int32, now, exp time.Time, res
 	}
 	b.takes++
 	res.Takes++
-	committed, completed, err := committedOffset(ctx, cfg.Store, cfg.Group, cfg.Topic, p)
+	ref := store.TopicRef(cfg.Topic, a.Incarnation)
+	committed, completed, err := committedOffset(ctx, cfg.Store, cfg.Group, ref, p)
 	if err != nil {
 		// Without its position the caller cannot process it: hand it back now rather
 		// than sit on it until the lease expires.
-		if rerr := cfg.Store.ReleaseLease(ctx, cfg.Group, cfg.Topic, p, cfg.Member, a.Generation); rerr != nil {
+		if rerr := cfg.Store.ReleaseLease(ctx, cfg.Group, ref, p, cfg.Member, a.Generation); rerr != nil {
 			return errors.Join(err, rerr)
 		}
 		return err
@@ -248,7 +249,7 @@ func (b *Balancer) Release(ctx context.Context, partition int32) error {
 	if !ok {
 		return invalidf("partition %d is not held by %q", partition, b.cfg.Member)
 	}
-	err := b.cfg.Store.ReleaseLease(ctx, b.cfg.Group, b.cfg.Topic, partition, b.cfg.Member, l.Generation)
+	err := b.cfg.Store.ReleaseLease(ctx, b.cfg.Group, l.TopicRef(), partition, b.cfg.Member, l.Generation)
 	if err == nil || errors.Is(err, store.ErrFenced) {
 		delete(b.held, partition)
 	}

@@ -12,7 +12,10 @@ import (
 var ErrApplied = store.ErrApplied
 
 // Fence is a consumer's fencing token: the group, topic (by name here), partition and
-// the generation of the lease it handles the partition under.
+// the generation of the lease it handles the partition under, and the topic
+// incarnation the lease is of (pkg/consumer's records carry it; "" means the live
+// one): a run of a deleted incarnation is then fenced even when the name has a live
+// incarnation again.
 type Fence = store.Fence
 
 // Effects is a business store whose writes are fenced by the writer's lease (issue 22
@@ -62,10 +65,15 @@ func PlanMarkerExpiry(t store.Topic, now time.Time) time.Time {
 }
 
 // Apply puts value under key as the effect of the record at offset, fenced by f.
-// ErrFenced: the partition moved to another generation (or the topic is gone);
+// ErrFenced: the partition moved to another generation (or the topic, or the fence's
+// incarnation, is gone);
 // ErrApplied: the record's effect was applied already. Either way nothing was written.
 func (e *Effects) Apply(ctx context.Context, f Fence, offset int64, key string, value []byte) error {
-	if err := checkNames(f.Group, f.Topic, f.Partition); err != nil {
+	ref := f.Topic
+	if f.Incarnation != "" {
+		ref = store.TopicRef(f.Topic, f.Incarnation)
+	}
+	if err := checkRef(f.Group, ref, f.Partition); err != nil {
 		return err
 	}
 	if offset < 0 || key == "" {
@@ -73,15 +81,18 @@ func (e *Effects) Apply(ctx context.Context, f Fence, offset int64, key string, 
 	}
 	sf := f
 	if e.ids != nil {
-		id, err := (&byIncarnation{ids: e.ids}).id(ctx, f.Topic, true)
+		id, err := (&byIncarnation{ids: e.ids}).id(ctx, ref, true)
 		if err != nil {
 			return fmt.Errorf("group: effect of %s/%d@%d: %w", f.Topic, f.Partition, offset, err)
 		}
 		sf.Topic = id
+	} else {
+		sf.Topic = ref
 	}
+	sf.Incarnation = ""
 	var expires time.Time
 	if tc, ok := e.ids.(TopicConfigs); ok {
-		t, err := tc.Topic(ctx, f.Topic)
+		t, err := tc.Topic(ctx, topicName(f.Topic))
 		if err != nil {
 			return fmt.Errorf("group: effect of %s/%d@%d: retention of the topic: %w", f.Topic, f.Partition, offset, err)
 		}

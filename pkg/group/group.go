@@ -43,7 +43,9 @@ type Offsets interface {
 	// Partitions returns the partition count of topic; an unknown topic is an error
 	// wrapping store.ErrNotFound.
 	Partitions(ctx context.Context, topic string) (int32, error)
-	// Bounds returns the partition's log start offset and high watermark.
+	// Bounds returns the partition's log start offset and high watermark. Commit passes
+	// its caller's topic, which may be a store.TopicRef: one that is not the live
+	// incarnation must be an error matching store.ErrFenced (as *log.Log's is).
 	Bounds(ctx context.Context, topic string, partition int32) (logStart, highWatermark int64, err error)
 	// AppendedAt returns the append time of the record at offset (below the HW).
 	AppendedAt(ctx context.Context, topic string, partition int32, offset int64) (time.Time, error)
@@ -68,7 +70,16 @@ type Lease struct {
 	// Completed are the offsets above Committed the last commit said were handled
 	// (sorted, disjoint): whoever holds the lease skips them instead of redoing them.
 	Completed []store.OffsetRange
+	// Incarnation is the topic incarnation the lease was taken on ("" when the store
+	// keys leases by name, or for the legacy incarnation).
+	Incarnation string
 }
+
+// TopicRef names the lease's topic incarnation (store.TopicRef): the holder passes it
+// as the topic of its renewals, commits, release, park writes and fenced effects, so
+// that each is fenced once the incarnation is deleted, even when the name has a live
+// incarnation again, and derives its keys from it (store.RecordKey).
+func (l Lease) TopicRef() string { return store.TopicRef(l.Topic, l.Incarnation) }
 
 // Coordinator runs the group operations. Its only state is the set of groups it has
 // seen exist, a cache that a delete on another host makes stale: the assignment row a
@@ -138,6 +149,22 @@ func checkNames(group, topic string, partition int32) error {
 		return invalidf("negative partition %d", partition)
 	}
 	return nil
+}
+
+// checkRef is checkNames for the calls of a lease's holder, whose topic may be a
+// store.TopicRef naming the lease's incarnation.
+func checkRef(group, topic string, partition int32) error {
+	name, inc, pinned := store.ParseTopicRef(topic)
+	if pinned && !store.ValidIncarnation(inc) {
+		return invalidf("bad topic incarnation %q", topic)
+	}
+	return checkNames(group, name, partition)
+}
+
+// topicName is the name a store.TopicRef (or a name) names.
+func topicName(topic string) string {
+	name, _, _ := store.ParseTopicRef(topic)
+	return name
 }
 
 func checkMember(member string, generation int64, needGeneration bool) error {
@@ -211,14 +238,15 @@ func committedOffset(ctx context.Context, st Store, group, topic string, partiti
 
 func leaseOf(a store.Assignment, committed *int64, completed []store.OffsetRange) Lease {
 	return Lease{
-		Group:      a.Group,
-		Topic:      a.Topic,
-		Partition:  a.Partition,
-		Member:     a.Owner,
-		Generation: a.Generation,
-		ExpiresAt:  a.ExpiresAt,
-		Committed:  committed,
-		Completed:  completed,
+		Group:       a.Group,
+		Topic:       a.Topic,
+		Partition:   a.Partition,
+		Member:      a.Owner,
+		Generation:  a.Generation,
+		ExpiresAt:   a.ExpiresAt,
+		Committed:   committed,
+		Completed:   completed,
+		Incarnation: a.Incarnation,
 	}
 }
 
@@ -266,8 +294,10 @@ func (c *Coordinator) Acquire(ctx context.Context, group, topic string, partitio
 
 // Renew moves the expiry of member's lease at generation to now + ttl; any other owner
 // or generation is ErrFenced. An expired lease nobody took over can still be renewed.
+// topic may be the lease's TopicRef, as for Release and Commit: then a lease of a
+// deleted incarnation is ErrFenced even when the name has a live one again.
 func (c *Coordinator) Renew(ctx context.Context, group, topic string, partition int32, member string, generation int64, ttl time.Duration) (Lease, error) {
-	if err := checkNames(group, topic, partition); err != nil {
+	if err := checkRef(group, topic, partition); err != nil {
 		return Lease{}, err
 	}
 	if err := checkMember(member, generation, true); err != nil {
@@ -292,7 +322,7 @@ func (c *Coordinator) Renew(ctx context.Context, group, topic string, partition 
 // Release frees member's lease at generation (the generation stays); any other owner or
 // generation is ErrFenced.
 func (c *Coordinator) Release(ctx context.Context, group, topic string, partition int32, member string, generation int64) error {
-	if err := checkNames(group, topic, partition); err != nil {
+	if err := checkRef(group, topic, partition); err != nil {
 		return err
 	}
 	if err := checkMember(member, generation, true); err != nil {
@@ -315,7 +345,7 @@ func (c *Coordinator) Release(ctx context.Context, group, topic string, partitio
 // wire.MaxCompletedRanges ranges, sorted, disjoint and not touching, above nextOffset
 // and up to the high watermark, else ErrInvalid and nothing changes.
 func (c *Coordinator) Commit(ctx context.Context, group, topic string, partition int32, member string, generation, nextOffset int64, completed ...store.OffsetRange) error {
-	if err := checkNames(group, topic, partition); err != nil {
+	if err := checkRef(group, topic, partition); err != nil {
 		return err
 	}
 	if err := checkMember(member, generation, true); err != nil {
@@ -327,9 +357,11 @@ func (c *Coordinator) Commit(ctx context.Context, group, topic string, partition
 	if err := CheckCompleted(nextOffset, completed); err != nil {
 		return err
 	}
-	if err := c.checkPartition(ctx, topic, partition); err != nil {
+	name := topicName(topic)
+	if err := c.checkPartition(ctx, name, partition); err != nil {
 		return err
 	}
+	// The bounds of the incarnation the commit is for: a ref no longer live is fenced.
 	_, hw, err := c.offsets.Bounds(ctx, topic, partition)
 	if err != nil {
 		return fmt.Errorf("group: bounds of %s/%d: %w", topic, partition, err)

@@ -40,15 +40,29 @@ var (
 	_ store.GroupAdminStore = (*byIncarnation)(nil)
 )
 
-// id resolves topic; lost turns a name without a live incarnation into ErrFenced, for
-// the calls of a member that held a lease on it.
+// id resolves topic — a name or a store.TopicRef — to the store key of its live
+// incarnation; lost turns a name without a live incarnation into ErrFenced, for the
+// calls of a member that held a lease on it. A TopicRef naming an incarnation other
+// than the live one (deleted, the name maybe created again since) is ErrFenced: the
+// calls of a lease's holder act on the incarnation the lease was taken on, or not at
+// all.
 func (s *byIncarnation) id(ctx context.Context, topic string, lost bool) (string, error) {
-	id, err := s.ids.TopicID(ctx, topic)
-	if err != nil && lost && errors.Is(err, store.ErrNotFound) {
+	name, _, pinned := store.ParseTopicRef(topic)
+	id, err := s.ids.TopicID(ctx, name)
+	if err != nil && (lost || pinned) && errors.Is(err, store.ErrNotFound) {
 		// Fenced only (not also not-found): the caller held a lease, and it is lost.
-		return "", fmt.Errorf("%w: topic %s has no live incarnation (%v)", store.ErrFenced, topic, err)
+		return "", fmt.Errorf("%w: topic %s has no live incarnation (%v)", store.ErrFenced, name, err)
+	}
+	if err == nil && pinned && id != topic {
+		return "", fmt.Errorf("%w: topic incarnation %s was deleted (the live one is %s)", store.ErrFenced, topic, id)
 	}
 	return id, err
+}
+
+// named gives a row read under id the topic's name and its incarnation.
+func named(a store.Assignment, id string) store.Assignment {
+	a.Topic, a.Incarnation = store.SplitTopicID(id)
+	return a
 }
 
 func (s *byIncarnation) AcquireLease(ctx context.Context, group, topic string, partition int32, member string, now, expiresAt time.Time) (store.Assignment, error) {
@@ -57,8 +71,7 @@ func (s *byIncarnation) AcquireLease(ctx context.Context, group, topic string, p
 		return store.Assignment{}, err
 	}
 	a, err := s.Store.AcquireLease(ctx, group, id, partition, member, now, expiresAt)
-	a.Topic = topic
-	return a, err
+	return named(a, id), err
 }
 
 func (s *byIncarnation) RenewLease(ctx context.Context, group, topic string, partition int32, member string, generation int64, expiresAt time.Time) (store.Assignment, error) {
@@ -67,8 +80,7 @@ func (s *byIncarnation) RenewLease(ctx context.Context, group, topic string, par
 		return store.Assignment{}, err
 	}
 	a, err := s.Store.RenewLease(ctx, group, id, partition, member, generation, expiresAt)
-	a.Topic = topic
-	return a, err
+	return named(a, id), err
 }
 
 func (s *byIncarnation) ReleaseLease(ctx context.Context, group, topic string, partition int32, member string, generation int64) error {
@@ -85,8 +97,7 @@ func (s *byIncarnation) GetAssignment(ctx context.Context, group, topic string, 
 		return store.Assignment{}, err
 	}
 	a, err := s.Store.GetAssignment(ctx, group, id, partition)
-	a.Topic = topic
-	return a, err
+	return named(a, id), err
 }
 
 func (s *byIncarnation) Commit(ctx context.Context, c store.CommitRow, member string) error {
@@ -104,7 +115,7 @@ func (s *byIncarnation) GetCommit(ctx context.Context, group, topic string, part
 		return store.CommitRow{}, err
 	}
 	c, err := s.Store.GetCommit(ctx, group, id, partition)
-	c.Topic = topic
+	c.Topic = topicName(topic)
 	return c, err
 }
 
@@ -142,13 +153,12 @@ func (s *byIncarnation) ListAssignments(ctx context.Context, group string) ([]st
 	cache := map[string]string{}
 	out := rows[:0]
 	for _, a := range rows {
-		name, ok, err := s.live(ctx, cache, a.Topic)
+		_, ok, err := s.live(ctx, cache, a.Topic)
 		if err != nil {
 			return nil, err
 		}
 		if ok {
-			a.Topic = name
-			out = append(out, a)
+			out = append(out, named(a, a.Topic))
 		}
 	}
 	slices.SortStableFunc(out, func(a, b store.Assignment) int { return cmpTP(a.Topic, a.Partition, b.Topic, b.Partition) })
@@ -293,7 +303,7 @@ func (s *byIncarnation) RequestRelease(ctx context.Context, group, topic string,
 		return store.ParkedKey{}, err
 	}
 	p, err := ps.RequestRelease(ctx, group, id, partition, key, at)
-	p.Topic = topic
+	p.Topic = topicName(topic)
 	return p, err
 }
 
@@ -323,7 +333,7 @@ func (s *byIncarnation) ListParkedPartition(ctx context.Context, group, topic st
 		return nil, err
 	}
 	for i := range rows {
-		rows[i].Topic = topic
+		rows[i].Topic = topicName(topic)
 	}
 	return rows, nil
 }

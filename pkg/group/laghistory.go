@@ -43,7 +43,12 @@ func (c *Coordinator) SampleLag(ctx context.Context) (int, error) {
 			errs = append(errs, err)
 			continue
 		}
-		if err := c.lag.RecordLag(ctx, g, c.now(), PartitionLags(info), LagHistorySamples); err != nil {
+		lags, err := c.byIncarnation(ctx, PartitionLags(info))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("group: record lag of %q: %w", g, err))
+			continue
+		}
+		if err := c.lag.RecordLag(ctx, g, c.now(), lags, LagHistorySamples); err != nil {
 			errs = append(errs, fmt.Errorf("group: record lag of %q: %w", g, err))
 			continue
 		}
@@ -61,6 +66,39 @@ func PartitionLags(info GroupInfo) []store.PartitionLag {
 	return out
 }
 
+// byIncarnation files each sample under its topic's live incarnation (store.TopicID)
+// when the coordinator resolves them, so that a topic created again under a name
+// starts a history of its own instead of continuing the deleted one's (the next
+// sample drops the series it does not carry); a topic deleted since Describe is left
+// out.
+func (c *Coordinator) byIncarnation(ctx context.Context, lags []store.PartitionLag) ([]store.PartitionLag, error) {
+	ids, ok := c.offsets.(TopicIDs)
+	if !ok {
+		return lags, nil
+	}
+	cache := map[string]string{}
+	out := lags[:0]
+	for _, l := range lags {
+		id, seen := cache[l.Topic]
+		if !seen {
+			var err error
+			id, err = ids.TopicID(ctx, l.Topic)
+			if errors.Is(err, store.ErrNotFound) {
+				id, err = "", nil
+			}
+			if err != nil {
+				return nil, err
+			}
+			cache[l.Topic] = id
+		}
+		if id != "" {
+			l.Topic = id
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
 // LagHistory returns the group's lag history, ordered by topic then partition;
 // ErrNotFound for an unknown group, ErrNoLagHistory when the store keeps none.
 func (c *Coordinator) LagHistory(ctx context.Context, group string) ([]store.LagSeries, error) {
@@ -76,6 +114,9 @@ func (c *Coordinator) LagHistory(ctx context.Context, group string) ([]store.Lag
 	h, err := c.lag.LagHistory(ctx, group)
 	if err != nil {
 		return nil, fmt.Errorf("group: lag history of %q: %w", group, err)
+	}
+	for i := range h {
+		h[i].Topic, _ = store.SplitTopicID(h[i].Topic) // series are filed by incarnation
 	}
 	return h, nil
 }

@@ -119,7 +119,7 @@ func (c *Coordinator) ListParked(ctx context.Context, group string) ([]Parked, e
 // ParkedOf returns the keys the group parked on one partition; a consumer reads them
 // when its run starts and as it renews.
 func (c *Coordinator) ParkedOf(ctx context.Context, group, topic string, partition int32) ([]Parked, error) {
-	if err := checkNames(group, topic, partition); err != nil {
+	if err := checkRef(group, topic, partition); err != nil {
 		return nil, err
 	}
 	ps, err := c.parks()
@@ -135,7 +135,7 @@ func (c *Coordinator) ParkedOf(ctx context.Context, group, topic string, partiti
 
 // PutParked stores p for the partition's owner, fenced by its generation (ErrFenced).
 func (c *Coordinator) PutParked(ctx context.Context, p Parked, member string, generation int64) error {
-	if err := checkNames(p.Group, p.Topic, p.Partition); err != nil {
+	if err := checkRef(p.Group, p.Topic, p.Partition); err != nil {
 		return err
 	}
 	if err := checkMember(member, generation, true); err != nil {
@@ -157,7 +157,7 @@ func (c *Coordinator) PutParked(ctx context.Context, p Parked, member string, ge
 // Unpark deletes a parked key for the partition's owner once it replayed the key's
 // parked records, fenced by its generation.
 func (c *Coordinator) Unpark(ctx context.Context, group, topic string, partition int32, key []byte, member string, generation int64) error {
-	if err := checkNames(group, topic, partition); err != nil {
+	if err := checkRef(group, topic, partition); err != nil {
 		return err
 	}
 	if err := checkMember(member, generation, true); err != nil {

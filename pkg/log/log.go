@@ -377,14 +377,25 @@ func (l *Log) Bounds(ctx context.Context, topic string, partition int32) (logSta
 	return l.bounds(ctx, t.ID(), partition)
 }
 
-// checkPartition returns the topic when it has the partition.
+// checkPartition returns the topic when it has the partition. topic may be a
+// store.TopicRef pinning an incarnation (a consumer group member reads the incarnation
+// its lease is of): one that is not the live incarnation is ErrTopicNotFound, also
+// matching store.ErrFenced, so a run of a deleted incarnation never reads the records
+// of a topic created again under the name.
 func (l *Log) checkPartition(ctx context.Context, topic string, partition int32) (store.Topic, error) {
-	t, err := l.Topic(ctx, topic)
+	name, _, pinned := store.ParseTopicRef(topic)
+	t, err := l.Topic(ctx, name)
+	if err == nil && pinned && t.ID() != topic {
+		t, err = l.reloadTopic(ctx, name) // the cache may predate the incarnation
+	}
 	if err != nil {
 		return store.Topic{}, err
 	}
+	if pinned && t.ID() != topic {
+		return store.Topic{}, fmt.Errorf("%w: incarnation %s was deleted (%w)", ErrTopicNotFound, topic, store.ErrFenced)
+	}
 	if partition >= t.Partitions {
-		if t, err = l.reloadTopic(ctx, topic); err != nil {
+		if t, err = l.reloadTopic(ctx, name); err != nil {
 			return store.Topic{}, err
 		}
 	}

@@ -96,7 +96,8 @@ func (g *Groups) Release(ctx context.Context, grp, topic string, partition int32
 func (g *Groups) Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64, completed ...store.OffsetRange) error {
 	err := g.inner.Commit(ctx, grp, topic, partition, member, generation, nextOffset, completed...)
 	if errors.Is(err, group.ErrFenced) {
-		g.m.fencedCommits.WithLabelValues(grp, topic).Inc()
+		name, _, _ := store.ParseTopicRef(topic) // a lease's holder may name its incarnation
+		g.m.fencedCommits.WithLabelValues(grp, name).Inc()
 	}
 	return err
 }

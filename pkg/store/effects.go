@@ -17,6 +17,10 @@ type Fence struct {
 	Topic      string
 	Partition  int32
 	Generation int64
+	// Incarnation is the topic incarnation of the lease, for a fence whose Topic is a
+	// name (group.Fence): group.Effects checks it against the live one and keys the
+	// store call by TopicID(Topic, Incarnation). An EffectStore ignores it.
+	Incarnation string
 }
 
 // EffectStore is a business store whose writes are fenced by a consumer's lease (issue

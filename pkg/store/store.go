@@ -722,6 +722,9 @@ type Assignment struct {
 	// reports it as it found the row (and clears it), so whoever leases a partition of a
 	// deleted group learns the group must be created again.
 	GroupDeleted bool
+	// Incarnation is the topic incarnation the row is of, set by readers that resolve
+	// topic names (group.ByIncarnation); store.TopicRef(Topic, Incarnation) names it.
+	Incarnation string
 }
 
 // Live reports whether the lease is held at now.

@@ -25,6 +25,7 @@ func RunEffectTests(t *testing.T, mk EffectMaker) {
 		{"ZombieWriteRefusedAfterReassignment", testEffectZombie},
 		{"WithoutLeaseFenced", testEffectNoLease},
 		{"MarkerExpires", testEffectMarkerExpires},
+		{"IncarnationsIsolated", testEffectIncarnationsIsolated},
 	} {
 		t.Run("EffectStore/"+tc.name, func(t *testing.T) {
 			ctx := t.Context()
@@ -142,4 +143,26 @@ func testEffectMarkerExpires(ctx context.Context, t *testing.T, m store.MetaStor
 	wantErrIs(t, "second replay past the marker's expiry", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 7, key, []byte("v4"), never), store.ErrApplied)
 	sweep(expires.Add(24 * 365 * time.Hour))
 	wantErrIs(t, "replay of a marker without expiry", e.ApplyEffect(ctx, fenceOf(k, a.Generation), 8, key, []byte("v5"), never), store.ErrApplied)
+}
+
+// testEffectIncarnationsIsolated: the fence and the markers of two incarnations of one
+// topic name (two store.TopicIDs) are apart. The old incarnation's fence — the same
+// group, partition and generation as the new one's first lease — writes nothing of the
+// new incarnation's, and its marker of an offset never refuses the new incarnation's
+// record at that offset.
+func testEffectIncarnationsIsolated(ctx context.Context, t *testing.T, m store.MetaStore, e store.EffectStore) {
+	name, g := UniqueName(t, "t"), UniqueName(t, "g")
+	old := gtp{g, store.TopicID(name, "tcold"), 0}
+	cur := gtp{g, store.TopicID(name, "tcnew"), 0}
+	ao := acquire(ctx, t, m, old, "m-1", 0, 30_000)
+	key := UniqueName(t, "order")
+	must(t, "ApplyEffect of the old incarnation's offset 0", e.ApplyEffect(ctx, fenceOf(old, ao.Generation), 0, key, []byte("old"), never))
+	an := acquire(ctx, t, m, cur, "m-1", 0, 30_000)
+	if an.Generation != ao.Generation {
+		t.Fatalf("first leases at generations %d and %d, want the same", ao.Generation, an.Generation)
+	}
+	must(t, "ApplyEffect of the new incarnation's offset 0", e.ApplyEffect(ctx, fenceOf(cur, an.Generation), 0, key, []byte("new"), never))
+	wantEffect(ctx, t, e, key, []byte("new"))
+	wantErrIs(t, "ApplyEffect of the old incarnation's applied offset 0", e.ApplyEffect(ctx, fenceOf(old, ao.Generation), 0, key, []byte("again"), never), store.ErrApplied)
+	wantEffect(ctx, t, e, key, []byte("new"))
 }

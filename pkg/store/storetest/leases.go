@@ -544,3 +544,34 @@ func testMembers(ctx context.Context, t *testing.T, m store.MetaStore) {
 	wantLive(ctx, t, m, g, 0, m1, m2)
 	wantLive(ctx, t, m, UniqueName(t, "g"), 0)
 }
+
+// testLeaseIncarnationsIsolated: the lease and commit rows of two incarnations of one
+// topic name (two store.TopicIDs) are apart. The new incarnation's first lease is at
+// generation 1, as the old one's was, and the old one's token — the same member and
+// generation — renews, commits and releases the old incarnation's rows only, so a run
+// of a deleted incarnation that names it (group.Lease.TopicRef) never acts on the new.
+func testLeaseIncarnationsIsolated(ctx context.Context, t *testing.T, m store.MetaStore) {
+	name, g := UniqueName(t, "t"), UniqueName(t, "g")
+	old := gtp{g, store.TopicID(name, "tcold"), 0}
+	cur := gtp{g, store.TopicID(name, "tcnew"), 0}
+	ao := acquire(ctx, t, m, old, "m-1", 0, 100_000)
+	must(t, "Commit on the old incarnation", m.Commit(ctx, commitRow(old, 7, ao.Generation, 10, ""), "m-1"))
+	an := acquire(ctx, t, m, cur, "m-1", 20, 100_000)
+	if an.Generation != 1 || ao.Generation != 1 {
+		t.Fatalf("first leases at generations %d (old) and %d (new), want 1 each", ao.Generation, an.Generation)
+	}
+	if _, err := m.GetCommit(ctx, cur.group, cur.topic, cur.partition); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetCommit of the new incarnation = %v, want ErrNotFound", err)
+	}
+	_, err := m.RenewLease(ctx, old.group, old.topic, old.partition, "m-1", ao.Generation, at(200_000))
+	must(t, "RenewLease of the old incarnation", err)
+	must(t, "Commit on the old incarnation", m.Commit(ctx, commitRow(old, 9, ao.Generation, 30, ""), "m-1"))
+	must(t, "ReleaseLease of the old incarnation", m.ReleaseLease(ctx, old.group, old.topic, old.partition, "m-1", ao.Generation))
+	if _, err := m.GetCommit(ctx, cur.group, cur.topic, cur.partition); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetCommit of the new incarnation after the old one's commits = %v, want ErrNotFound", err)
+	}
+	wantAssignment(ctx, t, m, cur, store.Assignment{Group: g, Topic: cur.topic, Owner: "m-1", Generation: 1, ExpiresAt: at(100_000)})
+	must(t, "Commit on the new incarnation", m.Commit(ctx, commitRow(cur, 1, an.Generation, 40, ""), "m-1"))
+	wantCommit(ctx, t, m, old, commitRow(old, 9, ao.Generation, 30, ""))
+	wantCommit(ctx, t, m, cur, commitRow(cur, 1, an.Generation, 40, ""))
+}

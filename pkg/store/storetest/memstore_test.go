@@ -604,10 +604,19 @@ func (s *memStore) live(a store.Assignment, now time.Time) bool {
 	return a.Live(now)
 }
 
+// gtp is the key of a lease and commit row; the LeaseKeyIgnoresIncarnation bug keys
+// the rows of every incarnation of a name alike.
+func (s *memStore) gtp(group, topic string, partition int32) gtp {
+	if s.bug == "LeaseKeyIgnoresIncarnation" {
+		topic, _ = store.SplitTopicID(topic)
+	}
+	return gtp{group, topic, partition}
+}
+
 func (s *memStore) AcquireLease(_ context.Context, group, topic string, partition int32, member string, now, expiresAt time.Time) (store.Assignment, error) {
 	s.lock()
 	defer s.mu.Unlock()
-	k := gtp{group, topic, partition}
+	k := s.gtp(group, topic, partition)
 	a, ok := s.assignments[k]
 	if s.bug == "AcquireRace" {
 		s.racy()
@@ -628,7 +637,7 @@ func (s *memStore) AcquireLease(_ context.Context, group, topic string, partitio
 func (s *memStore) RenewLease(_ context.Context, group, topic string, partition int32, member string, generation int64, expiresAt time.Time) (store.Assignment, error) {
 	s.lock()
 	defer s.mu.Unlock()
-	k := gtp{group, topic, partition}
+	k := s.gtp(group, topic, partition)
 	a, ok := s.assignments[k]
 	if !ok || a.Owner != member || (a.Generation != generation && s.bug != "RenewIgnoresGeneration") {
 		return store.Assignment{}, store.ErrFenced
@@ -641,7 +650,7 @@ func (s *memStore) RenewLease(_ context.Context, group, topic string, partition 
 func (s *memStore) ReleaseLease(_ context.Context, group, topic string, partition int32, member string, generation int64) error {
 	s.lock()
 	defer s.mu.Unlock()
-	k := gtp{group, topic, partition}
+	k := s.gtp(group, topic, partition)
 	a, ok := s.assignments[k]
 	if !ok || a.Owner != member || a.Generation != generation {
 		return store.ErrFenced
@@ -657,7 +666,7 @@ func (s *memStore) ReleaseLease(_ context.Context, group, topic string, partitio
 func (s *memStore) GetAssignment(_ context.Context, group, topic string, partition int32) (store.Assignment, error) {
 	s.lock()
 	defer s.mu.Unlock()
-	a, ok := s.assignments[gtp{group, topic, partition}]
+	a, ok := s.assignments[s.gtp(group, topic, partition)]
 	if !ok {
 		return store.Assignment{}, store.ErrNotFound
 	}
@@ -667,7 +676,7 @@ func (s *memStore) GetAssignment(_ context.Context, group, topic string, partiti
 func (s *memStore) Commit(_ context.Context, c store.CommitRow, member string) error {
 	s.lock()
 	defer s.mu.Unlock()
-	k := gtp{c.Group, c.Topic, c.Partition}
+	k := s.gtp(c.Group, c.Topic, c.Partition)
 	a := s.assignments[k]
 	fenced := a.Owner != member || a.Generation != c.Generation
 	if s.bug == "CommitChecksMemberOnly" {
@@ -698,7 +707,7 @@ func (s *memStore) Commit(_ context.Context, c store.CommitRow, member string) e
 func (s *memStore) GetCommit(_ context.Context, group, topic string, partition int32) (store.CommitRow, error) {
 	s.lock()
 	defer s.mu.Unlock()
-	c, ok := s.commits[gtp{group, topic, partition}]
+	c, ok := s.commits[s.gtp(group, topic, partition)]
 	if !ok {
 		return store.CommitRow{}, store.ErrNotFound
 	}

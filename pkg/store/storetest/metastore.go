@@ -55,6 +55,7 @@ func metaStoreSections() []section[store.MetaStore] {
 			{"ReacquireBySameMember", testLeaseReacquire},
 			{"Renew", testLeaseRenew},
 			{"Release", testLeaseRelease},
+			{"IncarnationsIsolated", testLeaseIncarnationsIsolated},
 		}},
 		{"Commits", []testCase[store.MetaStore]{
 			{"GetUnknown", testCommitUnknown},

@@ -98,6 +98,7 @@ func TestMutants(t *testing.T) {
 		"ReacquireKeepsGeneration":    "MetaStore/Leases/ReacquireBySameMember",
 		"RenewIgnoresGeneration":      "MetaStore/Leases/Renew",
 		"ReleaseResetsGeneration":     "MetaStore/Leases/Release",
+		"LeaseKeyIgnoresIncarnation":  "MetaStore/Leases/IncarnationsIsolated",
 		"CommitChecksMemberOnly":      "MetaStore/Commits/FencedChangesNothing",
 		"CommitRace":                  "MetaStore/Races/FencedCommitNeverLands",
 		"CommitEqualIsStale":          "MetaStore/Commits/OwnerCommitsMonotonic",
