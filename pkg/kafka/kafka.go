@@ -15,6 +15,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -283,9 +284,11 @@ func (s *Server) handle(ctx context.Context, b broker, frame []byte) ([]byte, er
 	}
 	if h.key == apiVersionsKey && !supported(h.key, h.version) {
 		// A client that asks for a newer ApiVersions than the gateway knows gets the v0
-		// answer, whose list it then picks from (KIP-511).
+		// answer naming the versions of ApiVersions it may retry with (KIP-511), as
+		// Kafka answers.
 		resp := apiVersionsResponse(unsupportedVersion)
 		resp.SetVersion(0)
+		resp.ApiKeys = slices.DeleteFunc(resp.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey != apiVersionsKey })
 		return encodeResponse(h, resp), nil
 	}
 	req := kmsg.RequestForKey(h.key)
@@ -356,6 +359,10 @@ func (s *Server) dispatch(ctx context.Context, b broker, req kmsg.Request) (kmsg
 		return s.findCoordinator(b, r), nil
 	case *kmsg.DescribeClusterRequest:
 		return s.describeCluster(b, r), nil
+	case *kmsg.OffsetCommitRequest:
+		return s.offsetCommit(ctx, r), nil
+	case *kmsg.OffsetFetchRequest:
+		return s.offsetFetch(ctx, r), nil
 	}
 	return nil, fmt.Errorf("%w: %s has no handler", errClose, kmsg.NameForKey(req.Key()))
 }

@@ -20,14 +20,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/kafka"
 	"github.com/stratalog/strata/pkg/log"
 )
 
 // gateway is a gateway serving a log on 127.0.0.1.
 type gateway struct {
-	addr string
-	log  *log.Log
+	addr  string
+	log   *log.Log
+	coord *group.Coordinator
 }
 
 func startGateway(t testing.TB, s backendtest.Stores) *gateway {
@@ -36,7 +38,8 @@ func startGateway(t testing.TB, s backendtest.Stores) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := kafka.New(kafka.Config{Log: l})
+	coord := group.New(s.Meta, l, nil)
+	srv, err := kafka.New(kafka.Config{Log: l, Groups: coord})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +55,7 @@ func startGateway(t testing.TB, s backendtest.Stores) *gateway {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return &gateway{addr: ln.Addr().String(), log: l}
+	return &gateway{addr: ln.Addr().String(), log: l, coord: coord}
 }
 
 func localGateway(t testing.TB) *gateway {
@@ -456,7 +459,7 @@ func TestProduceRefusals(t *testing.T) {
 }
 
 // TestUnsupportedVersions: an ApiVersions newer than the gateway's gets the v0 answer
-// with UNSUPPORTED_VERSION and the list; a known API at a version not advertised gets
+// with UNSUPPORTED_VERSION and the ApiVersions versions to retry with (KIP-511); a known API at a version not advertised gets
 // its own answer with UNSUPPORTED_VERSION; the connection serves on.
 func TestUnsupportedVersions(t *testing.T) {
 	g := localGateway(t)
@@ -474,7 +477,7 @@ func TestUnsupportedVersions(t *testing.T) {
 	}
 	v0 := kmsg.NewPtrApiVersionsResponse()
 	v0.SetVersion(0)
-	if err := v0.ReadFrom(body); err != nil || v0.ErrorCode != kerr.UnsupportedVersion.Code || len(v0.ApiKeys) != len(kafka.APIs) {
+	if err := v0.ReadFrom(body); err != nil || v0.ErrorCode != kerr.UnsupportedVersion.Code || len(v0.ApiKeys) != 1 || v0.ApiKeys[0].ApiKey != 18 || v0.ApiKeys[0].MaxVersion != 4 {
 		t.Fatalf("ApiVersions v%d answered %+v (%v)", av.Version, v0, err)
 	}
 	if code := produceCode(r.roundTrip(produceReq(2, "t", 0, batchOf("a")))); code != kerr.UnsupportedVersion.Code {
@@ -599,4 +602,77 @@ func TestSmokeBothBackends(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestOffsetCommitFetch: offsets committed with kadm outside a group membership are the
+// group's Strata commits (and a Strata member's commit is what OffsetFetch answers);
+// such a commit may move backwards, is refused beyond the high watermark, with
+// metadata (which is not kept) and while the group has a live member.
+func TestOffsetCommitFetch(t *testing.T) {
+	g := localGateway(t)
+	adm := kadm.NewClient(g.client(t))
+	createTopic(t, adm, "orders", 2)
+	ctx := ctxT(t)
+	p0 := int32(0)
+	var recs []log.Record
+	for range 5 {
+		recs = append(recs, log.Record{Value: []byte("v"), Partition: &p0})
+	}
+	if _, err := g.log.Append(ctx, "orders", recs, log.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(at int64, metadata string) error {
+		os := kadm.Offsets{"orders": {0: {Topic: "orders", Partition: 0, At: at, LeaderEpoch: -1, Metadata: metadata}}}
+		resp, err := adm.CommitOffsets(ctx, "billing", os)
+		if err != nil {
+			return err
+		}
+		return resp.Error()
+	}
+	fetched := func() int64 {
+		t.Helper()
+		resp, err := adm.FetchOffsets(ctx, "billing")
+		if err == nil {
+			err = resp.Error()
+		}
+		o, ok := resp.Lookup("orders", 0)
+		if err != nil || !ok {
+			t.Fatalf("fetch offsets: %v %v (%v)", resp, ok, err)
+		}
+		return o.At
+	}
+	for _, at := range []int64{4, 1} {
+		if err := commit(at, ""); err != nil {
+			t.Fatalf("commit %d: %v", at, err)
+		}
+		if got := fetched(); got != at {
+			t.Fatalf("fetched %d after committing %d", got, at)
+		}
+		if o, err := g.coord.Committed(ctx, "billing", "orders", 0); err != nil || o == nil || *o != at {
+			t.Fatalf("Strata's commit %v (%v), want %d", o, err, at)
+		}
+	}
+	if err := commit(9, ""); !errors.Is(err, kerr.OffsetOutOfRange) {
+		t.Errorf("commit beyond the high watermark: %v", err)
+	}
+	if err := commit(2, "note"); !errors.Is(err, kerr.OffsetMetadataTooLarge) {
+		t.Errorf("commit with metadata: %v", err)
+	}
+	lease, err := g.coord.Acquire(ctx, "billing", "orders", 1, "member-1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := commit(3, ""); !errors.Is(err, kerr.UnknownMemberID) {
+		t.Errorf("commit while a member holds a lease: %v", err)
+	}
+	if err := g.coord.Commit(ctx, "billing", "orders", 1, "member-1", lease.Generation, 0); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := adm.FetchOffsets(ctx, "billing")
+	if o, ok := resp.Lookup("orders", 1); err != nil || !ok || o.At != 0 {
+		t.Errorf("the member's commit fetched as %+v %v (%v)", o, ok, err)
+	}
+	if got := fetched(); got != 1 {
+		t.Errorf("partition 0 fetched %d after the refusals, want 1", got)
+	}
 }

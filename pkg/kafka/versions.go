@@ -46,6 +46,8 @@ var APIs = []apiRange{
 	{1, 4, 12}, // Fetch (v13 addresses topics by id)
 	{2, 1, 6},  // ListOffsets (v7 asks for the max timestamp)
 	{3, 0, 12}, // Metadata
+	{8, 2, 8},  // OffsetCommit (v9 is KIP-848's member epoch, v10 topic ids)
+	{9, 1, 8},  // OffsetFetch (likewise)
 	{10, 0, 4}, // FindCoordinator (v5 is transactions v2, v6 share groups)
 	{18, 0, 4}, // ApiVersions
 	{19, 2, 7}, // CreateTopics
@@ -162,6 +164,26 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		}
 	case *kmsg.DescribeClusterRequest:
 		resp.(*kmsg.DescribeClusterResponse).ErrorCode = code
+	case *kmsg.OffsetCommitRequest:
+		out := resp.(*kmsg.OffsetCommitResponse)
+		for _, t := range r.Topics {
+			rt := kmsg.NewOffsetCommitResponseTopic()
+			rt.Topic = t.Topic
+			for _, p := range t.Partitions {
+				rp := kmsg.NewOffsetCommitResponseTopicPartition()
+				rp.Partition, rp.ErrorCode = p.Partition, code
+				rt.Partitions = append(rt.Partitions, rp)
+			}
+			out.Topics = append(out.Topics, rt)
+		}
+	case *kmsg.OffsetFetchRequest:
+		out := resp.(*kmsg.OffsetFetchResponse)
+		out.ErrorCode = code
+		for _, g := range r.Groups {
+			rg := kmsg.NewOffsetFetchResponseGroup()
+			rg.Group, rg.ErrorCode = g.Group, code
+			out.Groups = append(out.Groups, rg)
+		}
 	default:
 		return nil
 	}
