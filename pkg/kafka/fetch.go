@@ -108,6 +108,13 @@ func (s *Server) readParts(ctx context.Context, parts []*fetchPart, budget int) 
 				fp.code = code
 				return
 			}
+			if fp.offset < 0 {
+				// Kafka answers a negative offset as out of range, which resets the
+				// consumer as its policy says.
+				fp.code = offsetOutOfRange
+				fp.res.LogStartOffset, fp.res.HighWatermark, _ = s.log.Bounds(ctx, fp.topic, fp.partition)
+				return
+			}
 			res, err := s.log.Poll(ctx, fp.topic, fp.partition, fp.offset,
 				log.PollOptions{MaxRecords: wire.MaxPollRecords, MaxBytes: min(fp.maxBytes, budget)})
 			var oor *log.OffsetOutOfRangeError

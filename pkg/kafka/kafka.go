@@ -8,6 +8,7 @@ package kafka
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -232,11 +233,13 @@ func (s *Server) serveConn(c net.Conn, b broker) {
 			s.logger.Warn("kafka: closing a connection: frame size out of bounds", "remote", c.RemoteAddr().String(), "size", n, "max", s.cfg.MaxFrameBytes)
 			return
 		}
-		frame := make([]byte, n)
-		if _, err := io.ReadFull(r, frame); err != nil {
+		// The frame's buffer grows as its bytes arrive, so a peer that announces a
+		// large frame and sends nothing holds no more than it sent.
+		var frame bytes.Buffer
+		if _, err := io.CopyN(&frame, r, int64(n)); err != nil {
 			return
 		}
-		resp, err := s.handle(s.ctx, b, frame)
+		resp, err := s.handle(s.ctx, b, frame.Bytes())
 		if len(resp) > 0 {
 			if _, werr := w.Write(resp); werr != nil {
 				return

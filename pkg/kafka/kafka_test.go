@@ -443,7 +443,20 @@ func TestProduceRefusals(t *testing.T) {
 	if p := resp.Topics[0].Partitions[0]; p.ErrorCode != 0 || p.BaseOffset != 2 {
 		t.Fatalf("second produce: %+v", p)
 	}
-	// Fetch and list offsets of an unknown topic are refused the same way.
+	dup := produceReq(9, "known", 0, batchOf("d"))
+	dup.Topics[0].Partitions = append(dup.Topics[0].Partitions, dup.Topics[0].Partitions[0])
+	if ps := r.roundTrip(dup).(*kmsg.ProduceResponse).Topics[0].Partitions; ps[0].ErrorCode != 0 || ps[1].ErrorCode != kerr.InvalidRequest.Code {
+		t.Errorf("a partition twice in one produce: %+v", ps)
+	}
+	// A fetch of an unknown topic is refused the same way; a negative offset is out of
+	// range.
+	neg := kmsg.NewPtrFetchRequest()
+	neg.SetVersion(11)
+	neg.MaxBytes = 1 << 20
+	neg.Topics = []kmsg.FetchRequestTopic{{Topic: "known", Partitions: []kmsg.FetchRequestTopicPartition{{FetchOffset: -1, PartitionMaxBytes: 1 << 20}}}}
+	if p := r.roundTrip(neg).(*kmsg.FetchResponse).Topics[0].Partitions[0]; p.ErrorCode != kerr.OffsetOutOfRange.Code || p.HighWatermark != 4 {
+		t.Errorf("fetch at -1: %v, high watermark %d", kerr.ErrorForCode(p.ErrorCode), p.HighWatermark)
+	}
 	fr := kmsg.NewPtrFetchRequest()
 	fr.SetVersion(11)
 	ft := kmsg.NewFetchRequestTopic()

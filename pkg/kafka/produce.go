@@ -172,6 +172,11 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) (kmsg.Resp
 		out.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		resp.Topics = append(resp.Topics, out)
 	}
+	type tp struct {
+		topic     string
+		partition int32
+	}
+	seen := map[tp]bool{}
 	for i, rt := range r.Topics {
 		for j, rp := range rt.Partitions {
 			p := &resp.Topics[i].Partitions[j]
@@ -182,6 +187,14 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) (kmsg.Resp
 				p.ErrorMessage = kmsg.StringPtr("transactions are not implemented")
 				continue
 			}
+			k := tp{rt.Topic, rp.Partition}
+			if seen[k] {
+				// Two appends of one partition in one request would have no order.
+				p.ErrorCode = invalidRequest
+				p.ErrorMessage = kmsg.StringPtr(fmt.Sprintf("partition %d of %q appears twice in the request", rp.Partition, rt.Topic))
+				continue
+			}
+			seen[k] = true
 			jobs = append(jobs, job{topic: rt.Topic, out: p, data: rp.Records})
 		}
 	}
