@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stratalog/strata/pkg/client"
@@ -91,5 +92,62 @@ func TestDevKafkaRefusesAuth(t *testing.T) {
 	var ue usageError
 	if !errors.As(err, &ue) {
 		t.Fatalf("got %v, want a usage error", err)
+	}
+}
+
+// TestKafkaCommand: `strata kafka` opens the node on its data directory, announces its
+// address, serves topic administration, produce and fetch, and exits cleanly when
+// cancelled.
+func TestKafkaCommand(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	root := newRootCmd()
+	root.SetArgs([]string{"kafka", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--default-partitions", "2"})
+	root.SetOut(out)
+	root.SetErr(errOut)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	line := regexp.MustCompile(`^kafka listening on (127\.0\.0\.1:[0-9]+)\n$`)
+	var m []string
+	for deadline := time.Now().Add(15 * time.Second); m == nil; {
+		if m = line.FindStringSubmatch(out.String()); m == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("strata kafka printed %q (stderr %q)", out.String(), errOut.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(m[1]), kgo.DefaultProduceTopic("k"), kgo.ConsumeTopics("k"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer pcancel()
+	resp, err := kadm.NewClient(cl).CreateTopic(pctx, -1, -1, nil, "k")
+	if err != nil || resp.Err != nil || resp.NumPartitions != 2 {
+		t.Fatalf("create: %+v %v", resp, err)
+	}
+	if err := cl.ProduceSync(pctx, &kgo.Record{Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	var got []*kgo.Record
+	for len(got) < 1 && pctx.Err() == nil {
+		got = append(got, cl.PollFetches(pctx).Records()...)
+	}
+	if len(got) != 1 || string(got[0].Value) != "v" {
+		t.Fatalf("read %+v", got)
+	}
+	cl.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("strata kafka exited with %v (stderr %q)", err, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("strata kafka still running 10 s after cancel")
 	}
 }
