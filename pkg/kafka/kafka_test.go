@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/group"
@@ -687,5 +688,86 @@ func TestOffsetCommitFetch(t *testing.T) {
 	}
 	if got := fetched(); got != 1 {
 		t.Errorf("partition 0 fetched %d after the refusals, want 1", got)
+	}
+}
+
+// TestKafka21Client: a client capped at Kafka 2.1's versions (no flexible encodings:
+// Produce v7, Fetch v10, Metadata v7, CreateTopics v3) creates a topic, produces keyed
+// records with headers, lists offsets, commits and fetches an offset and reads back.
+func TestKafka21Client(t *testing.T) {
+	g := localGateway(t)
+	cl := g.client(t, kgo.MaxVersions(kversion.V2_1_0()), kgo.DefaultProduceTopic("old"))
+	adm := kadm.NewClient(cl)
+	createTopic(t, adm, "old", 2)
+	var recs []*kgo.Record
+	for i := range 10 {
+		recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprint(i % 3)), Value: []byte(fmt.Sprint(i)), Headers: []kgo.RecordHeader{{Key: "v", Value: []byte("2.1")}}})
+	}
+	if err := cl.ProduceSync(ctxT(t), recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	ends, err := adm.ListEndOffsets(ctxT(t), "old")
+	if err != nil || ends.Error() != nil {
+		t.Fatal(err, ends.Error())
+	}
+	var total int64
+	ends.Each(func(o kadm.ListedOffset) { total += o.Offset })
+	if total != 10 {
+		t.Fatalf("end offsets sum to %d", total)
+	}
+	os := kadm.Offsets{"old": {0: {Topic: "old", Partition: 0, At: 1, LeaderEpoch: -1}}}
+	if resp, err := adm.CommitOffsets(ctxT(t), "old-readers", os); err != nil || resp.Error() != nil {
+		t.Fatalf("commit: %v %v", err, resp.Error())
+	}
+	if resp, err := adm.FetchOffsets(ctxT(t), "old-readers"); err != nil || resp.Error() != nil {
+		t.Fatalf("fetch offsets: %v %v", err, resp.Error())
+	} else if o, _ := resp.Lookup("old", 0); o.At != 1 {
+		t.Fatalf("fetched offset %d", o.At)
+	}
+	rd := g.client(t, kgo.MaxVersions(kversion.V2_1_0()), kgo.ConsumeTopics("old"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var got int
+	ctx := ctxT(t)
+	for got < 10 && ctx.Err() == nil {
+		fs := rd.PollFetches(ctx)
+		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
+		fs.EachRecord(func(r *kgo.Record) {
+			if len(r.Headers) != 1 || string(r.Headers[0].Value) != "2.1" {
+				t.Errorf("record %+v", r)
+			}
+			got++
+		})
+	}
+	if got != 10 {
+		t.Fatalf("read %d records", got)
+	}
+}
+
+// TestAcksZero: an acks=0 produce is appended (durably, as every produce) and answered
+// with nothing, so the next answer on the connection is the next request's; a refused
+// acks=0 produce closes the connection, as Kafka does to make the client refresh.
+func TestAcksZero(t *testing.T) {
+	g := localGateway(t)
+	createTopic(t, kadm.NewClient(g.client(t)), "fire", 1)
+	r := dial(t, g.addr)
+	send := func(req *kmsg.ProduceRequest) {
+		t.Helper()
+		req.Acks = 0
+		r.corr++
+		if _, err := r.c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, req, r.corr)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(produceReq(9, "fire", 0, batchOf("a", "b")))
+	av := kmsg.NewPtrApiVersionsRequest()
+	av.SetVersion(3)
+	if resp := r.roundTrip(av).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 {
+		t.Fatalf("ApiVersions after an acks=0 produce: %+v", resp)
+	}
+	if _, hw, err := g.log.Bounds(ctxT(t), "fire", 0); err != nil || hw != 2 {
+		t.Fatalf("high watermark %d (%v), want 2", hw, err)
+	}
+	send(produceReq(9, "nope", 0, batchOf("c")))
+	if !r.closed() {
+		t.Fatal("a refused acks=0 produce left the connection open")
 	}
 }
