@@ -691,17 +691,27 @@ func TestOffsetCommitFetch(t *testing.T) {
 	}
 }
 
-// TestKafka21Client: a client capped at Kafka 2.1's versions (no flexible encodings:
-// Produce v7, Fetch v10, Metadata v7, CreateTopics v3) creates a topic, produces keyed
+// TestOlderClients: a client capped at Kafka 2.1's versions (no flexible encodings:
+// Produce v7, Fetch v10, Metadata v7, CreateTopics v3), or at 0.11's (the oldest
+// versions the gateway answers: Produce v3, Fetch v5), creates a topic, produces keyed
 // records with headers, lists offsets, commits and fetches an offset and reads back.
-func TestKafka21Client(t *testing.T) {
+func TestOlderClients(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		vs   *kversion.Versions
+	}{{"2.1", kversion.V2_1_0()}, {"0.11", kversion.V0_11_0()}} {
+		t.Run(c.name, func(t *testing.T) { testOlderClient(t, c.vs) })
+	}
+}
+
+func testOlderClient(t *testing.T, vs *kversion.Versions) {
 	g := localGateway(t)
-	cl := g.client(t, kgo.MaxVersions(kversion.V2_1_0()), kgo.DefaultProduceTopic("old"))
+	cl := g.client(t, kgo.MaxVersions(vs), kgo.DefaultProduceTopic("old"))
 	adm := kadm.NewClient(cl)
 	createTopic(t, adm, "old", 2)
 	var recs []*kgo.Record
 	for i := range 10 {
-		recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprint(i % 3)), Value: []byte(fmt.Sprint(i)), Headers: []kgo.RecordHeader{{Key: "v", Value: []byte("2.1")}}})
+		recs = append(recs, &kgo.Record{Key: []byte(fmt.Sprint(i % 3)), Value: []byte(fmt.Sprint(i)), Headers: []kgo.RecordHeader{{Key: "v", Value: []byte("old")}}})
 	}
 	if err := cl.ProduceSync(ctxT(t), recs...).FirstErr(); err != nil {
 		t.Fatal(err)
@@ -724,14 +734,14 @@ func TestKafka21Client(t *testing.T) {
 	} else if o, _ := resp.Lookup("old", 0); o.At != 1 {
 		t.Fatalf("fetched offset %d", o.At)
 	}
-	rd := g.client(t, kgo.MaxVersions(kversion.V2_1_0()), kgo.ConsumeTopics("old"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	rd := g.client(t, kgo.MaxVersions(vs), kgo.ConsumeTopics("old"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	var got int
 	ctx := ctxT(t)
 	for got < 10 && ctx.Err() == nil {
 		fs := rd.PollFetches(ctx)
 		fs.EachError(func(topic string, p int32, err error) { t.Fatalf("fetch %s/%d: %v", topic, p, err) })
 		fs.EachRecord(func(r *kgo.Record) {
-			if len(r.Headers) != 1 || string(r.Headers[0].Value) != "2.1" {
+			if len(r.Headers) != 1 || string(r.Headers[0].Value) != "old" {
 				t.Errorf("record %+v", r)
 			}
 			got++
