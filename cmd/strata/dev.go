@@ -36,6 +36,7 @@ func newDevCmd() *cobra.Command {
 		window    time.Duration
 		verbose   bool
 		accessLog bool
+		kafkaAddr string
 	)
 	cmd := &cobra.Command{
 		Use:   "dev",
@@ -75,8 +76,11 @@ another site, a body that is not JSON, or a Host other than an IP address, local
 --allowed-hosts is refused. Without --auth every other client that reaches ADDR may do
 everything; a warning says so when ADDR is beyond loopback.
 
+--kafka ADDR also serves the Kafka protocol on ADDR over the same log (strata kafka
+says what it implements; it has no authentication, so --auth refuses it).
+
 Prints "listening on http://ADDR" once ready, then "console at http://ADDR/console/"
-(unless --console=false); on SIGINT or SIGTERM it finishes the
+(unless --console=false) and "kafka listening on ADDR" (with --kafka); on SIGINT or SIGTERM it finishes the
 requests in flight and exits within 5 seconds.`,
 		Args: exactArgs(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -103,7 +107,10 @@ requests in flight and exits within 5 seconds.`,
 				}
 				cfg.Logger.Warn("injecting AWS faults (testing aid)", "rate", os.Getenv(awsfault.EnvRate))
 			}
-			return runDev(cmd.Context(), cmd, cfg)
+			if kafkaAddr != "" && cfg.AuthFile != "" {
+				return usageError{errors.New("--kafka cannot be combined with --auth: the Kafka gateway has no authentication yet")}
+			}
+			return runDev(cmd.Context(), cmd, cfg, kafkaAddr)
 		},
 	}
 	f := cmd.Flags()
@@ -126,6 +133,7 @@ requests in flight and exits within 5 seconds.`,
 	f.DurationVar(&cfg.LagSampleInterval, "lag-sample-interval", runtime.DefaultLagSampleInterval,
 		"period of the groups' lag samples the console's history chart shows (GET /v1/groups/NAME/lag-history)")
 	f.BoolVar(&cfg.Console, "console", true, "serve the web console at /console/")
+	f.StringVar(&kafkaAddr, "kafka", "", "also serve the Kafka protocol on `ADDR` (e.g. "+defaultKafkaAddr+"; see strata kafka)")
 	f.StringSliceVar(&cfg.AllowedHosts, "allowed-hosts", nil,
 		"Host `NAMES` answered besides IP addresses and localhost (comma-separated; * for any): others are refused against DNS rebinding")
 	return cmd
@@ -152,7 +160,7 @@ func (fl devFlags) apply(fs *pflag.FlagSet, env node.Config) node.Config {
 }
 
 // runDev opens the node, announces it, serves until ctx ends and shuts down.
-func runDev(ctx context.Context, cmd *cobra.Command, cfg runtime.Config) error {
+func runDev(ctx context.Context, cmd *cobra.Command, cfg runtime.Config, kafkaAddr string) error {
 	rt, err := runtime.Open(ctx, cfg)
 	if err != nil {
 		return err
@@ -168,7 +176,12 @@ func runDev(ctx context.Context, cmd *cobra.Command, cfg runtime.Config) error {
 	if cfg.AuthFile == "" && !loopback(rt.Addr()) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: listening on %s beyond loopback without --auth: anyone who can reach it may read, append, reset and delete everything\n", rt.Addr())
 	}
+	gw, err := devKafka(ctx, cmd, kafkaAddr, rt.Log(), rt.Coordinator(), cfg.Logger)
+	if err != nil {
+		return errors.Join(err, rt.Close(context.Background()))
+	}
 	serveErr := rt.Serve(ctx)
+	serveErr = errors.Join(serveErr, gw.close())
 	closeCtx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	return errors.Join(serveErr, rt.Close(closeCtx))

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/kafka"
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/node"
+	"github.com/stratalog/strata/pkg/runtime"
+)
+
+// defaultKafkaAddr is where `strata kafka` listens by default (Kafka's port).
+const defaultKafkaAddr = "127.0.0.1:9092"
+
+// newKafkaCmd is the Kafka-protocol gateway: a stateless process serving Kafka clients
+// from a node's log (docs/KAFKA.md, "The Kafka protocol front").
+func newKafkaCmd() *cobra.Command {
+	var (
+		fl        devFlags
+		listen    string
+		advertise string
+		nodeID    int32
+		window    time.Duration
+		verbose   bool
+	)
+	cmd := &cobra.Command{
+		Use:   "kafka",
+		Short: "Serve the Kafka protocol over Strata's log (in progress)",
+		Long: `Serve Kafka clients from Strata's log: a stateless gateway that advertises itself as
+the leader of every partition, so any number of copies can serve one deployment.
+It implements ApiVersions, Metadata, Produce, Fetch, ListOffsets, CreateTopics,
+DeleteTopics, CreatePartitions, FindCoordinator and DescribeCluster; consumer groups,
+idempotent producers, transactions and authentication are not there yet (docs/KAFKA.md
+lists what is and the client settings to use). It has no authentication: keep it on
+loopback or a private network.
+
+Storage is chosen as for strata dev: --backend local (the default) opens --data-dir,
+which one process at a time can hold (use strata dev --kafka to serve Kafka beside the
+HTTP API on one data directory); --backend aws opens the bucket and tables of a
+deployment (--bucket, --table-prefix; the same environment variables as strata dev).
+The gateway runs no retention pass: the deployment (or strata dev) does.
+
+--advertise is the host:port clients are told to connect to (default --listen; set it
+when listening on 0.0.0.0). Prints "kafka listening on ADDR" once ready; SIGINT or
+SIGTERM closes every connection and exits.`,
+		Args: exactArgs(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			level := slog.LevelWarn
+			if verbose {
+				level = slog.LevelInfo
+			}
+			logger := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+			env, err := node.FromEnv(os.Getenv)
+			if err != nil {
+				return err
+			}
+			ncfg := fl.apply(cmd.Flags(), env)
+			ncfg.GroupCommitWindow, ncfg.Logger = window, logger
+			if window == 0 {
+				ncfg.GroupCommitWindow = -1
+			}
+			ctx := cmd.Context()
+			n, err := node.Open(ctx, ncfg, node.PartGroups|node.PartMaterializer)
+			if err != nil {
+				return err
+			}
+			defer n.Close()
+			mctx, stop := context.WithCancel(context.Background())
+			materialised := make(chan struct{})
+			go func() { defer close(materialised); n.RunMaterializer(mctx) }()
+			defer func() { stop(); <-materialised }()
+			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Advertise: advertise, NodeID: nodeID, Logger: logger}, listen, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			return gw.wait(ctx)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&listen, "listen", defaultKafkaAddr, "listen address (port 0 picks a free one)")
+	f.StringVar(&advertise, "advertise", "", "host:port clients are told to connect to (default the listen address)")
+	f.Int32Var(&nodeID, "node-id", 0, "the broker id the gateway reports for itself")
+	f.StringVar(&fl.backend, "backend", node.BackendLocal, "storage backend: local or aws")
+	f.StringVar(&fl.dataDir, "data-dir", "strata-data", "directory of the embedded backend")
+	f.StringVar(&fl.bucket, "bucket", "", "aws: segment bucket (env "+deploy.EnvBucket+"; default strata-segments)")
+	f.StringVar(&fl.tablePrefix, "table-prefix", "", "aws: DynamoDB table name prefix (env "+deploy.EnvTablePrefix+"; default strata-)")
+	f.StringVar(&fl.objectPrefix, "object-prefix", "", "aws: key prefix of segment objects in the bucket (env "+deploy.EnvObjectPrefix+")")
+	f.BoolVar(&fl.bootstrap, "bootstrap", false, "aws: create the bucket and tables when missing (env "+deploy.EnvBootstrap+"=1)")
+	f.IntVar(&fl.defaultPartitions, "default-partitions", 0, "partitions of a topic created with -1 partitions (env "+deploy.EnvDefaultPartitions+"; default 4)")
+	f.DurationVar(&fl.defaultRetention, "default-retention", 0, "retention of a topic created without retention.ms (env "+deploy.EnvDefaultRetentionMS+"; default 24h)")
+	f.DurationVar(&fl.maxRetention, "max-retention", 0, "longest retention a topic may ask for, 0 for none (env "+deploy.EnvMaxRetentionMS+"; default none)")
+	f.DurationVar(&window, "group-commit-window", runtime.DefaultGroupCommitWindow,
+		"concurrent produce requests arriving within this window share one segment object and one commit per partition (0 turns group commit off)")
+	f.BoolVar(&verbose, "verbose", false, "log routine events")
+	return cmd
+}
+
+// kafkaGateway is a gateway serving one listener.
+type kafkaGateway struct {
+	srv  *kafka.Server
+	done chan struct{}
+	err  error // Serve's, once done is closed
+}
+
+// startKafka listens on addr and serves cfg's gateway there, announcing the address on
+// out (and a warning on errOut beyond loopback, since the gateway has no
+// authentication).
+func startKafka(ctx context.Context, cfg kafka.Config, addr string, out, errOut io.Writer) (*kafkaGateway, error) {
+	srv, err := kafka.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: listen on %s: %w", addr, err)
+	}
+	gw := &kafkaGateway{srv: srv, done: make(chan struct{})}
+	go func() { defer close(gw.done); gw.err = srv.Serve(ln) }()
+	if _, err := fmt.Fprintf(out, "kafka listening on %s\n", ln.Addr()); err != nil {
+		return nil, errors.Join(err, gw.close())
+	}
+	if !loopback(ln.Addr().String()) {
+		fmt.Fprintf(errOut, "warning: the Kafka gateway listens on %s beyond loopback without authentication: anyone who can reach it may read, produce and delete topics\n", ln.Addr())
+	}
+	return gw, nil
+}
+
+// close stops the gateway and returns what its Serve returned.
+func (g *kafkaGateway) close() error {
+	if g == nil {
+		return nil
+	}
+	err := g.srv.Close()
+	<-g.done
+	return errors.Join(err, g.err)
+}
+
+// wait serves until ctx ends or the gateway stops by itself, then closes it.
+func (g *kafkaGateway) wait(ctx context.Context) error {
+	select {
+	case <-ctx.Done():
+	case <-g.done:
+	}
+	return g.close()
+}
+
+// devKafka starts `strata dev --kafka`'s gateway over the runtime's log and coordinator
+// (nil, nil without --kafka).
+func devKafka(ctx context.Context, cmd *cobra.Command, addr string, l *log.Log, groups *group.Coordinator, logger *slog.Logger) (*kafkaGateway, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	return startKafka(ctx, kafka.Config{Log: l, Groups: groups, Logger: logger}, addr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+}

@@ -1,0 +1,104 @@
+package kafka
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/log"
+)
+
+// FuzzRequest feeds arbitrary frames to the request loop's handler on a live log (a
+// topic with records, so produce, fetch and list offsets reach the store): it never
+// panics, and every answer is a framed response to the frame's correlation id.
+func FuzzRequest(f *testing.F) {
+	ctx := context.Background()
+	st := backendtest.Local(ctx, f)
+	l, err := log.New(log.Config{Objects: st.Objects, Meta: st.Meta})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if _, err := l.CreateTopic(ctx, "t", 2, 0); err != nil {
+		f.Fatal(err)
+	}
+	if _, err := l.Append(ctx, "t", []log.Record{{Value: []byte("a")}, {Key: []byte("k"), Value: []byte("b")}}, log.AppendOptions{}); err != nil {
+		f.Fatal(err)
+	}
+	s, err := New(Config{Log: l, Groups: group.New(st.Meta, l, nil)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	b := broker{host: "127.0.0.1", port: 9092}
+
+	seed := func(req kmsg.Request, v int16) {
+		req.SetVersion(v)
+		frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID("fuzz")).AppendRequest(nil, req, 7)
+		f.Add(frame[4:])
+	}
+	for _, v := range []int16{0, 3, 4} {
+		seed(kmsg.NewPtrApiVersionsRequest(), v)
+	}
+	md := kmsg.NewPtrMetadataRequest()
+	md.Topics = []kmsg.MetadataRequestTopic{{Topic: kmsg.StringPtr("t")}, {Topic: kmsg.StringPtr("nope")}}
+	seed(md, 1)
+	seed(md, 12)
+	for _, v := range []int16{3, 9, 11} {
+		pr := kmsg.NewPtrProduceRequest()
+		pr.Acks = -1
+		rt := kmsg.NewProduceRequestTopic()
+		rt.Topic = "t"
+		rt.Partitions = []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: testBatch(f, codecGzip, []kmsg.Record{rec("k", "v", "h", "1")}, nil, true)}, {Partition: 1, Records: testBatch(f, codecNone, []kmsg.Record{rec("", "v")}, nil, true)}}
+		pr.Topics = append(pr.Topics, rt)
+		seed(pr, v)
+	}
+	fr := kmsg.NewPtrFetchRequest()
+	fr.MaxWaitMillis, fr.MaxBytes = 10, 1<<20
+	fr.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0, PartitionMaxBytes: 100}, {Partition: 1, FetchOffset: 5}}}}
+	seed(fr, 4)
+	seed(fr, 12)
+	lo := kmsg.NewPtrListOffsetsRequest()
+	lo.Topics = []kmsg.ListOffsetsRequestTopic{{Topic: "t", Partitions: []kmsg.ListOffsetsRequestTopicPartition{{Partition: 0, Timestamp: -2}, {Partition: 1, Timestamp: 1}}}}
+	seed(lo, 1)
+	seed(lo, 6)
+	ct := kmsg.NewPtrCreateTopicsRequest()
+	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "new", NumPartitions: 1, ReplicationFactor: 1}}
+	seed(ct, 2)
+	seed(ct, 7)
+	dt := kmsg.NewPtrDeleteTopicsRequest()
+	dt.TopicNames = []string{"new"}
+	seed(dt, 1)
+	seed(kmsg.NewPtrFindCoordinatorRequest(), 4)
+	seed(kmsg.NewPtrDescribeClusterRequest(), 1)
+	cp := kmsg.NewPtrCreatePartitionsRequest()
+	cp.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "t", Count: 3}}
+	seed(cp, 0)
+	oc := kmsg.NewPtrOffsetCommitRequest()
+	oc.Group, oc.Generation = "g", -1
+	oc.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}, {Partition: 1, Offset: 9}}}}
+	seed(oc, 2)
+	seed(oc, 8)
+	of := kmsg.NewPtrOffsetFetchRequest()
+	of.Group = "g"
+	seed(of, 1)
+	of.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g"}, {Group: "h", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0, 5}}}}}
+	seed(of, 8)
+
+	f.Fuzz(func(t *testing.T, frame []byte) {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		resp, _ := s.handle(ctx, b, frame)
+		if len(resp) == 0 {
+			return
+		}
+		if len(resp) < 8 || int(uint32(resp[0])<<24|uint32(resp[1])<<16|uint32(resp[2])<<8|uint32(resp[3])) != len(resp)-4 {
+			t.Fatalf("answer of %d bytes is not one frame", len(resp))
+		}
+		if string(resp[4:8]) != string(frame[4:8]) {
+			t.Fatalf("answer's correlation id %x, the request's %x", resp[4:8], frame[4:8])
+		}
+	})
+}

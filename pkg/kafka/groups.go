@@ -1,0 +1,175 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/log"
+)
+
+var (
+	invalidGroupID      = kerr.InvalidGroupID.Code
+	unknownMemberID     = kerr.UnknownMemberID.Code
+	illegalGeneration   = kerr.IllegalGeneration.Code
+	offsetMetadataLarge = kerr.OffsetMetadataTooLarge.Code
+)
+
+// offsetCommit stores the offsets of a commit made outside any group membership
+// (generation -1, no member id: kadm's CommitOffsets, a consumer with assigned
+// partitions) as the group's Strata commits, one partition at a time: what `strata
+// groups reset --to` does, so it is refused while the group has a live member (as
+// Kafka refuses such a commit to a group that is not empty) and may move backwards.
+// Members of a Kafka group (JoinGroup) do not exist yet, so any other generation is
+// ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID. Offset metadata is not kept, so a commit
+// that carries some is refused rather than losing it.
+func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) kmsg.Response {
+	resp := kmsg.NewPtrOffsetCommitResponse()
+	resp.SetVersion(r.Version)
+	all := int16(0)
+	switch {
+	case s.cfg.Groups == nil:
+		all = coordinatorNotAvailable
+	case !log.ValidName(r.Group):
+		all = invalidGroupID
+	case r.MemberID != "":
+		all = unknownMemberID
+	case r.Version >= 1 && r.Generation != -1:
+		all = illegalGeneration
+	}
+	for _, rt := range r.Topics {
+		out := kmsg.NewOffsetCommitResponseTopic()
+		out.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewOffsetCommitResponseTopicPartition()
+			p.Partition, p.ErrorCode = rp.Partition, all
+			if all == 0 {
+				p.ErrorCode = s.commitOne(ctx, r.Group, rt.Topic, rp)
+			}
+			out.Partitions = append(out.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, out)
+	}
+	return resp
+}
+
+func (s *Server) commitOne(ctx context.Context, g, topic string, rp kmsg.OffsetCommitRequestTopicPartition) int16 {
+	if rp.Metadata != nil && *rp.Metadata != "" {
+		return offsetMetadataLarge
+	}
+	if _, code := s.topic(ctx, topic, rp.Partition); code != 0 {
+		return code
+	}
+	_, err := s.cfg.Groups.ResetPartitions(ctx, g, topic, []int32{rp.Partition}, group.ResetOffset(rp.Offset))
+	var oor *group.OffsetOutOfRangeError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, group.ErrGroupActive):
+		return unknownMemberID
+	case errors.As(err, &oor):
+		return offsetOutOfRange
+	}
+	return errCode(err)
+}
+
+// offsetFetch answers the groups' committed offsets (the next offset to read, -1
+// before the first commit), every partition the group committed when no topics are
+// named.
+func (s *Server) offsetFetch(ctx context.Context, r *kmsg.OffsetFetchRequest) kmsg.Response {
+	resp := kmsg.NewPtrOffsetFetchResponse()
+	resp.SetVersion(r.Version)
+	if r.Version < 8 {
+		var topics []kmsg.OffsetFetchRequestGroupTopic
+		for _, t := range r.Topics {
+			topics = append(topics, kmsg.OffsetFetchRequestGroupTopic{Topic: t.Topic, Partitions: t.Partitions})
+		}
+		if r.Topics == nil {
+			topics = nil
+		}
+		g := s.fetchGroup(ctx, r.Group, topics)
+		resp.ErrorCode = g.ErrorCode
+		for _, t := range g.Topics {
+			out := kmsg.NewOffsetFetchResponseTopic()
+			out.Topic = t.Topic
+			for _, p := range t.Partitions {
+				op := kmsg.NewOffsetFetchResponseTopicPartition()
+				op.Partition, op.Offset, op.LeaderEpoch, op.Metadata, op.ErrorCode = p.Partition, p.Offset, p.LeaderEpoch, p.Metadata, p.ErrorCode
+				if r.Version < 2 && g.ErrorCode != 0 {
+					op.ErrorCode = g.ErrorCode
+				}
+				out.Partitions = append(out.Partitions, op)
+			}
+			resp.Topics = append(resp.Topics, out)
+		}
+		return resp
+	}
+	for _, rg := range r.Groups {
+		resp.Groups = append(resp.Groups, s.fetchGroup(ctx, rg.Group, rg.Topics))
+	}
+	return resp
+}
+
+func (s *Server) fetchGroup(ctx context.Context, g string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
+	out := kmsg.NewOffsetFetchResponseGroup()
+	out.Group = g
+	switch {
+	case s.cfg.Groups == nil:
+		out.ErrorCode = coordinatorNotAvailable
+		return out
+	case !log.ValidName(g):
+		out.ErrorCode = invalidGroupID
+		return out
+	}
+	part := func(p int32, off *int64, code int16) kmsg.OffsetFetchResponseGroupTopicPartition {
+		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p, -1, -1, kmsg.StringPtr(""), code
+		if off != nil {
+			rp.Offset = *off
+		}
+		return rp
+	}
+	if topics == nil {
+		info, err := s.cfg.Groups.Describe(ctx, g)
+		if errors.Is(err, group.ErrNotFound) {
+			return out
+		}
+		if err != nil {
+			out.ErrorCode = errCode(err)
+			return out
+		}
+		for _, p := range info.Partitions {
+			if p.Committed == nil {
+				continue
+			}
+			if n := len(out.Topics); n == 0 || out.Topics[n-1].Topic != p.Topic {
+				t := kmsg.NewOffsetFetchResponseGroupTopic()
+				t.Topic = p.Topic
+				out.Topics = append(out.Topics, t)
+			}
+			t := &out.Topics[len(out.Topics)-1]
+			t.Partitions = append(t.Partitions, part(p.Partition, p.Committed, 0))
+		}
+		return out
+	}
+	for _, rt := range topics {
+		t := kmsg.NewOffsetFetchResponseGroupTopic()
+		t.Topic = rt.Topic
+		for _, p := range rt.Partitions {
+			if _, code := s.topic(ctx, rt.Topic, p); code != 0 {
+				t.Partitions = append(t.Partitions, part(p, nil, code))
+				continue
+			}
+			off, err := s.cfg.Groups.Committed(ctx, g, rt.Topic, p)
+			if errors.Is(err, group.ErrNotFound) {
+				off, err = nil, nil
+			}
+			t.Partitions = append(t.Partitions, part(p, off, errCode(err)))
+		}
+		out.Topics = append(out.Topics, t)
+	}
+	return out
+}

@@ -1,0 +1,371 @@
+// Package kafka is Strata's Kafka-protocol front: a stateless gateway that speaks the
+// Kafka wire protocol (franz-go's kmsg encodings, no codec of its own) and serves it
+// from a node's log, beside the HTTP API and never on top of it. Every gateway
+// advertises itself as the leader of every partition, so any number of copies can
+// serve one deployment: all state is in the store. docs/KAFKA.md lists the APIs and
+// versions it implements, what is missing and the client settings to use.
+package kafka
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/wire"
+)
+
+// Defaults and bounds of a gateway.
+const (
+	// DefaultMaxFrameBytes bounds one request frame (Kafka's socket.request.max.bytes is
+	// 100 MiB; a Strata append carries at most wire.MaxBatchBytes of records).
+	DefaultMaxFrameBytes = 16 << 20
+	// DefaultMaxFetchBytes bounds one fetch response's records, whatever the client asks.
+	DefaultMaxFetchBytes = 16 << 20
+	// DefaultClusterID is the cluster id Metadata and DescribeCluster report.
+	DefaultClusterID = "strata"
+	// minFrame is the smallest request: api key, version and correlation id.
+	minFrame = 8
+)
+
+// ErrConfig is returned by New for a configuration a gateway cannot run with.
+var ErrConfig = errors.New("kafka: bad configuration")
+
+// Config describes a gateway.
+type Config struct {
+	// Log is the node's log; required.
+	Log *log.Log
+	// Groups is the node's group coordinator (the group APIs' store; optional until
+	// they are implemented).
+	Groups *group.Coordinator
+	// Advertise is the host:port clients are told to connect to (Metadata,
+	// FindCoordinator, DescribeCluster); default the listener's address.
+	Advertise string
+	// NodeID is the broker id the gateway reports for itself (default 0).
+	NodeID int32
+	// ClusterID is the cluster id it reports (default DefaultClusterID).
+	ClusterID string
+	// MaxFrameBytes bounds one request frame; a larger one closes the connection
+	// (default DefaultMaxFrameBytes).
+	MaxFrameBytes int
+	// MaxMessageBytes bounds one record batch, compressed as sent and decompressed
+	// (MESSAGE_TOO_LARGE beyond it; default and at most wire.MaxBatchBytes, the most
+	// one append takes).
+	MaxMessageBytes int
+	// MaxFetchBytes bounds one fetch response's records (default DefaultMaxFetchBytes).
+	MaxFetchBytes int
+	// Logger receives connection failures; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is a gateway. It is safe for concurrent use; Serve may run on several
+// listeners.
+type Server struct {
+	cfg    Config
+	log    *log.Log
+	logger *slog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	lns    map[net.Listener]bool
+	conns  map[net.Conn]bool
+	closed bool
+}
+
+// New returns a gateway over cfg.Log.
+func New(cfg Config) (*Server, error) {
+	if cfg.Log == nil {
+		return nil, fmt.Errorf("%w: Config.Log is required", ErrConfig)
+	}
+	if cfg.ClusterID == "" {
+		cfg.ClusterID = DefaultClusterID
+	}
+	if cfg.MaxFrameBytes <= 0 {
+		cfg.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if cfg.MaxMessageBytes <= 0 || cfg.MaxMessageBytes > wire.MaxBatchBytes {
+		cfg.MaxMessageBytes = wire.MaxBatchBytes
+	}
+	if cfg.MaxFetchBytes <= 0 {
+		cfg.MaxFetchBytes = DefaultMaxFetchBytes
+	}
+	if cfg.Advertise != "" {
+		if _, _, err := splitHostPort(cfg.Advertise); err != nil {
+			return nil, fmt.Errorf("%w: advertised address: %w", ErrConfig, err)
+		}
+	}
+	s := &Server{cfg: cfg, log: cfg.Log, logger: cfg.Logger, lns: map[net.Listener]bool{}, conns: map[net.Conn]bool{}}
+	if s.logger == nil {
+		s.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	return s, nil
+}
+
+// Serve accepts connections on ln until Close, one goroutine per connection. It
+// returns nil after Close.
+func (s *Server) Serve(ln net.Listener) error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		_ = ln.Close()
+		return nil
+	}
+	s.lns[ln] = true
+	s.mu.Unlock()
+	advertise := s.cfg.Advertise
+	if advertise == "" {
+		advertise = ln.Addr().String()
+	}
+	host, port, err := splitHostPort(advertise)
+	if err != nil {
+		return fmt.Errorf("kafka: advertised address %q: %w", advertise, err)
+	}
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			s.mu.Lock()
+			closed := s.closed
+			s.mu.Unlock()
+			if closed {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			return fmt.Errorf("kafka: accept: %w", err)
+		}
+		if !s.track(c) {
+			_ = c.Close()
+			return nil
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer s.untrack(c)
+			s.serveConn(c, broker{host: host, port: port})
+		}()
+	}
+}
+
+func (s *Server) track(c net.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.conns[c] = true
+	return true
+}
+
+func (s *Server) untrack(c net.Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	_ = c.Close()
+}
+
+// Close stops every listener and connection (requests in flight are cut short: a long
+// poll answers nothing) and waits for the connections' goroutines.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	for ln := range s.lns {
+		_ = ln.Close()
+	}
+	for c := range s.conns {
+		_ = c.Close()
+	}
+	s.mu.Unlock()
+	s.cancel()
+	s.wg.Wait()
+	return nil
+}
+
+// broker is the address the gateway advertises on one listener.
+type broker struct {
+	host string
+	port int32
+}
+
+func splitHostPort(addr string) (string, int32, error) {
+	host, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	port, err := strconv.ParseUint(p, 10, 16)
+	if err != nil {
+		return "", 0, fmt.Errorf("port %q: %w", p, err)
+	}
+	return host, int32(port), nil
+}
+
+// serveConn answers c's requests in order until the peer goes, a frame is malformed
+// or the server closes.
+func (s *Server) serveConn(c net.Conn, b broker) {
+	r := bufio.NewReaderSize(c, 64<<10)
+	w := bufio.NewWriterSize(c, 64<<10)
+	var size [4]byte
+	for {
+		if _, err := io.ReadFull(r, size[:]); err != nil {
+			return
+		}
+		n := int32(binary.BigEndian.Uint32(size[:]))
+		if n < minFrame || int(n) > s.cfg.MaxFrameBytes {
+			s.logger.Warn("kafka: closing a connection: frame size out of bounds", "remote", c.RemoteAddr().String(), "size", n, "max", s.cfg.MaxFrameBytes)
+			return
+		}
+		// The frame's buffer grows as its bytes arrive, so a peer that announces a
+		// large frame and sends nothing holds no more than it sent.
+		var frame bytes.Buffer
+		if _, err := io.CopyN(&frame, r, int64(n)); err != nil {
+			return
+		}
+		resp, err := s.handle(s.ctx, b, frame.Bytes())
+		if len(resp) > 0 {
+			if _, werr := w.Write(resp); werr != nil {
+				return
+			}
+			if werr := w.Flush(); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.logger.Warn("kafka: closing a connection", "remote", c.RemoteAddr().String(), "error", err)
+			}
+			return
+		}
+	}
+}
+
+// errClose ends a connection after its answer (if any) is written.
+var errClose = errors.New("kafka: connection closed")
+
+// header is a request's header (v1, or v2 for flexible versions).
+type header struct {
+	key, version int16
+	correlation  int32
+	clientID     *string
+}
+
+// parseHeader reads a request header and returns it with the request's body.
+func parseHeader(frame []byte) (header, []byte, error) {
+	rd := kbin.Reader{Src: frame}
+	h := header{key: rd.Int16(), version: rd.Int16(), correlation: rd.Int32()}
+	h.clientID = rd.NullableString()
+	if err := rd.Complete(); err != nil {
+		return h, nil, fmt.Errorf("%w: request header: %w", errClose, err)
+	}
+	return h, rd.Src, nil
+}
+
+// handle answers one frame: the encoded response frame (nil when the request takes
+// none) and, when the connection must close after it, an error.
+func (s *Server) handle(ctx context.Context, b broker, frame []byte) ([]byte, error) {
+	h, body, err := parseHeader(frame)
+	if err != nil {
+		return nil, err
+	}
+	if h.key == apiVersionsKey && !supported(h.key, h.version) {
+		// A client that asks for a newer ApiVersions than the gateway knows gets the v0
+		// answer naming the versions of ApiVersions it may retry with (KIP-511), as
+		// Kafka answers.
+		resp := apiVersionsResponse(unsupportedVersion)
+		resp.SetVersion(0)
+		resp.ApiKeys = slices.DeleteFunc(resp.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return k.ApiKey != apiVersionsKey })
+		return encodeResponse(h, resp), nil
+	}
+	req := kmsg.RequestForKey(h.key)
+	if req == nil || h.version < 0 || h.version > req.MaxVersion() {
+		return nil, fmt.Errorf("%w: api key %d version %d is unknown", errClose, h.key, h.version)
+	}
+	req.SetVersion(h.version)
+	if req.IsFlexible() {
+		rd := kbin.Reader{Src: body}
+		kmsg.SkipTags(&rd)
+		if err := rd.Complete(); err != nil {
+			return nil, fmt.Errorf("%w: request header tags: %w", errClose, err)
+		}
+		body = rd.Src
+	}
+	if err := req.ReadFrom(body); err != nil {
+		return nil, fmt.Errorf("%w: %s v%d: %w", errClose, kmsg.NameForKey(h.key), h.version, err)
+	}
+	if !supported(h.key, h.version) {
+		resp := errorResponse(req, unsupportedVersion)
+		if resp == nil {
+			return nil, fmt.Errorf("%w: %s v%d is not implemented", errClose, kmsg.NameForKey(h.key), h.version)
+		}
+		return encodeResponse(h, resp), nil
+	}
+	resp, err := s.dispatch(ctx, b, req)
+	if resp == nil {
+		return nil, err
+	}
+	return encodeResponse(h, resp), err
+}
+
+// encodeResponse frames resp as the answer to h: size, correlation id, the header's
+// tags for a flexible version (never for ApiVersions, whose header stays v0), body.
+func encodeResponse(h header, resp kmsg.Response) []byte {
+	out := make([]byte, 8, 256)
+	binary.BigEndian.PutUint32(out[4:], uint32(h.correlation))
+	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
+		out = append(out, 0)
+	}
+	out = resp.AppendTo(out)
+	binary.BigEndian.PutUint32(out, uint32(len(out)-4))
+	return out
+}
+
+// dispatch runs the handler of a supported request.
+func (s *Server) dispatch(ctx context.Context, b broker, req kmsg.Request) (kmsg.Response, error) {
+	switch r := req.(type) {
+	case *kmsg.ApiVersionsRequest:
+		resp := apiVersionsResponse(0)
+		resp.SetVersion(r.Version)
+		return resp, nil
+	case *kmsg.MetadataRequest:
+		return s.metadata(ctx, b, r), nil
+	case *kmsg.ProduceRequest:
+		return s.produce(ctx, r)
+	case *kmsg.FetchRequest:
+		return s.fetch(ctx, r), nil
+	case *kmsg.ListOffsetsRequest:
+		return s.listOffsets(ctx, r), nil
+	case *kmsg.CreateTopicsRequest:
+		return s.createTopics(ctx, r), nil
+	case *kmsg.DeleteTopicsRequest:
+		return s.deleteTopics(ctx, r), nil
+	case *kmsg.CreatePartitionsRequest:
+		return s.createPartitions(ctx, r), nil
+	case *kmsg.FindCoordinatorRequest:
+		return s.findCoordinator(b, r), nil
+	case *kmsg.DescribeClusterRequest:
+		return s.describeCluster(b, r), nil
+	case *kmsg.OffsetCommitRequest:
+		return s.offsetCommit(ctx, r), nil
+	case *kmsg.OffsetFetchRequest:
+		return s.offsetFetch(ctx, r), nil
+	}
+	return nil, fmt.Errorf("%w: %s has no handler", errClose, kmsg.NameForKey(req.Key()))
+}
