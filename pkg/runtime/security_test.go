@@ -383,3 +383,38 @@ func TestShortTokenRefusedAtStart(t *testing.T) {
 		}
 	}
 }
+
+// TestBadTokensDoNotLockOutValidCallers: however many wrong tokens arrive from one
+// address (a misconfigured client, a guesser on the same host), every request with a
+// valid token from that address is answered; the wrong tokens themselves are slowed
+// (429 with Retry-After once their failures are spent), a repeated one and a stream of
+// new ones alike.
+func TestBadTokensDoNotLockOutValidCallers(t *testing.T) {
+	auth := filepath.Join(t.TempDir(), "auth.json")
+	const valid = "valid-token-0123456789abc"
+	if err := os.WriteFile(auth, []byte(`{"principals": {"`+valid+`": {"name": "ops", "allow": [{"resource": "topic:*", "ops": ["describe"]}]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt, _, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}, AuthFile: auth})
+	limited := map[string]bool{}
+	for i := range 60 {
+		bad := "revoked-token-0123456789abc"
+		kind := "repeated"
+		if i%2 == 1 {
+			bad, kind = fmt.Sprintf("guess-%024d", i), "new"
+		}
+		status, h, body := do(t, "GET", rt.URL()+"/v1/topics", "", "Authorization: Bearer "+bad)
+		switch {
+		case status == 429 && h.Get("Retry-After") != "":
+			limited[kind] = true
+		case status != 401:
+			t.Fatalf("wrong token %d: %d %s, want 401 or 429 with Retry-After", i, status, body)
+		}
+		if status, _, body := do(t, "GET", rt.URL()+"/v1/topics", "", "Authorization: Bearer "+valid); status != 200 {
+			t.Fatalf("the valid token after %d wrong ones from its address: %d %s, want 200", i+1, status, body)
+		}
+	}
+	if !limited["repeated"] || !limited["new"] {
+		t.Errorf("wrong tokens limited: %v, want both the repeated one and new ones slowed", limited)
+	}
+}
