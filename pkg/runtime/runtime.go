@@ -73,6 +73,9 @@ type Config struct {
 	// Inflight bounds the append bytes handled at once (httpapi.InflightLimit; zero
 	// takes its defaults).
 	Inflight httpapi.InflightLimit
+	// BodyRead bounds how long a request body may take to arrive
+	// (httpapi.BodyReadLimit; zero takes its defaults).
+	BodyRead httpapi.BodyReadLimit
 	// RetentionInterval is the period of the retention pass (default 30s; negative
 	// disables the loop, RunRetention still works).
 	RetentionInterval time.Duration
@@ -279,6 +282,7 @@ func build(ctx context.Context, cfg Config, parts node.Parts) (*Runtime, error) 
 		Auth:           auth,
 		Quota:          cfg.Quota,
 		Inflight:       cfg.Inflight,
+		BodyRead:       cfg.BodyRead,
 		Metrics:        httpMetrics,
 		Logger:         r.logger,
 		MetricsHandler: metrics.Handler(r.registry),

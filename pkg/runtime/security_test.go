@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
@@ -175,9 +176,9 @@ func TestHandlerBehindAPIGatewayAnswersAnyHost(t *testing.T) {
 }
 
 // TestInflightAppendBytesBounded (issue 19, item 5): appends whose bodies would take
-// the server past its in-flight bound are answered 503 with Retry-After at once, their
-// bodies unread, and those past a principal's bound 429; once the holder finishes,
-// appends are accepted again.
+// the server past its in-flight bound are answered 503 with Retry-After at once, the
+// rest of their bodies unread, and those past a principal's bound 429; once the holder
+// finishes, appends are accepted again.
 func TestInflightAppendBytesBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -199,9 +200,10 @@ func TestInflightAppendBytesBounded(t *testing.T) {
 			if _, err := c.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 1}); err != nil {
 				t.Fatal(err)
 			}
-			// The holder declares 1 MiB and sends none of it (its own connection, so the
-			// header goes out at once). It is refused itself when it arrives while a
-			// small append holds bytes; then it is sent again.
+			// The holder sends 1 MiB of a body one byte longer (its own connection) and
+			// stalls: bytes hold the bound as they arrive. It is refused itself when its
+			// bytes arrive while a small append holds some, and answered 408 when its
+			// idle bound passes; then it is sent again.
 			var conn net.Conn
 			refused := make(chan struct{}, 1)
 			hold := func() {
@@ -209,7 +211,10 @@ func TestInflightAppendBytesBounded(t *testing.T) {
 				if conn, err = net.Dial("tcp", rt.Addr()); err != nil {
 					t.Fatal(err)
 				}
-				fmt.Fprintf(conn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 1<<20)
+				go func(c net.Conn) {
+					fmt.Fprintf(c, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 1<<20+1)
+					_, _ = c.Write(make([]byte, 1<<20))
+				}(conn)
 				go func(c net.Conn) {
 					if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
 						resp.Body.Close()
@@ -236,7 +241,7 @@ func TestInflightAppendBytesBounded(t *testing.T) {
 					break
 				}
 				if status != 200 || time.Now().After(deadline) {
-					t.Fatalf("while 1 MiB is in flight: %d %s, want 200 until the holder is admitted, then %d", status, body, tc.status)
+					t.Fatalf("while 1 MiB is in flight: %d %s, want 200 until the holder's bytes are held, then %d", status, body, tc.status)
 				}
 				time.Sleep(10 * time.Millisecond) // the holder's request is not admitted yet
 			}
@@ -416,5 +421,110 @@ func TestBadTokensDoNotLockOutValidCallers(t *testing.T) {
 	}
 	if !limited["repeated"] || !limited["new"] {
 		t.Errorf("wrong tokens limited: %v, want both the repeated one and new ones slowed", limited)
+	}
+}
+
+// stall opens a connection to addr that sends an append's head declaring a body of n
+// bytes (with Expect: 100-continue), then the first sent bytes of it, and nothing
+// more. It returns once the server's handler has started reading the body (its 100
+// Continue arrived) and a channel that receives the final answer's status when one
+// comes (0 when the connection ends without one).
+func stall(t *testing.T, addr string, n int64, sent []byte) (net.Conn, <-chan int) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	fmt.Fprintf(conn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", n)
+	br := bufio.NewReader(conn)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 ") {
+		t.Fatalf("a stalled body's first answer: %q %v, want 100 Continue (the handler reading the body)", line, err)
+	}
+	if _, err := br.ReadString('\n'); err != nil { // the blank line after the 100
+		t.Fatal(err)
+	}
+	if len(sent) > 0 {
+		if _, err := conn.Write(sent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer := make(chan int, 1)
+	go func() {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			answer <- 0
+			return
+		}
+		resp.Body.Close()
+		answer <- resp.StatusCode
+	}()
+	return conn, answer
+}
+
+// TestIdleBodiesDoNotBlockAppends: connections that declare full-size append bodies
+// and send none of them — four, the principal's whole in-flight bound if declared
+// lengths counted (without auth every caller is one principal) — hold nothing: while
+// all of them are open and unanswered, a normal append succeeds.
+func TestIdleBodiesDoNotBlockAppends(t *testing.T) {
+	rt, c, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
+	ctx := context.Background()
+	if _, err := c.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var answers []<-chan int
+	for range 4 {
+		_, a := stall(t, rt.Addr(), httpapi.MaxAppendBody, nil)
+		answers = append(answers, a)
+	}
+	if status, _, body := do(t, "POST", rt.URL()+"/v1/topics/t/records", `{"records": [{"value": "eA=="}]}`, "Content-Type: application/json"); status != 200 {
+		t.Fatalf("an append while 4 bodies are stalled: %d %s, want 200", status, body)
+	}
+	for i, a := range answers {
+		select {
+		case s := <-a:
+			t.Fatalf("stalled body %d was answered (%d) before the append was: the test did not hold them open", i, s)
+		default:
+		}
+	}
+}
+
+// TestSlowBodyTimesOut: a body that stops arriving is answered 408 once its idle bound
+// passes, and the bytes it had sent, which held the in-flight bound, are freed: an
+// append refused 503 while they were held succeeds after.
+func TestSlowBodyTimesOut(t *testing.T) {
+	cfg := runtime.Config{Node: node.Config{DataDir: t.TempDir()}}
+	cfg.Inflight.ServerBytes, cfg.Inflight.PrincipalBytes = 64<<10, -1
+	cfg.BodyRead.Idle = 500 * time.Millisecond
+	rt, c, _ := start(t, cfg)
+	ctx := context.Background()
+	if _, err := c.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"records": [{"value": "` + strings.Repeat("QUFB", 30<<10) + `"}]}`
+	_, answer := stall(t, rt.Addr(), int64(len(body)), []byte(body[:len(body)-10]))
+	small := `{"records": [{"value": "eA=="}]}`
+	// Until the server has read what the stalled body sent, the small append may pass.
+	for {
+		status, h, b := do(t, "POST", rt.URL()+"/v1/topics/t/records", small, "Content-Type: application/json")
+		if status == 503 && h.Get("Retry-After") != "" {
+			break
+		}
+		if status != 200 {
+			t.Fatalf("while the stalled body's bytes arrive: %d %s, want 200 then 503 with Retry-After", status, b)
+		}
+		select {
+		case s := <-answer:
+			t.Fatalf("the stalled body was answered %d before its bytes were seen held", s)
+		default:
+		}
+		time.Sleep(5 * time.Millisecond) // the server is still reading the sent bytes
+	}
+	if s := <-answer; s != http.StatusRequestTimeout {
+		t.Fatalf("the stalled body's answer: %d, want 408", s)
+	}
+	if status, _, b := do(t, "POST", rt.URL()+"/v1/topics/t/records", small, "Content-Type: application/json"); status != 200 {
+		t.Fatalf("after the stalled body timed out: %d %s, want 200 (its bytes freed)", status, b)
 	}
 }
