@@ -230,8 +230,10 @@ func New(cfg Config) http.Handler {
 // and reports the request to Metrics.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
-	// No answer of the API is to be sniffed into something a browser would render.
+	// No answer of the API is to be sniffed into something a browser would render, nor
+	// kept by a browser or a proxy: records, lags and names are the principal's to see.
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
 	sw := &statusWriter{ResponseWriter: w}
 	r = timeBody(sw, r, s.bodyRead, time.Now())
 	route := "unmatched"

@@ -528,3 +528,20 @@ func TestSlowBodyTimesOut(t *testing.T) {
 		t.Fatalf("after the stalled body timed out: %d %s, want 200 (its bytes freed)", status, b)
 	}
 }
+
+// TestConsolePagesNoStore: the console's page and files, and every API answer (data,
+// errors, /metrics), say Cache-Control: no-store, so no browser or proxy keeps a copy of
+// what a token showed.
+func TestConsolePagesNoStore(t *testing.T) {
+	rt, c, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}, Console: true})
+	if _, err := c.CreateTopic(context.Background(), "orders", client.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/console/", "/console/console.js", "/console/console.css", "/console/missing.js",
+		"/v1/topics", "/v1/topics/orders", "/v1/topics/orders/partitions/0/records?offset=0", "/v1/topics/missing", "/metrics", "/nowhere", "/v1/health"} {
+		status, h, _ := do(t, "GET", rt.URL()+path, "")
+		if !strings.Contains(h.Get("Cache-Control"), "no-store") {
+			t.Errorf("GET %s: %d with Cache-Control %q, want no-store", path, status, h.Get("Cache-Control"))
+		}
+	}
+}
