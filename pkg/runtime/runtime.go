@@ -174,6 +174,9 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		_ = r.closeStores()
 		return nil, fmt.Errorf("runtime: listen on %s: %w", cfg.Addr, err)
 	}
+	// Folded header lines and bare-LF line endings, which net/http accepts, are
+	// refused before the server reads them (docs/API.md).
+	r.ln = httpapi.StrictListener(r.ln)
 	// A listener on a developer's machine is reachable from every page their browser
 	// opens: refuse rebound Host names and cross-site requests (docs/API.md).
 	r.handler = httpapi.Guard(r.handler, httpapi.LocalGuard{AllowedHosts: cfg.AllowedHosts, PagePrefix: console.Prefix})

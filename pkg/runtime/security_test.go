@@ -545,3 +545,110 @@ func TestConsolePagesNoStore(t *testing.T) {
 		}
 	}
 }
+
+// raw sends req as it is on a new connection to addr and returns the status code of
+// each answer until the server closes the connection.
+func raw(t *testing.T, addr, req string) []string {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := io.WriteString(conn, req); err != nil {
+		t.Fatal(err)
+	}
+	// A server that kept the connection open would leave this waiting: the deadline
+	// ends the wait (the answers so far are what is checked), it bounds no latency.
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	var statuses []string
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return statuses
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		statuses = append(statuses, resp.Status[:3])
+	}
+}
+
+// rawCase is a raw request refused outright: its topic must not exist afterwards.
+type rawCase struct{ name, req, topic string }
+
+// checkRawRefused sends each case on its own connection: the answers must be 400 for
+// the malformed request (after the answers of well-formed requests before it, listed
+// in ok), and the topic the malformed request would create must not exist.
+func checkRawRefused(t *testing.T, cases []rawCase, ok map[string][]string) {
+	t.Helper()
+	rt, c, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
+	for _, tc := range cases {
+		got := raw(t, rt.Addr(), tc.req)
+		want := append(append([]string{}, ok[tc.name]...), "400")
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: answers %v, want %v", tc.name, got, want)
+		}
+		if _, err := c.DescribeTopic(context.Background(), tc.topic); !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("%s: topic %q after the request: %v, want not found (nothing done)", tc.name, tc.topic, err)
+		}
+	}
+}
+
+// create is a request creating topic name, its head lines joined by eol, with extra
+// lines before Content-Length.
+func create(name, eol string, extra ...string) string {
+	body := `{"name": "` + name + `", "partitions": 1}`
+	lines := append([]string{"POST /v1/topics HTTP/1.1", "Host: localhost", "Content-Type: application/json"}, extra...)
+	lines = append(lines, fmt.Sprintf("Content-Length: %d", len(body)), "", "")
+	return strings.Join(lines, eol) + body
+}
+
+// chunkedCreate is a request creating topic name with a chunked body in two chunks,
+// then trailer (its lines, each with its line ending) and the empty line.
+func chunkedCreate(name, trailer string) string {
+	body := `{"name": "` + name + `", "partitions": 1}`
+	a, b := body[:10], body[10:]
+	return "POST /v1/topics HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		fmt.Sprintf("%x\r\n%s\r\n%x\r\n%s\r\n0\r\n", len(a), a, len(b), b) + trailer + "\r\n"
+}
+
+// TestRawRequestFoldedHeaderRefused: a request with a header line folded onto the
+// previous one (obs-fold: a line starting with a space or a tab), which Go's net/http
+// would join into one value, is refused with 400 and the connection closed, nothing
+// done; in a chunked body's trailer too, and on a kept-alive connection after a
+// well-formed request, which is answered.
+func TestRawRequestFoldedHeaderRefused(t *testing.T) {
+	chunked := chunkedCreate("folded-trailer", "X-Trailer: a\r\n b\r\n")
+	checkRawRefused(t, []rawCase{
+		{"space", create("folded-space", "\r\n", "X-Note: a", " b"), "folded-space"},
+		{"tab", create("folded-tab", "\r\n", "X-Note: a", "\tb"), "folded-tab"},
+		{"folded Content-Type", create("folded-type", "\r\n", "X-Note: a", " , text/plain"), "folded-type"},
+		{"first header line", strings.Replace(create("folded-first", "\r\n"), "HTTP/1.1\r\nHost", "HTTP/1.1\r\n Host", 1), "folded-first"},
+		{"trailer", chunked, "folded-trailer"},
+		{"after a good request", create("good-first", "\r\n") + create("folded-second", "\r\n", "X-Note: a", " b"), "folded-second"},
+		{"after a good chunked request", chunkedCreate("good-chunked", "X-Trailer: fine\r\n") + create("folded-third", "\r\n", "X-Note: a", " b"), "folded-third"},
+	}, map[string][]string{"after a good request": {"201"}, "after a good chunked request": {"201"}})
+}
+
+// TestRawRequestBareLFRefused: a request whose lines end with a bare LF instead of
+// CRLF (in the request line, a header, the end of the head, or a trailer), or hold a
+// bare CR, which Go's net/http would accept, is refused with 400 and the connection
+// closed, nothing done; a well-formed request before it on the connection is answered.
+func TestRawRequestBareLFRefused(t *testing.T) {
+	mixed := create("lf-one-line", "\r\n")
+	mixed = strings.Replace(mixed, "Host: localhost\r\n", "Host: localhost\n", 1)
+	lfEnd := create("lf-end", "\r\n")
+	lfEnd = strings.Replace(lfEnd, "\r\n\r\n", "\r\n\n", 1)
+	crOnly := strings.Replace(create("cr-only", "\r\n"), "Host: localhost\r\n", "Host: localhost\r", 1)
+	trailer := chunkedCreate("lf-trailer", "X-Trailer: a\n")
+	checkRawRefused(t, []rawCase{
+		{"every line", create("lf-all", "\n"), "lf-all"},
+		{"request line", strings.Replace(create("lf-request-line", "\r\n"), "HTTP/1.1\r\n", "HTTP/1.1\n", 1), "lf-request-line"},
+		{"one header line", mixed, "lf-one-line"},
+		{"end of the head", lfEnd, "lf-end"},
+		{"bare CR", crOnly, "cr-only"},
+		{"trailer", trailer, "lf-trailer"},
+		{"after a good request", create("good-lf", "\r\n") + create("lf-second", "\n"), "lf-second"},
+	}, map[string][]string{"after a good request": {"201"}})
+}
