@@ -19,7 +19,9 @@ import (
 // line, header, a Content-Length or chunked body, trailer) and, at the first such
 // line, fails the connection's read: net/http answers its plain-text 400 Bad Request
 // and closes the connection. Bytes before that line reach the server as they came,
-// so a well-formed request earlier on a kept-alive connection is answered.
+// so a well-formed request earlier on a kept-alive connection is answered (one still
+// being handled when the refused one arrives pipelined behind it is cut short, as when
+// its client goes away).
 func StrictListener(ln net.Listener) net.Listener { return strictListener{ln} }
 
 type strictListener struct{ net.Listener }
