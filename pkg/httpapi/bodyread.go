@@ -23,7 +23,7 @@ type BodyReadLimit struct {
 }
 
 // Defaults of BodyReadLimit: a body may pause 10 s between bytes, and take 30 s in
-// all (the server's whole-request read bound, NewServer's ReadTimeout, before).
+// all (as long as NewServer's ReadTimeout gives a whole request).
 const (
 	DefaultBodyIdle  = 10 * time.Second
 	DefaultBodyTotal = 30 * time.Second
