@@ -8,6 +8,9 @@ import (
 	"image"
 	"image/png"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,6 +108,34 @@ func inkRows(img image.Image) int {
 		}
 	}
 	return n
+}
+
+// loginProxy serves target (strata dev: the console and the API) on an origin of its
+// own, plus /login.html?token=T&next=PATH: a page that puts T in the tab's
+// sessionStorage, as the console's Token field does, and opens PATH. The console takes
+// its token from nowhere else, and a headless browser cannot type.
+func loginProxy(t *testing.T, target string) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /login.html", func(w http.ResponseWriter, r *http.Request) {
+		token, _ := json.Marshal(r.URL.Query().Get("token"))
+		next, _ := json.Marshal(r.URL.Query().Get("next"))
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><script>sessionStorage.setItem("strata-token", %s); location.replace(%s);</script>`, token, next)
+	})
+	mux.Handle("/", httputil.NewSingleHostReverseProxy(u))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv.URL
+}
+
+// loginURL is the address of loginProxy's page that logs in with token and opens path.
+func loginURL(proxy, token, path string) string {
+	return proxy + "/login.html?" + url.Values{"token": {token}, "next": {path}}.Encode()
 }
 
 // waitLagSamples polls the lag history of group until it holds at least n samples on
@@ -228,11 +259,14 @@ func TestConsolePage(t *testing.T) {
 			// chart can only show them if it reads the server's history.
 			waitLagSamples(t, dev.url, tc.token, "billing-console", 2)
 
-			page := dev.url + "/console/?topic=orders-console&partition=1"
+			// With a token, the page is opened logged in (loginProxy).
+			open := func(path string) string { return dev.url + path }
 			if tc.token != "" {
-				page += "#token=" + tc.token
+				proxy := loginProxy(t, dev.url)
+				open = func(path string) string { return loginURL(proxy, tc.token, path) }
 			}
-			dom, img := browse(t, browser, page, "console-"+tc.name)
+			const page = "/console/?topic=orders-console&partition=1"
+			dom, img := browse(t, browser, open(page), "console-"+tc.name)
 			for _, want := range []string{
 				`data-ready="1"`, `class="summary" data-topic="orders-console"`, `data-topic="audit-console"`,
 				`class="partition" data-topic="orders-console" data-partition="2"`,
@@ -262,7 +296,7 @@ func TestConsolePage(t *testing.T) {
 				t.Errorf("the screenshot has %d rows with anything drawn: the tables did not render", full)
 			}
 			// Pinned to an offset, the tail starts there and does not follow.
-			dom, _ = browse(t, browser, strings.Replace(page, "partition=1", "partition=1&offset=1", 1), "console-"+tc.name+"-offset")
+			dom, _ = browse(t, browser, open(page+"&offset=1"), "console-"+tc.name+"-offset")
 			if !strings.Contains(dom, "— from offset 1") || strings.Contains(dom, `data-offset="0"`) || !strings.Contains(dom, `data-offset="2"`) {
 				t.Errorf("the tail from offset 1 shows otherwise:\n%s", dom)
 			}
@@ -282,7 +316,7 @@ func TestConsolePage(t *testing.T) {
 				t.Fatalf("poll of offset 2: %+v %v", third, err)
 			}
 			at := strconv.FormatInt(third.Records[0].TimestampMs, 10)
-			dom, _ = browse(t, browser, strings.Replace(page, "partition=1", "partition=1&time="+at, 1), "console-"+tc.name+"-time")
+			dom, _ = browse(t, browser, open(page+"&time="+at), "console-"+tc.name+"-time")
 			if !strings.Contains(dom, "— from offset 2") || strings.Contains(dom, `data-offset="1"`) || !strings.Contains(dom, `data-offset="2"`) {
 				t.Errorf("the tail from time %s (offset 2's) shows otherwise:\n%s", at, dom)
 			}
@@ -297,8 +331,18 @@ func TestConsolePage(t *testing.T) {
 			if empty := inkRows(img); empty >= full {
 				t.Errorf("the page without a token has as much drawn (%d rows) as with one (%d)", empty, full)
 			}
+			// A token in the URL is not taken (it would stay in the history): the page
+			// asks for one and shows no data.
+			dom, _ = browse(t, browser, dev.url+"/console/#token="+tc.token, "console-token-in-url")
+			if !strings.Contains(dom, `data-ready="error"`) || !strings.Contains(dom, "HTTP 401") || strings.Contains(dom, `data-topic="orders-console"`) {
+				t.Errorf("with the token in the URL's fragment the page should ignore it, show the 401 and no topics:\n%s", dom)
+			}
+			dom, _ = browse(t, browser, dev.url+"/console/?token="+tc.token, "console-token-in-query")
+			if !strings.Contains(dom, `data-ready="error"`) || !strings.Contains(dom, "HTTP 401") || strings.Contains(dom, `data-topic="orders-console"`) {
+				t.Errorf("with the token in the URL's query the page should ignore it, show the 401 and no topics:\n%s", dom)
+			}
 			// A token that may read but not describe sees empty lists that say why.
-			dom, _ = browse(t, browser, dev.url+"/console/#token=reader-token-0123456789", "console-reader")
+			dom, _ = browse(t, browser, loginURL(loginProxy(t, dev.url), "reader-token-0123456789", "/console/"), "console-reader")
 			if !strings.Contains(dom, "may read topics but not describe them") || strings.Contains(dom, `data-topic="orders-console"`) {
 				t.Errorf("a read-only token's page should say why it lists no topics:\n%s", dom)
 			}

@@ -66,7 +66,8 @@ HTTP 500s, timeouts, before the request or after it was applied) into that fract
 S3 and DynamoDB requests; see pkg/awsfault for STRATA_FAULT_SEED, STRATA_FAULT_KINDS and
 STRATA_FAULT_SERVICES.
 
-The web console is at http://ADDR/console/ (--console=false turns it off); its lag
+The web console is at http://ADDR/console/ (--console=false turns it off); with
+--auth, paste a token in its Token field (it is kept in the tab, never in the URL). Its lag
 chart shows the history dev samples every --lag-sample-interval and keeps in the store,
 so it survives a reload and a restart. --access-log prints one line per request to
 stderr (time, method, path, status, bytes, duration; never the query or headers).

@@ -32,11 +32,29 @@ func Handler() http.Handler {
 	files := http.StripPrefix(Prefix, http.FileServer(http.FS(sub)))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The page may not be framed (clickjacking): frame-ancestors for current
-		// browsers, X-Frame-Options for the rest.
+		// browsers, X-Frame-Options for the rest. Nothing of it is kept (no-store): a
+		// shared machine's cache holds no copy of a session.
 		w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'")
 		w.Header().Set("X-Frame-Options", "DENY")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Referrer-Policy", "no-referrer")
-		files.ServeHTTP(w, r)
+		files.ServeHTTP(noStore{w}, r)
 	})
 }
+
+// noStore sets Cache-Control: no-store as the answer's head is written: the file
+// server removes the header from its error answers (a missing file's 404).
+type noStore struct{ http.ResponseWriter }
+
+func (w noStore) WriteHeader(code int) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w noStore) Write(b []byte) (int, error) {
+	w.Header().Set("Cache-Control", "no-store")
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w noStore) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -196,25 +196,31 @@ func (s *server) authenticate(r *http.Request) (*Principal, *apiError) {
 	if h == "" {
 		return nil, unauthorized("missing Authorization: Bearer token")
 	}
-	// A client that guessed wrong too often is not even looked up until its failure
-	// bucket refills: guessing is slowed to the refill rate.
-	client, now := clientOf(r), time.Now()
+	// The token is looked up first: a valid one is answered whatever failed before it
+	// from its address. A wrong one that failed too often, or from an address that
+	// did, is 429 rather than 401 until its bucket refills.
+	if strings.EqualFold(scheme, "Bearer") && token != "" {
+		if p, ok := s.auth.byToken[sha256.Sum256([]byte(token))]; ok {
+			return p, nil
+		}
+	}
+	sum := sha256.Sum256([]byte(h))
+	credential, client, now := "credential:"+string(sum[:]), "address:"+clientOf(r), time.Now()
 	if s.now != nil {
 		now = s.now()
 	}
-	if e := s.failures.blocked(client, now); e != nil {
+	if e := s.failures.blocked(credential, "this credential", now); e != nil {
 		return nil, e
 	}
+	if e := s.failures.blocked(client, "this address", now); e != nil {
+		return nil, e
+	}
+	s.failures.fail(credential, now)
+	s.failures.fail(client, now)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
-		s.failures.fail(client, now)
 		return nil, unauthorized("Authorization must be a Bearer token")
 	}
-	p, ok := s.auth.byToken[sha256.Sum256([]byte(token))]
-	if !ok {
-		s.failures.fail(client, now)
-		return nil, unauthorized("unknown token")
-	}
-	return p, nil
+	return nil, unauthorized("unknown token")
 }
 
 func unauthorized(msg string) *apiError {

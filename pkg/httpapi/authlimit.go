@@ -10,16 +10,20 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// AuthFailureLimit slows down guessing tokens: each client (remote IP address) may
-// present FailuresBurst wrong tokens at once, refilled at FailuresPerSecond; beyond
-// that its requests with credentials are 429 without the token being looked at, until
-// the bucket refills. The zero value takes the defaults; a negative FailuresPerSecond
-// turns the limit off.
+// AuthFailureLimit slows down wrong credentials: each credential presented (keyed by
+// its SHA-256) and each client address may fail FailuresBurst times at once, refilled
+// at FailuresPerSecond; beyond that a wrong credential is 429 instead of 401 until the
+// bucket refills. Only failures are limited: a valid token is looked up first and
+// always answered, whatever its address's failures, so a guesser or a misconfigured
+// client on the same host never locks valid callers out. (Tokens carry at least 128
+// bits, MinTokenLength, so guessing one is hopeless at any rate; the limit keeps a
+// client that repeats a wrong credential from hammering the server.) The zero value
+// takes the defaults; a negative FailuresPerSecond turns the limit off.
 type AuthFailureLimit struct {
 	FailuresPerSecond float64
 	FailuresBurst     int
-	// MaxClients bounds the clients remembered (memory); when full, clients whose
-	// bucket has refilled are forgotten first.
+	// MaxClients bounds the credentials and addresses remembered (memory); when full,
+	// those whose bucket has refilled are forgotten first.
 	MaxClients int
 }
 
@@ -30,7 +34,8 @@ const (
 	DefaultAuthFailureClients    = 4096
 )
 
-// failLimiter holds the failure bucket of each client that failed recently.
+// failLimiter holds the failure bucket of each key (a client address, or a
+// credential's hash) that failed recently.
 type failLimiter struct {
 	cfg AuthFailureLimit
 	mu  sync.Mutex
@@ -61,8 +66,9 @@ func clientOf(r *http.Request) string {
 	return r.RemoteAddr
 }
 
-// blocked returns a 429 when client has no failures left at now.
-func (f *failLimiter) blocked(client string, now time.Time) *apiError {
+// blocked returns a 429 when client has no failures left at now; what names the key
+// in the message ("this address", "this credential").
+func (f *failLimiter) blocked(client, what string, now time.Time) *apiError {
 	if f == nil {
 		return nil
 	}
@@ -78,7 +84,7 @@ func (f *failLimiter) blocked(client string, now time.Time) *apiError {
 	}
 	wait := time.Duration((1 - tokens) / f.cfg.FailuresPerSecond * float64(time.Second))
 	return &apiError{status: http.StatusTooManyRequests, code: codeRateLimited,
-		message: fmt.Sprintf("too many failed authentications from this address; retry in %s", wait.Round(time.Millisecond)),
+		message: fmt.Sprintf("too many failed authentications with %s; retry in %s", what, wait.Round(time.Millisecond)),
 		details: map[string]any{"retry_after_ms": wait.Milliseconds()},
 		header:  map[string]string{"Retry-After": retryAfter(wait.Seconds())}}
 }

@@ -20,10 +20,10 @@ func TestFailLimiterBounded(t *testing.T) {
 			t.Fatalf("after %d clients the limiter holds %d, want at most 16", i+1, n)
 		}
 	}
-	if f.blocked("10.0.39.15", now) == nil {
+	if f.blocked("10.0.39.15", "this address", now) == nil {
 		t.Fatal("the last client to fail twice is not blocked")
 	}
-	if f.blocked("10.0.0.0", now) != nil {
+	if f.blocked("10.0.0.0", "this address", now) != nil {
 		t.Fatal("a forgotten client is blocked")
 	}
 }

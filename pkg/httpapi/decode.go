@@ -56,11 +56,16 @@ func unsupportedMedia(msg string) *apiError {
 	return &apiError{status: http.StatusUnsupportedMediaType, code: codeUnsupportedMedia, message: msg}
 }
 
+// preallocBody is the largest declared body readBody makes room for before it
+// arrives: beyond it the buffer grows with what arrives, so a head that declares a
+// large body and sends none costs no memory.
+const preallocBody = 64 << 10
+
 // readBody reads the whole request body, cut at limit bytes (*http.MaxBytesError).
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	r.Body = http.MaxBytesReader(w, r.Body, limit)
 	var buf bytes.Buffer
-	if r.ContentLength > 0 && r.ContentLength <= limit {
+	if r.ContentLength > 0 && r.ContentLength <= min(limit, preallocBody) {
 		buf.Grow(int(r.ContentLength))
 	}
 	_, err := buf.ReadFrom(r.Body)
@@ -69,9 +74,12 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 
 func bodyError(err error, limit int64) *apiError {
 	var mbe *http.MaxBytesError
+	var ae *apiError // the body's own refusal: too slow, or past the in-flight bounds
 	switch {
 	case errors.As(err, &mbe):
 		return tooLarge(limit)
+	case errors.As(err, &ae):
+		return ae
 	case errors.Is(err, io.EOF):
 		return invalid("malformed JSON: empty body")
 	case errors.Is(err, io.ErrUnexpectedEOF):

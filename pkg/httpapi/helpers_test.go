@@ -456,6 +456,7 @@ func errorShape(status int, raw []byte) string {
 // codesByStatus is the Errors table of docs/API.md.
 var codesByStatus = map[int]map[string]bool{
 	400: {"invalid_request": true},
+	408: {"unavailable": true},
 	401: {"unauthorized": true},
 	403: {"forbidden": true},
 	404: {"not_found": true},

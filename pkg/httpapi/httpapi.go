@@ -89,6 +89,9 @@ type Config struct {
 	// Inflight bounds the append body bytes being handled at once; the zero value
 	// takes the defaults.
 	Inflight InflightLimit
+	// BodyRead bounds how long a request body may take to arrive (408 beyond); the
+	// zero value takes the defaults.
+	BodyRead BodyReadLimit
 	// Metrics observes every request; NopMetrics when nil.
 	Metrics Metrics
 	// Clock returns the current time (quota refill, latency); time.Now when nil.
@@ -132,6 +135,7 @@ type server struct {
 	quota    *quotas
 	failures *failLimiter
 	inflight *inflight
+	bodyRead BodyReadLimit
 	metrics  Metrics
 	now      func() time.Time
 	logger   *slog.Logger
@@ -195,6 +199,7 @@ func New(cfg Config) http.Handler {
 	s.quota = newQuotas(cfg.Quota)
 	s.failures = newFailLimiter(cfg.AuthFailures)
 	s.inflight = newInflight(cfg.Inflight)
+	s.bodyRead = cfg.BodyRead.withDefaults()
 
 	const gp = "/v1/groups/{group}/topics/{topic}/partitions/{p}"
 	s.mux.HandleFunc("GET /v1/health", s.health)
@@ -225,9 +230,12 @@ func New(cfg Config) http.Handler {
 // and reports the request to Metrics.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
-	// No answer of the API is to be sniffed into something a browser would render.
+	// No answer of the API is to be sniffed into something a browser would render, nor
+	// kept by a browser or a proxy: records, lags and names are the principal's to see.
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
 	sw := &statusWriter{ResponseWriter: w}
+	r = timeBody(sw, r, s.bodyRead, time.Now())
 	route := "unmatched"
 	// A path ServeMux would clean (".", "..", "//") gets its redirect, which is no answer
 	// of the contract: such a path names no route.

@@ -48,17 +48,10 @@ func (s *server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	// The body's bytes are held against the in-flight bounds before it is read.
-	n := r.ContentLength
-	if n < 0 || n > MaxAppendBody {
-		n = MaxAppendBody
-	}
-	release, e := s.inflight.acquire(p.Name, n)
-	if e != nil {
-		writeError(w, e)
-		return
-	}
-	defer release()
+	// The body's bytes are held against the in-flight bounds as they arrive.
+	hold := s.inflight.hold(p.Name)
+	defer hold.release()
+	countBody(r, hold)
 	if isBlocks(r.Header.Get("Content-Type")) {
 		s.appendBlocks(w, r, topic, p, opt)
 		return
@@ -300,9 +293,13 @@ func (s *server) appendBlocks(w http.ResponseWriter, r *http.Request, topic stri
 	}
 	body, err := readBody(w, r, MaxAppendBody)
 	var mbe *http.MaxBytesError
+	var ae *apiError
 	switch {
 	case errors.As(err, &mbe):
 		writeError(w, tooLarge(MaxAppendBody))
+		return
+	case errors.As(err, &ae):
+		writeError(w, ae)
 		return
 	case err != nil:
 		writeError(w, invalid("reading the body: "+err.Error()))

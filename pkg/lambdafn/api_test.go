@@ -183,6 +183,23 @@ func TestAPIPollReturnsAppended(t *testing.T) {
 	}
 }
 
+// TestAPIAnswersNoStore: the api function's answers, records and errors alike, say
+// Cache-Control: no-store, so no cache between the caller and API Gateway keeps them.
+func TestAPIAnswersNoStore(t *testing.T) {
+	api := newAPI(t, nil)
+	invoke(t, api, fixture(t, "apigw-v2-create-topic.json"))
+	invoke(t, api, fixture(t, "apigw-v2-append.json"))
+	for _, name := range []string{"apigw-v2-poll.json", "apigw-v2-append.json"} {
+		if r := invoke(t, api, fixture(t, name)); r.Headers["Cache-Control"] != "no-store" {
+			t.Errorf("%s: %d with Cache-Control %q, want no-store", name, r.StatusCode, r.Headers["Cache-Control"])
+		}
+	}
+	missing := []byte(strings.ReplaceAll(string(fixture(t, "apigw-v2-poll.json")), "/v1/topics/", "/v1/topics/missing-"))
+	if r := invoke(t, api, missing); r.StatusCode != 404 || r.Headers["Cache-Control"] != "no-store" {
+		t.Errorf("a missing topic: %d with Cache-Control %q, want 404 and no-store", r.StatusCode, r.Headers["Cache-Control"])
+	}
+}
+
 // TestAPIPayloadLimit: a body over what API Gateway and Lambda can carry gets a clear
 // 413 in the contract's format, saying the limit (max_body_bytes); one just under
 // passes to the handler. Every answer states the limit (wire.HeaderMaxBody), which the

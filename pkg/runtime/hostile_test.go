@@ -617,8 +617,8 @@ func TestHostileSecurity(t *testing.T) {
 		}
 	}
 
-	// Token guessing from one address: 20 wrong tokens are 401, then every request with
-	// credentials is 429 with Retry-After, the right token included.
+	// Token guessing from one address: 20 wrong tokens are 401, then every wrong token
+	// from it is 429 with Retry-After; the right token is still answered.
 	for i := range 30 {
 		status, h, _ := do(t, "GET", rt.URL()+"/v1/topics", "", fmt.Sprintf("Authorization: Bearer guess-%024d", i))
 		want := 401
@@ -628,7 +628,7 @@ func TestHostileSecurity(t *testing.T) {
 		count("token guesses", status == want && (want == 401 || h.Get("Retry-After") != ""), "guess %d: %d, want %d", i, status, want)
 	}
 	status, _, _ := do(t, "GET", rt.URL()+"/v1/topics", "", admin)
-	count("token guesses", status == 429, "the right token from a guessing address: %d, want 429", status)
+	count("token guesses", status == 200, "the right token from a guessing address: %d, want 200", status)
 
 	// Without auth (strata dev's default): cross-site, rebinding, wrong body types and
 	// oversize bodies on every route that changes something; nothing may change.

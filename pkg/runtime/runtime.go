@@ -73,6 +73,9 @@ type Config struct {
 	// Inflight bounds the append bytes handled at once (httpapi.InflightLimit; zero
 	// takes its defaults).
 	Inflight httpapi.InflightLimit
+	// BodyRead bounds how long a request body may take to arrive
+	// (httpapi.BodyReadLimit; zero takes its defaults).
+	BodyRead httpapi.BodyReadLimit
 	// RetentionInterval is the period of the retention pass (default 30s; negative
 	// disables the loop, RunRetention still works).
 	RetentionInterval time.Duration
@@ -171,6 +174,9 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 		_ = r.closeStores()
 		return nil, fmt.Errorf("runtime: listen on %s: %w", cfg.Addr, err)
 	}
+	// Folded header lines and bare-LF line endings, which net/http accepts, are
+	// refused before the server reads them (docs/API.md).
+	r.ln = httpapi.StrictListener(r.ln)
 	// A listener on a developer's machine is reachable from every page their browser
 	// opens: refuse rebound Host names and cross-site requests (docs/API.md).
 	r.handler = httpapi.Guard(r.handler, httpapi.LocalGuard{AllowedHosts: cfg.AllowedHosts, PagePrefix: console.Prefix})
@@ -279,6 +285,7 @@ func build(ctx context.Context, cfg Config, parts node.Parts) (*Runtime, error) 
 		Auth:           auth,
 		Quota:          cfg.Quota,
 		Inflight:       cfg.Inflight,
+		BodyRead:       cfg.BodyRead,
 		Metrics:        httpMetrics,
 		Logger:         r.logger,
 		MetricsHandler: metrics.Handler(r.registry),

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
@@ -175,9 +176,9 @@ func TestHandlerBehindAPIGatewayAnswersAnyHost(t *testing.T) {
 }
 
 // TestInflightAppendBytesBounded (issue 19, item 5): appends whose bodies would take
-// the server past its in-flight bound are answered 503 with Retry-After at once, their
-// bodies unread, and those past a principal's bound 429; once the holder finishes,
-// appends are accepted again.
+// the server past its in-flight bound are answered 503 with Retry-After at once, the
+// rest of their bodies unread, and those past a principal's bound 429; once the holder
+// finishes, appends are accepted again.
 func TestInflightAppendBytesBounded(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -199,9 +200,10 @@ func TestInflightAppendBytesBounded(t *testing.T) {
 			if _, err := c.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 1}); err != nil {
 				t.Fatal(err)
 			}
-			// The holder declares 1 MiB and sends none of it (its own connection, so the
-			// header goes out at once). It is refused itself when it arrives while a
-			// small append holds bytes; then it is sent again.
+			// The holder sends 1 MiB of a body one byte longer (its own connection) and
+			// stalls: bytes hold the bound as they arrive. It is refused itself when its
+			// bytes arrive while a small append holds some, and answered 408 when its
+			// idle bound passes; then it is sent again.
 			var conn net.Conn
 			refused := make(chan struct{}, 1)
 			hold := func() {
@@ -209,7 +211,10 @@ func TestInflightAppendBytesBounded(t *testing.T) {
 				if conn, err = net.Dial("tcp", rt.Addr()); err != nil {
 					t.Fatal(err)
 				}
-				fmt.Fprintf(conn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 1<<20)
+				go func(c net.Conn) {
+					fmt.Fprintf(c, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", 1<<20+1)
+					_, _ = c.Write(make([]byte, 1<<20))
+				}(conn)
 				go func(c net.Conn) {
 					if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
 						resp.Body.Close()
@@ -236,7 +241,7 @@ func TestInflightAppendBytesBounded(t *testing.T) {
 					break
 				}
 				if status != 200 || time.Now().After(deadline) {
-					t.Fatalf("while 1 MiB is in flight: %d %s, want 200 until the holder is admitted, then %d", status, body, tc.status)
+					t.Fatalf("while 1 MiB is in flight: %d %s, want 200 until the holder's bytes are held, then %d", status, body, tc.status)
 				}
 				time.Sleep(10 * time.Millisecond) // the holder's request is not admitted yet
 			}
@@ -382,4 +387,293 @@ func TestShortTokenRefusedAtStart(t *testing.T) {
 			t.Errorf("%q: %v, want a configuration error naming the principal and the 22-character rule", tc.token, err)
 		}
 	}
+}
+
+// TestBadTokensDoNotLockOutValidCallers: however many wrong tokens arrive from one
+// address (a misconfigured client, a guesser on the same host), every request with a
+// valid token from that address is answered; the wrong tokens themselves are slowed
+// (429 with Retry-After once their failures are spent), a repeated one and a stream of
+// new ones alike.
+func TestBadTokensDoNotLockOutValidCallers(t *testing.T) {
+	auth := filepath.Join(t.TempDir(), "auth.json")
+	const valid = "valid-token-0123456789abc"
+	if err := os.WriteFile(auth, []byte(`{"principals": {"`+valid+`": {"name": "ops", "allow": [{"resource": "topic:*", "ops": ["describe"]}]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rt, _, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}, AuthFile: auth})
+	limited := map[string]bool{}
+	for i := range 60 {
+		bad := "revoked-token-0123456789abc"
+		kind := "repeated"
+		if i%2 == 1 {
+			bad, kind = fmt.Sprintf("guess-%024d", i), "new"
+		}
+		status, h, body := do(t, "GET", rt.URL()+"/v1/topics", "", "Authorization: Bearer "+bad)
+		switch {
+		case status == 429 && h.Get("Retry-After") != "":
+			limited[kind] = true
+		case status != 401:
+			t.Fatalf("wrong token %d: %d %s, want 401 or 429 with Retry-After", i, status, body)
+		}
+		if status, _, body := do(t, "GET", rt.URL()+"/v1/topics", "", "Authorization: Bearer "+valid); status != 200 {
+			t.Fatalf("the valid token after %d wrong ones from its address: %d %s, want 200", i+1, status, body)
+		}
+	}
+	if !limited["repeated"] || !limited["new"] {
+		t.Errorf("wrong tokens limited: %v, want both the repeated one and new ones slowed", limited)
+	}
+}
+
+// stall opens a connection to addr that sends an append's head declaring a body of n
+// bytes (with Expect: 100-continue), then the first sent bytes of it, and nothing
+// more. It returns once the server's handler has started reading the body (its 100
+// Continue arrived) and a channel that receives the final answer's status when one
+// comes (0 when the connection ends without one).
+func stall(t *testing.T, addr string, n int64, sent []byte) (net.Conn, <-chan int) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close() })
+	fmt.Fprintf(conn, "POST /v1/topics/t/records HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", n)
+	br := bufio.NewReader(conn)
+	line, err := br.ReadString('\n')
+	if err != nil || !strings.HasPrefix(line, "HTTP/1.1 100 ") {
+		t.Fatalf("a stalled body's first answer: %q %v, want 100 Continue (the handler reading the body)", line, err)
+	}
+	if _, err := br.ReadString('\n'); err != nil { // the blank line after the 100
+		t.Fatal(err)
+	}
+	if len(sent) > 0 {
+		if _, err := conn.Write(sent); err != nil {
+			t.Fatal(err)
+		}
+	}
+	answer := make(chan int, 1)
+	go func() {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			answer <- 0
+			return
+		}
+		resp.Body.Close()
+		answer <- resp.StatusCode
+	}()
+	return conn, answer
+}
+
+// TestIdleBodiesDoNotBlockAppends: connections that declare full-size append bodies
+// and send none of them — four, the principal's whole in-flight bound if declared
+// lengths counted (without auth every caller is one principal) — hold nothing: while
+// all of them are open and unanswered, a normal append succeeds.
+func TestIdleBodiesDoNotBlockAppends(t *testing.T) {
+	rt, c, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
+	ctx := context.Background()
+	if _, err := c.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	var answers []<-chan int
+	for range 4 {
+		_, a := stall(t, rt.Addr(), httpapi.MaxAppendBody, nil)
+		answers = append(answers, a)
+	}
+	if status, _, body := do(t, "POST", rt.URL()+"/v1/topics/t/records", `{"records": [{"value": "eA=="}]}`, "Content-Type: application/json"); status != 200 {
+		t.Fatalf("an append while 4 bodies are stalled: %d %s, want 200", status, body)
+	}
+	for i, a := range answers {
+		select {
+		case s := <-a:
+			t.Fatalf("stalled body %d was answered (%d) before the append was: the test did not hold them open", i, s)
+		default:
+		}
+	}
+}
+
+// TestSlowBodyTimesOut: a body that stops arriving is answered 408 once its idle bound
+// passes, and the bytes it had sent, which held the in-flight bound, are freed: an
+// append refused 503 while they were held succeeds after.
+func TestSlowBodyTimesOut(t *testing.T) {
+	cfg := runtime.Config{Node: node.Config{DataDir: t.TempDir()}}
+	cfg.Inflight.ServerBytes, cfg.Inflight.PrincipalBytes = 64<<10, -1
+	cfg.BodyRead.Idle = 500 * time.Millisecond
+	rt, c, _ := start(t, cfg)
+	ctx := context.Background()
+	if _, err := c.CreateTopic(ctx, "t", client.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	body := `{"records": [{"value": "` + strings.Repeat("QUFB", 30<<10) + `"}]}`
+	small := `{"records": [{"value": "eA=="}]}`
+	var answer <-chan int
+	// Until the server has read what the stalled body sent, the small append may pass;
+	// a stalled body whose bytes arrived while a small append held some is refused
+	// itself (503), and is sent again.
+	for held := false; !held; {
+		_, answer = stall(t, rt.Addr(), int64(len(body)), []byte(body[:len(body)-10]))
+		for {
+			status, h, b := do(t, "POST", rt.URL()+"/v1/topics/t/records", small, "Content-Type: application/json")
+			if status == 503 && h.Get("Retry-After") != "" {
+				held = true
+				break
+			}
+			if status != 200 {
+				t.Fatalf("while the stalled body's bytes arrive: %d %s, want 200 then 503 with Retry-After", status, b)
+			}
+			refused := false
+			select {
+			case s := <-answer:
+				if s != 503 {
+					t.Fatalf("the stalled body was answered %d before its bytes were seen held, want 503 or none", s)
+				}
+				refused = true
+			default:
+			}
+			if refused {
+				break
+			}
+			time.Sleep(5 * time.Millisecond) // the server is still reading the sent bytes
+		}
+	}
+	if s := <-answer; s != http.StatusRequestTimeout {
+		t.Fatalf("the stalled body's answer: %d, want 408", s)
+	}
+	if status, _, b := do(t, "POST", rt.URL()+"/v1/topics/t/records", small, "Content-Type: application/json"); status != 200 {
+		t.Fatalf("after the stalled body timed out: %d %s, want 200 (its bytes freed)", status, b)
+	}
+}
+
+// TestConsolePagesNoStore: the console's page and files, and every API answer (data,
+// errors, /metrics), say Cache-Control: no-store, so no browser or proxy keeps a copy of
+// what a token showed.
+func TestConsolePagesNoStore(t *testing.T) {
+	rt, c, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}, Console: true})
+	if _, err := c.CreateTopic(context.Background(), "orders", client.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/console/", "/console/console.js", "/console/console.css", "/console/missing.js",
+		"/v1/topics", "/v1/topics/orders", "/v1/topics/orders/partitions/0/records?offset=0", "/v1/topics/missing", "/metrics", "/nowhere", "/v1/health"} {
+		status, h, _ := do(t, "GET", rt.URL()+path, "")
+		if !strings.Contains(h.Get("Cache-Control"), "no-store") {
+			t.Errorf("GET %s: %d with Cache-Control %q, want no-store", path, status, h.Get("Cache-Control"))
+		}
+	}
+}
+
+// raw sends reqs as they are, one after another on a new connection to addr, each
+// once the answer to the one before arrived, and returns the status code of each
+// answer until the server closes the connection.
+func raw(t *testing.T, addr string, reqs ...string) []string {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A server that kept the connection open would leave this waiting: the deadline
+	// ends the wait (the answers so far are what is checked), it bounds no latency.
+	_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	br := bufio.NewReader(conn)
+	var statuses []string
+	for i, req := range reqs {
+		if _, err := io.WriteString(conn, req); err != nil {
+			return statuses
+		}
+		for {
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				return statuses
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses = append(statuses, resp.Status[:3])
+			if i < len(reqs)-1 {
+				break
+			}
+		}
+	}
+	return statuses
+}
+
+// rawCase is raw requests on one connection, the last refused outright: its topic
+// must not exist afterwards.
+type rawCase struct {
+	name  string
+	reqs  []string
+	topic string
+}
+
+// checkRawRefused sends each case on its own connection: the answers must be 400 for
+// the malformed request (after the answers of well-formed requests before it, listed
+// in ok), and the topic the malformed request would create must not exist.
+func checkRawRefused(t *testing.T, cases []rawCase, ok map[string][]string) {
+	t.Helper()
+	rt, c, _ := start(t, runtime.Config{Node: node.Config{DataDir: t.TempDir()}})
+	for _, tc := range cases {
+		got := raw(t, rt.Addr(), tc.reqs...)
+		want := append(append([]string{}, ok[tc.name]...), "400")
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%s: answers %v, want %v", tc.name, got, want)
+		}
+		if _, err := c.DescribeTopic(context.Background(), tc.topic); !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("%s: topic %q after the request: %v, want not found (nothing done)", tc.name, tc.topic, err)
+		}
+	}
+}
+
+// create is a request creating topic name, its head lines joined by eol, with extra
+// lines before Content-Length.
+func create(name, eol string, extra ...string) string {
+	body := `{"name": "` + name + `", "partitions": 1}`
+	lines := append([]string{"POST /v1/topics HTTP/1.1", "Host: localhost", "Content-Type: application/json"}, extra...)
+	lines = append(lines, fmt.Sprintf("Content-Length: %d", len(body)), "", "")
+	return strings.Join(lines, eol) + body
+}
+
+// chunkedCreate is a request creating topic name with a chunked body in two chunks,
+// then trailer (its lines, each with its line ending) and the empty line.
+func chunkedCreate(name, trailer string) string {
+	body := `{"name": "` + name + `", "partitions": 1}`
+	a, b := body[:10], body[10:]
+	return "POST /v1/topics HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n" +
+		fmt.Sprintf("%x\r\n%s\r\n%x\r\n%s\r\n0\r\n", len(a), a, len(b), b) + trailer + "\r\n"
+}
+
+// TestRawRequestFoldedHeaderRefused: a request with a header line folded onto the
+// previous one (obs-fold: a line starting with a space or a tab), which Go's net/http
+// would join into one value, is refused with 400 and the connection closed, nothing
+// done; in a chunked body's trailer too, and on a kept-alive connection after a
+// well-formed request, which is answered.
+func TestRawRequestFoldedHeaderRefused(t *testing.T) {
+	chunked := chunkedCreate("folded-trailer", "X-Trailer: a\r\n b\r\n")
+	checkRawRefused(t, []rawCase{
+		{"space", []string{create("folded-space", "\r\n", "X-Note: a", " b")}, "folded-space"},
+		{"tab", []string{create("folded-tab", "\r\n", "X-Note: a", "\tb")}, "folded-tab"},
+		{"folded Content-Type", []string{create("folded-type", "\r\n", "X-Note: a", " , text/plain")}, "folded-type"},
+		{"first header line", []string{strings.Replace(create("folded-first", "\r\n"), "HTTP/1.1\r\nHost", "HTTP/1.1\r\n Host", 1)}, "folded-first"},
+		{"trailer", []string{chunked}, "folded-trailer"},
+		{"after a good request", []string{create("good-first", "\r\n"), create("folded-second", "\r\n", "X-Note: a", " b")}, "folded-second"},
+		{"after a good chunked request", []string{chunkedCreate("good-chunked", "X-Trailer: fine\r\n"), create("folded-third", "\r\n", "X-Note: a", " b")}, "folded-third"},
+	}, map[string][]string{"after a good request": {"201"}, "after a good chunked request": {"201"}})
+}
+
+// TestRawRequestBareLFRefused: a request whose lines end with a bare LF instead of
+// CRLF (in the request line, a header, the end of the head, or a trailer), or hold a
+// bare CR, which Go's net/http would accept, is refused with 400 and the connection
+// closed, nothing done; a well-formed request before it on the connection is answered.
+func TestRawRequestBareLFRefused(t *testing.T) {
+	mixed := create("lf-one-line", "\r\n")
+	mixed = strings.Replace(mixed, "Host: localhost\r\n", "Host: localhost\n", 1)
+	lfEnd := create("lf-end", "\r\n")
+	lfEnd = strings.Replace(lfEnd, "\r\n\r\n", "\r\n\n", 1)
+	crOnly := strings.Replace(create("cr-only", "\r\n"), "Host: localhost\r\n", "Host: localhost\r", 1)
+	trailer := chunkedCreate("lf-trailer", "X-Trailer: a\n")
+	checkRawRefused(t, []rawCase{
+		{"every line", []string{create("lf-all", "\n")}, "lf-all"},
+		{"request line", []string{strings.Replace(create("lf-request-line", "\r\n"), "HTTP/1.1\r\n", "HTTP/1.1\n", 1)}, "lf-request-line"},
+		{"one header line", []string{mixed}, "lf-one-line"},
+		{"end of the head", []string{lfEnd}, "lf-end"},
+		{"bare CR", []string{crOnly}, "cr-only"},
+		{"trailer", []string{trailer}, "lf-trailer"},
+		{"after a good request", []string{create("good-lf", "\r\n"), create("lf-second", "\n")}, "lf-second"},
+	}, map[string][]string{"after a good request": {"201"}})
 }

@@ -385,9 +385,11 @@ async function refresh() {
 }
 
 function start() {
-  const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
-  state.token = m ? decodeURIComponent(m[1]) : sessionStorage.getItem("strata-token") || "";
-  if (m) history.replaceState(null, "", location.pathname + location.search);
+  // The token is pasted in the Token field and kept in this tab's sessionStorage,
+  // never taken from the URL (it would stay in the history, a Referer or a log). A
+  // fragment an old link still carries is dropped unread.
+  state.token = sessionStorage.getItem("strata-token") || "";
+  if (location.hash) history.replaceState(null, "", location.pathname + location.search);
   document.getElementById("auth").addEventListener("submit", (ev) => {
     ev.preventDefault();
     state.token = document.getElementById("token").value.trim();
