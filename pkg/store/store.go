@@ -54,6 +54,9 @@ var (
 	// ErrSuperseded: a fence of the same or a later attempt of the request exists
 	// (SequencerStore.FenceRequest).
 	ErrSuperseded = errors.New("store: superseded by a later attempt of the request")
+	// ErrFenceLimit: a fence beyond its owner's share of the topic's fences
+	// (MaxOwnerFences) or beyond MaxFenceAttempts of its key; nothing was changed.
+	ErrFenceLimit = errors.New("store: fence limit reached")
 )
 
 // ConflictError is returned by PutIndexEntry when another entry holds the base offset.
@@ -396,6 +399,10 @@ type CommitMember struct {
 type RequestFence struct {
 	// Key is the request's scoped key ("<topic ID>#<key>", as CommitMember.Key).
 	Key string
+	// Owner names who fences (pkg/log: the appending principal's scope, at most
+	// MaxFenceOwner bytes, "" for in-process appenders): a topic holds fences of at most
+	// MaxOwnerFences keys per owner, so one owner's retries never use up another's.
+	Owner string
 	// Attempt is the fencing attempt: attempts below it are fenced.
 	Attempt int32
 	// Batch is the topic's batch count when the fence was set (set by the store): it
@@ -423,8 +430,24 @@ const MaxProducerCommitWindow = 90 * time.Second
 // MaxFences bounds the fences a topic holds: a FenceRequest finding the topic with as
 // many (by the backend's latest view of it) must refuse with ErrUnavailable, changing
 // nothing, so that a storm of retries cannot grow the topic item (and every batch's
-// write) without bound; the retries succeed once the fences expire.
+// write) without bound; the retries succeed once the fences expire. As one owner holds
+// at most MaxOwnerFences, it takes MaxFences/MaxOwnerFences owners at their caps
+// together to reach it.
 const MaxFences = 256
+
+// MaxOwnerFences bounds the keys one owner (RequestFence.Owner) holds fences of on a
+// topic: a fence of a new key of an owner holding as many (by the backend's latest view)
+// is refused with ErrFenceLimit, changing nothing, while other owners still fence.
+const MaxOwnerFences = 64
+
+// MaxFenceAttempts bounds the attempts of one request that fence (1 to it): each adds
+// an attribute to the topic item, so a client piling attempts on one key could
+// otherwise grow it without bound. A fence of a later attempt is refused with
+// ErrFenceLimit before anything is read or written.
+const MaxFenceAttempts = 16
+
+// MaxFenceOwner bounds a fence's owner.
+const MaxFenceOwner = 64
 
 // Applies reports whether f skips attempt of the request key in the topic's batch
 // numbered batch.
@@ -454,6 +477,32 @@ func FenceKeys(fences []RequestFence) int {
 	return len(keys)
 }
 
+// OwnerFenceKeys counts the request keys owner holds fences of, which MaxOwnerFences
+// bounds.
+func OwnerFenceKeys(fences []RequestFence, owner string) int {
+	keys := map[string]bool{}
+	for _, f := range fences {
+		if f.Owner == owner {
+			keys[f.Key] = true
+		}
+	}
+	return len(keys)
+}
+
+// FenceRoom is what every backend checks of a fence of a new key (none of its fences
+// held) against the fences it last saw on the topic: ErrFenceLimit when f's owner holds
+// MaxOwnerFences keys, else ErrUnavailable when the topic holds MaxFences; nil when
+// there is room.
+func FenceRoom(held []RequestFence, f RequestFence) error {
+	if n := OwnerFenceKeys(held, f.Owner); n >= MaxOwnerFences {
+		return fmt.Errorf("its owner holds fences of %d requests, at most %d: %w", n, MaxOwnerFences, ErrFenceLimit)
+	}
+	if n := FenceKeys(held); n >= MaxFences {
+		return fmt.Errorf("fences of %d keys held: %w", n, ErrUnavailable)
+	}
+	return nil
+}
+
 // FencePoint is a topic's state when a fence was set: every batch numbered at most
 // Batch was committed before it.
 type FencePoint struct {
@@ -466,8 +515,9 @@ type FencePoint struct {
 const MaxFenceKey = 1024
 
 // CheckFence is what every backend checks of a FenceRequest before writing anything:
-// a topic of the topic commit layout, a key of 1 to MaxFenceKey bytes, an attempt from
-// 1 (attempt 0 fences nothing) and a time after the epoch.
+// a topic of the topic commit layout, a key of 1 to MaxFenceKey bytes, an owner of at
+// most MaxFenceOwner, an attempt from 1 (attempt 0 fences nothing) to MaxFenceAttempts
+// (beyond it ErrFenceLimit) and a time after the epoch.
 func CheckFence(topic string, f RequestFence) error {
 	what := fmt.Sprintf("fence %q attempt %d on %s", f.Key, f.Attempt, topic)
 	switch {
@@ -475,8 +525,12 @@ func CheckFence(topic string, f RequestFence) error {
 		return fmt.Errorf("%s: the topic is not of the topic commit layout", what)
 	case f.Key == "" || len(f.Key) > MaxFenceKey:
 		return fmt.Errorf("%s: the key must have 1 to %d bytes", what, MaxFenceKey)
+	case len(f.Owner) > MaxFenceOwner:
+		return fmt.Errorf("%s: the owner must have at most %d bytes", what, MaxFenceOwner)
 	case f.Attempt < 1:
 		return fmt.Errorf("%s: a fence's attempt must be at least 1", what)
+	case f.Attempt > MaxFenceAttempts:
+		return fmt.Errorf("%s: at most %d attempts of a request fence: %w", what, MaxFenceAttempts, ErrFenceLimit)
 	case f.At.IsZero() || f.At.UnixMilli() < 0:
 		return fmt.Errorf("%s: a fence must have a time after the epoch", what)
 	}
@@ -649,7 +703,8 @@ type SequencerStore interface {
 	// results and the stream's states) until FenceHorizon after f.At; only a commit may
 	// drop it, one whose AppendedAt is past that. A topic of another layout, or a fence
 	// CheckFence refuses, must be refused with an error, changing nothing; so must a
-	// fence of a new key on a topic holding MaxFences (ErrUnavailable). An outcome the
+	// fence of a new key that FenceRoom refuses (ErrFenceLimit when its owner holds
+	// MaxOwnerFences keys, ErrUnavailable when the topic holds MaxFences). An outcome the
 	// backend cannot tell (an applied fence whose point is lost) is ErrCommitUnknown.
 	FenceRequest(ctx context.Context, topic string, f RequestFence) (FencePoint, error)
 }
