@@ -340,7 +340,7 @@ func (l *Log) admit(ctx context.Context, m *member, opt AppendOptions) error {
 		return nil
 	}
 	m.idemKey = ScopedKey(m.topic, opt.Principal, opt.IdempotencyKey)
-	m.owner = principalScope(opt.Principal)
+	m.owner = PrincipalScope(opt.Principal)
 	if opt.Producer && store.TopicCommits(m.topic) {
 		m.producer, m.attempt = true, opt.Attempt
 		if opt.Attempt == 0 {
@@ -383,20 +383,20 @@ func (l *Log) admit(ctx context.Context, m *member, opt AppendOptions) error {
 // ScopedKey is the key under which an Idempotency-Key is claimed, fenced and listed in
 // a batch's members table: "<topic ID>#<key>" for the in-process principal (""), as
 // before principals scoped keys, so what in-process consumers wrote stays theirs; and
-// "@<scope>#<topic ID>#<key>" for any other, scope being principalScope(principal). A
+// "@<scope>#<topic ID>#<key>" for any other, scope being PrincipalScope(principal). A
 // topic ID never starts with '@', so no principal's key is ever the in-process one's,
 // and two principals' keys differ by their scopes.
 func ScopedKey(topicID, principal, key string) string {
 	if principal == "" {
 		return topicID + "#" + key
 	}
-	return "@" + principalScope(principal) + "#" + topicID + "#" + key
+	return "@" + PrincipalScope(principal) + "#" + topicID + "#" + key
 }
 
-// principalScope names a principal in keys and fences: 16 hex digits of SHA-256 over
+// PrincipalScope names a principal in keys and fences: 16 hex digits of SHA-256 over
 // its name ("" for the in-process principal), short whatever the name's length (an
 // IAM ARN), and the owner of its fences (store.RequestFence.Owner).
-func principalScope(principal string) string {
+func PrincipalScope(principal string) string {
 	if principal == "" {
 		return ""
 	}

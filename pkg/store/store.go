@@ -397,11 +397,11 @@ type CommitMember struct {
 // batches committed after the fence carry are skipped, so the retry, having searched
 // the batches before the fence, decides alone whether the request is in the log.
 type RequestFence struct {
-	// Key is the request's scoped key ("<topic ID>#<key>", as CommitMember.Key).
+	// Key is the request's scoped key (pkg/log's ScopedKey, as CommitMember.Key).
 	Key string
 	// Owner names who fences (pkg/log: the appending principal's scope, at most
-	// MaxFenceOwner bytes, "" for in-process appenders): a topic holds fences of at most
-	// MaxOwnerFences keys per owner, so one owner's retries never use up another's.
+	// MaxFenceOwner bytes, "" for in-process appenders): one owner's fences never take
+	// the share of a topic's fences kept for the others (MaxOwnerFences).
 	Owner string
 	// Attempt is the fencing attempt: attempts below it are fenced.
 	Attempt int32
@@ -430,14 +430,16 @@ const MaxProducerCommitWindow = 90 * time.Second
 // MaxFences bounds the fences a topic holds: a FenceRequest finding the topic with as
 // many (by the backend's latest view of it) must refuse with ErrUnavailable, changing
 // nothing, so that a storm of retries cannot grow the topic item (and every batch's
-// write) without bound; the retries succeed once the fences expire. As one owner holds
-// at most MaxOwnerFences, it takes MaxFences/MaxOwnerFences owners at their caps
-// together to reach it.
+// write) without bound; the retries succeed once the fences expire. One owner never
+// reaches it alone (MaxOwnerFences).
 const MaxFences = 256
 
-// MaxOwnerFences bounds the keys one owner (RequestFence.Owner) holds fences of on a
-// topic: a fence of a new key of an owner holding as many (by the backend's latest view)
-// is refused with ErrFenceLimit, changing nothing, while other owners still fence.
+// MaxOwnerFences is the share of a topic's fences kept for the owners (RequestFence.Owner)
+// holding fewer: a fence of a new key of an owner holding fences of MaxOwnerFences keys
+// or more is refused with ErrFenceLimit, changing nothing, once the topic holds
+// MaxFences-MaxOwnerFences keys. So one owner holds at most MaxFences-MaxOwnerFences
+// (192) — as many as the topic can spare while it retries alone — and the last
+// MaxOwnerFences stay for the others: no owner's retries use up another's.
 const MaxOwnerFences = 64
 
 // MaxFenceAttempts bounds the attempts of one request that fence (1 to it): each adds
@@ -477,8 +479,7 @@ func FenceKeys(fences []RequestFence) int {
 	return len(keys)
 }
 
-// OwnerFenceKeys counts the request keys owner holds fences of, which MaxOwnerFences
-// bounds.
+// OwnerFenceKeys counts the request keys owner holds fences of (MaxOwnerFences).
 func OwnerFenceKeys(fences []RequestFence, owner string) int {
 	keys := map[string]bool{}
 	for _, f := range fences {
@@ -491,13 +492,14 @@ func OwnerFenceKeys(fences []RequestFence, owner string) int {
 
 // FenceRoom is what every backend checks of a fence of a new key (none of its fences
 // held) against the fences it last saw on the topic: ErrFenceLimit when f's owner holds
-// MaxOwnerFences keys, else ErrUnavailable when the topic holds MaxFences; nil when
-// there is room.
+// MaxOwnerFences keys or more and the topic MaxFences-MaxOwnerFences, else
+// ErrUnavailable when the topic holds MaxFences; nil when there is room.
 func FenceRoom(held []RequestFence, f RequestFence) error {
-	if n := OwnerFenceKeys(held, f.Owner); n >= MaxOwnerFences {
-		return fmt.Errorf("its owner holds fences of %d requests, at most %d: %w", n, MaxOwnerFences, ErrFenceLimit)
+	n, own := FenceKeys(held), OwnerFenceKeys(held, f.Owner)
+	if own >= MaxOwnerFences && n >= MaxFences-MaxOwnerFences {
+		return fmt.Errorf("its owner holds fences of %d requests and the topic's last %d are kept for others: %w", own, MaxOwnerFences, ErrFenceLimit)
 	}
-	if n := FenceKeys(held); n >= MaxFences {
+	if n >= MaxFences {
 		return fmt.Errorf("fences of %d keys held: %w", n, ErrUnavailable)
 	}
 	return nil
@@ -703,8 +705,8 @@ type SequencerStore interface {
 	// results and the stream's states) until FenceHorizon after f.At; only a commit may
 	// drop it, one whose AppendedAt is past that. A topic of another layout, or a fence
 	// CheckFence refuses, must be refused with an error, changing nothing; so must a
-	// fence of a new key that FenceRoom refuses (ErrFenceLimit when its owner holds
-	// MaxOwnerFences keys, ErrUnavailable when the topic holds MaxFences). An outcome the
+	// fence of a new key that FenceRoom refuses (ErrFenceLimit when its owner has taken
+	// its share, ErrUnavailable when the topic holds MaxFences). An outcome the
 	// backend cannot tell (an applied fence whose point is lost) is ErrCommitUnknown.
 	FenceRequest(ctx context.Context, topic string, f RequestFence) (FencePoint, error)
 }

@@ -386,19 +386,22 @@ func testFencesBounded(ctx context.Context, t *testing.T, m store.MetaStore) {
 	}
 }
 
-// testFencesPerOwner: an owner holding fences of store.MaxOwnerFences keys is refused a
-// fence of a new key with ErrFenceLimit, changing nothing, while a later attempt of a
-// key it holds still fences and another owner (the in-process owner "" too) still
-// fences new keys: one owner's retries never use up another's. Fences carry their owner.
+// testFencesPerOwner: an owner retrying alone fences past store.MaxOwnerFences keys,
+// while the topic has room, up to store.MaxFences-store.MaxOwnerFences; a fence of a
+// new key then is refused with ErrFenceLimit, changing nothing, while a later attempt of
+// a key it holds still fences and another owner (the in-process owner "" too) still
+// fences new keys: the last MaxOwnerFences are the others', so one owner's retries
+// never use up another's. Fences carry their owner.
 func testFencesPerOwner(ctx context.Context, t *testing.T, m store.MetaStore) {
 	topic := TopicCommitID(t)
 	commitBatch(ctx, t, m, batchOf(topic, "v1/o/a", [2]int64{0, 1}))
-	for i := range store.MaxOwnerFences {
+	share := store.MaxFences - store.MaxOwnerFences
+	for i := range share {
 		fence(ctx, t, m, topic, store.RequestFence{Key: fmt.Sprintf("%s#a.%d", topic, i), Owner: "a", Attempt: 1, At: at(0)})
 	}
 	_, err := m.FenceRequest(ctx, topic, store.RequestFence{Key: topic + "#a.more", Owner: "a", Attempt: 1, At: at(0)})
 	if !errors.Is(err, store.ErrFenceLimit) {
-		t.Fatalf("fence of key %d of one owner: %v, want ErrFenceLimit", store.MaxOwnerFences+1, err)
+		t.Fatalf("fence of key %d of one owner: %v, want ErrFenceLimit", share+1, err)
 	}
 	fence(ctx, t, m, topic, store.RequestFence{Key: topic + "#a.0", Owner: "a", Attempt: 2, At: at(0)})
 	fpB := fence(ctx, t, m, topic, store.RequestFence{Key: topic + "#b.0", Owner: "b", Attempt: 1, At: at(5)})
@@ -408,9 +411,9 @@ func testFencesPerOwner(ctx context.Context, t *testing.T, m store.MetaStore) {
 	for _, f := range out[0].Fences {
 		keys[f.Key] = f.Owner
 	}
-	if len(keys) != store.MaxOwnerFences+2 || keys[topic+"#a.0"] != "a" {
+	if len(keys) != share+2 || keys[topic+"#a.0"] != "a" {
 		t.Fatalf("the batch after a refused fence carries fences of %d keys (a.0 owned by %q), want %d (owned by %q)",
-			len(keys), keys[topic+"#a.0"], store.MaxOwnerFences+2, "a")
+			len(keys), keys[topic+"#a.0"], share+2, "a")
 	}
 	if _, ok := keys[topic+"#a.more"]; ok {
 		t.Fatal("the refused fence is on the topic")

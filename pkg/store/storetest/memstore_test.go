@@ -448,7 +448,8 @@ func (s *memStore) FenceRequest(_ context.Context, topic string, f store.Request
 	if ok && latest.Attempt >= f.Attempt && s.bug != "FenceOverwrites" {
 		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: attempt %d fenced already: %w", f.Key, latest.Attempt, store.ErrSuperseded)
 	}
-	if n := store.OwnerFenceKeys(held, f.Owner); !ok && n >= store.MaxOwnerFences && s.bug != "OwnerFencesUnbounded" {
+	if n := store.OwnerFenceKeys(held, f.Owner); !ok && n >= store.MaxOwnerFences && store.FenceKeys(held) >= store.MaxFences-store.MaxOwnerFences &&
+		s.bug != "OwnerFencesUnbounded" {
 		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: its owner holds %d keys on %s: %w", f.Key, n, topic, store.ErrFenceLimit)
 	}
 	if !ok && store.FenceKeys(held) >= store.MaxFences && s.bug != "FencesUnbounded" {
