@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -221,6 +222,33 @@ func (s *server) authenticate(r *http.Request) (*Principal, *apiError) {
 		return nil, unauthorized("Authorization must be a Bearer token")
 	}
 	return nil, unauthorized("unknown token")
+}
+
+// callerKey carries, in a request's context, the caller's identity as the front that
+// authenticated it says (WithCaller).
+type callerKey struct{}
+
+// WithCaller returns ctx saying the request's caller is id, as authenticated by the
+// front before this handler (the IAM principal's ARN behind API Gateway or a function
+// URL). Appends scope their idempotency keys by it (keyPrincipal) instead of the
+// token's principal, which many callers may share through one grant.
+func WithCaller(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, callerKey{}, id)
+}
+
+// keyPrincipal is the principal an append's idempotency key is scoped by
+// (log.AppendOptions.Principal): the caller the front authenticated (WithCaller), else
+// the token's principal, else, with auth off, one fixed name shared by every caller.
+// It is never empty, the in-process principal of pkg/log (consumers' dead-letter and
+// parking appends), so no HTTP caller can claim, fence or answer their keys.
+func keyPrincipal(r *http.Request, p *Principal) string {
+	if id, _ := r.Context().Value(callerKey{}).(string); id != "" {
+		return "caller:" + id
+	}
+	if p != nil && !p.all && p.Name != "" {
+		return "token:" + p.Name
+	}
+	return "anonymous"
 }
 
 func unauthorized(msg string) *apiError {

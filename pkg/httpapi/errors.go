@@ -135,6 +135,10 @@ func mapError(err error) *apiError {
 		return &apiError{status: http.StatusConflict, code: codeGroupActive, message: msg}
 	case errors.Is(err, log.ErrTooLarge):
 		return &apiError{status: http.StatusRequestEntityTooLarge, code: codeTooLarge, message: msg}
+	case errors.Is(err, log.ErrRetryLimit):
+		// The principal's fenced retries on the topic expire within store.FenceHorizon.
+		return &apiError{status: http.StatusTooManyRequests, code: codeRateLimited, message: msg,
+			header: map[string]string{"Retry-After": retryLimitAfter}}
 	case errors.Is(err, log.ErrIdempotencyKeyReused):
 		return &apiError{status: http.StatusUnprocessableEntity, code: codeIdempotencyReused, message: msg}
 	case errors.Is(err, log.ErrUnavailable), errors.Is(err, store.ErrUnavailable), errors.Is(err, context.DeadlineExceeded):
@@ -145,6 +149,10 @@ func mapError(err error) *apiError {
 	}
 	return &apiError{status: http.StatusInternalServerError, code: codeInternal, message: "internal error"}
 }
+
+// retryLimitAfter is the Retry-After of a producer retry refused at its principal's
+// fence limit, in seconds: the principal's oldest fences expire within minutes.
+const retryLimitAfter = "30"
 
 // superseded says err is a producer request's attempt that another delivery of the
 // request fenced, as the log or the store beneath it says.

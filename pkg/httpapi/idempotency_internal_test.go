@@ -83,3 +83,46 @@ func TestAppendOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestRetryLimitIs429: a producer retry refused at its principal's or its request's
+// fence limit, as the log says (wrapped), is 429 rate_limited with a Retry-After and a
+// message saying it appended nothing.
+func TestRetryLimitIs429(t *testing.T) {
+	err := fmt.Errorf("append to t: %w", fmt.Errorf("%w: attempt 3 of \"p.1\" could not fence its earlier attempts, so it appended nothing: %w",
+		log.ErrRetryLimit, store.ErrFenceLimit))
+	e := mapError(err)
+	if e.status != http.StatusTooManyRequests || e.code != wire.CodeRateLimited || e.header["Retry-After"] == "" ||
+		!strings.Contains(e.message, "appended nothing") {
+		t.Errorf("mapError(%v) = %d %s %q (headers %v), want 429 %s with Retry-After saying it appended nothing",
+			err, e.status, e.code, e.message, e.header, wire.CodeRateLimited)
+	}
+}
+
+// TestKeyPrincipal: an append's key is scoped by the caller a front authenticated, else
+// the token's principal, else one fixed name with auth off; never "", the in-process
+// principal, and a token principal's name never passes for a front's caller.
+func TestKeyPrincipal(t *testing.T) {
+	r := func(caller string) *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, "/v1/topics/t/records", nil)
+		if caller != "" {
+			req = req.WithContext(WithCaller(req.Context(), caller))
+		}
+		return req
+	}
+	alice := &Principal{Name: "alice"}
+	for _, tc := range []struct {
+		name string
+		req  *http.Request
+		p    *Principal
+		want string
+	}{
+		{"auth off", r(""), anonymous, "anonymous"},
+		{"a token's principal", r(""), alice, "token:alice"},
+		{"a front's caller", r("arn:aws:iam::1:user/u"), alice, "caller:arn:aws:iam::1:user/u"},
+		{"a front's caller, auth off", r("arn:aws:iam::1:user/u"), anonymous, "caller:arn:aws:iam::1:user/u"},
+	} {
+		if got := keyPrincipal(tc.req, tc.p); got != tc.want {
+			t.Errorf("%s: keyPrincipal = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -48,6 +48,7 @@ func (s *server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	opt.Principal = keyPrincipal(r, p)
 	// The body's bytes are held against the in-flight bounds as they arrive.
 	hold := s.inflight.hold(p.Name)
 	defer hold.release()
@@ -75,8 +76,8 @@ func (s *server) appendRecords(w http.ResponseWriter, r *http.Request) {
 		func() any { return map[string]any{"results": encodeResults(results)} })
 }
 
-// appendOptions reads an append's idempotency headers (docs/API.md, "Append"):
-// Idempotency-Key, Strata-Attempt and, for a producer session's request
+// appendOptions reads an append's idempotency headers (docs/API.md, "Append"; the
+// key is then scoped by the caller, keyPrincipal): Idempotency-Key, Strata-Attempt and, for a producer session's request
 // (Strata-Idempotency: producer), Strata-Retry-Elapsed-Ms. A producer request must carry
 // the key and the attempt, and on a retry (attempt above 0) the elapsed time; a header
 // out of its bounds, or one missing, is a 400 before anything is read or written.

@@ -117,6 +117,10 @@ func (a *API) serve(ctx context.Context, req events.APIGatewayV2HTTPRequest) eve
 	if a.principals != nil {
 		req.Headers["authorization"] = "Bearer " + a.principals.token(callerARN(req))
 	}
+	if arn := callerARN(req); arn != "" {
+		// Idempotency keys are the IAM principal's, whichever grant it matched.
+		ctx = httpapi.WithCaller(ctx, keyCaller(arn))
+	}
 	resp, err := a.adapter.ProxyWithContext(context.WithValue(ctx, eventHeadersKey{}, req.Headers), req)
 	if err != nil {
 		return errorResponse(http.StatusInternalServerError, "internal", "the request could not be served")
@@ -130,6 +134,22 @@ func callerARN(req events.APIGatewayV2HTTPRequest) string {
 		return az.IAM.UserARN
 	}
 	return ""
+}
+
+// keyCaller is the identity an IAM caller's idempotency keys are scoped by: its ARN,
+// without the session name of an assumed role's session
+// (arn:aws:sts::<account>:assumed-role/<role>/<session> → …/<role>), so every session
+// of a role — a producer whose credentials were refreshed between a request and its
+// retry, the members of a consumer group on several instances — is one principal.
+func keyCaller(arn string) string {
+	head, res, ok := strings.Cut(arn, ":assumed-role/")
+	if !ok || !strings.HasPrefix(head, "arn:") {
+		return arn
+	}
+	if role, _, ok := strings.Cut(res, "/"); ok && role != "" {
+		return head + ":assumed-role/" + role
+	}
+	return arn
 }
 
 func bodySize(req events.APIGatewayV2HTTPRequest) int {

@@ -517,3 +517,37 @@ func TestAPIProducerIdempotencyHeaders(t *testing.T) {
 		t.Fatalf("partition 0 reads %s, want the request's order-0 and order-2 once", resp.Body)
 	}
 }
+
+// TestAPIIdempotencyKeyPerIAMPrincipal: behind API Gateway an Idempotency-Key is the IAM
+// principal's, even with every principal an admin (no token principals to tell callers
+// apart): another principal using the key first does not make the producer's append
+// 422, and every session of the producer's role is the one principal, so a retry sent
+// with refreshed credentials (another session name) is answered with the first offsets.
+func TestAPIIdempotencyKeyPerIAMPrincipal(t *testing.T) {
+	api := newAPI(t, nil)
+	invoke(t, api, fixture(t, "apigw-v2-create-topic.json"))
+	event := func(arn, body string) events.APIGatewayV2HTTPRequest {
+		var ev events.APIGatewayV2HTTPRequest
+		if err := json.Unmarshal(fixture(t, "apigw-v2-append.json"), &ev); err != nil {
+			t.Fatal(err)
+		}
+		ev.Headers["idempotency-key"] = "order-42"
+		ev.RequestContext.Authorizer.IAM.UserARN = arn
+		if body != "" {
+			ev.Body, ev.IsBase64Encoded = body, false
+		}
+		return ev
+	}
+	intruder := event("arn:aws:iam::123456789012:user/intruder", `{"records": [{"value": "aW50cnVkZXI="}]}`)
+	if resp := api.Serve(context.Background(), intruder); resp.StatusCode != 200 {
+		t.Fatalf("the intruder's append: %d %s", resp.StatusCode, resp.Body)
+	}
+	first := api.Serve(context.Background(), event("arn:aws:sts::123456789012:assumed-role/billing-producer/session-a", ""))
+	if first.StatusCode != 200 {
+		t.Fatalf("the producer's append under a key another principal used first: %d %s, want 200", first.StatusCode, first.Body)
+	}
+	again := api.Serve(context.Background(), event("arn:aws:sts::123456789012:assumed-role/billing-producer/session-b", ""))
+	if again.StatusCode != 200 || again.Body != first.Body {
+		t.Fatalf("the retry from another session of the role: %d %s, want the first answer %s", again.StatusCode, again.Body, first.Body)
+	}
+}

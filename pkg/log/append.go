@@ -51,6 +51,13 @@ type AppendOptions struct {
 	Producer     bool
 	Attempt      int32
 	RetryElapsed time.Duration
+	// Principal is who appends: an idempotency key is scoped by it as well as by the
+	// topic's incarnation, so the same key sent by two principals names two requests and
+	// no principal can claim, fence or answer another's. The HTTP API passes the
+	// authenticated caller (never empty); "" is the in-process principal (consumers'
+	// dead-letter and parking appends), which no HTTP caller can be. A principal's
+	// producer retries hold fences of at most store.MaxOwnerFences requests per topic.
+	Principal string
 
 	// fence is the point at which this retry fenced its earlier attempts, when a call
 	// made again placed by another partition count already did.
@@ -332,7 +339,8 @@ func (l *Log) admit(ctx context.Context, m *member, opt AppendOptions) error {
 	if opt.IdempotencyKey == "" {
 		return nil
 	}
-	m.idemKey = m.topic + "#" + opt.IdempotencyKey
+	m.idemKey = ScopedKey(m.topic, opt.Principal, opt.IdempotencyKey)
+	m.owner = PrincipalScope(opt.Principal)
 	if opt.Producer && store.TopicCommits(m.topic) {
 		m.producer, m.attempt = true, opt.Attempt
 		if opt.Attempt == 0 {
@@ -370,6 +378,30 @@ func (l *Log) admit(ctx context.Context, m *member, opt AppendOptions) error {
 	}
 	m.pending = pending
 	return nil
+}
+
+// ScopedKey is the key under which an Idempotency-Key is claimed, fenced and listed in
+// a batch's members table: "<topic ID>#<key>" for the in-process principal (""), as
+// before principals scoped keys, so what in-process consumers wrote stays theirs; and
+// "@<scope>#<topic ID>#<key>" for any other, scope being PrincipalScope(principal). A
+// topic ID never starts with '@', so no principal's key is ever the in-process one's,
+// and two principals' keys differ by their scopes.
+func ScopedKey(topicID, principal, key string) string {
+	if principal == "" {
+		return topicID + "#" + key
+	}
+	return "@" + PrincipalScope(principal) + "#" + topicID + "#" + key
+}
+
+// PrincipalScope names a principal in keys and fences: 16 hex digits of SHA-256 over
+// its name ("" for the in-process principal), short whatever the name's length (an
+// IAM ARN), and the owner of its fences (store.RequestFence.Owner).
+func PrincipalScope(principal string) string {
+	if principal == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte("strata principal\x00" + principal))
+	return hex.EncodeToString(sum[:8])
 }
 
 // replaceError says that an idempotent request's claim was placed by another partition

@@ -24,6 +24,11 @@ var (
 	// idempotency); that attempt decides the request's outcome, so this one's records,
 	// if committed, are skipped and nothing of it is acknowledged.
 	ErrSuperseded = errors.New("log: superseded by a later attempt of the request")
+	// ErrRetryLimit: a producer request's retry could not fence its earlier attempts —
+	// its principal holds fences of store.MaxOwnerFences requests on the topic, or the
+	// request had store.MaxFenceAttempts attempts — so it appended nothing; an earlier
+	// attempt may have been appended.
+	ErrRetryLimit = errors.New("log: producer retries limited")
 )
 
 // invalidf returns an ErrInvalid with a message for the caller.

@@ -47,6 +47,8 @@ type member struct {
 	// placedBy, for a request of records, the partition count its records were placed by.
 	idemKey, bodyHash string
 	placedBy          int32
+	// owner is the appending principal's scope, the owner of a producer retry's fence.
+	owner string
 	// producer marks a producer session's request (fenced idempotency: no claim), and
 	// attempt is which attempt of it this is.
 	producer bool

@@ -61,10 +61,13 @@ func checkProducer(opt AppendOptions) error {
 func (l *Log) admitRetry(ctx context.Context, m *member, opt AppendOptions) error {
 	pt := opt.fence
 	if pt == nil {
-		p, err := l.meta.FenceRequest(ctx, m.topic, store.RequestFence{Key: m.idemKey, Attempt: opt.Attempt, At: l.now()})
+		p, err := l.meta.FenceRequest(ctx, m.topic, store.RequestFence{Key: m.idemKey, Owner: m.owner, Attempt: opt.Attempt, At: l.now()})
 		switch {
 		case errors.Is(err, store.ErrSuperseded):
 			return fmt.Errorf("%w: key %q, attempt %d: %w", ErrSuperseded, m.idemKey, opt.Attempt, err)
+		case errors.Is(err, store.ErrFenceLimit):
+			return fmt.Errorf("%w: attempt %d of %q could not fence its earlier attempts, so it appended nothing (whether an earlier one was is unknown): %w",
+				ErrRetryLimit, opt.Attempt, opt.IdempotencyKey, err)
 		case err != nil:
 			return storeErr(fmt.Errorf("fence the earlier attempts of %q: %w", m.idemKey, err))
 		}

@@ -54,6 +54,9 @@ var (
 	// ErrSuperseded: a fence of the same or a later attempt of the request exists
 	// (SequencerStore.FenceRequest).
 	ErrSuperseded = errors.New("store: superseded by a later attempt of the request")
+	// ErrFenceLimit: a fence beyond its owner's share of the topic's fences
+	// (MaxOwnerFences) or beyond MaxFenceAttempts of its key; nothing was changed.
+	ErrFenceLimit = errors.New("store: fence limit reached")
 )
 
 // ConflictError is returned by PutIndexEntry when another entry holds the base offset.
@@ -394,8 +397,12 @@ type CommitMember struct {
 // batches committed after the fence carry are skipped, so the retry, having searched
 // the batches before the fence, decides alone whether the request is in the log.
 type RequestFence struct {
-	// Key is the request's scoped key ("<topic ID>#<key>", as CommitMember.Key).
+	// Key is the request's scoped key (pkg/log's ScopedKey, as CommitMember.Key).
 	Key string
+	// Owner names who fences (pkg/log: the appending principal's scope, at most
+	// MaxFenceOwner bytes, "" for in-process appenders): one owner's fences never take
+	// the share of a topic's fences kept for the others (MaxOwnerFences).
+	Owner string
 	// Attempt is the fencing attempt: attempts below it are fenced.
 	Attempt int32
 	// Batch is the topic's batch count when the fence was set (set by the store): it
@@ -423,8 +430,26 @@ const MaxProducerCommitWindow = 90 * time.Second
 // MaxFences bounds the fences a topic holds: a FenceRequest finding the topic with as
 // many (by the backend's latest view of it) must refuse with ErrUnavailable, changing
 // nothing, so that a storm of retries cannot grow the topic item (and every batch's
-// write) without bound; the retries succeed once the fences expire.
+// write) without bound; the retries succeed once the fences expire. One owner never
+// reaches it alone (MaxOwnerFences).
 const MaxFences = 256
+
+// MaxOwnerFences is the share of a topic's fences kept for the owners (RequestFence.Owner)
+// holding fewer: a fence of a new key of an owner holding fences of MaxOwnerFences keys
+// or more is refused with ErrFenceLimit, changing nothing, once the topic holds
+// MaxFences-MaxOwnerFences keys. So one owner holds at most MaxFences-MaxOwnerFences
+// (192) — as many as the topic can spare while it retries alone — and the last
+// MaxOwnerFences stay for the others: no owner's retries use up another's.
+const MaxOwnerFences = 64
+
+// MaxFenceAttempts bounds the attempts of one request that fence (1 to it): each adds
+// an attribute to the topic item, so a client piling attempts on one key could
+// otherwise grow it without bound. A fence of a later attempt is refused with
+// ErrFenceLimit before anything is read or written.
+const MaxFenceAttempts = 16
+
+// MaxFenceOwner bounds a fence's owner.
+const MaxFenceOwner = 64
 
 // Applies reports whether f skips attempt of the request key in the topic's batch
 // numbered batch.
@@ -454,6 +479,32 @@ func FenceKeys(fences []RequestFence) int {
 	return len(keys)
 }
 
+// OwnerFenceKeys counts the request keys owner holds fences of (MaxOwnerFences).
+func OwnerFenceKeys(fences []RequestFence, owner string) int {
+	keys := map[string]bool{}
+	for _, f := range fences {
+		if f.Owner == owner {
+			keys[f.Key] = true
+		}
+	}
+	return len(keys)
+}
+
+// FenceRoom is what every backend checks of a fence of a new key (none of its fences
+// held) against the fences it last saw on the topic: ErrFenceLimit when f's owner holds
+// MaxOwnerFences keys or more and the topic MaxFences-MaxOwnerFences, else
+// ErrUnavailable when the topic holds MaxFences; nil when there is room.
+func FenceRoom(held []RequestFence, f RequestFence) error {
+	n, own := FenceKeys(held), OwnerFenceKeys(held, f.Owner)
+	if own >= MaxOwnerFences && n >= MaxFences-MaxOwnerFences {
+		return fmt.Errorf("its owner holds fences of %d requests and the topic's last %d are kept for others: %w", own, MaxOwnerFences, ErrFenceLimit)
+	}
+	if n >= MaxFences {
+		return fmt.Errorf("fences of %d keys held: %w", n, ErrUnavailable)
+	}
+	return nil
+}
+
 // FencePoint is a topic's state when a fence was set: every batch numbered at most
 // Batch was committed before it.
 type FencePoint struct {
@@ -466,8 +517,9 @@ type FencePoint struct {
 const MaxFenceKey = 1024
 
 // CheckFence is what every backend checks of a FenceRequest before writing anything:
-// a topic of the topic commit layout, a key of 1 to MaxFenceKey bytes, an attempt from
-// 1 (attempt 0 fences nothing) and a time after the epoch.
+// a topic of the topic commit layout, a key of 1 to MaxFenceKey bytes, an owner of at
+// most MaxFenceOwner, an attempt from 1 (attempt 0 fences nothing) to MaxFenceAttempts
+// (beyond it ErrFenceLimit) and a time after the epoch.
 func CheckFence(topic string, f RequestFence) error {
 	what := fmt.Sprintf("fence %q attempt %d on %s", f.Key, f.Attempt, topic)
 	switch {
@@ -475,8 +527,12 @@ func CheckFence(topic string, f RequestFence) error {
 		return fmt.Errorf("%s: the topic is not of the topic commit layout", what)
 	case f.Key == "" || len(f.Key) > MaxFenceKey:
 		return fmt.Errorf("%s: the key must have 1 to %d bytes", what, MaxFenceKey)
+	case len(f.Owner) > MaxFenceOwner:
+		return fmt.Errorf("%s: the owner must have at most %d bytes", what, MaxFenceOwner)
 	case f.Attempt < 1:
 		return fmt.Errorf("%s: a fence's attempt must be at least 1", what)
+	case f.Attempt > MaxFenceAttempts:
+		return fmt.Errorf("%s: at most %d attempts of a request fence: %w", what, MaxFenceAttempts, ErrFenceLimit)
 	case f.At.IsZero() || f.At.UnixMilli() < 0:
 		return fmt.Errorf("%s: a fence must have a time after the epoch", what)
 	}
@@ -649,7 +705,8 @@ type SequencerStore interface {
 	// results and the stream's states) until FenceHorizon after f.At; only a commit may
 	// drop it, one whose AppendedAt is past that. A topic of another layout, or a fence
 	// CheckFence refuses, must be refused with an error, changing nothing; so must a
-	// fence of a new key on a topic holding MaxFences (ErrUnavailable). An outcome the
+	// fence of a new key that FenceRoom refuses (ErrFenceLimit when its owner has taken
+	// its share, ErrUnavailable when the topic holds MaxFences). An outcome the
 	// backend cannot tell (an applied fence whose point is lost) is ErrCommitUnknown.
 	FenceRequest(ctx context.Context, topic string, f RequestFence) (FencePoint, error)
 }

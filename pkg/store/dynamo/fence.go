@@ -21,7 +21,8 @@ import (
 )
 
 // Request fences (fenced idempotency) live on the topic item: the fences of key k are
-// f_<h> = {k: key, a: its latest attempt, t: when that was set (epoch ms)} and, per
+// f_<h> = {k: key, a: its latest attempt, t: when that was set (epoch ms), o: its owner
+// (absent when "")} and, per
 // fencing attempt n, fb_<h>_<n> = the batch count when attempt n fenced, h being 16 hex
 // digits of sha256(k). A later attempt adds its fb_<h>_<n> beside the earlier ones and
 // never replaces them: a batch is decided alike from any later image of the item (a lost
@@ -39,6 +40,7 @@ const (
 	fenceKeyField    = "k"
 	fenceAttempt     = "a"
 	fenceAt          = "t"
+	fenceOwner       = "o"
 	// maxPrunePerCommit bounds the fence attributes one commit removes, so a commit's
 	// expression stays small; the rest go with the next commits.
 	maxPrunePerCommit = 32
@@ -68,12 +70,16 @@ func fenceOfBatchName(name string) (string, int32, bool) {
 
 // avFence encodes a fence's own fields (its batch is a separate attribute).
 func avFence(f store.RequestFence) types.AttributeValue {
-	return &types.AttributeValueMemberM{Value: item{fenceKeyField: avS(f.Key), fenceAttempt: avN(int64(f.Attempt)),
-		fenceAt: avN(f.At.UnixMilli())}}
+	m := item{fenceKeyField: avS(f.Key), fenceAttempt: avN(int64(f.Attempt)), fenceAt: avN(f.At.UnixMilli())}
+	if f.Owner != "" {
+		m[fenceOwner] = avS(f.Owner)
+	}
+	return &types.AttributeValueMemberM{Value: m}
 }
 
 // decodeFences decodes every fence of a topic item whose batch count is batches, in key
-// then attempt order: each f_<h> a map of exactly its three fields, named by its key's
+// then attempt order: each f_<h> a map of exactly its three fields (four with a
+// non-empty owner), named by its key's
 // hash, its latest attempt from 1 and a time from the epoch on, with an fb_<h>_<n> in
 // [0, batches] for that attempt and for any earlier fencing attempt n. An fb_ whose
 // fence is gone (a commit that pruned the key from a view older than its latest attempt)
@@ -86,18 +92,24 @@ func decodeFences(d *decoder, batches int64) (fences []store.RequestFence, orpha
 			continue
 		}
 		m, ok := v.(*types.AttributeValueMemberM)
-		if !ok || len(m.Value) != 3 {
+		owned := false
+		if ok {
+			_, owned = m.Value[fenceOwner]
+		}
+		if !ok || len(m.Value) != 3 && !(owned && len(m.Value) == 4) {
 			d.fail(name, "not a fence (%T)", v)
 			return nil, nil
 		}
 		fd := decoder{it: m.Value}
-		f := store.RequestFence{Key: fd.str(fenceKeyField, true)}
+		f := store.RequestFence{Key: fd.str(fenceKeyField, true), Owner: fd.str(fenceOwner, owned)}
 		attempt, at := fd.num(fenceAttempt, true), fd.num(fenceAt, true)
 		switch {
 		case fd.err != nil:
 			d.fail(name, "%v", fd.err)
 		case f.Key == "" || len(f.Key) > store.MaxFenceKey || fenceName(f.Key) != name:
 			d.fail(name, "key of %d bytes does not name the fence", len(f.Key))
+		case owned && (f.Owner == "" || len(f.Owner) > store.MaxFenceOwner):
+			d.fail(name, "owner of %d bytes out of range", len(f.Owner))
 		case attempt < 1 || attempt > math.MaxInt32 || at < 0:
 			d.fail(name, "attempt %d, time %d out of range", attempt, at)
 		}
@@ -223,11 +235,13 @@ func (s *MetaStore) FenceRequest(ctx context.Context, topic string, f store.Requ
 	if err := store.CheckFence(topic, f); err != nil {
 		return store.FencePoint{}, fmt.Errorf("dynamo: %w", err)
 	}
-	// The cap is checked against this store's latest view of the item (every answer
-	// about it updates the view), so hosts racing past it add at most one fence each.
-	if seen := s.seenFences(topic).fences; store.FenceKeys(seen) >= store.MaxFences {
+	// The caps are checked against this store's latest view of the item (every answer
+	// about it updates the view), so hosts racing past one add about a fence each.
+	if seen := s.seenFences(topic).fences; len(seen) > 0 {
 		if _, ok := store.LatestFence(seen, f.Key); !ok {
-			return store.FencePoint{}, fmt.Errorf("dynamo: %s: fences of %d keys held: %w", op, store.FenceKeys(seen), store.ErrUnavailable)
+			if err := store.FenceRoom(seen, f); err != nil {
+				return store.FencePoint{}, fmt.Errorf("dynamo: %s: %w", op, err)
+			}
 		}
 	}
 	name := fenceName(f.Key)

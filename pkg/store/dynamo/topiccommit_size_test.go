@@ -94,3 +94,27 @@ func TestFenceSize(t *testing.T) {
 		t.Errorf("a fence takes %d bytes, want at most %d", n, len(f.Key)+64)
 	}
 }
+
+// TestFencedTopicItemBound is the largest the fences can make a topic item: store.MaxFences
+// keys of the longest scoped key (a principal's scope, a 200-character name, a
+// 64-character incarnation, a 128-character Idempotency-Key), each of an owner of
+// store.MaxFenceOwner bytes with all store.MaxFenceAttempts attempts fenced. It must
+// stay well below DynamoDB's 400 KB item limit, or a full topic could no longer commit.
+func TestFencedTopicItemBound(t *testing.T) {
+	it := item{}
+	key := "@" + strings.Repeat("f", 16) + "#" + strings.Repeat("n", 200) + "#" + strings.Repeat("i", 64) + "#" + strings.Repeat("k", 128)
+	for i := range store.MaxFences {
+		f := store.RequestFence{Key: fmt.Sprintf("%s%03d", key[:len(key)-3], i), Owner: strings.Repeat("o", store.MaxFenceOwner),
+			Attempt: store.MaxFenceAttempts, At: time.UnixMilli(1796092200123)}
+		name := fenceName(f.Key)
+		it[name] = avFence(f)
+		for a := int32(1); a <= store.MaxFenceAttempts; a++ {
+			it[fenceBatchName(name, a)] = avN(12_345_678_901)
+		}
+	}
+	n := itemBytes(it)
+	t.Logf("fences at every bound: %d bytes on the topic item (%d KB)", n, n/1024)
+	if n > 300<<10 {
+		t.Errorf("the fences at their bounds take %d bytes, want at most 300 KB (DynamoDB's item limit is 400 KB)", n)
+	}
+}

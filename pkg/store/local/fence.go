@@ -26,13 +26,14 @@ type topicBatchRec struct {
 
 type fenceRec struct {
 	Key     string    `json:"key"`
+	Owner   string    `json:"owner,omitempty"`
 	Attempt int32     `json:"attempt"`
 	Batch   int64     `json:"batch"`
 	At      time.Time `json:"at"`
 }
 
 func (r fenceRec) toStore() store.RequestFence {
-	return store.RequestFence{Key: r.Key, Attempt: r.Attempt, Batch: r.Batch, At: r.At}
+	return store.RequestFence{Key: r.Key, Owner: r.Owner, Attempt: r.Attempt, Batch: r.Batch, At: r.At}
 }
 
 func topicKey(topic string) []byte { return appendString(nil, topic) }
@@ -89,8 +90,8 @@ func beginBatchLocked(tx *bolt.Tx, topic string, now time.Time) (int64, []store.
 }
 
 // FenceRequest sets f among the topic's fences in one transaction, with the topic's
-// batch count, unless a fence of f.Key of at least f.Attempt is there (ErrSuperseded);
-// the point is the batch count and every partition's high watermark then.
+// batch count, unless a fence of f.Key of at least f.Attempt is there (ErrSuperseded)
+// or a new key finds no room (store.FenceRoom); the point is the batch count and every partition's high watermark then.
 func (m *MetaStore) FenceRequest(ctx context.Context, topic string, f store.RequestFence) (store.FencePoint, error) {
 	if err := store.CheckFence(topic, f); err != nil {
 		return store.FencePoint{}, fmt.Errorf("local: %w", err)
@@ -105,13 +106,15 @@ func (m *MetaStore) FenceRequest(ctx context.Context, topic string, f store.Requ
 		switch {
 		case ok && latest.Attempt >= f.Attempt:
 			return fmt.Errorf("local: fence %q attempt %d on %s: attempt %d fenced already: %w", f.Key, f.Attempt, topic, latest.Attempt, store.ErrSuperseded)
-		case !ok && store.FenceKeys(fences) >= store.MaxFences:
-			return fmt.Errorf("local: fence %q on %s: fences of %d keys held: %w", f.Key, topic, store.FenceKeys(fences), store.ErrUnavailable)
+		case !ok:
+			if err := store.FenceRoom(fences, f); err != nil {
+				return fmt.Errorf("local: fence %q on %s: %w", f.Key, topic, err)
+			}
 		}
 		if fp.Batch, err = batchesLocked(tx, topic); err != nil {
 			return err
 		}
-		if err := putRec(tx, bucketFences, fenceAttemptKey(topic, f.Key, f.Attempt), fenceRec{Key: f.Key, Attempt: f.Attempt, Batch: fp.Batch, At: f.At.UTC()}); err != nil {
+		if err := putRec(tx, bucketFences, fenceAttemptKey(topic, f.Key, f.Attempt), fenceRec{Key: f.Key, Owner: f.Owner, Attempt: f.Attempt, Batch: fp.Batch, At: f.At.UTC()}); err != nil {
 			return err
 		}
 		fp.Next = map[int32]int64{}

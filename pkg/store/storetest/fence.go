@@ -27,6 +27,8 @@ func fenceCases() []testCase[store.MetaStore] {
 		{"EntryMembersRoundTrip", testEntryMembers},
 		{"FencesBounded", testFencesBounded},
 		{"EarlierFenceKeepsApplying", testEarlierFenceKeeps},
+		{"FencesBoundedPerOwner", testFencesPerOwner},
+		{"FenceAttemptsBounded", testFenceAttemptsBounded},
 	}
 }
 
@@ -352,20 +354,22 @@ func testEntryMembers(ctx context.Context, t *testing.T, m store.MetaStore) {
 	}
 }
 
-// testFencesBounded: a topic holding store.MaxFences fences refuses a fence of a new
-// key with ErrUnavailable, changing nothing, while a later attempt of a fenced key still
-// fences: a storm of retries cannot grow the topic item without bound.
+// testFencesBounded: a topic holding store.MaxFences fences (its owners within their
+// share) refuses a fence of a new key with ErrUnavailable, changing nothing, while a
+// later attempt of a fenced key still fences: a storm of retries cannot grow the topic
+// item without bound.
 func testFencesBounded(ctx context.Context, t *testing.T, m store.MetaStore) {
 	topic := TopicCommitID(t)
 	commitBatch(ctx, t, m, batchOf(topic, "v1/o/a", [2]int64{0, 1}))
 	for i := range store.MaxFences {
-		fence(ctx, t, m, topic, store.RequestFence{Key: fmt.Sprintf("%s#p.%d", topic, i), Attempt: 1, At: at(0)})
+		fence(ctx, t, m, topic, store.RequestFence{Key: fmt.Sprintf("%s#p.%d", topic, i), Owner: fmt.Sprintf("o%d", i/store.MaxOwnerFences),
+			Attempt: 1, At: at(0)})
 	}
-	_, err := m.FenceRequest(ctx, topic, store.RequestFence{Key: topic + "#one-more", Attempt: 1, At: at(0)})
+	_, err := m.FenceRequest(ctx, topic, store.RequestFence{Key: topic + "#one-more", Owner: "another", Attempt: 1, At: at(0)})
 	if !errors.Is(err, store.ErrUnavailable) {
 		t.Fatalf("fence %d of a topic: %v, want ErrUnavailable", store.MaxFences+1, err)
 	}
-	fence(ctx, t, m, topic, store.RequestFence{Key: topic + "#p.0", Attempt: 2, At: at(0)})
+	fence(ctx, t, m, topic, store.RequestFence{Key: topic + "#p.0", Owner: "o0", Attempt: 2, At: at(0)})
 	out := commitBatch(ctx, t, m, batchOf(topic, "v1/o/b", [2]int64{0, 1}))
 	keys := map[string]bool{}
 	for _, f := range out[0].Fences {
@@ -380,4 +384,70 @@ func testFencesBounded(ctx context.Context, t *testing.T, m store.MetaStore) {
 			t.Fatal("the refused fence is on the topic")
 		}
 	}
+}
+
+// testFencesPerOwner: an owner retrying alone fences past store.MaxOwnerFences keys,
+// while the topic has room, up to store.MaxFences-store.MaxOwnerFences; a fence of a
+// new key then is refused with ErrFenceLimit, changing nothing, while a later attempt of
+// a key it holds still fences and another owner (the in-process owner "" too) still
+// fences new keys: the last MaxOwnerFences are the others', so one owner's retries
+// never use up another's. Fences carry their owner.
+func testFencesPerOwner(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := TopicCommitID(t)
+	commitBatch(ctx, t, m, batchOf(topic, "v1/o/a", [2]int64{0, 1}))
+	share := store.MaxFences - store.MaxOwnerFences
+	for i := range share {
+		fence(ctx, t, m, topic, store.RequestFence{Key: fmt.Sprintf("%s#a.%d", topic, i), Owner: "a", Attempt: 1, At: at(0)})
+	}
+	_, err := m.FenceRequest(ctx, topic, store.RequestFence{Key: topic + "#a.more", Owner: "a", Attempt: 1, At: at(0)})
+	if !errors.Is(err, store.ErrFenceLimit) {
+		t.Fatalf("fence of key %d of one owner: %v, want ErrFenceLimit", share+1, err)
+	}
+	fence(ctx, t, m, topic, store.RequestFence{Key: topic + "#a.0", Owner: "a", Attempt: 2, At: at(0)})
+	fpB := fence(ctx, t, m, topic, store.RequestFence{Key: topic + "#b.0", Owner: "b", Attempt: 1, At: at(5)})
+	fpIn := fence(ctx, t, m, topic, store.RequestFence{Key: topic + "#in.0", Attempt: 1, At: at(6)})
+	out := commitBatch(ctx, t, m, batchOf(topic, "v1/o/b", [2]int64{0, 1}))
+	keys := map[string]string{}
+	for _, f := range out[0].Fences {
+		keys[f.Key] = f.Owner
+	}
+	if len(keys) != share+2 || keys[topic+"#a.0"] != "a" {
+		t.Fatalf("the batch after a refused fence carries fences of %d keys (a.0 owned by %q), want %d (owned by %q)",
+			len(keys), keys[topic+"#a.0"], share+2, "a")
+	}
+	if _, ok := keys[topic+"#a.more"]; ok {
+		t.Fatal("the refused fence is on the topic")
+	}
+	var got []store.RequestFence
+	for _, f := range out[0].Fences {
+		if f.Owner != "a" {
+			got = append(got, f)
+		}
+	}
+	want := []store.RequestFence{
+		{Key: topic + "#b.0", Owner: "b", Attempt: 1, Batch: fpB.Batch, At: at(5)},
+		{Key: topic + "#in.0", Attempt: 1, Batch: fpIn.Batch, At: at(6)},
+	}
+	slices.SortFunc(got, func(a, b store.RequestFence) int { return strings.Compare(a.Key, b.Key) })
+	if !slices.Equal(normFences(got), normFences(want)) {
+		t.Fatalf("the other owners' fences %+v, want %+v", normFences(got), normFences(want))
+	}
+}
+
+// testFenceAttemptsBounded: attempts up to store.MaxFenceAttempts fence; a later one is
+// refused with ErrFenceLimit and changes nothing, so no client can pile attempts on one
+// key to grow the topic item.
+func testFenceAttemptsBounded(ctx context.Context, t *testing.T, m store.MetaStore) {
+	topic := TopicCommitID(t)
+	key := topic + "#k"
+	commitBatch(ctx, t, m, batchOf(topic, "v1/o/a", [2]int64{0, 1}))
+	fp := fence(ctx, t, m, topic, store.RequestFence{Key: key, Owner: "a", Attempt: store.MaxFenceAttempts, At: at(10)})
+	for _, attempt := range []int32{store.MaxFenceAttempts + 1, store.MaxFenceAttempts + 100} {
+		_, err := m.FenceRequest(ctx, topic, store.RequestFence{Key: key, Owner: "a", Attempt: attempt, At: at(20)})
+		wantErrIs(t, fmt.Sprintf("a fence of attempt %d", attempt), err, store.ErrFenceLimit)
+	}
+	_, err := m.FenceRequest(ctx, topic, store.RequestFence{Key: topic + "#new", Owner: "a", Attempt: store.MaxFenceAttempts + 1, At: at(20)})
+	wantErrIs(t, "a new key's fence past the attempts bound", err, store.ErrFenceLimit)
+	out := commitBatch(ctx, t, m, batchOf(topic, "v1/o/b", [2]int64{0, 1}))
+	wantBatchFences(t, "after refused attempts", out, 2, store.RequestFence{Key: key, Owner: "a", Attempt: store.MaxFenceAttempts, Batch: fp.Batch, At: at(10)})
 }

@@ -437,7 +437,8 @@ func (s *memStore) beginBatchLocked(topic string, now time.Time) (int64, []store
 }
 
 func (s *memStore) FenceRequest(_ context.Context, topic string, f store.RequestFence) (store.FencePoint, error) {
-	if err := store.CheckFence(topic, f); err != nil && !(s.bug == "FenceAnyLayout" && !store.TopicCommits(topic)) {
+	if err := store.CheckFence(topic, f); err != nil && !(s.bug == "FenceAnyLayout" && !store.TopicCommits(topic)) &&
+		!(s.bug == "FenceAttemptsUnbounded" && errors.Is(err, store.ErrFenceLimit)) {
 		return store.FencePoint{}, fmt.Errorf("memstore: %w", err)
 	}
 	s.lock()
@@ -446,6 +447,10 @@ func (s *memStore) FenceRequest(_ context.Context, topic string, f store.Request
 	latest, ok := store.LatestFence(held, f.Key)
 	if ok && latest.Attempt >= f.Attempt && s.bug != "FenceOverwrites" {
 		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: attempt %d fenced already: %w", f.Key, latest.Attempt, store.ErrSuperseded)
+	}
+	if n := store.OwnerFenceKeys(held, f.Owner); !ok && n >= store.MaxOwnerFences && store.FenceKeys(held) >= store.MaxFences-store.MaxOwnerFences &&
+		s.bug != "OwnerFencesUnbounded" {
+		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: its owner holds %d keys on %s: %w", f.Key, n, topic, store.ErrFenceLimit)
 	}
 	if !ok && store.FenceKeys(held) >= store.MaxFences && s.bug != "FencesUnbounded" {
 		return store.FencePoint{}, fmt.Errorf("memstore: fence %q: fences of %d keys on %s: %w", f.Key, store.FenceKeys(held), topic, store.ErrUnavailable)

@@ -128,6 +128,8 @@ func TestMutants(t *testing.T) {
 		"BatchNumberStale":            "MetaStore/Fences/FencedProducerMemberSkipped",
 		"FencesNeverPruned":           "MetaStore/Fences/FencesPrunedByCommitsOnly",
 		"FencesUnbounded":             "MetaStore/Fences/FencesBounded",
+		"OwnerFencesUnbounded":        "MetaStore/Fences/FencesBoundedPerOwner",
+		"FenceAttemptsUnbounded":      "MetaStore/Fences/FenceAttemptsBounded",
 		"FenceReplaces":               "MetaStore/Fences/EarlierFenceKeepsApplying",
 		"FenceRequestPrunes":          "MetaStore/Fences/FencesPrunedByCommitsOnly",
 		"FenceAnyLayout":              "MetaStore/Fences/RefusedFenceChangesNothing",
