@@ -55,13 +55,21 @@ func (e *Effects) WithClock(now func() time.Time) *Effects {
 	return e
 }
 
+// MaxRetentions is what TopicConfigs also has when the deployment bounds retention
+// (*log.Log has it): the longest any topic may keep a record, pin cap included.
+type MaxRetentions interface {
+	MaxRetention() time.Duration
+}
+
 // PlanMarkerExpiry is when the marker of a record of topic t whose effect is applied at
 // now may go: after the record can be redelivered no more. A record is readable until
 // its append time + the retention + the pin cap (store.Topic.KeptFor), and its append
 // time is before now, so a replay within retention is refused; EffectMarkerGrace is on
-// top.
-func PlanMarkerExpiry(t store.Topic, now time.Time) time.Time {
-	return now.Add(store.SatAdd(t.KeptFor(true), EffectMarkerGrace))
+// top. maxRetention (0: none) is the deployment's bound on retention + cap: a cap raised
+// after the effect can reach it, so the marker lasts at least that long, as the record's
+// index entry does, and a raised pin never outlives the marker of a record it keeps.
+func PlanMarkerExpiry(t store.Topic, maxRetention time.Duration, now time.Time) time.Time {
+	return now.Add(store.SatAdd(max(t.KeptFor(true), maxRetention), EffectMarkerGrace))
 }
 
 // Apply puts value under key as the effect of the record at offset, fenced by f.
@@ -96,7 +104,11 @@ func (e *Effects) Apply(ctx context.Context, f Fence, offset int64, key string, 
 		if err != nil {
 			return fmt.Errorf("group: effect of %s/%d@%d: retention of the topic: %w", f.Topic, f.Partition, offset, err)
 		}
-		expires = PlanMarkerExpiry(t, e.now())
+		var maxR time.Duration
+		if mr, ok := e.ids.(MaxRetentions); ok {
+			maxR = mr.MaxRetention()
+		}
+		expires = PlanMarkerExpiry(t, maxR, e.now())
 	}
 	if err := e.es.ApplyEffect(ctx, sf, offset, key, value, expires); err != nil {
 		return fmt.Errorf("group: effect of %s/%d@%d for %s generation %d: %w", f.Topic, f.Partition, offset, f.Group, f.Generation, err)
