@@ -564,3 +564,22 @@ func TestFunctionURLAlone(t *testing.T) {
 		t.Errorf("producer actions %q, want %q", actions, want)
 	}
 }
+
+// TestFunctionURLRefusesEveryPrincipalAdmin: a function URL has no routes, so with
+// EveryPrincipalAdmin every principal a GrantProduce or GrantConsume lets call it would be
+// an admin (delete any topic, reset any group): New refuses the combination, naming both
+// settings, for either front door with a URL; the HTTP API alone keeps its route grants.
+func TestFunctionURLRefusesEveryPrincipalAdmin(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	for _, fd := range []strata.FrontDoor{strata.FrontDoorFunctionURL, strata.FrontDoorBoth} {
+		st := awscdk.NewStack(app, jsii.String("Refused-"+string(fd)), nil)
+		_, err := strata.New(st, "Log", strata.Props{AssetDir: dir, FrontDoor: fd, EveryPrincipalAdmin: true})
+		if err == nil || !strings.Contains(err.Error(), "EveryPrincipalAdmin") || !strings.Contains(err.Error(), "FrontDoor") {
+			t.Errorf("front door %s with every principal an admin: %v, want an error naming Props.EveryPrincipalAdmin and Props.FrontDoor", fd, err)
+		}
+	}
+	st := awscdk.NewStack(app, jsii.String("Open"), nil)
+	if _, err := strata.New(st, "Log", strata.Props{AssetDir: dir, FrontDoor: strata.FrontDoorAPIGateway, EveryPrincipalAdmin: true}); err != nil {
+		t.Errorf("the HTTP API with every principal an admin: %v", err)
+	}
+}
