@@ -289,19 +289,17 @@ func TestManagedInstances(t *testing.T) {
 			t.Errorf("%s on the capacity provider", d)
 		}
 	}
-	// A VPC of isolated subnets with gateway endpoints for S3 and DynamoDB; no NAT.
+	// A VPC of isolated subnets with gateway endpoints for S3 and DynamoDB and an
+	// interface endpoint for CloudWatch Logs; no NAT.
 	var endpoints []string
 	for _, id := range tpl.OfType("AWS::EC2::VPCEndpoint") {
 		p := tpl.Resources[id].Properties
-		if p["VpcEndpointType"] != "Gateway" {
-			t.Errorf("endpoint %s type %v", id, p["VpcEndpointType"])
-		}
 		name := tmpl.Join(p["ServiceName"])
-		endpoints = append(endpoints, name[strings.LastIndex(name, ".")+1:])
+		endpoints = append(endpoints, fmt.Sprintf("%s %v", name[strings.LastIndex(name, ".")+1:], p["VpcEndpointType"]))
 	}
 	sort.Strings(endpoints)
-	if !slices.Equal(endpoints, []string{"dynamodb", "s3"}) {
-		t.Errorf("gateway endpoints %v", endpoints)
+	if want := []string{"dynamodb Gateway", "logs Interface", "s3 Gateway"}; !slices.Equal(endpoints, want) {
+		t.Errorf("endpoints %v, want %v", endpoints, want)
 	}
 	tmpl.Check(t, "vpc", func() {
 		tpl.A.ResourceCountIs(jsii.String("AWS::EC2::VPC"), jsii.Number(1))
@@ -581,5 +579,82 @@ func TestFunctionURLRefusesEveryPrincipalAdmin(t *testing.T) {
 	st := awscdk.NewStack(app, jsii.String("Open"), nil)
 	if _, err := strata.New(st, "Log", strata.Props{AssetDir: dir, FrontDoor: strata.FrontDoorAPIGateway, EveryPrincipalAdmin: true}); err != nil {
 		t.Errorf("the HTTP API with every principal an admin: %v", err)
+	}
+}
+
+// TestManagedInstancesEgressOnlyToEndpoints: the managed instances' security group lets
+// HTTPS out to the VPC endpoints alone (the S3 and DynamoDB prefix lists, the CloudWatch
+// Logs endpoint's security group), never to 0.0.0.0/0 or ::/0; the endpoint's group lets
+// HTTPS in from the instances only.
+func TestManagedInstancesEgressOnlyToEndpoints(t *testing.T) {
+	rules := map[string][]map[string]any{} // security group logical id → egress rules
+	ingress := map[string][]map[string]any{}
+	for _, id := range tpl.OfType("AWS::EC2::SecurityGroup") {
+		p := tpl.Resources[id].Properties
+		for key, into := range map[string]map[string][]map[string]any{"SecurityGroupEgress": rules, "SecurityGroupIngress": ingress} {
+			list, _ := p[key].([]any)
+			for _, r := range list {
+				m, _ := r.(map[string]any)
+				into[id] = append(into[id], m)
+			}
+		}
+	}
+	for typ, into := range map[string]map[string][]map[string]any{"AWS::EC2::SecurityGroupEgress": rules, "AWS::EC2::SecurityGroupIngress": ingress} {
+		for _, id := range tpl.OfType(typ) {
+			p := tpl.Resources[id].Properties
+			group := tmpl.Join(p["GroupId"])
+			into[group] = append(into[group], p)
+		}
+	}
+	var instances, endpointGroup string
+	for id := range rules {
+		if strings.Contains(id, "Instances") {
+			instances = id
+		}
+	}
+	if _, ep, err := tpl.Find("AWS::EC2::VPCEndpoint", "VpcEndpointType", "Interface"); err != nil {
+		t.Error(err)
+	} else if gs, _ := ep.Properties["SecurityGroupIds"].([]any); len(gs) == 1 {
+		endpointGroup = tmpl.Join(gs[0])
+	}
+	var got []string
+	for group, rs := range rules {
+		for _, r := range rs {
+			c4, c6 := tmpl.Join(r["CidrIp"]), tmpl.Join(r["CidrIpv6"])
+			if c4 == "0.0.0.0/0" || c6 == "::/0" {
+				t.Errorf("security group %s: egress %v open to the internet", group, r)
+			}
+			if c4 == "255.255.255.255/32" {
+				continue // CDK's "no egress" placeholder rule
+			}
+			if strings.Contains(group, "Instances") {
+				to := tmpl.Join(r["DestinationPrefixListId"]) + tmpl.Join(r["DestinationSecurityGroupId"]) + c4 + c6
+				switch {
+				case strings.Contains(to, "PrefixLists3"):
+					to = "s3"
+				case strings.Contains(to, "PrefixListdynamodb"):
+					to = "dynamodb"
+				case strings.Contains(to, "Endpoints"):
+					to = "endpoints"
+				}
+				got = append(got, fmt.Sprintf("%s %v-%v %v", to, r["FromPort"], r["ToPort"], r["IpProtocol"]))
+			}
+		}
+	}
+	sort.Strings(got)
+	if want := []string{"dynamodb 443-443 tcp", "endpoints 443-443 tcp", "s3 443-443 tcp"}; instances == "" || !slices.Equal(got, want) {
+		t.Errorf("instances' security group %q egress %q, want %q", instances, got, want)
+	}
+	var in []string
+	for group, rs := range ingress {
+		if !strings.Contains(endpointGroup, group) {
+			continue
+		}
+		for _, r := range rs {
+			in = append(in, fmt.Sprintf("%s %v-%v", tmpl.Join(r["SourceSecurityGroupId"]), r["FromPort"], r["ToPort"]))
+		}
+	}
+	if len(in) != 1 || !strings.Contains(in[0], "Instances") || !strings.HasSuffix(in[0], " 443-443") {
+		t.Errorf("the logs endpoint's security group %s lets in %q, want HTTPS from the instances alone", endpointGroup, in)
 	}
 }
