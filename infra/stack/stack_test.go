@@ -632,6 +632,8 @@ func TestAlarmsAndDashboard(t *testing.T) {
 		{"AWS/Lambda/IteratorAge", "Maximum", fn("Strata dispatch")}:     300000,
 		{"Strata/" + strata.MetricAppendLatency, "p99", ""}:              1,
 		{"AWS/SQS/ApproximateNumberOfMessagesVisible", "Maximum", qname}: 1,
+		// consumers a stream batch could not invoke (counted, not failing the batch)
+		{"Strata/" + deploy.MetricDispatchInvokeErrors, "Sum", "trigger=stream"}: 1,
 	}
 	for _, d := range []string{"Strata api", "Strata dispatch", "Strata retention", "Strata example order consumer (functions/consumer)"} {
 		want[alarm{"AWS/Lambda/Errors", "Sum", fn(d)}] = 1
