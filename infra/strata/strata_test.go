@@ -360,15 +360,28 @@ func TestGrantProduce(t *testing.T) {
 	}
 }
 
+// TestGrantConsume: every route a group member over HTTP calls (pkg/httpconsumer): its
+// topic's describe and polls, leases and commits, the member routes (heartbeat, leave),
+// the member side of parking (the partitions' parked rows, the group's parking topic's
+// appends, describe and polls for a replay), the group's describe and settings; and no
+// other (no reset, no listing or releasing of parked keys, no other topic or group).
 func TestGrantConsume(t *testing.T) {
 	want := []string{
+		"DELETE /v1/groups/billing/members",
 		"DELETE /v1/groups/billing/topics/orders/partitions/*/lease",
 		"GET /v1/groups/billing",
 		"GET /v1/groups/billing/settings",
+		"GET /v1/groups/billing/topics/orders/partitions/*/parked",
+		"GET /v1/topics/billing.parked",
+		"GET /v1/topics/billing.parked/partitions/*/records",
 		"GET /v1/topics/orders",
 		"GET /v1/topics/orders/partitions/*/records",
+		"POST /v1/groups/billing/topics/orders/heartbeat",
 		"POST /v1/groups/billing/topics/orders/partitions/*/commit",
 		"POST /v1/groups/billing/topics/orders/partitions/*/lease",
+		"POST /v1/groups/billing/topics/orders/partitions/*/parked/unpark",
+		"POST /v1/topics/billing.parked/records",
+		"PUT /v1/groups/billing/topics/orders/partitions/*/parked",
 	}
 	if got := routeArns(t, "Consumer"); !slices.Equal(got, want) {
 		t.Errorf("consume routes:\n got %q\nwant %q", got, want)
@@ -389,7 +402,8 @@ func TestDeadLetterRights(t *testing.T) {
 		got[st.Sid] = strings.Join(st.Actions, ",") + " " + strings.Join(res, ",") + " " + string(c)
 	}
 	for sid, want := range map[string][]string{
-		"ConsumerSegments":    {"s3:GetObject", "/p/v1/payments/*"},
+		// and a released key's replay reads its parking topic's objects back
+		"ConsumerSegments":    {"s3:GetObject", "/p/v1/payments/*", "/p/v1/ledger.parked/*"},
 		"ConsumerLeases":      {`"ledger#payments"`},
 		"DeadLetterTopic":     {"dynamodb:GetItem ", `"payments-dlq"`},
 		"DeadLetterSequencer": {"dynamodb:PutItem", `"payments-dlq#*"`},
@@ -404,8 +418,8 @@ func TestDeadLetterRights(t *testing.T) {
 			}
 		}
 	}
-	if len(got) != 19 {
-		t.Errorf("%d statements %v, want 9 consumer, 5 parking and 5 dead-letter", len(got), got)
+	if len(got) != 18 {
+		t.Errorf("%d statements %v, want 9 consumer, 4 parking and 5 dead-letter", len(got), got)
 	}
 }
 
