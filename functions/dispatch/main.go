@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 
 	"github.com/stratalog/strata/pkg/dispatch"
+	"github.com/stratalog/strata/pkg/dispatch/invoke"
 	"github.com/stratalog/strata/pkg/dispatch/params"
 	"github.com/stratalog/strata/pkg/lambdafn"
 	"github.com/stratalog/strata/pkg/metrics/emf"
@@ -50,7 +51,7 @@ func main() {
 		Logger:        logger,
 		Leases:        n.Meta(),
 		Offsets:       n.Log(),
-		Invoker:       asyncInvoker{client: awslambda.NewFromConfig(awsCfg)},
+		Invoker:       invoke.Async{Client: awslambda.NewFromConfig(awsCfg)},
 		Materializer:  lambdafn.LogMaterializer{Log: n.Log()},
 	})
 	if err != nil {

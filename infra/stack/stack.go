@@ -39,6 +39,10 @@ type Config struct {
 	// ExampleDeadLetter, when set, is the topic the example group dead-letters to: the
 	// consumer gets the rights to append to it.
 	ExampleDeadLetter string
+	// ExampleHTTPGroup, when set, is a group whose members consume ExampleTopic over
+	// HTTP (pkg/httpconsumer): the stack creates a role any principal of the account may
+	// assume, with exactly GrantConsume's rights on that group and topic.
+	ExampleHTTPGroup string
 }
 
 // contextKeys lists every context key FromContext reads, with its meaning.
@@ -69,6 +73,7 @@ var contextKeys = map[string]string{
 	"strata:exampleTopic":                  "topic of the example order consumer (default orders)",
 	"strata:exampleGroup":                  "group of the example order consumer (default order-consumer)",
 	"strata:exampleDeadLetter":             "topic the example group dead-letters to; the consumer may append to it (default none)",
+	"strata:exampleHTTPGroup":              "a group whose members consume the example topic over HTTP: a role (output HttpConsumerRoleArn) with GrantConsume of it (default none)",
 	"strata:assetDir":                      "where the function assets are (default build/functions; read by infra/app)",
 	"strata:requireAssets":                 "true refuses to synthesize with placeholder assets (read by infra/app)",
 }
@@ -117,6 +122,7 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 		ExampleGroup: str("strata:exampleGroup", "order-consumer"),
 	}
 	cfg.ExampleDeadLetter = str("strata:exampleDeadLetter", "")
+	cfg.ExampleHTTPGroup = str("strata:exampleHTTPGroup", "")
 	p := &cfg.Props
 	p.AssetDir = assetDir
 	p.DefaultPartitions = int(num("strata:defaultPartitions"))
@@ -187,6 +193,8 @@ type Stack struct {
 	Strata        *strata.Strata
 	Consumer      awslambda.Function
 	BusinessTable awsdynamodb.Table
+	// HTTPConsumer is the role of Config.ExampleHTTPGroup's members; nil without it.
+	HTTPConsumer awsiam.Role
 }
 
 // New adds the Strata stack to app.
@@ -204,6 +212,15 @@ func New(app constructs.Construct, cfg Config) (*Stack, error) {
 	if err := s.Subscribe(out.Consumer, cfg.ExampleTopic, cfg.ExampleGroup, sub); err != nil {
 		return nil, err
 	}
+	if g := cfg.ExampleHTTPGroup; g != "" {
+		out.HTTPConsumer = awsiam.NewRole(st, jsii.String("HttpConsumerRole"), &awsiam.RoleProps{
+			AssumedBy:   awsiam.NewAccountRootPrincipal(),
+			Description: jsii.String("Strata example HTTP consumer: members of group " + g + " on topic " + cfg.ExampleTopic),
+		})
+		if _, err := s.GrantConsume(out.HTTPConsumer, g, cfg.ExampleTopic); err != nil {
+			return nil, err
+		}
+	}
 	// What another app attaches with strata.Attach(scope, id, strata.ImportAttributes(<stack name>)).
 	if err := s.Export(cfg.StackName); err != nil {
 		return nil, err
@@ -219,6 +236,9 @@ func New(app constructs.Construct, cfg Config) (*Stack, error) {
 	}
 	if s.FunctionURL != nil {
 		outputs["FunctionUrl"] = s.FunctionURL.Url()
+	}
+	if out.HTTPConsumer != nil {
+		outputs["HttpConsumerRoleArn"] = out.HTTPConsumer.RoleArn()
 	}
 	for id, v := range outputs {
 		awscdk.NewCfnOutput(st, jsii.String(id), &awscdk.CfnOutputProps{Value: v})

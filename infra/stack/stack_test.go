@@ -509,14 +509,15 @@ func TestConsumerRights(t *testing.T) {
 	}
 	tbl := func(suffix string) string { return "<GetAtt:" + table(t, suffix) + ".Arn>" }
 	want := []string{
-		"ConsumerTopic: dynamodb:GetItem on " + tbl(dynamo.TopicsTable) + " " + lead("orders"),
+		"ConsumerTopic: dynamodb:GetItem on " + tbl(dynamo.TopicsTable) + " " + lead("orders", "order-consumer.parked"),
 		"ConsumerSequencer: dynamodb:GetItem,dynamodb:Query on " + tbl(dynamo.SequencerTable) + " " + lead("orders#*"),
 		"ConsumerIndex: dynamodb:GetItem,dynamodb:Query on " + tbl(dynamo.IndexTable) + " " + lead("orders#*"),
 		"ConsumerPartitions: dynamodb:GetItem,dynamodb:Query on " + tbl(dynamo.PartitionsTable) + " " + lead("orders"),
 		"ConsumerLeases: dynamodb:ConditionCheckItem,dynamodb:GetItem,dynamodb:Query,dynamodb:UpdateItem on " + tbl(dynamo.AssignmentsTable) + " " + lead("order-consumer#orders"),
 		"ConsumerCommits: dynamodb:GetItem,dynamodb:Query,dynamodb:UpdateItem on " + tbl(dynamo.CommitsTable) + " " + lead("order-consumer#orders"),
 		"ConsumerGroup: dynamodb:GetItem,dynamodb:PutItem on " + tbl(dynamo.GroupsTable) + " " + lead("order-consumer"),
-		"ConsumerSegments: s3:GetObject on <GetAtt:" + b + ".Arn>/v1/orders/*",
+		// the topic's segments, and the parking topic's for a released key's replay
+		"ConsumerSegments: s3:GetObject on <GetAtt:" + b + ".Arn>/v1/orders/*,<GetAtt:" + b + ".Arn>/v1/order-consumer.parked/*",
 		// Parking rights are granted whatever the group's settings say (they can change
 		// at run time): the parked rows, and appends to <group>.parked.
 		"ConsumerParked: dynamodb:DeleteItem,dynamodb:GetItem,dynamodb:Query,dynamodb:UpdateItem on " + tbl(dynamo.ParkedTable) + " " + lead("order-consumer#orders"),
@@ -524,7 +525,6 @@ func TestConsumerRights(t *testing.T) {
 		"ParkingIndex: dynamodb:GetItem,dynamodb:PutItem,dynamodb:Query on " + tbl(dynamo.IndexTable) + " " + lead("order-consumer.parked#*"),
 		"ParkingSegments: s3:PutObject on <GetAtt:" + b + ".Arn>/v1/order-consumer.parked/* " + js(map[string]any{"Null": map[string]any{"s3:if-none-match": "false"}}),
 		"ParkingSequencer: dynamodb:GetItem,dynamodb:PutItem,dynamodb:UpdateItem on " + tbl(dynamo.SequencerTable) + " " + lead("order-consumer.parked#*"),
-		"ParkingTopic: dynamodb:GetItem on " + tbl(dynamo.TopicsTable) + " " + lead("order-consumer.parked"),
 	}
 	var got []string
 	for _, st := range sts {
@@ -632,6 +632,8 @@ func TestAlarmsAndDashboard(t *testing.T) {
 		{"AWS/Lambda/IteratorAge", "Maximum", fn("Strata dispatch")}:     300000,
 		{"Strata/" + strata.MetricAppendLatency, "p99", ""}:              1,
 		{"AWS/SQS/ApproximateNumberOfMessagesVisible", "Maximum", qname}: 1,
+		// consumers a stream batch could not invoke (counted, not failing the batch)
+		{"Strata/" + deploy.MetricDispatchInvokeErrors, "Sum", "trigger=stream"}: 1,
 	}
 	for _, d := range []string{"Strata api", "Strata dispatch", "Strata retention", "Strata example order consumer (functions/consumer)"} {
 		want[alarm{"AWS/Lambda/Errors", "Sum", fn(d)}] = 1

@@ -57,8 +57,9 @@ var (
 //   - api serves the whole HTTP contract (docs/API.md): topics, appends through the
 //     sequencer (with idempotency rows), polls (index and log start), leases, commits,
 //     resets and group describes (which scan assignments and commits), the parked keys
-//     of a group (a scan) and their release. Members are the
-//     balancer's, which runs beside long-running consumers, never behind the API.
+//     of a group (a scan) and their release, and the member routes of group members
+//     over HTTP (heartbeat puts the member's row, leave deletes it, the balancer and
+//     the member list query the group's rows).
 //   - dispatch reads the sequencer's stream, materialises index entries (an index query,
 //     a write-once entry, and the idempotency claims of an idempotent commit, made from
 //     the members table it reads from the batch's segment object), and decides
@@ -87,6 +88,7 @@ func TableAccess() map[string]map[string]Access {
 			dynamo.IdempotencyTable: rw,
 			dynamo.LagHistoryTable:  r,
 			dynamo.ParkedTable:      rws,
+			dynamo.MembersTable:     rw,
 		},
 		deploy.FunctionDispatch: {
 			dynamo.TopicsTable:     rs,

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/customresources"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 
@@ -17,7 +19,9 @@ import (
 // commit into fewer segment objects and commits (cheaper per append), at the price of
 // instances that run while the deployment is idle (docs/TRADEOFFS.md). The capacity
 // provider lives in a VPC of its own with isolated subnets only (no NAT gateway, nothing
-// billed idle) and gateway endpoints for S3 and DynamoDB, the only services the api calls.
+// billed idle) and gateway endpoints for S3 and DynamoDB, the only services the api calls,
+// and an interface endpoint for CloudWatch Logs, where the instances send its logs; their
+// security group lets HTTPS out to those endpoints only.
 // Zero fields mean the defaults.
 type ManagedInstances struct {
 	// MaxVCPUs caps the capacity provider's scaling. Default 16.
@@ -92,10 +96,31 @@ func (s *Strata) newCapacityProvider(m ManagedInstances) {
 	})
 	sg := awsec2.NewSecurityGroup(scope, jsii.String("Instances"), &awsec2.SecurityGroupProps{
 		Vpc:              vpc,
-		Description:      jsii.String("Strata api managed instances: HTTPS out to the S3 and DynamoDB gateway endpoints"),
+		Description:      jsii.String("Strata api managed instances: HTTPS out to the VPC endpoints of S3, DynamoDB and CloudWatch Logs only"),
 		AllowAllOutbound: jsii.Bool(false),
 	})
-	sg.AddEgressRule(awsec2.Peer_AnyIpv4(), awsec2.Port_Tcp(jsii.Number(443)), jsii.String("HTTPS to S3 and DynamoDB (gateway endpoints)"), nil)
+	https := awsec2.Port_Tcp(jsii.Number(443))
+	// The gateway endpoints are reached through their services' AWS-managed prefix
+	// lists, whose ids CloudFormation has no attribute for: looked up at deploy time.
+	for _, svc := range []string{"s3", "dynamodb"} {
+		sg.AddEgressRule(awsec2.Peer_PrefixList(managedPrefixList(scope, svc)), https,
+			jsii.String("HTTPS to "+svc+" (gateway endpoint)"), nil)
+	}
+	// The instances send the function's logs to CloudWatch Logs: an interface endpoint,
+	// reached through its own security group.
+	endpoints := awsec2.NewSecurityGroup(scope, jsii.String("Endpoints"), &awsec2.SecurityGroupProps{
+		Vpc:              vpc,
+		Description:      jsii.String("Strata api managed instances: the interface endpoints, HTTPS in from the instances"),
+		AllowAllOutbound: jsii.Bool(false),
+	})
+	vpc.AddInterfaceEndpoint(jsii.String("Logs"), &awsec2.InterfaceVpcEndpointOptions{
+		Service:           awsec2.InterfaceVpcEndpointAwsService_CLOUDWATCH_LOGS(),
+		PrivateDnsEnabled: jsii.Bool(true),
+		SecurityGroups:    &[]awsec2.ISecurityGroup{endpoints},
+		Open:              jsii.Bool(false),
+	})
+	endpoints.AddIngressRule(sg, https, jsii.String("HTTPS from the api instances"), nil)
+	sg.AddEgressRule(endpoints, https, jsii.String("HTTPS to CloudWatch Logs (interface endpoint)"), nil)
 	scaling := awslambda.ScalingOptions_Auto()
 	if m.TargetCPUUtilization > 0 {
 		scaling = awslambda.ScalingOptions_Manual(&[]awslambda.TargetTrackingScalingPolicy{
@@ -119,4 +144,31 @@ func (s *Strata) newCapacityProvider(m ManagedInstances) {
 		},
 	})
 	s.Managed = &ManagedAPI{VPC: vpc, SecurityGroup: sg, CapacityProvider: cp}
+}
+
+// managedPrefixList is the id of the AWS-managed prefix list of service ("s3",
+// "dynamodb") in the stack's region, read by a custom resource at deploy time
+// (ec2:DescribeManagedPrefixLists, which names no resource).
+func managedPrefixList(scope constructs.Construct, service string) *string {
+	call := &customresources.AwsSdkCall{
+		Service: jsii.String("EC2"),
+		Action:  jsii.String("describeManagedPrefixLists"),
+		Parameters: map[string]any{
+			"Filters": []map[string]any{{
+				"Name":   "prefix-list-name",
+				"Values": []*string{awscdk.Fn_Join(jsii.String(""), &[]*string{jsii.String("com.amazonaws."), awscdk.Aws_REGION(), jsii.String("." + service)})},
+			}},
+		},
+		PhysicalResourceId: customresources.PhysicalResourceId_Of(jsii.String("strata-prefix-list-" + service)),
+		OutputPaths:        jsii.Strings("PrefixLists.0.PrefixListId"),
+	}
+	cr := customresources.NewAwsCustomResource(scope, jsii.String("PrefixList-"+service), &customresources.AwsCustomResourceProps{
+		OnCreate:            call,
+		OnUpdate:            call,
+		InstallLatestAwsSdk: jsii.Bool(false),
+		Policy: customresources.AwsCustomResourcePolicy_FromSdkCalls(&customresources.SdkCallsPolicyOptions{
+			Resources: customresources.AwsCustomResourcePolicy_ANY_RESOURCE(),
+		}),
+	})
+	return cr.GetResponseField(jsii.String("PrefixLists.0.PrefixListId"))
 }

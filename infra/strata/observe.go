@@ -65,7 +65,8 @@ func (s *Strata) alarmOp(scope constructs.Construct, id, description string, m a
 }
 
 // newObservability creates the dashboard and the deployment-wide alarms: errors and
-// throttles of each function, append latency p99, stream batches dispatch gave up on.
+// throttles of each function, append latency p99, stream batches dispatch gave up on,
+// consumers a stream batch could not invoke.
 func (s *Strata) newObservability() {
 	scope := constructs.NewConstruct(s, jsii.String("Monitoring"))
 	s.Dashboard = awscloudwatch.NewDashboard(scope, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{})
@@ -86,6 +87,10 @@ func (s *Strata) newObservability() {
 	failures := s.StreamFailures.MetricApproximateNumberOfMessagesVisible(&awscloudwatch.MetricOptions{
 		Period: fiveMinutes, Statistic: jsii.String("Maximum")})
 	s.alarm(scope, "StreamFailures", "Stream batches dispatch gave up on (the sweep re-dispatches; inspect the queue)", failures, 1)
+	// A stream batch counts a consumer it could not invoke instead of failing (the
+	// sweep retries it): this alarm says so; dispatch's logs name the function.
+	invokeErrs := strataMetric(deploy.MetricDispatchInvokeErrors, "Sum", map[string]*string{"trigger": jsii.String("stream")})
+	s.alarm(scope, "DispatchInvokeErrors", "Consumer invocations dispatch could not make from the stream (a subscription's function missing, throttled or not invokable; the sweep retries; the logs name it)", invokeErrs, 1)
 	s.Dashboard.AddWidgets(
 		graph("Function errors", errs),
 		graph("Function throttles", throttles),

@@ -72,7 +72,8 @@ type Props struct {
 	// EveryPrincipalAdmin makes every IAM principal allowed to invoke the API an admin
 	// that may do everything, deleting topics included (STRATA_EVERY_PRINCIPAL_ADMIN=1).
 	// Without it and without APIGrants the API refuses every call: authorization denies
-	// by default. It excludes APIGrants.
+	// by default. It excludes APIGrants, and a FrontDoor with a function URL (which has
+	// no routes to confine GrantProduce's and GrantConsume's principals by).
 	EveryPrincipalAdmin bool
 
 	// Memory sizes in MiB. Defaults: api 1024 (2048 on managed instances), dispatch
@@ -316,6 +317,10 @@ func (p Props) withDefaults() (Props, error) {
 	}
 	if !slices.Contains(FrontDoors, p.FrontDoor) {
 		errs = append(errs, fmt.Errorf("strata: Props.FrontDoor %q: want one of %q", p.FrontDoor, FrontDoors))
+	} else if p.FrontDoor.functionURL() && p.EveryPrincipalAdmin {
+		// The URL has no routes to confine a caller by: every principal a GrantProduce
+		// or GrantConsume lets call it would be an admin of the whole API.
+		errs = append(errs, fmt.Errorf("strata: Props.EveryPrincipalAdmin and Props.FrontDoor %q exclude each other: a function URL has no routes, so every principal allowed to call it (GrantProduce, GrantConsume) would be an admin; use APIGrants, or FrontDoorAPIGateway", p.FrontDoor))
 	} else if p.FrontDoor.functionURL() && p.APIGrants != "" && json.Valid([]byte(p.APIGrants)) {
 		if _, _, err := urlPrincipals(p.APIGrants); err != nil {
 			errs = append(errs, err)

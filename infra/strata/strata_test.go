@@ -289,19 +289,17 @@ func TestManagedInstances(t *testing.T) {
 			t.Errorf("%s on the capacity provider", d)
 		}
 	}
-	// A VPC of isolated subnets with gateway endpoints for S3 and DynamoDB; no NAT.
+	// A VPC of isolated subnets with gateway endpoints for S3 and DynamoDB and an
+	// interface endpoint for CloudWatch Logs; no NAT.
 	var endpoints []string
 	for _, id := range tpl.OfType("AWS::EC2::VPCEndpoint") {
 		p := tpl.Resources[id].Properties
-		if p["VpcEndpointType"] != "Gateway" {
-			t.Errorf("endpoint %s type %v", id, p["VpcEndpointType"])
-		}
 		name := tmpl.Join(p["ServiceName"])
-		endpoints = append(endpoints, name[strings.LastIndex(name, ".")+1:])
+		endpoints = append(endpoints, fmt.Sprintf("%s %v", name[strings.LastIndex(name, ".")+1:], p["VpcEndpointType"]))
 	}
 	sort.Strings(endpoints)
-	if !slices.Equal(endpoints, []string{"dynamodb", "s3"}) {
-		t.Errorf("gateway endpoints %v", endpoints)
+	if want := []string{"dynamodb Gateway", "logs Interface", "s3 Gateway"}; !slices.Equal(endpoints, want) {
+		t.Errorf("endpoints %v, want %v", endpoints, want)
 	}
 	tmpl.Check(t, "vpc", func() {
 		tpl.A.ResourceCountIs(jsii.String("AWS::EC2::VPC"), jsii.Number(1))
@@ -362,15 +360,28 @@ func TestGrantProduce(t *testing.T) {
 	}
 }
 
+// TestGrantConsume: every route a group member over HTTP calls (pkg/httpconsumer): its
+// topic's describe and polls, leases and commits, the member routes (heartbeat, leave),
+// the member side of parking (the partitions' parked rows, the group's parking topic's
+// appends, describe and polls for a replay), the group's describe and settings; and no
+// other (no reset, no listing or releasing of parked keys, no other topic or group).
 func TestGrantConsume(t *testing.T) {
 	want := []string{
+		"DELETE /v1/groups/billing/members",
 		"DELETE /v1/groups/billing/topics/orders/partitions/*/lease",
 		"GET /v1/groups/billing",
 		"GET /v1/groups/billing/settings",
+		"GET /v1/groups/billing/topics/orders/partitions/*/parked",
+		"GET /v1/topics/billing.parked",
+		"GET /v1/topics/billing.parked/partitions/*/records",
 		"GET /v1/topics/orders",
 		"GET /v1/topics/orders/partitions/*/records",
+		"POST /v1/groups/billing/topics/orders/heartbeat",
 		"POST /v1/groups/billing/topics/orders/partitions/*/commit",
 		"POST /v1/groups/billing/topics/orders/partitions/*/lease",
+		"POST /v1/groups/billing/topics/orders/partitions/*/parked/unpark",
+		"POST /v1/topics/billing.parked/records",
+		"PUT /v1/groups/billing/topics/orders/partitions/*/parked",
 	}
 	if got := routeArns(t, "Consumer"); !slices.Equal(got, want) {
 		t.Errorf("consume routes:\n got %q\nwant %q", got, want)
@@ -391,7 +402,8 @@ func TestDeadLetterRights(t *testing.T) {
 		got[st.Sid] = strings.Join(st.Actions, ",") + " " + strings.Join(res, ",") + " " + string(c)
 	}
 	for sid, want := range map[string][]string{
-		"ConsumerSegments":    {"s3:GetObject", "/p/v1/payments/*"},
+		// and a released key's replay reads its parking topic's objects back
+		"ConsumerSegments":    {"s3:GetObject", "/p/v1/payments/*", "/p/v1/ledger.parked/*"},
 		"ConsumerLeases":      {`"ledger#payments"`},
 		"DeadLetterTopic":     {"dynamodb:GetItem ", `"payments-dlq"`},
 		"DeadLetterSequencer": {"dynamodb:PutItem", `"payments-dlq#*"`},
@@ -406,8 +418,8 @@ func TestDeadLetterRights(t *testing.T) {
 			}
 		}
 	}
-	if len(got) != 19 {
-		t.Errorf("%d statements %v, want 9 consumer, 5 parking and 5 dead-letter", len(got), got)
+	if len(got) != 18 {
+		t.Errorf("%d statements %v, want 9 consumer, 4 parking and 5 dead-letter", len(got), got)
 	}
 }
 
@@ -562,5 +574,101 @@ func TestFunctionURLAlone(t *testing.T) {
 	}
 	if want := []string{"lambda:InvokeFunctionUrl", "lambda:InvokeFunction"}; !slices.Equal(actions, want) {
 		t.Errorf("producer actions %q, want %q", actions, want)
+	}
+}
+
+// TestFunctionURLRefusesEveryPrincipalAdmin: a function URL has no routes, so with
+// EveryPrincipalAdmin every principal a GrantProduce or GrantConsume lets call it would be
+// an admin (delete any topic, reset any group): New refuses the combination, naming both
+// settings, for either front door with a URL; the HTTP API alone keeps its route grants.
+func TestFunctionURLRefusesEveryPrincipalAdmin(t *testing.T) {
+	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(t.TempDir())})
+	for _, fd := range []strata.FrontDoor{strata.FrontDoorFunctionURL, strata.FrontDoorBoth} {
+		st := awscdk.NewStack(app, jsii.String("Refused-"+string(fd)), nil)
+		_, err := strata.New(st, "Log", strata.Props{AssetDir: dir, FrontDoor: fd, EveryPrincipalAdmin: true})
+		if err == nil || !strings.Contains(err.Error(), "EveryPrincipalAdmin") || !strings.Contains(err.Error(), "FrontDoor") {
+			t.Errorf("front door %s with every principal an admin: %v, want an error naming Props.EveryPrincipalAdmin and Props.FrontDoor", fd, err)
+		}
+	}
+	st := awscdk.NewStack(app, jsii.String("Open"), nil)
+	if _, err := strata.New(st, "Log", strata.Props{AssetDir: dir, FrontDoor: strata.FrontDoorAPIGateway, EveryPrincipalAdmin: true}); err != nil {
+		t.Errorf("the HTTP API with every principal an admin: %v", err)
+	}
+}
+
+// TestManagedInstancesEgressOnlyToEndpoints: the managed instances' security group lets
+// HTTPS out to the VPC endpoints alone (the S3 and DynamoDB prefix lists, the CloudWatch
+// Logs endpoint's security group), never to 0.0.0.0/0 or ::/0; the endpoint's group lets
+// HTTPS in from the instances only.
+func TestManagedInstancesEgressOnlyToEndpoints(t *testing.T) {
+	rules := map[string][]map[string]any{} // security group logical id → egress rules
+	ingress := map[string][]map[string]any{}
+	for _, id := range tpl.OfType("AWS::EC2::SecurityGroup") {
+		p := tpl.Resources[id].Properties
+		for key, into := range map[string]map[string][]map[string]any{"SecurityGroupEgress": rules, "SecurityGroupIngress": ingress} {
+			list, _ := p[key].([]any)
+			for _, r := range list {
+				m, _ := r.(map[string]any)
+				into[id] = append(into[id], m)
+			}
+		}
+	}
+	for typ, into := range map[string]map[string][]map[string]any{"AWS::EC2::SecurityGroupEgress": rules, "AWS::EC2::SecurityGroupIngress": ingress} {
+		for _, id := range tpl.OfType(typ) {
+			p := tpl.Resources[id].Properties
+			group := tmpl.Join(p["GroupId"])
+			into[group] = append(into[group], p)
+		}
+	}
+	var instances, endpointGroup string
+	for id := range rules {
+		if strings.Contains(id, "Instances") {
+			instances = id
+		}
+	}
+	if _, ep, err := tpl.Find("AWS::EC2::VPCEndpoint", "VpcEndpointType", "Interface"); err != nil {
+		t.Error(err)
+	} else if gs, _ := ep.Properties["SecurityGroupIds"].([]any); len(gs) == 1 {
+		endpointGroup = tmpl.Join(gs[0])
+	}
+	var got []string
+	for group, rs := range rules {
+		for _, r := range rs {
+			c4, c6 := tmpl.Join(r["CidrIp"]), tmpl.Join(r["CidrIpv6"])
+			if c4 == "0.0.0.0/0" || c6 == "::/0" {
+				t.Errorf("security group %s: egress %v open to the internet", group, r)
+			}
+			if c4 == "255.255.255.255/32" {
+				continue // CDK's "no egress" placeholder rule
+			}
+			if strings.Contains(group, "Instances") {
+				to := tmpl.Join(r["DestinationPrefixListId"]) + tmpl.Join(r["DestinationSecurityGroupId"]) + c4 + c6
+				switch {
+				case strings.Contains(to, "PrefixLists3"):
+					to = "s3"
+				case strings.Contains(to, "PrefixListdynamodb"):
+					to = "dynamodb"
+				case strings.Contains(to, "Endpoints"):
+					to = "endpoints"
+				}
+				got = append(got, fmt.Sprintf("%s %v-%v %v", to, r["FromPort"], r["ToPort"], r["IpProtocol"]))
+			}
+		}
+	}
+	sort.Strings(got)
+	if want := []string{"dynamodb 443-443 tcp", "endpoints 443-443 tcp", "s3 443-443 tcp"}; instances == "" || !slices.Equal(got, want) {
+		t.Errorf("instances' security group %q egress %q, want %q", instances, got, want)
+	}
+	var in []string
+	for group, rs := range ingress {
+		if !strings.Contains(endpointGroup, group) {
+			continue
+		}
+		for _, r := range rs {
+			in = append(in, fmt.Sprintf("%s %v-%v", tmpl.Join(r["SourceSecurityGroupId"]), r["FromPort"], r["ToPort"]))
+		}
+	}
+	if len(in) != 1 || !strings.Contains(in[0], "Instances") || !strings.HasSuffix(in[0], " 443-443") {
+		t.Errorf("the logs endpoint's security group %s lets in %q, want HTTPS from the instances alone", endpointGroup, in)
 	}
 }

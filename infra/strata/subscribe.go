@@ -127,7 +127,8 @@ func (t target) consumerEnvironment(topic, group string) map[string]*string {
 
 // ConsumerStatements are the rights of a consumer of topic in group, and nothing more:
 // reads of the topic's row, high watermarks, index entries and log starts; leases and
-// commits of (group, topic); the group's row; reads of the topic's segment objects. Each
+// commits of (group, topic); the group's row; reads of the topic's segment objects; the
+// group's parked rows of the topic, and appending to and reading back its parking topic. Each
 // DynamoDB statement is confined to its rows by dynamodb:LeadingKeys (no Scan is granted,
 // so every call names its key). With deadLetterTopic, also appending to that topic.
 func (s *Strata) ConsumerStatements(topic, group, deadLetterTopic string) []awsiam.PolicyStatement {
@@ -136,8 +137,10 @@ func (s *Strata) ConsumerStatements(topic, group, deadLetterTopic string) []awsi
 
 func (s target) consumerStatements(topic, group, deadLetterTopic string) []awsiam.PolicyStatement {
 	gt := group + "#" + topic
+	parking := wire.ParkingTopic(group)
 	out := []awsiam.PolicyStatement{
-		s.rowStatement("ConsumerTopic", dynamo.TopicsTable, []string{"dynamodb:GetItem"}, topic),
+		// the topic's row and its parking topic's (parking and replays read it)
+		s.rowStatement("ConsumerTopic", dynamo.TopicsTable, []string{"dynamodb:GetItem"}, topic, parking),
 		s.rowStatement("ConsumerSequencer", dynamo.SequencerTable, tableRead, topic+"#*"),
 		s.rowStatement("ConsumerIndex", dynamo.IndexTable, tableRead, topic+"#*"),
 		s.rowStatement("ConsumerPartitions", dynamo.PartitionsTable, tableRead, topic),
@@ -147,18 +150,25 @@ func (s target) consumerStatements(topic, group, deadLetterTopic string) []awsia
 			[]string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem"}, gt),
 		s.rowStatement("ConsumerGroup", dynamo.GroupsTable, []string{"dynamodb:GetItem", "dynamodb:PutItem"}, group),
 		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:       jsii.String("ConsumerSegments"),
-			Actions:   jsii.Strings(objectRead...),
-			Resources: &[]*string{s.bucket.ArnForObjects(jsii.String(s.segmentPrefix + topic + "/*"))},
+			Sid:     jsii.String("ConsumerSegments"),
+			Actions: jsii.Strings(objectRead...),
+			Resources: &[]*string{
+				s.bucket.ArnForObjects(jsii.String(s.segmentPrefix + topic + "/*")),
+				s.bucket.ArnForObjects(jsii.String(s.segmentPrefix + parking + "/*")),
+			},
 		}),
 	}
 	out = append(out, s.rowStatement("ConsumerParked", dynamo.ParkedTable,
 		[]string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:UpdateItem", "dynamodb:DeleteItem"}, gt))
-	// A group whose on_failure is "park" appends to its own parking topic; the rights
-	// are granted whatever the group's settings say, since they can change at run time.
-	out = append(out, s.appendStatements("Parking", wire.ParkingTopic(group))...)
+	// A group whose on_failure is "park" appends to its own parking topic, and a
+	// released key's replay reads its records back (the topic's row, high watermarks
+	// and index entries are in the append rights; its segment objects in
+	// ConsumerSegments). The rights are granted whatever the group's settings say, since
+	// they can change at run time.
+	out = append(out, s.appendStatements("Parking", parking, false)...)
+
 	if deadLetterTopic != "" {
-		out = append(out, s.appendStatements("DeadLetter", deadLetterTopic)...)
+		out = append(out, s.appendStatements("DeadLetter", deadLetterTopic, true)...)
 	}
 	return out
 }
@@ -166,10 +176,15 @@ func (s target) consumerStatements(topic, group, deadLetterTopic string) []awsia
 // appendStatements are exactly what an append to topic calls (pkg/store/dynamo,
 // pkg/store/s3): read and seed or advance the partition's counter, claim and read
 // idempotency keys, write and look up index entries, and put segment objects only where
-// no object is (If-None-Match: *). No delete, no transaction check, no overwrite.
-func (s target) appendStatements(sid, d string) []awsiam.PolicyStatement {
-	return []awsiam.PolicyStatement{
-		s.rowStatement(sid+"Topic", dynamo.TopicsTable, []string{"dynamodb:GetItem"}, d),
+// no object is (If-None-Match: *). No delete, no transaction check, no overwrite. Without
+// topicRow the topic's row is left out (a statement granting it already: policies are
+// bounded in size).
+func (s target) appendStatements(sid, d string, topicRow bool) []awsiam.PolicyStatement {
+	var out []awsiam.PolicyStatement
+	if topicRow {
+		out = append(out, s.rowStatement(sid+"Topic", dynamo.TopicsTable, []string{"dynamodb:GetItem"}, d))
+	}
+	return append(out,
 		s.rowStatement(sid+"Sequencer", dynamo.SequencerTable, []string{"dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem"}, d+"#*"),
 		s.rowStatement(sid+"Index", dynamo.IndexTable, []string{"dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem"}, d+"#*"),
 		s.rowStatement(sid+"Idempotency", dynamo.IdempotencyTable, []string{"dynamodb:GetItem", "dynamodb:PutItem"}, d+"#*"),
@@ -181,7 +196,7 @@ func (s target) appendStatements(sid, d string) []awsiam.PolicyStatement {
 			// the role can add segment objects, never replace one.
 			Conditions: &map[string]any{"Null": map[string]any{"s3:if-none-match": "false"}},
 		}),
-	}
+	)
 }
 
 // rowStatement allows actions on table only for items whose partition key matches one
@@ -229,8 +244,11 @@ func (s target) grantProduce(grantee awsiam.IGrantable, topics ...string) (awsia
 
 // GrantConsume lets grantee consume each topic in group through the HTTP API: describe
 // and poll the topic; lease, renew, release and commit the group's partitions of it;
-// describe the group and read its settings (every consumer reads them when a run
-// starts). Resetting the group is not included.
+// join the group's members on it (heartbeat) and leave; read, write and clear the
+// partitions' parked keys (the member side of on_failure "park") and append to, describe
+// and poll the group's parking topic (parking, and a released key's replay); describe
+// the group and read its settings (every consumer reads them when a run starts).
+// Resetting the group, listing and releasing its parked keys are not included.
 func (s *Strata) GrantConsume(grantee awsiam.IGrantable, group string, topics ...string) (awsiam.Grant, error) {
 	return s.target().grantConsume(grantee, group, topics...)
 }
@@ -242,7 +260,12 @@ func (s target) grantConsume(grantee awsiam.IGrantable, group string, topics ...
 	if err := validTopic(group); err != nil {
 		return nil, fmt.Errorf("strata: grant consume: group: %w", err)
 	}
-	routes := []route{{"GET", "/v1/groups/" + group}, {"GET", "/v1/groups/" + group + "/settings"}}
+	parking := "/v1/topics/" + wire.ParkingTopic(group)
+	routes := []route{
+		{"GET", "/v1/groups/" + group}, {"GET", "/v1/groups/" + group + "/settings"},
+		{"DELETE", "/v1/groups/" + group + "/members"},
+		{"GET", parking}, {"POST", parking + "/records"}, {"GET", parking + "/partitions/*/records"},
+	}
 	for _, t := range topics {
 		if err := validTopic(t); err != nil {
 			return nil, fmt.Errorf("strata: grant consume: %w", err)
@@ -253,7 +276,11 @@ func (s target) grantConsume(grantee awsiam.IGrantable, group string, topics ...
 			route{"GET", "/v1/topics/" + t + "/partitions/*/records"},
 			route{"POST", p + "lease"},
 			route{"DELETE", p + "lease"},
-			route{"POST", p + "commit"})
+			route{"POST", p + "commit"},
+			route{"POST", "/v1/groups/" + group + "/topics/" + t + "/heartbeat"},
+			route{"GET", p + "parked"},
+			route{"PUT", p + "parked"},
+			route{"POST", p + "parked/unpark"})
 	}
 	return s.grantRoutes(grantee, routes)
 }

@@ -55,6 +55,10 @@ type Options struct {
 type Caller struct {
 	Principal  apigwtest.Principal
 	Statements []Statement
+	// Role, when set, is the logical id (or its prefix, before CDK's hash) of a role
+	// in the template whose statements the caller also has: a principal that assumed
+	// it, with exactly the rights the stack grants it (e.g. GrantConsume's).
+	Role string
 }
 
 // Stack is the synthesized stack running on this machine.
@@ -146,6 +150,9 @@ func Start(t testing.TB, opts Options) *Stack {
 	if err := s.startSchedules(ctx, opts.Minute); err != nil {
 		t.Fatal(err)
 	}
+	if err := s.roleCallers(opts.Callers); err != nil {
+		t.Fatal(err)
+	}
 	if len(s.Template.OfType("AWS::ApiGatewayV2::Api")) > 0 {
 		if err := s.startAPI(opts.Callers); err != nil {
 			t.Fatal(err)
@@ -158,6 +165,31 @@ func Start(t testing.TB, opts Options) *Stack {
 	// before the emulator processes (registered above) are killed under them.
 	t.Cleanup(s.quiet)
 	return s
+}
+
+// roleCallers adds to each caller with a Role that role's statements in the template.
+func (s *Stack) roleCallers(callers []Caller) error {
+	for i := range callers {
+		c := &callers[i]
+		if c.Role == "" {
+			continue
+		}
+		var found []string
+		for _, id := range s.Template.OfType("AWS::IAM::Role") {
+			if strings.HasPrefix(id, c.Role) {
+				found = append(found, id)
+			}
+		}
+		if len(found) != 1 {
+			return fmt.Errorf("stackrun: caller %s: roles %v match %q, want one", c.Principal.ARN, found, c.Role)
+		}
+		sts, err := s.Template.RoleStatements(found[0])
+		if err != nil {
+			return fmt.Errorf("stackrun: caller %s: %w", c.Principal.ARN, err)
+		}
+		c.Statements = append(append([]Statement(nil), c.Statements...), sts...)
+	}
+	return nil
 }
 
 // quiet stops the stream mappings and schedules and waits for every invocation.

@@ -139,6 +139,9 @@ const (
 	// topic's partitions, waiting for a release: the dispatch sweep emits it, a
 	// subscription's alarm fires when it is not zero.
 	MetricParkedKeys = "strata_consumer_parked_keys"
+	// MetricDispatchInvokeErrors counts, per {trigger} (stream, schedule), the consumer
+	// invocations dispatch could not make; a stream batch counts them instead of failing.
+	MetricDispatchInvokeErrors = "strata_dispatch_invoke_errors_total"
 )
 
 // SegmentKeyPrefix is the prefix of every segment object key (before EnvObjectPrefix is

@@ -139,6 +139,9 @@ type Stats struct {
 	SkippedNoLag int // the group's commit had reached the high watermark
 	Invocations  int // consumer invocations accepted
 	InvokeErrors int // invocations that failed
+	// CheckErrors counts candidates whose lease or commit could not be read (not
+	// invoked: the sweep considers them again).
+	CheckErrors  int
 	SourceErrors int // attached subscriptions skipped, or a Source that failed
 	// MissingTopics counts subscribed topics a sweep found not created (yet).
 	MissingTopics int
@@ -151,7 +154,8 @@ func (s Stats) Add(o Stats) Stats {
 		Candidates: s.Candidates + o.Candidates, LeaseChecks: s.LeaseChecks + o.LeaseChecks,
 		CommitReads: s.CommitReads + o.CommitReads, SkippedLive: s.SkippedLive + o.SkippedLive,
 		SkippedNoLag: s.SkippedNoLag + o.SkippedNoLag, Invocations: s.Invocations + o.Invocations,
-		InvokeErrors: s.InvokeErrors + o.InvokeErrors, SourceErrors: s.SourceErrors + o.SourceErrors,
+		InvokeErrors: s.InvokeErrors + o.InvokeErrors, CheckErrors: s.CheckErrors + o.CheckErrors,
+		SourceErrors:  s.SourceErrors + o.SourceErrors,
 		MissingTopics: s.MissingTopics + o.MissingTopics,
 	}
 }
@@ -168,8 +172,12 @@ type candidate struct {
 // HandleCommits materialises the commits of a stream batch, then invokes the
 // consumers it woke: one lease check and at most one invocation per (group, partition)
 // of the batch, whatever the number of commits. A materialisation error stops the batch
-// before any invocation (the stream retries it whole); invocation errors are joined and
-// returned after every candidate was tried.
+// before any invocation (the stream retries it whole). A subscription whose consumer
+// cannot be woken (its invocation fails, or its lease cannot be read) never fails the
+// batch: the batch's job is to make the commits readable, and one subscription's broken
+// function must not hold up the others' or the stream. Such a failure is counted
+// (Stats.InvokeErrors, Stats.CheckErrors) and logged, and the sweep, which considers
+// every lagging partition again, retries it.
 func (d *Dispatcher) HandleCommits(ctx context.Context, commits []Commit) (Stats, error) {
 	st := Stats{Commits: len(commits)}
 	type tp struct {
@@ -197,7 +205,11 @@ func (d *Dispatcher) HandleCommits(ctx context.Context, commits []Commit) (Stats
 			cands = append(cands, candidate{sub: s, partition: k.partition, hw: hw, logStart: 0})
 		}
 	}
-	return d.run(ctx, st, cands)
+	st, errs := d.run(ctx, st, cands)
+	for _, err := range errs {
+		d.cfg.Logger.Warn("dispatch: consumer not woken (the sweep retries it)", "error", err)
+	}
+	return st, nil
 }
 
 // Sweep considers every partition of every subscription's topic (reading its bounds)
@@ -242,8 +254,11 @@ func (d *Dispatcher) Sweep(ctx context.Context) (Stats, error) {
 			cands = append(cands, candidate{sub: s, partition: p, hw: hw, logStart: start})
 		}
 	}
-	st, err := d.run(ctx, st, cands)
-	return st, errors.Join(append(errs, err)...)
+	st, runErrs := d.run(ctx, st, cands)
+	for _, err := range runErrs {
+		d.cfg.Logger.Warn("dispatch: consumer not woken", "error", err)
+	}
+	return st, errors.Join(append(errs, runErrs...)...)
 }
 
 // subscriptions are the static subscriptions by topic plus the Source's valid ones that
@@ -287,8 +302,9 @@ func (d *Dispatcher) report(problems []error) {
 	}
 }
 
-// run checks each candidate once and invokes the lagging ones without a live lease.
-func (d *Dispatcher) run(ctx context.Context, st Stats, cands []candidate) (Stats, error) {
+// run checks each candidate once and invokes the lagging ones without a live lease; a
+// candidate's failure is counted and returned, never stops the others.
+func (d *Dispatcher) run(ctx context.Context, st Stats, cands []candidate) (Stats, []error) {
 	sort.Slice(cands, func(i, j int) bool {
 		a, b := cands[i], cands[j]
 		if a.sub.Topic != b.sub.Topic {
@@ -304,6 +320,7 @@ func (d *Dispatcher) run(ctx context.Context, st Stats, cands []candidate) (Stat
 		st.Candidates++
 		invoke, err := d.lagging(ctx, &st, c)
 		if err != nil {
+			st.CheckErrors++
 			errs = append(errs, err)
 			continue
 		}
@@ -318,7 +335,7 @@ func (d *Dispatcher) run(ctx context.Context, st Stats, cands []candidate) (Stat
 		}
 		st.Invocations++
 	}
-	return st, errors.Join(errs...)
+	return st, errs
 }
 
 // lagging reports whether c's group has lag on the partition and no live lease.

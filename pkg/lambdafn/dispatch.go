@@ -56,7 +56,7 @@ type DispatchResult struct {
 }
 
 // Invoke implements lambda.Handler. A stream batch that fails (a record that cannot be
-// decoded, a materialisation that fails, an invocation that fails) returns an error,
+// decoded, a materialisation that fails; not a consumer's invocation, which dispatch counts) returns an error,
 // so Lambda retries the batch: every step is idempotent.
 func (x *Dispatch) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	kind, err := classify(payload)

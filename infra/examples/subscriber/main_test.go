@@ -92,7 +92,7 @@ func TestSynthesizedSubscriber(t *testing.T) {
 		got[s.Sid] = strings.Join(s.Actions, ",") + " " + strings.Join(res, ",") + " " + string(c)
 	}
 	for sid, want := range map[string][]string{
-		"ConsumerTopic":      {"dynamodb:GetItem ", "table/<Import:Strata:TablePrefix>topics", `["orders"]`},
+		"ConsumerTopic":      {"dynamodb:GetItem ", "table/<Import:Strata:TablePrefix>topics", `["orders","billing.parked"]`},
 		"ConsumerLeases":     {"dynamodb:UpdateItem", "table/<Import:Strata:TablePrefix>assignments", `["billing#orders"]`},
 		"ConsumerCommits":    {"dynamodb:UpdateItem", "table/<Import:Strata:TablePrefix>commits", `["billing#orders"]`},
 		"ConsumerSegments":   {"s3:GetObject", "<Import:Strata:BucketName>/v1/orders/*"},

@@ -32,9 +32,11 @@ const (
 	DefaultTTL = time.Minute
 	// DefaultRetry is how long after a failed read the next one is tried.
 	DefaultRetry = 10 * time.Second
-	// MaxParameters bounds one read: more parameters under the path is an error (the
-	// first MaxParameters are served).
-	MaxParameters = 1000
+	// DefaultMaxParameters bounds one read: the standard tier's parameters per account
+	// and region. Beyond it the first MaxParameters are served, with an error.
+	DefaultMaxParameters = 10000
+	// DefaultPageSize is GetParametersByPath's MaxResults, the largest it allows.
+	DefaultPageSize = 10
 )
 
 // Config configures a Source. Client and Path are required.
@@ -44,6 +46,9 @@ type Config struct {
 	Path string
 	// TTL and Retry: see DefaultTTL and DefaultRetry (used when zero).
 	TTL, Retry time.Duration
+	// MaxParameters and PageSize: see DefaultMaxParameters and DefaultPageSize (used
+	// when zero).
+	MaxParameters, PageSize int
 	// Clock returns the current time (time.Now when nil).
 	Clock func() time.Time
 }
@@ -75,14 +80,20 @@ func New(cfg Config) (*Source, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
+	if cfg.MaxParameters <= 0 {
+		cfg.MaxParameters = DefaultMaxParameters
+	}
+	if cfg.PageSize <= 0 || cfg.PageSize > DefaultPageSize {
+		cfg.PageSize = DefaultPageSize
+	}
 	return &Source{cfg: cfg}, nil
 }
 
 // Subscriptions returns the attached subscriptions, read again when the TTL has passed.
-// A read's problems (a failed call, a malformed parameter, which is skipped) are
-// returned by the call that read, with what is known: the parameters that decoded, or
-// after a failed call the previous list. Calls before the next read return the list
-// alone.
+// A read's problems (a failed call, a malformed parameter, which is skipped, more than
+// MaxParameters, of which the first are served) are returned by the call that read, with
+// what is known: the parameters that decoded, or after a failed call the previous list.
+// Calls before the next read return the list alone.
 func (s *Source) Subscriptions(ctx context.Context) ([]deploy.Subscription, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -90,34 +101,38 @@ func (s *Source) Subscriptions(ctx context.Context) ([]deploy.Subscription, erro
 	if now.Before(s.next) {
 		return s.subs, nil
 	}
-	ps, err := s.read(ctx)
+	ps, over, err := s.read(ctx)
 	if err != nil {
 		s.next = now.Add(s.cfg.Retry)
 		return s.subs, err
 	}
 	subs, problems := Decode(s.cfg.Path, ps)
+	if over {
+		problems = append(problems, fmt.Errorf("params: more than %d parameters under %s: the first %d served, the rest skipped", s.cfg.MaxParameters, s.cfg.Path, s.cfg.MaxParameters))
+	}
 	s.subs, s.next = subs, now.Add(s.cfg.TTL)
 	return subs, errors.Join(problems...)
 }
 
-// read lists every parameter under the path.
-func (s *Source) read(ctx context.Context) ([]types.Parameter, error) {
-	var out []types.Parameter
+// read lists the parameters under the path, every page of them up to MaxParameters
+// (over: there were more).
+func (s *Source) read(ctx context.Context) (ps []types.Parameter, over bool, err error) {
 	pages := ssm.NewGetParametersByPathPaginator(s.cfg.Client, &ssm.GetParametersByPathInput{
-		Path:      aws.String(s.cfg.Path),
-		Recursive: aws.Bool(true),
+		Path:       aws.String(s.cfg.Path),
+		Recursive:  aws.Bool(true),
+		MaxResults: aws.Int32(int32(s.cfg.PageSize)),
 	})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("params: read %s: %w", s.cfg.Path, err)
+			return nil, false, fmt.Errorf("params: read %s: %w", s.cfg.Path, err)
 		}
-		out = append(out, page.Parameters...)
-		if len(out) > MaxParameters {
-			return nil, fmt.Errorf("params: more than %d parameters under %s", MaxParameters, s.cfg.Path)
+		ps = append(ps, page.Parameters...)
+		if len(ps) > s.cfg.MaxParameters {
+			return ps[:s.cfg.MaxParameters], true, nil
 		}
 	}
-	return out, nil
+	return ps, false, nil
 }
 
 // Decode turns the parameters read under path into subscriptions, in name order as

@@ -189,3 +189,47 @@ func (s *switching) GetParametersByPath(ctx context.Context, in *ssm.GetParamete
 	}
 	return s.up.GetParametersByPath(ctx, in, opts...)
 }
+
+// TestSourcePagesAndNeverDropsEverySubscription: the parameters are read a small page
+// at a time (MaxResults 2: 4 pages for 7), every page of them; more parameters than the
+// Source's bound serves the first ones with an error, never none (one app too many must
+// not disable every attached subscription).
+func TestSourcePagesAndNeverDropsEverySubscription(t *testing.T) {
+	ctx := context.Background()
+	client := ssm.NewFromConfig(awstest.Config(ctx, t))
+	path := fmt.Sprintf("/strata/p%d-/subscriptions", time.Now().UnixNano())
+	var want []deploy.Subscription
+	for i := range 7 {
+		s := deploy.Subscription{Topic: fmt.Sprintf("t%02d", i), Group: "g", Function: "fn"}
+		v, err := deploy.EncodeSubscriptionParameter(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := client.PutParameter(ctx, &ssm.PutParameterInput{Name: aws.String(deploy.SubscriptionParameterName(path, s.Topic, s.Group)),
+			Value: aws.String(v), Type: types.ParameterTypeString}); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, s)
+	}
+	c := &counting{API: client}
+	src, err := params.New(params.Config{Client: c, Path: path, PageSize: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := src.Subscriptions(ctx)
+	if err != nil || fmt.Sprint(got) != fmt.Sprint(want) || c.calls.Load() != 4 {
+		t.Errorf("pages of 2: %v, %d calls, %+v; want the 7 subscriptions in 4 calls", err, c.calls.Load(), got)
+	}
+
+	bounded, err := params.New(params.Config{Client: client, Path: path, PageSize: 2, MaxParameters: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = bounded.Subscriptions(ctx)
+	if err == nil || !strings.Contains(err.Error(), "more than 5 parameters") {
+		t.Errorf("7 parameters over a bound of 5: error %v, want one saying so", err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want[:5]) {
+		t.Errorf("7 parameters over a bound of 5: served %+v, want the first 5 (never none)", got)
+	}
+}

@@ -139,7 +139,7 @@ const (
 	DispatchCommits      = "strata_dispatch_commits_total"
 	DispatchLeaseChecks  = "strata_dispatch_lease_checks_total"
 	DispatchInvocations  = "strata_dispatch_invocations_total"
-	DispatchInvokeErrors = "strata_dispatch_invoke_errors_total"
+	DispatchInvokeErrors = deploy.MetricDispatchInvokeErrors
 	DispatchHealthErrors = "strata_dispatch_health_errors_total"
 )
 
