@@ -100,6 +100,8 @@ type ParkedRows struct {
 type ParkedPut struct {
 	Member     string `json:"member"`
 	Generation int64  `json:"generation"`
+	// Incarnation is the lease's (Lease.Incarnation); absent: the live one.
+	Incarnation string `json:"incarnation,omitempty"`
 	ParkedState
 }
 
@@ -110,4 +112,6 @@ type ParkedUnpark struct {
 	Member     string `json:"member"`
 	Generation int64  `json:"generation"`
 	Key        string `json:"key"`
+	// Incarnation is the lease's (Lease.Incarnation); absent: the live one.
+	Incarnation string `json:"incarnation,omitempty"`
 }
