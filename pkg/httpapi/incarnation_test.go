@@ -132,3 +132,19 @@ func TestMemberIncarnationChecksGrantOnTopicName(t *testing.T) {
 	e.call("POST", "/v1/groups/billing/topics/orders/heartbeat", map[string]any{"member": "m",
 		"held": []any{map[string]any{"partition": 0, "generation": 1, "incarnation": "NOPE"}}}, admin...).want(t, 400, "invalid_request")
 }
+
+// withIncarnations is seed (a JSON object) with each kind of "incarnation" member added:
+// the live incarnation of topic, one that is not (a deleted one's), and values that
+// cannot be one. Fuzz targets of the member routes start from them.
+func withIncarnations(e *env, topic, seed string) []string {
+	_, live, _ := strings.Cut(e.tid(topic), "#")
+	i := strings.LastIndexByte(seed, '}')
+	if i < 0 {
+		return nil
+	}
+	var out []string
+	for _, v := range []string{`"` + live + `"`, `"0deleted"`, `""`, `"UPPER"`, `"a#b"`, `7`, `null`} {
+		out = append(out, seed[:i]+`, "incarnation": `+v+seed[i:])
+	}
+	return out
+}
