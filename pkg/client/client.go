@@ -315,8 +315,15 @@ func fromWireResults(ws []wire.Result) []Result {
 // answer (stored blocks, no base64) and reads JSON from a server that answers JSON. A
 // binary answer holds whole stored commits, so it may return somewhat more records than
 // opt.MaxRecords; NextOffset is always the offset to poll next.
+//
+// topic may be a TopicRef: a group member polls the incarnation its lease is of, and
+// gets ErrFenced once that incarnation is deleted.
 func (c *Client) Poll(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (*PollResult, error) {
+	name, inc := splitRef(topic)
 	q := url.Values{"offset": {strconv.FormatInt(offset, 10)}}
+	if inc != "" {
+		q.Set("incarnation", inc)
+	}
 	if opt.MaxRecords != 0 {
 		q.Set("max_records", strconv.Itoa(opt.MaxRecords))
 	}
@@ -327,7 +334,7 @@ func (c *Client) Poll(ctx context.Context, topic string, partition int32, offset
 		ms := (opt.Wait + time.Millisecond - 1) / time.Millisecond
 		q.Set("wait_ms", strconv.FormatInt(int64(ms), 10))
 	}
-	path := fmt.Sprintf("/v1/topics/%s/partitions/%d/records", seg(topic), partition)
+	path := fmt.Sprintf("/v1/topics/%s/partitions/%d/records", seg(name), partition)
 	status, h, body, err := c.exchange(ctx, http.MethodGet, path, q, nil, map[string]string{"Accept": pollAccept})
 	if err == nil && status/100 != 2 {
 		err, _ = decodeAPIError(status, h, body)
@@ -414,9 +421,12 @@ func (c *Client) Lease(ctx context.Context, group, topic string, partition int32
 }
 
 // RenewLease moves the expiry of member's lease at generation; ErrFenced if member no
-// longer holds it at that generation.
+// longer holds it at that generation. topic may be the lease's TopicRef (as for
+// Release, Commit and the parked-row calls): then a lease of a deleted incarnation is
+// ErrFenced even when the name has a live incarnation again.
 func (c *Client) RenewLease(ctx context.Context, group, topic string, partition int32, member string, generation int64, ttl time.Duration) (*Lease, error) {
-	l, err := c.lease(ctx, group, topic, partition, wire.LeaseRequest{Member: member, Generation: &generation, TTLMs: ttlMs(ttl)})
+	name, inc := splitRef(topic)
+	l, err := c.lease(ctx, group, name, partition, wire.LeaseRequest{Member: member, Generation: &generation, TTLMs: ttlMs(ttl), Incarnation: inc})
 	if err != nil {
 		return nil, fmt.Errorf("strata: renew lease %s/%s/%d gen %d for %q: %w", group, topic, partition, generation, member, err)
 	}
@@ -437,13 +447,15 @@ func (c *Client) lease(ctx context.Context, group, topic string, partition int32
 		return nil, err
 	}
 	return &Lease{Generation: w.Generation, ExpiresAt: time.UnixMilli(w.LeaseExpiresAtMs), CommittedOffset: w.CommittedOffset,
-		Completed: w.Completed}, nil
+		Completed: w.Completed, Incarnation: w.Incarnation}, nil
 }
 
 // Release gives up member's lease at generation; ErrFenced if the generation is obsolete.
+// topic may be the lease's TopicRef.
 func (c *Client) Release(ctx context.Context, group, topic string, partition int32, member string, generation int64) error {
-	err := c.doJSON(ctx, http.MethodDelete, groupPath(group, topic, partition, "lease"), nil,
-		wire.Release{Member: member, Generation: generation}, nil)
+	name, inc := splitRef(topic)
+	err := c.doJSON(ctx, http.MethodDelete, groupPath(group, name, partition, "lease"), nil,
+		wire.Release{Member: member, Generation: generation, Incarnation: inc}, nil)
 	if err != nil {
 		return fmt.Errorf("strata: release %s/%s/%d gen %d for %q: %w", group, topic, partition, generation, member, err)
 	}
@@ -454,11 +466,13 @@ func (c *Client) Release(ctx context.Context, group, topic string, partition int
 // generation, and returns the committed offset. ErrFenced: not the owner at that
 // generation; ErrStaleCommit: below the committed offset; ErrBeyondHighWatermark: above
 // the high watermark. completed are offset ranges above nextOffset already handled
-// (wire.CheckCompleted), which the next lease of the partition returns.
+// (wire.CheckCompleted), which the next lease of the partition returns. topic may be
+// the lease's TopicRef.
 func (c *Client) Commit(ctx context.Context, group, topic string, partition int32, member string, generation, nextOffset int64, completed ...wire.OffsetRange) (int64, error) {
 	var w wire.CommitResponse
-	err := c.doJSON(ctx, http.MethodPost, groupPath(group, topic, partition, "commit"), nil,
-		wire.Commit{Member: member, Generation: generation, NextOffset: nextOffset, Completed: completed}, &w)
+	name, inc := splitRef(topic)
+	err := c.doJSON(ctx, http.MethodPost, groupPath(group, name, partition, "commit"), nil,
+		wire.Commit{Member: member, Generation: generation, NextOffset: nextOffset, Completed: completed, Incarnation: inc}, &w)
 	if err != nil {
 		return 0, fmt.Errorf("strata: commit %s/%s/%d gen %d @%d: %w", group, topic, partition, generation, nextOffset, err)
 	}
@@ -529,6 +543,27 @@ func fromWireTopic(w wire.Topic) *Topic {
 		t.PartitionInfo = append(t.PartitionInfo, PartitionInfo(p))
 	}
 	return t
+}
+
+// TopicRef names the topic incarnation a lease is of (Lease.Incarnation,
+// MemberLease.Incarnation): "name#incarnation", or the name alone when incarnation is
+// "". The calls of a lease's holder (RenewLease, Release, Commit, Poll and the
+// parked-row calls) take it as their topic: they send the name in the path and the
+// incarnation beside it, and are refused with ErrFenced once that incarnation is
+// deleted, even when the name has a live one again, so a member still running against
+// a deleted topic never acts on the topic created again under the name. Derive the
+// keys of a record's one-off actions (dead-letter and parking appends) from it too.
+func TopicRef(name, incarnation string) string {
+	if incarnation == "" {
+		return name
+	}
+	return name + "#" + incarnation
+}
+
+// splitRef splits a TopicRef into the name and the incarnation ("" for a name).
+func splitRef(topic string) (name, incarnation string) {
+	name, incarnation, _ = strings.Cut(topic, "#")
+	return name, incarnation
 }
 
 func groupPath(group, topic string, partition int32, op string) string {

@@ -13,6 +13,9 @@ import (
 type HeldLease struct {
 	Partition  int32
 	Generation int64
+	// Incarnation is the lease's (MemberLease.Incarnation): a lease of a deleted
+	// incarnation then comes back in Lost, never renewed on a topic created again.
+	Incarnation string
 }
 
 // MemberLease is a lease in a heartbeat's answer. CommittedOffset is set only for
@@ -24,6 +27,8 @@ type MemberLease struct {
 	ExpiresAt       time.Time
 	CommittedOffset *int64
 	Completed       []wire.OffsetRange
+	// Incarnation is the topic incarnation the lease is of (see Lease.Incarnation).
+	Incarnation string
 }
 
 // Assignment is the balancer's answer to one heartbeat of a member (docs/API.md,
@@ -40,7 +45,8 @@ type Assignment struct {
 }
 
 func fromWireMemberLease(w wire.MemberLease, committed *int64) MemberLease {
-	return MemberLease{Partition: w.Partition, Generation: w.Generation, ExpiresAt: time.UnixMilli(w.LeaseExpiresAtMs), CommittedOffset: committed}
+	return MemberLease{Partition: w.Partition, Generation: w.Generation, ExpiresAt: time.UnixMilli(w.LeaseExpiresAtMs), CommittedOffset: committed,
+		Incarnation: w.Incarnation}
 }
 
 func fromWireMemberLeases(ws []wire.MemberLease) []MemberLease {

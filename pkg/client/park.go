@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/stratalog/strata/pkg/wire"
@@ -107,10 +108,15 @@ func parkedRows(w wire.ParkedRows) ([]ParkedRow, error) {
 
 // PartitionParked returns the keys the group parked on one partition, ordered by key
 // bytes: what the member running the partition forwards to the parking topic, and the
-// releases asked for. It needs what a commit needs.
+// releases asked for. It needs what a commit needs; topic may be the lease's TopicRef.
 func (c *Client) PartitionParked(ctx context.Context, group, topic string, partition int32) ([]ParkedRow, error) {
 	var w wire.ParkedRows
-	if err := c.doJSON(ctx, http.MethodGet, groupPath(group, topic, partition, "parked"), nil, nil, &w); err != nil {
+	name, inc := splitRef(topic)
+	var q url.Values
+	if inc != "" {
+		q = url.Values{"incarnation": {inc}}
+	}
+	if err := c.doJSON(ctx, http.MethodGet, groupPath(group, name, partition, "parked"), q, nil, &w); err != nil {
 		return nil, fmt.Errorf("strata: parked rows of %s on %s/%d: %w", group, topic, partition, err)
 	}
 	rows, err := parkedRows(w)
@@ -122,20 +128,22 @@ func (c *Client) PartitionParked(ctx context.Context, group, topic string, parti
 
 // PutParked stores row as a parked key of the partition, fenced by the lease's
 // generation as a commit is (ErrFenced: not the owner at that generation); a release
-// asked for meanwhile is kept.
+// asked for meanwhile is kept. topic may be the lease's TopicRef.
 func (c *Client) PutParked(ctx context.Context, group, topic string, partition int32, member string, generation int64, row ParkedRow) error {
-	body := wire.ParkedPut{Member: member, Generation: generation, ParkedState: parkedState(row)}
-	if err := c.doJSON(ctx, http.MethodPut, groupPath(group, topic, partition, "parked"), nil, body, nil); err != nil {
+	name, inc := splitRef(topic)
+	body := wire.ParkedPut{Member: member, Generation: generation, Incarnation: inc, ParkedState: parkedState(row)}
+	if err := c.doJSON(ctx, http.MethodPut, groupPath(group, name, partition, "parked"), nil, body, nil); err != nil {
 		return fmt.Errorf("strata: park key %q of %s on %s/%d gen %d for %q: %w", row.Key, group, topic, partition, generation, member, err)
 	}
 	return nil
 }
 
 // Unpark deletes key's parked row of the partition once its records were replayed,
-// fenced as PutParked; a key not parked is no error.
+// fenced as PutParked; a key not parked is no error. topic may be the lease's TopicRef.
 func (c *Client) Unpark(ctx context.Context, group, topic string, partition int32, member string, generation int64, key []byte) error {
-	body := wire.ParkedUnpark{Member: member, Generation: generation, Key: base64.StdEncoding.EncodeToString(key)}
-	if err := c.doJSON(ctx, http.MethodPost, groupPath(group, topic, partition, "parked/unpark"), nil, body, nil); err != nil {
+	name, inc := splitRef(topic)
+	body := wire.ParkedUnpark{Member: member, Generation: generation, Key: base64.StdEncoding.EncodeToString(key), Incarnation: inc}
+	if err := c.doJSON(ctx, http.MethodPost, groupPath(group, name, partition, "parked/unpark"), nil, body, nil); err != nil {
 		return fmt.Errorf("strata: unpark key %q of %s on %s/%d gen %d for %q: %w", key, group, topic, partition, generation, member, err)
 	}
 	return nil

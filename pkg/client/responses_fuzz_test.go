@@ -86,14 +86,17 @@ var fuzzCalls = []func(ctx context.Context, c *Client, body []byte) (func(t *tes
 	func(ctx context.Context, c *Client, body []byte) (func(*testing.T), error) {
 		l, err := c.Lease(ctx, "g", "t", 0, "m", 0)
 		return func(t *testing.T) {
-			var w struct{ Generation int64 }
-			if json.Unmarshal(body, &w) == nil && w.Generation != l.Generation {
+			var w struct {
+				Generation  int64
+				Incarnation string
+			}
+			if json.Unmarshal(body, &w) == nil && (w.Generation != l.Generation || w.Incarnation != l.Incarnation) {
 				t.Fatalf("lease decoded %+v from %q", l, body)
 			}
 		}, err
 	},
 	func(ctx context.Context, c *Client, _ []byte) (func(*testing.T), error) {
-		_, err := c.RenewLease(ctx, "g", "t", 0, "m", 1, time.Second)
+		_, err := c.RenewLease(ctx, "g", TopicRef("t", "abc"), 0, "m", 1, time.Second)
 		return nil, err
 	},
 	func(ctx context.Context, c *Client, _ []byte) (func(*testing.T), error) {
@@ -168,6 +171,8 @@ func FuzzDecodeResponses(f *testing.F) {
 		{4, `{"topics": [1]}`},
 		{5, `{"generation": 1, "lease_expires_at_ms": 1767322245123, "committed_offset": null}`},
 		{5, `{"generation": 1.5}`},
+		{5, `{"generation": 1, "lease_expires_at_ms": 1767322245123, "committed_offset": null, "incarnation": "tc01abc"}`},
+		{5, `{"generation": 1, "incarnation": 7}`},
 		{6, `{"generation": 1, "lease_expires_at_ms": 9223372036854775807, "committed_offset": 4}`},
 		{7, `{"committed_offset": 5}`},
 		{8, `{"group": "g", "partitions": [{"topic": "t", "partition": 0, "committed_offset": null, "high_watermark": 3, "lag_records": 3, "lag_seconds": 1.5, "owner": null, "generation": 0, "lease_expires_at_ms": null}]}`},

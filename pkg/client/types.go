@@ -108,6 +108,10 @@ type Lease struct {
 	CommittedOffset *int64
 	// Completed are the offsets above CommittedOffset the last commit said were handled.
 	Completed []wire.OffsetRange
+	// Incarnation is the topic incarnation the lease was taken on ("" for a topic
+	// created before incarnations): pass TopicRef(topic, Incarnation) as the topic of
+	// the lease's renewals, commits, release, polls and parked-row calls.
+	Incarnation string
 }
 
 // Group describes a consumer group.

@@ -4,13 +4,18 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/stratalog/strata/pkg/store"
 )
 
-// HeldLease is a lease a remote member says it holds: the partition and the generation
-// it was granted at.
+// HeldLease is a lease a remote member says it holds: the partition, the generation it
+// was granted at and the topic incarnation it is of ("" for the live one, as older
+// members say): a lease of a deleted incarnation is then lost, never renewed on the
+// topic created again under the name.
 type HeldLease struct {
-	Partition  int32
-	Generation int64
+	Partition   int32
+	Generation  int64
+	Incarnation string
 }
 
 // MemberStepResult is one StepMember: the balancer's decisions and the leases the member
@@ -50,14 +55,15 @@ func (c *Coordinator) StepMember(ctx context.Context, group, topic, member strin
 	}
 	seen := make(map[int32]bool, len(held))
 	for _, h := range held {
-		if h.Partition < 0 || h.Generation < 1 || seen[h.Partition] {
+		if h.Partition < 0 || h.Generation < 1 || seen[h.Partition] || (h.Incarnation != "" && !store.ValidIncarnation(h.Incarnation)) {
 			return MemberStepResult{}, invalidf("held lease of partition %d at generation %d is not valid", h.Partition, h.Generation)
 		}
 		seen[h.Partition] = true
 		if h.Partition >= n {
 			continue // not renewable here; the step reports it lost below
 		}
-		b.held[h.Partition] = Lease{Group: group, Topic: topic, Partition: h.Partition, Member: member, Generation: h.Generation}
+		b.held[h.Partition] = Lease{Group: group, Topic: topic, Partition: h.Partition, Member: member, Generation: h.Generation,
+			Incarnation: h.Incarnation}
 	}
 	// A member holding leases belongs to a group that exists.
 	if len(b.held) > 0 {

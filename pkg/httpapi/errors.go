@@ -119,6 +119,10 @@ func mapError(err error) *apiError {
 		return &apiError{status: http.StatusInternalServerError, code: codeInternal, message: "internal error"}
 	case errors.Is(err, log.ErrInvalid), errors.Is(err, group.ErrInvalid):
 		return &apiError{status: http.StatusBadRequest, code: codeInvalid, message: msg}
+	case errors.Is(err, store.ErrFenced) && errors.Is(err, log.ErrTopicNotFound):
+		// A lease holder's call on an incarnation deleted since (the name maybe live
+		// again): fenced, so the member stops its run rather than look for the topic.
+		return &apiError{status: http.StatusConflict, code: codeFenced, message: msg}
 	case errors.Is(err, log.ErrTopicNotFound), errors.Is(err, store.ErrNotFound):
 		return &apiError{status: http.StatusNotFound, code: codeNotFound, message: msg}
 	case errors.Is(err, log.ErrTopicExists):

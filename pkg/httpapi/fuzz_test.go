@@ -180,6 +180,10 @@ func FuzzPollRequest(f *testing.F) {
 	} {
 		f.Add(seed.p, seed.q)
 	}
+	_, live, _ := strings.Cut(e.tid("t"), "#")
+	for _, inc := range []string{live, "0deleted", "", "UPPER", "a%23b", live + "&incarnation=" + live} {
+		f.Add("0", "offset=0&incarnation="+inc)
+	}
 	f.Fuzz(func(t *testing.T, partition, query string) {
 		req := httptest.NewRequest("GET", "/v1/topics/t/partitions/0/records", nil)
 		req.URL.Path = "/v1/topics/t/partitions/" + partition + "/records"
@@ -235,6 +239,9 @@ func FuzzCommitRequest(f *testing.F) {
 		``,
 		`null`,
 	} {
+		f.Add([]byte(seed))
+	}
+	for _, seed := range withIncarnations(e, "t", `{"member": "m", "generation": 1, "next_offset": 2}`) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

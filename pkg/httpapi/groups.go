@@ -21,23 +21,26 @@ var (
 )
 
 type leaseRequest struct {
-	Member     *string `json:"member"`
-	TTLMs      *int64  `json:"ttl_ms"`
-	Generation *int64  `json:"generation"`
+	Member      *string `json:"member"`
+	TTLMs       *int64  `json:"ttl_ms"`
+	Generation  *int64  `json:"generation"`
+	Incarnation *string `json:"incarnation"`
 }
 
 // leaseResponse is the contract's shape (pkg/wire).
 type leaseResponse = wire.Lease
 
 type releaseRequest struct {
-	Member     *string `json:"member"`
-	Generation *int64  `json:"generation"`
+	Member      *string `json:"member"`
+	Generation  *int64  `json:"generation"`
+	Incarnation *string `json:"incarnation"`
 }
 
 type commitRequest struct {
-	Member     *string `json:"member"`
-	Generation *int64  `json:"generation"`
-	NextOffset *int64  `json:"next_offset"`
+	Member      *string `json:"member"`
+	Generation  *int64  `json:"generation"`
+	NextOffset  *int64  `json:"next_offset"`
+	Incarnation *string `json:"incarnation"`
 	// Completed is read as lists so that a range of other than two bounds is refused
 	// (a [2]int64 would drop or zero-fill bounds silently).
 	Completed [][]int64 `json:"completed"`
@@ -72,15 +75,40 @@ type partitionTarget struct {
 }
 
 // consumeTarget authenticates, checks consume on the group and read on the topic, and
-// parses the partition.
+// parses the partition. The path names a topic, never a store.TopicRef: a lease
+// holder names its lease's incarnation in a field of its own (ref), so permissions are
+// always checked on the name.
 func (s *server) consumeTarget(r *http.Request) (partitionTarget, *apiError) {
 	t := partitionTarget{group: r.PathValue("group"), topic: r.PathValue("topic")}
 	if _, e := s.principal(r, onGroup(OpConsume, t.group), onTopic(OpRead, t.topic)); e != nil {
 		return t, e
 	}
+	if !wire.ValidName(t.topic) {
+		return t, invalid(fmt.Sprintf("bad topic name %q", t.topic))
+	}
 	var e *apiError
 	t.partition, e = partitionParam(r)
 	return t, e
+}
+
+// ref is the topic a lease holder's call acts on: the path's name, pinned to the
+// incarnation the lease's answer named when the call sends it back (store.TopicRef),
+// so that the coordinator fences the call once that incarnation is deleted, even when
+// the name has a live one again. Without one the call acts on the live incarnation,
+// as older clients expect.
+func (t partitionTarget) ref(incarnation *string) (string, *apiError) {
+	return pinTopic(t.topic, incarnation)
+}
+
+// pinTopic is name pinned to incarnation (nil: the name alone), which must be one.
+func pinTopic(name string, incarnation *string) (string, *apiError) {
+	if incarnation == nil {
+		return name, nil
+	}
+	if !store.ValidIncarnation(*incarnation) {
+		return "", invalid(fmt.Sprintf("incarnation must be 1–64 lowercase letters and digits, got %q", *incarnation))
+	}
+	return store.TopicRef(name, *incarnation), nil
 }
 
 // leaseTTL reads an optional ttl_ms: absent is zero, the coordinator's default; an
@@ -135,10 +163,19 @@ func (s *server) lease(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
+	if req.Incarnation != nil && req.Generation == nil {
+		writeError(w, invalid(`"incarnation" is for a renew: it needs "generation"`))
+		return
+	}
+	ref, e := t.ref(req.Incarnation)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
 	var l group.Lease
 	var err error
 	if req.Generation != nil {
-		l, err = s.groups.Renew(r.Context(), t.group, t.topic, t.partition, *req.Member, *req.Generation, ttl)
+		l, err = s.groups.Renew(r.Context(), t.group, ref, t.partition, *req.Member, *req.Generation, ttl)
 	} else {
 		l, err = s.groups.Acquire(r.Context(), t.group, t.topic, t.partition, *req.Member, ttl)
 	}
@@ -147,7 +184,7 @@ func (s *server) lease(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, leaseResponse{Generation: l.Generation, LeaseExpiresAtMs: l.ExpiresAt.UnixMilli(), CommittedOffset: l.Committed,
-		Completed: group.ToWire(l.Completed)})
+		Completed: group.ToWire(l.Completed), Incarnation: l.Incarnation})
 }
 
 func (s *server) release(w http.ResponseWriter, r *http.Request) {
@@ -165,7 +202,12 @@ func (s *server) release(w http.ResponseWriter, r *http.Request) {
 		writeError(w, missing("member", "generation"))
 		return
 	}
-	if err := s.groups.Release(r.Context(), t.group, t.topic, t.partition, *req.Member, *req.Generation); err != nil {
+	ref, e := t.ref(req.Incarnation)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if err := s.groups.Release(r.Context(), t.group, ref, t.partition, *req.Member, *req.Generation); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -192,7 +234,12 @@ func (s *server) commit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if err := s.groups.Commit(r.Context(), t.group, t.topic, t.partition, *req.Member, *req.Generation, *req.NextOffset, completed...); err != nil {
+	ref, e := t.ref(req.Incarnation)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if err := s.groups.Commit(r.Context(), t.group, ref, t.partition, *req.Member, *req.Generation, *req.NextOffset, completed...); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -24,8 +24,9 @@ var _ Members = (*group.Coordinator)(nil)
 const maxHeld = 1024
 
 type heldLeaseJSON struct {
-	Partition  *int32 `json:"partition"`
-	Generation *int64 `json:"generation"`
+	Partition   *int32  `json:"partition"`
+	Generation  *int64  `json:"generation"`
+	Incarnation *string `json:"incarnation"`
 }
 
 type heartbeatRequest struct {
@@ -87,7 +88,8 @@ func (s *server) listMembers(w http.ResponseWriter, r *http.Request) {
 func leasesJSON(ls []group.Lease) []memberLeaseJSON {
 	out := make([]memberLeaseJSON, len(ls))
 	for i, l := range ls {
-		out[i] = memberLeaseJSON{Partition: l.Partition, Generation: l.Generation, LeaseExpiresAtMs: l.ExpiresAt.UnixMilli()}
+		out[i] = memberLeaseJSON{Partition: l.Partition, Generation: l.Generation, LeaseExpiresAtMs: l.ExpiresAt.UnixMilli(),
+			Incarnation: l.Incarnation}
 	}
 	return out
 }
@@ -124,6 +126,13 @@ func (s *server) heartbeat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		held[i] = group.HeldLease{Partition: *h.Partition, Generation: *h.Generation}
+		if h.Incarnation != nil {
+			if _, e := pinTopic(topic, h.Incarnation); e != nil {
+				writeError(w, e)
+				return
+			}
+			held[i].Incarnation = *h.Incarnation
+		}
 	}
 	res, err := s.members.StepMember(r.Context(), g, topic, *req.Member, ttl, held)
 	if err != nil {
@@ -168,4 +177,16 @@ func (s *server) leave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// pollTopic is the topic a poll reads: the path's name, pinned to the incarnation the
+// query names (a group member polls its lease's incarnation, and is fenced, 409, once
+// that one is deleted, even when the name has a live one again). The path names a
+// topic, never a store.TopicRef: a name no topic can have is not found, as it always
+// was, and permissions are checked on the name.
+func pollTopic(name string, q query) (string, *apiError) {
+	if !wire.ValidName(name) {
+		return "", &apiError{status: http.StatusNotFound, code: codeNotFound, message: fmt.Sprintf("topic %q not found", name)}
+	}
+	return pinTopic(name, q.str("incarnation"))
 }

@@ -30,6 +30,9 @@ func FuzzHeartbeatRequest(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	for _, seed := range withIncarnations(e, "t", `{"partition": 1, "generation": 1}`) {
+		f.Add([]byte(`{"member": "m", "held": [` + seed + `]}`))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		before := groupState(t, e, "g")
 		req, w := serveFuzz(e, "POST", "/v1/groups/g/topics/t/heartbeat", body)

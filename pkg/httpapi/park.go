@@ -41,6 +41,10 @@ func (s *server) parkRoutes() {
 	s.mux.HandleFunc("POST /v1/groups/{group}/parked/release", s.releaseParked)
 }
 
+// partitionParkedRoute reads a partition's parked rows; it checks its own query
+// parameter (the lease's incarnation).
+const partitionParkedRoute = "GET /v1/groups/{group}/topics/{topic}/partitions/{p}/parked"
+
 // partitionParkRoutes registers the member-side parked-row routes beside the lease and
 // commit routes of the partition, when the server's groups keep parked rows.
 func (s *server) partitionParkRoutes() {
@@ -48,7 +52,7 @@ func (s *server) partitionParkRoutes() {
 		return
 	}
 	const gp = "/v1/groups/{group}/topics/{topic}/partitions/{p}/parked"
-	s.mux.HandleFunc("GET "+gp, s.partitionParked)
+	s.mux.HandleFunc(partitionParkedRoute, s.partitionParked)
 	s.mux.HandleFunc("PUT "+gp, s.putParked)
 	s.mux.HandleFunc("POST "+gp+"/unpark", s.unpark)
 }
@@ -174,7 +178,17 @@ func (s *server) partitionParked(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	rows, err := s.pparker.ParkedOf(r.Context(), t.group, t.topic, t.partition)
+	q, e := parseQuery(r.URL.RawQuery, "incarnation")
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	ref, e := t.ref(q.str("incarnation"))
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	rows, err := s.pparker.ParkedOf(r.Context(), t.group, ref, t.partition)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -195,6 +209,7 @@ type parkedPutRequest struct {
 	ParkedAtMs    *int64  `json:"parked_at_ms"`
 	ParkPartition *int32  `json:"park_partition"`
 	ParkOffset    *int64  `json:"park_offset"`
+	Incarnation   *string `json:"incarnation"`
 }
 
 // parkedRow checks a PUT body against the contract and returns the row it stores.
@@ -225,7 +240,11 @@ func parkedRow(t partitionTarget, req parkedPutRequest) (group.Parked, *apiError
 	case *req.ParkOffset < -1:
 		return group.Parked{}, invalid(fmt.Sprintf("park_offset must be -1 (not appended yet) or an offset, got %d", *req.ParkOffset))
 	}
-	return group.Parked{Group: t.group, Topic: t.topic, Partition: t.partition, Key: key, FirstOffset: first, LastOffset: last,
+	ref, e := t.ref(req.Incarnation)
+	if e != nil {
+		return group.Parked{}, e
+	}
+	return group.Parked{Group: t.group, Topic: ref, Partition: t.partition, Key: key, FirstOffset: first, LastOffset: last,
 		Records: n, Error: *req.Error, Attempts: *req.Attempts, ParkedAt: time.UnixMilli(*req.ParkedAtMs),
 		ParkPartition: *req.ParkPartition, ParkOffset: *req.ParkOffset}, nil
 }
@@ -269,9 +288,10 @@ func (s *server) putParked(w http.ResponseWriter, r *http.Request) {
 
 // parkedUnparkRequest is wire.ParkedUnpark with presence checks.
 type parkedUnparkRequest struct {
-	Member     *string `json:"member"`
-	Generation *int64  `json:"generation"`
-	Key        *string `json:"key"`
+	Member      *string `json:"member"`
+	Generation  *int64  `json:"generation"`
+	Key         *string `json:"key"`
+	Incarnation *string `json:"incarnation"`
 }
 
 // unpark deletes a parked row once its owner replayed the key, fenced as putParked.
@@ -295,9 +315,23 @@ func (s *server) unpark(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if err := s.pparker.Unpark(r.Context(), t.group, t.topic, t.partition, key, *req.Member, *req.Generation); err != nil {
+	ref, e := t.ref(req.Incarnation)
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if err := s.pparker.Unpark(r.Context(), t.group, ref, t.partition, key, *req.Member, *req.Generation); err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// str returns the parameter's value, nil when absent.
+func (q query) str(name string) *string {
+	vs, ok := q.v[name]
+	if !ok {
+		return nil
+	}
+	return &vs[0]
 }

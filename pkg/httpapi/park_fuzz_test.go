@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +127,9 @@ func FuzzParkedPutRequest(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
+	for _, seed := range withIncarnations(e, "orders", row("-1")) {
+		f.Add([]byte(seed))
+	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		before := parkedState(t, coord, "billing")
 		req, w := serveFuzz(e, "PUT", ppark, body)
@@ -172,6 +177,9 @@ func FuzzParkedUnparkRequest(f *testing.F) {
 		fmt.Sprintf(`{"member": "m", "generation": %d}`, gen),
 		`{"member": "m", "generation": 0, "key": ""}`, `null`, ``,
 	} {
+		f.Add([]byte(seed))
+	}
+	for _, seed := range withIncarnations(e, "orders", fmt.Sprintf(`{"member": "m", "generation": %d, "key": "%s"}`, gen, k)) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -225,5 +233,34 @@ func FuzzPartitionParkedList(f *testing.F) {
 		}
 		req, w := serveFuzz(e, "GET", "/v1/groups/"+g+"/topics/"+topic+"/partitions/"+p+"/parked", nil)
 		checkFuzzAnswer(t, req, w)
+	})
+}
+
+// FuzzPartitionParkedQuery: any query of the owner's parked-rows read gets a documented
+// answer and never a panic; one naming an incarnation other than the live one is never
+// answered rows (it is fenced or refused).
+func FuzzPartitionParkedQuery(f *testing.F) {
+	e, _, _ := parkedFuzzEnv(f)
+	_, live, _ := strings.Cut(e.tid("orders"), "#")
+	for _, q := range []string{"", "incarnation=" + live, "incarnation=0deleted", "incarnation=", "incarnation=UPPER",
+		"incarnation=a%23b", "incarnation=" + live + "&incarnation=" + live, "other=1", "%zz"} {
+		f.Add(q)
+	}
+	f.Fuzz(func(t *testing.T, query string) {
+		req := httptest.NewRequest("GET", ppark, nil)
+		req.URL.RawQuery = query
+		w := httptest.NewRecorder()
+		e.h.ServeHTTP(w, req)
+		checkFuzzAnswer(t, req, w)
+		if w.Code != http.StatusOK {
+			return
+		}
+		v, err := url.ParseQuery(query)
+		if err != nil {
+			t.Fatalf("malformed query %q was accepted", query)
+		}
+		if inc, ok := v["incarnation"]; ok && (len(inc) != 1 || inc[0] != live) {
+			t.Fatalf("query %q read rows though it names an incarnation other than the live %q", query, live)
+		}
 	})
 }

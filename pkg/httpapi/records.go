@@ -232,8 +232,12 @@ func (s *server) poll(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	q, e := parseQuery(r.URL.RawQuery, "offset", "max_records", "max_bytes", "wait_ms")
+	q, e := parseQuery(r.URL.RawQuery, "offset", "max_records", "max_bytes", "wait_ms", "incarnation")
 	if e != nil {
+		writeError(w, e)
+		return
+	}
+	if topic, e = pollTopic(topic, q); e != nil {
 		writeError(w, e)
 		return
 	}

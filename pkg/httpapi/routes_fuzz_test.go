@@ -229,6 +229,9 @@ func FuzzLeaseRequest(f *testing.F) {
 	}
 	f.Add([]byte(`{"member": "other", "generation": 1, "ttl_ms": 500}`), true)
 	f.Add([]byte(`{"member": "m"}`), true)
+	for _, seed := range append(withIncarnations(e, "t", `{"member": "m", "generation": 1}`), withIncarnations(e, "t", `{"member": "m"}`)...) {
+		f.Add([]byte(seed), false)
+	}
 	f.Fuzz(func(t *testing.T, body []byte, second bool) {
 		p := int32(0)
 		if second {
@@ -288,6 +291,9 @@ func FuzzReleaseRequest(f *testing.F) {
 		`null`,
 		``,
 	} {
+		f.Add([]byte(seed))
+	}
+	for _, seed := range withIncarnations(e, "t", `{"member": "m", "generation": 1}`) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -120,8 +120,11 @@ func (a *ConsumerAdapter) Append(ctx context.Context, topic string, recs []log.R
 	return out, nil
 }
 
-// Bounds implements consumer.Log by describing the topic.
+// Bounds implements consumer.Log by describing the topic. Of a store.TopicRef it
+// describes the name's live incarnation (a description names none): the run's polls and
+// commits that follow are what is fenced once its incarnation is deleted.
 func (a *ConsumerAdapter) Bounds(ctx context.Context, topic string, partition int32) (logStart, highWatermark int64, err error) {
+	topic, _, _ = store.ParseTopicRef(topic)
 	t, err := a.c.DescribeTopic(ctx, topic)
 	if err != nil {
 		return 0, 0, a.logError(ctx, topic, partition, 0, err)
@@ -134,7 +137,10 @@ func (a *ConsumerAdapter) Bounds(ctx context.Context, topic string, partition in
 	return 0, 0, fmt.Errorf("%w: partition %d of %q (%d partitions)", log.ErrInvalid, partition, topic, t.Partitions)
 }
 
-// Acquire implements consumer.Coordinator; ExpiresAt is the local deadline.
+// Acquire implements consumer.Coordinator; ExpiresAt is the local deadline, and the
+// lease names the topic incarnation the server answered, so that its holder's calls
+// (which pass Lease.TopicRef as their topic) are fenced once that incarnation is
+// deleted, and its dead-letter and parking keys carry it.
 func (a *ConsumerAdapter) Acquire(ctx context.Context, grp, topic string, partition int32, member string, ttl time.Duration) (group.Lease, error) {
 	sent := a.now()
 	l, err := a.c.Lease(ctx, grp, topic, partition, member, ttl)
@@ -143,19 +149,24 @@ func (a *ConsumerAdapter) Acquire(ctx context.Context, grp, topic string, partit
 	}
 	return group.Lease{Group: grp, Topic: topic, Partition: partition, Member: member,
 		Generation: l.Generation, ExpiresAt: deadline(sent, ttl), Committed: l.CommittedOffset,
-		Completed: group.FromWire(l.Completed)}, nil
+		Completed: group.FromWire(l.Completed), Incarnation: l.Incarnation}, nil
 }
 
-// Renew implements consumer.Coordinator; ExpiresAt is the local deadline.
+// Renew implements consumer.Coordinator; ExpiresAt is the local deadline. topic is
+// the lease's TopicRef (or a name, for the live incarnation).
 func (a *ConsumerAdapter) Renew(ctx context.Context, grp, topic string, partition int32, member string, generation int64, ttl time.Duration) (group.Lease, error) {
 	sent := a.now()
 	l, err := a.c.RenewLease(ctx, grp, topic, partition, member, generation, ttl)
 	if err != nil {
 		return group.Lease{}, groupError(err)
 	}
-	return group.Lease{Group: grp, Topic: topic, Partition: partition, Member: member,
+	name, inc, _ := store.ParseTopicRef(topic)
+	if l.Incarnation != "" {
+		inc = l.Incarnation
+	}
+	return group.Lease{Group: grp, Topic: name, Partition: partition, Member: member,
 		Generation: l.Generation, ExpiresAt: deadline(sent, ttl), Committed: l.CommittedOffset,
-		Completed: group.FromWire(l.Completed)}, nil
+		Completed: group.FromWire(l.Completed), Incarnation: inc}, nil
 }
 
 // Release implements consumer.Coordinator.
@@ -183,7 +194,8 @@ func (a *ConsumerAdapter) Commit(ctx context.Context, grp, topic string, partiti
 		err = groupError(err)
 		var beyond *group.BeyondHighWatermarkError
 		if errors.As(err, &beyond) {
-			beyond.Topic, beyond.Partition, beyond.Offset = topic, partition, nextOffset
+			beyond.Partition, beyond.Offset = partition, nextOffset
+			beyond.Topic, _, _ = store.ParseTopicRef(topic)
 		}
 		return err
 	}
@@ -197,6 +209,7 @@ func (a *ConsumerAdapter) ParkedOf(ctx context.Context, grp, topic string, parti
 	if err != nil {
 		return nil, groupError(err)
 	}
+	topic, _, _ = store.ParseTopicRef(topic)
 	out := make([]group.Parked, len(rows))
 	for i, r := range rows {
 		out[i] = group.Parked{Group: grp, Topic: topic, Partition: partition, Key: r.Key, FirstOffset: r.FirstOffset,
@@ -265,6 +278,9 @@ func (a *ConsumerAdapter) logError(ctx context.Context, topic string, partition 
 		}
 		oor.LogStartOffset, oor.HighWatermark = start, hw
 		return fmt.Errorf("%w: %w", oor, err)
+	case errors.Is(err, client.ErrFenced):
+		// A poll of a lease's incarnation deleted since, as *log.Log says it.
+		return fmt.Errorf("%w: %w: %w", log.ErrTopicNotFound, group.ErrFenced, err)
 	case errors.Is(err, client.ErrNotFound):
 		return fmt.Errorf("%w: %w", log.ErrTopicNotFound, err)
 	case errors.Is(err, client.ErrInvalid):

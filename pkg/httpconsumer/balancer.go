@@ -25,21 +25,21 @@ type MemberBalancer struct {
 	now                  func() time.Time
 
 	mu   sync.Mutex
-	held map[int32]int64 // partition → generation
+	held map[int32]client.HeldLease // partition → its lease's generation and incarnation
 }
 
 // NewMemberBalancer returns the balancer of member in group on topic, with lease and
 // heartbeat TTL ttl (zero: the server default); step it every ttl/3.
 func NewMemberBalancer(c *client.Client, group, topic, member string, ttl time.Duration) *MemberBalancer {
-	return &MemberBalancer{c: c, group: group, topic: topic, member: member, ttl: ttl, now: time.Now, held: map[int32]int64{}}
+	return &MemberBalancer{c: c, group: group, topic: topic, member: member, ttl: ttl, now: time.Now, held: map[int32]client.HeldLease{}}
 }
 
 func (b *MemberBalancer) heldList() []client.HeldLease {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := make([]client.HeldLease, 0, len(b.held))
-	for p, g := range b.held {
-		out = append(out, client.HeldLease{Partition: p, Generation: g})
+	for _, h := range b.held {
+		out = append(out, h)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Partition < out[j].Partition })
 	return out
@@ -56,9 +56,10 @@ func (b *MemberBalancer) Step(ctx context.Context) (group.StepResult, error) {
 	if ttl == 0 {
 		ttl = group.DefaultTTL
 	}
-	lease := func(p int32, gen int64, committed *int64, completed []wire.OffsetRange) group.Lease {
-		return group.Lease{Group: b.group, Topic: b.topic, Partition: p, Member: b.member, Generation: gen,
-			ExpiresAt: sent.Add(ttl), Committed: committed, Completed: group.FromWire(completed)}
+	// The leases name their incarnation: the runs pass Lease.TopicRef as their topic.
+	lease := func(h client.HeldLease, committed *int64, completed []wire.OffsetRange) group.Lease {
+		return group.Lease{Group: b.group, Topic: b.topic, Partition: h.Partition, Member: b.member, Generation: h.Generation,
+			ExpiresAt: sent.Add(ttl), Committed: committed, Completed: group.FromWire(completed), Incarnation: h.Incarnation}
 	}
 	res := group.StepResult{Lost: a.Lost, LiveMembers: a.LiveMembers, FairShare: a.FairShare, Takes: len(a.Acquired)}
 	b.mu.Lock()
@@ -67,12 +68,13 @@ func (b *MemberBalancer) Step(ctx context.Context) (group.StepResult, error) {
 		delete(b.held, p)
 	}
 	for _, l := range a.Acquired {
-		b.held[l.Partition] = l.Generation
-		res.Acquired = append(res.Acquired, lease(l.Partition, l.Generation, l.CommittedOffset, l.Completed))
+		h := client.HeldLease{Partition: l.Partition, Generation: l.Generation, Incarnation: l.Incarnation}
+		b.held[l.Partition] = h
+		res.Acquired = append(res.Acquired, lease(h, l.CommittedOffset, l.Completed))
 	}
 	for _, p := range a.Release {
-		if gen, ok := b.held[p]; ok {
-			res.Release = append(res.Release, lease(p, gen, nil, nil))
+		if h, ok := b.held[p]; ok {
+			res.Release = append(res.Release, lease(h, nil, nil))
 		}
 	}
 	return res, nil
@@ -82,12 +84,12 @@ func (b *MemberBalancer) Step(ctx context.Context) (group.StepResult, error) {
 // release, the lease being someone else's already, also forgets it).
 func (b *MemberBalancer) Release(ctx context.Context, partition int32) error {
 	b.mu.Lock()
-	gen, ok := b.held[partition]
+	h, ok := b.held[partition]
 	b.mu.Unlock()
 	if !ok {
 		return fmt.Errorf("%w: partition %d is not held by %q", group.ErrInvalid, partition, b.member)
 	}
-	err := groupError(b.c.Release(ctx, b.group, b.topic, partition, b.member, gen))
+	err := groupError(b.c.Release(ctx, b.group, client.TopicRef(b.topic, h.Incarnation), partition, b.member, h.Generation))
 	if err == nil || errors.Is(err, group.ErrFenced) {
 		b.mu.Lock()
 		delete(b.held, partition)

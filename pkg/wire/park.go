@@ -104,6 +104,8 @@ type ParkedRows struct {
 type ParkedPut struct {
 	Member     string `json:"member"`
 	Generation int64  `json:"generation"`
+	// Incarnation is the lease's (Lease.Incarnation); absent: the live one.
+	Incarnation string `json:"incarnation,omitempty"`
 	ParkedState
 }
 
@@ -114,4 +116,6 @@ type ParkedUnpark struct {
 	Member     string `json:"member"`
 	Generation int64  `json:"generation"`
 	Key        string `json:"key"`
+	// Incarnation is the lease's (Lease.Incarnation); absent: the live one.
+	Incarnation string `json:"incarnation,omitempty"`
 }

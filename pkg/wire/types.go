@@ -83,6 +83,9 @@ type LeaseRequest struct {
 	Member     string `json:"member"`
 	Generation *int64 `json:"generation,omitempty"`
 	TTLMs      *int64 `json:"ttl_ms,omitempty"`
+	// Incarnation, on a renew, is the one the lease answer named: a lease of a deleted
+	// incarnation is then fenced even when the name has a live one again.
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // Lease is a JSON shape of the contract.
@@ -93,12 +96,18 @@ type Lease struct {
 	// Completed are the offsets above CommittedOffset the last commit said were done;
 	// a new owner skips them.
 	Completed []OffsetRange `json:"completed,omitempty"`
+	// Incarnation is the topic incarnation the lease was taken on (absent for a topic
+	// created before incarnations). The holder sends it back with its renewals,
+	// commits, release and parked writes, which are then fenced once it is deleted.
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // Release is a JSON shape of the contract.
 type Release struct {
 	Member     string `json:"member"`
 	Generation int64  `json:"generation"`
+	// Incarnation is the lease's (Lease.Incarnation); absent: the live one.
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // Commit is a JSON shape of the contract.
@@ -108,6 +117,8 @@ type Commit struct {
 	NextOffset int64  `json:"next_offset"`
 	// Completed are offsets above NextOffset already handled (CheckCompleted).
 	Completed []OffsetRange `json:"completed,omitempty"`
+	// Incarnation is the lease's (Lease.Incarnation); absent: the live one.
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // CommitResponse is a JSON shape of the contract.
@@ -193,6 +204,8 @@ type GroupSettingsRequest struct {
 type HeldLease struct {
 	Partition  int32 `json:"partition"`
 	Generation int64 `json:"generation"`
+	// Incarnation is the lease's (MemberLease.Incarnation); absent: the live one.
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // Heartbeat is a JSON shape of the contract (a member's heartbeat request).
@@ -207,6 +220,8 @@ type MemberLease struct {
 	Partition        int32 `json:"partition"`
 	Generation       int64 `json:"generation"`
 	LeaseExpiresAtMs int64 `json:"lease_expires_at_ms"`
+	// Incarnation is the topic incarnation the lease is of, as Lease.Incarnation.
+	Incarnation string `json:"incarnation,omitempty"`
 }
 
 // AcquiredLease is a JSON shape of the contract: a lease a heartbeat just acquired,
