@@ -47,7 +47,6 @@ func indexItem(e store.IndexEntry) item {
 // other layouts and on those written before entries kept it.
 const attrEntryBatch = "bn"
 
-
 // An entry's members table location (IndexEntry.MembersOffset, MembersLength): two
 // short number attributes, absent when the batch has no members table.
 const (
