@@ -66,7 +66,10 @@ type appendCall struct {
 	// Idempotency, Attempt and Elapsed are the request's Strata-Idempotency,
 	// Strata-Attempt and Strata-Retry-Elapsed-Ms headers ("" when absent).
 	Idempotency, Attempt, Elapsed string
-	Body                          []byte
+	// Floor is its Strata-Batch-Floor header, Mark the Strata-Topic-Batch its answer
+	// carried (lost with a dropped answer).
+	Floor, Mark string
+	Body        []byte
 	Binary                        bool
 	Refused                       bool
 	Partitions                    []int32
@@ -91,6 +94,7 @@ type fakeServer struct {
 	blocks     blocksMode
 
 	mu          sync.Mutex
+	marks       int64 // the batch marks answered
 	logs        map[int32][]fakeRecord
 	commits     map[int32][]fakeCommit
 	idem        map[string]idemEntry
@@ -165,12 +169,18 @@ func (f *fakeServer) handleAppend(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
+	// Every answer carries the topic's batch mark, one higher per append call.
+	f.mu.Lock()
+	f.marks++
+	mark := fmt.Sprintf("%d@tcfake", f.marks)
+	f.mu.Unlock()
+	w.Header().Set(wire.HeaderTopicBatch, mark)
 	binary := r.Header.Get("Content-Type") == wire.ContentTypeBlocks
 	if binary && f.blocks != blocksOn {
 		f.mu.Lock()
 		f.calls = append(f.calls, appendCall{Key: r.Header.Get("Idempotency-Key"), Idempotency: r.Header.Get(wire.HeaderIdempotency),
 			Attempt: r.Header.Get(wire.HeaderAttempt), Elapsed: r.Header.Get(wire.HeaderRetryElapsed), Body: body, Binary: true,
-			Refused: true, At: time.Now()})
+			Floor: r.Header.Get(wire.HeaderBatchFloor), Mark: mark, Refused: true, At: time.Now()})
 		f.mu.Unlock()
 		binary = false // blocksLegacy parses it as JSON, and fails
 		if f.blocks == blocks415 {
@@ -192,7 +202,7 @@ func (f *fakeServer) handleAppend(w http.ResponseWriter, r *http.Request) {
 	distinct := distinctParts(parts)
 	call := appendCall{Key: r.Header.Get("Idempotency-Key"), Idempotency: r.Header.Get(wire.HeaderIdempotency),
 		Attempt: r.Header.Get(wire.HeaderAttempt), Elapsed: r.Header.Get(wire.HeaderRetryElapsed), Body: body, Binary: binary,
-		Partitions: distinct, Records: len(recs), At: time.Now()}
+		Floor: r.Header.Get(wire.HeaderBatchFloor), Mark: mark, Partitions: distinct, Records: len(recs), At: time.Now()}
 
 	f.mu.Lock()
 	n := len(f.calls)

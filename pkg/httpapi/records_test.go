@@ -574,7 +574,7 @@ func TestAppendSupersededIs409(t *testing.T) {
 	e.createTopic("t", 1)
 	e.meta.supersede.Store(true)
 	hdr := []string{"Idempotency-Key", "p.1", wire.HeaderIdempotency, wire.IdempotencyProducer, wire.HeaderAttempt, "1",
-		wire.HeaderRetryElapsed, "40"}
+		wire.HeaderRetryElapsed, "40", wire.HeaderBatchFloor, "0"}
 	e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "a", partition: ptr(0)}), hdr...).want(t, 409, wire.CodeSuperseded)
 	e.call("POST", "/v1/topics/t/records", binBody(t, wire.Frame{Partition: 0, Block: binBlock(t, "b")}),
 		append([]string{"Content-Type", wire.ContentTypeBlocks}, hdr...)...).want(t, 409, wire.CodeSuperseded)
