@@ -70,12 +70,12 @@ type appendCall struct {
 	// carried (lost with a dropped answer).
 	Floor, Mark string
 	Body        []byte
-	Binary                        bool
-	Refused                       bool
-	Partitions                    []int32
-	Records                       int
-	Fault                         fault
-	At                            time.Time
+	Binary      bool
+	Refused     bool
+	Partitions  []int32
+	Records     int
+	Fault       fault
+	At          time.Time
 }
 
 // fakeServer implements the topic, append, poll and health routes of docs/API.md in
