@@ -255,7 +255,7 @@ func (l *Log) fenceWindow(ctx context.Context, topic string, p int32, hw, floor 
 			return es, err
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w: %s/%d: the index does not cover [.., %d) after %s; the retry cannot tell whether an earlier attempt was appended",
+			return nil, fmt.Errorf("%w: %s/%d: the index does not cover [.., %d) after %s; the retry cannot tell whether an earlier attempt was appended; nothing was appended",
 				ErrUnavailable, topic, p, hw, retryIndexWait)
 		}
 		t := time.NewTimer(wait)
