@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,17 +19,28 @@ import (
 
 // spreadTransport sends each HTTP exchange to the next of several hosts in turn, so the
 // attempts of one producer request reach different hosts, as behind a load balancer or
-// Lambda.
+// Lambda; every loseEvery-th append's answer (0: none) is lost on the way back after the
+// server answered it, the request done.
 type spreadTransport struct {
-	hosts []*url.URL
-	next  atomic.Uint64
+	hosts     []*url.URL
+	loseEvery uint64
+	next      atomic.Uint64
+	lost      atomic.Int64
 }
 
 func (s *spreadTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	u := s.hosts[s.next.Add(1)%uint64(len(s.hosts))]
+	n := s.next.Add(1)
+	u := s.hosts[n%uint64(len(s.hosts))]
 	r = r.Clone(r.Context())
 	r.URL.Scheme, r.URL.Host, r.Host = u.Scheme, u.Host, u.Host
-	return http.DefaultTransport.RoundTrip(r)
+	resp, err := http.DefaultTransport.RoundTrip(r)
+	if err == nil && s.loseEvery > 0 && n%s.loseEvery == 0 && r.Method == http.MethodPost {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		s.lost.Add(1)
+		return nil, errors.New("fault run: the answer was lost on the way back")
+	}
+	return resp, err
 }
 
 // TestFaultRunProducerRetries is the fault run of docs/RELIABILITY.md with producer
@@ -36,7 +49,9 @@ func (s *spreadTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // attempts (5% before the request, nothing applied; 5% after it, applied and the answer
 // lost). 8 SDK Producers (client.Producer, default retries and delivery timeout) each
 // send records one request at a time, every HTTP exchange going to the next host in
-// turn, so a request's retries reach other hosts than its first attempt. It counts
+// turn, so a request's retries reach other hosts than its first attempt, and every 25th
+// exchange's answer is lost on its way back (the request done), which the producer
+// retries on another host. It counts
 // acknowledged and failed records, then reads every partition back: every acknowledged
 // record must be readable at its offset and no record at two offsets. It runs only when
 // STRATA_FAULT_RUN gives the number of records (e.g. 400).
@@ -58,7 +73,7 @@ func TestFaultRunProducerRetries(t *testing.T) {
 	if _, err := sc.CreateTopic(ctx, topic, client.TopicConfig{Partitions: partitions}); err != nil {
 		t.Fatal(err)
 	}
-	spread := &spreadTransport{}
+	spread := &spreadTransport{loseEvery: 25}
 	for range hosts {
 		p := startDevWith(t, faults, args...)
 		u, err := url.Parse(p.url)
@@ -150,8 +165,9 @@ func TestFaultRunProducerRetries(t *testing.T) {
 		}
 	}
 	t.Logf("producer fault run: %d hosts, %d producers (retries on, each exchange to the next host), %d partitions, %d records in %s: "+
-		"%d acknowledged, %d failed (%.2f%%), %d retries, %d acknowledged lost, %d duplicate offsets; %d records stored",
-		hosts, producers, partitions, total, took.Round(time.Second), len(acks), failed, 100*float64(failed)/float64(total), retries, lost, dups, len(at))
+		"%d acknowledged, %d failed (%.2f%%), %d retries, %d answers lost on the way back, %d acknowledged lost, %d duplicate offsets; %d records stored",
+		hosts, producers, partitions, total, took.Round(time.Second), len(acks), failed, 100*float64(failed)/float64(total), retries,
+		spread.lost.Load(), lost, dups, len(at))
 	if lost > 0 || dups > 0 {
 		t.Errorf("%d acknowledged records not readable at their offsets, %d duplicate offsets", lost, dups)
 	}
