@@ -288,11 +288,8 @@ func (l *Log) windowOnce(ctx context.Context, topic string, p int32, hw, floor i
 			break
 		}
 	}
-	var out []store.IndexEntry
-	next, read := lo, 0
-	bottom := false         // an entry numbered at or below the floor was read: nothing older counts
-	unnumbered := int64(-1) // the offset of an entry keeping no number above the bottom, if any
-	for next < hw {
+	var es []store.IndexEntry
+	for next := lo; next < hw && len(es) <= retryScanLimit; {
 		page, err := l.meta.IndexEntries(ctx, topic, p, next, windowPage)
 		if err != nil {
 			return nil, false, storeErr(err)
@@ -308,20 +305,8 @@ func (l *Log) windowOnce(ctx context.Context, topic string, p int32, hw, floor i
 			if e.BaseOffset >= hw {
 				break
 			}
-			if read++; read > retryScanLimit {
-				return nil, false, fmt.Errorf("%w: %s/%d: more than %d index entries above the request's batch floor %d",
-					ErrRetryUndecided, topic, p, retryScanLimit, floor)
-			}
-			switch {
-			case e.Batch == 0:
-				unnumbered = e.BaseOffset
-			case e.Batch <= floor:
-				bottom, unnumbered = true, -1
-			default:
-				out = append(out, e)
-			}
-			next = e.End()
-			if next >= hw {
+			es = append(es, e)
+			if next = e.End(); next >= hw {
 				break
 			}
 		}
@@ -329,15 +314,45 @@ func (l *Log) windowOnce(ctx context.Context, topic string, p int32, hw, floor i
 			return nil, false, nil // nothing past next: the rest is not yet indexed
 		}
 	}
-	switch {
-	case unnumbered >= 0:
-		return nil, false, fmt.Errorf("%w: %s/%d: an index entry at %d above the request's batch floor %d keeps no batch number (written by an earlier version)",
-			ErrRetryUndecided, topic, p, unnumbered, floor)
-	case !bottom && lo > 0:
-		return nil, false, fmt.Errorf("%w: %s/%d: retention removed the records below %d, which may hold an earlier attempt (batches above %d)",
-			ErrRetryUndecided, topic, p, lo, floor)
+	out, err := searchWindow(es, lo, floor)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %s/%d: %w", ErrRetryUndecided, topic, p, err)
 	}
 	return out, true, nil
+}
+
+// searchWindow decides a retry's search of one partition from es, the index entries
+// tiling the partition from lo up to the fence's high watermark (at most one more than
+// retryScanLimit): the entries of batches numbered above floor. The range is decided
+// when it holds an entry numbered at or below floor (every entry below it is older), or
+// starts at offset 0 (the whole log); an entry keeping no number above the last such
+// entry, a range cut by a log start above 0, or one longer than retryScanLimit cannot
+// be decided (an error, which the caller makes ErrRetryUndecided).
+func searchWindow(es []store.IndexEntry, lo, floor int64) ([]store.IndexEntry, error) {
+	if len(es) > retryScanLimit {
+		return nil, fmt.Errorf("more than %d index entries above the request's batch floor %d", retryScanLimit, floor)
+	}
+	var out []store.IndexEntry
+	bottom := false         // an entry numbered at or below the floor: nothing older counts
+	unnumbered := int64(-1) // an entry keeping no number above the bottom, if any
+	for _, e := range es {
+		switch {
+		case e.Batch == 0:
+			unnumbered = e.BaseOffset
+		case e.Batch <= floor:
+			bottom, unnumbered = true, -1
+		default:
+			out = append(out, e)
+		}
+	}
+	switch {
+	case unnumbered >= 0:
+		return nil, fmt.Errorf("the index entry at %d, above the request's batch floor %d, keeps no batch number (written by an earlier version)",
+			unnumbered, floor)
+	case !bottom && lo > 0:
+		return nil, fmt.Errorf("retention removed the records below %d, which may hold an earlier attempt (of a batch above %d)", lo, floor)
+	}
+	return out, nil
 }
 
 // membersOf returns the members table at [off, off+n) of object, cached: a batch's table
