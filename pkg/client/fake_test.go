@@ -34,10 +34,11 @@ const (
 	faultPartial          // 503 with results: the request's first partition appended, the others failed
 	faultAllFailed        // 503 with results: every partition failed, nothing appended
 	faultSuperseded       // 409 superseded: another delivery of the attempt fenced it, nothing appended
+	faultUndecided        // 409 retry_undecided: the server cannot tell whether an earlier attempt was appended
 )
 
 func (f fault) String() string {
-	return [...]string{"none", "503", "429", "drop", "400", "hang", "partial", "all-failed", "superseded"}[f]
+	return [...]string{"none", "503", "429", "drop", "400", "hang", "partial", "all-failed", "superseded", "undecided"}[f]
 }
 
 // blocksMode is how the fake treats the binary format (wire.ContentTypeBlocks).
@@ -257,6 +258,9 @@ func (f *fakeServer) handleAppend(w http.ResponseWriter, r *http.Request) {
 		return
 	case faultSuperseded:
 		writeErr(w, 409, "superseded", "injected", nil)
+		return
+	case faultUndecided:
+		writeErr(w, 409, wire.CodeRetryUndecided, "injected", nil)
 		return
 	case faultHang:
 		<-r.Context().Done()

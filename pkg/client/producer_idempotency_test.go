@@ -269,6 +269,27 @@ func TestProducerRetriesSuperseded(t *testing.T) {
 	}
 }
 
+// TestProducerRetryUndecidedNotRetried: a retry answered 409 retry_undecided (the
+// server cannot tell whether the request's first attempt, its answer lost, was appended)
+// is not retried again: the record fails with ErrRetryUndecided after the two attempts.
+func TestProducerRetryUndecidedNotRetried(t *testing.T) {
+	f := newFake(t, 1)
+	f.inject = func(n int, _ appendCall) fault {
+		return [...]fault{faultDrop, faultUndecided}[min(n, 1)]
+	}
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, Backoff: time.Millisecond})
+	fut, err := p.Send(context.Background(), client.Record{Value: []byte("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fut.Wait(context.Background()); !errors.Is(err, client.ErrRetryUndecided) {
+		t.Fatalf("the record: %v, want ErrRetryUndecided", err)
+	}
+	if calls, _, _, _ := f.snapshot(); len(calls) != 2 || calls[1].Attempt != "1" || calls[1].Floor != calls[0].Floor {
+		t.Fatalf("want the first attempt and one retry with its floor:\n%s", callsSummary(calls))
+	}
+}
+
 // TestClientAppendKeepsClaimedKeys (issue 20): Client.Append, whose caller picks the
 // key and may repeat it, sends its Idempotency-Key alone (the server claims it): no
 // Strata-Idempotency, no Strata-Attempt, no Strata-Retry-Elapsed-Ms; and a 409
