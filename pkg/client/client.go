@@ -23,6 +23,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -47,6 +48,9 @@ type Client struct {
 	// (wire.HeaderMaxBody on any answer, or a 413 to a body it lowers it below), 0
 	// while unknown: the Producer caps its requests by it.
 	maxBody atomic.Int64
+	// marks are the topics' batch marks (wire.HeaderTopicBatch) the Client has
+	// received, by topic name: a Producer's request carries its topic's as its floor.
+	marks sync.Map
 }
 
 // States of Client.blocks.
@@ -267,6 +271,8 @@ type appendIdem struct {
 	// is never negative, and elapsed is sent on every attempt above 0.
 	producer bool
 	elapsed  time.Duration
+	// floor is a producer request's batch floor, the same on every attempt.
+	floor wire.BatchMark
 }
 
 // headers sets the attempt's idempotency headers: Idempotency-Key and, when attempt is
@@ -287,6 +293,7 @@ func (a appendIdem) headers(hdr map[string]string) {
 	}
 	if a.producer && a.attempt >= 0 {
 		hdr[wire.HeaderIdempotency] = wire.IdempotencyProducer
+		hdr[wire.HeaderBatchFloor] = a.floor.String()
 		if a.attempt > 0 {
 			hdr[wire.HeaderRetryElapsed] = wire.FormatRetryElapsed(a.elapsed)
 		}
@@ -649,6 +656,7 @@ func (c *Client) exchange(ctx context.Context, method, path string, q url.Values
 	if n := wire.ParseMaxBody(resp.Header.Get(wire.HeaderMaxBody)); n > 0 {
 		c.maxBody.Store(int64(n))
 	}
+	c.noteMark(path, resp.Header.Get(wire.HeaderTopicBatch))
 	var r io.Reader = resp.Body
 	if resp.StatusCode/100 != 2 {
 		r = io.LimitReader(resp.Body, maxErrorBody)
@@ -695,4 +703,46 @@ func IsRetryable(err error) bool {
 		return apiErr.Temporary()
 	}
 	return !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrPayloadTooLarge)
+}
+
+// noteMark records the batch mark v (wire.HeaderTopicBatch) of an answer to a request
+// on path about a topic (/v1/topics/{topic}...): the highest of the topic's incarnation,
+// or the mark of another incarnation than the one kept (the topic was created again).
+// A value that is not a mark is ignored.
+func (c *Client) noteMark(path, v string) {
+	rest, ok := strings.CutPrefix(path, "/v1/topics/")
+	if !ok || v == "" {
+		return
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	topic, err := url.PathUnescape(name)
+	if err != nil || topic == "" {
+		return
+	}
+	m, err := wire.ParseBatchMark(v)
+	if err != nil {
+		return
+	}
+	for {
+		old, loaded := c.marks.LoadOrStore(topic, m)
+		if !loaded {
+			return
+		}
+		o := old.(wire.BatchMark)
+		if o.Incarnation == m.Incarnation && o.Batch >= m.Batch {
+			return
+		}
+		if c.marks.CompareAndSwap(topic, old, m) {
+			return
+		}
+	}
+}
+
+// batchFloor is the floor (wire.HeaderBatchFloor) of a request on topic first sent now:
+// the topic's batch mark as the Client last received it, or the zero mark.
+func (c *Client) batchFloor(topic string) wire.BatchMark {
+	if v, ok := c.marks.Load(topic); ok {
+		return v.(wire.BatchMark)
+	}
+	return wire.BatchMark{}
 }

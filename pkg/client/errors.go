@@ -23,6 +23,7 @@ const (
 	CodeLeaseHeld            = wire.CodeLeaseHeld
 	CodeFenced               = wire.CodeFenced
 	CodeSuperseded           = wire.CodeSuperseded
+	CodeRetryUndecided       = wire.CodeRetryUndecided
 	CodeStaleCommit          = wire.CodeStaleCommit
 	CodeGroupActive          = wire.CodeGroupActive
 	CodePayloadTooLarge      = wire.CodePayloadTooLarge
@@ -48,7 +49,12 @@ var (
 	// ErrSuperseded answers an attempt of a Producer's request that another delivery of
 	// the same request fenced (a copy a proxy sent twice, say): nothing of that answer is
 	// acknowledged, and the Producer retries with the next attempt, which decides.
-	ErrSuperseded           = errors.New("strata: superseded by another attempt of the request")
+	ErrSuperseded = errors.New("strata: superseded by another attempt of the request")
+	// ErrRetryUndecided refuses a retry of a Producer's request whose earlier attempts
+	// the server cannot find or rule out (retention removed the records they would be
+	// in, say): the retry appended nothing, the request may or may not be in the log,
+	// and it is never appended twice. The Producer does not retry it.
+	ErrRetryUndecided       = errors.New("strata: cannot tell whether an earlier attempt of the request was appended")
 	ErrStaleCommit          = errors.New("strata: stale commit")
 	ErrGroupActive          = errors.New("strata: group has a live lease")
 	ErrPayloadTooLarge      = errors.New("strata: payload too large")
@@ -85,6 +91,8 @@ func sentinelForCode(code string) error {
 		return ErrFenced
 	case CodeSuperseded:
 		return ErrSuperseded
+	case CodeRetryUndecided:
+		return ErrRetryUndecided
 	case CodeStaleCommit:
 		return ErrStaleCommit
 	case CodeGroupActive:
@@ -282,7 +290,7 @@ func statusForCode(code string) int {
 		return http.StatusForbidden
 	case CodeNotFound:
 		return http.StatusNotFound
-	case CodeTopicExists, CodeLeaseHeld, CodeFenced, CodeSuperseded, CodeStaleCommit, CodeGroupActive:
+	case CodeTopicExists, CodeLeaseHeld, CodeFenced, CodeSuperseded, CodeRetryUndecided, CodeStaleCommit, CodeGroupActive:
 		return http.StatusConflict
 	case CodePayloadTooLarge:
 		return http.StatusRequestEntityTooLarge

@@ -34,10 +34,11 @@ const (
 	faultPartial          // 503 with results: the request's first partition appended, the others failed
 	faultAllFailed        // 503 with results: every partition failed, nothing appended
 	faultSuperseded       // 409 superseded: another delivery of the attempt fenced it, nothing appended
+	faultUndecided        // 409 retry_undecided: the server cannot tell whether an earlier attempt was appended
 )
 
 func (f fault) String() string {
-	return [...]string{"none", "503", "429", "drop", "400", "hang", "partial", "all-failed", "superseded"}[f]
+	return [...]string{"none", "503", "429", "drop", "400", "hang", "partial", "all-failed", "superseded", "undecided"}[f]
 }
 
 // blocksMode is how the fake treats the binary format (wire.ContentTypeBlocks).
@@ -66,13 +67,16 @@ type appendCall struct {
 	// Idempotency, Attempt and Elapsed are the request's Strata-Idempotency,
 	// Strata-Attempt and Strata-Retry-Elapsed-Ms headers ("" when absent).
 	Idempotency, Attempt, Elapsed string
-	Body                          []byte
-	Binary                        bool
-	Refused                       bool
-	Partitions                    []int32
-	Records                       int
-	Fault                         fault
-	At                            time.Time
+	// Floor is its Strata-Batch-Floor header, Mark the Strata-Topic-Batch its answer
+	// carried (lost with a dropped answer).
+	Floor, Mark string
+	Body        []byte
+	Binary      bool
+	Refused     bool
+	Partitions  []int32
+	Records     int
+	Fault       fault
+	At          time.Time
 }
 
 // fakeServer implements the topic, append, poll and health routes of docs/API.md in
@@ -91,6 +95,7 @@ type fakeServer struct {
 	blocks     blocksMode
 
 	mu          sync.Mutex
+	marks       int64 // the batch marks answered
 	logs        map[int32][]fakeRecord
 	commits     map[int32][]fakeCommit
 	idem        map[string]idemEntry
@@ -165,12 +170,18 @@ func (f *fakeServer) handleAppend(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
+	// Every answer carries the topic's batch mark, one higher per append call.
+	f.mu.Lock()
+	f.marks++
+	mark := fmt.Sprintf("%d@tcfake", f.marks)
+	f.mu.Unlock()
+	w.Header().Set(wire.HeaderTopicBatch, mark)
 	binary := r.Header.Get("Content-Type") == wire.ContentTypeBlocks
 	if binary && f.blocks != blocksOn {
 		f.mu.Lock()
 		f.calls = append(f.calls, appendCall{Key: r.Header.Get("Idempotency-Key"), Idempotency: r.Header.Get(wire.HeaderIdempotency),
 			Attempt: r.Header.Get(wire.HeaderAttempt), Elapsed: r.Header.Get(wire.HeaderRetryElapsed), Body: body, Binary: true,
-			Refused: true, At: time.Now()})
+			Floor: r.Header.Get(wire.HeaderBatchFloor), Mark: mark, Refused: true, At: time.Now()})
 		f.mu.Unlock()
 		binary = false // blocksLegacy parses it as JSON, and fails
 		if f.blocks == blocks415 {
@@ -192,7 +203,7 @@ func (f *fakeServer) handleAppend(w http.ResponseWriter, r *http.Request) {
 	distinct := distinctParts(parts)
 	call := appendCall{Key: r.Header.Get("Idempotency-Key"), Idempotency: r.Header.Get(wire.HeaderIdempotency),
 		Attempt: r.Header.Get(wire.HeaderAttempt), Elapsed: r.Header.Get(wire.HeaderRetryElapsed), Body: body, Binary: binary,
-		Partitions: distinct, Records: len(recs), At: time.Now()}
+		Floor: r.Header.Get(wire.HeaderBatchFloor), Mark: mark, Partitions: distinct, Records: len(recs), At: time.Now()}
 
 	f.mu.Lock()
 	n := len(f.calls)
@@ -247,6 +258,9 @@ func (f *fakeServer) handleAppend(w http.ResponseWriter, r *http.Request) {
 		return
 	case faultSuperseded:
 		writeErr(w, 409, "superseded", "injected", nil)
+		return
+	case faultUndecided:
+		writeErr(w, 409, wire.CodeRetryUndecided, "injected", nil)
 		return
 	case faultHang:
 		<-r.Context().Done()

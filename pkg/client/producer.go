@@ -953,9 +953,9 @@ func (p *Producer) deliverBlocks(r *request) (results [][]Result, refused int, e
 		}
 	}
 	key := p.requestKey()
-	err = p.retry(len(r.frames), func(attempt int, elapsed time.Duration) error {
+	err = p.retry(len(r.frames), func(attempt int, elapsed time.Duration, floor wire.BatchMark) error {
 		start := time.Now()
-		blocks, err := p.c.appendBlocks(p.ctx, p.topic, body, appendIdem{key: key, attempt: attempt, producer: true, elapsed: elapsed})
+		blocks, err := p.c.appendBlocks(p.ctx, p.topic, body, appendIdem{key: key, attempt: attempt, producer: true, elapsed: elapsed, floor: floor})
 		if err != nil && attempt == 0 && p.blocksRefused(err) {
 			refused = refusedFormat
 			return err
@@ -1134,9 +1134,9 @@ func (p *Producer) sendJSON(chunk []*Future, parts []int32) (_ []Result, tooLarg
 	}
 	key := p.requestKey()
 	var res []Result
-	err = p.retry(len(distinctParts(parts)), func(attempt int, elapsed time.Duration) error {
+	err = p.retry(len(distinctParts(parts)), func(attempt int, elapsed time.Duration, floor wire.BatchMark) error {
 		var err error
-		res, err = p.c.appendBody(p.ctx, p.topic, body, len(chunk), appendIdem{key: key, attempt: attempt, producer: true, elapsed: elapsed})
+		res, err = p.c.appendBody(p.ctx, p.topic, body, len(chunk), appendIdem{key: key, attempt: attempt, producer: true, elapsed: elapsed, floor: floor})
 		if err != nil && attempt == 0 && p.c.tooLarge(err, len(body)) {
 			tooLarge = true
 		}
@@ -1173,24 +1173,28 @@ func (p *Producer) requestKey() string {
 	return wire.ProducerRequestKey(p.id, p.seq.Add(1)-1)
 }
 
-// retry calls send with the attempt number (0 first) and, on a retry, the time since
-// the first attempt was sent (monotonic), for one request of frames partition batches,
+// retry calls send with the attempt number (0 first), on a retry the time since the
+// first attempt was sent (monotonic), and the request's batch floor (the topic's batch
+// mark the Client had received when the first attempt was sent, the same on every
+// attempt: every batch that can hold an attempt is numbered above it), for one request
+// of frames partition batches,
 // until it succeeds, fails for good (not retryable), the producer gives up, MaxRetries
 // retries are spent, or the next retry would be sent past DeliveryTimeout after the
 // first attempt (then ErrDeliveryTimeout wrapping the last error), waiting retryDelay
 // between attempts.
-func (p *Producer) retry(frames int, send func(attempt int, elapsed time.Duration) error) error {
+func (p *Producer) retry(frames int, send func(attempt int, elapsed time.Duration, floor wire.BatchMark) error) error {
 	var first time.Time
+	var floor wire.BatchMark
 	for attempt := 0; ; attempt++ {
 		var elapsed time.Duration
 		if attempt == 0 {
-			first = time.Now()
+			floor, first = p.c.batchFloor(p.topic), time.Now()
 		} else {
 			elapsed = time.Since(first)
 		}
 		p.requests.Add(1)
 		p.frames.Add(int64(frames))
-		err := send(attempt, elapsed)
+		err := send(attempt, elapsed, floor)
 		if err == nil || p.ctx.Err() != nil || !producerRetryable(err) || attempt >= p.cfg.MaxRetries {
 			return err
 		}

@@ -130,6 +130,31 @@ func TestProducerIdempotencyHeadersPerAttempt(t *testing.T) {
 					t.Fatalf("retry %d has key %s, the first attempt %s", i, calls[i].Key, calls[0].Key)
 				}
 			}
+			// Every attempt of a request carries, as its batch floor, the newest mark
+			// answered before its first attempt was sent ("0" before any), however many
+			// answers came between its attempts.
+			every, _, _, _ := f.snapshot()
+			floorBefore := func(i int) string {
+				for j := i - 1; j >= 0; j-- {
+					if every[j].Fault != faultDrop {
+						return every[j].Mark
+					}
+				}
+				return "0"
+			}
+			firstOf := map[string]int{}
+			for i, c := range every {
+				if c.Refused {
+					continue // a binary attempt refused whole: its request is sent again under another key
+				}
+				if _, ok := firstOf[c.Key]; !ok {
+					firstOf[c.Key] = i
+				}
+				if want := floorBefore(firstOf[c.Key]); c.Floor != want {
+					t.Fatalf("call %d (attempt %s): Strata-Batch-Floor %q, want %q, the mark before its request's first attempt:\n%s",
+						i, c.Attempt, c.Floor, want, callsSummary(every))
+				}
+			}
 			k1, k2, k3 := calls[0].Key, calls[4].Key, calls[5].Key
 			if k1 == k2 || producerID(k1) != producerID(k2) {
 				t.Fatalf("two requests of one producer have keys %s and %s, want one producer id and two sequences", k1, k2)
@@ -241,6 +266,27 @@ func TestProducerRetriesSuperseded(t *testing.T) {
 	if len(calls) != 3 || calls[1].Key != calls[0].Key || calls[2].Key != calls[0].Key ||
 		calls[0].Attempt != "0" || calls[1].Attempt != "1" || calls[2].Attempt != "2" {
 		t.Fatalf("want three attempts of one key after two 409 superseded:\n%s", callsSummary(calls))
+	}
+}
+
+// TestProducerRetryUndecidedNotRetried: a retry answered 409 retry_undecided (the
+// server cannot tell whether the request's first attempt, its answer lost, was appended)
+// is not retried again: the record fails with ErrRetryUndecided after the two attempts.
+func TestProducerRetryUndecidedNotRetried(t *testing.T) {
+	f := newFake(t, 1)
+	f.inject = func(n int, _ appendCall) fault {
+		return [...]fault{faultDrop, faultUndecided}[min(n, 1)]
+	}
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, Backoff: time.Millisecond})
+	fut, err := p.Send(context.Background(), client.Record{Value: []byte("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fut.Wait(context.Background()); !errors.Is(err, client.ErrRetryUndecided) {
+		t.Fatalf("the record: %v, want ErrRetryUndecided", err)
+	}
+	if calls, _, _, _ := f.snapshot(); len(calls) != 2 || calls[1].Attempt != "1" || calls[1].Floor != calls[0].Floor {
+		t.Fatalf("want the first attempt and one retry with its floor:\n%s", callsSummary(calls))
 	}
 }
 

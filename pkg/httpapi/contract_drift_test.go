@@ -7,6 +7,7 @@ import (
 	"go/token"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -234,7 +235,7 @@ func TestWireNamesAndLimitsMatchOpenAPI(t *testing.T) {
 			t.Errorf("openapi.yaml's %s %s is %d, pkg/wire says %d", tc.path, tc.key, got, tc.want)
 		}
 	}
-	idem, attempt, producer, elapsed := false, false, false, false
+	idem, attempt, producer, elapsed, floor := false, false, false, false, false
 	for _, item := range root["paths"].(map[string]any) {
 		for _, op := range item.(map[string]any) {
 			om, _ := op.(map[string]any) // path-level "parameters" is a list
@@ -255,6 +256,13 @@ func TestWireNamesAndLimitsMatchOpenAPI(t *testing.T) {
 						t.Errorf("openapi.yaml's %s is %v %v–%v, pkg/wire reads integers 0–%d", wire.HeaderRetryElapsed,
 							s["type"], s["minimum"], s["maximum"], wire.MaxRetryElapsed.Milliseconds())
 					}
+				case wire.HeaderBatchFloor:
+					floor = true
+					for _, v := range []string{"0", "17@tc01abc", wire.BatchMark{Batch: wire.MaxBatchNumber, Incarnation: "z"}.String()} {
+						if !regexp.MustCompile(pm["schema"].(map[string]any)["pattern"].(string)).MatchString(v) {
+							t.Errorf("openapi.yaml's %s pattern refuses %q, which pkg/wire reads", wire.HeaderBatchFloor, v)
+						}
+					}
 				case wire.HeaderIdempotency:
 					producer = true
 					s := pm["schema"].(map[string]any)
@@ -273,6 +281,9 @@ func TestWireNamesAndLimitsMatchOpenAPI(t *testing.T) {
 				}
 			}
 		}
+	}
+	if !floor {
+		t.Errorf("openapi.yaml declares no %s", wire.HeaderBatchFloor)
 	}
 	if !idem || !attempt || !producer || !elapsed {
 		t.Errorf("openapi.yaml declares Idempotency-Key %t, %s %t, %s %t, %s %t; want all", idem, wire.HeaderAttempt, attempt,

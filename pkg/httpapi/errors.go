@@ -131,6 +131,10 @@ func mapError(err error) *apiError {
 		// Another delivery of the producer request fenced this attempt: the client's
 		// next attempt decides the request's outcome.
 		return &apiError{status: http.StatusConflict, code: codeSuperseded, message: msg}
+	case errors.Is(err, log.ErrRetryUndecided):
+		// The store cannot tell whether an earlier attempt was appended: this one
+		// appended nothing, and a further attempt would be refused alike.
+		return &apiError{status: http.StatusConflict, code: wire.CodeRetryUndecided, message: msg}
 	case errors.Is(err, store.ErrFenced):
 		return &apiError{status: http.StatusConflict, code: codeFenced, message: msg}
 	case errors.Is(err, store.ErrStaleCommit):

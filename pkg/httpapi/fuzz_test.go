@@ -67,6 +67,10 @@ func FuzzAppendRequest(f *testing.F) {
 		{`{"records": [{"value": "eA=="}]}`, "k-3", "-1", "", ""},
 		{`{"records": [{"value": "eA==", "partition": 1}]}`, "p.0", "0", "producer", ""},
 		{`{"records": [{"value": "eA==", "partition": 1}]}`, "p.0", "1", "producer", "1500"},
+		{`{"records": [{"value": "eA==", "partition": 1}]}`, "p.0", "1", "producer", "1500|0"},
+		{`{"records": [{"value": "eA==", "partition": 1}]}`, "p.4", "2", "producer", "1500|3@tc01x"},
+		{`{"records": [{"value": "eA==", "partition": 1}]}`, "p.5", "1", "producer", "1500|9@Tc"},
+		{`{"records": [{"value": "eA==", "partition": 1}]}`, "p.6", "0", "producer", "|7"},
 		{`{"records": [{"value": "eA==", "partition": 1}]}`, "p.1", "1", "producer", ""},
 		{`{"records": [{"value": "eA=="}]}`, "", "0", "producer", ""},
 		{`{"records": [{"value": "eA=="}]}`, "p.2", "", "producer", ""},
@@ -98,10 +102,12 @@ func FuzzAppendRequest(f *testing.F) {
 	})
 }
 
-// setAppendHeaders sets an append's idempotency headers, each unless empty.
+// setAppendHeaders sets an append's idempotency headers, each unless empty; elapsed is
+// "<Strata-Retry-Elapsed-Ms>" or "<Strata-Retry-Elapsed-Ms>|<Strata-Batch-Floor>".
 func setAppendHeaders(req *http.Request, key, attempt, idem, elapsed string) {
+	elapsed, floor, _ := strings.Cut(elapsed, "|")
 	for name, v := range map[string]string{"Idempotency-Key": key, wire.HeaderAttempt: attempt,
-		wire.HeaderIdempotency: idem, wire.HeaderRetryElapsed: elapsed} {
+		wire.HeaderIdempotency: idem, wire.HeaderRetryElapsed: elapsed, wire.HeaderBatchFloor: floor} {
 		if v != "" {
 			req.Header.Set(name, v)
 		}

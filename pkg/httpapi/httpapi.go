@@ -29,6 +29,7 @@ type Log interface {
 	AppendBlocks(ctx context.Context, topic string, blocks []log.Block, opt log.AppendOptions) ([]log.BlockResult, error)
 	Poll(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.PollResult, error)
 	PollRanges(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.RangesResult, error)
+	BatchMark(topic string) (wire.BatchMark, bool)
 }
 
 // Groups is what the handlers need of the consumer-group coordinator

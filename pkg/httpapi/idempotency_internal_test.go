@@ -38,12 +38,14 @@ func TestAppendOptions(t *testing.T) {
 		attempt = wire.HeaderAttempt
 		idem    = wire.HeaderIdempotency
 		elapsed = wire.HeaderRetryElapsed
+		floor   = wire.HeaderBatchFloor
 	)
 	for _, tc := range []struct {
-		name string
-		hdr  map[string][]string
-		want log.AppendOptions
-		bad  string // the header a 400 names
+		name  string
+		hdr   map[string][]string
+		want  log.AppendOptions
+		floor *wire.BatchMark // want's BatchFloor
+		bad   string          // the header a 400 names
 	}{
 		{name: "none"},
 		{name: "claimed key", hdr: map[string][]string{key: {"k"}}, want: log.AppendOptions{IdempotencyKey: "k"}},
@@ -55,10 +57,18 @@ func TestAppendOptions(t *testing.T) {
 			want: log.AppendOptions{IdempotencyKey: "p.0", FirstAttempt: true, Producer: true}},
 		{name: "producer first attempt with elapsed", hdr: map[string][]string{key: {"p.0"}, attempt: {"0"}, idem: {"producer"}, elapsed: {"0"}},
 			want: log.AppendOptions{IdempotencyKey: "p.0", FirstAttempt: true, Producer: true}},
-		{name: "producer retry", hdr: map[string][]string{key: {"p.0"}, attempt: {"2"}, idem: {"producer"}, elapsed: {"1500"}},
-			want: log.AppendOptions{IdempotencyKey: "p.0", Producer: true, Attempt: 2, RetryElapsed: 1500 * time.Millisecond}},
-		{name: "producer retry at the bound", hdr: map[string][]string{key: {"p.0"}, attempt: {"65536"}, idem: {"producer"}, elapsed: {"300000"}},
-			want: log.AppendOptions{IdempotencyKey: "p.0", Producer: true, Attempt: 65536, RetryElapsed: wire.MaxRetryElapsed}},
+		{name: "producer retry", hdr: map[string][]string{key: {"p.0"}, attempt: {"2"}, idem: {"producer"}, elapsed: {"1500"}, floor: {"7@tc01x"}},
+			want:  log.AppendOptions{IdempotencyKey: "p.0", Producer: true, Attempt: 2, RetryElapsed: 1500 * time.Millisecond},
+			floor: &wire.BatchMark{Batch: 7, Incarnation: "tc01x"}},
+		{name: "producer retry at the bound", hdr: map[string][]string{key: {"p.0"}, attempt: {"65536"}, idem: {"producer"}, elapsed: {"300000"}, floor: {"0"}},
+			want:  log.AppendOptions{IdempotencyKey: "p.0", Producer: true, Attempt: 65536, RetryElapsed: wire.MaxRetryElapsed},
+			floor: &wire.BatchMark{}},
+		{name: "producer first attempt with its floor", hdr: map[string][]string{key: {"p.0"}, attempt: {"0"}, idem: {"producer"}, floor: {"3@a"}},
+			want:  log.AppendOptions{IdempotencyKey: "p.0", FirstAttempt: true, Producer: true},
+			floor: &wire.BatchMark{Batch: 3, Incarnation: "a"}},
+		{name: "producer retry without floor", hdr: map[string][]string{key: {"p.0"}, attempt: {"1"}, idem: {"producer"}, elapsed: {"1"}}, bad: floor},
+		{name: "bad floor", hdr: map[string][]string{key: {"p.0"}, attempt: {"1"}, idem: {"producer"}, elapsed: {"1"}, floor: {"7"}}, bad: floor},
+		{name: "two floors", hdr: map[string][]string{key: {"p.0"}, attempt: {"1"}, idem: {"producer"}, elapsed: {"1"}, floor: {"0", "0"}}, bad: floor},
 		{name: "producer without key", hdr: map[string][]string{attempt: {"0"}, idem: {"producer"}}, bad: key},
 		{name: "producer without attempt", hdr: map[string][]string{key: {"p.0"}, idem: {"producer"}}, bad: attempt},
 		{name: "producer retry without elapsed", hdr: map[string][]string{key: {"p.0"}, attempt: {"1"}, idem: {"producer"}}, bad: elapsed},
@@ -73,11 +83,15 @@ func TestAppendOptions(t *testing.T) {
 			}
 		}
 		got, e := appendOptions(h)
+		gotFloor := got.BatchFloor
+		got.BatchFloor = nil
 		switch {
 		case tc.bad != "":
 			if e == nil || e.status != http.StatusBadRequest || !strings.Contains(e.message, tc.bad) {
 				t.Errorf("%s: %+v, %v; want a 400 naming %s", tc.name, got, e, tc.bad)
 			}
+		case (gotFloor == nil) != (tc.floor == nil) || gotFloor != nil && *gotFloor != *tc.floor:
+			t.Errorf("%s: floor %v, want %v", tc.name, gotFloor, tc.floor)
 		case e != nil || got != tc.want:
 			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, e, tc.want)
 		}

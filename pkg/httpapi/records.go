@@ -103,6 +103,11 @@ func appendOptions(h http.Header) (log.AppendOptions, *apiError) {
 		return opt, invalid(fmt.Sprintf("%s must be one decimal number of milliseconds in [0, %d]",
 			wire.HeaderRetryElapsed, wire.MaxRetryElapsed.Milliseconds()))
 	}
+	floor, hasFloor, err := wire.ParseBatchFloor(h.Values(wire.HeaderBatchFloor))
+	if err != nil {
+		return opt, invalid(fmt.Sprintf("%s must be one batch mark, \"<batch>@<incarnation>\" as %s gave it, or \"0\"",
+			wire.HeaderBatchFloor, wire.HeaderTopicBatch))
+	}
 	if !producer {
 		return opt, nil
 	}
@@ -114,11 +119,26 @@ func appendOptions(h http.Header) (log.AppendOptions, *apiError) {
 	case attempt > 0 && !hasElapsed:
 		return opt, invalid(fmt.Sprintf("%s: %s with %s above 0 (a retry) needs %s", wire.HeaderIdempotency,
 			wire.IdempotencyProducer, wire.HeaderAttempt, wire.HeaderRetryElapsed))
+	case attempt > 0 && !hasFloor:
+		return opt, invalid(fmt.Sprintf("%s: %s with %s above 0 (a retry) needs %s (the %s mark the client had when it first sent the request, or \"0\"); nothing was appended",
+			wire.HeaderIdempotency, wire.IdempotencyProducer, wire.HeaderAttempt, wire.HeaderBatchFloor, wire.HeaderTopicBatch))
 	}
 	opt.Producer = true
 	opt.Attempt = int32(attempt)
 	opt.RetryElapsed = elapsed
+	if hasFloor {
+		opt.BatchFloor = &floor
+	}
 	return opt, nil
+}
+
+// setTopicBatch sets the topic's batch mark (wire.HeaderTopicBatch) on an answer about
+// it, when the log knows one: read from the store before the answer is sent, so every
+// batch committed after the answer is numbered above it.
+func (s *server) setTopicBatch(w http.ResponseWriter, topic string) {
+	if m, ok := s.log.BatchMark(topic); ok {
+		w.Header().Set(wire.HeaderTopicBatch, m.String())
+	}
 }
 
 // answerAppend writes an append's answer: ok() on success; on a partial failure the
@@ -127,6 +147,7 @@ func appendOptions(h http.Header) (log.AppendOptions, *apiError) {
 // fenced it decides the whole request, so nothing of this one is acknowledged.
 func (s *server) answerAppend(w http.ResponseWriter, r *http.Request, topic string, err error, name string,
 	partial func(*log.AppendError) any, ok func() any) {
+	s.setTopicBatch(w, topic)
 	var pe *log.AppendError
 	switch {
 	case superseded(err):

@@ -574,12 +574,43 @@ func TestAppendSupersededIs409(t *testing.T) {
 	e.createTopic("t", 1)
 	e.meta.supersede.Store(true)
 	hdr := []string{"Idempotency-Key", "p.1", wire.HeaderIdempotency, wire.IdempotencyProducer, wire.HeaderAttempt, "1",
-		wire.HeaderRetryElapsed, "40"}
+		wire.HeaderRetryElapsed, "40", wire.HeaderBatchFloor, "0"}
 	e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "a", partition: ptr(0)}), hdr...).want(t, 409, wire.CodeSuperseded)
 	e.call("POST", "/v1/topics/t/records", binBody(t, wire.Frame{Partition: 0, Block: binBlock(t, "b")}),
 		append([]string{"Content-Type", wire.ContentTypeBlocks}, hdr...)...).want(t, 409, wire.CodeSuperseded)
 	e.meta.supersede.Store(false)
 	if n := readableRecords(t, e, "t"); n != 0 {
 		t.Fatalf("%d records readable after superseded attempts", n)
+	}
+}
+
+// TestTopicBatchMarkOnAnswers: the answers to appends (JSON and binary) and to a
+// describe of a topic commit topic carry its batch mark (Strata-Topic-Batch), a mark of
+// the topic's incarnation whose number grows with the batches; a producer retry with a
+// floor above every batch the topic has is a 400 with nothing appended.
+func TestTopicBatchMarkOnAnswers(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("t", 1)
+	mark := func(r *resp) wire.BatchMark {
+		t.Helper()
+		m, err := wire.ParseBatchMark(r.header.Get(wire.HeaderTopicBatch))
+		if err != nil || m.Incarnation == "" {
+			t.Fatalf("%s %q: %v", wire.HeaderTopicBatch, r.header.Get(wire.HeaderTopicBatch), err)
+		}
+		return m
+	}
+	a := mark(e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "a", partition: ptr(0)})).want(t, 200))
+	b := mark(e.call("POST", "/v1/topics/t/records", binBody(t, wire.Frame{Partition: 0, Block: binBlock(t, "b")}),
+		"Content-Type", wire.ContentTypeBlocks).want(t, 200))
+	d := mark(e.call("GET", "/v1/topics/t", nil).want(t, 200))
+	if a.Batch < 1 || b.Batch <= a.Batch || d.Batch < b.Batch || a.Incarnation != b.Incarnation || d.Incarnation != a.Incarnation {
+		t.Fatalf("marks %v, %v (appends), %v (describe): want one incarnation, growing numbers", a, b, d)
+	}
+	high := wire.BatchMark{Batch: d.Batch + 5, Incarnation: d.Incarnation}
+	e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "c", partition: ptr(0)}), "Idempotency-Key", "p.9",
+		wire.HeaderIdempotency, wire.IdempotencyProducer, wire.HeaderAttempt, "1", wire.HeaderRetryElapsed, "10",
+		wire.HeaderBatchFloor, high.String()).want(t, 400, wire.CodeInvalidRequest)
+	if n := readableRecords(t, e, "t"); n != 2 {
+		t.Fatalf("%d records readable, want the 2 appended", n)
 	}
 }

@@ -121,6 +121,7 @@ func (s *server) describeTopic(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.setTopicBatch(w, topic)
 	resp := topicJSON(info.Topic)
 	resp.PartitionInfo = make([]partitionInfo, len(info.Partitions))
 	for i, pi := range info.Partitions {

@@ -484,6 +484,7 @@ func TestAPIProducerIdempotencyHeaders(t *testing.T) {
 		if elapsed != "" {
 			e.Headers["strata-retry-elapsed-ms"] = elapsed
 		}
+		e.Headers["strata-batch-floor"] = "0"
 		return api.Serve(context.Background(), e)
 	}
 	for _, bad := range []string{"", "0100", "-1", "300001", "1.5", "1,2"} {

@@ -45,18 +45,22 @@ type AppendOptions struct {
 	// Producer says IdempotencyKey names one request of a producer session (fenced
 	// idempotency, wire.IdempotencyProducer): no claim is read or written. Attempt is
 	// which attempt of the request this is (0: the first send, FirstAttempt); a retry
-	// fences the earlier attempts and searches the log for them from RetryElapsed (the
-	// time since the first send, at most wire.MaxRetryElapsed) before its own time. On a
-	// topic without the topic commit layout the key is claimed as without Producer.
+	// fences the earlier attempts and searches the log for them in the batches numbered
+	// above BatchFloor (wire.HeaderBatchFloor: the topic's batch mark the client had
+	// when it first sent the request; a retry needs it). RetryElapsed, the time since
+	// the first send by the client's clock, only bounds a retry (at most
+	// wire.MaxRetryElapsed): it decides nothing. On a topic without the topic commit
+	// layout the key is claimed as without Producer.
 	Producer     bool
 	Attempt      int32
 	RetryElapsed time.Duration
+	BatchFloor   *wire.BatchMark
 	// Principal is who appends: an idempotency key is scoped by it as well as by the
 	// topic's incarnation, so the same key sent by two principals names two requests and
 	// no principal can claim, fence or answer another's. The HTTP API passes the
 	// authenticated caller (never empty); "" is the in-process principal (consumers'
 	// dead-letter and parking appends), which no HTTP caller can be. A principal's
-	// producer retries hold fences of at most store.MaxOwnerFences requests per topic.
+	// producer retries never use up the fences another's need (store.FenceRoom).
 	Principal string
 
 	// fence is the point at which this retry fenced its earlier attempts, when a call
@@ -226,6 +230,7 @@ func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt Appe
 	m := &member{ctx: ctx, topic: t.ID(), t: t, nrecs: len(recs), start: l.now(), groups: groupByPartition(parts)}
 	if opt.IdempotencyKey != "" {
 		m.bodyHash, m.placedBy = hashBody(recs), placedBy
+		m.explicit = !slices.ContainsFunc(recs, func(r Record) bool { return r.Partition == nil })
 	}
 	if err := l.admit(ctx, m, opt); err != nil {
 		return nil, err
@@ -439,6 +444,9 @@ func (l *Log) commitContext(ctx context.Context, objectTime time.Time) (context.
 // materialiser, so either order is right.
 func (l *Log) materialize(ctx context.Context, c store.SeqCommit) (store.SeqCommit, error) {
 	e := &c.Entry
+	if e.Batch == 0 {
+		e.Batch = c.Batch
+	}
 	switch {
 	case c.IdempotencyKey != "":
 		claim := store.IdempotencyRecord{Key: c.IdempotencyKey, Partition: e.Partition, BodyHash: c.BodyHash,

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/log"
@@ -211,7 +210,7 @@ func crashPoints(t *testing.T, steps []crashStep, producer bool) {
 			// The retry runs in a "new process": a fresh Log on the healthy stores.
 			retry := newLog(t, s)
 			if producer {
-				opt = log.AppendOptions{IdempotencyKey: opt.IdempotencyKey, Producer: true, Attempt: 1, RetryElapsed: time.Minute}
+				opt = retryOf(opt.IdempotencyKey, 1)
 			}
 			res, err = retry.Append(ctx, "crash", recs, opt)
 			if err != nil {

@@ -68,3 +68,10 @@ func (e *AppendError) Error() string { return fmt.Sprintf("log: append partly fa
 
 // Unwrap exposes the cause (ErrUnavailable-wrapped).
 func (e *AppendError) Unwrap() error { return e.Err }
+
+// ErrRetryUndecided refuses a producer request's retry, with nothing of it appended,
+// when the store's state cannot tell whether an earlier attempt of the request was
+// appended: records retention removed, index entries written before they kept their
+// batch number, or more entries to search than a retry reads. The request may or may
+// not be in the log; it is never appended twice.
+var ErrRetryUndecided = errors.New("log: cannot tell whether an earlier attempt of the producer request was appended; this attempt appended nothing")

@@ -47,6 +47,9 @@ type member struct {
 	// placedBy, for a request of records, the partition count its records were placed by.
 	idemKey, bodyHash string
 	placedBy          int32
+	// explicit says every record of a request of records names its partition: its
+	// placement does not depend on the partition count.
+	explicit bool
 	// owner is the appending principal's scope, the owner of a producer retry's fence.
 	owner string
 	// producer marks a producer session's request (fenced idempotency: no claim), and
@@ -208,6 +211,10 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 			return
 		}
 		res.Members = c.members
+		if res.Entry.Batch == 0 {
+			res.Entry.Batch = res.Batch
+		}
+		l.noteBatch(topic, res.Batch)
 		c.sc = res
 	}
 	if store.TopicCommits(topic) {

@@ -154,6 +154,9 @@ type Log struct {
 
 	tablesMu sync.Mutex
 	tables   map[string][]tableMember // members tables read by retries, by object
+
+	marksMu sync.Mutex
+	marks   map[string]int64 // the highest batch number seen of each topic incarnation
 }
 
 type tpKey struct {
@@ -178,6 +181,7 @@ func New(cfg Config) (*Log, error) {
 		notifier:     newNotifier(),
 		topics:       map[string]cachedTopic{},
 		tables:       map[string][]tableMember{},
+		marks:        map[string]int64{},
 		defaults:     cfg.Topics,
 	}
 	if err := cfg.Topics.Validate(); err != nil {
@@ -226,6 +230,9 @@ func New(cfg Config) (*Log, error) {
 type TopicInfo struct {
 	store.Topic
 	Partitions []PartitionInfo
+	// Batch is, on a topic of the topic commit layout, a number of a batch the topic had
+	// committed when it was described (the highest read), 0 when none was read.
+	Batch int64
 }
 
 // PartitionInfo is the readable range of one partition.
@@ -340,13 +347,56 @@ func (l *Log) DescribeTopic(ctx context.Context, name string) (TopicInfo, error)
 	}
 	info := TopicInfo{Topic: t, Partitions: make([]PartitionInfo, t.Partitions)}
 	for p := int32(0); p < t.Partitions; p++ {
-		start, hw, err := l.bounds(ctx, t.ID(), p)
+		st, err := l.meta.Sequencer(ctx, t.ID(), p)
 		if err != nil {
-			return TopicInfo{}, err
+			return TopicInfo{}, storeErr(err)
 		}
-		info.Partitions[p] = PartitionInfo{Partition: p, LogStartOffset: start, HighWatermark: hw}
+		info.Partitions[p] = PartitionInfo{Partition: p, LogStartOffset: st.LogStart, HighWatermark: st.NextOffset}
+		if st.Last != nil {
+			info.Batch = max(info.Batch, st.Last.Batch)
+		}
 	}
+	l.noteBatch(t.ID(), info.Batch)
 	return info, nil
+}
+
+// maxMarks bounds the topic incarnations whose batch numbers a Log keeps.
+const maxMarks = 4096
+
+// noteBatch records that the topic incarnation id had committed batch n.
+func (l *Log) noteBatch(id string, n int64) {
+	if n <= 0 || !store.TopicCommits(id) {
+		return
+	}
+	l.marksMu.Lock()
+	defer l.marksMu.Unlock()
+	if _, ok := l.marks[id]; !ok && len(l.marks) >= maxMarks {
+		for k := range l.marks {
+			delete(l.marks, k) // an arbitrary one: a lost mark only makes a retry search further
+			break
+		}
+	}
+	l.marks[id] = max(l.marks[id], n)
+}
+
+// BatchMark returns the topic's batch mark (wire.HeaderTopicBatch) as this Log knows it
+// without reading anything: the highest batch number of the topic's cached incarnation
+// it has seen committed (by its appends, retries and describes); ok is false when it
+// knows none. Every batch committed after it is numbered above it.
+func (l *Log) BatchMark(name string) (wire.BatchMark, bool) {
+	l.mu.Lock()
+	c, ok := l.topics[name]
+	l.mu.Unlock()
+	if !ok {
+		return wire.BatchMark{}, false
+	}
+	l.marksMu.Lock()
+	n, ok := l.marks[c.t.ID()]
+	l.marksMu.Unlock()
+	if !ok {
+		return wire.BatchMark{}, false
+	}
+	return wire.BatchMark{Batch: n, Incarnation: c.t.Incarnation}, true
 }
 
 // Partitions returns the partition count of a topic.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -11,22 +13,27 @@ import (
 	"github.com/stratalog/strata/pkg/wire"
 )
 
-// Fenced idempotency (issue 20 item 1): a producer session's request (AppendOptions.Producer,
-// the SDK's producer id and sequence number as its key) keeps no claim. Its first attempt
-// is a member of a batch like any other, its block owned. A retry — which any host may
-// serve while the first attempt is still in flight on another — first fences the earlier
+// Fenced idempotency: a producer session's request (AppendOptions.Producer, the SDK's
+// producer id and sequence number as its key) keeps no claim. Its first attempt is a
+// member of a batch like any other, its block owned. A retry — which any host may serve
+// while the first attempt is still in flight on another — first fences the earlier
 // attempts on the topic item (store.SequencerStore.FenceRequest): every batch committed
 // after the fence skips their blocks, so from then on no earlier attempt can become the
-// owner. It then searches the batches committed before the fence, from the request's first
-// send on, for an owned attempt: the log is the state, read back through the index entries
-// (which locate their batch's members table) and those tables. Found, the retry answers its
-// offsets and appends nothing; not found, it appends itself, owned unless a later attempt
-// fences it in turn. The steady state writes nothing per request: the cost of idempotency
-// moves to the retries.
-
-// retrySkew is the clock difference allowed between the client that measured a retry's
-// elapsed time, and the host that stamped an earlier attempt's batch, and this host.
-const retrySkew = 2 * time.Second
+// owner. It then searches the batches committed before the fence and numbered above the
+// request's floor (AppendOptions.BatchFloor) for an owned attempt: the log is the state,
+// read back through the index entries (which keep their batch's number and locate its
+// members table) and those tables. Found, the retry answers its offsets and appends
+// nothing; not found, it appends itself, owned unless a later attempt fences it in turn.
+// The steady state writes nothing per request: the cost of idempotency moves to the
+// retries.
+//
+// Why the floor bounds the search: the client read the floor from an answer the server
+// sent after the topic had committed the batch so numbered, and sent the request's first
+// attempt after that answer. Every attempt reaches the log after the first send, so
+// every batch that can hold one committed after the batch numbered floor, and batches
+// are numbered in commit order: each is numbered above the floor. On a partition, entries
+// hold ascending batch numbers, so the search reads down from the fence's high watermark
+// to the first entry numbered at or below the floor. No clock takes part.
 
 // retryIndexWait bounds how long a retry waits for the index to cover the batches
 // committed before its fence (an appender between its commit and its entries, or the
@@ -35,6 +42,10 @@ const retryIndexWait = 30 * time.Second
 
 // windowPage is the index page a retry's search reads.
 const windowPage = 500
+
+// retryScanLimit bounds the index entries a retry's search reads on one partition: past
+// it the retry is ErrRetryUndecided, nothing appended, rather than a guess.
+const retryScanLimit = 20_000
 
 // maxCachedTables bounds the members tables a Log keeps for retries' searches.
 const maxCachedTables = 4096
@@ -50,6 +61,11 @@ func checkProducer(opt AppendOptions) error {
 		return invalidf("attempt %d outside [0, %d]", opt.Attempt, wire.MaxAttempt)
 	case opt.RetryElapsed < 0 || opt.RetryElapsed > wire.MaxRetryElapsed:
 		return invalidf("retry elapsed %s outside [0, %s]", opt.RetryElapsed, wire.MaxRetryElapsed)
+	case opt.Attempt > 0 && opt.BatchFloor == nil:
+		return invalidf("a producer request's retry needs its batch floor (%s: the topic's %s mark the client had "+
+			"when it first sent the request, \"0\" if none); nothing was appended", wire.HeaderBatchFloor, wire.HeaderTopicBatch)
+	case opt.BatchFloor != nil && (opt.BatchFloor.Batch < 0 || opt.BatchFloor.Batch > wire.MaxBatchNumber):
+		return invalidf("batch floor %d outside [0, %d]", opt.BatchFloor.Batch, int64(wire.MaxBatchNumber))
 	}
 	return nil
 }
@@ -72,8 +88,13 @@ func (l *Log) admitRetry(ctx context.Context, m *member, opt AppendOptions) erro
 			return storeErr(fmt.Errorf("fence the earlier attempts of %q: %w", m.idemKey, err))
 		}
 		pt = &p
+		l.noteBatch(m.topic, p.Batch)
 	}
-	found, err := l.findAttempt(ctx, m, *pt, l.now().Add(-opt.RetryElapsed-retrySkew))
+	floor, err := retryFloor(m, *opt.BatchFloor, *pt)
+	if err != nil {
+		return err
+	}
+	found, err := l.findAttempt(ctx, m, *pt, floor)
 	if err != nil || found == nil {
 		return err
 	}
@@ -93,28 +114,54 @@ func (l *Log) admitRetry(ctx context.Context, m *member, opt AppendOptions) erro
 	return nil
 }
 
+// retryFloor is the batch number a retry of m searches down to, from the client's floor
+// and the fence point pt: a floor of another incarnation of the topic (or the zero mark)
+// says nothing of this one, whose batches are all numbered above 0; a floor above the
+// batches the topic had at the fence was never a mark of it, and is refused.
+func retryFloor(m *member, floor wire.BatchMark, pt store.FencePoint) (int64, error) {
+	if floor.Incarnation != m.t.Incarnation {
+		return 0, nil
+	}
+	if floor.Batch > pt.Batch {
+		return 0, invalidf("%s %s is above the %d batches the topic has committed: not a mark of this topic; nothing was appended",
+			wire.HeaderBatchFloor, floor, pt.Batch)
+	}
+	return floor.Batch, nil
+}
+
 // objectKey identifies one batch's entry on one partition.
 type objectKey struct {
 	partition int32
 	object    string
 }
 
-// findAttempt searches the batches committed before fence point pt and appended since
-// since for an owned attempt of m's request, and returns it as the claim it would have
-// made (its body, placement and each block's offsets). A request of blocks is found on its own
-// partitions; one of records, whose placement a partition increase may have changed, on
-// every partition of the topic.
-func (l *Log) findAttempt(ctx context.Context, m *member, pt store.FencePoint, since time.Time) (*store.RequestClaim, error) {
-	var parts []int32
-	if m.placedBy == 0 {
-		for _, g := range m.groups {
-			parts = append(parts, g.partition)
+// searchedPartitions are the partitions a retry of m searches: a request of blocks, or
+// of records each placed on an explicit partition, on its own partitions (an earlier
+// attempt of the same body lay there); a request of records placed by key, whose
+// placement a partition increase may have changed, on every partition the fence point
+// names (every partition written before the fence) and every one of m's topic.
+func searchedPartitions(m *member, pt store.FencePoint) []int32 {
+	set := map[int32]bool{}
+	for _, g := range m.groups {
+		set[g.partition] = true
+	}
+	if m.placedBy != 0 && !m.explicit {
+		for p := range pt.Next {
+			set[p] = true
 		}
-	} else {
 		for p := range m.t.Partitions {
-			parts = append(parts, p)
+			set[p] = true
 		}
 	}
+	parts := slices.Collect(maps.Keys(set))
+	slices.Sort(parts)
+	return parts
+}
+
+// findAttempt searches the batches committed before fence point pt and numbered above
+// floor for an owned attempt of m's request, and returns it as the claim it would have
+// made (its body, placement and each block's offsets).
+func (l *Log) findAttempt(ctx context.Context, m *member, pt store.FencePoint, floor int64) (*store.RequestClaim, error) {
 	entries := map[objectKey]store.IndexEntry{}
 	tables := map[string][2]int64{} // candidate objects → their members table
 	scanned := map[int32]bool{}
@@ -128,7 +175,7 @@ func (l *Log) findAttempt(ctx context.Context, m *member, pt store.FencePoint, s
 				continue
 			}
 			wg.Go(func() {
-				es, err := l.fenceWindow(ctx, m.topic, p, pt.Next[p], since)
+				es, err := l.fenceWindow(ctx, m.topic, p, pt.Next[p], floor)
 				mu.Lock()
 				defer mu.Unlock()
 				if err != nil {
@@ -137,7 +184,7 @@ func (l *Log) findAttempt(ctx context.Context, m *member, pt store.FencePoint, s
 				}
 				for _, e := range es {
 					entries[objectKey{p, e.ObjectKey}] = e
-					if !e.AppendedAt.Before(since) && e.MembersLength > 0 && !e.Duplicate {
+					if e.MembersLength > 0 && !e.Duplicate {
 						tables[e.ObjectKey] = [2]int64{e.MembersOffset, e.MembersLength}
 					}
 				}
@@ -146,7 +193,7 @@ func (l *Log) findAttempt(ctx context.Context, m *member, pt store.FencePoint, s
 		wg.Wait()
 		return errors.Join(errs...)
 	}
-	if err := scan(parts); err != nil {
+	if err := scan(searchedPartitions(m, pt)); err != nil {
 		return nil, err
 	}
 	var found *store.RequestClaim
@@ -163,7 +210,7 @@ func (l *Log) findAttempt(ctx context.Context, m *member, pt store.FencePoint, s
 			owned := true
 			for _, b := range tm.Blocks {
 				if !scanned[b.Partition] {
-					// A partition not searched: the topic grew since this host read it.
+					// A partition not searched (an attempt of another body under the key).
 					if err := scan([]int32{b.Partition}); err != nil {
 						return nil, err
 					}
@@ -197,12 +244,13 @@ func firstOffset(c store.RequestClaim) int64 {
 }
 
 // fenceWindow returns the index entries of partition p below hw (the partition's high
-// watermark at a fence) whose batches may have been committed since since: from the
-// newest entry appended before since minus the commit window (every batch commits within
-// the commit window of its append, so earlier ones committed before since) up to hw. It
-// waits until the index covers that range without a gap, at most retryIndexWait.
-func (l *Log) fenceWindow(ctx context.Context, topic string, p int32, hw int64, since time.Time) ([]store.IndexEntry, error) {
-	floor := since.Add(-l.commitWindow)
+// watermark at a fence) of batches numbered above floor: read down from hw to the first
+// entry numbered at or below floor, below which every batch is older. It waits until the
+// index covers that range without a gap, at most retryIndexWait. A range that reaches
+// the partition's log start (above 0) without such an entry, holds an entry that keeps
+// no batch number, or is longer than retryScanLimit entries cannot be decided:
+// ErrRetryUndecided.
+func (l *Log) fenceWindow(ctx context.Context, topic string, p int32, hw, floor int64) ([]store.IndexEntry, error) {
 	deadline := time.Now().Add(retryIndexWait)
 	for wait := 20 * time.Millisecond; ; wait = min(2*wait, time.Second) {
 		es, done, err := l.windowOnce(ctx, topic, p, hw, floor)
@@ -210,7 +258,7 @@ func (l *Log) fenceWindow(ctx context.Context, topic string, p int32, hw int64, 
 			return es, err
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w: %s/%d: the index does not cover [.., %d) after %s; the retry cannot tell whether an earlier attempt was appended",
+			return nil, fmt.Errorf("%w: %s/%d: the index does not cover [.., %d) after %s; the retry cannot tell whether an earlier attempt was appended; nothing was appended",
 				ErrUnavailable, topic, p, hw, retryIndexWait)
 		}
 		t := time.NewTimer(wait)
@@ -225,47 +273,89 @@ func (l *Log) fenceWindow(ctx context.Context, topic string, p int32, hw int64, 
 
 // windowOnce reads fenceWindow's range once; done is false when the index has a gap in
 // it (commits not yet indexed).
-func (l *Log) windowOnce(ctx context.Context, topic string, p int32, hw int64, floor time.Time) ([]store.IndexEntry, bool, error) {
+func (l *Log) windowOnce(ctx context.Context, topic string, p int32, hw, floor int64) ([]store.IndexEntry, bool, error) {
 	logStart, _, err := l.bounds(ctx, topic, p)
 	if err != nil {
 		return nil, false, err
 	}
+	// Probe down from hw for an entry at or below the floor (or one keeping no number,
+	// below which the read cannot decide anyway); without one, read from the log start.
 	lo := logStart
 	for step := int64(windowPage); hw-step > logStart; step *= 4 {
 		es, err := l.meta.IndexEntries(ctx, topic, p, hw-step, 1)
 		if err != nil {
 			return nil, false, storeErr(err)
 		}
-		if len(es) == 1 && es[0].BaseOffset <= hw-step && es[0].End() > hw-step && es[0].AppendedAt.Before(floor) {
+		if len(es) == 1 && es[0].BaseOffset <= hw-step && es[0].End() > hw-step && es[0].Batch <= floor {
 			lo = es[0].BaseOffset
 			break
 		}
 	}
-	var out []store.IndexEntry
-	next := lo
-	for next < hw {
+	var es []store.IndexEntry
+	for next := lo; next < hw && len(es) <= retryScanLimit; {
 		page, err := l.meta.IndexEntries(ctx, topic, p, next, windowPage)
 		if err != nil {
 			return nil, false, storeErr(err)
 		}
 		from := next
 		for _, e := range page {
-			switch {
-			case e.End() <= next:
+			if e.End() <= next {
 				continue // the entry before next
-			case e.BaseOffset > next:
-				return nil, false, nil // a gap: a commit not yet indexed
-			case e.BaseOffset >= hw:
-				return out, true, nil
 			}
-			out = append(out, e)
-			next = e.End()
+			if e.BaseOffset > next {
+				return nil, false, nil // a gap: a commit not yet indexed
+			}
+			if e.BaseOffset >= hw {
+				break
+			}
+			es = append(es, e)
+			if next = e.End(); next >= hw {
+				break
+			}
 		}
 		if next == from {
 			return nil, false, nil // nothing past next: the rest is not yet indexed
 		}
 	}
+	out, err := searchWindow(es, lo, floor)
+	if err != nil {
+		return nil, false, fmt.Errorf("%w: %s/%d: %w", ErrRetryUndecided, topic, p, err)
+	}
 	return out, true, nil
+}
+
+// searchWindow decides a retry's search of one partition from es, the index entries
+// tiling the partition from lo up to the fence's high watermark (at most one more than
+// retryScanLimit): the entries of batches numbered above floor. The range is decided
+// when it holds an entry numbered at or below floor (every entry below it is older), or
+// starts at offset 0 (the whole log); an entry keeping no number above the last such
+// entry, a range cut by a log start above 0, or one longer than retryScanLimit cannot
+// be decided (an error, which the caller makes ErrRetryUndecided).
+func searchWindow(es []store.IndexEntry, lo, floor int64) ([]store.IndexEntry, error) {
+	if len(es) > retryScanLimit {
+		return nil, fmt.Errorf("more than %d index entries above the request's batch floor %d", retryScanLimit, floor)
+	}
+	var out []store.IndexEntry
+	bottom := false         // an entry numbered at or below the floor: nothing older counts
+	unnumbered := int64(-1) // an entry keeping no number above the bottom, if any
+	for _, e := range es {
+		switch {
+		case e.Batch == 0:
+			unnumbered = e.BaseOffset
+		case e.Batch <= floor:
+			bottom, unnumbered = true, -1
+		default:
+			out = append(out, e)
+		}
+	}
+	switch {
+	case unnumbered >= 0:
+		return nil, fmt.Errorf("the index entry at %d, above the request's batch floor %d, keeps no batch number (written by an earlier version)",
+			unnumbered, floor)
+	case !bottom && lo > 0:
+		return nil, fmt.Errorf("retention removed the records below %d, which may hold an earlier attempt (of a batch above %d)", lo, floor)
+	}
+	return out, nil
 }
 
 // membersOf returns the members table at [off, off+n) of object, cached: a batch's table

@@ -14,6 +14,7 @@ import (
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // claimCountingMeta counts the claim reads and writes an append makes.
@@ -72,8 +73,15 @@ func firstSend(key string) log.AppendOptions {
 	return log.AppendOptions{IdempotencyKey: key, Producer: true, Attempt: 0, FirstAttempt: true}
 }
 
+// retryOf is a retry whose client had seen no batch mark of the topic before its first
+// send: its floor is the zero mark, below every batch.
 func retryOf(key string, attempt int32) log.AppendOptions {
-	return log.AppendOptions{IdempotencyKey: key, Producer: true, Attempt: attempt, RetryElapsed: 10 * time.Second}
+	return retryFrom(key, attempt, wire.BatchMark{})
+}
+
+// retryFrom is a retry whose client had seen the batch mark floor before its first send.
+func retryFrom(key string, attempt int32, floor wire.BatchMark) log.AppendOptions {
+	return log.AppendOptions{IdempotencyKey: key, Producer: true, Attempt: attempt, RetryElapsed: 10 * time.Second, BatchFloor: &floor}
 }
 
 // countValues reads every partition and counts each value.

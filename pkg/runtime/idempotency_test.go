@@ -83,6 +83,7 @@ func TestProducerIdempotencyHeadersContract(t *testing.T) {
 		attempt = wire.HeaderAttempt
 		idem    = wire.HeaderIdempotency
 		elapsed = wire.HeaderRetryElapsed
+		floor   = wire.HeaderBatchFloor
 	)
 	for _, tc := range []struct {
 		name   string
@@ -101,6 +102,9 @@ func TestProducerIdempotencyHeadersContract(t *testing.T) {
 		{"elapsed not a number", map[string][]string{idem: {"producer"}, key: {"p.1"}, attempt: {"1"}, elapsed: {"1.5"}}, elapsed},
 		{"elapsed twice", map[string][]string{idem: {"producer"}, key: {"p.1"}, attempt: {"1"}, elapsed: {"1", "2"}}, elapsed},
 		{"bad elapsed without producer mode", map[string][]string{key: {"k.1"}, elapsed: {"x"}}, elapsed},
+		{"producer retry without a floor", map[string][]string{idem: {"producer"}, key: {"p.1"}, attempt: {"1"}, elapsed: {"1"}}, floor},
+		{"floor without an incarnation", map[string][]string{idem: {"producer"}, key: {"p.1"}, attempt: {"1"}, elapsed: {"1"}, floor: {"3"}}, floor},
+		{"floor twice", map[string][]string{idem: {"producer"}, key: {"p.1"}, attempt: {"1"}, elapsed: {"1"}, floor: {"0", "0"}}, floor},
 	} {
 		for _, b := range bodies {
 			before := hw()
@@ -115,12 +119,16 @@ func TestProducerIdempotencyHeadersContract(t *testing.T) {
 	}
 	for i, b := range bodies {
 		k := []string{"p." + string(rune('a'+i))}
-		code, first := post(b.contentType, b.body, map[string][]string{idem: {"producer"}, key: k, attempt: {"0"}})
+		mark := wire.BatchMark{}
+		if m, ok := rt.Log().BatchMark("t"); ok {
+			mark = m // the mark of the answer before this request's first send
+		}
+		code, first := post(b.contentType, b.body, map[string][]string{idem: {"producer"}, key: k, attempt: {"0"}, floor: {mark.String()}})
 		if code != http.StatusOK {
 			t.Fatalf("first attempt (%s): %d %s", b.contentType, code, first)
 		}
 		before := readable()
-		code, retry := post(b.contentType, b.body, map[string][]string{idem: {"producer"}, key: k, attempt: {"1"}, elapsed: {"250"}})
+		code, retry := post(b.contentType, b.body, map[string][]string{idem: {"producer"}, key: k, attempt: {"1"}, elapsed: {"250"}, floor: {mark.String()}})
 		if code != http.StatusOK || !json.Valid([]byte(retry)) || retry != first {
 			t.Fatalf("retry (%s): %d %s, want 200 with the first attempt's offsets %s", b.contentType, code, retry, first)
 		}

@@ -244,6 +244,10 @@ type IndexEntry struct {
 	// its object (SeqCommit's), zero when the batch has none: a producer request's retry
 	// reads it to find an earlier attempt.
 	MembersOffset, MembersLength int64
+	// Batch is, on a topic commit topic, the topic's number of the entry's batch
+	// (SeqCommit.Batch), 0 for an entry written before entries kept it: a producer
+	// request's retry searches the entries of the batches numbered above its floor.
+	Batch int64
 }
 
 // SkipRange is a run of an index entry's offsets readers skip: Count offsets from
@@ -624,7 +628,9 @@ type SeqCommit struct {
 	// the commit belongs to (from 1; set by SequenceBatch and on stream states), 0 when
 	// the backend cannot tell (a lost answer resolved from the index). Fences are the
 	// topic's fences as the commit's batch found them: every fence that may apply to it
-	// (RequestFence.Applies with Batch), set whenever Batch is.
+	// (RequestFence.Applies with Batch), set whenever Batch is. Every result and state
+	// carrying Batch must carry it on Entry too, which the entry written for the commit
+	// keeps (conformance case Batch/EntryBatchRoundTrip).
 	Batch  int64
 	Fences []RequestFence
 }

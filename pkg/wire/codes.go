@@ -14,7 +14,13 @@ const (
 	// CodeSuperseded (409) answers an attempt of a producer request (Strata-Idempotency:
 	// producer) that another delivery of the request fenced: that delivery decides the
 	// request's outcome and the client retries with its next attempt.
-	CodeSuperseded           = "superseded"
+	CodeSuperseded = "superseded"
+	// CodeRetryUndecided (409) refuses a producer request's retry, with nothing of it
+	// appended, when the server cannot tell from what it stores whether an earlier
+	// attempt was appended (retention removed it, or the search would pass its bound):
+	// the request may or may not be in the log, and is never appended twice. Retrying
+	// again is refused alike.
+	CodeRetryUndecided       = "retry_undecided"
 	CodeStaleCommit          = "stale_commit"
 	CodeGroupActive          = "group_active"
 	CodePayloadTooLarge      = "payload_too_large"

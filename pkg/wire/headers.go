@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -148,4 +149,88 @@ func ParseMaxBody(v string) int {
 		return 0
 	}
 	return n
+}
+
+// HeaderTopicBatch is, on the answers to appends and to GET /v1/topics/{topic} of a
+// topic of the topic commit layout, the topic's batch mark: a number of a batch the
+// topic had committed before the answer was sent, with the topic's incarnation
+// (FormatBatchMark). Batches are numbered from 1 in commit order, one number per topic
+// incarnation, so every batch committed after the answer is numbered above it. The
+// value may lag the topic (a cached one): any number the topic had reached is a mark.
+const HeaderTopicBatch = "Strata-Topic-Batch"
+
+// HeaderBatchFloor is, on every attempt of a producer request (HeaderIdempotency), the
+// highest HeaderTopicBatch mark of the topic the client had received when it sent the
+// request's first attempt, the same on every retry (or "0" when it had received none).
+// Every batch that can hold an attempt of the request committed after that first send,
+// hence is numbered above the floor: a retry searches the log only down to the floor,
+// decided by the batch numbers the store keeps, never by a clock. A retry needs it.
+const HeaderBatchFloor = "Strata-Batch-Floor"
+
+// MaxBatchNumber bounds a batch mark's number.
+const MaxBatchNumber = 1<<53 - 1
+
+// BatchMark is a topic's batch number with the incarnation it numbers (the value of
+// HeaderTopicBatch and HeaderBatchFloor). The zero mark (number 0, no incarnation) is a
+// floor below every batch of every incarnation.
+type BatchMark struct {
+	Batch       int64
+	Incarnation string
+}
+
+// ErrBatchMark says a Strata-Topic-Batch or Strata-Batch-Floor value is not a batch
+// mark: "<number>@<incarnation>" (the number a decimal in [0, MaxBatchNumber] without
+// leading zeros, the incarnation 1 to 64 lowercase letters and digits) or "0".
+var ErrBatchMark = errors.New("wire: bad batch mark")
+
+// String is the mark's header value: "<number>@<incarnation>", or "0" for the zero mark.
+func (m BatchMark) String() string {
+	if m.Incarnation == "" {
+		return strconv.FormatInt(m.Batch, 10)
+	}
+	return strconv.FormatInt(m.Batch, 10) + "@" + m.Incarnation
+}
+
+// ParseBatchMark reads one batch mark (BatchMark.String's form); a number without an
+// incarnation is only taken as "0", the zero mark.
+func ParseBatchMark(v string) (BatchMark, error) {
+	num, inc, hasInc := strings.Cut(v, "@")
+	n, _, err := parseDecimal([]string{num}, MaxBatchNumber, ErrBatchMark)
+	switch {
+	case err != nil:
+		return BatchMark{}, fmt.Errorf("%w: %q", ErrBatchMark, v)
+	case !hasInc && n != 0:
+		return BatchMark{}, fmt.Errorf("%w: %q names no incarnation", ErrBatchMark, v)
+	case hasInc && !validIncarnation(inc):
+		return BatchMark{}, fmt.Errorf("%w: %q: the incarnation must be 1 to 64 lowercase letters and digits", ErrBatchMark, v)
+	}
+	return BatchMark{Batch: n, Incarnation: inc}, nil
+}
+
+// ParseBatchFloor reads the values of a request's Strata-Batch-Floor header: present is
+// false when there is none; more than one value, or one that is not a batch mark, is
+// ErrBatchMark.
+func ParseBatchFloor(values []string) (floor BatchMark, present bool, err error) {
+	switch len(values) {
+	case 0:
+		return BatchMark{}, false, nil
+	case 1:
+	default:
+		return BatchMark{}, false, fmt.Errorf("%w: %d values, want one", ErrBatchMark, len(values))
+	}
+	m, err := ParseBatchMark(values[0])
+	return m, err == nil, err
+}
+
+// validIncarnation reports whether s can be a topic incarnation in a batch mark.
+func validIncarnation(s string) bool {
+	if len(s) < 1 || len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'z') {
+			return false
+		}
+	}
+	return true
 }

@@ -224,3 +224,61 @@ func TestProducerRequestKey(t *testing.T) {
 		t.Errorf("the longest producer key is %d characters, MaxIdempotencyKey %d", n, MaxIdempotencyKey)
 	}
 }
+
+// TestParseBatchMark: "<number>@<incarnation>" and "0" are marks, and format back to
+// themselves; anything else is ErrBatchMark.
+func TestParseBatchMark(t *testing.T) {
+	good := map[string]BatchMark{
+		"0":                  {},
+		"0@tc01abc":          {Batch: 0, Incarnation: "tc01abc"},
+		"17@tc01abc":         {Batch: 17, Incarnation: "tc01abc"},
+		"9007199254740991@z": {Batch: MaxBatchNumber, Incarnation: "z"},
+	}
+	for v, want := range good {
+		got, err := ParseBatchMark(v)
+		if err != nil || got != want || got.String() != v {
+			t.Errorf("ParseBatchMark(%q) = %+v, %v; want %+v formatting back", v, got, err, want)
+		}
+	}
+	bad := []string{"", "17", "@tc", "17@", "17@TC", "17@tc#1", "17@tc/1", "-1@tc", "01@tc", "1 @tc", "9007199254740992@tc",
+		"17@" + string(make([]byte, 65)), "17@tc@tc", "1.5@tc"}
+	for _, in := range malformedDecimals {
+		if len(in) == 1 && in[0] != "" {
+			bad = append(bad, in[0]+"@tc")
+		}
+	}
+	for _, v := range bad {
+		if _, err := ParseBatchMark(v); !errors.Is(err, ErrBatchMark) {
+			t.Errorf("ParseBatchMark(%q): %v, want ErrBatchMark", v, err)
+		}
+	}
+	if _, present, err := ParseBatchFloor(nil); present || err != nil {
+		t.Errorf("no header: present %v, %v", present, err)
+	}
+	if _, _, err := ParseBatchFloor([]string{"1@a", "2@a"}); !errors.Is(err, ErrBatchMark) {
+		t.Errorf("two headers: %v, want ErrBatchMark", err)
+	}
+	if m, present, err := ParseBatchFloor([]string{"3@a"}); !present || err != nil || m != (BatchMark{3, "a"}) {
+		t.Errorf("one header: %+v %v %v", m, present, err)
+	}
+}
+
+// FuzzParseBatchMark: a value is either refused with ErrBatchMark or read as a mark
+// within the bounds that formats back to the very same value.
+func FuzzParseBatchMark(f *testing.F) {
+	for _, s := range []string{"0", "17@tc01abc", "01@tc", "17", "@", "9007199254740992@a", "1@A"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		m, err := ParseBatchMark(v)
+		if err != nil {
+			if !errors.Is(err, ErrBatchMark) {
+				t.Fatalf("%q: %v, want ErrBatchMark", v, err)
+			}
+			return
+		}
+		if m.Batch < 0 || m.Batch > MaxBatchNumber || m.String() != v || (m.Incarnation == "" && m.Batch != 0) {
+			t.Fatalf("%q read as %+v", v, m)
+		}
+	})
+}

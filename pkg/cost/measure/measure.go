@@ -235,10 +235,12 @@ func runCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, topics
 	counter.Reset()
 	start := time.Now()
 	sent := make([]time.Time, opt.Appends)
+	floors := make([]wire.BatchMark, opt.Appends)
 	firsts := make([][]log.Result, opt.Appends)
 	for a := range opt.Appends {
 		recs := records()
 		sent[a] = time.Now()
+		floors[a], _ = lg.BatchMark(topic) // the mark the SDK had from the answer before
 		res, err := lg.Append(ctx, topic, recs, firstAttempt(idem, fmt.Sprintf("k%d", a)))
 		if err != nil {
 			return Case{}, fmt.Errorf("measure: append: %w", err)
@@ -260,7 +262,7 @@ func runCase(ctx context.Context, lg *log.Log, counter *awscount.Counter, topics
 		counter.Reset()
 		for a := range opt.Appends {
 			key := fmt.Sprintf("k%d", a)
-			res, err := lg.Append(ctx, topic, records(), secondAttempt(key, time.Since(sent[a])))
+			res, err := lg.Append(ctx, topic, records(), secondAttempt(key, time.Since(sent[a]), floors[a]))
 			if err != nil {
 				return Case{}, fmt.Errorf("measure: retry: %w", err)
 			}
@@ -302,10 +304,12 @@ func firstAttempt(idem bool, key string) log.AppendOptions {
 }
 
 // secondAttempt is the options of the producer's second attempt of request key, elapsed after
-// its first was sent (Strata-Attempt 1, Strata-Retry-Elapsed-Ms), at most
-// wire.MaxRetryElapsed.
-func secondAttempt(key string, elapsed time.Duration) log.AppendOptions {
-	return log.AppendOptions{IdempotencyKey: key, Producer: true, Attempt: 1, RetryElapsed: min(elapsed, wire.MaxRetryElapsed)}
+// its first was sent (Strata-Attempt 1, Strata-Retry-Elapsed-Ms, at most
+// wire.MaxRetryElapsed), with the batch floor its client had at the first send
+// (Strata-Batch-Floor).
+func secondAttempt(key string, elapsed time.Duration, floor wire.BatchMark) log.AppendOptions {
+	return log.AppendOptions{IdempotencyKey: key, Producer: true, Attempt: 1, RetryElapsed: min(elapsed, wire.MaxRetryElapsed),
+		BatchFloor: &floor}
 }
 
 func sum(ops map[string]awscount.Op, names ...string) (n float64) {

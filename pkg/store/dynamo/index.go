@@ -37,8 +37,15 @@ func indexItem(e store.IndexEntry) item {
 	if e.MembersLength > 0 {
 		it[attrMembersOff], it[attrMembersLen] = avN(e.MembersOffset), avN(e.MembersLength)
 	}
+	if e.Batch > 0 {
+		it[attrEntryBatch] = avN(e.Batch)
+	}
 	return it
 }
+
+// attrEntryBatch is an entry's batch number (IndexEntry.Batch), absent on entries of
+// other layouts and on those written before entries kept it.
+const attrEntryBatch = "bn"
 
 // An entry's members table location (IndexEntry.MembersOffset, MembersLength): two
 // short number attributes, absent when the batch has no members table.
@@ -64,6 +71,9 @@ func decodeIndex(it item) (store.IndexEntry, error) {
 		Skip:         d.str("skip", false),
 	}
 	e.MembersOffset, e.MembersLength = d.num(attrMembersOff, false), d.num(attrMembersLen, false)
+	if e.Batch = d.num(attrEntryBatch, false); d.err == nil && e.Batch < 0 {
+		d.fail(attrEntryBatch, "batch %d", e.Batch)
+	}
 	if d.err == nil {
 		if _, err := e.SkipRanges(); err != nil {
 			d.fail("skip", "%v", err)

@@ -70,6 +70,7 @@ func TestCommitPayloadOnBothItems(t *testing.T) {
 				want := tc.want
 				if kind == "topic item" {
 					want.Batch = 1 // the item's batch count: its newest batch's number
+					want.Entry.Batch = 1
 				}
 				if len(sts) != 1 || sts[0].Last == nil || !reflect.DeepEqual(*sts[0].Last, want) {
 					t.Fatalf("decoded %+v, want one state with Last %+v", sts, want)

@@ -68,9 +68,11 @@ type batchItem struct {
 	orphans []string
 }
 
-// stamp sets the newest batch's number and the item's fences on a commit of it.
+// stamp sets the newest batch's number (on the commit and its entry) and the item's
+// fences on a commit of it.
 func (t batchItem) stamp(c *store.SeqCommit) {
 	c.Batch, c.Fences = t.batches, slices.Clone(t.fences)
+	c.Entry.Batch = t.batches
 }
 
 // state is partition p's sequencer state; Last is p's last commit in the newest batch

@@ -47,6 +47,8 @@ type indexRec struct {
 	// MembersOffset and MembersLength locate the batch's members table (absent: none).
 	MembersOffset int64 `json:"members_offset,omitempty"`
 	MembersLength int64 `json:"members_length,omitempty"`
+	// Batch is the entry's batch number on a topic commit topic (absent: none kept).
+	Batch int64 `json:"batch,omitempty"`
 }
 
 func indexToRec(e store.IndexEntry) indexRec {
@@ -55,6 +57,7 @@ func indexToRec(e store.IndexEntry) indexRec {
 		ObjectKey: e.ObjectKey, ByteOffset: e.ByteOffset, ByteLength: e.ByteLength,
 		MaxTimestamp: e.MaxTimestamp.UTC(), AppendedAt: e.AppendedAt.UTC(), ExpiresAt: e.ExpiresAt.UTC(),
 		Duplicate: e.Duplicate, Skip: e.Skip, MembersOffset: e.MembersOffset, MembersLength: e.MembersLength,
+		Batch: e.Batch,
 	}
 }
 
@@ -64,6 +67,7 @@ func (r indexRec) toStore() store.IndexEntry {
 		ObjectKey: r.ObjectKey, ByteOffset: r.ByteOffset, ByteLength: r.ByteLength,
 		MaxTimestamp: r.MaxTimestamp, AppendedAt: r.AppendedAt, ExpiresAt: r.ExpiresAt,
 		Duplicate: r.Duplicate, Skip: r.Skip, MembersOffset: r.MembersOffset, MembersLength: r.MembersLength,
+		Batch: r.Batch,
 	}
 }
 

@@ -212,7 +212,7 @@ func sequenceLocked(tx *bolt.Tx, c *store.SeqCommit) error {
 	if len(c.Members) > 0 {
 		c.Entry.SetSkip(store.SkipFor(*c))
 	}
-	c.Entry.MembersOffset, c.Entry.MembersLength = c.MembersOffset, c.MembersLength
+	c.Entry.MembersOffset, c.Entry.MembersLength, c.Entry.Batch = c.MembersOffset, c.MembersLength, c.Batch
 	if err := putIndexIfAbsent(tx, c.Entry); err != nil {
 		return fmt.Errorf("local: the counter of %s/%d is behind its index: %w", c.Entry.Topic, c.Entry.Partition, err)
 	}

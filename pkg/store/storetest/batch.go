@@ -18,6 +18,7 @@ func batchCases() []testCase[store.MetaStore] {
 		{"TopicCommitLogStart", testBatchLogStart},
 		{"BadBatchChangesNothing", testBatchBad},
 		{"LegacyTopicBatch", testBatchLegacy},
+		{"EntryBatchRoundTrip", testEntryBatch},
 	}
 }
 

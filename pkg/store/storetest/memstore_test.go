@@ -380,6 +380,9 @@ func (s *memStore) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([]s
 			c.MembersOffset, c.MembersLength = 0, 0
 		}
 		c.Entry.MembersOffset, c.Entry.MembersLength = c.MembersOffset, c.MembersLength
+		if c.Entry.Batch = batch; s.bug == "EntryWithoutBatch" {
+			c.Entry.Batch = 0
+		}
 		c.Entry.BaseOffset = st.NextOffset
 		st.NextOffset += c.Entry.Count
 		st.NextSeq++

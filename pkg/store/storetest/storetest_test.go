@@ -135,6 +135,7 @@ func TestMutants(t *testing.T) {
 		"FenceAnyLayout":              "MetaStore/Fences/RefusedFenceChangesNothing",
 		"EntryDropsMembers":           "MetaStore/Fences/EntryMembersRoundTrip",
 		"ResultDropsMembers":          "MetaStore/Fences/EntryMembersRoundTrip",
+		"EntryWithoutBatch":           "MetaStore/Batch/EntryBatchRoundTrip",
 	} {
 		t.Run(bug, func(t *testing.T) {
 			t.Parallel()
