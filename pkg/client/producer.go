@@ -110,7 +110,7 @@ type ProducerConfig struct {
 	BatchBytes   int
 	BatchRecords int
 	// MaxRetries bounds the retries of a request after a 503, a 429, a 409 superseded,
-	// a transport error or a garbled answer (at most wire.MaxAttempt); negative disables
+	// a transport error or a garbled answer (at most wire.MaxFencedAttempt); negative disables
 	// retries.
 	MaxRetries int
 	// DeliveryTimeout bounds how long after a request's first attempt it is retried, as
@@ -294,8 +294,8 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 	case cfg.Linger < 0 || cfg.Backoff < 0 || cfg.MaxBackoff < 0 || cfg.BufferBytes < 0 || cfg.Partitions < 0 ||
 		cfg.MaxInFlightRequests < 0 || cfg.DeliveryTimeout < 0:
 		return nil, fmt.Errorf("%w: negative producer setting", ErrInvalid)
-	case cfg.MaxRetries > wire.MaxAttempt:
-		return nil, fmt.Errorf("%w: MaxRetries %d above %d (wire.MaxAttempt, the last attempt a server takes)", ErrInvalid, cfg.MaxRetries, wire.MaxAttempt)
+	case cfg.MaxRetries > wire.MaxFencedAttempt:
+		return nil, fmt.Errorf("%w: MaxRetries %d above %d (wire.MaxFencedAttempt, the last attempt of a request a server fences)", ErrInvalid, cfg.MaxRetries, wire.MaxFencedAttempt)
 	case cfg.DeliveryTimeout >= wire.MaxRetryElapsed:
 		return nil, fmt.Errorf("%w: DeliveryTimeout %v must be below %v (wire.MaxRetryElapsed)", ErrInvalid, cfg.DeliveryTimeout, wire.MaxRetryElapsed)
 	}

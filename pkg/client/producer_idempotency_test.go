@@ -175,16 +175,17 @@ func TestProducerDeliveryTimeoutStopsRetries(t *testing.T) {
 	f := newFake(t, 1)
 	f.inject = func(int, appendCall) fault { return fault503 }
 	const timeout = time.Second
-	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, MaxRetries: 1000, Backoff: 50 * time.Millisecond,
-		MaxBackoff: 50 * time.Millisecond, DeliveryTimeout: timeout})
+	p := newProducer(t, f, client.ProducerConfig{Partitions: 1, MaxRetries: wire.MaxFencedAttempt, Backoff: 200 * time.Millisecond,
+		MaxBackoff: 200 * time.Millisecond, DeliveryTimeout: timeout})
 	_, err := p.SendSync(context.Background(), client.Record{Value: []byte("a")})
 	if !errors.Is(err, client.ErrDeliveryTimeout) || !errors.Is(err, client.ErrUnavailable) {
 		t.Fatalf("err = %v, want ErrDeliveryTimeout wrapping the last 503", err)
 	}
 	calls, logs, _, _ := f.snapshot()
-	// Backoff with jitter waits at least 25 ms: at most timeout/25ms retries fit.
-	if most := int(timeout/(25*time.Millisecond)) + 1; len(calls) < 2 || len(calls) > most {
-		t.Fatalf("%d calls, want a retry or more and at most %d (MaxRetries 1000 not reached):\n%s", len(calls), most, callsSummary(calls))
+	// Backoff with jitter waits at least 100 ms: at most timeout/100ms retries fit, fewer
+	// than MaxRetries.
+	if most := int(timeout/(100*time.Millisecond)) + 1; len(calls) < 2 || len(calls) > most {
+		t.Fatalf("%d calls, want a retry or more and at most %d (MaxRetries %d not reached):\n%s", len(calls), most, wire.MaxFencedAttempt, callsSummary(calls))
 	}
 	for _, c := range calls[1:] {
 		if d := elapsedMs(t, c); d > timeout {
@@ -227,10 +228,10 @@ func TestNewProducerValidatesDeliveryTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		n  int
 		ok bool
-	}{{wire.MaxAttempt, true}, {wire.MaxAttempt + 1, false}, {-1, true}} {
+	}{{wire.MaxFencedAttempt, true}, {wire.MaxFencedAttempt + 1, false}, {wire.MaxAttempt, false}, {-1, true}} {
 		p, err := client.NewProducer(context.Background(), c, "orders", client.ProducerConfig{Partitions: 1, MaxRetries: tc.n})
 		if tc.ok != (err == nil) || (err != nil && !errors.Is(err, client.ErrInvalid)) {
-			t.Errorf("MaxRetries %d: %v, want ok %v (Strata-Attempt goes up to wire.MaxAttempt)", tc.n, err, tc.ok)
+			t.Errorf("MaxRetries %d: %v, want ok %v (a server fences attempts up to wire.MaxFencedAttempt)", tc.n, err, tc.ok)
 		}
 		if p != nil {
 			_ = p.Close(context.Background())

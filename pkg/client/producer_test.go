@@ -203,7 +203,7 @@ func TestProducerOneInFlightPerPartition(t *testing.T) {
 		return faultNone
 	}
 	p := newProducer(t, f, client.ProducerConfig{Partitions: 4, BatchRecords: 7, Backoff: time.Millisecond,
-		MaxBackoff: 4 * time.Millisecond, MaxRetries: 50})
+		MaxBackoff: 4 * time.Millisecond, MaxRetries: wire.MaxFencedAttempt})
 	var all []sent
 	for i := range 600 {
 		key := fmt.Appendf(nil, "key-%d", i%37)
@@ -256,7 +256,7 @@ func TestProducerProperty(t *testing.T) {
 			BatchRecords: rapid.IntRange(1, 12).Draw(rt, "batchRecords"),
 			BatchBytes:   rapid.IntRange(200, 2000).Draw(rt, "batchBytes"),
 			Linger:       rapid.SampledFrom([]time.Duration{0, 500 * time.Microsecond, 2 * time.Millisecond}).Draw(rt, "linger"),
-			Backoff:      time.Millisecond, MaxBackoff: 2 * time.Millisecond, MaxRetries: 100,
+			Backoff:      time.Millisecond, MaxBackoff: 2 * time.Millisecond, MaxRetries: wire.MaxFencedAttempt,
 		}
 		p := newProducer(rt, f, cfg)
 		n := rapid.IntRange(1, 80).Draw(rt, "records")

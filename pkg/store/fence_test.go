@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // held is n keys' fences of owner (two attempts of the first, so keys, not fences, count).
@@ -52,5 +53,13 @@ func TestFenceRoom(t *testing.T) {
 		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
 			t.Errorf("%s: FenceRoom = %v, want %v", tc.name, err, tc.want)
 		}
+	}
+}
+
+// TestFenceAttemptsMatchTheContract: the last attempt a store fences is the contract's,
+// which the SDK's producer bounds its retries by.
+func TestFenceAttemptsMatchTheContract(t *testing.T) {
+	if store.MaxFenceAttempts != wire.MaxFencedAttempt {
+		t.Fatalf("store.MaxFenceAttempts %d, wire.MaxFencedAttempt %d", store.MaxFenceAttempts, wire.MaxFencedAttempt)
 	}
 }

@@ -85,6 +85,11 @@ func FormatRetryElapsed(d time.Duration) string {
 // MaxAttempt bounds the Strata-Attempt header's value.
 const MaxAttempt = 1 << 16
 
+// MaxFencedAttempt is the last attempt of a producer request a server fences: a later
+// one is refused (429, nothing appended), since every fencing attempt adds to the topic's
+// item. A producer retries a request at most this many times.
+const MaxFencedAttempt = 16
+
 // ErrAttempt says a Strata-Attempt header is not one decimal number in [0, MaxAttempt].
 var ErrAttempt = errors.New("wire: bad Strata-Attempt header")
 
