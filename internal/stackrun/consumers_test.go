@@ -119,13 +119,24 @@ func TestStackConsumerGrants(t *testing.T) {
 		if _, err := op.ReleaseParkedKey(ctx, exampleGroup, exampleTopic, []byte(poisonKey)); err != nil {
 			t.Fatal(err)
 		}
-		// A release is seen when a run starts: a new order makes dispatch invoke one.
-		if _, err := op.Append(ctx, exampleTopic, []client.Record{order(2)}, client.AppendOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		// A release is seen when a run starts: a new order makes dispatch invoke one. The
+		// run that takes it may have started before the release (an invocation still
+		// draining the partition), so another order follows every 10 s until a run replays.
 		const replayedMsg = "replay of a released key failed" // the poison fails again: it reached the handler
+		next, nudged := 2, time.Time{}
 		waitUntil(t, 2*time.Minute, "the released key's replay reads the parking topic "+wire.ParkingTopic(exampleGroup), logs,
-			func() bool { return strings.Contains(consumerFn.Logs(), replayedMsg) || len(st.Denials()) > 0 })
+			func() bool {
+				if strings.Contains(consumerFn.Logs(), replayedMsg) || len(st.Denials()) > 0 {
+					return true
+				}
+				if time.Since(nudged) > 10*time.Second {
+					if _, err := op.Append(ctx, exampleTopic, []client.Record{order(next)}, client.AppendOptions{}); err != nil {
+						t.Fatal(err)
+					}
+					next, nudged = next+1, time.Now()
+				}
+				return false
+			})
 		for _, d := range stackrun.DistinctDenials(st.Denials()) {
 			t.Errorf("IAM denied a function's request: %s", d)
 		}

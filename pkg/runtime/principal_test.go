@@ -124,7 +124,7 @@ func TestIdempotencyKeyScopedByPrincipal(t *testing.T) {
 			// A producer request's key, fenced by mallory's "retry" of it first.
 			retry := func(attempt int) map[string]string {
 				return map[string]string{"Idempotency-Key": "01JDZ8W7R8S9T0U1V2W3X4Y5Z6.7", wire.HeaderIdempotency: wire.IdempotencyProducer,
-					wire.HeaderAttempt: strconv.Itoa(attempt), wire.HeaderRetryElapsed: "1000"}
+					wire.HeaderAttempt: strconv.Itoa(attempt), wire.HeaderRetryElapsed: "1000", wire.HeaderBatchFloor: "0"}
 			}
 			if code, _, body := appendAs(t, h, malloryToken, mallory, retry(9)); code != http.StatusOK {
 				t.Fatalf("mallory's producer retry: %d %s", code, body)
