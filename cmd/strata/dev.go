@@ -27,6 +27,20 @@ type devFlags struct {
 	defaultRetention, maxRetention                      time.Duration
 }
 
+// register adds the storage flags to f: every command that opens a node through
+// node.FromEnv and fl.apply (strata dev, strata kafka) takes the same ones.
+func (fl *devFlags) register(f *pflag.FlagSet) {
+	f.StringVar(&fl.dataDir, "data-dir", "strata-data", "directory of the embedded backend")
+	f.StringVar(&fl.backend, "backend", node.BackendLocal, "storage backend: local or aws")
+	f.StringVar(&fl.bucket, "bucket", "", "aws: segment bucket (env "+deploy.EnvBucket+"; default strata-segments)")
+	f.StringVar(&fl.tablePrefix, "table-prefix", "", "aws: DynamoDB table name prefix (env "+deploy.EnvTablePrefix+"; default strata-)")
+	f.StringVar(&fl.objectPrefix, "object-prefix", "", "aws: key prefix of segment objects in the bucket (env "+deploy.EnvObjectPrefix+")")
+	f.BoolVar(&fl.bootstrap, "bootstrap", false, "aws: create the bucket and tables when missing (env "+deploy.EnvBootstrap+"=1)")
+	f.IntVar(&fl.defaultPartitions, "default-partitions", 0, "partitions of a topic created without a count (env "+deploy.EnvDefaultPartitions+"; default 4)")
+	f.DurationVar(&fl.defaultRetention, "default-retention", 0, "retention of a topic created without one (env "+deploy.EnvDefaultRetentionMS+"; default 24h)")
+	f.DurationVar(&fl.maxRetention, "max-retention", 0, "longest retention a topic may ask for, 0 for none (env "+deploy.EnvMaxRetentionMS+"; default none)")
+}
+
 // newDevCmd is the local runtime: the whole API on embedded (or AWS) backends in one
 // process (docs/API.md, "Local runtime").
 func newDevCmd() *cobra.Command {
@@ -116,17 +130,9 @@ requests in flight and exits within 5 seconds.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&cfg.Addr, "addr", runtime.DefaultAddr, "listen address (port 0 picks a free one)")
-	f.StringVar(&fl.dataDir, "data-dir", "strata-data", "directory of the embedded backend")
 	f.StringVar(&cfg.AuthFile, "auth", "", "auth `FILE` (tokens and grants); without it every call is allowed")
 	f.DurationVar(&cfg.RetentionInterval, "retention-interval", runtime.DefaultRetentionInterval, "period of the retention pass")
-	f.StringVar(&fl.backend, "backend", node.BackendLocal, "storage backend: local or aws")
-	f.StringVar(&fl.bucket, "bucket", "", "aws: segment bucket (env "+deploy.EnvBucket+"; default strata-segments)")
-	f.StringVar(&fl.tablePrefix, "table-prefix", "", "aws: DynamoDB table name prefix (env "+deploy.EnvTablePrefix+"; default strata-)")
-	f.StringVar(&fl.objectPrefix, "object-prefix", "", "aws: key prefix of segment objects in the bucket (env "+deploy.EnvObjectPrefix+")")
-	f.BoolVar(&fl.bootstrap, "bootstrap", false, "aws: create the bucket and tables when missing (env "+deploy.EnvBootstrap+"=1)")
-	f.IntVar(&fl.defaultPartitions, "default-partitions", 0, "partitions of a topic created without a count (env "+deploy.EnvDefaultPartitions+"; default 4)")
-	f.DurationVar(&fl.defaultRetention, "default-retention", 0, "retention of a topic created without one (env "+deploy.EnvDefaultRetentionMS+"; default 24h)")
-	f.DurationVar(&fl.maxRetention, "max-retention", 0, "longest retention a topic may ask for, 0 for none (env "+deploy.EnvMaxRetentionMS+"; default none)")
+	fl.register(f)
 	f.DurationVar(&window, "group-commit-window", runtime.DefaultGroupCommitWindow,
 		"concurrent appends arriving within this window share one segment object and one commit per partition (0 turns group commit off)")
 	f.BoolVar(&verbose, "verbose", false, "log retention passes and other routine events")

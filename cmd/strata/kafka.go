@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/kafka"
 	"github.com/stratalog/strata/pkg/log"
@@ -91,15 +90,7 @@ SIGTERM closes every connection and exits.`,
 	f.StringVar(&listen, "listen", defaultKafkaAddr, "listen address (port 0 picks a free one)")
 	f.StringVar(&advertise, "advertise", "", "host:port clients are told to connect to (default the listen address)")
 	f.Int32Var(&nodeID, "node-id", 0, "the broker id the gateway reports for itself")
-	f.StringVar(&fl.backend, "backend", node.BackendLocal, "storage backend: local or aws")
-	f.StringVar(&fl.dataDir, "data-dir", "strata-data", "directory of the embedded backend")
-	f.StringVar(&fl.bucket, "bucket", "", "aws: segment bucket (env "+deploy.EnvBucket+"; default strata-segments)")
-	f.StringVar(&fl.tablePrefix, "table-prefix", "", "aws: DynamoDB table name prefix (env "+deploy.EnvTablePrefix+"; default strata-)")
-	f.StringVar(&fl.objectPrefix, "object-prefix", "", "aws: key prefix of segment objects in the bucket (env "+deploy.EnvObjectPrefix+")")
-	f.BoolVar(&fl.bootstrap, "bootstrap", false, "aws: create the bucket and tables when missing (env "+deploy.EnvBootstrap+"=1)")
-	f.IntVar(&fl.defaultPartitions, "default-partitions", 0, "partitions of a topic created with -1 partitions (env "+deploy.EnvDefaultPartitions+"; default 4)")
-	f.DurationVar(&fl.defaultRetention, "default-retention", 0, "retention of a topic created without retention.ms (env "+deploy.EnvDefaultRetentionMS+"; default 24h)")
-	f.DurationVar(&fl.maxRetention, "max-retention", 0, "longest retention a topic may ask for, 0 for none (env "+deploy.EnvMaxRetentionMS+"; default none)")
+	fl.register(f)
 	f.DurationVar(&window, "group-commit-window", runtime.DefaultGroupCommitWindow,
 		"concurrent produce requests arriving within this window share one segment object and one commit per partition (0 turns group commit off)")
 	f.BoolVar(&verbose, "verbose", false, "log routine events")
