@@ -66,6 +66,8 @@ func TestMutants(t *testing.T) {
 	for bug, catcher := range map[string]string{
 		"ObjectPutOverwrites":         "ObjectStore/Objects/PutIfAbsentKeepsFirst",
 		"LagKeepsAll":                 "LagHistoryStore/LagHistory/RingKeepsNewestAndDropsGonePartitions",
+		"ProducerPutBlind":            "ProducerStore/Producers/RowPutIsConditionalOnVersion",
+		"ProducerIDRace":              "ProducerStore/Producers/IDsUniqueAcrossCallers",
 		"ObjectPutRace":               "ObjectStore/Objects/ConcurrentPutOneWins",
 		"ObjectShortRead":             "ObjectStore/Objects/RangePastEndOrInvalid",
 		"ObjectDeleteMissingFails":    "ObjectStore/Objects/DeleteIdempotent",
