@@ -55,6 +55,16 @@ func FuzzRequest(f *testing.F) {
 		pr.Topics = append(pr.Topics, rt)
 		seed(pr, v)
 	}
+	for _, v := range []int16{0, 3, 4} {
+		ip := kmsg.NewPtrInitProducerIDRequest()
+		ip.ProducerID, ip.ProducerEpoch = 1, 0
+		seed(ip, v)
+	}
+	ipr := kmsg.NewPtrProduceRequest()
+	ipr.Acks = -1
+	ipr.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: testBatch(f, codecNone, []kmsg.Record{rec("k", "v")},
+		func(b *kmsg.RecordBatch) { b.ProducerID, b.ProducerEpoch, b.FirstSequence = 1, 0, 0 }, true)}}}}
+	seed(ipr, 9)
 	fr := kmsg.NewPtrFetchRequest()
 	fr.MaxWaitMillis, fr.MaxBytes = 10, 1<<20
 	fr.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0, PartitionMaxBytes: 100}, {Partition: 1, FetchOffset: 5}}}}

@@ -52,6 +52,7 @@ var APIs = []apiRange{
 	{18, 0, 4}, // ApiVersions
 	{19, 2, 7}, // CreateTopics
 	{20, 1, 6}, // DeleteTopics
+	{22, 0, 4}, // InitProducerId (no transactional ids; v5 is transactions v2)
 	{37, 0, 3}, // CreatePartitions
 	{60, 0, 1}, // DescribeCluster (v2 lists fenced brokers)
 }
@@ -164,6 +165,9 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		}
 	case *kmsg.DescribeClusterRequest:
 		resp.(*kmsg.DescribeClusterResponse).ErrorCode = code
+	case *kmsg.InitProducerIDRequest:
+		out := resp.(*kmsg.InitProducerIDResponse)
+		out.ErrorCode, out.ProducerID, out.ProducerEpoch = code, -1, -1
 	case *kmsg.OffsetCommitRequest:
 		out := resp.(*kmsg.OffsetCommitResponse)
 		for _, t := range r.Topics {
