@@ -68,6 +68,7 @@ func TestMutants(t *testing.T) {
 		"LagKeepsAll":                 "LagHistoryStore/LagHistory/RingKeepsNewestAndDropsGonePartitions",
 		"ProducerPutBlind":            "ProducerStore/Producers/RowPutIsConditionalOnVersion",
 		"ProducerIDRace":              "ProducerStore/Producers/IDsUniqueAcrossCallers",
+		"RetentionChangesPin":         "RetentionStore/Retention/SetKeepsTheRest",
 		"ObjectPutRace":               "ObjectStore/Objects/ConcurrentPutOneWins",
 		"ObjectShortRead":             "ObjectStore/Objects/RangePastEndOrInvalid",
 		"ObjectDeleteMissingFails":    "ObjectStore/Objects/DeleteIdempotent",
