@@ -32,3 +32,10 @@ func (l *Log) SetRetention(ctx context.Context, name string, retention time.Dura
 	t, err := rs.SetRetention(ctx, name, retention)
 	return l.changedTopic(name, t, err)
 }
+
+// DefaultRetention is the retention a topic created without one gets
+// (Config.Topics.Retention, else DefaultRetention).
+func (l *Log) DefaultRetention() time.Duration { return l.defaults.retention() }
+
+// DefaultPartitions is the partition count a topic created without one gets.
+func (l *Log) DefaultPartitions() int32 { return l.defaults.partitions() }
