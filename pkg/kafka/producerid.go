@@ -3,7 +3,9 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -264,6 +266,14 @@ func producerKey(b producerBatch, partition int32) string {
 	return wire.ProducerRequestKey(fmt.Sprintf("kafka-%de%dp%d", b.ID, b.Epoch, partition), uint64(b.Seq))
 }
 
+// rowEnvelope is a stored row: the row and a nonce of its writer, so a writer that
+// finds a row it may have written (a lost answer) tells its own write from another's
+// of the same content.
+type rowEnvelope struct {
+	Row    json.RawMessage `json:"r"`
+	Writer string          `json:"w"`
+}
+
 // loadRow reads the row under key into v: its version, 0 when there is none.
 func loadRow(ctx context.Context, ps store.ProducerStore, key string, v any) (int64, error) {
 	data, ver, err := ps.GetProducerRow(ctx, key)
@@ -273,17 +283,27 @@ func loadRow(ctx context.Context, ps store.ProducerStore, key string, v any) (in
 	if err != nil {
 		return 0, err
 	}
-	if err := json.Unmarshal(data, v); err != nil {
+	var env rowEnvelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		return 0, fmt.Errorf("kafka: producer row %q: %w", key, err)
+	}
+	if err := json.Unmarshal(env.Row, v); err != nil {
 		return 0, fmt.Errorf("kafka: producer row %q: %w", key, err)
 	}
 	return ver, nil
 }
 
 // putRow writes v as the row under key at version prev+1 if it is at prev: false when
-// another writer moved it. A put whose answer was lost and whose retry then found its
-// own write is a success.
+// another writer moved it. A put whose answer was lost and whose retry then found this
+// very write (its writer's nonce) is a success.
 func putRow(ctx context.Context, ps store.ProducerStore, key string, v any, prev int64, now time.Time) (bool, error) {
-	data, err := json.Marshal(v)
+	row, err := json.Marshal(v)
+	if err != nil {
+		return false, err
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	data, err := json.Marshal(rowEnvelope{Row: row, Writer: hex.EncodeToString(nonce[:])})
 	if err != nil {
 		return false, err
 	}
