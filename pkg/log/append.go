@@ -18,8 +18,10 @@ import (
 
 // Record is one record to append.
 type Record struct {
-	Key     []byte
-	Value   []byte
+	Key []byte
+	// Value nil is a null value (Kafka's tombstone), kept apart from an empty one.
+	Value []byte
+	// Headers are kept in order, repeated keys and null (nil) values included.
 	Headers []segment.Header
 	// Partition, when set, places the record; otherwise a keyed record goes to
 	// PartitionForKey and an unkeyed one to the next partition in round-robin order.
@@ -655,11 +657,11 @@ func hashBody(recs []Record) string {
 			writeBytes(nil, true)
 		}
 		writeBytes(r.Key, r.Key == nil)
-		writeBytes(r.Value, false)
+		writeBytes(r.Value, r.Value == nil)
 		h.Write(buf[:binary.PutVarint(buf[:], int64(len(r.Headers)))])
 		for _, hd := range r.Headers {
 			writeBytes([]byte(hd.Key), false)
-			writeBytes(hd.Value, false)
+			writeBytes(hd.Value, hd.Value == nil)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
