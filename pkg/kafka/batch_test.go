@@ -88,8 +88,6 @@ func TestDecodeBatchesRefusals(t *testing.T) {
 		{"count above the records", testBatch(t, codecNone, ok, func(b *kmsg.RecordBatch) { b.NumRecords = 2 }, true), corruptMessage, "records in"},
 		{"count below the records", testBatch(t, codecNone, []kmsg.Record{rec("a", "1"), rec("b", "2")}, func(b *kmsg.RecordBatch) { b.NumRecords = 1 }, true), corruptMessage, "after its"},
 		{"no records", testBatch(t, codecNone, nil, nil, true), invalidRecord, "at least one"},
-		{"null value", testBatch(t, codecNone, []kmsg.Record{{Key: []byte("k")}}, nil, true), invalidRecord, "null value"},
-		{"null header value", testBatch(t, codecNone, []kmsg.Record{{Value: []byte("v"), Headers: []kmsg.Header{{Key: "h"}}}}, nil, true), invalidRecord, "header"},
 		{"transactional", testBatch(t, codecNone, ok, func(b *kmsg.RecordBatch) { b.Attributes |= attrTransactional }, true), invalidRecord, "transaction"},
 		{"idempotent", testBatch(t, codecNone, ok, func(b *kmsg.RecordBatch) { b.ProducerID = 7 }, true), invalidRecord, "InitProducerId"},
 		{"offset deltas not from 0", testBatch(t, codecNone, []kmsg.Record{{OffsetDelta: 3, Value: []byte("v")}}, nil, true), invalidRecord, "offset delta"},

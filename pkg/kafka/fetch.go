@@ -193,15 +193,8 @@ func appendBatch(dst []byte, recs []segment.Record) []byte {
 	for _, r := range recs {
 		maxTs = max(maxTs, r.Timestamp)
 		kr := kmsg.Record{TimestampDelta64: r.Timestamp - firstTs, OffsetDelta: int32(r.Offset - base), Key: r.Key, Value: r.Value}
-		if kr.Value == nil {
-			kr.Value = []byte{}
-		}
 		for _, h := range r.Headers {
-			v := h.Value
-			if v == nil {
-				v = []byte{}
-			}
-			kr.Headers = append(kr.Headers, kmsg.Header{Key: h.Key, Value: v})
+			kr.Headers = append(kr.Headers, kmsg.Header{Key: h.Key, Value: h.Value})
 		}
 		// The record's length prefix counts what follows it: encode with a zero
 		// length (one byte), then prefix the real one.
