@@ -109,6 +109,9 @@ type TopicConfig struct {
 	// RetentionPin, when positive, is how far beyond Retention a record is kept while a
 	// group that has committed on the topic has not read it (docs/API.md).
 	RetentionPin time.Duration
+	// LogAppendTime stamps every record with its append time instead of the producer's
+	// timestamp (Kafka's message.timestamp.type=LogAppendTime).
+	LogAppendTime bool
 }
 
 // Topic describes a topic. PartitionInfo is filled by DescribeTopic.
@@ -118,6 +121,7 @@ type Topic struct {
 	Retention  time.Duration
 	// RetentionPin is the pin cap, 0 without a pin.
 	RetentionPin  time.Duration
+	LogAppendTime bool
 	PartitionInfo []PartitionInfo
 }
 

@@ -13,16 +13,29 @@ type TopicCreate struct {
 	Partitions     int32  `json:"partitions,omitempty"`
 	RetentionMs    *int64 `json:"retention_ms,omitempty"`
 	RetentionPinMs *int64 `json:"retention_pin_ms,omitempty"`
+	// TimestampType is TimestampCreateTime or TimestampLogAppendTime; left out: the
+	// producer's timestamps (create_time).
+	TimestampType string `json:"timestamp_type,omitempty"`
 }
+
+// The topic timestamp types (Kafka's message.timestamp.type): a record keeps the
+// timestamp its producer gave (create_time, the default), or every record is stamped
+// with its append time (log_append_time).
+const (
+	TimestampCreateTime    = "create_time"
+	TimestampLogAppendTime = "log_append_time"
+)
 
 // Topic is a JSON shape of the contract. RetentionPinMs is left out when the topic has
 // no pin.
 type Topic struct {
-	Name           string          `json:"name"`
-	Partitions     int32           `json:"partitions"`
-	RetentionMs    int64           `json:"retention_ms"`
-	RetentionPinMs int64           `json:"retention_pin_ms,omitempty"`
-	PartitionInfo  []PartitionInfo `json:"partition_info,omitempty"`
+	Name           string `json:"name"`
+	Partitions     int32  `json:"partitions"`
+	RetentionMs    int64  `json:"retention_ms"`
+	RetentionPinMs int64  `json:"retention_pin_ms,omitempty"`
+	// TimestampType is the topic's (TimestampCreateTime, TimestampLogAppendTime).
+	TimestampType string          `json:"timestamp_type,omitempty"`
+	PartitionInfo []PartitionInfo `json:"partition_info,omitempty"`
 }
 
 // PartitionInfo is a JSON shape of the contract.
