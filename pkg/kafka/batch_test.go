@@ -179,14 +179,15 @@ func TestLogAppendTimeBatch(t *testing.T) {
 }
 
 // TestEncodeBatchesRoundTrip: what a fetch answers decodes with kmsg as Kafka clients
-// do, its CRC right, offsets (a gap included) and timestamps kept.
+// do, its CRC right, offsets (a gap included) and timestamps kept, a null value and a
+// null header value null.
 func TestEncodeBatchesRoundTrip(t *testing.T) {
 	in := []segment.Record{
 		{Offset: 10, Timestamp: 2000, Key: []byte("a"), Value: []byte("1"), Headers: []segment.Header{{Key: "h", Value: []byte("x")}, {Key: "h"}}},
 		{Offset: 11, Timestamp: 1500, Value: []byte("2")},
 		{Offset: 14, Timestamp: 3000, Key: []byte{}, Value: nil},
 	}
-	data := encodeBatches(in)
+	data := encodeBatches(in, false)
 	var b kmsg.RecordBatch
 	if err := b.ReadFrom(data); err != nil {
 		t.Fatal(err)
@@ -216,7 +217,7 @@ func TestEncodeBatchesRoundTrip(t *testing.T) {
 		body = body[sz+int(n):]
 	}
 	if len(out) != 3 || out[2].OffsetDelta != 4 || out[1].TimestampDelta64 != -500 || string(out[0].Key) != "a" || out[1].Key != nil ||
-		out[2].Key == nil || out[2].Value == nil || len(out[0].Headers) != 2 || out[0].Headers[1].Value == nil {
+		out[2].Key == nil || out[2].Value != nil || len(out[0].Headers) != 2 || out[0].Headers[1].Value != nil {
 		t.Fatalf("records %+v", out)
 	}
 }

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/internal/backendtest"
 )
@@ -56,3 +58,57 @@ func TestTombstoneAndNullHeaders(t *testing.T) {
 		}
 	})
 }
+
+// TestLogAppendTimeTopic: a topic created with message.timestamp.type=LogAppendTime
+// stamps records with their append time: Produce answers it (log_append_time), Fetch
+// batches carry the timestamp-type attribute and the append time, whatever timestamp
+// the producer gave; a topic created without the config keeps the producer's, on both
+// backends.
+func TestLogAppendTimeTopic(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		g := startGateway(t, s)
+		cl := g.client(t)
+		adm := kadm.NewClient(cl)
+		resp, err := adm.CreateTopic(ctxT(t), 1, -1, map[string]*string{"message.timestamp.type": kmsgString("LogAppendTime")}, "stamped")
+		if err == nil {
+			err = resp.Err
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		createTopic(t, adm, "kept", 1)
+		old := time.UnixMilli(1000)
+		before := time.Now().Add(-time.Second)
+		for _, topic := range []string{"stamped", "kept"} {
+			err := cl.ProduceSync(ctxT(t), &kgo.Record{Topic: topic, Value: []byte("a"), Timestamp: old}, &kgo.Record{Topic: topic, Value: []byte("b"), Timestamp: old}).FirstErr()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := consume(t, g, topic, 2)
+			for i, r := range got {
+				if topic == "kept" {
+					if !r.Timestamp.Equal(old) || r.Attrs.TimestampType() != 0 {
+						t.Errorf("kept record %d: timestamp %v type %d, want the producer's %v, CreateTime", i, r.Timestamp, r.Attrs.TimestampType(), old)
+					}
+					continue
+				}
+				if r.Timestamp.Before(before) || r.Attrs.TimestampType() != 1 {
+					t.Errorf("stamped record %d: timestamp %v type %d, want the append time (after %v), LogAppendTime", i, r.Timestamp, r.Attrs.TimestampType(), before)
+				}
+			}
+		}
+		// franz-go does not read log_append_time back: ask with a raw Produce.
+		r := dial(t, g.addr)
+		for topic, stamped := range map[string]bool{"stamped": true, "kept": false} {
+			p := r.roundTrip(produceReq(9, topic, 0, batchOf("c"))).(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+			if p.ErrorCode != 0 {
+				t.Fatalf("produce to %s: %v", topic, kerr.ErrorForCode(p.ErrorCode))
+			}
+			if got := p.LogAppendTime; stamped && got < before.UnixMilli() || !stamped && got != -1 {
+				t.Errorf("produce to %s answered log_append_time %d (stamped: %v)", topic, got, stamped)
+			}
+		}
+	})
+}
+
+func kmsgString(s string) *string { return &s }

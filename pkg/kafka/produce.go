@@ -244,4 +244,7 @@ func (s *Server) producePartition(ctx context.Context, topic string, out *kmsg.P
 		return
 	}
 	out.BaseOffset = res[0].Offset
+	if res[0].AppendTime != 0 {
+		out.LogAppendTime = res[0].AppendTime
+	}
 }
