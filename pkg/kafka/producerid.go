@@ -422,12 +422,12 @@ func (s *Server) batchFloor(ctx context.Context, topic string) wire.BatchMark {
 
 // appendCode is the Kafka error code of a failed idempotent append: a superseded or
 // undecided attempt is retriable (the client's next retry decides), bad input is
-// INVALID_RECORD.
+// INVALID_RECORD, and so is another batch sent under a sequence already taken.
 func appendCode(err error) int16 {
 	switch {
 	case errors.Is(err, log.ErrSuperseded), errors.Is(err, log.ErrRetryUndecided):
 		return storageError
-	case errors.Is(err, log.ErrInvalid):
+	case errors.Is(err, log.ErrInvalid), errors.Is(err, log.ErrIdempotencyKeyReused):
 		return invalidRecord
 	}
 	return errCode(err)

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"pgregory.net/rapid"
 
+	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/wire"
 )
 
@@ -193,4 +195,20 @@ func TestPropertyPlanAppendsOnce(t *testing.T) {
 			t.Fatalf("first batch at %d", offs[0])
 		}
 	})
+}
+
+// TestAppendCode: a superseded or undecided attempt is retriable, another body under a
+// taken sequence and bad input are INVALID_RECORD.
+func TestAppendCode(t *testing.T) {
+	for err, want := range map[error]int16{
+		log.ErrSuperseded:           storageError,
+		log.ErrRetryUndecided:       storageError,
+		log.ErrIdempotencyKeyReused: invalidRecord,
+		log.ErrInvalid:              invalidRecord,
+		log.ErrUnavailable:          storageError,
+	} {
+		if got := appendCode(fmt.Errorf("wrapped: %w", err)); got != want {
+			t.Errorf("%v: code %d, want %d", err, got, want)
+		}
+	}
 }
