@@ -190,7 +190,8 @@ type seqPlan struct {
 // bounds a retry): a batch already appended is answered its offset; the next batch in
 // sequence, or a new epoch's first, is appended as attempt 0 with the row recording it;
 // a batch recorded as in flight is appended as its next attempt, which fences the
-// earlier ones; an older epoch is INVALID_PRODUCER_EPOCH; anything else is out of order.
+// earlier ones (at most wire.MaxFencedAttempt attempts: past them the batch's fate is
+// unknown and it is refused, INVALID_RECORD); an older epoch is INVALID_PRODUCER_EPOCH; anything else is out of order.
 func planBatch(row seqRow, exists bool, b producerBatch, floor wire.BatchMark, now time.Time) seqPlan {
 	first := func(r seqRow) seqPlan {
 		r.Pending = &pendingBatch{Seq: b.Seq, Count: b.Count, FloorBatch: floor.Batch, FloorIncarnation: floor.Incarnation, FirstMs: now.UnixMilli()}
@@ -221,6 +222,11 @@ func planBatch(row seqRow, exists bool, b producerBatch, floor wire.BatchMark, n
 		if p.Seq != b.Seq || p.Count != b.Count {
 			return outOfOrder("producer %d: the batch at sequence %d (%d records) is not yet appended; got sequence %d (%d records)",
 				b.ID, p.Seq, p.Count, b.Seq, b.Count)
+		}
+		if p.Attempt >= wire.MaxFencedAttempt {
+			return seqPlan{action: seqRefuse, code: invalidRecord, msg: fmt.Sprintf(
+				"producer %d: the batch at sequence %d was attempted %d times, the most a retry can fence; whether an attempt was appended is unknown",
+				b.ID, b.Seq, p.Attempt+1)}
 		}
 		next := row
 		np := *p
@@ -421,11 +427,12 @@ func (s *Server) batchFloor(ctx context.Context, topic string) wire.BatchMark {
 }
 
 // appendCode is the Kafka error code of a failed idempotent append: a superseded or
-// undecided attempt is retriable (the client's next retry decides), bad input is
+// undecided attempt, or one refused a fence for now, is retriable (the client's next
+// retry decides), bad input is
 // INVALID_RECORD, and so is another batch sent under a sequence already taken.
 func appendCode(err error) int16 {
 	switch {
-	case errors.Is(err, log.ErrSuperseded), errors.Is(err, log.ErrRetryUndecided):
+	case errors.Is(err, log.ErrSuperseded), errors.Is(err, log.ErrRetryUndecided), errors.Is(err, log.ErrRetryLimit):
 		return storageError
 	case errors.Is(err, log.ErrInvalid), errors.Is(err, log.ErrIdempotencyKeyReused):
 		return invalidRecord

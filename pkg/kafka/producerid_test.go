@@ -27,6 +27,8 @@ func TestPlanBatch(t *testing.T) {
 	steady := seqRow{Epoch: 3, Next: 10, Recent: []doneBatch{{Seq: 0, Count: 4, Offset: 100}, {Seq: 4, Count: 6, Offset: 200}}}
 	inFlight := steady
 	inFlight.Pending = pending
+	exhausted := steady
+	exhausted.Pending = &pendingBatch{Seq: 10, Count: 5, Attempt: wire.MaxFencedAttempt}
 	b := func(epoch int16, seq, count int32) producerBatch {
 		return producerBatch{ID: 9, Epoch: epoch, Seq: seq, Count: count}
 	}
@@ -56,6 +58,7 @@ func TestPlanBatch(t *testing.T) {
 		{"next batch while one is in flight", inFlight, true, b(3, 15, 5), seqRefuse, outOfOrderSequence, 0, 0, floor},
 		{"appended batch while one is in flight", inFlight, true, b(3, 4, 6), seqDuplicate, 0, 200, 0, floor},
 		{"new epoch drops the batch in flight", inFlight, true, b(4, 0, 1), seqAppend, 0, 0, 0, floor},
+		{"retry past the fenced attempts", exhausted, true, b(3, 10, 5), seqRefuse, invalidRecord, 0, 0, floor},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := planBatch(tc.row, tc.exists, tc.batch, floor, planNow)
@@ -206,6 +209,7 @@ func TestAppendCode(t *testing.T) {
 		log.ErrIdempotencyKeyReused: invalidRecord,
 		log.ErrInvalid:              invalidRecord,
 		log.ErrUnavailable:          storageError,
+		log.ErrRetryLimit:           storageError,
 	} {
 		if got := appendCode(fmt.Errorf("wrapped: %w", err)); got != want {
 			t.Errorf("%v: code %d, want %d", err, got, want)
