@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/stratalog/strata/pkg/client"
 )
@@ -81,17 +85,73 @@ func TestDevKafka(t *testing.T) {
 	}
 }
 
-// TestDevKafkaRefusesAuth: --kafka with --auth is refused, since the gateway has no
-// authentication to enforce the grants with.
-func TestDevKafkaRefusesAuth(t *testing.T) {
+// TestDevKafkaAuth: with --auth, strata dev --kafka requires SASL/PLAIN with the auth
+// file's tokens and enforces its grants: the principal may produce to its topic and
+// gets TOPIC_AUTHORIZATION_FAILED on another; a client without SASL is refused.
+func TestDevKafkaAuth(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	authFile := filepath.Join(t.TempDir(), "auth.json")
+	const token = "kafka-token-0123456789abcdef"
+	if err := os.WriteFile(authFile, []byte(`{"principals": {"`+token+`": {"name": "svc", "allow": [
+		{"resource": "topic:mine", "ops": ["create", "describe", "append", "read"]}]}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut := &syncBuffer{}, &syncBuffer{}
 	root := newRootCmd()
-	root.SetArgs([]string{"dev", "--data-dir", t.TempDir(), "--kafka", "127.0.0.1:0", "--auth", "tokens.yaml"})
-	root.SetOut(&syncBuffer{})
-	root.SetErr(&syncBuffer{})
-	err := root.ExecuteContext(context.Background())
-	var ue usageError
-	if !errors.As(err, &ue) {
-		t.Fatalf("got %v, want a usage error", err)
+	root.SetArgs([]string{"dev", "--addr", "127.0.0.1:0", "--data-dir", t.TempDir(), "--kafka", "127.0.0.1:0", "--auth", authFile, "--console=false", "--retention-interval", "1h"})
+	root.SetOut(out)
+	root.SetErr(errOut)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	lines := regexp.MustCompile(`(?s)^listening on (http://127\.0\.0\.1:[0-9]+)\nkafka listening on (127\.0\.0\.1:[0-9]+)\n$`)
+	var m []string
+	for deadline := time.Now().Add(15 * time.Second); m == nil; {
+		if m = lines.FindStringSubmatch(out.String()); m == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("strata dev printed %q (stderr %q)", out.String(), errOut.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer pcancel()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(m[2]), kgo.SASL(plain.Auth{User: "svc", Pass: token}.AsMechanism()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for _, name := range []string{"mine", "theirs"} {
+		resp, err := adm.CreateTopic(pctx, 1, 1, nil, name)
+		want := name == "theirs"
+		if refused := errors.Is(resp.Err, kerr.TopicAuthorizationFailed); refused != want || !want && (err != nil || resp.Err != nil) {
+			t.Fatalf("create %s: %v %v", name, err, resp.Err)
+		}
+	}
+	if err := cl.ProduceSync(pctx, &kgo.Record{Topic: "mine", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("produce to mine: %v", err)
+	}
+	anon, err := kgo.NewClient(kgo.SeedBrokers(m[2]), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anon.Close()
+	actx, acancel := context.WithTimeout(ctx, 3*time.Second)
+	defer acancel()
+	if _, err := kadm.NewClient(anon).ListTopics(actx); err == nil {
+		t.Fatal("a client without SASL listed topics")
+	}
+	cl.Close()
+	anon.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("strata dev exited with %v (stderr %q)", err, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("strata dev still running 10 s after cancel")
 	}
 }
 

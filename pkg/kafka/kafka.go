@@ -333,7 +333,12 @@ func (s *Server) serveFrame(ctx context.Context, b broker, ss *session, frame []
 	case admitRefuse:
 		// Before authentication only ApiVersions and the SASL steps are served; the
 		// answer says why the connection then closes, as Kafka's ILLEGAL_SASL_STATE.
+		// A Metadata of every topic could not carry the code before v13 and would look
+		// like an empty cluster, so it gets no answer.
 		err := fmt.Errorf("%w: %s before SASL authentication", errClose, kmsg.NameForKey(h.key))
+		if md, ok := req.(*kmsg.MetadataRequest); ok && len(md.Topics) == 0 {
+			return nil, err
+		}
 		if resp := errorResponse(req, illegalSaslState); resp != nil {
 			return encodeResponse(h, resp), err
 		}

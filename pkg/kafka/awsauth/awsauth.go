@@ -38,6 +38,9 @@ const (
 	// service cannot be redeemed here, nor one made here elsewhere: STS refuses a
 	// signature over a header value the redeemer does not send.
 	AudienceHeader = "x-strata-audience"
+	// DefaultAudience is the audience of `strata kafka --iam` unless --iam-audience
+	// says otherwise.
+	DefaultAudience = "strata"
 	// DefaultExpiry is how long a token stays valid (X-Amz-Expires).
 	DefaultExpiry = 60 * time.Second
 	// MaxExpiry is the longest validity the gateway accepts (STS's own bound for a
