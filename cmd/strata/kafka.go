@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -55,6 +56,7 @@ presigned sts:GetCallerIdentity (pkg/kafka/awsauth), redeemed at --sts-endpoint
 (default https://sts.$AWS_REGION.amazonaws.com), the caller's ARN mapped to the
 deployment's grants (STRATA_GRANTS, as the api function). Both may be given. Without
 either it has no authentication: keep it on loopback or a private network.
+--tls-cert and --tls-key serve TLS on the listener (SASL_SSL for clients).
 
 Storage is chosen as for strata dev: --backend local (the default) opens --data-dir,
 which one process at a time can hold (use strata dev --kafka to serve Kafka beside the
@@ -95,7 +97,11 @@ SIGTERM closes every connection and exits.`,
 			if err != nil {
 				return err
 			}
-			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Advertise: advertise, NodeID: nodeID, Logger: logger, Auth: auth}, listen, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			tlsCfg, err := ka.tls()
+			if err != nil {
+				return err
+			}
+			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Advertise: advertise, NodeID: nodeID, Logger: logger, Auth: auth}, listen, tlsCfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -114,6 +120,8 @@ SIGTERM closes every connection and exits.`,
 	f.BoolVar(&ka.iam, "iam", false, "require SASL OAUTHBEARER with a presigned sts:GetCallerIdentity, the caller's ARN mapped to STRATA_GRANTS")
 	f.StringVar(&ka.stsEndpoint, "sts-endpoint", "", "STS endpoint --iam tokens must name and are redeemed at (default https://sts.$AWS_REGION.amazonaws.com)")
 	f.StringVar(&ka.audience, "iam-audience", awsauth.DefaultAudience, "audience --iam tokens must be signed for (awsauth.Options.Audience)")
+	f.StringVar(&ka.tlsCert, "tls-cert", "", "serve TLS with the certificate (chain) in PEM `FILE` (with --tls-key)")
+	f.StringVar(&ka.tlsKey, "tls-key", "", "the private key of --tls-cert, PEM `FILE`")
 	return cmd
 }
 
@@ -123,6 +131,24 @@ type kafkaAuthFlags struct {
 	iam         bool
 	stsEndpoint string
 	audience    string
+	tlsCert     string
+	tlsKey      string
+}
+
+// tls is the listener's TLS configuration from --tls-cert and --tls-key (nil without
+// them).
+func (k kafkaAuthFlags) tls() (*tls.Config, error) {
+	if k.tlsCert == "" && k.tlsKey == "" {
+		return nil, nil
+	}
+	if k.tlsCert == "" || k.tlsKey == "" {
+		return nil, usageError{errors.New("--tls-cert and --tls-key go together")}
+	}
+	cert, err := tls.LoadX509KeyPair(k.tlsCert, k.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: TLS certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // auth is the gateway's authentication from the flags (nil for none): the auth file's
@@ -172,10 +198,10 @@ type kafkaGateway struct {
 	err  error // Serve's, once done is closed
 }
 
-// startKafka listens on addr and serves cfg's gateway there, announcing the address on
-// out (and a warning on errOut beyond loopback, since the gateway has no
-// authentication).
-func startKafka(ctx context.Context, cfg kafka.Config, addr string, out, errOut io.Writer) (*kafkaGateway, error) {
+// startKafka listens on addr (with TLS when tlsCfg is set) and serves cfg's gateway
+// there, announcing the address on out (and a warning on errOut beyond loopback when
+// the gateway has no authentication).
+func startKafka(ctx context.Context, cfg kafka.Config, addr string, tlsCfg *tls.Config, out, errOut io.Writer) (*kafkaGateway, error) {
 	srv, err := kafka.New(cfg)
 	if err != nil {
 		return nil, err
@@ -184,6 +210,9 @@ func startKafka(ctx context.Context, cfg kafka.Config, addr string, out, errOut 
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: listen on %s: %w", addr, err)
+	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
 	}
 	gw := &kafkaGateway{srv: srv, done: make(chan struct{})}
 	go func() { defer close(gw.done); gw.err = srv.Serve(ln) }()
@@ -226,5 +255,5 @@ func devKafka(ctx context.Context, cmd *cobra.Command, addr string, l *log.Log, 
 	if tokens != nil {
 		auth = &kafka.Auth{Tokens: tokens}
 	}
-	return startKafka(ctx, kafka.Config{Log: l, Groups: groups, Logger: logger, Auth: auth}, addr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	return startKafka(ctx, kafka.Config{Log: l, Groups: groups, Logger: logger, Auth: auth}, addr, nil, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }
