@@ -18,12 +18,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 
+	"github.com/stratalog/strata/internal/ststest"
 	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/kafka/awsauth"
 )
 
 // TestDevKafka: `strata dev --kafka` serves the Kafka protocol beside the HTTP API on
@@ -310,6 +315,62 @@ func TestKafkaCommandTLSAuth(t *testing.T) {
 	}
 	cl.Close()
 	plainCl.Close()
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("strata kafka exited with %v (stderr %q)", err, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("strata kafka still running 10 s after cancel")
+	}
+}
+
+// TestKafkaCommandIAM: strata kafka --iam authenticates OAUTHBEARER tokens presigned
+// with awsauth against --sts-endpoint (the emulator's STS through ststest.Relay) and
+// gives the caller the grants STRATA_GRANTS gives its ARN.
+func TestKafkaCommandIAM(t *testing.T) {
+	relay := ststest.Relay(t)
+	t.Setenv("STRATA_GRANTS", `{"arn:aws:**": [{"resource": "topic:iam*", "ops": ["create", "describe", "append", "read"]}]}`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, errOut := &syncBuffer{}, &syncBuffer{}
+	root := newRootCmd()
+	root.SetArgs([]string{"kafka", "--listen", "127.0.0.1:0", "--data-dir", t.TempDir(), "--iam", "--sts-endpoint", relay, "--iam-audience", "strata-test"})
+	root.SetOut(out)
+	root.SetErr(errOut)
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx) }()
+	line := regexp.MustCompile(`^kafka listening on (127\.0\.0\.1:[0-9]+)\n$`)
+	var m []string
+	for deadline := time.Now().Add(15 * time.Second); m == nil; {
+		if m = line.FindStringSubmatch(out.String()); m == nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("strata kafka printed %q (stderr %q)", out.String(), errOut.String())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	pctx, pcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer pcancel()
+	awsCfg := aws.Config{Region: "us-east-1", Credentials: credentials.NewStaticCredentialsProvider("test", "test", "")}
+	mech := awsauth.Mechanism(awsCfg, awsauth.Options{Audience: "strata-test", STS: []func(*sts.Options){func(o *sts.Options) { o.BaseEndpoint = aws.String(relay) }}})
+	cl, err := kgo.NewClient(kgo.SeedBrokers(m[1]), kgo.SASL(mech))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if resp, err := adm.CreateTopic(pctx, 1, 1, nil, "iam-orders"); err != nil || resp.Err != nil {
+		t.Fatalf("create iam-orders: %v %v", err, resp.Err)
+	}
+	if resp, _ := adm.CreateTopic(pctx, 1, 1, nil, "other"); !errors.Is(resp.Err, kerr.TopicAuthorizationFailed) {
+		t.Fatalf("create other: %v, want TOPIC_AUTHORIZATION_FAILED", resp.Err)
+	}
+	if err := cl.ProduceSync(pctx, &kgo.Record{Topic: "iam-orders", Value: []byte("v")}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	cl.Close()
 	cancel()
 	select {
 	case err := <-done:
