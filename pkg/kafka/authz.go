@@ -412,7 +412,19 @@ func authorizeOffsetFetch(g Grants, r *kmsg.OffsetFetchRequest) grant {
 	topicOK := func(t string) bool { return either(g, topicRes(t), httpapi.OpRead, httpapi.OpDescribe) }
 	if r.Version < 8 {
 		if !groupOK(r.Group) {
-			return grant{deny: errorResponse(r, groupAuthFailed)}
+			// Before v2 the code is only per partition.
+			resp := errorResponse(r, groupAuthFailed).(*kmsg.OffsetFetchResponse)
+			for _, t := range r.Topics {
+				rt := kmsg.NewOffsetFetchResponseTopic()
+				rt.Topic = t.Topic
+				for _, p := range t.Partitions {
+					rp := kmsg.NewOffsetFetchResponseTopicPartition()
+					rp.Partition, rp.Offset, rp.ErrorCode = p, -1, groupAuthFailed
+					rt.Partitions = append(rt.Partitions, rp)
+				}
+				resp.Topics = append(resp.Topics, rt)
+			}
+			return grant{deny: resp}
 		}
 		all := r.Topics == nil
 		return grant{finish: func(resp kmsg.Response) {

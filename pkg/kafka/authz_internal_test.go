@@ -2,9 +2,12 @@ package kafka
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"pgregory.net/rapid"
 
 	"github.com/stratalog/strata/pkg/httpapi"
 )
@@ -174,4 +177,127 @@ func TestAppendPrincipal(t *testing.T) {
 	if got := appendPrincipal(context.Background()); got != httpapi.KeyPrincipal("", nil) || got == "" {
 		t.Fatalf("auth off: append principal %q", got)
 	}
+}
+
+// topicGrants allows op on the topics in set only.
+type topicGrants map[string]bool
+
+func (g topicGrants) Allowed(op, resource string) bool {
+	name, ok := strings.CutPrefix(resource, "topic:")
+	return ok && g[name]
+}
+
+// TestAuthorizePartitionsTopics: for any grants and any produce, fetch or create
+// request, the plan serves exactly the allowed topics, in their order, and answers
+// every refused one once with TOPIC_AUTHORIZATION_FAILED for each of its partitions;
+// a request with nothing allowed is not served at all.
+func TestAuthorizePartitionsTopics(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		names := rapid.SliceOfNDistinct(rapid.SampledFrom([]string{"a", "b", "c", "d", "e"}), 0, 5, rapid.ID[string]).Draw(t, "topics")
+		g := topicGrants{}
+		for _, n := range names {
+			g[n] = rapid.Bool().Draw(t, "allow "+n)
+		}
+		parts := map[string]int{}
+		for _, n := range names {
+			parts[n] = rapid.IntRange(1, 3).Draw(t, "partitions of "+n)
+		}
+		var allowed []string
+		for _, n := range names {
+			if g[n] {
+				allowed = append(allowed, n)
+			}
+		}
+		check := func(kind string, gr grant, kept []string, answered map[string][]int16) {
+			if !slices.Equal(kept, allowed) && !(len(kept) == 0 && len(allowed) == 0) {
+				t.Fatalf("%s: served %v, allowed %v", kind, kept, allowed)
+			}
+			if gr.skip != (len(allowed) == 0 && len(names) > 0) {
+				t.Fatalf("%s: skip %v with %d of %d allowed", kind, gr.skip, len(allowed), len(names))
+			}
+			for _, n := range names {
+				codes, ok := answered[n]
+				if g[n] == ok {
+					t.Fatalf("%s: topic %s allowed %v answered by the plan %v", kind, n, g[n], ok)
+				}
+				for _, c := range codes {
+					if c != topicAuthFailed {
+						t.Fatalf("%s: topic %s refused with %d", kind, n, c)
+					}
+				}
+			}
+		}
+
+		pr := &kmsg.ProduceRequest{Acks: -1}
+		fr := &kmsg.FetchRequest{}
+		cr := &kmsg.CreateTopicsRequest{}
+		for _, n := range names {
+			pt := kmsg.ProduceRequestTopic{Topic: n}
+			ft := kmsg.FetchRequestTopic{Topic: n}
+			for p := range parts[n] {
+				pt.Partitions = append(pt.Partitions, kmsg.ProduceRequestTopicPartition{Partition: int32(p)})
+				ft.Partitions = append(ft.Partitions, kmsg.FetchRequestTopicPartition{Partition: int32(p)})
+			}
+			pr.Topics = append(pr.Topics, pt)
+			fr.Topics = append(fr.Topics, ft)
+			cr.Topics = append(cr.Topics, kmsg.CreateTopicsRequestTopic{Topic: n})
+		}
+		none := func([16]byte) string { return "" }
+
+		gr := authorize(g, pr, none)
+		presp := &kmsg.ProduceResponse{}
+		if gr.finish != nil {
+			gr.finish(presp)
+		}
+		answered := map[string][]int16{}
+		for _, rt := range presp.Topics {
+			if _, dup := answered[rt.Topic]; dup || len(rt.Partitions) != parts[rt.Topic] {
+				t.Fatalf("produce: topic %s answered twice or with %d partitions", rt.Topic, len(rt.Partitions))
+			}
+			for _, p := range rt.Partitions {
+				answered[rt.Topic] = append(answered[rt.Topic], p.ErrorCode)
+			}
+		}
+		var kept []string
+		for _, rt := range pr.Topics {
+			kept = append(kept, rt.Topic)
+		}
+		check("produce", gr, kept, answered)
+
+		gr = authorize(g, fr, none)
+		fresp := &kmsg.FetchResponse{}
+		if gr.finish != nil {
+			gr.finish(fresp)
+		}
+		answered, kept = map[string][]int16{}, nil
+		for _, rt := range fresp.Topics {
+			if _, dup := answered[rt.Topic]; dup || len(rt.Partitions) != parts[rt.Topic] {
+				t.Fatalf("fetch: topic %s answered twice or with %d partitions", rt.Topic, len(rt.Partitions))
+			}
+			for _, p := range rt.Partitions {
+				answered[rt.Topic] = append(answered[rt.Topic], p.ErrorCode)
+			}
+		}
+		for _, rt := range fr.Topics {
+			kept = append(kept, rt.Topic)
+		}
+		check("fetch", gr, kept, answered)
+
+		gr = authorize(g, cr, none)
+		cresp := &kmsg.CreateTopicsResponse{}
+		if gr.finish != nil {
+			gr.finish(cresp)
+		}
+		answered, kept = map[string][]int16{}, nil
+		for _, rt := range cresp.Topics {
+			if _, dup := answered[rt.Topic]; dup {
+				t.Fatalf("create: topic %s answered twice", rt.Topic)
+			}
+			answered[rt.Topic] = []int16{rt.ErrorCode}
+		}
+		for _, rt := range cr.Topics {
+			kept = append(kept, rt.Topic)
+		}
+		check("create", gr, kept, answered)
+	})
 }
