@@ -313,6 +313,18 @@ func TestSASLStates(t *testing.T) {
 		})
 	}
 
+	// A Metadata of every topic first gets no answer (an empty one would look like an
+	// empty cluster) and the connection closes.
+	r0 := dial(t, g.addr)
+	all := kmsg.NewPtrMetadataRequest()
+	all.SetVersion(9)
+	if _, err := r0.c.Write(kmsg.NewRequestFormatter().AppendRequest(nil, all, 1)); err != nil {
+		t.Fatal(err)
+	}
+	if !r0.closed() {
+		t.Fatal("a Metadata of every topic before authentication was answered or left open")
+	}
+
 	// A truncated SaslAuthenticate frame closes its connection without an answer.
 	r := dial(t, g.addr)
 	if c := r.roundTrip(hs("PLAIN")).(*kmsg.SASLHandshakeResponse).ErrorCode; c != 0 {
