@@ -219,6 +219,9 @@ func startKafka(ctx context.Context, cfg kafka.Config, addr string, tlsCfg *tls.
 	if _, err := fmt.Fprintf(out, "kafka listening on %s\n", ln.Addr()); err != nil {
 		return nil, errors.Join(err, gw.close())
 	}
+	if cfg.Auth != nil && cfg.Auth.Tokens != nil && tlsCfg == nil && !loopback(ln.Addr().String()) {
+		fmt.Fprintf(errOut, "warning: the Kafka gateway listens on %s beyond loopback without TLS: SASL/PLAIN sends tokens in the clear (use --tls-cert/--tls-key or a TLS front)\n", ln.Addr())
+	}
 	if cfg.Auth == nil && !loopback(ln.Addr().String()) {
 		fmt.Fprintf(errOut, "warning: the Kafka gateway listens on %s beyond loopback without authentication: anyone who can reach it may read, produce and delete topics\n", ln.Addr())
 	}
