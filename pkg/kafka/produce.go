@@ -241,7 +241,7 @@ func (s *Server) producePartition(ctx context.Context, topic string, out *kmsg.P
 		s.produceIdempotent(ctx, t, out, recs, *pb)
 		return
 	}
-	res, err := s.log.Append(ctx, topic, recs, log.AppendOptions{})
+	res, err := s.log.Append(ctx, topic, recs, log.AppendOptions{Principal: appendPrincipal(ctx)})
 	if err != nil {
 		code := errCode(err)
 		if errors.Is(err, log.ErrInvalid) {

@@ -53,24 +53,6 @@ const (
 	rowAttempts = 8
 )
 
-// principalKey is the context key of the principal a connection authenticated as.
-type principalKey struct{}
-
-// withPrincipal returns ctx carrying principal, the name idempotency keys are scoped by.
-func withPrincipal(ctx context.Context, principal string) context.Context {
-	return context.WithValue(ctx, principalKey{}, principal)
-}
-
-// keyPrincipal is the principal a request's idempotency keys and producer ids are scoped
-// by: the connection's, else "anonymous", the name the HTTP API uses with auth off. It
-// is never empty (pkg/log's in-process principal).
-func keyPrincipal(ctx context.Context) string {
-	if p, _ := ctx.Value(principalKey{}).(string); p != "" {
-		return p
-	}
-	return "anonymous"
-}
-
 // producerRow is a producer id's row: its current epoch and the principal it was given to.
 type producerRow struct {
 	Epoch int16  `json:"e"`
@@ -334,7 +316,7 @@ func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg
 		fail(invalidRecord, "idempotent batches need producer state, which this store does not keep: "+err.Error())
 		return
 	}
-	principal := keyPrincipal(ctx)
+	principal := appendPrincipal(ctx)
 	key := seqRowKey(principal, t.ID(), out.Partition, b.ID)
 	for range rowAttempts {
 		var row seqRow
@@ -459,7 +441,7 @@ func (s *Server) initProducerID(ctx context.Context, r *kmsg.InitProducerIDReque
 		resp.ErrorCode = errCode(err)
 		return resp
 	}
-	owner := log.PrincipalScope(keyPrincipal(ctx))
+	owner := log.PrincipalScope(appendPrincipal(ctx))
 	id, epoch, code, err := s.allocProducer(ctx, ps, owner, r.ProducerID, r.ProducerEpoch)
 	if err != nil {
 		s.logger.Warn("kafka: InitProducerId", "error", err)

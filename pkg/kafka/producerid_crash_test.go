@@ -95,7 +95,7 @@ func testUnrecordedAttempt(t *testing.T, a, b *Server, lat bool) {
 		if off := producedAt(t, a, idemReq(t, name, first, "a", "b")); off != 0 {
 			t.Fatalf("first batch at %d", off)
 		}
-		key := seqRowKey(keyPrincipal(ctx), topic.ID(), 0, id)
+		key := seqRowKey(appendPrincipal(ctx), topic.ID(), 0, id)
 		// crash records batch bt in flight as gateway a does and, if appended, appends it
 		// as a's first attempt would, then stops before recording the outcome.
 		crash := func(bt producerBatch, appended bool, values ...string) int64 {
@@ -122,7 +122,7 @@ func testUnrecordedAttempt(t *testing.T, a, b *Server, lat bool) {
 				recs[i].Partition = new(int32)
 			}
 			res, err := a.log.Append(ctx, name, recs, log.AppendOptions{IdempotencyKey: producerKey(bt, 0), Producer: true,
-				FirstAttempt: true, BatchFloor: &p.floor, Principal: keyPrincipal(ctx)})
+				FirstAttempt: true, BatchFloor: &p.floor, Principal: appendPrincipal(ctx)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -169,7 +169,8 @@ func TestIdempotentPrincipalsApart(t *testing.T) {
 		if _, err := srv.log.CreateTopic(context.Background(), "scoped", 1, time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		alice, bob := withPrincipal(context.Background(), "token:alice"), withPrincipal(context.Background(), "token:bob")
+		alice := withIdentity(context.Background(), &identity{name: "alice", grants: AllowAll{}, appendAs: "token:alice"})
+		bob := withIdentity(context.Background(), &identity{name: "bob", grants: AllowAll{}, appendAs: "token:bob"})
 		init := func(ctx context.Context, id int64, epoch int16) *kmsg.InitProducerIDResponse {
 			req := kmsg.NewPtrInitProducerIDRequest()
 			req.SetVersion(4)

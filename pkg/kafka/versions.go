@@ -56,6 +56,8 @@ var APIs = []apiRange{
 	{32, 0, 4}, // DescribeConfigs
 	{33, 0, 2}, // AlterConfigs
 	{37, 0, 3}, // CreatePartitions
+	{17, 1, 1}, // SaslHandshake (v0's raw SASL frames are gone from Kafka 4.0)
+	{36, 0, 2}, // SaslAuthenticate
 	{44, 0, 1}, // IncrementalAlterConfigs
 	{60, 0, 1}, // DescribeCluster (v2 lists fenced brokers)
 }
@@ -212,6 +214,10 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 			rg.Group, rg.ErrorCode = g.Group, code
 			out.Groups = append(out.Groups, rg)
 		}
+	case *kmsg.SASLHandshakeRequest:
+		resp.(*kmsg.SASLHandshakeResponse).ErrorCode = code
+	case *kmsg.SASLAuthenticateRequest:
+		resp.(*kmsg.SASLAuthenticateResponse).ErrorCode = code
 	default:
 		return nil
 	}
