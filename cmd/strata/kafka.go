@@ -15,12 +15,16 @@ import (
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/kafka"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/metrics/emf"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
 // defaultKafkaAddr is where `strata kafka` listens by default (Kafka's port).
 const defaultKafkaAddr = "127.0.0.1:9092"
+
+// emfInterval is how often `strata kafka --emf` writes its request metrics.
+const emfInterval = 10 * time.Second
 
 // newKafkaCmd is the Kafka-protocol gateway: a stateless process serving Kafka clients
 // from a node's log (docs/KAFKA.md, "The Kafka protocol front").
@@ -32,6 +36,7 @@ func newKafkaCmd() *cobra.Command {
 		nodeID    int32
 		window    time.Duration
 		verbose   bool
+		emfOut    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "kafka",
@@ -70,6 +75,17 @@ SIGTERM closes every connection and exits.`,
 				ncfg.GroupCommitWindow = -1
 			}
 			ctx := cmd.Context()
+			var requests kafka.RequestMetrics
+			if emfOut {
+				sink := emf.New(cmd.OutOrStdout(), ncfg.Function.MetricsNamespace, nil)
+				ncfg.Metrics = sink
+				kg := emf.NewKafkaGateway(sink)
+				requests = kg
+				fctx, stopFlush := context.WithCancel(context.Background())
+				flushed := make(chan struct{})
+				go func() { defer close(flushed); kg.Run(fctx, emfInterval) }()
+				defer func() { stopFlush(); <-flushed }()
+			}
 			n, err := node.Open(ctx, ncfg, node.PartGroups|node.PartMaterializer)
 			if err != nil {
 				return err
@@ -79,7 +95,7 @@ SIGTERM closes every connection and exits.`,
 			materialised := make(chan struct{})
 			go func() { defer close(materialised); n.RunMaterializer(mctx) }()
 			defer func() { stop(); <-materialised }()
-			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Advertise: advertise, NodeID: nodeID, Logger: logger}, listen, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Advertise: advertise, NodeID: nodeID, Logger: logger, Metrics: requests}, listen, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -94,6 +110,7 @@ SIGTERM closes every connection and exits.`,
 	f.DurationVar(&window, "group-commit-window", runtime.DefaultGroupCommitWindow,
 		"concurrent produce requests arriving within this window share one segment object and one commit per partition (0 turns group commit off)")
 	f.BoolVar(&verbose, "verbose", false, "log routine events")
+	f.BoolVar(&emfOut, "emf", false, "write CloudWatch embedded-metric-format lines to stdout: the appends, and per API the requests, server errors and slowest request every 10s (the stack's gateway runs with it)")
 	return cmd
 }
 

@@ -70,6 +70,8 @@ type Config struct {
 	MaxFetchBytes int
 	// Logger receives connection failures; nil discards them.
 	Logger *slog.Logger
+	// Metrics receives every dispatched request's API, latency and outcome; nil none.
+	Metrics RequestMetrics
 }
 
 // Server is a gateway. It is safe for concurrent use; Serve may run on several
@@ -317,7 +319,9 @@ func (s *Server) handle(ctx context.Context, b broker, frame []byte) ([]byte, er
 		}
 		return encodeResponse(h, resp), nil
 	}
+	start := time.Now()
 	resp, err := s.dispatch(ctx, b, req)
+	s.observe(h.key, start, resp, err)
 	if resp == nil {
 		return nil, err
 	}
