@@ -53,7 +53,8 @@ Storage is chosen as for strata dev: --backend local (the default) opens --data-
 which one process at a time can hold (use strata dev --kafka to serve Kafka beside the
 HTTP API on one data directory); --backend aws opens the bucket and tables of a
 deployment (--bucket, --table-prefix; the same environment variables as strata dev).
-The gateway runs no retention pass: the deployment (or strata dev) does.
+The gateway runs no retention pass and no stream materialiser: the deployment (its
+retention and dispatch functions) or strata dev does.
 
 --advertise is the host:port clients are told to connect to (default --listen; set it
 when listening on 0.0.0.0). Prints "kafka listening on ADDR" once ready; SIGINT or
@@ -86,15 +87,14 @@ SIGTERM closes every connection and exits.`,
 				go func() { defer close(flushed); kg.Run(fctx, emfInterval) }()
 				defer func() { stopFlush(); <-flushed }()
 			}
-			n, err := node.Open(ctx, ncfg, node.PartGroups|node.PartMaterializer)
+			// Like the api function, the gateway serves and leaves the deployment's work
+			// to the deployment: no stream materialiser (dispatch's, or strata dev's), so
+			// it needs no rights on the sequencer's stream.
+			n, err := node.Open(ctx, ncfg, node.PartGroups)
 			if err != nil {
 				return err
 			}
 			defer n.Close()
-			mctx, stop := context.WithCancel(context.Background())
-			materialised := make(chan struct{})
-			go func() { defer close(materialised); n.RunMaterializer(mctx) }()
-			defer func() { stop(); <-materialised }()
 			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Advertise: advertise, NodeID: nodeID, Logger: logger, Metrics: requests}, listen, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
