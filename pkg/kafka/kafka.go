@@ -74,6 +74,8 @@ type Config struct {
 	// each request by the principal's grants; nil serves every connection as the HTTP
 	// API's anonymous caller, allowed everything.
 	Auth *Auth
+	// Metrics receives every dispatched request's API, latency and outcome; nil none.
+	Metrics RequestMetrics
 }
 
 // Server is a gateway. It is safe for concurrent use; Serve may run on several
@@ -359,7 +361,9 @@ func (s *Server) serveFrame(ctx context.Context, b broker, ss *session, frame []
 	}
 	ctx = withIdentity(ctx, ss.id)
 	if s.cfg.Auth == nil {
+		start := time.Now()
 		resp, err := s.dispatch(ctx, b, req)
+		s.observe(h.key, start, resp, err)
 		if resp == nil {
 			return nil, err
 		}
@@ -376,7 +380,12 @@ func (s *Server) serveFrame(ctx context.Context, b broker, ss *session, frame []
 	if gr.skip {
 		resp = req.ResponseKind()
 		resp.SetVersion(h.version)
-	} else if resp, err = s.dispatch(ctx, b, req); resp == nil {
+	} else {
+		start := time.Now()
+		resp, err = s.dispatch(ctx, b, req)
+		s.observe(h.key, start, resp, err)
+	}
+	if resp == nil {
 		return nil, err
 	}
 	if gr.finish != nil {
