@@ -35,10 +35,8 @@ func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) 
 		all = coordinatorNotAvailable
 	case !log.ValidName(r.Group):
 		all = invalidGroupID
-	case r.MemberID != "":
-		all = unknownMemberID
-	case r.Version >= 1 && r.Generation != -1:
-		all = illegalGeneration
+	default:
+		all = s.commitCheck(ctx, r)
 	}
 	for _, rt := range r.Topics {
 		out := kmsg.NewOffsetCommitResponseTopic()
@@ -47,7 +45,7 @@ func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) 
 			p := kmsg.NewOffsetCommitResponseTopicPartition()
 			p.Partition, p.ErrorCode = rp.Partition, all
 			if all == 0 {
-				p.ErrorCode = s.commitOne(ctx, r.Group, rt.Topic, rp)
+				p.ErrorCode = s.commitOne(ctx, r.Group, rt.Topic, rp, r.MemberID != "")
 			}
 			out.Partitions = append(out.Partitions, p)
 		}
@@ -56,8 +54,8 @@ func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) 
 	return resp
 }
 
-func (s *Server) commitOne(ctx context.Context, g, topic string, rp kmsg.OffsetCommitRequestTopicPartition) int16 {
-	if rp.Metadata != nil && *rp.Metadata != "" {
+func (s *Server) commitOne(ctx context.Context, g, topic string, rp kmsg.OffsetCommitRequestTopicPartition, member bool) int16 {
+	if rp.Metadata != nil && *rp.Metadata != "" && !member {
 		return offsetMetadataLarge
 	}
 	if _, code := s.topic(ctx, topic, rp.Partition); code != 0 {

@@ -52,6 +52,13 @@ type Config struct {
 	// Groups is the node's group coordinator (the group APIs' store; optional until
 	// they are implemented).
 	Groups *group.Coordinator
+	// Barriers holds the Kafka groups' membership (JoinGroup and SyncGroup barriers);
+	// without it the membership APIs answer COORDINATOR_NOT_AVAILABLE.
+	Barriers GroupBarriers
+	// MinSessionTimeout and MaxSessionTimeout bound a member's session timeout
+	// (INVALID_SESSION_TIMEOUT beyond; default DefaultMinSessionTimeout and
+	// DefaultMaxSessionTimeout).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// Advertise is the host:port clients are told to connect to (Metadata,
 	// FindCoordinator, DescribeCluster); default the listener's address.
 	Advertise string
@@ -104,6 +111,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxFetchBytes <= 0 {
 		cfg.MaxFetchBytes = DefaultMaxFetchBytes
+	}
+	if cfg.MinSessionTimeout <= 0 {
+		cfg.MinSessionTimeout = DefaultMinSessionTimeout
+	}
+	if cfg.MaxSessionTimeout <= 0 {
+		cfg.MaxSessionTimeout = DefaultMaxSessionTimeout
 	}
 	if cfg.Advertise != "" {
 		if _, _, err := splitHostPort(cfg.Advertise); err != nil {
@@ -317,7 +330,7 @@ func (s *Server) handle(ctx context.Context, b broker, frame []byte) ([]byte, er
 		}
 		return encodeResponse(h, resp), nil
 	}
-	resp, err := s.dispatch(ctx, b, req)
+	resp, err := s.dispatch(withClientID(ctx, h.clientID), b, req)
 	if resp == nil {
 		return nil, err
 	}
@@ -366,6 +379,9 @@ func (s *Server) dispatch(ctx context.Context, b broker, req kmsg.Request) (kmsg
 		return s.offsetCommit(ctx, r), nil
 	case *kmsg.OffsetFetchRequest:
 		return s.offsetFetch(ctx, r), nil
+	}
+	if resp, ok := s.dispatchGroup(ctx, req); ok {
+		return resp, nil
 	}
 	return nil, fmt.Errorf("%w: %s has no handler", errClose, kmsg.NameForKey(req.Key()))
 }
