@@ -17,6 +17,7 @@ import (
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 // defaultKafkaAddr is where `strata kafka` listens by default (Kafka's port).
@@ -79,7 +80,8 @@ SIGTERM closes every connection and exits.`,
 			materialised := make(chan struct{})
 			go func() { defer close(materialised); n.RunMaterializer(mctx) }()
 			defer func() { stop(); <-materialised }()
-			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Advertise: advertise, NodeID: nodeID, Logger: logger}, listen, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			barriers, _ := n.Meta().(kafka.GroupBarriers)
+			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Barriers: barriers, Advertise: advertise, NodeID: nodeID, Logger: logger}, listen, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -149,9 +151,10 @@ func (g *kafkaGateway) wait(ctx context.Context) error {
 
 // devKafka starts `strata dev --kafka`'s gateway over the runtime's log and coordinator
 // (nil, nil without --kafka).
-func devKafka(ctx context.Context, cmd *cobra.Command, addr string, l *log.Log, groups *group.Coordinator, logger *slog.Logger) (*kafkaGateway, error) {
+func devKafka(ctx context.Context, cmd *cobra.Command, addr string, l *log.Log, groups *group.Coordinator, meta store.MetaStore, logger *slog.Logger) (*kafkaGateway, error) {
 	if addr == "" {
 		return nil, nil
 	}
-	return startKafka(ctx, kafka.Config{Log: l, Groups: groups, Logger: logger}, addr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	barriers, _ := meta.(kafka.GroupBarriers)
+	return startKafka(ctx, kafka.Config{Log: l, Groups: groups, Barriers: barriers, Logger: logger}, addr, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }

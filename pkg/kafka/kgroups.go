@@ -165,6 +165,8 @@ func (s *Server) joinGroup(ctx context.Context, clientID string, r *kmsg.JoinGro
 	if session < s.cfg.MinSessionTimeout || session > s.cfg.MaxSessionTimeout || rebalance <= 0 {
 		return fail(invalidSessionTimeout)
 	}
+	// A barrier waits at most the longest session a member may have.
+	rebalance = min(rebalance, s.cfg.MaxSessionTimeout)
 	if code := s.strataMembers(ctx, r.Group); code != 0 {
 		return fail(code)
 	}
