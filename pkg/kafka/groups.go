@@ -18,14 +18,15 @@ var (
 	offsetMetadataLarge = kerr.OffsetMetadataTooLarge.Code
 )
 
-// offsetCommit stores the offsets of a commit made outside any group membership
-// (generation -1, no member id: kadm's CommitOffsets, a consumer with assigned
-// partitions) as the group's Strata commits, one partition at a time: what `strata
-// groups reset --to` does, so it is refused while the group has a live member (as
-// Kafka refuses such a commit to a group that is not empty) and may move backwards.
-// Members of a Kafka group (JoinGroup) do not exist yet, so any other generation is
-// ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID. Offset metadata is not kept, so a commit
-// that carries some is refused rather than losing it.
+// offsetCommit stores a commit's offsets as the group's Strata commits, one partition
+// at a time: what `strata groups reset --to` does, so it is refused while a Strata
+// member holds a live lease on the topic and may move backwards. A member of a Kafka
+// group commits at its generation (commitCheck: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION
+// and REBALANCE_IN_PROGRESS as Kafka answers them); a commit made outside any
+// membership (generation -1, no member id: kadm's CommitOffsets, a consumer with
+// assigned partitions) is taken only by a group without Kafka members. Offset metadata
+// is not kept: a member's is dropped (franz-go sends its member id), and one that a
+// commit from outside a membership carries is refused rather than lost.
 func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) kmsg.Response {
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.SetVersion(r.Version)
