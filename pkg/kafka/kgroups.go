@@ -124,6 +124,8 @@ func groupErr(err error) int16 {
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		return unknownMemberID
+	case errors.Is(err, store.ErrBarrierTooLarge):
+		return kerr.GroupMaxSizeReached.Code
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return rebalanceInProgress
 	}

@@ -442,6 +442,14 @@ func TestGroupAdminAndConnect(t *testing.T) {
 		if resp := k.join(t, ctx, "consumer", nil, 3*time.Second); resp.ErrorCode != kerr.InconsistentGroupProtocol.Code {
 			t.Fatalf("Kafka join into a Strata group: %v", kerr.ErrorForCode(resp.ErrorCode))
 		}
+		// A session timeout below the gateway's minimum is refused, creating nothing.
+		short := &rawMember{cl: gws[0].client(t), grp: "short-session"}
+		if resp := short.join(t, ctx, "consumer", nil, 100*time.Millisecond); resp.ErrorCode != kerr.InvalidSessionTimeout.Code {
+			t.Fatalf("join with a 100 ms session: %v", kerr.ErrorForCode(resp.ErrorCode))
+		}
+		if _, err := gws[0].coord.Describe(ctx, "short-session"); !errors.Is(err, group.ErrNotFound) {
+			t.Fatalf("a refused join created the group: %v", err)
+		}
 		// Static membership is refused.
 		st := kmsg.NewPtrJoinGroupRequest()
 		st.Group, st.ProtocolType, st.SessionTimeoutMillis, st.RebalanceTimeoutMillis, st.InstanceID = "static", "consumer", 3000, 3000, kmsg.StringPtr("i-1")
