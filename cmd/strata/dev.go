@@ -92,7 +92,8 @@ another site, a body that is not JSON, or a Host other than an IP address, local
 everything; a warning says so when ADDR is beyond loopback.
 
 --kafka ADDR also serves the Kafka protocol on ADDR over the same log (strata kafka
-says what it implements; it has no authentication, so --auth refuses it).
+says what it implements); with --auth it requires SASL/PLAIN, username a principal's
+name and password its token, and enforces the same grants as the HTTP API.
 
 Prints "listening on http://ADDR" once ready, then "console at http://ADDR/console/"
 (unless --console=false) and "kafka listening on ADDR" (with --kafka); on SIGINT or SIGTERM it finishes the
@@ -121,9 +122,6 @@ requests in flight and exits within 5 seconds.`,
 					return fmt.Errorf("%s applies to --backend aws only", awsfault.EnvRate)
 				}
 				cfg.Logger.Warn("injecting AWS faults (testing aid)", "rate", os.Getenv(awsfault.EnvRate))
-			}
-			if kafkaAddr != "" && cfg.AuthFile != "" {
-				return usageError{errors.New("--kafka cannot be combined with --auth: the Kafka gateway has no authentication yet")}
 			}
 			return runDev(cmd.Context(), cmd, cfg, kafkaAddr)
 		},
@@ -183,7 +181,7 @@ func runDev(ctx context.Context, cmd *cobra.Command, cfg runtime.Config, kafkaAd
 	if cfg.AuthFile == "" && !loopback(rt.Addr()) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: listening on %s beyond loopback without --auth: anyone who can reach it may read, append, reset and delete everything\n", rt.Addr())
 	}
-	gw, err := devKafka(ctx, cmd, kafkaAddr, rt.Log(), rt.Coordinator(), rt.Meta(), cfg.Logger)
+	gw, err := devKafka(ctx, cmd, kafkaAddr, rt.Log(), rt.Coordinator(), rt.Meta(), cfg.Logger, rt.Authorizer())
 	if err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
 	}

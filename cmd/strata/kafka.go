@@ -1,7 +1,9 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +15,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/kafka"
+	"github.com/stratalog/strata/pkg/kafka/awsauth"
+	"github.com/stratalog/strata/pkg/lambdafn"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
@@ -33,6 +38,7 @@ func newKafkaCmd() *cobra.Command {
 		nodeID    int32
 		window    time.Duration
 		verbose   bool
+		ka        kafkaAuthFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "kafka",
@@ -41,9 +47,17 @@ func newKafkaCmd() *cobra.Command {
 the leader of every partition, so any number of copies can serve one deployment.
 It implements ApiVersions, Metadata, Produce, Fetch, ListOffsets, CreateTopics,
 DeleteTopics, CreatePartitions, FindCoordinator and DescribeCluster; consumer groups,
-idempotent producers, transactions and authentication are not there yet (docs/KAFKA.md
-lists what is and the client settings to use). It has no authentication: keep it on
-loopback or a private network.
+idempotent producers and transactions are not there yet (docs/KAFKA.md lists what is
+and the client settings to use).
+
+Authentication (docs/KAFKA.md, "Authentication"): --auth FILE requires SASL/PLAIN with
+the tokens of strata dev --auth's file (username the principal's name, password its
+token) and enforces its grants per request; --iam requires SASL OAUTHBEARER with a
+presigned sts:GetCallerIdentity (pkg/kafka/awsauth), redeemed at --sts-endpoint
+(default https://sts.$AWS_REGION.amazonaws.com), the caller's ARN mapped to the
+deployment's grants (STRATA_GRANTS, as the api function). Both may be given. Without
+either it has no authentication: keep it on loopback or a private network.
+--tls-cert and --tls-key serve TLS on the listener (SASL_SSL for clients).
 
 Storage is chosen as for strata dev: --backend local (the default) opens --data-dir,
 which one process at a time can hold (use strata dev --kafka to serve Kafka beside the
@@ -80,8 +94,16 @@ SIGTERM closes every connection and exits.`,
 			materialised := make(chan struct{})
 			go func() { defer close(materialised); n.RunMaterializer(mctx) }()
 			defer func() { stop(); <-materialised }()
+			auth, err := ka.auth(env.Function, ncfg.AWS.Endpoint, nil)
+			if err != nil {
+				return err
+			}
+			tlsCfg, err := ka.tls()
+			if err != nil {
+				return err
+			}
 			barriers, _ := n.Meta().(kafka.GroupBarriers)
-			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Barriers: barriers, Advertise: advertise, NodeID: nodeID, Logger: logger}, listen, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Barriers: barriers, Advertise: advertise, NodeID: nodeID, Logger: logger, Auth: auth}, listen, tlsCfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -96,7 +118,79 @@ SIGTERM closes every connection and exits.`,
 	f.DurationVar(&window, "group-commit-window", runtime.DefaultGroupCommitWindow,
 		"concurrent produce requests arriving within this window share one segment object and one commit per partition (0 turns group commit off)")
 	f.BoolVar(&verbose, "verbose", false, "log routine events")
+	f.StringVar(&ka.file, "auth", "", "require SASL/PLAIN with the tokens and grants of auth `FILE` (strata dev --auth's format)")
+	f.BoolVar(&ka.iam, "iam", false, "require SASL OAUTHBEARER with a presigned sts:GetCallerIdentity, the caller's ARN mapped to STRATA_GRANTS")
+	f.StringVar(&ka.stsEndpoint, "sts-endpoint", "", "STS endpoint --iam tokens must name and are redeemed at (default https://sts.$AWS_REGION.amazonaws.com)")
+	f.StringVar(&ka.audience, "iam-audience", awsauth.DefaultAudience, "audience --iam tokens must be signed for (awsauth.Options.Audience)")
+	f.StringVar(&ka.tlsCert, "tls-cert", "", "serve TLS with the certificate (chain) in PEM `FILE` (with --tls-key)")
+	f.StringVar(&ka.tlsKey, "tls-key", "", "the private key of --tls-cert, PEM `FILE`")
 	return cmd
+}
+
+// kafkaAuthFlags are strata kafka's authentication flags.
+type kafkaAuthFlags struct {
+	file        string
+	iam         bool
+	stsEndpoint string
+	audience    string
+	tlsCert     string
+	tlsKey      string
+}
+
+// tls is the listener's TLS configuration from --tls-cert and --tls-key (nil without
+// them).
+func (k kafkaAuthFlags) tls() (*tls.Config, error) {
+	if k.tlsCert == "" && k.tlsKey == "" {
+		return nil, nil
+	}
+	if k.tlsCert == "" || k.tlsKey == "" {
+		return nil, usageError{errors.New("--tls-cert and --tls-key go together")}
+	}
+	cert, err := tls.LoadX509KeyPair(k.tlsCert, k.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("kafka: TLS certificate: %w", err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// auth is the gateway's authentication from the flags (nil for none): the auth file's
+// tokens (or tokens, already loaded by strata dev) for PLAIN, and with --iam the
+// deployment's grants (fs) for OAUTHBEARER, redeemed at the STS endpoint (the flag's,
+// else the emulator's, else the region's).
+func (k kafkaAuthFlags) auth(fs node.FunctionSettings, emulator string, tokens *httpapi.Authorizer) (*kafka.Auth, error) {
+	a := &kafka.Auth{Tokens: tokens}
+	if k.file != "" {
+		var err error
+		if a.Tokens, err = httpapi.LoadAuth(k.file); err != nil {
+			return nil, err
+		}
+	}
+	if k.iam {
+		ps, err := lambdafn.APIPrincipals(fs)
+		if err != nil {
+			return nil, err
+		}
+		ep := k.stsEndpoint
+		if ep == "" {
+			ep = emulator
+		}
+		if ep == "" {
+			region := cmp.Or(os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"))
+			if region == "" {
+				return nil, usageError{errors.New("--iam needs --sts-endpoint or AWS_REGION")}
+			}
+			ep = "https://sts." + region + ".amazonaws.com"
+		}
+		grants := func(arn string) kafka.Grants { return kafka.AllowAll{} }
+		if ps != nil {
+			grants = func(arn string) kafka.Grants { return ps.Principal(arn) }
+		}
+		a.IAM = &kafka.IAMAuth{Verifier: &awsauth.Verifier{Endpoint: ep, Audience: k.audience}, Grants: grants, KeyCaller: lambdafn.KeyCaller}
+	}
+	if a.Tokens == nil && a.IAM == nil {
+		return nil, nil
+	}
+	return a, nil
 }
 
 // kafkaGateway is a gateway serving one listener.
@@ -106,10 +200,10 @@ type kafkaGateway struct {
 	err  error // Serve's, once done is closed
 }
 
-// startKafka listens on addr and serves cfg's gateway there, announcing the address on
-// out (and a warning on errOut beyond loopback, since the gateway has no
-// authentication).
-func startKafka(ctx context.Context, cfg kafka.Config, addr string, out, errOut io.Writer) (*kafkaGateway, error) {
+// startKafka listens on addr (with TLS when tlsCfg is set) and serves cfg's gateway
+// there, announcing the address on out (and a warning on errOut beyond loopback when
+// the gateway has no authentication).
+func startKafka(ctx context.Context, cfg kafka.Config, addr string, tlsCfg *tls.Config, out, errOut io.Writer) (*kafkaGateway, error) {
 	srv, err := kafka.New(cfg)
 	if err != nil {
 		return nil, err
@@ -119,12 +213,18 @@ func startKafka(ctx context.Context, cfg kafka.Config, addr string, out, errOut 
 	if err != nil {
 		return nil, fmt.Errorf("kafka: listen on %s: %w", addr, err)
 	}
+	if tlsCfg != nil {
+		ln = tls.NewListener(ln, tlsCfg)
+	}
 	gw := &kafkaGateway{srv: srv, done: make(chan struct{})}
 	go func() { defer close(gw.done); gw.err = srv.Serve(ln) }()
 	if _, err := fmt.Fprintf(out, "kafka listening on %s\n", ln.Addr()); err != nil {
 		return nil, errors.Join(err, gw.close())
 	}
-	if !loopback(ln.Addr().String()) {
+	if cfg.Auth != nil && cfg.Auth.Tokens != nil && tlsCfg == nil && !loopback(ln.Addr().String()) {
+		fmt.Fprintf(errOut, "warning: the Kafka gateway listens on %s beyond loopback without TLS: SASL/PLAIN sends tokens in the clear (use --tls-cert/--tls-key or a TLS front)\n", ln.Addr())
+	}
+	if cfg.Auth == nil && !loopback(ln.Addr().String()) {
 		fmt.Fprintf(errOut, "warning: the Kafka gateway listens on %s beyond loopback without authentication: anyone who can reach it may read, produce and delete topics\n", ln.Addr())
 	}
 	return gw, nil
@@ -150,11 +250,16 @@ func (g *kafkaGateway) wait(ctx context.Context) error {
 }
 
 // devKafka starts `strata dev --kafka`'s gateway over the runtime's log and coordinator
-// (nil, nil without --kafka).
-func devKafka(ctx context.Context, cmd *cobra.Command, addr string, l *log.Log, groups *group.Coordinator, meta store.MetaStore, logger *slog.Logger) (*kafkaGateway, error) {
+// (nil, nil without --kafka), with SASL/PLAIN and the HTTP API's grants when --auth
+// turned them on.
+func devKafka(ctx context.Context, cmd *cobra.Command, addr string, l *log.Log, groups *group.Coordinator, meta store.MetaStore, logger *slog.Logger, tokens *httpapi.Authorizer) (*kafkaGateway, error) {
 	if addr == "" {
 		return nil, nil
 	}
+	var auth *kafka.Auth
+	if tokens != nil {
+		auth = &kafka.Auth{Tokens: tokens}
+	}
 	barriers, _ := meta.(kafka.GroupBarriers)
-	return startKafka(ctx, kafka.Config{Log: l, Groups: groups, Barriers: barriers, Logger: logger}, addr, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	return startKafka(ctx, kafka.Config{Log: l, Groups: groups, Barriers: barriers, Logger: logger, Auth: auth}, addr, nil, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }

@@ -64,6 +64,13 @@ type grant struct {
 	ops      map[string]bool
 }
 
+// Lookup returns the principal token names, as a Bearer token would (the Kafka
+// gateway's SASL/PLAIN password is such a token).
+func (a *Authorizer) Lookup(token string) (*Principal, bool) {
+	p, ok := a.byToken[sha256.Sum256([]byte(token))]
+	return p, ok
+}
+
 // anonymous is the principal of every call when auth is off: it may do anything.
 var anonymous = &Principal{Name: "", all: true}
 
@@ -242,8 +249,16 @@ func WithCaller(ctx context.Context, id string) context.Context {
 // It is never empty, the in-process principal of pkg/log (consumers' dead-letter and
 // parking appends), so no HTTP caller can claim, fence or answer their keys.
 func keyPrincipal(r *http.Request, p *Principal) string {
-	if id, _ := r.Context().Value(callerKey{}).(string); id != "" {
-		return "caller:" + id
+	id, _ := r.Context().Value(callerKey{}).(string)
+	return KeyPrincipal(id, p)
+}
+
+// KeyPrincipal is keyPrincipal for a caller id the front authenticated (WithCaller;
+// "" for none) and a token's principal p (nil for none), so another front (the Kafka
+// gateway) scopes the same caller's appends as the HTTP API does.
+func KeyPrincipal(caller string, p *Principal) string {
+	if caller != "" {
+		return "caller:" + caller
 	}
 	if p != nil && !p.all && p.Name != "" {
 		return "token:" + p.Name

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/group"
+	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/log"
 )
 
@@ -33,6 +34,17 @@ func FuzzRequest(f *testing.F) {
 		f.Fatal(err)
 	}
 	b := broker{host: "127.0.0.1", port: 9092}
+	// The same log behind SASL/PLAIN: each frame is also served before authentication,
+	// after a PLAIN handshake, and authenticated as a principal that may read t only.
+	tokens, err := httpapi.ParseAuth([]byte(`{"principals": {"token-0123456789abcdefghij": {"name": "r", "allow": [{"resource": "topic:t", "ops": ["read", "describe"]}]}}}`))
+	if err != nil {
+		f.Fatal(err)
+	}
+	sa, err := New(Config{Log: l, Groups: group.New(st.Meta, l, nil), Auth: &Auth{Tokens: tokens}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	reader, _ := tokens.Lookup("token-0123456789abcdefghij")
 
 	seed := func(req kmsg.Request, v int16) {
 		req.SetVersion(v)
@@ -112,18 +124,39 @@ func FuzzRequest(f *testing.F) {
 	od.Group, od.Topics = "g", []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}, {Partition: 1}}}}
 	seed(od, 0)
 
+	hs := kmsg.NewPtrSASLHandshakeRequest()
+	hs.Mechanism = MechanismPlain
+	seed(hs, 1)
+	hs.Mechanism = "SCRAM-SHA-512"
+	seed(hs, 1)
+	for _, msg := range []string{"\x00r\x00token-0123456789abcdefghij", "\x00r\x00wrong", "\x00\x00", "n,,\x01auth=Bearer strata-aws-v1.aHR0cA\x01\x01"} {
+		au := kmsg.NewPtrSASLAuthenticateRequest()
+		au.SASLAuthBytes = []byte(msg)
+		seed(au, 0)
+		seed(au, 2)
+	}
+
 	f.Fuzz(func(t *testing.T, frame []byte) {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		defer cancel()
+		check := func(resp []byte) {
+			if len(resp) == 0 {
+				return
+			}
+			if len(resp) < 8 || int(uint32(resp[0])<<24|uint32(resp[1])<<16|uint32(resp[2])<<8|uint32(resp[3])) != len(resp)-4 {
+				t.Fatalf("answer of %d bytes is not one frame", len(resp))
+			}
+			if string(resp[4:8]) != string(frame[4:8]) {
+				t.Fatalf("answer's correlation id %x, the request's %x", resp[4:8], frame[4:8])
+			}
+		}
 		resp, _ := s.handle(ctx, b, frame)
-		if len(resp) == 0 {
-			return
-		}
-		if len(resp) < 8 || int(uint32(resp[0])<<24|uint32(resp[1])<<16|uint32(resp[2])<<8|uint32(resp[3])) != len(resp)-4 {
-			t.Fatalf("answer of %d bytes is not one frame", len(resp))
-		}
-		if string(resp[4:8]) != string(frame[4:8]) {
-			t.Fatalf("answer's correlation id %x, the request's %x", resp[4:8], frame[4:8])
-		}
+		check(resp)
+		resp, _ = sa.handle(ctx, b, frame)
+		check(resp)
+		resp, _ = sa.serveFrame(ctx, b, &session{phase: phaseHandshaken, mech: MechanismPlain}, frame)
+		check(resp)
+		resp, _ = sa.serveFrame(ctx, b, &session{phase: phaseAuthorized, id: &identity{name: "r", grants: reader, appendAs: "token:r"}}, frame)
+		check(resp)
 	})
 }

@@ -77,6 +77,10 @@ type Config struct {
 	MaxFetchBytes int
 	// Logger receives connection failures; nil discards them.
 	Logger *slog.Logger
+	// Auth, when set, requires SASL authentication on every connection and authorizes
+	// each request by the principal's grants; nil serves every connection as the HTTP
+	// API's anonymous caller, allowed everything.
+	Auth *Auth
 }
 
 // Server is a gateway. It is safe for concurrent use; Serve may run on several
@@ -117,6 +121,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxSessionTimeout <= 0 {
 		cfg.MaxSessionTimeout = DefaultMaxSessionTimeout
+	}
+	if a := cfg.Auth; a != nil {
+		switch {
+		case a.Tokens == nil && a.IAM == nil:
+			return nil, fmt.Errorf("%w: Config.Auth offers no SASL mechanism (Tokens or IAM)", ErrConfig)
+		case a.IAM != nil && (a.IAM.Verifier == nil || a.IAM.Grants == nil):
+			return nil, fmt.Errorf("%w: Config.Auth.IAM needs a Verifier and Grants", ErrConfig)
+		}
 	}
 	if cfg.Advertise != "" {
 		if _, _, err := splitHostPort(cfg.Advertise); err != nil {
@@ -237,6 +249,7 @@ func (s *Server) serveConn(c net.Conn, b broker) {
 	r := bufio.NewReaderSize(c, 64<<10)
 	w := bufio.NewWriterSize(c, 64<<10)
 	var size [4]byte
+	ss := s.newSession()
 	for {
 		if _, err := io.ReadFull(r, size[:]); err != nil {
 			return
@@ -252,7 +265,7 @@ func (s *Server) serveConn(c net.Conn, b broker) {
 		if _, err := io.CopyN(&frame, r, int64(n)); err != nil {
 			return
 		}
-		resp, err := s.handle(s.ctx, b, frame.Bytes())
+		resp, err := s.serveFrame(s.ctx, b, ss, frame.Bytes())
 		if len(resp) > 0 {
 			if _, werr := w.Write(resp); werr != nil {
 				return
@@ -291,9 +304,15 @@ func parseHeader(frame []byte) (header, []byte, error) {
 	return h, rd.Src, nil
 }
 
-// handle answers one frame: the encoded response frame (nil when the request takes
-// none) and, when the connection must close after it, an error.
+// handle answers one frame as the first of a new connection (see serveFrame).
 func (s *Server) handle(ctx context.Context, b broker, frame []byte) ([]byte, error) {
+	return s.serveFrame(ctx, b, s.newSession(), frame)
+}
+
+// serveFrame answers one frame of the connection whose authentication is ss: the
+// encoded response frame (nil when the request takes none) and, when the connection
+// must close after it, an error.
+func (s *Server) serveFrame(ctx context.Context, b broker, ss *session, frame []byte) ([]byte, error) {
 	h, body, err := parseHeader(frame)
 	if err != nil {
 		return nil, err
@@ -323,6 +342,27 @@ func (s *Server) handle(ctx context.Context, b broker, frame []byte) ([]byte, er
 	if err := req.ReadFrom(body); err != nil {
 		return nil, fmt.Errorf("%w: %s v%d: %w", errClose, kmsg.NameForKey(h.key), h.version, err)
 	}
+	switch admit(ss.phase, h.key) {
+	case admitRefuse:
+		// Before authentication only ApiVersions and the SASL steps are served; the
+		// answer says why the connection then closes, as Kafka's ILLEGAL_SASL_STATE.
+		// A Metadata of every topic could not carry the code before v13 and would look
+		// like an empty cluster, so it gets no answer.
+		err := fmt.Errorf("%w: %s before SASL authentication", errClose, kmsg.NameForKey(h.key))
+		if md, ok := req.(*kmsg.MetadataRequest); ok && len(md.Topics) == 0 {
+			return nil, err
+		}
+		if resp := errorResponse(req, illegalSaslState); resp != nil {
+			return encodeResponse(h, resp), err
+		}
+		return nil, err
+	case admitSASL:
+		if !supported(h.key, h.version) {
+			return encodeResponse(h, errorResponse(req, unsupportedVersion)), fmt.Errorf("%w: %s v%d is not implemented", errClose, kmsg.NameForKey(h.key), h.version)
+		}
+		resp, err := s.saslStep(ctx, ss, req)
+		return encodeResponse(h, resp), err
+	}
 	if !supported(h.key, h.version) {
 		resp := errorResponse(req, unsupportedVersion)
 		if resp == nil {
@@ -330,9 +370,30 @@ func (s *Server) handle(ctx context.Context, b broker, frame []byte) ([]byte, er
 		}
 		return encodeResponse(h, resp), nil
 	}
-	resp, err := s.dispatch(withClientID(ctx, h.clientID), b, req)
-	if resp == nil {
+	ctx = withClientID(withIdentity(ctx, ss.id), h.clientID)
+	if s.cfg.Auth == nil {
+		resp, err := s.dispatch(ctx, b, req)
+		if resp == nil {
+			return nil, err
+		}
+		return encodeResponse(h, resp), err
+	}
+	gr := authorize(ss.id.grants, req, s.topicName(ctx))
+	switch {
+	case gr.err != nil:
+		return nil, gr.err
+	case gr.deny != nil:
+		return encodeResponse(h, gr.deny), nil
+	}
+	var resp kmsg.Response
+	if gr.skip {
+		resp = req.ResponseKind()
+		resp.SetVersion(h.version)
+	} else if resp, err = s.dispatch(ctx, b, req); resp == nil {
 		return nil, err
+	}
+	if gr.finish != nil {
+		gr.finish(resp)
 	}
 	return encodeResponse(h, resp), err
 }

@@ -239,7 +239,7 @@ func (s *Server) producePartition(ctx context.Context, topic string, out *kmsg.P
 	for i := range recs {
 		recs[i].Partition = &p
 	}
-	res, err := s.log.Append(ctx, topic, recs, log.AppendOptions{})
+	res, err := s.log.Append(ctx, topic, recs, log.AppendOptions{Principal: appendPrincipal(ctx)})
 	if err != nil {
 		code := errCode(err)
 		if errors.Is(err, log.ErrInvalid) {

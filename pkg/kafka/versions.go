@@ -59,6 +59,8 @@ var APIs = []apiRange{
 	{19, 2, 7}, // CreateTopics
 	{20, 1, 6}, // DeleteTopics
 	{37, 0, 3}, // CreatePartitions
+	{17, 1, 1}, // SaslHandshake (v0's raw SASL frames are gone from Kafka 4.0)
+	{36, 0, 2}, // SaslAuthenticate
 	{42, 0, 2}, // DeleteGroups
 	{47, 0, 0}, // OffsetDelete
 	{60, 0, 1}, // DescribeCluster (v2 lists fenced brokers)
@@ -192,6 +194,10 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 			rg.Group, rg.ErrorCode = g.Group, code
 			out.Groups = append(out.Groups, rg)
 		}
+	case *kmsg.SASLHandshakeRequest:
+		resp.(*kmsg.SASLHandshakeResponse).ErrorCode = code
+	case *kmsg.SASLAuthenticateRequest:
+		resp.(*kmsg.SASLAuthenticateResponse).ErrorCode = code
 	default:
 		return groupErrorResponse(req, resp, code)
 	}

@@ -269,6 +269,18 @@ func (p *Principals) Authorizer() *httpapi.Authorizer {
 	return p.auth
 }
 
+// Principal returns the grants of the caller arn, those of the first grant matching it
+// (none when no grant does): what the api function gives it, for the Kafka gateway's
+// IAM callers.
+func (p *Principals) Principal(arn string) *httpapi.Principal {
+	pr, _ := p.auth.Lookup(p.token(arn))
+	return pr
+}
+
+// KeyCaller is the identity an IAM caller's idempotency keys are scoped by (keyCaller),
+// for another front that authenticates IAM callers itself.
+func KeyCaller(arn string) string { return keyCaller(arn) }
+
 // token returns the token of the first grant matching arn.
 func (p *Principals) token(arn string) string {
 	if arn == "" {

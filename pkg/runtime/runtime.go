@@ -113,6 +113,7 @@ type MetricsSink interface {
 // runs from Open until Close.
 type Runtime struct {
 	cfg      Config
+	auth     *httpapi.Authorizer
 	logger   *slog.Logger
 	node     *node.Node
 	log      *log.Log
@@ -272,6 +273,7 @@ func build(ctx context.Context, cfg Config, parts node.Parts) (*Runtime, error) 
 			return nil, fmt.Errorf("%w: auth file: %w", ErrConfig, err)
 		}
 	}
+	r.auth = auth
 	r.stopping, r.stopPolls = context.WithCancel(context.Background())
 	// The API handler is the whole server, /metrics included: an outer ServeMux would
 	// answer a non-canonical path ("//", ".", "..") with its own 307 redirect before the
@@ -324,6 +326,10 @@ func (r *Runtime) Addr() string {
 
 // URL is the node's base URL, http://Addr.
 func (r *Runtime) URL() string { return "http://" + r.Addr() }
+
+// Authorizer is the tokens and grants the HTTP API enforces (nil with auth off), for a
+// front beside it (strata dev --kafka) to enforce the same ones.
+func (r *Runtime) Authorizer() *httpapi.Authorizer { return r.auth }
 
 // Log is the node's log, for in-process users.
 func (r *Runtime) Log() *log.Log { return r.log }
