@@ -23,6 +23,7 @@ import (
 	"github.com/stratalog/strata/pkg/metrics/emf"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 // defaultKafkaAddr is where `strata kafka` listens by default (Kafka's port).
@@ -117,7 +118,8 @@ SIGTERM closes every connection and exits.`,
 			if err != nil {
 				return err
 			}
-			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Advertise: advertise, NodeID: nodeID, Logger: logger, Auth: auth, Metrics: requests}, listen, tlsCfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			barriers, _ := n.Meta().(kafka.GroupBarriers)
+			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Barriers: barriers, Advertise: advertise, NodeID: nodeID, Logger: logger, Auth: auth, Metrics: requests}, listen, tlsCfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -267,7 +269,7 @@ func (g *kafkaGateway) wait(ctx context.Context) error {
 // devKafka starts `strata dev --kafka`'s gateway over the runtime's log and coordinator
 // (nil, nil without --kafka), with SASL/PLAIN and the HTTP API's grants when --auth
 // turned them on.
-func devKafka(ctx context.Context, cmd *cobra.Command, addr string, l *log.Log, groups *group.Coordinator, logger *slog.Logger, tokens *httpapi.Authorizer) (*kafkaGateway, error) {
+func devKafka(ctx context.Context, cmd *cobra.Command, addr string, l *log.Log, groups *group.Coordinator, meta store.MetaStore, logger *slog.Logger, tokens *httpapi.Authorizer) (*kafkaGateway, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -275,5 +277,6 @@ func devKafka(ctx context.Context, cmd *cobra.Command, addr string, l *log.Log, 
 	if tokens != nil {
 		auth = &kafka.Auth{Tokens: tokens}
 	}
-	return startKafka(ctx, kafka.Config{Log: l, Groups: groups, Logger: logger, Auth: auth}, addr, nil, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	barriers, _ := meta.(kafka.GroupBarriers)
+	return startKafka(ctx, kafka.Config{Log: l, Groups: groups, Barriers: barriers, Logger: logger, Auth: auth}, addr, nil, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }
