@@ -7,10 +7,13 @@
 #      (npm ci), network namespaced away when `unshare -n` is available;
 #   3. the example subscriber app (infra/examples/subscriber, a module of its own as a
 #      user's app is): go vet, its template test, and `npx aws-cdk synth` in its directory;
-#   4. cfn-lint (pinned in infra/requirements-lint.txt, installed into infra/.venv) on the
+#   4. `npx aws-cdk synth -c strata:kafkaGateway=true` (the Kafka gateway's container
+#      image asset staged, never built) with a `docker` on PATH that fails whenever it is
+#      run: synth needs no Docker engine;
+#   5. cfn-lint (pinned in infra/requirements-lint.txt, installed into infra/.venv) on the
 #      CLI's templates and those the tests synthesized (the construct with every option,
-#      managed instances included, the attaching stacks): no errors (warnings are
-#      printed, not fatal).
+#      managed instances included, the stack with the Kafka gateway, the attaching
+#      stacks): no errors (warnings are printed, not fatal).
 # The modules build against the checkout through infra/go.work and
 # infra/examples/subscriber/go.work (their go.mod files require releases, with no
 # replace: infra/README.md, "Attach from your own app").
@@ -64,6 +67,16 @@ step "npx aws-cdk synth${offline:+ (offline)}"
 "${offline[@]}" npx --no-install aws-cdk synth --quiet --no-notices "${context[@]}" -o "$out/synth" >/dev/null
 test -s "$out/synth/Strata.template.json"
 
+step "npx aws-cdk synth -c strata:kafkaGateway=true${offline:+ (offline)}, no Docker engine"
+mkdir -p "$out/nodocker"
+printf '#!/bin/sh\necho "docker run during synth: $*" >&2\nexit 1\n' >"$out/nodocker/docker"
+chmod +x "$out/nodocker/docker"
+PATH="$out/nodocker:$PATH" CDK_DOCKER="$out/nodocker/docker" "${offline[@]}" npx --no-install aws-cdk synth --quiet --no-notices "${context[@]}" \
+	-c strata:kafkaGateway=true -c strata:stackName=StrataKafka -o "$out/synth-kafka" >/dev/null
+test -s "$out/synth-kafka/StrataKafka.template.json"
+grep -q '"AWS::ECS::Service"' "$out/synth-kafka/StrataKafka.template.json"
+ls "$out"/synth-kafka/asset.*/Dockerfile >/dev/null # the image's build context, staged
+
 step "npx aws-cdk synth in $example${offline:+ (offline)}: a user's app attaching to the stack above"
 mkdir -p "$out/subscriber-asset"
 printf '#!/bin/sh\nexit 1\n' >"$out/subscriber-asset/bootstrap" # the CI stand-in for its built handler
@@ -80,11 +93,12 @@ if ! "$venv/bin/python" -c 'import sys' 2>/dev/null || ! cmp -s infra/requiremen
 	cp infra/requirements-lint.txt "$venv/requirements-lint.txt"
 fi
 "$venv/bin/cfn-lint" --version
-# The apps' templates from the CLI, and the tests' (the app's stack, the construct with
-# every option set: managed instances, prefixes, a dead-letter topic, grants; the
+# The apps' templates from the CLI (the default stack, the stack with the Kafka
+# gateway), and the tests' (the app's stack with and without the gateway, the construct
+# with every option set: managed instances, prefixes, a dead-letter topic, grants; the
 # attaching stacks).
-templates=("$out/synth/Strata.template.json" "$out/subscriber/Billing.template.json" "$out"/tests/*.template.json)
-[[ ${#templates[@]} -eq 6 ]] || { echo "want 6 templates, have: ${templates[*]}" >&2; exit 1; }
+templates=("$out/synth/Strata.template.json" "$out/synth-kafka/StrataKafka.template.json" "$out/subscriber/Billing.template.json" "$out"/tests/*.template.json)
+[[ ${#templates[@]} -eq 8 ]] || { echo "want 8 templates, have: ${templates[*]}" >&2; exit 1; }
 "$venv/bin/cfn-lint" --non-zero-exit-code error -- "${templates[@]}"
 
 step "infra: ok"

@@ -181,7 +181,7 @@ func runDev(ctx context.Context, cmd *cobra.Command, cfg runtime.Config, kafkaAd
 	if cfg.AuthFile == "" && !loopback(rt.Addr()) {
 		fmt.Fprintf(cmd.ErrOrStderr(), "warning: listening on %s beyond loopback without --auth: anyone who can reach it may read, append, reset and delete everything\n", rt.Addr())
 	}
-	gw, err := devKafka(ctx, cmd, kafkaAddr, rt.Log(), rt.Coordinator(), cfg.Logger, rt.Authorizer())
+	gw, err := devKafka(ctx, cmd, kafkaAddr, rt.Log(), rt.Coordinator(), rt.Meta(), cfg.Logger, rt.Authorizer())
 	if err != nil {
 		return errors.Join(err, rt.Close(context.Background()))
 	}

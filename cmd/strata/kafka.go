@@ -20,12 +20,17 @@ import (
 	"github.com/stratalog/strata/pkg/kafka/awsauth"
 	"github.com/stratalog/strata/pkg/lambdafn"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/metrics/emf"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 // defaultKafkaAddr is where `strata kafka` listens by default (Kafka's port).
 const defaultKafkaAddr = "127.0.0.1:9092"
+
+// emfInterval is how often `strata kafka --emf` writes its request metrics.
+const emfInterval = 10 * time.Second
 
 // newKafkaCmd is the Kafka-protocol gateway: a stateless process serving Kafka clients
 // from a node's log (docs/KAFKA.md, "The Kafka protocol front").
@@ -38,6 +43,7 @@ func newKafkaCmd() *cobra.Command {
 		window    time.Duration
 		verbose   bool
 		ka        kafkaAuthFlags
+		emfOut    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "kafka",
@@ -62,7 +68,8 @@ Storage is chosen as for strata dev: --backend local (the default) opens --data-
 which one process at a time can hold (use strata dev --kafka to serve Kafka beside the
 HTTP API on one data directory); --backend aws opens the bucket and tables of a
 deployment (--bucket, --table-prefix; the same environment variables as strata dev).
-The gateway runs no retention pass: the deployment (or strata dev) does.
+The gateway runs no retention pass and no stream materialiser: the deployment (its
+retention and dispatch functions) or strata dev does.
 
 --advertise is the host:port clients are told to connect to (default --listen; set it
 when listening on 0.0.0.0). Prints "kafka listening on ADDR" once ready; SIGINT or
@@ -84,15 +91,25 @@ SIGTERM closes every connection and exits.`,
 				ncfg.GroupCommitWindow = -1
 			}
 			ctx := cmd.Context()
-			n, err := node.Open(ctx, ncfg, node.PartGroups|node.PartMaterializer)
+			var requests kafka.RequestMetrics
+			if emfOut {
+				sink := emf.New(cmd.OutOrStdout(), ncfg.Function.MetricsNamespace, nil)
+				ncfg.Metrics = sink
+				kg := emf.NewKafkaGateway(sink)
+				requests = kg
+				fctx, stopFlush := context.WithCancel(context.Background())
+				flushed := make(chan struct{})
+				go func() { defer close(flushed); kg.Run(fctx, emfInterval) }()
+				defer func() { stopFlush(); <-flushed }()
+			}
+			// Like the api function, the gateway serves and leaves the deployment's work
+			// to the deployment: no stream materialiser (dispatch's, or strata dev's), so
+			// it needs no rights on the sequencer's stream.
+			n, err := node.Open(ctx, ncfg, node.PartGroups)
 			if err != nil {
 				return err
 			}
 			defer n.Close()
-			mctx, stop := context.WithCancel(context.Background())
-			materialised := make(chan struct{})
-			go func() { defer close(materialised); n.RunMaterializer(mctx) }()
-			defer func() { stop(); <-materialised }()
 			auth, err := ka.auth(env.Function, ncfg.AWS.Endpoint, nil)
 			if err != nil {
 				return err
@@ -101,7 +118,8 @@ SIGTERM closes every connection and exits.`,
 			if err != nil {
 				return err
 			}
-			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Advertise: advertise, NodeID: nodeID, Logger: logger, Auth: auth}, listen, tlsCfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			barriers, _ := n.Meta().(kafka.GroupBarriers)
+			gw, err := startKafka(ctx, kafka.Config{Log: n.Log(), Groups: n.Coordinator(), Barriers: barriers, Advertise: advertise, NodeID: nodeID, Logger: logger, Auth: auth, Metrics: requests}, listen, tlsCfg, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -122,6 +140,7 @@ SIGTERM closes every connection and exits.`,
 	f.StringVar(&ka.audience, "iam-audience", awsauth.DefaultAudience, "audience --iam tokens must be signed for (awsauth.Options.Audience)")
 	f.StringVar(&ka.tlsCert, "tls-cert", "", "serve TLS with the certificate (chain) in PEM `FILE` (with --tls-key)")
 	f.StringVar(&ka.tlsKey, "tls-key", "", "the private key of --tls-cert, PEM `FILE`")
+	f.BoolVar(&emfOut, "emf", false, "write CloudWatch embedded-metric-format lines to stdout: the appends, and per API the requests, server errors and slowest request every 10s (the stack's gateway runs with it)")
 	return cmd
 }
 
@@ -250,7 +269,7 @@ func (g *kafkaGateway) wait(ctx context.Context) error {
 // devKafka starts `strata dev --kafka`'s gateway over the runtime's log and coordinator
 // (nil, nil without --kafka), with SASL/PLAIN and the HTTP API's grants when --auth
 // turned them on.
-func devKafka(ctx context.Context, cmd *cobra.Command, addr string, l *log.Log, groups *group.Coordinator, logger *slog.Logger, tokens *httpapi.Authorizer) (*kafkaGateway, error) {
+func devKafka(ctx context.Context, cmd *cobra.Command, addr string, l *log.Log, groups *group.Coordinator, meta store.MetaStore, logger *slog.Logger, tokens *httpapi.Authorizer) (*kafkaGateway, error) {
 	if addr == "" {
 		return nil, nil
 	}
@@ -258,5 +277,6 @@ func devKafka(ctx context.Context, cmd *cobra.Command, addr string, l *log.Log, 
 	if tokens != nil {
 		auth = &kafka.Auth{Tokens: tokens}
 	}
-	return startKafka(ctx, kafka.Config{Log: l, Groups: groups, Logger: logger, Auth: auth}, addr, nil, cmd.OutOrStdout(), cmd.ErrOrStderr())
+	barriers, _ := meta.(kafka.GroupBarriers)
+	return startKafka(ctx, kafka.Config{Log: l, Groups: groups, Barriers: barriers, Logger: logger, Auth: auth}, addr, nil, cmd.OutOrStdout(), cmd.ErrOrStderr())
 }

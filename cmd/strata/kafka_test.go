@@ -88,6 +88,25 @@ func TestDevKafka(t *testing.T) {
 		t.Fatalf("franz-go read %q", got)
 	}
 	cl.Close()
+	// A group member reads both through the gateway's group protocol and commits them
+	// as the group's Strata commit.
+	gcl, err := kgo.NewClient(kgo.SeedBrokers(m[2]), kgo.ConsumerGroup("dev-group"), kgo.ConsumeTopics("both"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond), kgo.DisableAutoCommit())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = nil
+	for len(got) < 2 && pctx.Err() == nil {
+		fs := gcl.PollFetches(pctx)
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, string(r.Value)) })
+	}
+	if err := gcl.CommitUncommittedOffsets(pctx); err != nil || len(got) != 2 {
+		t.Fatalf("group member read %q, commit: %v", got, err)
+	}
+	gcl.Close()
+	if g, err := c.DescribeGroup(ctx, "dev-group"); err != nil || len(g.Partitions) != 1 || g.Partitions[0].CommittedOffset == nil || *g.Partitions[0].CommittedOffset != 2 {
+		t.Fatalf("Strata's describe of the Kafka group: %+v, %v", g, err)
+	}
 	cancel()
 	select {
 	case err := <-done:

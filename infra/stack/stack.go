@@ -70,6 +70,12 @@ var contextKeys = map[string]string{
 	"strata:consumerBatchingWindowSeconds": "dispatch's stream batching window, whole seconds 0–300: consumers invoked at most once per partition per window (default 0: every stream batch)",
 	"strata:apiGrants":                     "the api's grants keyed by principal ARN pattern, JSON (STRATA_GRANTS; default none: every call refused)",
 	"strata:everyPrincipalAdmin":           "true makes every IAM principal allowed to invoke the API an admin (default false)",
+	"strata:kafkaGateway":                  "true deploys the Kafka gateway (strata kafka) on ECS Fargate behind an internal Network Load Balancer (default false)",
+	"strata:kafkaCertificateArn":           "ACM certificate of the gateway's TLS listener (port 9094); without one the listener is plain TCP on 9092 and synth warns",
+	"strata:kafkaHost":                     "the name Kafka clients connect to and the gateway advertises; required with a certificate (default the load balancer's DNS name)",
+	"strata:kafkaMinTasks":                 "fewest gateway tasks, at least 2 (default 2)",
+	"strata:kafkaMaxTasks":                 "most gateway tasks the CPU scaling may run (default 8)",
+	"strata:kafkaServerErrorsAlarm":        "gateway server errors alarm threshold per 5 minutes (default 1)",
 	"strata:exampleTopic":                  "topic of the example order consumer (default orders)",
 	"strata:exampleGroup":                  "group of the example order consumer (default order-consumer)",
 	"strata:exampleDeadLetter":             "topic the example group dead-letters to; the consumer may append to it (default none)",
@@ -177,6 +183,19 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 		}
 		p.APIGrants = string(b)
 	}
+	switch g := str("strata:kafkaGateway", "false"); g {
+	case "false":
+	case "true":
+		p.KafkaGateway = &strata.KafkaGateway{
+			CertificateArn: str("strata:kafkaCertificateArn", ""),
+			Host:           str("strata:kafkaHost", ""),
+			MinTasks:       int(num("strata:kafkaMinTasks")),
+			MaxTasks:       int(num("strata:kafkaMaxTasks")),
+		}
+		p.Alarms.GatewayServerErrors = num("strata:kafkaServerErrorsAlarm")
+	default:
+		err = fmt.Errorf("stack: context strata:kafkaGateway = %q: want true or false", g)
+	}
 	switch a := str("strata:everyPrincipalAdmin", "false"); a {
 	case "false":
 	case "true":
@@ -239,6 +258,10 @@ func New(app constructs.Construct, cfg Config) (*Stack, error) {
 	}
 	if out.HTTPConsumer != nil {
 		outputs["HttpConsumerRoleArn"] = out.HTTPConsumer.RoleArn()
+	}
+	if g := s.Gateway; g != nil {
+		outputs["KafkaBootstrap"] = g.Bootstrap
+		outputs["KafkaLoadBalancerDns"] = g.LoadBalancer.LoadBalancerDnsName()
 	}
 	for id, v := range outputs {
 		awscdk.NewCfnOutput(st, jsii.String(id), &awscdk.CfnOutputProps{Value: v})

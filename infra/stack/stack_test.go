@@ -24,8 +24,8 @@ import (
 )
 
 // The stack is synthesized once (jsii synthesis takes seconds) and every test reads the
-// same template.
-var tpl *tmpl.Template
+// same template; gwTpl is the stack with the Kafka gateway (kafka_test.go).
+var tpl, gwTpl *tmpl.Template
 
 func TestMain(m *testing.M) {
 	err := synth()
@@ -49,19 +49,31 @@ func synth() error {
 		return err
 	}
 	defer os.RemoveAll(out)
-	app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out)})
-	cfg, err := stack.FromContext(app.Node(), dir)
-	if err != nil {
-		return err
+	for _, c := range []struct {
+		into    **tmpl.Template
+		context map[string]any
+		export  string
+	}{
+		{&tpl, nil, "stack-default"},
+		{&gwTpl, gatewayContext, "stack-kafka-gateway"},
+	} {
+		app := awscdk.NewApp(&awscdk.AppProps{Outdir: jsii.String(out), Context: &c.context})
+		cfg, err := stack.FromContext(app.Node(), dir)
+		if err != nil {
+			return err
+		}
+		st, err := stack.New(app, cfg)
+		if err != nil {
+			return err
+		}
+		if *c.into, err = tmpl.New(assertions.Template_FromStack(st.Stack, nil)); err != nil {
+			return err
+		}
+		if err := (*c.into).Export(c.export); err != nil {
+			return err
+		}
 	}
-	st, err := stack.New(app, cfg)
-	if err != nil {
-		return err
-	}
-	if tpl, err = tmpl.New(assertions.Template_FromStack(st.Stack, nil)); err != nil {
-		return err
-	}
-	return tpl.Export("stack-default")
+	return nil
 }
 
 // table returns the logical id of the Strata table with suffix.

@@ -121,6 +121,10 @@ type Props struct {
 	GroupCommitWindow time.Duration
 	GroupCommitBudget int
 
+	// KafkaGateway, when set, deploys the Kafka-protocol gateway on ECS Fargate behind
+	// a Network Load Balancer (see KafkaGateway). Default none.
+	KafkaGateway *KafkaGateway
+
 	// FrontDoor is how callers reach the api function: FrontDoorAPIGateway (default),
 	// FrontDoorFunctionURL or FrontDoorBoth. With a function URL, every principal
 	// pattern of APIGrants must name its account (the URL's resource policy grants it).
@@ -146,6 +150,9 @@ type AlarmThresholds struct {
 	// ParkedKeys: a subscribed group's alarm fires when it has parked at least this
 	// many keys on the topic (default 1: any key parked).
 	ParkedKeys float64
+	// GatewayServerErrors: Kafka requests the gateway failed on its side in 5 minutes,
+	// over every API (default 1; with KafkaGateway).
+	GatewayServerErrors float64
 }
 
 // Strata is one deployment. Its fields are for reading (dashboards, outputs, further
@@ -174,6 +181,9 @@ type Strata struct {
 	Alarms []awscloudwatch.Alarm
 	// Managed is the capacity provider of the api function and its VPC; nil on demand.
 	Managed *ManagedAPI
+	// Gateway is the Kafka gateway's service, load balancer and role; nil without
+	// Props.KafkaGateway.
+	Gateway *Gateway
 
 	props         Props
 	tablePrefix   string
@@ -225,6 +235,9 @@ func New(scope constructs.Construct, id string, props Props) (*Strata, error) {
 		s.newCapacityProvider(*p.ManagedInstances)
 	}
 	s.newObservability()
+	if p.KafkaGateway != nil {
+		s.newKafkaGateway(*p.KafkaGateway)
+	}
 	return s, nil
 }
 
@@ -286,7 +299,7 @@ func (p Props) withDefaults() (Props, error) {
 	for _, t := range []struct {
 		v *float64
 		d float64
-	}{{&a.LagSeconds, defaultLagSeconds}, {&a.DeadLettered, defaultDeadLettered}, {&a.FunctionErrors, 1}, {&a.Throttles, 1}, {&a.ParkedKeys, defaultParkedKeys}} {
+	}{{&a.LagSeconds, defaultLagSeconds}, {&a.DeadLettered, defaultDeadLettered}, {&a.FunctionErrors, 1}, {&a.Throttles, 1}, {&a.ParkedKeys, defaultParkedKeys}, {&a.GatewayServerErrors, 1}} {
 		if *t.v == 0 {
 			*t.v = t.d
 		}
@@ -342,6 +355,13 @@ func (p Props) withDefaults() (Props, error) {
 		if err := m.withDefaults(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if k := p.KafkaGateway; k != nil {
+		kc := *k // the caller's value stays as given
+		if err := kc.withDefaults(); err != nil {
+			errs = append(errs, err)
+		}
+		p.KafkaGateway = &kc
 	}
 	return p, errors.Join(errs...)
 }
@@ -468,6 +488,23 @@ func (s *Strata) settings() deploy.Settings {
 	}
 }
 
+// apiSettings are the api function's settings: the stores' and the topic defaults, and
+// with api its authorization and group commit (the Kafka gateway takes the first part:
+// it has flags of its own for group commit, and no grants yet).
+func (s *Strata) apiSettings(api bool) deploy.Settings {
+	st := s.settings()
+	st.DefaultPartitions = s.props.DefaultPartitions
+	st.DefaultRetention = s.props.DefaultRetention
+	st.MaxRetention = s.props.MaxRetention
+	if api {
+		st.Grants = s.props.APIGrants
+		st.EveryPrincipalAdmin = s.props.EveryPrincipalAdmin
+		st.GroupCommitWindow = s.props.GroupCommitWindow
+		st.GroupCommitBudget = s.props.GroupCommitBudget
+	}
+	return st
+}
+
 // environment renders settings as a function's environment: the one definition the
 // functions parse back (pkg/node), so the stack never sets a variable no code reads.
 func environment(st deploy.Settings) map[string]*string {
@@ -504,13 +541,7 @@ func (s *Strata) newFunction(name string, memory int) awslambda.Function {
 	}
 	st := s.settings()
 	if name == deploy.FunctionAPI {
-		st.DefaultPartitions = s.props.DefaultPartitions
-		st.DefaultRetention = s.props.DefaultRetention
-		st.MaxRetention = s.props.MaxRetention
-		st.Grants = s.props.APIGrants
-		st.EveryPrincipalAdmin = s.props.EveryPrincipalAdmin
-		st.GroupCommitWindow = s.props.GroupCommitWindow
-		st.GroupCommitBudget = s.props.GroupCommitBudget
+		st = s.apiSettings(true)
 	}
 	if name == deploy.FunctionDispatch {
 		st.SubscriptionsPath = s.subsPath

@@ -70,6 +70,8 @@ type Stack struct {
 	Template *Template
 	// Functions by logical id.
 	Functions map[string]*Function
+	// Gateways are the ECS task definitions' containers by "<logical id>/<container>".
+	Gateways map[string]*Gateway
 	// APIURL is the HTTP API's endpoint (the front).
 	APIURL string
 	// Front is the API Gateway stand-in; nil when the template has no HTTP API.
@@ -118,7 +120,7 @@ func Start(t testing.TB, opts Options) *Stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &Stack{t: t, Name: "Sr" + randomID(), Functions: map[string]*Function{}, byName: map[string]*Function{},
+	s := &Stack{t: t, Name: "Sr" + randomID(), Functions: map[string]*Function{}, Gateways: map[string]*Gateway{}, byName: map[string]*Function{},
 		mappings: map[string]*streamMapping{}, rules: map[string]*schedule{}, emulator: emu, cancel: cancel}
 	t.Cleanup(s.stop)
 	b := lambdarun.Built(t)
@@ -142,6 +144,9 @@ func Start(t testing.TB, opts Options) *Stack {
 	}
 	s.lambda = &lambdaService{functions: s.byName, ctx: ctx}
 	if err := s.startFunctions(ctx, out, b, opts.Instances); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.startGateways(ctx, out); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.startMappings(ctx); err != nil {
@@ -954,6 +959,20 @@ func (s *Stack) Summary() string {
 		for _, c := range f.Proxy.Conditions() {
 			fmt.Fprintf(&b, "  condition not evaluated (the statement allowed more than IAM would): %s\n", c)
 		}
+	}
+	gws := make([]string, 0, len(s.Gateways))
+	for id := range s.Gateways {
+		gws = append(gws, id)
+	}
+	sort.Strings(gws)
+	for _, id := range gws {
+		counts := s.Gateways[id].Proxy.Counts()
+		actions := make([]string, 0, len(counts))
+		for a, c := range counts {
+			actions = append(actions, fmt.Sprintf("%s×%d", a, c))
+		}
+		sort.Strings(actions)
+		fmt.Fprintf(&b, "container %s on %s\n  AWS requests allowed by its task role: %s\n", id, s.Gateways[id].Addr, strings.Join(actions, " "))
 	}
 	for id, m := range s.MappingStats() {
 		fmt.Fprintf(&b, "stream mapping %s: %+v\n", id, m)

@@ -142,6 +142,12 @@ const (
 	// MetricDispatchInvokeErrors counts, per {trigger} (stream, schedule), the consumer
 	// invocations dispatch could not make; a stream batch counts them instead of failing.
 	MetricDispatchInvokeErrors = "strata_dispatch_invoke_errors_total"
+	// MetricKafkaRequests, MetricKafkaServerErrors and MetricKafkaRequestDurationMax
+	// are the Kafka gateway's requests per {api} (and over every API): how many, how
+	// many failed on the gateway's side (kafka.ServerErrorCodes), the slowest.
+	MetricKafkaRequests           = "strata_kafka_requests_total"
+	MetricKafkaServerErrors       = "strata_kafka_server_errors_total"
+	MetricKafkaRequestDurationMax = "strata_kafka_request_duration_seconds_max"
 )
 
 // SegmentKeyPrefix is the prefix of every segment object key (before EnvObjectPrefix is

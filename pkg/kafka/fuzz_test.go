@@ -29,7 +29,7 @@ func FuzzRequest(f *testing.F) {
 	if _, err := l.Append(ctx, "t", []log.Record{{Value: []byte("a")}, {Key: []byte("k"), Value: []byte("b")}}, log.AppendOptions{}); err != nil {
 		f.Fatal(err)
 	}
-	s, err := New(Config{Log: l, Groups: group.New(st.Meta, l, nil)})
+	s, err := New(Config{Log: l, Groups: group.New(st.Meta, l, nil), Barriers: st.Meta.(GroupBarriers)})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -122,6 +122,31 @@ func FuzzRequest(f *testing.F) {
 	seed(of, 1)
 	of.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g"}, {Group: "h", Topics: []kmsg.OffsetFetchRequestGroupTopic{{Topic: "t", Partitions: []int32{0, 5}}}}}
 	seed(of, 8)
+	jg := kmsg.NewPtrJoinGroupRequest()
+	jg.Group, jg.ProtocolType, jg.SessionTimeoutMillis, jg.RebalanceTimeoutMillis = "kg", "consumer", 6000, 6000
+	jg.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: (&kmsg.ConsumerMemberMetadata{Topics: []string{"t"}}).AppendTo(nil)}}
+	seed(jg, 0)
+	seed(jg, 9)
+	sg := kmsg.NewPtrSyncGroupRequest()
+	sg.Group, sg.MemberID, sg.Generation = "kg", "m", 1
+	sg.GroupAssignment = []kmsg.SyncGroupRequestGroupAssignment{{MemberID: "m", MemberAssignment: []byte{0}}}
+	seed(sg, 5)
+	hb := kmsg.NewPtrHeartbeatRequest()
+	hb.Group, hb.MemberID, hb.Generation = "kg", "m", 1
+	seed(hb, 4)
+	lg := kmsg.NewPtrLeaveGroupRequest()
+	lg.Group, lg.Members = "kg", []kmsg.LeaveGroupRequestMember{{MemberID: "m"}}
+	seed(lg, 5)
+	seed(kmsg.NewPtrListGroupsRequest(), 4)
+	dg := kmsg.NewPtrDescribeGroupsRequest()
+	dg.Groups = []string{"kg", "g"}
+	seed(dg, 5)
+	xg := kmsg.NewPtrDeleteGroupsRequest()
+	xg.Groups = []string{"kg"}
+	seed(xg, 2)
+	od := kmsg.NewPtrOffsetDeleteRequest()
+	od.Group, od.Topics = "g", []kmsg.OffsetDeleteRequestTopic{{Topic: "t", Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}, {Partition: 1}}}}
+	seed(od, 0)
 
 	hs := kmsg.NewPtrSASLHandshakeRequest()
 	hs.Mechanism = MechanismPlain

@@ -18,14 +18,15 @@ var (
 	offsetMetadataLarge = kerr.OffsetMetadataTooLarge.Code
 )
 
-// offsetCommit stores the offsets of a commit made outside any group membership
-// (generation -1, no member id: kadm's CommitOffsets, a consumer with assigned
-// partitions) as the group's Strata commits, one partition at a time: what `strata
-// groups reset --to` does, so it is refused while the group has a live member (as
-// Kafka refuses such a commit to a group that is not empty) and may move backwards.
-// Members of a Kafka group (JoinGroup) do not exist yet, so any other generation is
-// ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID. Offset metadata is not kept, so a commit
-// that carries some is refused rather than losing it.
+// offsetCommit stores a commit's offsets as the group's Strata commits, one partition
+// at a time: what `strata groups reset --to` does, so it is refused while a Strata
+// member holds a live lease on the topic and may move backwards. A member of a Kafka
+// group commits at its generation (commitCheck: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION
+// and REBALANCE_IN_PROGRESS as Kafka answers them); a commit made outside any
+// membership (generation -1, no member id: kadm's CommitOffsets, a consumer with
+// assigned partitions) is taken only by a group without Kafka members. Offset metadata
+// is not kept: a member's is dropped (franz-go sends its member id), and one that a
+// commit from outside a membership carries is refused rather than lost.
 func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) kmsg.Response {
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.SetVersion(r.Version)
@@ -35,10 +36,8 @@ func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) 
 		all = coordinatorNotAvailable
 	case !log.ValidName(r.Group):
 		all = invalidGroupID
-	case r.MemberID != "":
-		all = unknownMemberID
-	case r.Version >= 1 && r.Generation != -1:
-		all = illegalGeneration
+	default:
+		all = s.commitCheck(ctx, r)
 	}
 	for _, rt := range r.Topics {
 		out := kmsg.NewOffsetCommitResponseTopic()
@@ -47,7 +46,7 @@ func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) 
 			p := kmsg.NewOffsetCommitResponseTopicPartition()
 			p.Partition, p.ErrorCode = rp.Partition, all
 			if all == 0 {
-				p.ErrorCode = s.commitOne(ctx, r.Group, rt.Topic, rp)
+				p.ErrorCode = s.commitOne(ctx, r.Group, rt.Topic, rp, r.MemberID != "")
 			}
 			out.Partitions = append(out.Partitions, p)
 		}
@@ -56,8 +55,8 @@ func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) 
 	return resp
 }
 
-func (s *Server) commitOne(ctx context.Context, g, topic string, rp kmsg.OffsetCommitRequestTopicPartition) int16 {
-	if rp.Metadata != nil && *rp.Metadata != "" {
+func (s *Server) commitOne(ctx context.Context, g, topic string, rp kmsg.OffsetCommitRequestTopicPartition, member bool) int16 {
+	if rp.Metadata != nil && *rp.Metadata != "" && !member {
 		return offsetMetadataLarge
 	}
 	if _, code := s.topic(ctx, topic, rp.Partition); code != 0 {

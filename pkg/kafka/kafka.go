@@ -52,6 +52,13 @@ type Config struct {
 	// Groups is the node's group coordinator (the group APIs' store; optional until
 	// they are implemented).
 	Groups *group.Coordinator
+	// Barriers holds the Kafka groups' membership (JoinGroup and SyncGroup barriers);
+	// without it the membership APIs answer COORDINATOR_NOT_AVAILABLE.
+	Barriers GroupBarriers
+	// MinSessionTimeout and MaxSessionTimeout bound a member's session timeout
+	// (INVALID_SESSION_TIMEOUT beyond; default DefaultMinSessionTimeout and
+	// DefaultMaxSessionTimeout).
+	MinSessionTimeout, MaxSessionTimeout time.Duration
 	// Advertise is the host:port clients are told to connect to (Metadata,
 	// FindCoordinator, DescribeCluster); default the listener's address.
 	Advertise string
@@ -74,6 +81,8 @@ type Config struct {
 	// each request by the principal's grants; nil serves every connection as the HTTP
 	// API's anonymous caller, allowed everything.
 	Auth *Auth
+	// Metrics receives every dispatched request's API, latency and outcome; nil none.
+	Metrics RequestMetrics
 }
 
 // Server is a gateway. It is safe for concurrent use; Serve may run on several
@@ -108,6 +117,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxFetchBytes <= 0 {
 		cfg.MaxFetchBytes = DefaultMaxFetchBytes
+	}
+	if cfg.MinSessionTimeout <= 0 {
+		cfg.MinSessionTimeout = DefaultMinSessionTimeout
+	}
+	if cfg.MaxSessionTimeout <= 0 {
+		cfg.MaxSessionTimeout = DefaultMaxSessionTimeout
 	}
 	if a := cfg.Auth; a != nil {
 		switch {
@@ -357,9 +372,11 @@ func (s *Server) serveFrame(ctx context.Context, b broker, ss *session, frame []
 		}
 		return encodeResponse(h, resp), nil
 	}
-	ctx = withIdentity(ctx, ss.id)
+	ctx = withClientID(withIdentity(ctx, ss.id), h.clientID)
 	if s.cfg.Auth == nil {
+		start := time.Now()
 		resp, err := s.dispatch(ctx, b, req)
+		s.observe(h.key, start, resp, err)
 		if resp == nil {
 			return nil, err
 		}
@@ -376,7 +393,12 @@ func (s *Server) serveFrame(ctx context.Context, b broker, ss *session, frame []
 	if gr.skip {
 		resp = req.ResponseKind()
 		resp.SetVersion(h.version)
-	} else if resp, err = s.dispatch(ctx, b, req); resp == nil {
+	} else {
+		start := time.Now()
+		resp, err = s.dispatch(ctx, b, req)
+		s.observe(h.key, start, resp, err)
+	}
+	if resp == nil {
 		return nil, err
 	}
 	if gr.finish != nil {
@@ -435,6 +457,9 @@ func (s *Server) dispatch(ctx context.Context, b broker, req kmsg.Request) (kmsg
 		return s.alterConfigs(ctx, r), nil
 	case *kmsg.IncrementalAlterConfigsRequest:
 		return s.incrementalAlterConfigs(ctx, r), nil
+	}
+	if resp, ok := s.dispatchGroup(ctx, req); ok {
+		return resp, nil
 	}
 	return nil, fmt.Errorf("%w: %s has no handler", errClose, kmsg.NameForKey(req.Key()))
 }

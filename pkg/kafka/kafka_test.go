@@ -40,7 +40,7 @@ func startGateway(t testing.TB, s backendtest.Stores) *gateway {
 		t.Fatal(err)
 	}
 	coord := group.New(s.Meta, l, nil)
-	srv, err := kafka.New(kafka.Config{Log: l, Groups: coord})
+	srv, err := kafka.New(kafka.Config{Log: l, Groups: coord, Barriers: s.Meta.(kafka.GroupBarriers)})
 	if err != nil {
 		t.Fatal(err)
 	}

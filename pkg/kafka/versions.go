@@ -49,6 +49,12 @@ var APIs = []apiRange{
 	{8, 2, 8},  // OffsetCommit (v9 is KIP-848's member epoch, v10 topic ids)
 	{9, 1, 8},  // OffsetFetch (likewise)
 	{10, 0, 4}, // FindCoordinator (v5 is transactions v2, v6 share groups)
+	{11, 0, 9}, // JoinGroup (classic protocol; a group.instance.id is refused)
+	{12, 0, 4}, // Heartbeat
+	{13, 0, 5}, // LeaveGroup
+	{14, 0, 5}, // SyncGroup
+	{15, 0, 5}, // DescribeGroups (v6 answers an unknown group with an error)
+	{16, 0, 4}, // ListGroups (v5 filters by group type, KIP-848)
 	{18, 0, 4}, // ApiVersions
 	{19, 2, 7}, // CreateTopics
 	{20, 1, 6}, // DeleteTopics
@@ -58,6 +64,8 @@ var APIs = []apiRange{
 	{37, 0, 3}, // CreatePartitions
 	{17, 1, 1}, // SaslHandshake (v0's raw SASL frames are gone from Kafka 4.0)
 	{36, 0, 2}, // SaslAuthenticate
+	{42, 0, 2}, // DeleteGroups
+	{47, 0, 0}, // OffsetDelete
 	{44, 0, 1}, // IncrementalAlterConfigs
 	{60, 0, 1}, // DescribeCluster (v2 lists fenced brokers)
 }
@@ -219,7 +227,7 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 	case *kmsg.SASLAuthenticateRequest:
 		resp.(*kmsg.SASLAuthenticateResponse).ErrorCode = code
 	default:
-		return nil
+		return groupErrorResponse(req, resp, code)
 	}
 	return resp
 }

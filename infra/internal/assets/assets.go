@@ -7,12 +7,14 @@
 package assets
 
 import (
+	_ "embed"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 
+	"github.com/stratalog/strata/infra/strata"
 	"github.com/stratalog/strata/pkg/deploy"
 )
 
@@ -22,17 +24,40 @@ echo "strata: placeholder asset: build the functions with scripts/build-function
 exit 1
 `
 
-// Missing returns the functions whose <dir>/<name>/bootstrap does not exist.
+// GatewayDockerfile is the Kafka gateway image's Dockerfile, which
+// scripts/build-functions.sh copies beside the strata binary into
+// <dir>/<strata.GatewayAsset>.
+//
+//go:embed gateway.Dockerfile
+var GatewayDockerfile string
+
+// Gateway is the name Missing reports for the Kafka gateway's image directory.
+const Gateway = strata.GatewayAsset
+
+// Missing returns the functions whose <dir>/<name>/bootstrap does not exist, and
+// Gateway when <dir>/<Gateway> lacks the strata binary or its Dockerfile.
 func Missing(dir string) ([]string, error) {
 	var missing []string
-	for _, name := range deploy.Functions() {
-		_, err := os.Stat(filepath.Join(dir, name, "bootstrap"))
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			missing = append(missing, name)
-		case err != nil:
-			return nil, fmt.Errorf("assets: %w", err)
+	check := func(name string, files ...string) error {
+		for _, f := range files {
+			_, err := os.Stat(filepath.Join(dir, name, f))
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				missing = append(missing, name)
+				return nil
+			case err != nil:
+				return fmt.Errorf("assets: %w", err)
+			}
 		}
+		return nil
+	}
+	for _, name := range deploy.Functions() {
+		if err := check(name, "bootstrap"); err != nil {
+			return nil, err
+		}
+	}
+	if err := check(Gateway, "strata", "Dockerfile"); err != nil {
+		return nil, err
 	}
 	return missing, nil
 }
@@ -52,6 +77,16 @@ func Placeholders() (string, error) {
 		if err := os.WriteFile(filepath.Join(dir, name, "bootstrap"), []byte(placeholder), 0o755); err != nil {
 			return "", fmt.Errorf("assets: %w", err)
 		}
+	}
+	gw := filepath.Join(dir, Gateway)
+	if err := os.MkdirAll(gw, 0o755); err != nil {
+		return "", fmt.Errorf("assets: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(gw, "strata"), []byte(placeholder), 0o755); err != nil {
+		return "", fmt.Errorf("assets: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(gw, "Dockerfile"), []byte(GatewayDockerfile), 0o644); err != nil {
+		return "", fmt.Errorf("assets: %w", err)
 	}
 	return dir, nil
 }

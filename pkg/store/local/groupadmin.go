@@ -135,6 +135,9 @@ func (m *MetaStore) DeleteGroup(ctx context.Context, group string, now time.Time
 				}
 			}
 		}
+		if err := tx.Bucket([]byte(bucketBarriers)).Delete([]byte(group)); err != nil {
+			return err
+		}
 		return tx.Bucket([]byte(bucketGroups)).Delete([]byte(group))
 	})
 }

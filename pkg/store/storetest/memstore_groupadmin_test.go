@@ -98,6 +98,9 @@ func (s *memStore) DeleteGroup(_ context.Context, group string, now time.Time) e
 	}
 	delete(s.members, group)
 	delete(s.groups, group)
+	if s.bug != "DeleteGroupKeepsBarrier" {
+		delete(s.barriers, group)
+	}
 	return nil
 }
 

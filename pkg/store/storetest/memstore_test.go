@@ -37,6 +37,7 @@ type memStore struct {
 	parked      map[parkedMemKey]store.ParkedKey
 	batches     map[string]int64                         // topic commit topic → batches committed
 	fences      map[string]map[string]store.RequestFence // topic → fenceID(key, attempt) → fence
+	barriers    map[string]store.Barrier                 // group → barrier (memstore_barrier_test.go)
 }
 
 type tpKey struct {

@@ -139,6 +139,9 @@ func TestMutants(t *testing.T) {
 		"EntryDropsMembers":           "MetaStore/Fences/EntryMembersRoundTrip",
 		"ResultDropsMembers":          "MetaStore/Fences/EntryMembersRoundTrip",
 		"EntryWithoutBatch":           "MetaStore/Batch/EntryBatchRoundTrip",
+		"BarrierIgnoresVersion":       "GroupBarrierStore/Barrier/SwapComparesVersion",
+		"BarrierSwapRace":             "GroupBarrierStore/Barrier/ConcurrentSwapsOneWins",
+		"DeleteGroupKeepsBarrier":     "GroupBarrierStore/Barrier/DeletedWithGroup",
 	} {
 		t.Run(bug, func(t *testing.T) {
 			t.Parallel()
