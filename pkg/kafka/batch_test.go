@@ -91,7 +91,6 @@ func TestDecodeBatchesRefusals(t *testing.T) {
 		{"null value", testBatch(t, codecNone, []kmsg.Record{{Key: []byte("k")}}, nil, true), invalidRecord, "null value"},
 		{"null header value", testBatch(t, codecNone, []kmsg.Record{{Value: []byte("v"), Headers: []kmsg.Header{{Key: "h"}}}}, nil, true), invalidRecord, "header"},
 		{"transactional", testBatch(t, codecNone, ok, func(b *kmsg.RecordBatch) { b.Attributes |= attrTransactional }, true), invalidRecord, "transaction"},
-		{"idempotent", testBatch(t, codecNone, ok, func(b *kmsg.RecordBatch) { b.ProducerID = 7 }, true), invalidRecord, "InitProducerId"},
 		{"offset deltas not from 0", testBatch(t, codecNone, []kmsg.Record{{OffsetDelta: 3, Value: []byte("v")}}, nil, true), invalidRecord, "offset delta"},
 		{"negative timestamp", testBatch(t, codecNone, ok, func(b *kmsg.RecordBatch) { b.FirstTimestamp = -5 }, true), invalidTimestamp, "timestamp"},
 		{"unknown codec", testBatch(t, codecNone, ok, func(b *kmsg.RecordBatch) { b.Attributes |= 5 }, true), corruptMessage, "codec"},

@@ -55,6 +55,30 @@ func FuzzRequest(f *testing.F) {
 		pr.Topics = append(pr.Topics, rt)
 		seed(pr, v)
 	}
+	for _, v := range []int16{0, 3, 4} {
+		ip := kmsg.NewPtrInitProducerIDRequest()
+		ip.ProducerID, ip.ProducerEpoch = 1, 0
+		seed(ip, v)
+	}
+	ipr := kmsg.NewPtrProduceRequest()
+	ipr.Acks = -1
+	ipr.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: testBatch(f, codecNone, []kmsg.Record{rec("k", "v")},
+		func(b *kmsg.RecordBatch) { b.ProducerID, b.ProducerEpoch, b.FirstSequence = 1, 0, 0 }, true)}}}}
+	seed(ipr, 9)
+	dc := kmsg.NewPtrDescribeConfigsRequest()
+	dc.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t"}, {ResourceType: kmsg.ConfigResourceTypeBroker}}
+	seed(dc, 0)
+	seed(dc, 4)
+	ia := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	ia.ValidateOnly = true
+	ia.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t",
+		Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("60000")}}}}
+	seed(ia, 1)
+	ac := kmsg.NewPtrAlterConfigsRequest()
+	ac.ValidateOnly = true
+	ac.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t",
+		Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "cleanup.policy", Value: kmsg.StringPtr("delete")}}}}
+	seed(ac, 2)
 	fr := kmsg.NewPtrFetchRequest()
 	fr.MaxWaitMillis, fr.MaxBytes = 10, 1<<20
 	fr.Topics = []kmsg.FetchRequestTopic{{Topic: "t", Partitions: []kmsg.FetchRequestTopicPartition{{Partition: 0, PartitionMaxBytes: 100}, {Partition: 1, FetchOffset: 5}}}}

@@ -366,6 +366,14 @@ func (s *Server) dispatch(ctx context.Context, b broker, req kmsg.Request) (kmsg
 		return s.offsetCommit(ctx, r), nil
 	case *kmsg.OffsetFetchRequest:
 		return s.offsetFetch(ctx, r), nil
+	case *kmsg.InitProducerIDRequest:
+		return s.initProducerID(ctx, r), nil
+	case *kmsg.DescribeConfigsRequest:
+		return s.describeConfigs(ctx, r), nil
+	case *kmsg.AlterConfigsRequest:
+		return s.alterConfigs(ctx, r), nil
+	case *kmsg.IncrementalAlterConfigsRequest:
+		return s.incrementalAlterConfigs(ctx, r), nil
 	}
 	return nil, fmt.Errorf("%w: %s has no handler", errClose, kmsg.NameForKey(req.Key()))
 }

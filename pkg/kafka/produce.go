@@ -51,8 +51,8 @@ func refuse(code int16, format string, args ...any) *batchError {
 // decodeBatches decodes one partition's produce payload, one or more record batches v2,
 // into the log's records: each batch's CRC-32C, magic, lengths and record count are
 // checked, its records decompressed within maxBytes. What Strata cannot keep as Kafka
-// means it (a null value, a null header value, a transactional or idempotent batch) is
-// refused with INVALID_RECORD rather than changed.
+// means it (a null value, a null header value, a transactional batch) is refused with
+// INVALID_RECORD rather than changed.
 func decodeBatches(data []byte, maxBytes int) ([]log.Record, *batchError) {
 	if len(data) == 0 {
 		return nil, refuse(invalidRecord, "the partition's records are empty")
@@ -96,8 +96,6 @@ func decodeRecords(b *kmsg.RecordBatch, maxBytes int) ([]log.Record, *batchError
 	switch {
 	case b.Attributes&(attrTransactional|attrControl) != 0:
 		return nil, refuse(invalidRecord, "transactional and control batches are not accepted: transactions are not implemented")
-	case b.ProducerID >= 0:
-		return nil, refuse(invalidRecord, "idempotent batches (producer id %d) are not accepted: InitProducerId is not implemented", b.ProducerID)
 	case b.NumRecords <= 0:
 		return nil, refuse(invalidRecord, "a record batch must hold at least one record, it says %d", b.NumRecords)
 	}
@@ -226,7 +224,8 @@ func (s *Server) producePartition(ctx context.Context, topic string, out *kmsg.P
 	fail := func(code int16, msg string) {
 		out.ErrorCode, out.ErrorMessage = code, kmsg.StringPtr(msg)
 	}
-	if _, code := s.topic(ctx, topic, out.Partition); code != 0 {
+	t, code := s.topic(ctx, topic, out.Partition)
+	if code != 0 {
 		fail(code, fmt.Sprintf("topic %q partition %d is unknown (topics are created explicitly)", topic, out.Partition))
 		return
 	}
@@ -238,6 +237,14 @@ func (s *Server) producePartition(ctx context.Context, topic string, out *kmsg.P
 	p := out.Partition
 	for i := range recs {
 		recs[i].Partition = &p
+	}
+	if pb, berr := batchProducer(data); berr != nil || pb != nil {
+		if berr != nil {
+			fail(berr.code, berr.msg)
+			return
+		}
+		s.produceIdempotent(ctx, t, out, recs, *pb)
+		return
 	}
 	res, err := s.log.Append(ctx, topic, recs, log.AppendOptions{})
 	if err != nil {

@@ -52,7 +52,11 @@ var APIs = []apiRange{
 	{18, 0, 4}, // ApiVersions
 	{19, 2, 7}, // CreateTopics
 	{20, 1, 6}, // DeleteTopics
+	{22, 0, 4}, // InitProducerId (no transactional ids; v5 is transactions v2)
+	{32, 0, 4}, // DescribeConfigs
+	{33, 0, 2}, // AlterConfigs
 	{37, 0, 3}, // CreatePartitions
+	{44, 0, 1}, // IncrementalAlterConfigs
 	{60, 0, 1}, // DescribeCluster (v2 lists fenced brokers)
 }
 
@@ -164,6 +168,30 @@ func errorResponse(req kmsg.Request, code int16) kmsg.Response {
 		}
 	case *kmsg.DescribeClusterRequest:
 		resp.(*kmsg.DescribeClusterResponse).ErrorCode = code
+	case *kmsg.InitProducerIDRequest:
+		out := resp.(*kmsg.InitProducerIDResponse)
+		out.ErrorCode, out.ProducerID, out.ProducerEpoch = code, -1, -1
+	case *kmsg.DescribeConfigsRequest:
+		out := resp.(*kmsg.DescribeConfigsResponse)
+		for _, rr := range r.Resources {
+			o := kmsg.NewDescribeConfigsResponseResource()
+			o.ResourceType, o.ResourceName, o.ErrorCode = rr.ResourceType, rr.ResourceName, code
+			out.Resources = append(out.Resources, o)
+		}
+	case *kmsg.AlterConfigsRequest:
+		out := resp.(*kmsg.AlterConfigsResponse)
+		for _, rr := range r.Resources {
+			o := kmsg.NewAlterConfigsResponseResource()
+			o.ResourceType, o.ResourceName, o.ErrorCode = rr.ResourceType, rr.ResourceName, code
+			out.Resources = append(out.Resources, o)
+		}
+	case *kmsg.IncrementalAlterConfigsRequest:
+		out := resp.(*kmsg.IncrementalAlterConfigsResponse)
+		for _, rr := range r.Resources {
+			o := kmsg.NewIncrementalAlterConfigsResponseResource()
+			o.ResourceType, o.ResourceName, o.ErrorCode = rr.ResourceType, rr.ResourceName, code
+			out.Resources = append(out.Resources, o)
+		}
 	case *kmsg.OffsetCommitRequest:
 		out := resp.(*kmsg.OffsetCommitResponse)
 		for _, t := range r.Topics {

@@ -43,6 +43,8 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	runSections(t, "TopicAdminStore", newHarness, makeTopicAdmin, topicAdminSections())
 	runSections(t, "LagHistoryStore", newHarness, makeLagHistory, lagHistorySections())
 	runSections(t, "ParkStore", newHarness, makePark, parkSections())
+	runSections(t, "ProducerStore", newHarness, makeProducers, producerSections())
+	runSections(t, "RetentionStore", newHarness, makeRetention, retentionSections())
 }
 
 // testCase is one sub-test against a fresh store of type S.

@@ -66,6 +66,9 @@ func TestMutants(t *testing.T) {
 	for bug, catcher := range map[string]string{
 		"ObjectPutOverwrites":         "ObjectStore/Objects/PutIfAbsentKeepsFirst",
 		"LagKeepsAll":                 "LagHistoryStore/LagHistory/RingKeepsNewestAndDropsGonePartitions",
+		"ProducerPutBlind":            "ProducerStore/Producers/RowPutIsConditionalOnVersion",
+		"ProducerIDRace":              "ProducerStore/Producers/IDsUniqueAcrossCallers",
+		"RetentionChangesPin":         "RetentionStore/Retention/SetKeepsTheRest",
 		"ObjectPutRace":               "ObjectStore/Objects/ConcurrentPutOneWins",
 		"ObjectShortRead":             "ObjectStore/Objects/RangePastEndOrInvalid",
 		"ObjectDeleteMissingFails":    "ObjectStore/Objects/DeleteIdempotent",

@@ -1,0 +1,283 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
+)
+
+// Configs. A topic has the configs Strata keeps: retention.ms (stored per topic and
+// alterable), cleanup.policy (delete only, until compaction exists), and read-only ones
+// that say what the gateway does for every topic (max.message.bytes, the append limit;
+// message.timestamp.type, CreateTime; retention.bytes, -1: no retention by size). A
+// broker describes the few settings clients ask about, all read-only. Alters decide
+// first, for the whole resource (planTopicAlter), then change at most the retention:
+// an unknown or read-only config, or a bad value, changes nothing.
+
+// configEntry is one config as DescribeConfigs answers it.
+type configEntry struct {
+	name, value string
+	source      kmsg.ConfigSource
+	readOnly    bool
+	typ         kmsg.ConfigType
+	doc         string
+}
+
+// Topic config names.
+const (
+	cfgRetentionMs    = "retention.ms"
+	cfgCleanupPolicy  = "cleanup.policy"
+	cfgMaxMessage     = "max.message.bytes"
+	cfgTimestampType  = "message.timestamp.type"
+	cfgRetentionBytes = "retention.bytes"
+)
+
+// topicConfigs are topic t's configs; retention.ms is a topic config unless it is the
+// deployment's default.
+func topicConfigs(t store.Topic, defaultRetention time.Duration, maxMessageBytes int) []configEntry {
+	retSource := kmsg.ConfigSourceDynamicTopicConfig
+	if t.Retention == defaultRetention {
+		retSource = kmsg.ConfigSourceDefaultConfig
+	}
+	return []configEntry{
+		{cfgCleanupPolicy, "delete", kmsg.ConfigSourceDefaultConfig, false, kmsg.ConfigTypeList,
+			"delete: records older than retention.ms are removed (compaction is not implemented)"},
+		{cfgMaxMessage, strconv.Itoa(maxMessageBytes), kmsg.ConfigSourceDefaultConfig, true, kmsg.ConfigTypeInt,
+			"the largest record batch one append takes, compressed or not"},
+		{cfgTimestampType, "CreateTime", kmsg.ConfigSourceDefaultConfig, true, kmsg.ConfigTypeString,
+			"records keep the producer's timestamp"},
+		{cfgRetentionBytes, "-1", kmsg.ConfigSourceDefaultConfig, true, kmsg.ConfigTypeLong,
+			"retention is by time only"},
+		{cfgRetentionMs, strconv.FormatInt(t.Retention.Milliseconds(), 10), retSource, false, kmsg.ConfigTypeLong,
+			"how long a record is kept after its append"},
+	}
+}
+
+// brokerConfigs are what a broker describes: the defaults topics get and the limits
+// every gateway applies.
+func (s *Server) brokerConfigs() []configEntry {
+	static := kmsg.ConfigSourceStaticBrokerConfig
+	return []configEntry{
+		{"auto.create.topics.enable", "false", static, true, kmsg.ConfigTypeBoolean, "topics are created explicitly"},
+		{"broker.id", strconv.Itoa(int(s.cfg.NodeID)), static, true, kmsg.ConfigTypeInt, "this gateway's node id"},
+		{"default.replication.factor", "1", static, true, kmsg.ConfigTypeShort, "every partition is stored in the object store"},
+		{"log.cleanup.policy", "delete", static, true, kmsg.ConfigTypeList, "retention by time"},
+		{"log.retention.ms", strconv.FormatInt(s.log.DefaultRetention().Milliseconds(), 10), static, true, kmsg.ConfigTypeLong, "the retention a topic gets by default"},
+		{"message.max.bytes", strconv.Itoa(s.cfg.MaxMessageBytes), static, true, kmsg.ConfigTypeInt, "the largest record batch one append takes"},
+		{"min.insync.replicas", "1", static, true, kmsg.ConfigTypeInt, "an append is durable once acknowledged"},
+		{"num.partitions", strconv.Itoa(int(s.log.DefaultPartitions())), static, true, kmsg.ConfigTypeInt, "the partitions a topic gets by default"},
+	}
+}
+
+func (s *Server) describeConfigs(ctx context.Context, r *kmsg.DescribeConfigsRequest) *kmsg.DescribeConfigsResponse {
+	resp := kmsg.NewPtrDescribeConfigsResponse()
+	resp.SetVersion(r.Version)
+	for _, rr := range r.Resources {
+		out := kmsg.NewDescribeConfigsResponseResource()
+		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
+		fail := func(code int16, format string, args ...any) {
+			out.ErrorCode, out.ErrorMessage = code, kmsg.StringPtr(fmt.Sprintf(format, args...))
+		}
+		var entries []configEntry
+		switch rr.ResourceType {
+		case kmsg.ConfigResourceTypeTopic:
+			t, code := s.topic(ctx, rr.ResourceName, 0)
+			if code != 0 {
+				fail(code, "topic %q is unknown", rr.ResourceName)
+				break
+			}
+			entries = topicConfigs(t, s.log.DefaultRetention(), s.cfg.MaxMessageBytes)
+		case kmsg.ConfigResourceTypeBroker:
+			if code, msg := s.brokerResource(rr.ResourceName); code != 0 {
+				fail(code, "%s", msg)
+				break
+			}
+			entries = s.brokerConfigs()
+		default:
+			fail(invalidRequest, "configs of %s resources are not implemented (topics and brokers are)", rr.ResourceType)
+		}
+		for _, e := range entries {
+			if rr.ConfigNames != nil && !slices.Contains(rr.ConfigNames, e.name) {
+				continue
+			}
+			c := kmsg.NewDescribeConfigsResponseResourceConfig()
+			c.Name, c.Value, c.ReadOnly, c.Source = e.name, kmsg.StringPtr(e.value), e.readOnly, e.source
+			c.IsDefault = e.source == kmsg.ConfigSourceDefaultConfig
+			c.ConfigType = e.typ
+			if r.IncludeSynonyms {
+				syn := kmsg.NewDescribeConfigsResponseResourceConfigConfigSynonym()
+				syn.Name, syn.Value, syn.Source = e.name, c.Value, e.source
+				c.ConfigSynonyms = append(c.ConfigSynonyms, syn)
+			}
+			if r.IncludeDocumentation {
+				c.Documentation = kmsg.StringPtr(e.doc)
+			}
+			out.Configs = append(out.Configs, c)
+		}
+		resp.Resources = append(resp.Resources, out)
+	}
+	return resp
+}
+
+// brokerResource checks a broker resource's name: this gateway's node id, or empty
+// (the cluster's defaults).
+func (s *Server) brokerResource(name string) (int16, string) {
+	if name == "" || name == strconv.Itoa(int(s.cfg.NodeID)) {
+		return 0, ""
+	}
+	return invalidRequest, fmt.Sprintf("broker %q is not this gateway (node id %d)", name, s.cfg.NodeID)
+}
+
+// alterOp is one config change of an alter, incremental or not (then always a set).
+type alterOp struct {
+	name  string
+	op    kmsg.IncrementalAlterConfigOp
+	value *string
+}
+
+const (
+	opSet      = kmsg.IncrementalAlterConfigOp(0)
+	opDelete   = kmsg.IncrementalAlterConfigOp(1)
+	opAppend   = kmsg.IncrementalAlterConfigOp(2)
+	opSubtract = kmsg.IncrementalAlterConfigOp(3)
+)
+
+// planTopicAlter decides a topic's alter: the retention it must have after it (cur's
+// when unchanged), or a Kafka error code and why, changing nothing. incremental false
+// is AlterConfigs, which replaces the topic's configs: a config it does not name goes
+// back to its default.
+func planTopicAlter(ops []alterOp, cur store.Topic, defaultRetention time.Duration, incremental bool) (time.Duration, int16, string) {
+	retention := cur.Retention
+	if !incremental {
+		retention = defaultRetention
+	}
+	seen := map[string]bool{}
+	for _, o := range ops {
+		if seen[o.name] {
+			return 0, invalidRequest, fmt.Sprintf("config %q is named twice", o.name)
+		}
+		seen[o.name] = true
+		if o.op > opSubtract {
+			return 0, invalidRequest, fmt.Sprintf("config %q: unknown operation %d", o.name, o.op)
+		}
+		if o.op != opDelete && o.value == nil {
+			return 0, invalidConfig, fmt.Sprintf("config %q: a null value (use DELETE to reset it)", o.name)
+		}
+		switch o.name {
+		case cfgRetentionMs:
+			switch o.op {
+			case opDelete:
+				retention = defaultRetention
+			case opSet:
+				ms, err := strconv.ParseInt(*o.value, 10, 64)
+				if err != nil || ms < log.MinRetention.Milliseconds() || ms > int64(time.Duration(1<<63-1)/time.Millisecond) {
+					return 0, invalidConfig, fmt.Sprintf("retention.ms must be a count of milliseconds of at least %d (no -1: retention is by time and finite), got %q",
+						log.MinRetention.Milliseconds(), *o.value)
+				}
+				retention = time.Duration(ms) * time.Millisecond
+			default:
+				return 0, invalidRequest, fmt.Sprintf("retention.ms is not a list: %s does not apply", o.op)
+			}
+		case cfgCleanupPolicy:
+			switch {
+			case o.op == opDelete:
+			case o.op == opSubtract:
+				return 0, invalidConfig, "cleanup.policy: delete is the only policy and cannot be removed"
+			case *o.value != "delete":
+				return 0, invalidConfig, fmt.Sprintf("cleanup.policy %q: only delete (retention by time) is implemented; compaction is not", *o.value)
+			}
+		case cfgMaxMessage, cfgTimestampType, cfgRetentionBytes:
+			return 0, invalidConfig, fmt.Sprintf("config %q is read-only here", o.name)
+		default:
+			return 0, invalidConfig, fmt.Sprintf("config %q is not one this gateway implements (%s, %s=delete; %s, %s and %s are read-only)",
+				o.name, cfgRetentionMs, cfgCleanupPolicy, cfgMaxMessage, cfgTimestampType, cfgRetentionBytes)
+		}
+	}
+	return retention, 0, ""
+}
+
+// alterResource applies one resource's alter and returns its error code and message.
+func (s *Server) alterResource(ctx context.Context, typ kmsg.ConfigResourceType, name string, ops []alterOp, incremental, validateOnly bool) (int16, string) {
+	switch typ {
+	case kmsg.ConfigResourceTypeTopic:
+	case kmsg.ConfigResourceTypeBroker:
+		if code, msg := s.brokerResource(name); code != 0 {
+			return code, msg
+		}
+		if len(ops) > 0 {
+			return invalidConfig, "broker configs are read-only here"
+		}
+		return 0, ""
+	default:
+		return invalidRequest, fmt.Sprintf("configs of %s resources are not implemented (topics are)", typ)
+	}
+	t, code := s.topic(ctx, name, 0)
+	if code != 0 {
+		return code, fmt.Sprintf("topic %q is unknown", name)
+	}
+	retention, code, msg := planTopicAlter(ops, t, s.log.DefaultRetention(), incremental)
+	if code != 0 || retention == t.Retention {
+		return code, msg
+	}
+	if maxR := s.log.MaxRetention(); maxR > 0 && store.SatAdd(retention, t.RetentionPin) > maxR {
+		return invalidConfig, fmt.Sprintf("retention.ms %d plus the topic's retention pin (%s) is above this deployment's maximum retention (%s)",
+			retention.Milliseconds(), t.RetentionPin, maxR)
+	}
+	if validateOnly {
+		return 0, ""
+	}
+	if _, err := s.log.SetRetention(ctx, name, retention); err != nil {
+		if code = errCode(err); code == invalidRequest {
+			code = invalidConfig
+		}
+		return code, err.Error()
+	}
+	return 0, ""
+}
+
+func (s *Server) incrementalAlterConfigs(ctx context.Context, r *kmsg.IncrementalAlterConfigsRequest) *kmsg.IncrementalAlterConfigsResponse {
+	resp := kmsg.NewPtrIncrementalAlterConfigsResponse()
+	resp.SetVersion(r.Version)
+	for _, rr := range r.Resources {
+		ops := make([]alterOp, 0, len(rr.Configs))
+		for _, c := range rr.Configs {
+			ops = append(ops, alterOp{c.Name, c.Op, c.Value})
+		}
+		out := kmsg.NewIncrementalAlterConfigsResponseResource()
+		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
+		code, msg := s.alterResource(ctx, rr.ResourceType, rr.ResourceName, ops, true, r.ValidateOnly)
+		out.ErrorCode = code
+		if code != 0 {
+			out.ErrorMessage = kmsg.StringPtr(msg)
+		}
+		resp.Resources = append(resp.Resources, out)
+	}
+	return resp
+}
+
+func (s *Server) alterConfigs(ctx context.Context, r *kmsg.AlterConfigsRequest) *kmsg.AlterConfigsResponse {
+	resp := kmsg.NewPtrAlterConfigsResponse()
+	resp.SetVersion(r.Version)
+	for _, rr := range r.Resources {
+		ops := make([]alterOp, 0, len(rr.Configs))
+		for _, c := range rr.Configs {
+			ops = append(ops, alterOp{c.Name, opSet, c.Value})
+		}
+		out := kmsg.NewAlterConfigsResponseResource()
+		out.ResourceType, out.ResourceName = rr.ResourceType, rr.ResourceName
+		code, msg := s.alterResource(ctx, rr.ResourceType, rr.ResourceName, ops, false, r.ValidateOnly)
+		out.ErrorCode = code
+		if code != 0 {
+			out.ErrorMessage = kmsg.StringPtr(msg)
+		}
+		resp.Resources = append(resp.Resources, out)
+	}
+	return resp
+}

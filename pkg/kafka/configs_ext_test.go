@@ -1,0 +1,138 @@
+package kafka_test
+
+import (
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/internal/backendtest"
+)
+
+func configOf(t *testing.T, rcs kadm.ResourceConfigs, key string) kadm.Config {
+	t.Helper()
+	if len(rcs) != 1 || rcs[0].Err != nil {
+		t.Fatalf("describe: %+v", rcs)
+	}
+	for _, c := range rcs[0].Configs {
+		if c.Key == key {
+			return c
+		}
+	}
+	t.Fatalf("no config %q in %+v", key, rcs[0].Configs)
+	return kadm.Config{}
+}
+
+// TestTopicConfigs: kadm describes a topic's configs with Kafka's sources (retention.ms
+// the topic's once set, the rest defaults) and a broker's; IncrementalAlterConfigs and
+// AlterConfigs change retention.ms in the log (validate-only changes nothing); a
+// read-only or unknown config, or compaction, is INVALID_CONFIG and changes nothing;
+// an unknown topic is UNKNOWN_TOPIC_OR_PARTITION. On every backend.
+func TestTopicConfigs(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		g := startGateway(t, s)
+		adm := kadm.NewClient(g.client(t))
+		createTopic(t, adm, "cfg", 1)
+		retention := func() time.Duration {
+			t.Helper()
+			r, err := g.log.Retention(ctxT(t), "cfg")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return r
+		}
+		def := retention()
+		describe := func() kadm.ResourceConfigs {
+			t.Helper()
+			rcs, err := adm.DescribeTopicConfigs(ctxT(t), "cfg")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return rcs
+		}
+		rcs := describe()
+		if c := configOf(t, rcs, "retention.ms"); c.Source != kmsg.ConfigSourceDefaultConfig || c.Value == nil || *c.Value != strconv.FormatInt(def.Milliseconds(), 10) {
+			t.Errorf("retention.ms %+v", c)
+		}
+		if c := configOf(t, rcs, "cleanup.policy"); *c.Value != "delete" || c.Source != kmsg.ConfigSourceDefaultConfig {
+			t.Errorf("cleanup.policy %+v", c)
+		}
+		if c := configOf(t, rcs, "max.message.bytes"); *c.Value != "6291456" {
+			t.Errorf("max.message.bytes %+v", c)
+		}
+		configOf(t, rcs, "message.timestamp.type")
+		// The flags kadm does not show: read-only and, at v0, is-default.
+		for _, v := range []int16{0, 4} {
+			req := kmsg.NewPtrDescribeConfigsRequest()
+			req.SetVersion(v)
+			req.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "cfg",
+				ConfigNames: []string{"max.message.bytes", "retention.ms"}}}
+			resp := dial(t, g.addr).roundTrip(req).(*kmsg.DescribeConfigsResponse)
+			if len(resp.Resources) != 1 || len(resp.Resources[0].Configs) != 2 {
+				t.Fatalf("v%d: %+v", v, resp.Resources)
+			}
+			for _, c := range resp.Resources[0].Configs {
+				if c.ReadOnly != (c.Name == "max.message.bytes") || (v == 0 && !c.IsDefault) {
+					t.Errorf("v%d: %s read-only %v default %v", v, c.Name, c.ReadOnly, c.IsDefault)
+				}
+			}
+		}
+
+		set := func(name, value string) error {
+			t.Helper()
+			resp, err := adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Op: kadm.SetConfig, Name: name, Value: &value}}, "cfg")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp[0].Err
+		}
+		if err := set("retention.ms", "7200000"); err != nil {
+			t.Fatal(err)
+		}
+		if r := retention(); r != 2*time.Hour {
+			t.Fatalf("retention %s after the alter, want 2h", r)
+		}
+		if c := configOf(t, describe(), "retention.ms"); *c.Value != "7200000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+			t.Errorf("retention.ms after the alter %+v", c)
+		}
+		for _, bad := range [][2]string{{"max.message.bytes", "100"}, {"segment.ms", "1000"}, {"cleanup.policy", "compact"}, {"retention.ms", "-1"}} {
+			if err := set(bad[0], bad[1]); !errors.Is(err, kerr.InvalidConfig) {
+				t.Errorf("%s=%s: %v, want INVALID_CONFIG", bad[0], bad[1], err)
+			}
+		}
+		v := "60000"
+		if resp, err := adm.ValidateAlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Name: "retention.ms", Value: &v}}, "cfg"); err != nil || resp[0].Err != nil {
+			t.Fatalf("validate only: %v %v", err, resp)
+		}
+		if r := retention(); r != 2*time.Hour {
+			t.Fatalf("retention %s after refusals and a validation, want 2h", r)
+		}
+		// AlterConfigs replaces the set: retention.ms named is set, unnamed is the default.
+		if resp, err := adm.AlterTopicConfigsState(ctxT(t), []kadm.AlterConfig{{Name: "retention.ms", Value: &v}}, "cfg"); err != nil || resp[0].Err != nil {
+			t.Fatalf("AlterConfigs: %v %v", err, resp)
+		}
+		if r := retention(); r != time.Minute {
+			t.Fatalf("retention %s after AlterConfigs, want 1m", r)
+		}
+		if resp, err := adm.AlterTopicConfigsState(ctxT(t), nil, "cfg"); err != nil || resp[0].Err != nil {
+			t.Fatalf("AlterConfigs of nothing: %v %v", err, resp)
+		}
+		if r := retention(); r != def {
+			t.Fatalf("retention %s after AlterConfigs of nothing, want the default %s", r, def)
+		}
+		if rcs, err := adm.DescribeTopicConfigs(ctxT(t), "nope"); err != nil || !errors.Is(rcs[0].Err, kerr.UnknownTopicOrPartition) {
+			t.Errorf("unknown topic: %v %+v", err, rcs)
+		}
+		brs, err := adm.DescribeBrokerConfigs(ctxT(t), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := configOf(t, brs, "auto.create.topics.enable"); *c.Value != "false" || c.Source != kmsg.ConfigSourceStaticBrokerConfig {
+			t.Errorf("auto.create.topics.enable %+v", c)
+		}
+	})
+}

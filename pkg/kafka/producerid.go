@@ -1,0 +1,503 @@
+package kafka
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
+)
+
+// Idempotent producing. InitProducerId hands out a producer id from the store's counter
+// (store.ProducerStore.NextProducerID: unique across gateways) at epoch 0, or bumps the
+// epoch of a producer id it knows when the producer reinitialises with its current one
+// (KIP-360). A batch with a producer id is one request of Strata's fenced idempotency
+// (log.AppendOptions.Producer): its key is "<producer>.<base sequence>", the producer
+// naming the id, the epoch and the partition (Kafka numbers sequences per partition).
+// Kafka clients number no attempts and keep no batch floor, so the gateway keeps them:
+// a row per (principal, topic incarnation, partition, producer id) in the store holds
+// the epoch, the next expected sequence, the last batches appended with their offsets,
+// and the batch in flight (its attempt count and the batch floor read before its first
+// send). Every move of a row is a conditional write on its version, so gateways serving
+// one producer agree: an attempt is numbered by the write that records it, and a retry
+// of an attempt another gateway may still be appending fences it and searches the log
+// for it down to the floor, as the SDK's retries do. No clock decides a duplicate.
+
+// Error codes of idempotent producing.
+var (
+	outOfOrderSequence   = int16(45) // OUT_OF_ORDER_SEQUENCE_NUMBER
+	invalidProducerEpoch = int16(47) // INVALID_PRODUCER_EPOCH
+	producerFenced       = int16(90) // PRODUCER_FENCED (InitProducerId v4+)
+)
+
+const (
+	// recentBatches is how many appended batches a sequence row remembers, as Kafka
+	// keeps five per producer and partition (a client has at most five in flight).
+	recentBatches = 5
+	// producerTTL is how long an idle producer's rows are kept (Kafka's
+	// producer.id.expiration.ms is a day).
+	producerTTL = 7 * 24 * time.Hour
+	// rowAttempts bounds the rereads of a row when concurrent writers move it.
+	rowAttempts = 8
+)
+
+// principalKey is the context key of the principal a connection authenticated as.
+type principalKey struct{}
+
+// withPrincipal returns ctx carrying principal, the name idempotency keys are scoped by.
+func withPrincipal(ctx context.Context, principal string) context.Context {
+	return context.WithValue(ctx, principalKey{}, principal)
+}
+
+// keyPrincipal is the principal a request's idempotency keys and producer ids are scoped
+// by: the connection's, else "anonymous", the name the HTTP API uses with auth off. It
+// is never empty (pkg/log's in-process principal).
+func keyPrincipal(ctx context.Context) string {
+	if p, _ := ctx.Value(principalKey{}).(string); p != "" {
+		return p
+	}
+	return "anonymous"
+}
+
+// producerRow is a producer id's row: its current epoch and the principal it was given to.
+type producerRow struct {
+	Epoch int16  `json:"e"`
+	Owner string `json:"o"`
+}
+
+// seqRow is a producer's sequence state on one partition of one topic incarnation.
+type seqRow struct {
+	Epoch int16 `json:"e"`
+	// Next is the base sequence the next new batch must have.
+	Next int32 `json:"n"`
+	// Recent are the last batches appended, oldest first.
+	Recent []doneBatch `json:"r,omitempty"`
+	// Pending is the batch being appended (its attempts' outcome not recorded yet).
+	Pending *pendingBatch `json:"p,omitempty"`
+}
+
+type doneBatch struct {
+	Seq    int32 `json:"s"`
+	Count  int32 `json:"c"`
+	Offset int64 `json:"o"`
+}
+
+type pendingBatch struct {
+	Seq     int32 `json:"s"`
+	Count   int32 `json:"c"`
+	Attempt int32 `json:"a"`
+	// FloorBatch and FloorIncarnation are the batch mark read before the first attempt.
+	FloorBatch       int64  `json:"fb"`
+	FloorIncarnation string `json:"fi,omitempty"`
+	// FirstMs is when the first attempt was recorded (milliseconds): it only bounds a
+	// retry (wire.MaxRetryElapsed), it decides nothing.
+	FirstMs int64 `json:"t"`
+}
+
+// producerBatch is what a batch says of its producer.
+type producerBatch struct {
+	ID    int64
+	Epoch int16
+	Seq   int32
+	Count int32
+}
+
+// Offsets of the producer fields in a record batch v2 header.
+const (
+	batchProducerIDAt = 43
+	batchEpochAt      = 51
+	batchSeqAt        = 53
+	batchCountAt      = 57
+)
+
+// batchProducer reads the producer fields of one partition's batches, already checked by
+// decodeBatches: nil when no batch has a producer id. A producer's batches must come
+// one per partition, with a sequence and an epoch (INVALID_RECORD otherwise), since one
+// base sequence names the whole append.
+func batchProducer(data []byte) (*producerBatch, *batchError) {
+	var out *producerBatch
+	n := 0
+	for len(data) >= batchHeadBytes {
+		length := int(binary.BigEndian.Uint32(data[8:12]))
+		raw := data[:batchHeadBytes+length]
+		data = data[len(raw):]
+		n++
+		if len(raw) < batchCountAt+4 {
+			continue
+		}
+		id := int64(binary.BigEndian.Uint64(raw[batchProducerIDAt:]))
+		if id < 0 {
+			continue
+		}
+		out = &producerBatch{
+			ID:    id,
+			Epoch: int16(binary.BigEndian.Uint16(raw[batchEpochAt:])),
+			Seq:   int32(binary.BigEndian.Uint32(raw[batchSeqAt:])),
+			Count: int32(binary.BigEndian.Uint32(raw[batchCountAt:])),
+		}
+	}
+	switch {
+	case out == nil:
+		return nil, nil
+	case n != 1:
+		return nil, refuse(invalidRecord, "an idempotent producer's partition must hold exactly one record batch, it holds %d", n)
+	case out.Epoch < 0 || out.Seq < 0:
+		return nil, refuse(invalidRecord, "a batch of producer id %d needs an epoch and a base sequence, it has %d and %d", out.ID, out.Epoch, out.Seq)
+	}
+	return out, nil
+}
+
+// addSeq is seq advanced by n, wrapping past math.MaxInt32 to 0 as Kafka's sequences do.
+func addSeq(seq, n int32) int32 {
+	return int32((int64(seq) + int64(n)) % (math.MaxInt32 + 1))
+}
+
+// seqAction is what a batch's plan does.
+type seqAction int
+
+const (
+	seqRefuse    seqAction = iota // answer code
+	seqDuplicate                  // answer offset, append nothing
+	seqAppend                     // write next, then append as attempt
+)
+
+// seqPlan is planBatch's decision.
+type seqPlan struct {
+	action  seqAction
+	code    int16
+	msg     string
+	offset  int64
+	attempt int32
+	floor   wire.BatchMark
+	elapsed time.Duration
+	next    seqRow
+}
+
+// planBatch decides a producer's batch b on a partition from its sequence row (exists
+// false: none yet), the batch mark floor read before it and the time now (which only
+// bounds a retry): a batch already appended is answered its offset; the next batch in
+// sequence, or a new epoch's first, is appended as attempt 0 with the row recording it;
+// a batch recorded as in flight is appended as its next attempt, which fences the
+// earlier ones; an older epoch is INVALID_PRODUCER_EPOCH; anything else is out of order.
+func planBatch(row seqRow, exists bool, b producerBatch, floor wire.BatchMark, now time.Time) seqPlan {
+	first := func(r seqRow) seqPlan {
+		r.Pending = &pendingBatch{Seq: b.Seq, Count: b.Count, FloorBatch: floor.Batch, FloorIncarnation: floor.Incarnation, FirstMs: now.UnixMilli()}
+		return seqPlan{action: seqAppend, floor: floor, next: r}
+	}
+	outOfOrder := func(format string, args ...any) seqPlan {
+		return seqPlan{action: seqRefuse, code: outOfOrderSequence, msg: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case !exists || b.Epoch > row.Epoch:
+		if b.Seq != 0 {
+			return outOfOrder("producer %d epoch %d: the first batch on the partition must have sequence 0, not %d", b.ID, b.Epoch, b.Seq)
+		}
+		return first(seqRow{Epoch: b.Epoch})
+	case b.Epoch < row.Epoch:
+		return seqPlan{action: seqRefuse, code: invalidProducerEpoch,
+			msg: fmt.Sprintf("producer %d epoch %d is older than the partition's epoch %d", b.ID, b.Epoch, row.Epoch)}
+	}
+	for _, d := range row.Recent {
+		if d.Seq == b.Seq {
+			if d.Count != b.Count {
+				return outOfOrder("producer %d: sequence %d was appended with %d records, this batch has %d", b.ID, b.Seq, d.Count, b.Count)
+			}
+			return seqPlan{action: seqDuplicate, offset: d.Offset}
+		}
+	}
+	if p := row.Pending; p != nil {
+		if p.Seq != b.Seq || p.Count != b.Count {
+			return outOfOrder("producer %d: the batch at sequence %d (%d records) is not yet appended; got sequence %d (%d records)",
+				b.ID, p.Seq, p.Count, b.Seq, b.Count)
+		}
+		next := row
+		np := *p
+		np.Attempt++
+		next.Pending = &np
+		elapsed := max(now.Sub(time.UnixMilli(p.FirstMs)), 0)
+		return seqPlan{action: seqAppend, attempt: np.Attempt, elapsed: elapsed,
+			floor: wire.BatchMark{Batch: p.FloorBatch, Incarnation: p.FloorIncarnation}, next: next}
+	}
+	if b.Seq != row.Next {
+		return outOfOrder("producer %d: expected sequence %d, got %d", b.ID, row.Next, b.Seq)
+	}
+	return first(row)
+}
+
+// completeBatch is row after the batch in flight was appended at offset: no batch in
+// flight, the next sequence after it, the batch remembered among the recent ones. ok is
+// false when row no longer has that batch in flight (another attempt recorded it).
+func completeBatch(row seqRow, b producerBatch, offset int64) (seqRow, bool) {
+	if p := row.Pending; row.Epoch != b.Epoch || p == nil || p.Seq != b.Seq || p.Count != b.Count {
+		return row, false
+	}
+	row.Pending = nil
+	row.Next = addSeq(b.Seq, b.Count)
+	row.Recent = append(row.Recent, doneBatch{Seq: b.Seq, Count: b.Count, Offset: offset})
+	if n := len(row.Recent); n > recentBatches {
+		row.Recent = append([]doneBatch(nil), row.Recent[n-recentBatches:]...)
+	}
+	return row, true
+}
+
+// seqRowKey names the sequence row of a producer on a partition of a topic incarnation,
+// scoped by the principal.
+func seqRowKey(principal, topicID string, partition int32, id int64) string {
+	return "s/" + log.PrincipalScope(principal) + "/" + topicID + "/" + strconv.Itoa(int(partition)) + "/" + strconv.FormatInt(id, 10)
+}
+
+func producerRowKey(id int64) string { return "p/" + strconv.FormatInt(id, 10) }
+
+// producerKey is the idempotency key of a producer's batch: the producer (id, epoch and
+// partition) and its base sequence.
+func producerKey(b producerBatch, partition int32) string {
+	return wire.ProducerRequestKey(fmt.Sprintf("kafka-%de%dp%d", b.ID, b.Epoch, partition), uint64(b.Seq))
+}
+
+// rowEnvelope is a stored row: the row and a nonce of its writer, so a writer that
+// finds a row it may have written (a lost answer) tells its own write from another's
+// of the same content.
+type rowEnvelope struct {
+	Row    json.RawMessage `json:"r"`
+	Writer string          `json:"w"`
+}
+
+// loadRow reads the row under key into v: its version, 0 when there is none.
+func loadRow(ctx context.Context, ps store.ProducerStore, key string, v any) (int64, error) {
+	data, ver, err := ps.GetProducerRow(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, err
+	}
+	var env rowEnvelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		return 0, fmt.Errorf("kafka: producer row %q: %w", key, err)
+	}
+	if err := json.Unmarshal(env.Row, v); err != nil {
+		return 0, fmt.Errorf("kafka: producer row %q: %w", key, err)
+	}
+	return ver, nil
+}
+
+// putRow writes v as the row under key at version prev+1 if it is at prev: false when
+// another writer moved it. A put whose answer was lost and whose retry then found this
+// very write (its writer's nonce) is a success.
+func putRow(ctx context.Context, ps store.ProducerStore, key string, v any, prev int64, now time.Time) (bool, error) {
+	row, err := json.Marshal(v)
+	if err != nil {
+		return false, err
+	}
+	var nonce [8]byte
+	_, _ = rand.Read(nonce[:])
+	data, err := json.Marshal(rowEnvelope{Row: row, Writer: hex.EncodeToString(nonce[:])})
+	if err != nil {
+		return false, err
+	}
+	err = ps.PutProducerRow(ctx, key, data, prev, now.Add(producerTTL))
+	if errors.Is(err, store.ErrVersionMismatch) {
+		got, ver, gerr := ps.GetProducerRow(ctx, key)
+		if gerr == nil && ver == prev+1 && bytes.Equal(got, data) {
+			return true, nil
+		}
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// produceIdempotent appends one partition's batch of a producer, as planBatch decides.
+func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg.ProduceResponseTopicPartition, recs []log.Record, b producerBatch) {
+	fail := func(code int16, msg string) {
+		out.ErrorCode, out.ErrorMessage = code, kmsg.StringPtr(msg)
+	}
+	ps, err := s.log.ProducerStore()
+	if err != nil {
+		fail(invalidRecord, "idempotent batches need producer state, which this store does not keep: "+err.Error())
+		return
+	}
+	principal := keyPrincipal(ctx)
+	key := seqRowKey(principal, t.ID(), out.Partition, b.ID)
+	for range rowAttempts {
+		var row seqRow
+		ver, err := loadRow(ctx, ps, key, &row)
+		if err != nil {
+			fail(errCode(err), err.Error())
+			return
+		}
+		plan := planBatch(row, ver > 0, b, s.batchFloor(ctx, t.Name), time.Now())
+		switch plan.action {
+		case seqRefuse:
+			fail(plan.code, plan.msg)
+			return
+		case seqDuplicate:
+			out.BaseOffset = plan.offset
+			return
+		}
+		ok, err := putRow(ctx, ps, key, plan.next, ver, time.Now())
+		if err != nil {
+			fail(errCode(err), err.Error())
+			return
+		}
+		if !ok {
+			continue // another attempt moved the row: decide again
+		}
+		floor := plan.floor
+		res, err := s.log.Append(ctx, t.Name, recs, log.AppendOptions{
+			IdempotencyKey: producerKey(b, out.Partition),
+			Producer:       true,
+			FirstAttempt:   plan.attempt == 0,
+			Attempt:        plan.attempt,
+			RetryElapsed:   min(plan.elapsed, wire.MaxRetryElapsed+time.Millisecond),
+			BatchFloor:     &floor,
+			Principal:      principal,
+		})
+		if err != nil {
+			fail(appendCode(err), err.Error())
+			return
+		}
+		offset := res[0].Offset
+		if err := s.recordBatch(ctx, ps, key, ver+1, plan.next, b, offset); err != nil {
+			// The batch is appended but not recorded: the client's retry finds it.
+			fail(errCode(err), fmt.Sprintf("the batch was appended at %d but its sequence could not be recorded: %v", offset, err))
+			return
+		}
+		out.BaseOffset = offset
+		return
+	}
+	fail(storageError, fmt.Sprintf("producer %d: its sequence row on partition %d kept moving under concurrent writers", b.ID, out.Partition))
+}
+
+// recordBatch records the batch appended at offset in the sequence row, written at
+// version ver as row by this attempt: done when the row records it already (another
+// attempt found this one) or has moved past it (a new epoch).
+func (s *Server) recordBatch(ctx context.Context, ps store.ProducerStore, key string, ver int64, row seqRow, b producerBatch, offset int64) error {
+	for range rowAttempts {
+		next, ok := completeBatch(row, b, offset)
+		if !ok {
+			return nil
+		}
+		done, err := putRow(ctx, ps, key, next, ver, time.Now())
+		if err != nil || done {
+			return err
+		}
+		row = seqRow{}
+		if ver, err = loadRow(ctx, ps, key, &row); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: the sequence row kept moving under concurrent writers", store.ErrUnavailable)
+}
+
+// batchFloor is the topic's batch mark as this gateway knows it, read before a batch's
+// first attempt: every batch that can hold an attempt commits after it. Unknown, the
+// topic is described once to learn it; failing that, the zero mark (a retry then
+// searches the partition from its log start).
+func (s *Server) batchFloor(ctx context.Context, topic string) wire.BatchMark {
+	if m, ok := s.log.BatchMark(topic); ok {
+		return m
+	}
+	if _, err := s.log.DescribeTopic(ctx, topic); err == nil {
+		if m, ok := s.log.BatchMark(topic); ok {
+			return m
+		}
+	}
+	return wire.BatchMark{}
+}
+
+// appendCode is the Kafka error code of a failed idempotent append: a superseded or
+// undecided attempt is retriable (the client's next retry decides), bad input is
+// INVALID_RECORD.
+func appendCode(err error) int16 {
+	switch {
+	case errors.Is(err, log.ErrSuperseded), errors.Is(err, log.ErrRetryUndecided):
+		return storageError
+	case errors.Is(err, log.ErrInvalid):
+		return invalidRecord
+	}
+	return errCode(err)
+}
+
+// initProducerID answers InitProducerId for a producer without a transactional id: a
+// new producer id at epoch 0, or, for a producer that names the id it has and an epoch
+// at or above the stored one (KIP-360, v3+), the same id at the next epoch. A stored
+// epoch above the one named is PRODUCER_FENCED (INVALID_PRODUCER_EPOCH before v4); an id
+// this gateway's store never gave to the principal gets a new one, as Kafka gives any
+// producer without a transactional id.
+func (s *Server) initProducerID(ctx context.Context, r *kmsg.InitProducerIDRequest) *kmsg.InitProducerIDResponse {
+	resp := kmsg.NewPtrInitProducerIDResponse()
+	resp.SetVersion(r.Version)
+	resp.ProducerID, resp.ProducerEpoch = -1, -1
+	if r.TransactionalID != nil {
+		resp.ErrorCode = invalidRequest // transactions are not implemented
+		return resp
+	}
+	ps, err := s.log.ProducerStore()
+	if err != nil {
+		resp.ErrorCode = errCode(err)
+		return resp
+	}
+	owner := log.PrincipalScope(keyPrincipal(ctx))
+	id, epoch, code, err := s.allocProducer(ctx, ps, owner, r.ProducerID, r.ProducerEpoch)
+	if err != nil {
+		s.logger.Warn("kafka: InitProducerId", "error", err)
+		resp.ErrorCode = errCode(err)
+		return resp
+	}
+	if code == producerFenced && r.Version < 4 {
+		code = invalidProducerEpoch
+	}
+	resp.ErrorCode = code
+	if code == 0 {
+		resp.ProducerID, resp.ProducerEpoch = id, epoch
+	}
+	return resp
+}
+
+// allocProducer bumps the epoch of producer id (named at epoch) when owner holds it at
+// that epoch or below, else hands out a new id at epoch 0.
+func (s *Server) allocProducer(ctx context.Context, ps store.ProducerStore, owner string, id int64, epoch int16) (int64, int16, int16, error) {
+	if id >= 0 && epoch >= 0 {
+		for range rowAttempts {
+			var row producerRow
+			ver, err := loadRow(ctx, ps, producerRowKey(id), &row)
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			if ver == 0 || row.Owner != owner || epoch >= math.MaxInt16-1 {
+				break // unknown here, or out of epochs: a new id
+			}
+			if epoch < row.Epoch {
+				return 0, 0, producerFenced, nil
+			}
+			next := producerRow{Epoch: epoch + 1, Owner: owner}
+			ok, err := putRow(ctx, ps, producerRowKey(id), next, ver, time.Now())
+			if err != nil {
+				return 0, 0, 0, err
+			}
+			if ok {
+				return id, next.Epoch, 0, nil
+			}
+		}
+	}
+	id, err := ps.NextProducerID(ctx)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	if _, err := putRow(ctx, ps, producerRowKey(id), producerRow{Epoch: 0, Owner: owner}, 0, time.Now()); err != nil {
+		return 0, 0, 0, err
+	}
+	return id, 0, 0, nil
+}

@@ -1,0 +1,294 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/pkg/log"
+)
+
+func testServer(t *testing.T, s backendtest.Stores) *Server {
+	t.Helper()
+	l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Log: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	return srv
+}
+
+func idemReq(t *testing.T, topic string, b producerBatch, values ...string) *kmsg.ProduceRequest {
+	var recs []kmsg.Record
+	for _, v := range values {
+		recs = append(recs, rec("", v))
+	}
+	data := testBatch(t, codecNone, recs, func(kb *kmsg.RecordBatch) {
+		kb.ProducerID, kb.ProducerEpoch, kb.FirstSequence = b.ID, b.Epoch, b.Seq
+	}, true)
+	req := kmsg.NewPtrProduceRequest()
+	req.SetVersion(9)
+	req.Acks = -1
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = data
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	return req
+}
+
+func producedAt(t *testing.T, srv *Server, req *kmsg.ProduceRequest) int64 {
+	t.Helper()
+	resp, err := srv.produce(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		t.Fatalf("produce: code %d: %v", p.ErrorCode, *p.ErrorMessage)
+	}
+	return p.BaseOffset
+}
+
+// TestIdempotentRetryOfUnrecordedAttempt: a gateway that recorded a batch in flight
+// and stopped — after appending it, or before — leaves the row without its outcome; the
+// client's retry through another gateway fences that attempt and searches the log
+// down to the recorded floor: it answers the first append's offset and appends nothing
+// when the attempt was appended, and appends the batch once when it was not. On every
+// backend.
+func TestIdempotentRetryOfUnrecordedAttempt(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		a, b := testServer(t, s), testServer(t, s)
+		topic, err := a.log.CreateTopic(ctx, "crash", 1, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := a.log.ProducerStore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := ps.NextProducerID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first := producerBatch{ID: id, Seq: 0, Count: 2}
+		if off := producedAt(t, a, idemReq(t, "crash", first, "a", "b")); off != 0 {
+			t.Fatalf("first batch at %d", off)
+		}
+		key := seqRowKey(keyPrincipal(ctx), topic.ID(), 0, id)
+		// crash records batch bt in flight as gateway a does and, if appended, appends it
+		// as a's first attempt would, then stops before recording the outcome.
+		crash := func(bt producerBatch, appended bool, values ...string) int64 {
+			var row seqRow
+			ver, err := loadRow(ctx, ps, key, &row)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := planBatch(row, true, bt, a.batchFloor(ctx, "crash"), time.Now())
+			if p.action != seqAppend || p.attempt != 0 {
+				t.Fatalf("plan %+v", p)
+			}
+			if ok, err := putRow(ctx, ps, key, p.next, ver, time.Now()); !ok || err != nil {
+				t.Fatalf("put row: %v %v", ok, err)
+			}
+			if !appended {
+				return -1
+			}
+			recs, berr := decodeBatches(idemReq(t, "crash", bt, values...).Topics[0].Partitions[0].Records, a.cfg.MaxMessageBytes)
+			if berr != nil {
+				t.Fatal(berr)
+			}
+			for i := range recs {
+				recs[i].Partition = new(int32)
+			}
+			res, err := a.log.Append(ctx, "crash", recs, log.AppendOptions{IdempotencyKey: producerKey(bt, 0), Producer: true,
+				FirstAttempt: true, BatchFloor: &p.floor, Principal: keyPrincipal(ctx)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return res[0].Offset
+		}
+		// Other producers' appends between the attempt and its retry.
+		other := func() {
+			if _, err := b.log.Append(ctx, "crash", []log.Record{{Value: []byte("other"), Partition: new(int32)}}, log.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		second := producerBatch{ID: id, Seq: 2, Count: 2}
+		at := crash(second, true, "c", "d")
+		other()
+		if off := producedAt(t, b, idemReq(t, "crash", second, "c", "d")); off != at {
+			t.Fatalf("the retry of an appended attempt answered %d, the attempt was appended at %d", off, at)
+		}
+		if _, hw, _ := b.log.Bounds(ctx, "crash", 0); hw != 5 {
+			t.Fatalf("high watermark %d, want 5: the retry appended again", hw)
+		}
+
+		third := producerBatch{ID: id, Seq: 4, Count: 1}
+		crash(third, false)
+		other()
+		if off := producedAt(t, b, idemReq(t, "crash", third, "e")); off != 6 {
+			t.Fatalf("the retry of an attempt never appended answered %d, want 6", off)
+		}
+		if off := producedAt(t, a, idemReq(t, "crash", third, "e")); off != 6 {
+			t.Fatalf("a further retry answered %d, want 6", off)
+		}
+		if _, hw, _ := b.log.Bounds(ctx, "crash", 0); hw != 7 {
+			t.Fatalf("high watermark %d, want 7", hw)
+		}
+	})
+}
+
+// TestIdempotentPrincipalsApart: the same producer id and sequence sent by two
+// principals are two producers' batches (each appended once), and a principal cannot
+// reinitialise, and so bump the epoch of, another's producer id: it gets a new one.
+func TestIdempotentPrincipalsApart(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		srv := testServer(t, s)
+		if _, err := srv.log.CreateTopic(context.Background(), "scoped", 1, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		alice, bob := withPrincipal(context.Background(), "token:alice"), withPrincipal(context.Background(), "token:bob")
+		init := func(ctx context.Context, id int64, epoch int16) *kmsg.InitProducerIDResponse {
+			req := kmsg.NewPtrInitProducerIDRequest()
+			req.SetVersion(4)
+			req.ProducerID, req.ProducerEpoch = id, epoch
+			return srv.initProducerID(ctx, req)
+		}
+		a := init(alice, -1, -1)
+		if b := init(bob, a.ProducerID, a.ProducerEpoch); b.ErrorCode != 0 || b.ProducerID == a.ProducerID {
+			t.Fatalf("bob reinitialising alice's id %d: id %d code %d, want a new id", a.ProducerID, b.ProducerID, b.ErrorCode)
+		}
+		if again := init(alice, a.ProducerID, a.ProducerEpoch); again.ProducerID != a.ProducerID || again.ProducerEpoch != 1 {
+			t.Fatalf("alice reinitialising: id %d epoch %d, want %d at 1", again.ProducerID, again.ProducerEpoch, a.ProducerID)
+		}
+		b := producerBatch{ID: a.ProducerID, Epoch: 1, Seq: 0, Count: 1}
+		for i, ctx := range []context.Context{alice, bob, alice, bob} {
+			resp, err := srv.produce(ctx, idemReq(t, "scoped", b, "v"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]
+			if want := int64(i % 2); p.ErrorCode != 0 || p.BaseOffset != want {
+				t.Fatalf("send %d: code %d base %d, want %d", i, p.ErrorCode, p.BaseOffset, want)
+			}
+		}
+	})
+}
+
+// TestIdempotentConcurrentRetries: the same batches sent at once through two gateways,
+// several times each, as a client retrying on timeouts might: every batch's records are
+// readable once (attempts fenced by a later one leave skipped offsets, never a second
+// copy), and every answer that succeeds gives the offset of that one copy. On every
+// backend.
+func TestIdempotentConcurrentRetries(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		gws := []*Server{testServer(t, s), testServer(t, s)}
+		if _, err := gws[0].log.CreateTopic(ctx, "race", 1, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		ps, err := gws[0].log.ProducerStore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := ps.NextProducerID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		const batches, sends = 4, 3
+		answered := map[int64]string{} // base offset → the batch's first value
+		for n := range batches {
+			b := producerBatch{ID: id, Seq: int32(2 * n), Count: 2}
+			first := fmt.Sprintf("b%d-x", n)
+			req := idemReq(t, "race", b, first, fmt.Sprintf("b%d-y", n))
+			offsets := make(chan int64, 2*sends)
+			var wg sync.WaitGroup
+			for _, g := range gws {
+				for range sends {
+					wg.Go(func() {
+						resp, err := g.produce(ctx, req)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						if p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]; p.ErrorCode == 0 {
+							offsets <- p.BaseOffset
+						}
+					})
+				}
+			}
+			wg.Wait()
+			close(offsets)
+			// The client's last retry, after the race, is answered too.
+			final := producedAt(t, gws[n%2], req)
+			for o := range offsets {
+				if o != final {
+					t.Fatalf("batch %d answered at %d and at %d", n, o, final)
+				}
+			}
+			answered[final] = first
+		}
+		seen := map[string]int64{}
+		for off := int64(0); ; {
+			res, err := gws[1].log.Poll(ctx, "race", 0, off, log.PollOptions{MaxRecords: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range res.Records {
+				if prev, dup := seen[string(r.Value)]; dup {
+					t.Fatalf("%s read at %d and %d", r.Value, prev, r.Offset)
+				}
+				seen[string(r.Value)] = r.Offset
+			}
+			if res.NextOffset >= res.HighWatermark {
+				break
+			}
+			off = res.NextOffset
+		}
+		if len(seen) != 2*batches {
+			t.Fatalf("%d records readable, want %d: %v", len(seen), 2*batches, seen)
+		}
+		for off, v := range answered {
+			if seen[v] != off {
+				t.Errorf("%s answered at %d, read at %d", v, off, seen[v])
+			}
+		}
+	})
+}
+
+// TestPutRowOnlyOwnWriteWins: a writer that loses a row's version to another writer of
+// the same content is told it lost (it would otherwise append a second attempt 0 of the
+// same batch beside the winner's); a lost answer of its own write still reads as won.
+func TestPutRowOnlyOwnWriteWins(t *testing.T) {
+	ctx := context.Background()
+	srv := testServer(t, backendtest.Local(ctx, t))
+	ps, err := srv.log.ProducerStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := seqRow{Epoch: 0, Pending: &pendingBatch{Seq: 0, Count: 1, FirstMs: 5}}
+	now := time.UnixMilli(1_800_000_000_000)
+	if ok, err := putRow(ctx, ps, "k", row, 0, now); !ok || err != nil {
+		t.Fatalf("first writer: %v %v", ok, err)
+	}
+	if ok, err := putRow(ctx, ps, "k", row, 0, now); ok || err != nil {
+		t.Fatalf("a second writer of the same row from the same version: won %v (%v), want lost", ok, err)
+	}
+	var got seqRow
+	if ver, err := loadRow(ctx, ps, "k", &got); err != nil || ver != 1 || got.Pending == nil || got.Pending.FirstMs != 5 {
+		t.Fatalf("row %+v v%d (%v)", got, ver, err)
+	}
+}

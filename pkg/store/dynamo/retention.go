@@ -1,0 +1,39 @@
+package dynamo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+var _ store.RetentionStore = (*MetaStore)(nil)
+
+// SetRetention sets the live topic row's retention in one conditional update (the row
+// exists and is not a legacy deleted one).
+func (s *MetaStore) SetRetention(ctx context.Context, name string, retention time.Duration) (store.Topic, error) {
+	out, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+		TableName:                           aws.String(s.topics),
+		Key:                                 item{attrTopic: avS(name)},
+		UpdateExpression:                    aws.String("SET #r = :r"),
+		ConditionExpression:                 aws.String("attribute_exists(#k) AND attribute_not_exists(#d)"),
+		ExpressionAttributeNames:            map[string]string{"#r": "retention_ms", "#k": attrTopic, "#d": attrDeletedAt},
+		ExpressionAttributeValues:           item{":r": &types.AttributeValueMemberN{Value: durationMillis(retention)}},
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureNone,
+	})
+	if err != nil {
+		err = mapError("set retention of "+name, err)
+		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
+			return store.Topic{}, fmt.Errorf("dynamo: topic %q: %w", name, store.ErrNotFound)
+		}
+		return store.Topic{}, err
+	}
+	return decodeTopic(out.Attributes)
+}
