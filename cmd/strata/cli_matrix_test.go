@@ -35,6 +35,7 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		text, json string
 	}{
 		{"topics create", "", []string{"topics", "create", "t-%s"}, "NAME PARTITIONS RETENTION", "retention_ms"},
+		{"topics create --timestamp-type", "", []string{"topics", "create", "lat-%s", "--timestamp-type", "log-append-time"}, "NAME PARTITIONS RETENTION", "timestamp_type"},
 		{"topics list", "", []string{"topics", "list"}, "NAME", "topics"},
 		{"topics describe", "", []string{"topics", "describe", "orders"}, "NAME PARTITIONS RETENTION", "partition_info"},
 		{"topics alter", "", []string{"topics", "alter", "t-%s", "--partitions", "3"}, "NAME PARTITIONS RETENTION", "partitions"},
@@ -116,6 +117,7 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{[]string{"groups", "delete-offsets", "g-text"}, 2, `required flag(s) "topic" not set`},
 		{[]string{"groups", "list", "x"}, 2, "takes 0 argument(s)"},
 		{[]string{"topics", "create"}, 2, "needs NAME"},
+		{[]string{"topics", "create", "x", "--timestamp-type", "LogAppendTime"}, 2, "want create-time or log-append-time"},
 		{[]string{"topics", "delete", "nope"}, 1, "(HTTP 404 not_found)"},
 		{[]string{"topics", "alter", "orders", "--partitions", "1"}, 1, "(HTTP 400 invalid_request)"},
 		{[]string{"topics", "alter", "orders"}, 2, "exactly one of --partitions and --retention-pin is required"},

@@ -25,7 +25,11 @@ type (
 )
 
 func toTopicJSON(t *client.Topic) topicJSON {
-	out := topicJSON{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.Retention.Milliseconds(), RetentionPinMs: t.RetentionPin.Milliseconds()}
+	out := topicJSON{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.Retention.Milliseconds(), RetentionPinMs: t.RetentionPin.Milliseconds(),
+		TimestampType: wire.TimestampCreateTime}
+	if t.LogAppendTime {
+		out.TimestampType = wire.TimestampLogAppendTime
+	}
 	for _, p := range t.PartitionInfo {
 		out.PartitionInfo = append(out.PartitionInfo, partitionInfoJSON(p))
 	}
@@ -51,17 +55,26 @@ func newTopicsCreateCmd(o *options) *cobra.Command {
 		partitions int32
 		retention  time.Duration
 		pin        time.Duration
+		tsType     string
 	)
 	cmd := &cobra.Command{
 		Use:   "create NAME",
 		Short: "Create a topic",
 		Args:  exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var logAppend bool
+			switch tsType {
+			case "create-time":
+			case "log-append-time":
+				logAppend = true
+			default:
+				return usagef("--timestamp-type %q: want create-time or log-append-time", tsType)
+			}
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			t, err := c.CreateTopic(cmd.Context(), args[0], client.TopicConfig{Partitions: partitions, Retention: retention, RetentionPin: pin})
+			t, err := c.CreateTopic(cmd.Context(), args[0], client.TopicConfig{Partitions: partitions, Retention: retention, RetentionPin: pin, LogAppendTime: logAppend})
 			if err != nil {
 				return err
 			}
@@ -75,6 +88,7 @@ func newTopicsCreateCmd(o *options) *cobra.Command {
 	cmd.Flags().Int32Var(&partitions, "partitions", 1, "number of partitions (1-1024)")
 	cmd.Flags().Var(daysValue{&retention}, "retention", "how long records are kept, e.g. 7d, 36h (default: the server's, 24h)")
 	cmd.Flags().Var(daysValue{&pin}, "retention-pin", retentionPinUsage)
+	cmd.Flags().StringVar(&tsType, "timestamp-type", "create-time", "record timestamps: create-time (the producer's) or log-append-time (the append time, whatever the producer gave)")
 	return cmd
 }
 

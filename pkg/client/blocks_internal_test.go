@@ -22,7 +22,17 @@ func TestBlockSizeBound(t *testing.T) {
 			if rapid.Bool().Draw(rt, "keyed") {
 				r.Key = append([]byte{}, bytesGen.Draw(rt, "key")...)
 			}
+			if rapid.Bool().Draw(rt, "tombstone") {
+				r.Value = nil
+			}
 			r.Headers = rapid.MapOfN(rapid.StringN(1, 200, -1), bytesGen, 0, 3).Draw(rt, "headers")
+			for range rapid.IntRange(0, 3).Draw(rt, "listed") {
+				h := Header{Key: rapid.StringN(1, 200, -1).Draw(rt, "name")}
+				if !rapid.Bool().Draw(rt, "null header") {
+					h.Value = append([]byte{}, bytesGen.Draw(rt, "header value")...)
+				}
+				r.HeaderList = append(r.HeaderList, h)
+			}
 			return r
 		}), 1, 50).Draw(rt, "records")
 		bound := segment.HeaderSize
@@ -30,7 +40,7 @@ func TestBlockSizeBound(t *testing.T) {
 		for i, r := range recs {
 			bound += blockSize(r)
 			ts := rapid.SampledFrom([]int64{0, 1, MaxTimestampMs}).Draw(rt, "ts")
-			srecs[i] = segment.Record{Timestamp: ts, Key: r.Key, Value: r.Value, Headers: blockHeaders(r.Headers)}
+			srecs[i] = segment.Record{Timestamp: ts, Key: r.Key, Value: r.Value, Headers: r.headers()}
 		}
 		n, err := segment.EncodedSize(srecs)
 		if err != nil {

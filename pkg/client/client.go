@@ -109,6 +109,9 @@ func (c *Client) CreateTopic(ctx context.Context, name string, cfg TopicConfig) 
 		ms := cfg.RetentionPin.Milliseconds()
 		req.RetentionPinMs = &ms
 	}
+	if cfg.LogAppendTime {
+		req.TimestampType = wire.TimestampLogAppendTime
+	}
 	var w wire.Topic
 	if err := c.doJSON(ctx, http.MethodPost, "/v1/topics", nil, req, &w); err != nil {
 		return nil, fmt.Errorf("strata: create topic %q: %w", name, err)
@@ -545,7 +548,7 @@ func (c *Client) Health(ctx context.Context) error {
 
 func fromWireTopic(w wire.Topic) *Topic {
 	t := &Topic{Name: w.Name, Partitions: w.Partitions, Retention: time.Duration(w.RetentionMs) * time.Millisecond,
-		RetentionPin: time.Duration(w.RetentionPinMs) * time.Millisecond}
+		RetentionPin: time.Duration(w.RetentionPinMs) * time.Millisecond, LogAppendTime: w.TimestampType == wire.TimestampLogAppendTime}
 	for _, p := range w.PartitionInfo {
 		t.PartitionInfo = append(t.PartitionInfo, PartitionInfo(p))
 	}

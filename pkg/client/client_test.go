@@ -144,7 +144,7 @@ func TestRoutes(t *testing.T) {
 				header: map[string]string{"Idempotency-Key": "k-1", "Authorization": "Bearer tok"},
 				body: `{"records":[` +
 					`{"key":"b3JkZXItMQ==","value":"eyJ0b3RhbCI6IDQyfQ==","headers":{"h":"dg=="},"partition":3,"timestamp_ms":1732870000000},` +
-					`{"value":""},{"key":"","value":"AA=="}]}`,
+					`{"value":null},{"key":"","value":"AA=="}]}`,
 				status: 200, answer: `{"results":[{"partition":3,"offset":41},{"partition":0,"offset":7},{"partition":5,"offset":0}]}`},
 			call: func(c *client.Client) (any, error) {
 				return c.Append(ctx, "orders", []client.Record{
@@ -167,7 +167,7 @@ func TestRoutes(t *testing.T) {
 				return c.Poll(ctx, "orders", 2, 5, client.PollOptions{MaxRecords: 10, MaxBytes: 2048, Wait: 1500 * time.Millisecond})
 			},
 			want: &client.PollResult{Records: []client.PolledRecord{
-				{Offset: 5, Timestamp: time.UnixMilli(1000), Key: []byte("k"), Value: []byte("v"), Headers: map[string][]byte{"x": []byte("y")}},
+				{Offset: 5, Timestamp: time.UnixMilli(1000), Key: []byte("k"), Value: []byte("v"), Headers: map[string][]byte{"x": []byte("y")}, HeaderList: []client.Header{{Key: "x", Value: []byte("y")}}},
 				{Offset: 6, Timestamp: time.UnixMilli(1001), Value: []byte{}},
 			}, NextOffset: 7, HighWatermark: 9, LogStartOffset: 1},
 		},
@@ -485,7 +485,7 @@ func TestAppendPartialFailure(t *testing.T) {
 // error, never silently accepted.
 func TestAppendResultCountMismatch(t *testing.T) {
 	c := serveOne(t, exchange{method: "POST", path: "/v1/topics/t/records", status: 200,
-		body: `{"records":[{"value":""},{"value":""}]}`, answer: `{"results":[{"partition":0,"offset":1}]}`})
+		body: `{"records":[{"value":null},{"value":null}]}`, answer: `{"results":[{"partition":0,"offset":1}]}`})
 	if _, err := c.Append(context.Background(), "t", []client.Record{{}, {}}, client.AppendOptions{}); err == nil {
 		t.Fatal("accepted 1 result for 2 records")
 	}

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -417,6 +416,11 @@ func (p *Producer) Send(ctx context.Context, rec Record) (*Future, error) {
 	for k := range rec.Headers {
 		if k == "" || !utf8.ValidString(k) {
 			return nil, fmt.Errorf("%w: header name %q: empty or not UTF-8", ErrInvalid, k)
+		}
+	}
+	for _, h := range rec.HeaderList {
+		if h.Key == "" || !utf8.ValidString(h.Key) {
+			return nil, fmt.Errorf("%w: header name %q: empty or not UTF-8", ErrInvalid, h.Key)
 		}
 	}
 	ts := time.Now().UnixMilli()
@@ -942,7 +946,7 @@ func (p *Producer) deliverBlocks(r *request) (results [][]Result, refused int, e
 	for _, fr := range r.frames {
 		recs = recs[:0]
 		for _, f := range fr.batch {
-			recs = append(recs, segment.Record{Timestamp: f.ts, Key: f.rec.Key, Value: f.rec.Value, Headers: blockHeaders(f.rec.Headers)})
+			recs = append(recs, segment.Record{Timestamp: f.ts, Key: f.rec.Key, Value: f.rec.Value, Headers: f.rec.headers()})
 		}
 		// A frame is its partition (big-endian int32) then its block, appended in place
 		// rather than built apart and copied.
@@ -979,20 +983,6 @@ func (p *Producer) deliverBlocks(r *request) (results [][]Result, refused int, e
 		return err
 	})
 	return results, refused, err
-}
-
-// blockHeaders lists a record's headers for a block, sorted by name so that equal
-// records encode to equal bytes.
-func blockHeaders(h map[string][]byte) []segment.Header {
-	if len(h) == 0 {
-		return nil
-	}
-	out := make([]segment.Header, 0, len(h))
-	for k, v := range h {
-		out = append(out, segment.Header{Key: k, Value: v})
-	}
-	slices.SortFunc(out, func(a, b segment.Header) int { return strings.Compare(a.Key, b.Key) })
-	return out
 }
 
 // frameResults maps the answer to a binary append of frames to per-record Results, per

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/bits"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/stratalog/strata/pkg/segment"
@@ -15,9 +17,13 @@ import (
 type Record struct {
 	// Key, when non-nil (even empty), makes the record keyed: without Partition it goes
 	// to wire.PartitionForKey(Key, partitions). A nil Key is unkeyed.
-	Key     []byte
-	Value   []byte
-	Headers map[string][]byte
+	Key []byte
+	// Value nil is a null value (Kafka's tombstone), kept apart from an empty one.
+	Value []byte
+	// Headers are stored sorted by name, then HeaderList's in its order: a name may
+	// repeat there, and a nil value is a null one.
+	Headers    map[string][]byte
+	HeaderList []Header
 	// Partition, when set, places the record explicitly.
 	Partition *int32
 	// Timestamp, when non-zero, is stored (in milliseconds) as is. Otherwise a Producer
@@ -34,7 +40,26 @@ func (r Record) Size() int {
 	for k, v := range r.Headers {
 		n += len(k) + len(v)
 	}
+	for _, h := range r.HeaderList {
+		n += len(h.Key) + len(h.Value)
+	}
 	return n
+}
+
+// Header is a record header; a nil Value is a null value.
+type Header = segment.Header
+
+// headers lists r's headers as stored: Headers sorted by name, then HeaderList.
+func (r Record) headers() []segment.Header {
+	if len(r.Headers) == 0 {
+		return r.HeaderList
+	}
+	out := make([]segment.Header, 0, len(r.Headers)+len(r.HeaderList))
+	for k, v := range r.Headers {
+		out = append(out, segment.Header{Key: k, Value: v})
+	}
+	slices.SortFunc(out, func(a, b segment.Header) int { return strings.Compare(a.Key, b.Key) })
+	return append(out, r.HeaderList...)
 }
 
 // Result is where one appended record landed.
@@ -56,13 +81,16 @@ type PollOptions struct {
 	Wait time.Duration
 }
 
-// PolledRecord is one record read back.
+// PolledRecord is one record read back. Value is nil for a tombstone. HeaderList holds
+// the headers in order, repeated names and null (nil) values included; Headers maps
+// each name to its last value.
 type PolledRecord struct {
-	Offset    int64
-	Timestamp time.Time
-	Key       []byte
-	Value     []byte
-	Headers   map[string][]byte
+	Offset     int64
+	Timestamp  time.Time
+	Key        []byte
+	Value      []byte
+	Headers    map[string][]byte
+	HeaderList []Header
 }
 
 // PollResult is one Poll answer. NextOffset is the offset to poll next.
@@ -81,6 +109,9 @@ type TopicConfig struct {
 	// RetentionPin, when positive, is how far beyond Retention a record is kept while a
 	// group that has committed on the topic has not read it (docs/API.md).
 	RetentionPin time.Duration
+	// LogAppendTime stamps every record with its append time instead of the producer's
+	// timestamp (Kafka's message.timestamp.type=LogAppendTime).
+	LogAppendTime bool
 }
 
 // Topic describes a topic. PartitionInfo is filled by DescribeTopic.
@@ -90,6 +121,7 @@ type Topic struct {
 	Retention  time.Duration
 	// RetentionPin is the pin cap, 0 without a pin.
 	RetentionPin  time.Duration
+	LogAppendTime bool
 	PartitionInfo []PartitionInfo
 }
 
@@ -189,18 +221,24 @@ var b64 = base64.StdEncoding
 
 // toWire encodes a record; partition overrides r.Partition when non-nil.
 func toWire(r Record, partition *int32) wire.Record {
-	w := wire.Record{Value: b64.EncodeToString(r.Value), Partition: r.Partition}
+	w := wire.Record{Value: b64Ptr(r.Value), Partition: r.Partition}
 	if partition != nil {
 		w.Partition = partition
 	}
-	if r.Key != nil {
-		k := b64.EncodeToString(r.Key)
-		w.Key = &k
-	}
-	if len(r.Headers) > 0 {
-		w.Headers = make(map[string]string, len(r.Headers))
-		for k, v := range r.Headers {
-			w.Headers[k] = b64.EncodeToString(v)
+	w.Key = b64Ptr(r.Key)
+	// The list form only when the object form would lose something (a repeated name,
+	// a null value, an order other than by name), so other records reach any server.
+	if hs := r.headers(); objectSafe(hs) {
+		if len(hs) > 0 {
+			w.Headers = &wire.Headers{Object: make(map[string]string, len(hs))}
+			for _, h := range hs {
+				w.Headers.Object[h.Key] = b64.EncodeToString(h.Value)
+			}
+		}
+	} else {
+		w.Headers = &wire.Headers{List: make([]wire.Header, len(hs))}
+		for i, h := range hs {
+			w.Headers.List[i] = wire.Header{Key: h.Key, Value: b64Ptr(h.Value)}
 		}
 	}
 	if !r.Timestamp.IsZero() {
@@ -223,26 +261,73 @@ func fromWirePolled(w wire.PolledRecord) (PolledRecord, error) {
 			return r, fmt.Errorf("record %d value: %w", w.Offset, err)
 		}
 	}
+	if w.HeaderList != nil {
+		hs := make([]segment.Header, len(w.HeaderList))
+		for i, h := range w.HeaderList {
+			hs[i].Key = h.Key
+			if h.Value != nil {
+				if hs[i].Value, err = b64.DecodeString(*h.Value); err != nil {
+					return r, fmt.Errorf("record %d header %d (%q): %w", w.Offset, i, h.Key, err)
+				}
+			}
+		}
+		r.setHeaders(hs)
+		return r, nil
+	}
 	if len(w.Headers) > 0 {
-		r.Headers = make(map[string][]byte, len(w.Headers))
-		for k, v := range w.Headers {
-			if r.Headers[k], err = b64.DecodeString(v); err != nil {
+		names := make([]string, 0, len(w.Headers))
+		for k := range w.Headers {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		hs := make([]segment.Header, len(names))
+		for i, k := range names {
+			hs[i].Key = k
+			if hs[i].Value, err = b64.DecodeString(w.Headers[k]); err != nil {
 				return r, fmt.Errorf("record %d header %q: %w", w.Offset, k, err)
 			}
 		}
+		r.setHeaders(hs)
 	}
 	return r, nil
+}
+
+// setHeaders fills HeaderList with hs and Headers with each name's last value.
+func (p *PolledRecord) setHeaders(hs []segment.Header) {
+	if len(hs) == 0 {
+		return
+	}
+	p.HeaderList = hs
+	p.Headers = make(map[string][]byte, len(hs))
+	for _, h := range hs {
+		p.Headers[h.Key] = h.Value
+	}
+}
+
+// objectSafe says whether headers hs survive the object form: names strictly ascending,
+// no null value.
+func objectSafe(hs []segment.Header) bool {
+	for i, h := range hs {
+		if h.Value == nil || (i > 0 && hs[i-1].Key >= h.Key) {
+			return false
+		}
+	}
+	return true
+}
+
+// b64Ptr is b in base64, nil for nil.
+func b64Ptr(b []byte) *string {
+	if b == nil {
+		return nil
+	}
+	s := b64.EncodeToString(b)
+	return &s
 }
 
 // fromSegment converts a record decoded from a block; its slices alias the block.
 func fromSegment(r segment.Record) PolledRecord {
 	p := PolledRecord{Offset: r.Offset, Timestamp: time.UnixMilli(r.Timestamp), Key: r.Key, Value: r.Value}
-	if len(r.Headers) > 0 {
-		p.Headers = make(map[string][]byte, len(r.Headers))
-		for _, h := range r.Headers {
-			p.Headers[h.Key] = h.Value
-		}
-	}
+	p.setHeaders(r.Headers)
 	return p
 }
 
@@ -254,14 +339,17 @@ func blockSize(r Record) int {
 		offsetLen = 2  // uvarint of a relative offset below 16384
 		deltaLen  = 10 // varint of any timestamp delta
 	)
-	n := offsetLen + deltaLen + uvarintLen(len(r.Value)) + len(r.Value) + uvarintLen(len(r.Headers))
+	n := offsetLen + deltaLen + uvarintLen(2*len(r.Value)) + len(r.Value) + uvarintLen(len(r.Headers)+len(r.HeaderList))
 	if r.Key == nil {
 		n++
 	} else {
 		n += uvarintLen(2*len(r.Key)) + len(r.Key) // the key length is a zigzag varint
 	}
 	for k, v := range r.Headers {
-		n += uvarintLen(len(k)) + len(k) + uvarintLen(len(v)) + len(v)
+		n += uvarintLen(len(k)) + len(k) + uvarintLen(2*len(v)) + len(v) // version 2's zigzag length
+	}
+	for _, h := range r.HeaderList {
+		n += uvarintLen(len(h.Key)) + len(h.Key) + uvarintLen(2*len(h.Value)) + len(h.Value)
 	}
 	return n
 }
@@ -275,6 +363,9 @@ func jsonSize(r Record) int {
 	n := overhead + base64Len(len(r.Key)) + base64Len(len(r.Value))
 	for k, v := range r.Headers {
 		n += 6*len(k) + 8 + base64Len(len(v)) // an escaped name character takes up to 6 bytes
+	}
+	for _, h := range r.HeaderList {
+		n += 6*len(h.Key) + 24 + base64Len(len(h.Value)) // with "key" and "value" members
 	}
 	return n
 }

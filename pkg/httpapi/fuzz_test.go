@@ -86,6 +86,9 @@ func FuzzAppendRequest(f *testing.F) {
 		{`{"records": [{"value": "eA=="}]} []`, "", "", "", ""},
 		{`{"records": [{"value": "eA==", "timestamp_ms": -9223372036854775808}]}`, "", "", "", ""},
 		{`{"records": null}`, "", "", "", ""},
+		{`{"records": [{"key": "aw==", "value": null}]}`, "k-5", "", "", ""},
+		{`{"records": [{"value": "", "headers": [{"key": "h", "value": null}, {"key": "h", "value": "dg=="}]}]}`, "", "", "", ""},
+		{`{"records": [{"value": "", "headers": [{"key": "h"}, {"value": null}, ["x"], null]}]}`, "", "", "", ""},
 		{`[`, "", "", "", ""},
 	} {
 		f.Add([]byte(seed.body), seed.key, seed.attempt, seed.idem, seed.elapsed)

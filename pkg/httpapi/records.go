@@ -1,15 +1,20 @@
 package httpapi
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"mime"
 	"net/http"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/segment"
@@ -23,11 +28,115 @@ const MaxIdempotencyKey = wire.MaxIdempotencyKey
 const MaxTimestampMs = wire.MaxTimestampMs
 
 type appendRecord struct {
-	Key         *string           `json:"key"`
-	Value       *string           `json:"value"`
-	Headers     map[string]string `json:"headers"`
-	Partition   *int32            `json:"partition"`
-	TimestampMs *int64            `json:"timestamp_ms"`
+	Key         *string       `json:"key"`
+	Value       nullString    `json:"value"`
+	Headers     *headersField `json:"headers"`
+	Partition   *int32        `json:"partition"`
+	TimestampMs *int64        `json:"timestamp_ms"`
+}
+
+// nullString is a required member that may be null: a record's value (null: a
+// tombstone) or a header's value in the list form.
+type nullString struct {
+	set, null bool
+	s         string
+}
+
+func (n *nullString) UnmarshalJSON(b []byte) error {
+	n.set = true
+	if string(b) == "null" {
+		n.null = true
+		return nil
+	}
+	return json.Unmarshal(b, &n.s)
+}
+
+func (nullString) strictNullable() {}
+
+// decode returns the base64 value, nil for null.
+func (n nullString) decode(field string) ([]byte, *apiError) {
+	if n.null {
+		return nil, nil
+	}
+	return decodeBase64(field, n.s)
+}
+
+// headerEntry is one header of the list form of a record's headers.
+type headerEntry struct {
+	Key   *string    `json:"key"`
+	Value nullString `json:"value"`
+}
+
+// headersField is a record's headers: an object of names to base64 values (stored
+// sorted by name), or an array of {key, value} entries kept in order, repeated names
+// and null values included.
+type headersField struct {
+	object map[string]string
+	list   []headerEntry
+	isList bool
+}
+
+func (h *headersField) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if len(b) > 0 && b[0] == '[' {
+		h.isList = true
+		return dec.Decode(&h.list)
+	}
+	return dec.Decode(&h.object)
+}
+
+func (headersField) strictShape(kind jsontext.Kind) reflect.Type {
+	if kind == '[' {
+		return reflect.TypeFor[[]headerEntry]()
+	}
+	return reflect.TypeFor[map[string]string]()
+}
+
+// toHeaders decodes record i's headers.
+func (h *headersField) toHeaders(i int) ([]segment.Header, *apiError) {
+	if h == nil {
+		return nil, nil
+	}
+	if h.isList {
+		if len(h.list) == 0 {
+			return nil, nil
+		}
+		out := make([]segment.Header, len(h.list))
+		for j, e := range h.list {
+			if e.Key == nil {
+				return nil, invalid(fmt.Sprintf("record %d: header %d: \"key\" is required", i, j))
+			}
+			if !e.Value.set {
+				return nil, invalid(fmt.Sprintf("record %d: header %d: \"value\" is required (null for a null value)", i, j))
+			}
+			v, err := e.Value.decode(fmt.Sprintf("record %d: header %d (%q)", i, j, *e.Key))
+			if err != nil {
+				return nil, err
+			}
+			out[j] = segment.Header{Key: *e.Key, Value: v}
+		}
+		return out, nil
+	}
+	if len(h.object) == 0 {
+		return nil, nil
+	}
+	// JSON objects are unordered: store headers sorted by name, so a retry of the same
+	// body is the same request for idempotency.
+	names := make([]string, 0, len(h.object))
+	for k := range h.object {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	out := make([]segment.Header, len(names))
+	for j, k := range names {
+		v, e := decodeBase64(fmt.Sprintf("record %d: header %q", i, k), h.object[k])
+		if e != nil {
+			return nil, e
+		}
+		out[j] = segment.Header{Key: k, Value: v}
+	}
+	return out, nil
 }
 
 type appendRequest struct {
@@ -173,12 +282,12 @@ func toRecords(in []appendRecord) ([]log.Record, int, *apiError) {
 	out := make([]log.Record, len(in))
 	size := 0
 	for i, ar := range in {
-		if ar.Value == nil {
-			return nil, 0, invalid(fmt.Sprintf("record %d: \"value\" is required", i))
+		if !ar.Value.set {
+			return nil, 0, invalid(fmt.Sprintf("record %d: \"value\" is required (null for a tombstone)", i))
 		}
 		var rec log.Record
 		var e *apiError
-		if rec.Value, e = decodeBase64(fmt.Sprintf("record %d: value", i), *ar.Value); e != nil {
+		if rec.Value, e = ar.Value.decode(fmt.Sprintf("record %d: value", i)); e != nil {
 			return nil, 0, e
 		}
 		if ar.Key != nil {
@@ -186,22 +295,8 @@ func toRecords(in []appendRecord) ([]log.Record, int, *apiError) {
 				return nil, 0, e
 			}
 		}
-		if len(ar.Headers) > 0 {
-			// JSON objects are unordered: store headers sorted by name, so a retry of the
-			// same body is the same request for idempotency.
-			names := make([]string, 0, len(ar.Headers))
-			for k := range ar.Headers {
-				names = append(names, k)
-			}
-			sort.Strings(names)
-			rec.Headers = make([]segment.Header, len(names))
-			for j, k := range names {
-				v, e := decodeBase64(fmt.Sprintf("record %d: header %q", i, k), ar.Headers[k])
-				if e != nil {
-					return nil, 0, e
-				}
-				rec.Headers[j] = segment.Header{Key: k, Value: v}
-			}
+		if rec.Headers, e = ar.Headers.toHeaders(i); e != nil {
+			return nil, 0, e
 		}
 		if ts := ar.TimestampMs; ts != nil && (*ts < 0 || *ts > MaxTimestampMs) {
 			return nil, 0, invalid(fmt.Sprintf("record %d: timestamp_ms must be 0–%d, got %d", i, int64(MaxTimestampMs), *ts))
@@ -234,6 +329,37 @@ type pollRecord struct {
 	Key         []byte            `json:"key"`
 	Value       []byte            `json:"value"`
 	Headers     map[string][]byte `json:"headers"`
+	HeaderList  []pollHeader      `json:"header_list,omitempty"`
+}
+
+// pollHeader is one header of a polled record's header_list; Value nil is null.
+type pollHeader struct {
+	Key   string `json:"key"`
+	Value []byte `json:"value"`
+}
+
+// pollHeaders renders a record's headers: the object form, and the list form too when
+// the object would lose something (a repeated name, a null value, an order other than
+// by name). The object holds every non-null header, a repeated name its last value.
+func pollHeaders(hs []segment.Header) (map[string][]byte, []pollHeader) {
+	obj := make(map[string][]byte, len(hs))
+	lossy := false
+	for i, hd := range hs {
+		if hd.Value == nil || (i > 0 && hs[i-1].Key >= hd.Key) {
+			lossy = true
+		}
+		if hd.Value != nil {
+			obj[hd.Key] = hd.Value
+		}
+	}
+	if !lossy {
+		return obj, nil
+	}
+	list := make([]pollHeader, len(hs))
+	for i, hd := range hs {
+		list[i] = pollHeader{Key: hd.Key, Value: hd.Value}
+	}
+	return obj, list
 }
 
 type pollResponse struct {
@@ -292,22 +418,10 @@ func (s *server) poll(w http.ResponseWriter, r *http.Request) {
 		LogStartOffset: res.LogStartOffset,
 	}
 	for i, rec := range res.Records {
-		h := make(map[string][]byte, len(rec.Headers))
-		for _, hd := range rec.Headers {
-			h[hd.Key] = nonNil(hd.Value)
-		}
-		resp.Records[i] = pollRecord{Offset: rec.Offset, TimestampMs: rec.Timestamp, Key: rec.Key, Value: nonNil(rec.Value), Headers: h}
+		h, list := pollHeaders(rec.Headers)
+		resp.Records[i] = pollRecord{Offset: rec.Offset, TimestampMs: rec.Timestamp, Key: rec.Key, Value: rec.Value, Headers: h, HeaderList: list}
 	}
 	writeJSON(w, http.StatusOK, resp)
-}
-
-// nonNil makes an empty byte slice encode as "" rather than null (only a missing key is
-// null).
-func nonNil(b []byte) []byte {
-	if b == nil {
-		return []byte{}
-	}
-	return b
 }
 
 // appendBlocks is the append handler for a binary body (wire.ContentTypeBlocks): its

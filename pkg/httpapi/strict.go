@@ -57,7 +57,13 @@ func walkStrict(dec *jsontext.Decoder, t reflect.Type) error {
 	}
 	kind := tok.Kind()
 	if kind == 'n' {
+		if t != nil && t.Implements(strictNullableType) {
+			return nil
+		}
 		return strictFail(dec, "null is not a valid value (omit the field instead)")
+	}
+	if t != nil && t.Implements(strictShapedType) {
+		t = reflect.Zero(t).Interface().(strictShaped).strictShape(kind)
 	}
 	if kind != '{' && kind != '[' {
 		return nil // a scalar: its type is encoding/json's to check
@@ -109,6 +115,22 @@ func walkStrict(dec *jsontext.Decoder, t reflect.Type) error {
 	_, err = dec.ReadToken() // the closing delimiter
 	return err
 }
+
+// strictNullable is implemented by the few request types that take null (a record's
+// value, a header's value in the list form): the walk lets null through for them.
+type strictNullable interface{ strictNullable() }
+
+// strictShaped is implemented by a request type that takes more than one JSON shape
+// (a record's headers: an object or an array); it names the type the walk checks a value
+// of the given kind ('{' or '[') against.
+type strictShaped interface {
+	strictShape(kind jsontext.Kind) reflect.Type
+}
+
+var (
+	strictNullableType = reflect.TypeFor[strictNullable]()
+	strictShapedType   = reflect.TypeFor[strictShaped]()
+)
 
 // name renders a JSON pointer for a message ("the body" for the root).
 func name(pointer string) string {

@@ -19,6 +19,7 @@ type createTopicRequest struct {
 	Partitions     *int32  `json:"partitions"`
 	RetentionMs    *int64  `json:"retention_ms"`
 	RetentionPinMs *int64  `json:"retention_pin_ms"`
+	TimestampType  *string `json:"timestamp_type"`
 }
 
 // retentionPin checks an explicit retention_pin_ms (0, no pin, to maxRetentionMs).
@@ -31,7 +32,11 @@ func retentionPin(ms int64) (time.Duration, *apiError) {
 
 // topicJSON is the answer describing t (without its partitions' bounds).
 func topicJSON(t store.Topic) topicResponse {
-	return topicResponse{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.Retention.Milliseconds(), RetentionPinMs: t.RetentionPin.Milliseconds()}
+	ts := wire.TimestampCreateTime
+	if t.LogAppendTime {
+		ts = wire.TimestampLogAppendTime
+	}
+	return topicResponse{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.Retention.Milliseconds(), RetentionPinMs: t.RetentionPin.Milliseconds(), TimestampType: ts}
 }
 
 // The answers are the contract's shapes (pkg/wire).
@@ -80,11 +85,22 @@ func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	logAppend := false
+	if req.TimestampType != nil {
+		switch *req.TimestampType {
+		case wire.TimestampCreateTime:
+		case wire.TimestampLogAppendTime:
+			logAppend = true
+		default:
+			writeError(w, invalid(fmt.Sprintf("timestamp_type must be %q or %q", wire.TimestampCreateTime, wire.TimestampLogAppendTime)))
+			return
+		}
+	}
 	if e := authorize(p, onTopic(OpCreate, *req.Name)); e != nil {
 		writeError(w, e)
 		return
 	}
-	t, err := s.log.CreateTopicWith(r.Context(), *req.Name, log.TopicSpec{Partitions: partitions, Retention: retention, RetentionPin: pin})
+	t, err := s.log.CreateTopicWith(r.Context(), *req.Name, log.TopicSpec{Partitions: partitions, Retention: retention, RetentionPin: pin, LogAppendTime: logAppend})
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"github.com/stratalog/strata/pkg/client"
-	"sort"
 	"time"
 
 	"github.com/stratalog/strata/pkg/group"
@@ -86,9 +85,9 @@ func (a *ConsumerAdapter) Poll(ctx context.Context, topic string, partition int3
 	return out, nil
 }
 
-// Append implements consumer.Log. Header order is not kept (the contract carries
-// headers as a JSON object), and of repeated header names the last one wins. A partial
-// failure is a *log.AppendError holding every record's outcome.
+// Append implements consumer.Log. Headers are kept in order, repeated names and null
+// values included (the contract's list form), and a nil value stays a tombstone. A
+// partial failure is a *log.AppendError holding every record's outcome.
 func (a *ConsumerAdapter) Append(ctx context.Context, topic string, recs []log.Record, opt log.AppendOptions) ([]log.Result, error) {
 	in := make([]client.Record, len(recs))
 	for i, r := range recs {
@@ -96,12 +95,7 @@ func (a *ConsumerAdapter) Append(ctx context.Context, topic string, recs []log.R
 		if r.Timestamp != nil {
 			in[i].Timestamp = time.UnixMilli(*r.Timestamp)
 		}
-		if len(r.Headers) > 0 {
-			in[i].Headers = make(map[string][]byte, len(r.Headers))
-			for _, h := range r.Headers {
-				in[i].Headers[h.Key] = h.Value
-			}
-		}
+		in[i].HeaderList = r.Headers
 	}
 	res, err := a.c.Append(ctx, topic, in, client.AppendOptions{IdempotencyKey: opt.IdempotencyKey})
 	if err != nil && len(res) != len(recs) {
@@ -239,21 +233,10 @@ func (a *ConsumerAdapter) Unpark(ctx context.Context, grp, topic string, partiti
 	return nil
 }
 
-// toSegmentRecord converts a polled record; headers come sorted by name, since the
-// contract does not keep their order.
+// toSegmentRecord converts a polled record, its headers in order and a tombstone's
+// value nil.
 func toSegmentRecord(r client.PolledRecord) segment.Record {
-	out := segment.Record{Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli(), Key: r.Key, Value: r.Value}
-	if out.Value == nil {
-		out.Value = []byte{}
-	}
-	if len(r.Headers) > 0 {
-		out.Headers = make([]segment.Header, 0, len(r.Headers))
-		for k, v := range r.Headers {
-			out.Headers = append(out.Headers, segment.Header{Key: k, Value: v})
-		}
-		sort.Slice(out.Headers, func(i, j int) bool { return out.Headers[i].Key < out.Headers[j].Key })
-	}
-	return out
+	return segment.Record{Offset: r.Offset, Timestamp: r.Timestamp.UnixMilli(), Key: r.Key, Value: r.Value, Headers: r.HeaderList}
 }
 
 // logError maps a client.Client error of a log call to pkg/log's sentinels. An

@@ -144,8 +144,8 @@ func TestAdapterRoundTrip(t *testing.T) {
 	}
 	r := got.Records[0]
 	if r.Offset != 0 || r.Timestamp != ts || string(r.Key) != "k" || !bytes.Equal(r.Value, []byte{0, 1, 2}) ||
-		len(r.Headers) != 2 || r.Headers[0].Key != "a" || !bytes.Equal(r.Headers[0].Value, []byte{0xff}) ||
-		r.Headers[1].Key != "z" || string(r.Headers[1].Value) != "last" {
+		len(r.Headers) != 2 || r.Headers[1].Key != "a" || !bytes.Equal(r.Headers[1].Value, []byte{0xff}) ||
+		r.Headers[0].Key != "z" || string(r.Headers[0].Value) != "last" {
 		t.Fatalf("record 0: %+v", r)
 	}
 	if k := got.Records[1].Key; k == nil || len(k) != 0 || got.Records[1].Value == nil {
@@ -400,4 +400,36 @@ func topicID(t *testing.T, l *log.Log, name string) string {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestAdapterKeepsNullsAndHeaderOrder: a tombstone and null header values appended
+// through the adapter poll back nil, apart from empty ones, headers in order with a
+// repeated name.
+func TestAdapterKeepsNullsAndHeaderOrder(t *testing.T) {
+	ctx := context.Background()
+	n := newNode(t)
+	if _, err := n.log.CreateTopic(ctx, "t", 1, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	p := int32(0)
+	in := []log.Record{
+		{Key: []byte("k"), Value: nil, Partition: &p},
+		{Key: []byte("k"), Value: []byte{}, Partition: &p,
+			Headers: []segment.Header{{Key: "z", Value: nil}, {Key: "a", Value: []byte{}}, {Key: "z", Value: []byte("2")}}},
+	}
+	if _, err := n.ad.Append(ctx, "t", in, log.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := n.ad.Poll(ctx, "t", 0, 0, log.PollOptions{})
+	if err != nil || len(got.Records) != 2 {
+		t.Fatalf("poll: %+v, %v", got, err)
+	}
+	if got.Records[0].Value != nil || got.Records[1].Value == nil {
+		t.Fatalf("values %q (nil %v), %q (nil %v): want nil, then empty", got.Records[0].Value, got.Records[0].Value == nil,
+			got.Records[1].Value, got.Records[1].Value == nil)
+	}
+	hs := got.Records[1].Headers
+	if len(hs) != 3 || hs[0].Key != "z" || hs[0].Value != nil || hs[1].Key != "a" || hs[1].Value == nil || hs[2].Key != "z" || string(hs[2].Value) != "2" {
+		t.Fatalf("headers %+v", hs)
+	}
 }

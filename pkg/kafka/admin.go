@@ -178,11 +178,13 @@ func (s *Server) describeCluster(b broker, r *kmsg.DescribeClusterRequest) kmsg.
 
 // topicConfig is what CreateTopics' configs ask for, in Strata's terms.
 type topicConfig struct {
-	retention time.Duration
+	retention     time.Duration
+	logAppendTime bool
 }
 
-// parseConfigs maps the configs a topic may be created with: retention.ms, and
-// cleanup.policy=delete (the only policy there is). Anything else is INVALID_CONFIG,
+// parseConfigs maps the configs a topic may be created with: retention.ms,
+// message.timestamp.type (CreateTime or LogAppendTime) and cleanup.policy=delete (the
+// only policy there is). Anything else is INVALID_CONFIG,
 // not silently ignored.
 func parseConfigs(cs []kmsg.CreateTopicsRequestTopicConfig) (topicConfig, error) {
 	var tc topicConfig
@@ -198,15 +200,32 @@ func parseConfigs(cs []kmsg.CreateTopicsRequestTopicConfig) (topicConfig, error)
 					log.MinRetention.Milliseconds(), *c.Value)
 			}
 			tc.retention = time.Duration(ms) * time.Millisecond
+		case "message.timestamp.type":
+			switch *c.Value {
+			case "CreateTime":
+				tc.logAppendTime = false
+			case "LogAppendTime":
+				tc.logAppendTime = true
+			default:
+				return tc, fmt.Errorf("message.timestamp.type must be CreateTime or LogAppendTime, got %q", *c.Value)
+			}
 		case "cleanup.policy":
 			if *c.Value != "delete" {
 				return tc, fmt.Errorf("cleanup.policy %q: only delete (retention by time) is implemented; compaction is not", *c.Value)
 			}
 		default:
-			return tc, fmt.Errorf("config %q is not one this gateway implements (retention.ms, cleanup.policy=delete)", c.Name)
+			return tc, fmt.Errorf("config %q is not one this gateway implements (retention.ms, message.timestamp.type, cleanup.policy=delete)", c.Name)
 		}
 	}
 	return tc, nil
+}
+
+// timestampType is Kafka's message.timestamp.type of a topic.
+func timestampType(logAppendTime bool) string {
+	if logAppendTime {
+		return "LogAppendTime"
+	}
+	return "CreateTime"
 }
 
 func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) kmsg.Response {
@@ -233,7 +252,7 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 				fail(topicExists, "topic %q exists", rt.Topic)
 			}
 		default:
-			t, err := s.log.CreateTopicWith(ctx, rt.Topic, log.TopicSpec{Partitions: max(rt.NumPartitions, 0), Retention: tc.retention})
+			t, err := s.log.CreateTopicWith(ctx, rt.Topic, log.TopicSpec{Partitions: max(rt.NumPartitions, 0), Retention: tc.retention, LogAppendTime: tc.logAppendTime})
 			switch {
 			case errors.Is(err, log.ErrTopicExists):
 				fail(topicExists, "topic %q exists", rt.Topic)
@@ -244,7 +263,8 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 			default:
 				out.TopicID, out.NumPartitions, out.ReplicationFactor = TopicID(t), t.Partitions, 1
 				v := strconv.FormatInt(t.Retention.Milliseconds(), 10)
-				out.Configs = []kmsg.CreateTopicsResponseTopicConfig{{Name: "retention.ms", Value: &v, Source: 1}}
+				out.Configs = []kmsg.CreateTopicsResponseTopicConfig{{Name: "retention.ms", Value: &v, Source: 1},
+					{Name: "message.timestamp.type", Value: kmsg.StringPtr(timestampType(t.LogAppendTime)), Source: 1}}
 			}
 		}
 		if out.ErrorCode != 0 {

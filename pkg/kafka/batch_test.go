@@ -88,8 +88,6 @@ func TestDecodeBatchesRefusals(t *testing.T) {
 		{"count above the records", testBatch(t, codecNone, ok, func(b *kmsg.RecordBatch) { b.NumRecords = 2 }, true), corruptMessage, "records in"},
 		{"count below the records", testBatch(t, codecNone, []kmsg.Record{rec("a", "1"), rec("b", "2")}, func(b *kmsg.RecordBatch) { b.NumRecords = 1 }, true), corruptMessage, "after its"},
 		{"no records", testBatch(t, codecNone, nil, nil, true), invalidRecord, "at least one"},
-		{"null value", testBatch(t, codecNone, []kmsg.Record{{Key: []byte("k")}}, nil, true), invalidRecord, "null value"},
-		{"null header value", testBatch(t, codecNone, []kmsg.Record{{Value: []byte("v"), Headers: []kmsg.Header{{Key: "h"}}}}, nil, true), invalidRecord, "header"},
 		{"transactional", testBatch(t, codecNone, ok, func(b *kmsg.RecordBatch) { b.Attributes |= attrTransactional }, true), invalidRecord, "transaction"},
 		{"offset deltas not from 0", testBatch(t, codecNone, []kmsg.Record{{OffsetDelta: 3, Value: []byte("v")}}, nil, true), invalidRecord, "offset delta"},
 		{"negative timestamp", testBatch(t, codecNone, ok, func(b *kmsg.RecordBatch) { b.FirstTimestamp = -5 }, true), invalidTimestamp, "timestamp"},
@@ -180,14 +178,15 @@ func TestLogAppendTimeBatch(t *testing.T) {
 }
 
 // TestEncodeBatchesRoundTrip: what a fetch answers decodes with kmsg as Kafka clients
-// do, its CRC right, offsets (a gap included) and timestamps kept.
+// do, its CRC right, offsets (a gap included) and timestamps kept, a null value and a
+// null header value null.
 func TestEncodeBatchesRoundTrip(t *testing.T) {
 	in := []segment.Record{
 		{Offset: 10, Timestamp: 2000, Key: []byte("a"), Value: []byte("1"), Headers: []segment.Header{{Key: "h", Value: []byte("x")}, {Key: "h"}}},
 		{Offset: 11, Timestamp: 1500, Value: []byte("2")},
 		{Offset: 14, Timestamp: 3000, Key: []byte{}, Value: nil},
 	}
-	data := encodeBatches(in)
+	data := encodeBatches(in, false)
 	var b kmsg.RecordBatch
 	if err := b.ReadFrom(data); err != nil {
 		t.Fatal(err)
@@ -217,7 +216,7 @@ func TestEncodeBatchesRoundTrip(t *testing.T) {
 		body = body[sz+int(n):]
 	}
 	if len(out) != 3 || out[2].OffsetDelta != 4 || out[1].TimestampDelta64 != -500 || string(out[0].Key) != "a" || out[1].Key != nil ||
-		out[2].Key == nil || out[2].Value == nil || len(out[0].Headers) != 2 || out[0].Headers[1].Value == nil {
+		out[2].Key == nil || out[2].Value != nil || len(out[0].Headers) != 2 || out[0].Headers[1].Value != nil {
 		t.Fatalf("records %+v", out)
 	}
 }

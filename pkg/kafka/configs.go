@@ -15,8 +15,9 @@ import (
 
 // Configs. A topic has the configs Strata keeps: retention.ms (stored per topic and
 // alterable), cleanup.policy (delete only, until compaction exists), and read-only ones
-// that say what the gateway does for every topic (max.message.bytes, the append limit;
-// message.timestamp.type, CreateTime; retention.bytes, -1: no retention by size). A
+// that say what the gateway does (max.message.bytes, the append limit;
+// message.timestamp.type, the topic's, set at creation; retention.bytes, -1: no
+// retention by size). A
 // broker describes the few settings clients ask about, all read-only. Alters decide
 // first, for the whole resource (planTopicAlter), then change at most the retention:
 // an unknown or read-only config, or a bad value, changes nothing.
@@ -46,13 +47,16 @@ func topicConfigs(t store.Topic, defaultRetention time.Duration, maxMessageBytes
 	if t.Retention == defaultRetention {
 		retSource = kmsg.ConfigSourceDefaultConfig
 	}
+	tsType, tsSource, tsDoc := "CreateTime", kmsg.ConfigSourceDefaultConfig, "records keep the producer's timestamp"
+	if t.LogAppendTime {
+		tsType, tsSource, tsDoc = "LogAppendTime", kmsg.ConfigSourceDynamicTopicConfig, "records are stamped with their append time (set at creation)"
+	}
 	return []configEntry{
 		{cfgCleanupPolicy, "delete", kmsg.ConfigSourceDefaultConfig, false, kmsg.ConfigTypeList,
 			"delete: records older than retention.ms are removed (compaction is not implemented)"},
 		{cfgMaxMessage, strconv.Itoa(maxMessageBytes), kmsg.ConfigSourceDefaultConfig, true, kmsg.ConfigTypeInt,
 			"the largest record batch one append takes, compressed or not"},
-		{cfgTimestampType, "CreateTime", kmsg.ConfigSourceDefaultConfig, true, kmsg.ConfigTypeString,
-			"records keep the producer's timestamp"},
+		{cfgTimestampType, tsType, tsSource, true, kmsg.ConfigTypeString, tsDoc},
 		{cfgRetentionBytes, "-1", kmsg.ConfigSourceDefaultConfig, true, kmsg.ConfigTypeLong,
 			"retention is by time only"},
 		{cfgRetentionMs, strconv.FormatInt(t.Retention.Milliseconds(), 10), retSource, false, kmsg.ConfigTypeLong,

@@ -127,6 +127,17 @@ func TestTopicConfigs(t *testing.T) {
 		if rcs, err := adm.DescribeTopicConfigs(ctxT(t), "nope"); err != nil || !errors.Is(rcs[0].Err, kerr.UnknownTopicOrPartition) {
 			t.Errorf("unknown topic: %v %+v", err, rcs)
 		}
+		lat := "LogAppendTime"
+		if resp, err := adm.CreateTopic(ctxT(t), 1, -1, map[string]*string{"message.timestamp.type": &lat}, "cfg-lat"); err != nil || resp.Err != nil {
+			t.Fatalf("create a LogAppendTime topic: %v %v", err, resp.Err)
+		}
+		lrcs, err := adm.DescribeTopicConfigs(ctxT(t), "cfg-lat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c := configOf(t, lrcs, "message.timestamp.type"); *c.Value != "LogAppendTime" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+			t.Errorf("message.timestamp.type of a LogAppendTime topic %+v", c)
+		}
 		brs, err := adm.DescribeBrokerConfigs(ctxT(t), 0)
 		if err != nil {
 			t.Fatal(err)

@@ -53,3 +53,19 @@ func TestPlanTopicAlter(t *testing.T) {
 		})
 	}
 }
+
+// TestTopicConfigsTimestampType: message.timestamp.type says the topic's: CreateTime by
+// default, LogAppendTime (a topic setting) when the topic stamps append times.
+func TestTopicConfigsTimestampType(t *testing.T) {
+	for _, lat := range []bool{false, true} {
+		want, src := "CreateTime", kmsg.ConfigSourceDefaultConfig
+		if lat {
+			want, src = "LogAppendTime", kmsg.ConfigSourceDynamicTopicConfig
+		}
+		for _, e := range topicConfigs(store.Topic{Retention: time.Hour, LogAppendTime: lat}, time.Hour, 100) {
+			if e.name == cfgTimestampType && (e.value != want || e.source != src || !e.readOnly) {
+				t.Errorf("LogAppendTime %v: %+v", lat, e)
+			}
+		}
+	}
+}

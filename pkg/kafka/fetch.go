@@ -104,7 +104,8 @@ func (s *Server) readParts(ctx context.Context, parts []*fetchPart, budget int) 
 		go func() {
 			defer func() { <-sem; wg.Done() }()
 			fp.code, fp.res, fp.batches = 0, log.PollResult{}, nil
-			if _, code := s.topic(ctx, fp.topic, fp.partition); code != 0 {
+			t, code := s.topic(ctx, fp.topic, fp.partition)
+			if code != 0 {
 				fp.code = code
 				return
 			}
@@ -127,7 +128,7 @@ func (s *Server) readParts(ctx context.Context, parts []*fetchPart, budget int) 
 				return
 			}
 			fp.res = res
-			fp.batches = encodeBatches(res.Records)
+			fp.batches = encodeBatches(res.Records, t.LogAppendTime)
 		}()
 	}
 	wg.Wait()
@@ -171,21 +172,24 @@ func (s *Server) awaitRecords(ctx context.Context, parts []*fetchPart, wait time
 // encodeBatches encodes records as Kafka record batches v2 (kmsg's encodings, CRC-32C
 // over the batch): consecutive records share a batch, which a gap in their offsets (a
 // duplicate commit skipped by the log) does not break, as compaction's gaps do not in
-// Kafka.
-func encodeBatches(recs []segment.Record) []byte {
+// Kafka. On a topic of LogAppendTime each batch carries the timestamp-type attribute,
+// whose readers give every record of a batch its max timestamp: a batch then holds
+// records of one timestamp only.
+func encodeBatches(recs []segment.Record, logAppendTime bool) []byte {
 	var out []byte
 	for len(recs) > 0 {
 		n := 1
-		for n < len(recs) && recs[n].Offset-recs[0].Offset <= math.MaxInt32 {
+		for n < len(recs) && recs[n].Offset-recs[0].Offset <= math.MaxInt32 &&
+			(!logAppendTime || recs[n].Timestamp == recs[0].Timestamp) {
 			n++
 		}
-		out = appendBatch(out, recs[:n])
+		out = appendBatch(out, recs[:n], logAppendTime)
 		recs = recs[n:]
 	}
 	return out
 }
 
-func appendBatch(dst []byte, recs []segment.Record) []byte {
+func appendBatch(dst []byte, recs []segment.Record, logAppendTime bool) []byte {
 	base, firstTs := recs[0].Offset, recs[0].Timestamp
 	maxTs := firstTs
 	var body []byte
@@ -193,15 +197,8 @@ func appendBatch(dst []byte, recs []segment.Record) []byte {
 	for _, r := range recs {
 		maxTs = max(maxTs, r.Timestamp)
 		kr := kmsg.Record{TimestampDelta64: r.Timestamp - firstTs, OffsetDelta: int32(r.Offset - base), Key: r.Key, Value: r.Value}
-		if kr.Value == nil {
-			kr.Value = []byte{}
-		}
 		for _, h := range r.Headers {
-			v := h.Value
-			if v == nil {
-				v = []byte{}
-			}
-			kr.Headers = append(kr.Headers, kmsg.Header{Key: h.Key, Value: v})
+			kr.Headers = append(kr.Headers, kmsg.Header{Key: h.Key, Value: h.Value})
 		}
 		// The record's length prefix counts what follows it: encode with a zero
 		// length (one byte), then prefix the real one.
@@ -222,6 +219,9 @@ func appendBatch(dst []byte, recs []segment.Record) []byte {
 		FirstSequence:        -1,
 		NumRecords:           int32(len(recs)),
 		Records:              body,
+	}
+	if logAppendTime {
+		b.Attributes |= attrLogAppendTime
 	}
 	start := len(dst)
 	dst = b.AppendTo(dst)

@@ -50,8 +50,9 @@ func refuse(code int16, format string, args ...any) *batchError {
 
 // decodeBatches decodes one partition's produce payload, one or more record batches v2,
 // into the log's records: each batch's CRC-32C, magic, lengths and record count are
-// checked, its records decompressed within maxBytes. What Strata cannot keep as Kafka
-// means it (a null value, a null header value, a transactional batch) is refused with
+// checked, its records decompressed within maxBytes. Null values (tombstones) and null
+// header values are kept as such, headers in order with their repeated keys. What
+// Strata cannot keep as Kafka means it (a transactional batch) is refused with
 // INVALID_RECORD rather than changed.
 func decodeBatches(data []byte, maxBytes int) ([]log.Record, *batchError) {
 	if len(data) == 0 {
@@ -126,14 +127,8 @@ func decodeRecords(b *kmsg.RecordBatch, maxBytes int) ([]log.Record, *batchError
 		if kr.OffsetDelta != i {
 			return nil, refuse(invalidRecord, "record %d has offset delta %d: a batch's offsets must be consecutive from 0", i, kr.OffsetDelta)
 		}
-		if kr.Value == nil {
-			return nil, refuse(invalidRecord, "record %d has a null value: tombstones are not implemented yet", i)
-		}
 		r := log.Record{Key: kr.Key, Value: kr.Value}
 		for _, h := range kr.Headers {
-			if h.Value == nil {
-				return nil, refuse(invalidRecord, "record %d: header %q has a null value, which Strata cannot keep apart from an empty one yet", i, h.Key)
-			}
 			r.Headers = append(r.Headers, segment.Header{Key: h.Key, Value: h.Value})
 		}
 		if !appendTime {
@@ -256,4 +251,7 @@ func (s *Server) producePartition(ctx context.Context, topic string, out *kmsg.P
 		return
 	}
 	out.BaseOffset = res[0].Offset
+	if res[0].AppendTime != 0 {
+		out.LogAppendTime = res[0].AppendTime
+	}
 }

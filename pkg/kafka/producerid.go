@@ -375,6 +375,9 @@ func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg
 			return
 		}
 		out.BaseOffset = offset
+		if res[0].AppendTime != 0 {
+			out.LogAppendTime = res[0].AppendTime
+		}
 		return
 	}
 	fail(storageError, fmt.Sprintf("producer %d: its sequence row on partition %d kept moving under concurrent writers", b.ID, out.Partition))

@@ -65,12 +65,21 @@ func producedAt(t *testing.T, srv *Server, req *kmsg.ProduceRequest) int64 {
 // client's retry through another gateway fences that attempt and searches the log
 // down to the recorded floor: it answers the first append's offset and appends nothing
 // when the attempt was appended, and appends the batch once when it was not. On every
-// backend.
+// backend, on a CreateTime and a LogAppendTime topic.
 func TestIdempotentRetryOfUnrecordedAttempt(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
-		ctx := context.Background()
 		a, b := testServer(t, s), testServer(t, s)
-		topic, err := a.log.CreateTopic(ctx, "crash", 1, time.Hour)
+		for _, lat := range []bool{false, true} {
+			t.Run(fmt.Sprintf("LogAppendTime=%v", lat), func(t *testing.T) { testUnrecordedAttempt(t, a, b, lat) })
+		}
+	})
+}
+
+func testUnrecordedAttempt(t *testing.T, a, b *Server, lat bool) {
+	ctx := context.Background()
+	name := fmt.Sprintf("crash-%v", lat)
+	{
+		topic, err := a.log.CreateTopicWith(ctx, name, log.TopicSpec{Partitions: 1, Retention: time.Hour, LogAppendTime: lat})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,7 +92,7 @@ func TestIdempotentRetryOfUnrecordedAttempt(t *testing.T) {
 			t.Fatal(err)
 		}
 		first := producerBatch{ID: id, Seq: 0, Count: 2}
-		if off := producedAt(t, a, idemReq(t, "crash", first, "a", "b")); off != 0 {
+		if off := producedAt(t, a, idemReq(t, name, first, "a", "b")); off != 0 {
 			t.Fatalf("first batch at %d", off)
 		}
 		key := seqRowKey(keyPrincipal(ctx), topic.ID(), 0, id)
@@ -95,7 +104,7 @@ func TestIdempotentRetryOfUnrecordedAttempt(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := planBatch(row, true, bt, a.batchFloor(ctx, "crash"), time.Now())
+			p := planBatch(row, true, bt, a.batchFloor(ctx, name), time.Now())
 			if p.action != seqAppend || p.attempt != 0 {
 				t.Fatalf("plan %+v", p)
 			}
@@ -105,14 +114,14 @@ func TestIdempotentRetryOfUnrecordedAttempt(t *testing.T) {
 			if !appended {
 				return -1
 			}
-			recs, berr := decodeBatches(idemReq(t, "crash", bt, values...).Topics[0].Partitions[0].Records, a.cfg.MaxMessageBytes)
+			recs, berr := decodeBatches(idemReq(t, name, bt, values...).Topics[0].Partitions[0].Records, a.cfg.MaxMessageBytes)
 			if berr != nil {
 				t.Fatal(berr)
 			}
 			for i := range recs {
 				recs[i].Partition = new(int32)
 			}
-			res, err := a.log.Append(ctx, "crash", recs, log.AppendOptions{IdempotencyKey: producerKey(bt, 0), Producer: true,
+			res, err := a.log.Append(ctx, name, recs, log.AppendOptions{IdempotencyKey: producerKey(bt, 0), Producer: true,
 				FirstAttempt: true, BatchFloor: &p.floor, Principal: keyPrincipal(ctx)})
 			if err != nil {
 				t.Fatal(err)
@@ -121,7 +130,7 @@ func TestIdempotentRetryOfUnrecordedAttempt(t *testing.T) {
 		}
 		// Other producers' appends between the attempt and its retry.
 		other := func() {
-			if _, err := b.log.Append(ctx, "crash", []log.Record{{Value: []byte("other"), Partition: new(int32)}}, log.AppendOptions{}); err != nil {
+			if _, err := b.log.Append(ctx, name, []log.Record{{Value: []byte("other"), Partition: new(int32)}}, log.AppendOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -129,26 +138,26 @@ func TestIdempotentRetryOfUnrecordedAttempt(t *testing.T) {
 		second := producerBatch{ID: id, Seq: 2, Count: 2}
 		at := crash(second, true, "c", "d")
 		other()
-		if off := producedAt(t, b, idemReq(t, "crash", second, "c", "d")); off != at {
+		if off := producedAt(t, b, idemReq(t, name, second, "c", "d")); off != at {
 			t.Fatalf("the retry of an appended attempt answered %d, the attempt was appended at %d", off, at)
 		}
-		if _, hw, _ := b.log.Bounds(ctx, "crash", 0); hw != 5 {
+		if _, hw, _ := b.log.Bounds(ctx, name, 0); hw != 5 {
 			t.Fatalf("high watermark %d, want 5: the retry appended again", hw)
 		}
 
 		third := producerBatch{ID: id, Seq: 4, Count: 1}
 		crash(third, false)
 		other()
-		if off := producedAt(t, b, idemReq(t, "crash", third, "e")); off != 6 {
+		if off := producedAt(t, b, idemReq(t, name, third, "e")); off != 6 {
 			t.Fatalf("the retry of an attempt never appended answered %d, want 6", off)
 		}
-		if off := producedAt(t, a, idemReq(t, "crash", third, "e")); off != 6 {
+		if off := producedAt(t, a, idemReq(t, name, third, "e")); off != 6 {
 			t.Fatalf("a further retry answered %d, want 6", off)
 		}
-		if _, hw, _ := b.log.Bounds(ctx, "crash", 0); hw != 7 {
+		if _, hw, _ := b.log.Bounds(ctx, name, 0); hw != 7 {
 			t.Fatalf("high watermark %d, want 7", hw)
 		}
-	})
+	}
 }
 
 // TestIdempotentPrincipalsApart: the same producer id and sequence sent by two

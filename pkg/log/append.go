@@ -18,14 +18,16 @@ import (
 
 // Record is one record to append.
 type Record struct {
-	Key     []byte
-	Value   []byte
+	Key []byte
+	// Value nil is a null value (Kafka's tombstone), kept apart from an empty one.
+	Value []byte
+	// Headers are kept in order, repeated keys and null (nil) values included.
 	Headers []segment.Header
 	// Partition, when set, places the record; otherwise a keyed record goes to
 	// PartitionForKey and an unkeyed one to the next partition in round-robin order.
 	Partition *int32
-	// Timestamp (milliseconds since the epoch), when set, is stored as is; otherwise the
-	// append time is used.
+	// Timestamp (milliseconds since the epoch), when set, is stored as is (CreateTime);
+	// otherwise, and always on a topic of LogAppendTime, the append time is used.
 	Timestamp *int64
 }
 
@@ -72,6 +74,10 @@ type AppendOptions struct {
 type Result struct {
 	Partition int32
 	Offset    int64
+	// AppendTime is, on a topic of LogAppendTime, the timestamp (ms) the record was
+	// stamped with; 0 on other topics and for a partition an earlier attempt of an
+	// idempotent request appended.
+	AppendTime int64
 	// Err is set when the record's partition failed (only inside *AppendError).
 	Err error
 }
@@ -179,7 +185,7 @@ func (m *member) recordResults() []Result {
 			if g.err != nil {
 				out[ri] = Result{Partition: g.partition, Offset: -1, Err: g.err}
 			} else {
-				out[ri] = Result{Partition: g.partition, Offset: g.base + int64(j)}
+				out[ri] = Result{Partition: g.partition, Offset: g.base + int64(j), AppendTime: g.appendTime}
 			}
 		}
 	}
@@ -242,7 +248,7 @@ func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt Appe
 		for j, ri := range g.idx {
 			r := recs[ri]
 			ts := nowMs
-			if r.Timestamp != nil {
+			if r.Timestamp != nil && !t.LogAppendTime {
 				ts = *r.Timestamp
 			}
 			if j == 0 || ts > g.maxTs {
@@ -253,6 +259,9 @@ func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt Appe
 		}
 		if g.data, err = segment.EncodeBlock(srecs); err != nil {
 			return nil, invalidf("encode partition %d: %v", g.partition, err)
+		}
+		if t.LogAppendTime {
+			g.appendTime = nowMs
 		}
 		m.size += g.size
 	}
@@ -304,7 +313,17 @@ func (l *Log) prepareBlocks(ctx context.Context, topic string, blocks []Block, o
 		}
 		m.nrecs += sum.Count
 		m.size += sum.RecordBytes
-		m.groups[i] = &partGroup{partition: b.Partition, frame: i, data: b.Data, count: sum.Count, maxTs: sum.MaxTimestamp, size: sum.RecordBytes}
+		g := &partGroup{partition: b.Partition, frame: i, data: b.Data, count: sum.Count, maxTs: sum.MaxTimestamp, size: sum.RecordBytes}
+		if t.LogAppendTime {
+			// The one case a block is re-encoded: the topic keeps append times, not the
+			// producer's. The idempotency hash still covers the block as sent.
+			nowMs := l.now().UnixMilli()
+			if g.data, err = restamp(b.Data, nowMs); err != nil {
+				return nil, invalidf("block %d (partition %d): %v", i, b.Partition, err)
+			}
+			g.maxTs, g.appendTime = nowMs, nowMs
+		}
+		m.groups[i] = g
 	}
 	if m.nrecs > MaxRecordsPerBatch {
 		return nil, tooLargef("%d records, at most %d per request", m.nrecs, MaxRecordsPerBatch)
@@ -552,6 +571,8 @@ type partGroup struct {
 	count int
 	maxTs int64
 	size  int // record bytes (segment.RecordSize summed)
+	// appendTime is the timestamp every record got on a topic of LogAppendTime.
+	appendTime int64
 	// base is the first offset once appended (the canonical one of an idempotent
 	// request: its claim's); err the failure.
 	base int64
@@ -655,14 +676,26 @@ func hashBody(recs []Record) string {
 			writeBytes(nil, true)
 		}
 		writeBytes(r.Key, r.Key == nil)
-		writeBytes(r.Value, false)
+		writeBytes(r.Value, r.Value == nil)
 		h.Write(buf[:binary.PutVarint(buf[:], int64(len(r.Headers)))])
 		for _, hd := range r.Headers {
 			writeBytes([]byte(hd.Key), false)
-			writeBytes(hd.Value, false)
+			writeBytes(hd.Value, hd.Value == nil)
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil))
+}
+
+// restamp re-encodes block b with every record's timestamp set to ts.
+func restamp(b []byte, ts int64) ([]byte, error) {
+	recs, err := segment.DecodeBlock(b, 0)
+	if err != nil {
+		return nil, err
+	}
+	for i := range recs {
+		recs[i].Timestamp = ts
+	}
+	return segment.EncodeBlock(recs)
 }
 
 // hashBlocks identifies a request of blocks for idempotency: each block's partition and

@@ -256,6 +256,9 @@ type TopicSpec struct {
 	// RetentionPin is how far beyond Retention a record is kept while a group that has
 	// committed on the topic has not read it (store.Topic.RetentionPin).
 	RetentionPin time.Duration
+	// LogAppendTime stamps every record with its append time, whatever the producer
+	// gave (store.Topic.LogAppendTime; Kafka's message.timestamp.type=LogAppendTime).
+	LogAppendTime bool
 }
 
 // CreateTopicWith creates a topic of spec. A retention, or a retention plus its pin cap,
@@ -286,7 +289,7 @@ func (l *Log) CreateTopicWith(ctx context.Context, name string, spec TopicSpec) 
 	}
 	now := l.now().UTC().Truncate(time.Millisecond)
 	t := store.Topic{Name: name, Incarnation: newIncarnation(now), Partitions: partitions, Retention: retention,
-		RetentionPin: spec.RetentionPin, CreatedAt: now}
+		RetentionPin: spec.RetentionPin, CreatedAt: now, LogAppendTime: spec.LogAppendTime}
 	if err := l.meta.CreateTopic(ctx, t); err != nil {
 		if errors.Is(err, store.ErrExists) {
 			return store.Topic{}, fmt.Errorf("%w: %s", ErrTopicExists, name)

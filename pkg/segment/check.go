@@ -48,7 +48,7 @@ func (s *Summary) observe(r *Record, hb int) {
 
 // walkHeaders checks the framing of record n's hc headers starting at b[i:] and returns
 // the index after them and their key and value bytes.
-func walkHeaders(b []byte, i, hc, n int, sum *Summary) (int, int, error) {
+func walkHeaders(b []byte, i, hc, n int, version byte, sum *Summary) (int, int, error) {
 	var u uint64
 	hb := 0
 	for range hc {
@@ -60,11 +60,11 @@ func walkHeaders(b []byte, i, hc, n int, sum *Summary) (int, int, error) {
 		}
 		hb += int(u)
 		i += int(u)
-		if u, i = uvarint(b, i); i < 0 || u > uint64(len(b)-i) {
-			return 0, 0, recordErr(n, "header value length", i < 0)
+		var v []byte
+		if v, i = value(b, i, version); i < 0 {
+			return 0, 0, recordErr(n, "header value length", i == -1)
 		}
-		hb += int(u)
-		i += int(u)
+		hb += len(v)
 	}
 	return i, hb, nil
 }

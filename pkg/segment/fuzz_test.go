@@ -18,6 +18,8 @@ func FuzzDecodeBlock(f *testing.F) {
 		{{Timestamp: 0, Value: []byte("x")}},
 		{{Timestamp: math.MaxInt64, Key: []byte{}}, {Timestamp: math.MinInt64, Key: []byte("k"),
 			Headers: []Header{{Key: "", Value: nil}, {Key: "h", Value: []byte("v")}}}},
+		{{Timestamp: 5, Key: []byte("k"), Value: nil}, {Timestamp: 6, Value: []byte{},
+			Headers: []Header{{Key: "h", Value: nil}, {Key: "h", Value: []byte{}}, {Key: "h", Value: []byte("x")}}}},
 	} {
 		f.Add(mustEncode(f, recs), int64(0))
 	}

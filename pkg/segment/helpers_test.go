@@ -19,7 +19,7 @@ func reseal(b []byte) []byte {
 func seal(count uint32, first, maxTS int64, payload []byte) []byte {
 	b := make([]byte, HeaderSize, HeaderSize+len(payload))
 	copy(b, magic)
-	b[offVersion] = Version
+	b[offVersion] = VersionNoNulls
 	binary.BigEndian.PutUint32(b[offCount:], count)
 	binary.BigEndian.PutUint64(b[offFirstTS:], uint64(first))
 	binary.BigEndian.PutUint64(b[offMaxTS:], uint64(maxTS))
@@ -79,15 +79,14 @@ func equalRecords(want, got []Record, base int64) string {
 			return fmt.Sprintf("record %d: timestamp %d, want %d", i, g.Timestamp, w.Timestamp)
 		case (g.Key == nil) != (w.Key == nil) || !bytes.Equal(g.Key, w.Key):
 			return fmt.Sprintf("record %d: key %q (nil %v), want %q (nil %v)", i, g.Key, g.Key == nil, w.Key, w.Key == nil)
-		case !bytes.Equal(g.Value, w.Value):
-			return fmt.Sprintf("record %d: value %q, want %q", i, g.Value, w.Value)
-		case g.Value == nil:
-			return fmt.Sprintf("record %d: decoded value is nil", i)
+		case (g.Value == nil) != (w.Value == nil) || !bytes.Equal(g.Value, w.Value):
+			return fmt.Sprintf("record %d: value %q (nil %v), want %q (nil %v)", i, g.Value, g.Value == nil, w.Value, w.Value == nil)
 		case len(g.Headers) != len(w.Headers):
 			return fmt.Sprintf("record %d: %d headers, want %d", i, len(g.Headers), len(w.Headers))
 		}
 		for j := range w.Headers {
-			if g.Headers[j].Key != w.Headers[j].Key || !bytes.Equal(g.Headers[j].Value, w.Headers[j].Value) {
+			if g.Headers[j].Key != w.Headers[j].Key || !bytes.Equal(g.Headers[j].Value, w.Headers[j].Value) ||
+				(g.Headers[j].Value == nil) != (w.Headers[j].Value == nil) {
 				return fmt.Sprintf("record %d header %d: %q=%q, want %q=%q", i, j,
 					g.Headers[j].Key, g.Headers[j].Value, w.Headers[j].Key, w.Headers[j].Value)
 			}

@@ -25,8 +25,13 @@ var (
 )
 
 const (
-	// Version is the block format version this package writes.
-	Version = 1
+	// Version is the newest block format version this package writes and reads.
+	// Version 2 adds null values and null header values (Kafka's tombstones); a block
+	// whose records hold none is still written as version 1 (VersionNoNulls), so readers
+	// that know only version 1 keep reading what they always could.
+	Version = 2
+	// VersionNoNulls is version 1: a value and a header value are never null.
+	VersionNoNulls = 1
 	// HeaderSize is the size of the fixed block header in bytes.
 	HeaderSize = 33
 	// MaxPayload is the largest payload a block can hold (its length field is a uint32).
@@ -50,7 +55,7 @@ const (
 // castagnoli is the CRC32C table; read-only after initialisation.
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Header is a record header: a key and an opaque value.
+// Header is a record header: a key and an opaque value, nil for a null value.
 type Header struct {
 	Key   string
 	Value []byte
@@ -65,8 +70,11 @@ type Record struct {
 	Timestamp int64
 	// Key is nil for a record without a key (distinct from an empty key).
 	Key []byte
-	// Value is never nil after decoding (an empty value decodes as an empty slice).
-	Value   []byte
+	// Value is nil for a null value (Kafka's tombstone), distinct from an empty value,
+	// which decodes as an empty slice.
+	Value []byte
+	// Headers are in order; a key may repeat. A header Value is nil for a null value,
+	// distinct from an empty one.
 	Headers []Header
 }
 
@@ -114,6 +122,7 @@ func AppendBlock(dst []byte, recs []Record) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
+	version := blockVersion(recs)
 	first := recs[0].Timestamp
 	maxTS := first
 	for i := range recs {
@@ -125,7 +134,7 @@ func AppendBlock(dst []byte, recs []Record) ([]byte, error) {
 	dst = dst[:start+HeaderSize]
 	h := dst[start:]
 	copy(h, magic)
-	h[offVersion] = Version
+	h[offVersion] = version
 	binary.BigEndian.PutUint32(h[offCount:], uint32(len(recs)))
 	binary.BigEndian.PutUint64(h[offFirstTS:], uint64(first))
 	binary.BigEndian.PutUint64(h[offMaxTS:], uint64(maxTS))
@@ -141,18 +150,58 @@ func AppendBlock(dst []byte, recs []Record) ([]byte, error) {
 			dst = binary.AppendVarint(dst, int64(len(r.Key)))
 			dst = append(dst, r.Key...)
 		}
-		dst = binary.AppendUvarint(dst, uint64(len(r.Value)))
-		dst = append(dst, r.Value...)
+		dst = appendValue(dst, version, r.Value)
 		dst = binary.AppendUvarint(dst, uint64(len(r.Headers)))
 		for _, hd := range r.Headers {
 			dst = binary.AppendUvarint(dst, uint64(len(hd.Key)))
 			dst = append(dst, hd.Key...)
-			dst = binary.AppendUvarint(dst, uint64(len(hd.Value)))
-			dst = append(dst, hd.Value...)
+			dst = appendValue(dst, version, hd.Value)
 		}
 	}
 	binary.BigEndian.PutUint32(dst[start+offCRC:], crc32.Checksum(dst[start+offCount:], castagnoli))
 	return dst, nil
+}
+
+// blockVersion is the version recs are written in: VersionNoNulls unless a value or a
+// header value is null.
+func blockVersion(recs []Record) byte {
+	for i := range recs {
+		if recs[i].Value == nil {
+			return Version
+		}
+		for _, h := range recs[i].Headers {
+			if h.Value == nil {
+				return Version
+			}
+		}
+	}
+	return VersionNoNulls
+}
+
+// appendValue appends a value's length and bytes: in version 1 an unsigned varint, in
+// version 2 a signed varint, -1 for nil.
+func appendValue(dst []byte, version byte, v []byte) []byte {
+	switch {
+	case version == VersionNoNulls:
+		dst = binary.AppendUvarint(dst, uint64(len(v)))
+	case v == nil:
+		return binary.AppendVarint(dst, -1)
+	default:
+		dst = binary.AppendVarint(dst, int64(len(v)))
+	}
+	return append(dst, v...)
+}
+
+// valueLen is the encoded length of a value in version.
+func valueLen(version byte, v []byte) int {
+	switch {
+	case version == VersionNoNulls:
+		return uvarintLen(uint64(len(v))) + len(v)
+	case v == nil:
+		return 1
+	default:
+		return varintLen(int64(len(v))) + len(v)
+	}
 }
 
 // payloadSize computes the exact payload length of recs and checks it is representable.
@@ -160,6 +209,7 @@ func payloadSize(recs []Record) (int, error) {
 	if len(recs) == 0 {
 		return 0, ErrEmpty
 	}
+	version := blockVersion(recs)
 	first := recs[0].Timestamp
 	var total uint64
 	for i := range recs {
@@ -170,11 +220,11 @@ func payloadSize(recs []Record) (int, error) {
 		} else {
 			n += varintLen(int64(len(r.Key))) + len(r.Key)
 		}
-		n += uvarintLen(uint64(len(r.Value))) + len(r.Value)
+		n += valueLen(version, r.Value)
 		n += uvarintLen(uint64(len(r.Headers)))
 		for _, h := range r.Headers {
 			n += uvarintLen(uint64(len(h.Key))) + len(h.Key)
-			n += uvarintLen(uint64(len(h.Value))) + len(h.Value)
+			n += valueLen(version, h.Value)
 		}
 		total += uint64(n)
 		if total > MaxPayload || total > math.MaxInt-HeaderSize {
@@ -190,6 +240,7 @@ func varintLen(x int64) int { return uvarintLen(uint64(x<<1) ^ uint64(x>>63)) }
 
 // header is the parsed fixed header of a block.
 type header struct {
+	version    byte
 	crc        uint32
 	count      int
 	first, max int64
@@ -205,16 +256,18 @@ func parseHeader(b []byte, exact bool) (header, error) {
 	if string(b[:offVersion]) != magic {
 		return header{}, fmt.Errorf("%w: bad magic %q", ErrCorrupt, b[:offVersion])
 	}
-	if v := b[offVersion]; v != Version {
+	v := b[offVersion]
+	if v != VersionNoNulls && v != Version {
 		return header{}, fmt.Errorf("%w: version %d", ErrVersion, v)
 	}
 	if len(b) < HeaderSize {
 		return header{}, fmt.Errorf("%w: %d bytes, shorter than the header", ErrCorrupt, len(b))
 	}
 	h := header{
-		crc:   binary.BigEndian.Uint32(b[offCRC:]),
-		first: int64(binary.BigEndian.Uint64(b[offFirstTS:])),
-		max:   int64(binary.BigEndian.Uint64(b[offMaxTS:])),
+		version: v,
+		crc:     binary.BigEndian.Uint32(b[offCRC:]),
+		first:   int64(binary.BigEndian.Uint64(b[offFirstTS:])),
+		max:     int64(binary.BigEndian.Uint64(b[offMaxTS:])),
 	}
 	count := uint64(binary.BigEndian.Uint32(b[offCount:]))
 	payload := uint64(binary.BigEndian.Uint32(b[offPayloadLen:]))
@@ -332,18 +385,16 @@ func decodeRecords(recs []Record, b []byte, h header, baseOffset int64, sum *Sum
 			i += int(s)
 		}
 
-		if u, i = uvarint(b, i); i < 0 || u > uint64(len(b)-i) {
-			return recordErr(n, "value length", i < 0)
+		if r.Value, i = value(b, i, h.version); i < 0 {
+			return recordErr(n, "value length", i == -1)
 		}
-		r.Value = b[i : i+int(u) : i+int(u)]
-		i += int(u)
 
 		if u, i = uvarint(b, i); i < 0 || u > uint64(len(b)-i)/minHeaderSize {
 			return recordErr(n, "header count", i < 0)
 		}
 		if recs == nil {
 			var hb int
-			if i, hb, err = walkHeaders(b, i, int(u), n, sum); err != nil {
+			if i, hb, err = walkHeaders(b, i, int(u), n, h.version, sum); err != nil {
 				return err
 			}
 			sum.observe(r, hb)
@@ -367,11 +418,9 @@ func decodeRecords(recs []Record, b []byte, h header, baseOffset int64, sum *Sum
 			}
 			hd.Key, interned = intern(interned, b[i:i+int(u)])
 			i += int(u)
-			if u, i = uvarint(b, i); i < 0 || u > uint64(len(b)-i) {
-				return recordErr(n, "header value length", i < 0)
+			if hd.Value, i = value(b, i, h.version); i < 0 {
+				return recordErr(n, "header value length", i == -1)
 			}
-			hd.Value = b[i : i+int(u) : i+int(u)]
-			i += int(u)
 		}
 		r.Headers = hdrs[start:len(hdrs):len(hdrs)]
 	}
@@ -382,6 +431,34 @@ func decodeRecords(recs []Record, b []byte, h header, baseOffset int64, sum *Sum
 		return fmt.Errorf("%w: max timestamp of the records %d, header says %d", ErrCorrupt, maxTS, h.max)
 	}
 	return nil
+}
+
+// value decodes a value's length and bytes at b[i:] in version (appendValue), returning
+// the value (aliasing b, capacity clipped; nil for a null value) and the index after it,
+// or index -1 when the length is truncated or overlong and -2 when it is out of range.
+func value(b []byte, i int, version byte) ([]byte, int) {
+	var n uint64
+	if version == VersionNoNulls {
+		if n, i = uvarint(b, i); i < 0 {
+			return nil, -1
+		}
+	} else {
+		var s int64
+		if s, i = varint(b, i); i < 0 {
+			return nil, -1
+		}
+		if s == -1 {
+			return nil, i
+		}
+		if s < -1 {
+			return nil, -2
+		}
+		n = uint64(s)
+	}
+	if n > uint64(len(b)-i) {
+		return nil, -2
+	}
+	return b[i : i+int(n) : i+int(n)], i + int(n)
 }
 
 // headerChunk bounds a backing array of decoded headers: 512 headers are 20 KiB, a small

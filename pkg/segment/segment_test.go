@@ -236,9 +236,9 @@ func TestMalformed(t *testing.T) {
 		{"magic", set(0, func(b []byte) { b[0] = 'X' }), ErrCorrupt, false},
 		{"magic last byte", set(3, func(b []byte) { b[0] ^= 1 }), ErrCorrupt, false},
 		{"version 0", set(offVersion, func(b []byte) { b[0] = 0 }), ErrVersion, false},
-		{"version 2", set(offVersion, func(b []byte) { b[0] = 2 }), ErrVersion, false},
+		{"version 3", set(offVersion, func(b []byte) { b[0] = 3 }), ErrVersion, false},
 		{"version 255", set(offVersion, func(b []byte) { b[0] = 255 }), ErrVersion, false},
-		{"version 2 truncated header", set(offVersion, func(b []byte) { b[0] = 2 })[:offVersion+1], ErrVersion, false},
+		{"version 3 truncated header", set(offVersion, func(b []byte) { b[0] = 3 })[:offVersion+1], ErrVersion, false},
 		{"crc flipped", set(offCRC, func(b []byte) { b[3] ^= 0x80 }), ErrCorrupt, true},
 		{"crc zero", u32(offCRC, 0), ErrCorrupt, true},
 		{"count+1", u32(offCount, count+1), ErrCorrupt, true},
@@ -481,5 +481,79 @@ func TestManyHeaders(t *testing.T) {
 	}
 	if d := equalRecords(recs, got, 5); d != "" {
 		t.Fatalf("after appending to decoded headers: %s", d)
+	}
+}
+
+// TestNullValuesRoundTrip: a null value (a tombstone) and a null header value decode as
+// nil, distinct from empty ones, with repeated header keys kept in order; such a block
+// is version 2, one without nulls stays version 1.
+func TestNullValuesRoundTrip(t *testing.T) {
+	recs := []Record{
+		{Timestamp: 10, Key: []byte("k"), Value: nil},
+		{Timestamp: 11, Key: []byte("k"), Value: []byte{}},
+		{Timestamp: 12, Value: []byte("v"), Headers: []Header{
+			{Key: "h", Value: nil}, {Key: "h", Value: []byte{}}, {Key: "a", Value: []byte("1")}, {Key: "h", Value: []byte("2")}}},
+	}
+	b := mustEncode(t, recs)
+	if b[offVersion] != Version {
+		t.Fatalf("block with nulls written as version %d, want %d", b[offVersion], Version)
+	}
+	if n, err := EncodedSize(recs); err != nil || n != len(b) {
+		t.Fatalf("EncodedSize = %d, %v; block is %d bytes", n, err, len(b))
+	}
+	got, err := DecodeBlock(b, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := equalRecords(recs, got, 5); d != "" {
+		t.Fatal(d)
+	}
+	if _, err := Check(b); err != nil {
+		t.Fatalf("Check: %v", err)
+	}
+	plain := mustEncode(t, []Record{{Timestamp: 1, Value: []byte{}, Headers: []Header{{Key: "h", Value: []byte{}}}}})
+	if plain[offVersion] != VersionNoNulls {
+		t.Fatalf("block without nulls written as version %d, want %d", plain[offVersion], VersionNoNulls)
+	}
+	got, err = DecodeBlock(plain, 0)
+	if err != nil || got[0].Value == nil || got[0].Headers[0].Value == nil {
+		t.Fatalf("version 1 block: %+v, %v; want empty, non-nil values", got, err)
+	}
+}
+
+// TestVersion1BlocksStillRead: a block written by the version-1 encoder (hand-made
+// here, as stored before null values existed) decodes with empty, non-nil values.
+func TestVersion1BlocksStillRead(t *testing.T) {
+	hdr := []byte{1, 'h', 0} // key "h", empty value
+	b := seal(1, 7, 7, payloadOf(rawRecord{rel: 0, keyLen: -1, valueLen: 0, hdrCount: 1, hdrs: hdr}))
+	got, err := DecodeBlock(b, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Value == nil || len(got[0].Value) != 0 || got[0].Headers[0].Value == nil {
+		t.Fatalf("version 1 empty values decoded as %+v", got[0])
+	}
+	// A negative value length is a null only in version 2: in version 1 the same bytes
+	// are a length of 1 with nothing behind it.
+	null := bytes.Clone(b)
+	null[offVersion] = Version
+	if got, err := DecodeBlock(null, 0); err != nil || got[0].Value == nil {
+		t.Fatalf("relabelled as version 2: %+v, %v (value length 0 stays empty)", got, err)
+	}
+}
+
+// TestVersion2BadValueLength: a value length below -1 is corrupt.
+func TestVersion2BadValueLength(t *testing.T) {
+	b := mustEncode(t, []Record{{Timestamp: 0, Value: nil}})
+	i := HeaderSize + 3 // offset, delta, key length (-1)
+	if b[i] != 1 {      // zigzag -1
+		t.Fatalf("unexpected layout: % x", b)
+	}
+	b[i] = 3 // zigzag -2
+	if _, err := DecodeBlock(reseal(b), 0); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("value length -2: err = %v, want ErrCorrupt", err)
+	}
+	if _, err := Check(reseal(b)); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Check of value length -2: err = %v, want ErrCorrupt", err)
 	}
 }

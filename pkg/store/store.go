@@ -142,6 +142,10 @@ type Topic struct {
 	// partition's log start at such a group's position up to this cap (DESIGN.md §4).
 	RetentionPin time.Duration
 	CreatedAt    time.Time
+	// LogAppendTime says the topic stamps every record with its append time, whatever
+	// timestamp the producer gave (Kafka's message.timestamp.type=LogAppendTime); false
+	// keeps the producer's (CreateTime).
+	LogAppendTime bool
 }
 
 // KeptFor is how long after its append a record of t is kept: the retention, plus the

@@ -1,5 +1,7 @@
 package wire
 
+import "encoding/json"
+
 // The JSON shapes of docs/API.md: the SDK sends and reads them, the server answers with
 // them (its request decoders keep stricter, presence-checking twins). Bytes are base64
 // (standard, padded) strings; optional request fields are omitted when unset.
@@ -11,16 +13,29 @@ type TopicCreate struct {
 	Partitions     int32  `json:"partitions,omitempty"`
 	RetentionMs    *int64 `json:"retention_ms,omitempty"`
 	RetentionPinMs *int64 `json:"retention_pin_ms,omitempty"`
+	// TimestampType is TimestampCreateTime or TimestampLogAppendTime; left out: the
+	// producer's timestamps (create_time).
+	TimestampType string `json:"timestamp_type,omitempty"`
 }
+
+// The topic timestamp types (Kafka's message.timestamp.type): a record keeps the
+// timestamp its producer gave (create_time, the default), or every record is stamped
+// with its append time (log_append_time).
+const (
+	TimestampCreateTime    = "create_time"
+	TimestampLogAppendTime = "log_append_time"
+)
 
 // Topic is a JSON shape of the contract. RetentionPinMs is left out when the topic has
 // no pin.
 type Topic struct {
-	Name           string          `json:"name"`
-	Partitions     int32           `json:"partitions"`
-	RetentionMs    int64           `json:"retention_ms"`
-	RetentionPinMs int64           `json:"retention_pin_ms,omitempty"`
-	PartitionInfo  []PartitionInfo `json:"partition_info,omitempty"`
+	Name           string `json:"name"`
+	Partitions     int32  `json:"partitions"`
+	RetentionMs    int64  `json:"retention_ms"`
+	RetentionPinMs int64  `json:"retention_pin_ms,omitempty"`
+	// TimestampType is the topic's (TimestampCreateTime, TimestampLogAppendTime).
+	TimestampType string          `json:"timestamp_type,omitempty"`
+	PartitionInfo []PartitionInfo `json:"partition_info,omitempty"`
 }
 
 // PartitionInfo is a JSON shape of the contract.
@@ -40,13 +55,46 @@ type Append struct {
 	Records []Record `json:"records"`
 }
 
-// Record is a JSON shape of the contract.
+// Record is a JSON shape of the contract. Value nil is null: a tombstone.
 type Record struct {
-	Key         *string           `json:"key,omitempty"`
-	Value       string            `json:"value"`
-	Headers     map[string]string `json:"headers,omitempty"`
-	Partition   *int32            `json:"partition,omitempty"`
-	TimestampMs *int64            `json:"timestamp_ms,omitempty"`
+	Key         *string  `json:"key,omitempty"`
+	Value       *string  `json:"value"`
+	Headers     *Headers `json:"headers,omitempty"`
+	Partition   *int32   `json:"partition,omitempty"`
+	TimestampMs *int64   `json:"timestamp_ms,omitempty"`
+}
+
+// Header is a JSON shape of the contract: one header of the list form of a record's
+// headers. Value nil is null.
+type Header struct {
+	Key   string  `json:"key"`
+	Value *string `json:"value"`
+}
+
+// Headers is a record's headers in an append: the object form (names to base64 values;
+// the server stores them sorted by name) or, when List is non-nil, the list form, an
+// array of Header kept in order with repeated names and null values.
+type Headers struct {
+	Object map[string]string
+	List   []Header
+}
+
+// MarshalJSON writes the list form when List is non-nil, the object form otherwise.
+func (h Headers) MarshalJSON() ([]byte, error) {
+	if h.List != nil {
+		return json.Marshal(h.List)
+	}
+	return json.Marshal(h.Object)
+}
+
+// UnmarshalJSON reads either form.
+func (h *Headers) UnmarshalJSON(b []byte) error {
+	*h = Headers{}
+	if len(b) > 0 && b[0] == '[' {
+		h.List = []Header{}
+		return json.Unmarshal(b, &h.List)
+	}
+	return json.Unmarshal(b, &h.Object)
 }
 
 // AppendResponse is a JSON shape of the contract.
@@ -69,13 +117,17 @@ type PollResponse struct {
 	LogStartOffset int64          `json:"log_start_offset"`
 }
 
-// PolledRecord is a JSON shape of the contract.
+// PolledRecord is a JSON shape of the contract. Value nil is a tombstone. Headers holds
+// every non-null header (a repeated name: its last value); HeaderList, present only when
+// Headers loses something (a repeated name, a null value, an order other than by name),
+// holds them all in order.
 type PolledRecord struct {
 	Offset      int64             `json:"offset"`
 	TimestampMs int64             `json:"timestamp_ms"`
 	Key         *string           `json:"key"`
 	Value       *string           `json:"value"`
 	Headers     map[string]string `json:"headers"`
+	HeaderList  []Header          `json:"header_list,omitempty"`
 }
 
 // LeaseRequest is a JSON shape of the contract.

@@ -112,7 +112,7 @@ func (s *MetaStore) CreateTopic(ctx context.Context, t store.Topic) error {
 		// it; a tombstoned one never is.
 		_, deleted := cf.item[attrDeletedAt]
 		if old, derr := decodeTopic(cf.item); cf.item == nil || deleted || derr != nil || old.Partitions != t.Partitions ||
-			old.Incarnation != t.Incarnation || old.Retention != t.Retention || old.RetentionPin != t.RetentionPin || !old.CreatedAt.Equal(t.CreatedAt.Truncate(time.Millisecond)) {
+			old.Incarnation != t.Incarnation || old.Retention != t.Retention || old.RetentionPin != t.RetentionPin || old.LogAppendTime != t.LogAppendTime || !old.CreatedAt.Equal(t.CreatedAt.Truncate(time.Millisecond)) {
 			return fmt.Errorf("dynamo: create topic %q: %w", t.Name, store.ErrExists)
 		}
 	}
@@ -126,6 +126,10 @@ const attrIncarnation = "incarnation"
 // attrRetentionPin is a topic row's retention pin cap (absent: no pin).
 const attrRetentionPin = "retention_pin_ms"
 
+// attrLogAppendTime is true on the row of a topic that stamps records with their append
+// time (absent: the producer's timestamps).
+const attrLogAppendTime = "log_append_time"
+
 // topicItem is the live row of t.
 func topicItem(t store.Topic) item {
 	it := item{
@@ -138,6 +142,9 @@ func topicItem(t store.Topic) item {
 	}
 	if t.RetentionPin > 0 {
 		it[attrRetentionPin] = &types.AttributeValueMemberN{Value: durationMillis(t.RetentionPin)}
+	}
+	if t.LogAppendTime {
+		it[attrLogAppendTime] = &types.AttributeValueMemberBOOL{Value: true}
 	}
 	setTime(it, "created_at", t.CreatedAt)
 	return it
@@ -169,6 +176,9 @@ func decodeTopic(it item) (store.Topic, error) {
 	}
 	if _, ok := it[attrRetentionPin]; ok {
 		t.RetentionPin = d.duration(attrRetentionPin)
+	}
+	if b, ok := it[attrLogAppendTime].(*types.AttributeValueMemberBOOL); ok {
+		t.LogAppendTime = b.Value
 	}
 	if name, _, grave := strings.Cut(t.Name, "#"); grave {
 		t.Name = name

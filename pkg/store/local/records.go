@@ -21,14 +21,16 @@ type topicRec struct {
 	// RetentionPin is absent in rows written before the pin (no pin).
 	RetentionPin time.Duration `json:"retention_pin_ns,omitempty"`
 	CreatedAt    time.Time     `json:"created_at"`
+	// LogAppendTime is absent in rows written before it (the producer's timestamps).
+	LogAppendTime bool `json:"log_append_time,omitempty"`
 }
 
 func topicToRec(t store.Topic) topicRec {
-	return topicRec{Name: t.Name, Incarnation: t.Incarnation, Partitions: t.Partitions, Retention: t.Retention, RetentionPin: t.RetentionPin, CreatedAt: t.CreatedAt.UTC()}
+	return topicRec{Name: t.Name, Incarnation: t.Incarnation, Partitions: t.Partitions, Retention: t.Retention, RetentionPin: t.RetentionPin, CreatedAt: t.CreatedAt.UTC(), LogAppendTime: t.LogAppendTime}
 }
 
 func (r topicRec) toStore() store.Topic {
-	return store.Topic{Name: r.Name, Incarnation: r.Incarnation, Partitions: r.Partitions, Retention: r.Retention, RetentionPin: r.RetentionPin, CreatedAt: r.CreatedAt}
+	return store.Topic{Name: r.Name, Incarnation: r.Incarnation, Partitions: r.Partitions, Retention: r.Retention, RetentionPin: r.RetentionPin, CreatedAt: r.CreatedAt, LogAppendTime: r.LogAppendTime}
 }
 
 type indexRec struct {

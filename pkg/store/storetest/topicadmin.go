@@ -33,6 +33,9 @@ func topicAdminSections() []section[store.MetaStore] {
 		{"RetentionPin", []testCase[store.MetaStore]{
 			{"StoredAtCreateAndSet", testRetentionPin},
 		}},
+		{"TimestampType", []testCase[store.MetaStore]{
+			{"LogAppendTimeKept", testLogAppendTimeKept},
+		}},
 		{"Deletion", []testCase[store.MetaStore]{
 			{"DeleteFreesNameAtOnce", testDeleteFreesName},
 			{"PurgeIsPerIncarnation", testPurgeTopic},
@@ -65,6 +68,38 @@ func testIncreasePartitions(ctx context.Context, t *testing.T, m store.MetaStore
 	wantNextOffset(ctx, t, m, tp.Name, 4, 2)
 	commit(ctx, t, m, entry(tp.Name, 1, 0, 1))
 	wantNextOffset(ctx, t, m, tp.Name, 1, 5)
+}
+
+// testLogAppendTimeKept: a topic's timestamp type is kept from its creation (false by
+// default), through a partition increase and a pin change, and a
+// topic created again under the name has its own.
+func testLogAppendTimeKept(ctx context.Context, t *testing.T, m store.MetaStore) {
+	a := m.(store.TopicAdminStore)
+	lat := store.Topic{Name: UniqueName(t, "lat"), Incarnation: "inc-a", Partitions: 1, Retention: time.Hour, CreatedAt: at(0), LogAppendTime: true}
+	ct := store.Topic{Name: UniqueName(t, "ct"), Partitions: 1, Retention: time.Hour, CreatedAt: at(0)}
+	must(t, "CreateTopic", m.CreateTopic(ctx, lat))
+	must(t, "CreateTopic", m.CreateTopic(ctx, ct))
+	check := func(step string, name string, want bool) {
+		t.Helper()
+		got, err := m.GetTopic(ctx, name)
+		must(t, "GetTopic", err)
+		if got.LogAppendTime != want {
+			t.Fatalf("%s: GetTopic(%s).LogAppendTime = %v, want %v", step, name, got.LogAppendTime, want)
+		}
+	}
+	check("created", lat.Name, true)
+	check("created", ct.Name, false)
+	_, err := a.IncreasePartitions(ctx, lat.Name, 2)
+	must(t, "IncreasePartitions", err)
+	check("after IncreasePartitions", lat.Name, true)
+	_, err = a.SetRetentionPin(ctx, lat.Name, time.Hour)
+	must(t, "SetRetentionPin", err)
+	check("after SetRetentionPin", lat.Name, true)
+	must(t, "DeleteTopic", a.DeleteTopic(ctx, lat.Name, at(1)))
+	again := lat
+	again.Incarnation, again.LogAppendTime, again.CreatedAt = "x2", false, at(2)
+	must(t, "CreateTopic again", m.CreateTopic(ctx, again))
+	check("created again", lat.Name, false)
 }
 
 // testRetentionPin: a topic's pin cap is kept from its creation, replaced by
