@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs franz-go's own integration tests (pkg/kgo, at the version go.mod requires) against
-# `strata dev --kafka` on both backends: the embedded local one, then the dynamo one (S3 and
+# `strata dev --kafka` on both backends side by side: the embedded local one and the dynamo one (S3 and
 # DynamoDB on the emulator at STRATA_AWS_ENDPOINT; skipped with a message when that is unset,
 # unless STRATA_REQUIRE_EMULATOR=1). franz-go's source comes from the Go module cache (`go mod
 # download`) and is copied to a temporary directory, never into this repository. The tests
