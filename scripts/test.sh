@@ -45,5 +45,6 @@ STRATA_FUZZTIME="${STRATA_FUZZTIME:-2s}" bash scripts/fuzz.sh
 STRATA_SCHEMATHESIS_SECONDS="${STRATA_SCHEMATHESIS_SECONDS:-75}" bash scripts/schemathesis.sh
 # The API Gateway test front's SigV4 verifier against awscurl, a signer nobody here wrote.
 bash scripts/awscurl.sh
+bash scripts/kgo-tests.sh # franz-go's pkg/kgo tests against strata dev --kafka, both backends
 # The CDK stack is its own Go module (infra/go.mod): its tests, an offline synth and cfn-lint.
 bash infra/test.sh
