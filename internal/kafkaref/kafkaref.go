@@ -134,7 +134,7 @@ type BrokerOptions struct {
 // JavaCommand is `java -cp classpath args...` with Kafka's log4j2 settings (warnings and
 // up to stderr), ready to start.
 func JavaCommand(ctx context.Context, classpath string, jvmArgs []string, args ...string) *exec.Cmd {
-	all := append([]string{"-cp", classpath, "-Djava.awt.headless=true", "-Dlog4j2.level=WARN", "-Dlog4j2.rootLevel=WARN"}, jvmArgs...)
+	all := append([]string{"-cp", classpath, "-Djava.awt.headless=true", "-Dorg.apache.logging.log4j.level=WARN"}, jvmArgs...)
 	return exec.CommandContext(ctx, "java", append(all, args...)...)
 }
 
