@@ -1,30 +1,22 @@
 package kafkaref_test
 
 import (
-	"context"
+	"encoding/base64"
 	"testing"
-	"time"
-
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/stratalog/strata/internal/kafkaref"
 )
 
-// TestBrokerStarts: the reference broker starts, creates a topic and takes a record.
-func TestBrokerStarts(t *testing.T) {
-	b := kafkaref.StartBrokerT(t, nil)
-	cl, err := kgo.NewClient(kgo.SeedBrokers(b.Addr), kgo.DefaultProduceTopic("t"))
-	if err != nil {
-		t.Fatal(err)
+// TestClusterID: a cluster id is a 16-byte UUID in Kafka's URL-safe base64 (22
+// characters), fresh each time. The broker itself is started by internal/kafkacompat's
+// tests, which share one.
+func TestClusterID(t *testing.T) {
+	a, b := kafkaref.ClusterID(), kafkaref.ClusterID()
+	if a == b {
+		t.Fatalf("two cluster ids are both %s", a)
 	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if _, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "t"); err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.ProduceSync(ctx, &kgo.Record{Value: []byte("x")}).FirstErr(); err != nil {
-		t.Fatalf("%v\n%s", err, b.Log())
+	raw, err := base64.RawURLEncoding.DecodeString(a)
+	if err != nil || len(a) != 22 || len(raw) != 16 {
+		t.Fatalf("cluster id %q: %d bytes, %v", a, len(raw), err)
 	}
 }
