@@ -102,11 +102,17 @@ func FreePort() (int, error) {
 	return ln.Addr().(*net.TCPAddr).Port, nil
 }
 
-// ClusterID is a fresh Kafka cluster id (a random UUID in Kafka's base64 form).
+// ClusterID is a fresh Kafka cluster id (a random UUID in Kafka's base64 form), never
+// starting with '-', which a command line would take for a flag (Kafka's own
+// Uuid.randomUuid avoids it too).
 func ClusterID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
+	for {
+		var b [16]byte
+		_, _ = rand.Read(b[:])
+		if id := base64.RawURLEncoding.EncodeToString(b[:]); id[0] != '-' {
+			return id
+		}
+	}
 }
 
 // Broker is a running single-node KRaft broker (broker and controller in one JVM).
@@ -201,7 +207,7 @@ func StartBroker(ctx context.Context, opts BrokerOptions) (*Broker, error) {
 		return nil, err
 	}
 	jvm := []string{fmt.Sprintf("-Xmx%dm", heap), "-Xms128m", "-XX:+UseSerialGC"}
-	format := JavaCommand(ctx, classpath, jvm, "kafka.tools.StorageTool", "format", "--standalone", "-t", ClusterID(), "-c", confPath)
+	format := JavaCommand(ctx, classpath, jvm, "kafka.tools.StorageTool", "format", "--standalone", "--cluster-id="+ClusterID(), "-c", confPath)
 	if out, err := format.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("kafkaref: format storage: %w\n%s", err, out)
 	}

@@ -8,7 +8,8 @@ import (
 )
 
 // TestClusterID: a cluster id is a 16-byte UUID in Kafka's URL-safe base64 (22
-// characters), fresh each time. The broker itself is started by internal/kafkacompat's
+// characters), fresh each time, never starting with '-' (kafka-storage format took one
+// such for a flag and failed). The broker itself is started by internal/kafkacompat's
 // tests, which share one.
 func TestClusterID(t *testing.T) {
 	a, b := kafkaref.ClusterID(), kafkaref.ClusterID()
@@ -18,5 +19,10 @@ func TestClusterID(t *testing.T) {
 	raw, err := base64.RawURLEncoding.DecodeString(a)
 	if err != nil || len(a) != 22 || len(raw) != 16 {
 		t.Fatalf("cluster id %q: %d bytes, %v", a, len(raw), err)
+	}
+	for range 2000 {
+		if id := kafkaref.ClusterID(); id[0] == '-' {
+			t.Fatalf("cluster id %q starts with '-'", id)
+		}
 	}
 }
