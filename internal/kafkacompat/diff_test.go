@@ -210,6 +210,9 @@ func TestDiffRestartGroup(t *testing.T) {
 		for len(recs) < 6 && ctx.Err() == nil {
 			recs = append(recs, first.PollFetches(ctx).Records()...)
 		}
+		if len(recs) < 6 {
+			t.Fatalf("the group's first member read %d of 10 records: %v", len(recs), ctx.Err())
+		}
 		must(t, first.CommitRecords(ctx, recs[:6]...), "commit")
 		first.Close()
 		second := member()

@@ -1,6 +1,8 @@
 package kafkacompat_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -11,6 +13,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"sync"
@@ -22,11 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/internal/kafkaref"
-	"github.com/stratalog/strata/pkg/group"
-	"github.com/stratalog/strata/pkg/kafka"
-	"github.com/stratalog/strata/pkg/log"
 )
 
 // API keys the scenarios gate on.
@@ -87,36 +87,84 @@ func reference(t testing.TB) *kafkaref.Broker {
 	return broker
 }
 
-// gateway is a Strata Kafka gateway on the embedded (local) backend, on 127.0.0.1.
+// gateway is `strata dev --kafka` on a fresh data directory (the local embedded
+// backend), built from this tree, so the gateway is wired exactly as users run it.
 type gateway struct {
 	addr string
-	log  *log.Log
+}
+
+var (
+	strataOnce sync.Once
+	strataBin  string
+	strataErr  error
+)
+
+// strataBinary builds cmd/strata once per test process.
+func strataBinary(t testing.TB) string {
+	t.Helper()
+	strataOnce.Do(func() {
+		root, err := kafkaref.Root()
+		if err != nil {
+			strataErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "kafkacompat-strata-")
+		if err != nil {
+			strataErr = err
+			return
+		}
+		strataBin = filepath.Join(dir, "strata")
+		cmd := exec.Command("go", "build", "-o", strataBin, "./cmd/strata")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			strataErr = fmt.Errorf("go build ./cmd/strata: %w\n%s", err, out)
+		}
+	})
+	if strataErr != nil {
+		t.Fatal(strataErr)
+	}
+	return strataBin
 }
 
 func startGateway(t testing.TB) *gateway {
 	t.Helper()
-	s := backendtest.Local(context.Background(), t)
-	l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := kafka.New(kafka.Config{Log: l, Groups: group.New(s.Meta, l, nil)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
+	bin := strataBinary(t)
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "dev", "--data-dir", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0", "--console=false", "--kafka", "127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	must(t, err, "stdout")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	must(t, cmd.Start(), "start strata dev")
+	exited := make(chan error, 1)
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "kafka listening on "); ok {
+				addr <- strings.TrimSpace(a)
+			}
+		}
+		exited <- cmd.Wait()
+	}()
 	t.Cleanup(func() {
-		_ = srv.Close()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
+		_ = cmd.Process.Signal(os.Interrupt)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			<-exited
 		}
 	})
-	return &gateway{addr: ln.Addr().String(), log: l}
+	select {
+	case a := <-addr:
+		return &gateway{addr: a}
+	case err := <-exited:
+		t.Fatalf("strata dev --kafka exited: %v\n%s", err, stderr.String())
+	case <-time.After(60 * time.Second):
+		t.Fatalf("strata dev --kafka did not listen within 60 s\n%s", stderr.String())
+	}
+	return nil
 }
 
 // target is one side of a differential scenario.
