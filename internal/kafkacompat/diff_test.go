@@ -108,9 +108,7 @@ func TestDiffIdempotentProduce(t *testing.T) {
 			cl := tg.client(t, kgo.DefaultProduceTopic(topic), kgo.RequiredAcks(kgo.AllISRAcks()))
 			createTopic(t, kadm.NewClient(cl), topic, 3)
 			recs := keyedRecords(40)
-			res, err := cl.ProduceSync(ctxT(t), recs...).First()
-			must(t, err, "produce")
-			_ = res
+			must(t, cl.ProduceSync(ctxT(t), recs...).FirstErr(), "produce")
 			ids := true
 			for _, r := range recs {
 				ids = ids && r.ProducerID >= 0
