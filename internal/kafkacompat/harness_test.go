@@ -42,14 +42,6 @@ const (
 	keyOffsetFetch    int16 = 9
 )
 
-var apiNames = map[int16]string{}
-
-func init() {
-	for _, k := range []int16{keyJoinGroup, keyHeartbeat, keyLeaveGroup, keySyncGroup, keyDescribeGroups, keyListGroups, keyInitProducerID, keyOffsetCommit, keyOffsetFetch} {
-		apiNames[k] = kmsg.NameForKey(k)
-	}
-}
-
 // The reference broker is shared by the package's tests (it takes seconds to start);
 // each scenario uses topics and groups of its own.
 var (
@@ -126,11 +118,11 @@ func strataBinary(t testing.TB) string {
 	return strataBin
 }
 
-func startGateway(t testing.TB) *gateway {
+func startGateway(t testing.TB, args ...string) *gateway {
 	t.Helper()
 	bin := strataBinary(t)
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "dev", "--data-dir", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0", "--console=false", "--kafka", "127.0.0.1:0")
+	cmd := exec.Command(bin, append([]string{"dev", "--data-dir", filepath.Join(dir, "data"), "--addr", "127.0.0.1:0", "--console=false", "--kafka", "127.0.0.1:0"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	must(t, err, "stdout")
 	var stderr bytes.Buffer
@@ -210,7 +202,7 @@ func requireAPIs(t testing.TB, addr string, keys ...int16) {
 	var missing []string
 	for _, k := range keys {
 		if _, ok := have[k]; !ok {
-			missing = append(missing, apiNames[k])
+			missing = append(missing, kmsg.NameForKey(k))
 		}
 	}
 	if len(missing) > 0 {

@@ -28,6 +28,12 @@ var (
 // runs it with args, returning its output lines.
 func javaCheck(t testing.TB, args ...string) []string {
 	t.Helper()
+	return javaCheckEnv(t, nil, args...)
+}
+
+// javaCheckEnv is javaCheck with env added to the program's environment.
+func javaCheckEnv(t testing.TB, env []string, args ...string) []string {
+	t.Helper()
 	cp := kafkaref.ClasspathT(t)
 	javaOnce.Do(func() {
 		javaClasses, javaErr = os.MkdirTemp("", "kafkacheck-")
@@ -50,6 +56,7 @@ func javaCheck(t testing.TB, args ...string) []string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := kafkaref.JavaCommand(ctx, javaClasses+string(os.PathListSeparator)+cp, []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}, append([]string{"KafkaCheck"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -37,12 +37,19 @@ func python(t testing.TB) string {
 // rdkafkaCheck runs testdata/rdkafka_check.py with args, returning its output lines.
 func rdkafkaCheck(t testing.TB, args ...string) []string {
 	t.Helper()
+	return rdkafkaCheckEnv(t, nil, args...)
+}
+
+// rdkafkaCheckEnv is rdkafkaCheck with env added to the script's environment.
+func rdkafkaCheckEnv(t testing.TB, env []string, args ...string) []string {
+	t.Helper()
 	py := python(t)
 	script, err := filepath.Abs(filepath.Join("testdata", "rdkafka_check.py"))
 	must(t, err, "script")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, py, append([]string{script}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

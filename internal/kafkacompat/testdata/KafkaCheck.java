@@ -3,7 +3,8 @@
 //   KafkaCheck produce BOOTSTRAP TOPIC COUNT IDEMPOTENT     (keys k0..k4, values v0..)
 //   KafkaCheck assign  BOOTSTRAP TOPIC PARTITIONS COUNT     (from the start, no group)
 //   KafkaCheck group   BOOTSTRAP TOPIC GROUP COUNT          (subscribe, commitSync)
-// Each consumed record is printed as "record PARTITION OFFSET KEY VALUE".
+// Each consumed record is printed as "record PARTITION OFFSET KEY VALUE". The properties
+// file named by KAFKACHECK_PROPS, when set, is added to every client's (e.g. SASL).
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,8 +28,19 @@ public class KafkaCheck {
     }
   }
 
-  static void produce(String bootstrap, String topic, int count, boolean idempotent) throws Exception {
+  static Properties base() throws java.io.IOException {
     Properties p = new Properties();
+    String extra = System.getenv("KAFKACHECK_PROPS");
+    if (extra != null && !extra.isEmpty()) {
+      try (var in = new java.io.FileInputStream(extra)) {
+        p.load(in);
+      }
+    }
+    return p;
+  }
+
+  static void produce(String bootstrap, String topic, int count, boolean idempotent) throws Exception {
+    Properties p = base();
     p.put("bootstrap.servers", bootstrap);
     p.put("acks", "all");
     p.put("enable.idempotence", Boolean.toString(idempotent));
@@ -44,8 +56,8 @@ public class KafkaCheck {
     System.out.println("produced " + count);
   }
 
-  static Properties consumerProps(String bootstrap) {
-    Properties p = new Properties();
+  static Properties consumerProps(String bootstrap) throws java.io.IOException {
+    Properties p = base();
     p.put("bootstrap.servers", bootstrap);
     p.put("key.deserializer", StringDeserializer.class.getName());
     p.put("value.deserializer", StringDeserializer.class.getName());
@@ -54,7 +66,7 @@ public class KafkaCheck {
     return p;
   }
 
-  static void assign(String bootstrap, String topic, int partitions, int count) {
+  static void assign(String bootstrap, String topic, int partitions, int count) throws java.io.IOException {
     try (KafkaConsumer<String, String> c = new KafkaConsumer<>(consumerProps(bootstrap))) {
       List<TopicPartition> tps = new ArrayList<>();
       for (int i = 0; i < partitions; i++) tps.add(new TopicPartition(topic, i));
@@ -64,7 +76,7 @@ public class KafkaCheck {
     }
   }
 
-  static void group(String bootstrap, String topic, String group, int count) {
+  static void group(String bootstrap, String topic, String group, int count) throws java.io.IOException {
     Properties p = consumerProps(bootstrap);
     p.put("group.id", group);
     p.put("group.protocol", "classic");

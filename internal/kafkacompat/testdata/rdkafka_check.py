@@ -3,11 +3,18 @@ client checks. Usage:
   rdkafka_check.py produce BOOTSTRAP TOPIC COUNT IDEMPOTENT   (keys k0..k4, values v0..)
   rdkafka_check.py assign  BOOTSTRAP TOPIC PARTITIONS COUNT   (from the start, no commits)
   rdkafka_check.py group   BOOTSTRAP TOPIC GROUP COUNT        (subscribe, synchronous commits)
-Each consumed record is printed as "record PARTITION OFFSET KEY VALUE"."""
+Each consumed record is printed as "record PARTITION OFFSET KEY VALUE". The JSON object in
+the environment variable KAFKACHECK_CONF, when set, is added to every client's configuration
+(e.g. SASL)."""
+import json
+import os
 import sys
 import time
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
+
+
+EXTRA = json.loads(os.environ.get("KAFKACHECK_CONF") or "{}")
 
 
 def produce(bootstrap, topic, count, idempotent):
@@ -17,7 +24,7 @@ def produce(bootstrap, topic, count, idempotent):
         if err is not None:
             errors.append(err)
 
-    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": idempotent})
+    p = Producer({**EXTRA, "bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": idempotent})
     for i in range(count):
         p.produce(topic, key=f"k{i % 5}", value=f"v{i}", on_delivery=delivered)
         p.poll(0)
@@ -45,7 +52,7 @@ def consume(c, count, commit):
 
 def main():
     mode, bootstrap, topic = sys.argv[1:4]
-    conf = {"bootstrap.servers": bootstrap, "enable.auto.commit": False, "auto.offset.reset": "earliest"}
+    conf = {**EXTRA, "bootstrap.servers": bootstrap, "enable.auto.commit": False, "auto.offset.reset": "earliest"}
     if mode == "produce":
         produce(bootstrap, topic, int(sys.argv[4]), sys.argv[5] == "true")
     elif mode == "assign":
