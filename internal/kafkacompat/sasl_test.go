@@ -1,6 +1,8 @@
 package kafkacompat_test
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -28,13 +30,14 @@ func TestSASLPlainClients(t *testing.T) {
 	const count = 20
 	topic := uniqueName(t)
 	grp, rdTopic := topic+"-g", topic+"-rd"
+	appToken, readerToken := uniqueToken(), uniqueToken()
 	auth := map[string]any{"principals": map[string]any{
-		"tok-app": map[string]any{"name": "app", "allow": []map[string]any{
+		appToken: map[string]any{"name": "app", "allow": []map[string]any{
 			{"resource": "topic:" + topic, "ops": []string{"create", "describe", "append", "read"}},
 			{"resource": "topic:" + rdTopic, "ops": []string{"create", "describe", "append", "read"}},
 			{"resource": "group:" + grp, "ops": []string{"consume", "describe", "reset"}},
 		}},
-		"tok-reader": map[string]any{"name": "reader", "allow": []map[string]any{
+		readerToken: map[string]any{"name": "reader", "allow": []map[string]any{
 			{"resource": "topic:" + topic, "ops": []string{"describe", "read"}},
 		}},
 	}}
@@ -46,13 +49,13 @@ func TestSASLPlainClients(t *testing.T) {
 	as := func(user, pass string) *kgo.Client {
 		return gw.client(t, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()), kgo.DefaultProduceTopic(topic), kgo.RecordRetries(1))
 	}
-	createTopic(t, kadm.NewClient(as("app", "tok-app")), topic, 3)
-	createTopic(t, kadm.NewClient(as("app", "tok-app")), rdTopic, 3)
-	err = as("reader", "tok-reader").ProduceSync(ctxT(t), &kgo.Record{Value: []byte("x")}).FirstErr()
+	createTopic(t, kadm.NewClient(as("app", appToken)), topic, 3)
+	createTopic(t, kadm.NewClient(as("app", appToken)), rdTopic, 3)
+	err = as("reader", readerToken).ProduceSync(ctxT(t), &kgo.Record{Value: []byte("x")}).FirstErr()
 	if errName(err) != kerr.TopicAuthorizationFailed.Message {
 		t.Errorf("produce without append: %v, want TOPIC_AUTHORIZATION_FAILED", err)
 	}
-	if err := as("app", "wrong").ProduceSync(ctxT(t), &kgo.Record{Value: []byte("x")}).FirstErr(); err == nil {
+	if err := as("app", uniqueToken()).ProduceSync(ctxT(t), &kgo.Record{Value: []byte("x")}).FirstErr(); err == nil {
 		t.Error("a wrong token produced")
 	}
 	_, idempotent := advertised(t, gw.addr)[keyInitProducerID]
@@ -60,7 +63,7 @@ func TestSASLPlainClients(t *testing.T) {
 	t.Run("java", func(t *testing.T) {
 		props := filepath.Join(t.TempDir(), "sasl.properties")
 		must(t, os.WriteFile(props, []byte("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"+
-			`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="app" password="tok-app";`+"\n"), 0o600), "props")
+			`sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required username="app" password=appToken;`+"\n"), 0o600), "props")
 		env := []string{"KAFKACHECK_PROPS=" + props}
 		javaCheckEnv(t, env, "produce", gw.addr, topic, fmt.Sprint(count), fmt.Sprint(idempotent))
 		got, n := consumed(t, javaCheckEnv(t, env, "assign", gw.addr, topic, "3", fmt.Sprint(count)))
@@ -73,11 +76,18 @@ func TestSASLPlainClients(t *testing.T) {
 		}
 	})
 	t.Run("librdkafka", func(t *testing.T) {
-		conf, err := json.Marshal(map[string]string{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN", "sasl.username": "app", "sasl.password": "tok-app"})
+		conf, err := json.Marshal(map[string]string{"security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN", "sasl.username": "app", "sasl.password": appToken})
 		must(t, err, "conf")
 		env := []string{"KAFKACHECK_CONF=" + string(conf)}
 		rdkafkaCheckEnv(t, env, "produce", gw.addr, rdTopic, fmt.Sprint(count), fmt.Sprint(idempotent))
 		got, n := consumed(t, rdkafkaCheckEnv(t, env, "assign", gw.addr, rdTopic, "3", fmt.Sprint(count)))
 		checkPerKey(t, "assigned consumer", got, n, count)
 	})
+}
+
+// uniqueToken is a fresh token of 32 characters (an auth file wants at least 22).
+func uniqueToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
