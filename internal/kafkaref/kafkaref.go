@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -218,6 +219,7 @@ func StartBroker(ctx context.Context, opts BrokerOptions) (*Broker, error) {
 	}
 	cmd := JavaCommand(context.WithoutCancel(ctx), classpath, jvm, "kafka.Kafka", confPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, fmt.Errorf("kafkaref: start broker: %w", err)
@@ -253,15 +255,24 @@ func (b *Broker) wait(ctx context.Context, limit time.Duration) error {
 	}
 }
 
+// ping succeeds once the broker answers and its controller takes topic creations (a
+// validate-only CreateTopics: a broker that answers Metadata may not yet).
 func ping(ctx context.Context, addr string) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RetryTimeout(time.Second))
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return cl.Ping(pctx)
+	if err := cl.Ping(pctx); err != nil {
+		return err
+	}
+	resp, err := kadm.NewClient(cl).ValidateCreateTopics(pctx, 1, 1, nil, "kafkaref-ready")
+	if err != nil {
+		return err
+	}
+	return resp.Error()
 }
 
 // Stop ends the broker (SIGTERM, then SIGKILL after 20 s) and waits for it.
