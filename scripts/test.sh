@@ -37,6 +37,11 @@ go vet ./...
 # The benchmark drivers (cmd/strata/bench*.go) are behind the bench build tag, out of the
 # binary users run: vet and test them too.
 go vet -tags bench ./cmd/strata
+# The Kafka checks against a real Apache Kafka broker, the Java client, librdkafka and
+# Kafka Connect (internal/kafkacompat) run in it: scripts/kafka-clients.sh installs the
+# pinned confluent-kafka and fetches Kafka from Maven Central into ~/.m2, once.
+STRATA_KAFKA_PYTHON="$(bash scripts/kafka-clients.sh --python)"
+export STRATA_KAFKA_PYTHON
 # No -race on the whole tree: too slow on 2 cores.
 go test -count=1 -timeout 15m -tags bench ./...
 # Bounded: 2 s per fuzz target, 75 s of Schemathesis, a few seconds of awscurl (each

@@ -175,6 +175,7 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) (kmsg.Resp
 			p := &resp.Topics[i].Partitions[j]
 			*p = kmsg.NewProduceResponseTopicPartition()
 			p.Partition = rp.Partition
+			p.BaseOffset = -1 // as Kafka answers a refused partition; set on success
 			if r.TransactionID != nil {
 				p.ErrorCode = invalidRequest
 				p.ErrorMessage = kmsg.StringPtr("transactions are not implemented")
