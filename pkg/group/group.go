@@ -122,8 +122,11 @@ func (c *Coordinator) ensureGroup(ctx context.Context, group string, now time.Ti
 	return nil
 }
 
-// validName reports whether s is a valid topic or group name (wire.NamePattern).
+// validName reports whether s is a valid topic name (wire.ValidName).
 func validName(s string) bool { return wire.ValidName(s) }
+
+// validGroup reports whether s is a valid group id (wire.ValidGroup).
+func validGroup(s string) bool { return wire.ValidGroup(s) }
 
 // validMember reports whether s is 1–200 printable ASCII characters.
 func validMember(s string) bool {
@@ -139,7 +142,7 @@ func validMember(s string) bool {
 }
 
 func checkNames(group, topic string, partition int32) error {
-	if !validName(group) {
+	if !validGroup(group) {
 		return invalidf("bad group name %q", group)
 	}
 	if !validName(topic) {
@@ -430,7 +433,7 @@ type PartitionInfo struct {
 // position, lag and live lease of every partition it has leased or committed. An
 // unknown group is ErrNotFound.
 func (c *Coordinator) Describe(ctx context.Context, group string) (GroupInfo, error) {
-	if !validName(group) {
+	if !validGroup(group) {
 		return GroupInfo{}, invalidf("bad group name %q", group)
 	}
 	cfg, err := c.store.GetGroup(ctx, group)

@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/pkg/group"
-	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 var (
@@ -33,7 +33,7 @@ func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) 
 	switch {
 	case s.cfg.Groups == nil:
 		all = coordinatorNotAvailable
-	case !log.ValidName(r.Group):
+	case !wire.ValidGroup(r.Group):
 		all = invalidGroupID
 	case r.MemberID != "":
 		all = unknownMemberID
@@ -120,7 +120,7 @@ func (s *Server) fetchGroup(ctx context.Context, g string, topics []kmsg.OffsetF
 	case s.cfg.Groups == nil:
 		out.ErrorCode = coordinatorNotAvailable
 		return out
-	case !log.ValidName(g):
+	case !wire.ValidGroup(g):
 		out.ErrorCode = invalidGroupID
 		return out
 	}

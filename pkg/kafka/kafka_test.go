@@ -255,7 +255,7 @@ func TestTopicAdmin(t *testing.T) {
 		want    error
 	}{
 		{"admin", 1, nil, kerr.TopicAlreadyExists},
-		{"_connect-configs", 1, nil, kerr.InvalidTopicException},
+		{"..", 1, nil, kerr.InvalidTopicException},
 		{"compacted", 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")}, kerr.InvalidConfig},
 		{"forever", 1, map[string]*string{"retention.ms": kmsg.StringPtr("-1")}, kerr.InvalidConfig},
 		{"huge", 5000, nil, kerr.InvalidPartitions},

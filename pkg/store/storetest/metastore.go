@@ -67,6 +67,7 @@ func metaStoreSections() []section[store.MetaStore] {
 			{"ResetFencesLapsedOwner", testResetFences},
 			{"ListOrderedAndIsolated", testListAssignmentsCommits},
 		}},
+		{"Names", nameCases()},
 		{"Groups", []testCase[store.MetaStore]{
 			{"EnsureIdempotent", testEnsureGroup},
 			{"GetUnknown", testGroupUnknown},
