@@ -66,6 +66,8 @@ func metaStoreSections() []section[store.MetaStore] {
 			{"ResetAfterExpiryOrRelease", testResetAllowed},
 			{"ResetFencesLapsedOwner", testResetFences},
 			{"ListOrderedAndIsolated", testListAssignmentsCommits},
+			{"BackwardByOwnerOnly", testCommitBackward},
+			{"MetadataRoundTrip", testCommitMetadata},
 		}},
 		{"Names", nameCases()},
 		{"Groups", []testCase[store.MetaStore]{

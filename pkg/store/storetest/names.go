@@ -148,3 +148,65 @@ func ensure(ctx context.Context, m store.MetaStore, group string) error {
 	_, err := m.EnsureGroup(ctx, store.GroupConfig{Name: group, ResetPolicy: "earliest", MaxAttempts: 3, CreatedAt: at(0)})
 	return err
 }
+
+// testCommitBackward: the owner at its generation may move its position back when it
+// asks (CommitRow.Backward: a Kafka member's seek-and-commit), replacing the metadata
+// and completed ranges; a fenced caller still may not, asking or not, and a commit
+// that does not ask stays monotonic.
+func testCommitBackward(ctx context.Context, t *testing.T, m store.MetaStore) {
+	k := newGTP(t)
+	acquire(ctx, t, m, k, "m-1", 0, 30_000)
+	high := commitRow(k, 100, 1, 10, "high")
+	high.Completed = []store.OffsetRange{{From: 101, To: 103}}
+	must(t, "Commit", m.Commit(ctx, high, "m-1"))
+	wantErrIs(t, "Commit below without asking", m.Commit(ctx, commitRow(k, 50, 1, 20, ""), "m-1"), store.ErrStaleCommit)
+	back := commitRow(k, 40, 1, 30, "seek")
+	back.Backward = true
+	must(t, "Commit backward by the owner", m.Commit(ctx, back, "m-1"))
+	back.Backward = false
+	wantCommit(ctx, t, m, k, back)
+	cs, err := m.ListCommits(ctx, k.group)
+	must(t, "ListCommits", err)
+	if len(cs) != 1 || !sameCommit(cs[0], back) {
+		t.Fatalf("ListCommits = %+v, want %+v", cs, back)
+	}
+
+	fenced := commitRow(k, 10, 1, 40, "fenced")
+	fenced.Backward = true
+	wantErrIs(t, "Commit backward by another member", m.Commit(ctx, fenced, "m-2"), store.ErrFenced)
+	fenced.Generation = 2
+	wantErrIs(t, "Commit backward at another generation", m.Commit(ctx, fenced, "m-1"), store.ErrFenced)
+	acquire(ctx, t, m, k, "m-2", 31_000, 60_000)
+	fenced.Generation = 1
+	wantErrIs(t, "Commit backward by the previous owner", m.Commit(ctx, fenced, "m-1"), store.ErrFenced)
+	wantCommit(ctx, t, m, k, back)
+
+	// Backward on a partition never committed is a plain first commit.
+	k2 := gtp{k.group, k.topic, 1}
+	acquire(ctx, t, m, k2, "m-1", 0, 30_000)
+	first := commitRow(k2, 5, 1, 50, "")
+	first.Backward = true
+	must(t, "Commit backward as the first commit", m.Commit(ctx, first, "m-1"))
+	first.Backward = false
+	wantCommit(ctx, t, m, k2, first)
+}
+
+// testCommitMetadata: a commit's metadata (Kafka's OffsetCommit metadata, up to 4096
+// bytes of any UTF-8) is stored with it and read back by GetCommit and ListCommits; a
+// commit without metadata replaces it with none.
+func testCommitMetadata(ctx context.Context, t *testing.T, m store.MetaStore) {
+	k := newGTP(t)
+	acquire(ctx, t, m, k, "m-1", 0, 30_000)
+	meta := pad(`{"k":"ä 消 🙂 # / %"}`, 'x', 4096)
+	c := commitRow(k, 7, 1, 10, meta)
+	must(t, "Commit with metadata", m.Commit(ctx, c, "m-1"))
+	wantCommit(ctx, t, m, k, c)
+	cs, err := m.ListCommits(ctx, k.group)
+	must(t, "ListCommits", err)
+	if len(cs) != 1 || cs[0].Metadata != meta {
+		t.Fatalf("ListCommits = %+v, want the metadata", cs)
+	}
+	none := commitRow(k, 8, 1, 20, "")
+	must(t, "Commit without metadata", m.Commit(ctx, none, "m-1"))
+	wantCommit(ctx, t, m, k, none)
+}
