@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -24,8 +25,9 @@ var (
 // groups reset --to` does, so it is refused while the group has a live member (as
 // Kafka refuses such a commit to a group that is not empty) and may move backwards.
 // Members of a Kafka group (JoinGroup) do not exist yet, so any other generation is
-// ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID. Offset metadata is not kept, so a commit
-// that carries some is refused rather than losing it.
+// ILLEGAL_GENERATION or UNKNOWN_MEMBER_ID. Offset metadata (at most
+// group.MaxCommitMetadata bytes, else OFFSET_METADATA_TOO_LARGE) is stored with the
+// position and returned by OffsetFetch.
 func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) kmsg.Response {
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.SetVersion(r.Version)
@@ -57,23 +59,61 @@ func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) 
 }
 
 func (s *Server) commitOne(ctx context.Context, g, topic string, rp kmsg.OffsetCommitRequestTopicPartition) int16 {
-	if rp.Metadata != nil && *rp.Metadata != "" {
+	md := ""
+	if rp.Metadata != nil {
+		md = *rp.Metadata
+	}
+	if err := group.CheckMetadata(md); errors.Is(err, group.ErrMetadataTooLarge) {
 		return offsetMetadataLarge
+	} else if err != nil {
+		return invalidRequest
 	}
 	if _, code := s.topic(ctx, topic, rp.Partition); code != 0 {
 		return code
 	}
-	_, err := s.cfg.Groups.ResetPartitions(ctx, g, topic, []int32{rp.Partition}, group.ResetOffset(rp.Offset))
+	var err error
+	if md == "" {
+		_, err = s.cfg.Groups.ResetPartitions(ctx, g, topic, []int32{rp.Partition}, group.ResetOffset(rp.Offset))
+	} else {
+		err = s.commitWithMetadata(ctx, g, topic, rp.Partition, rp.Offset, md)
+	}
 	var oor *group.OffsetOutOfRangeError
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, group.ErrGroupActive):
+	case errors.Is(err, group.ErrGroupActive), errors.Is(err, group.ErrLeaseHeld):
 		return unknownMemberID
-	case errors.As(err, &oor):
+	case errors.As(err, &oor), errors.Is(err, group.ErrBeyondHighWatermark):
 		return offsetOutOfRange
 	}
 	return errCode(err)
+}
+
+// offsetCommitter is the member name under which a commit made outside any membership
+// briefly holds its partition's lease, to store metadata with the position.
+const offsetCommitter = "kafka-offset-commit"
+
+// commitWithMetadata is a reset that keeps metadata: it takes the partition's lease
+// (refused while another member holds it, as a reset is; taking it fences every
+// earlier generation, as a reset does), commits offset with md at that generation,
+// backward if need be, and releases the lease.
+func (s *Server) commitWithMetadata(ctx context.Context, g, topic string, p int32, offset int64, md string) error {
+	info, err := s.cfg.Groups.Describe(ctx, g)
+	if err != nil && !errors.Is(err, group.ErrNotFound) {
+		return err
+	}
+	for _, pi := range info.Partitions {
+		if pi.Topic == topic && pi.Owner != "" {
+			return fmt.Errorf("group %q has a live lease of %s/%d: %w", g, topic, pi.Partition, group.ErrGroupActive)
+		}
+	}
+	l, err := s.cfg.Groups.Acquire(ctx, g, topic, p, offsetCommitter, group.MinTTL)
+	if err != nil {
+		return err
+	}
+	ref := l.TopicRef()
+	err = s.cfg.Groups.CommitAt(ctx, g, ref, p, offsetCommitter, l.Generation, offset, group.CommitOptions{Metadata: md, AllowBackward: true})
+	return errors.Join(err, s.cfg.Groups.Release(ctx, g, ref, p, offsetCommitter, l.Generation))
 }
 
 // offsetFetch answers the groups' committed offsets (the next offset to read, -1
@@ -124,9 +164,9 @@ func (s *Server) fetchGroup(ctx context.Context, g string, topics []kmsg.OffsetF
 		out.ErrorCode = invalidGroupID
 		return out
 	}
-	part := func(p int32, off *int64, code int16) kmsg.OffsetFetchResponseGroupTopicPartition {
+	part := func(p int32, off *int64, md string, code int16) kmsg.OffsetFetchResponseGroupTopicPartition {
 		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p, -1, -1, kmsg.StringPtr(""), code
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p, -1, -1, kmsg.StringPtr(md), code
 		if off != nil {
 			rp.Offset = *off
 		}
@@ -151,7 +191,7 @@ func (s *Server) fetchGroup(ctx context.Context, g string, topics []kmsg.OffsetF
 				out.Topics = append(out.Topics, t)
 			}
 			t := &out.Topics[len(out.Topics)-1]
-			t.Partitions = append(t.Partitions, part(p.Partition, p.Committed, 0))
+			t.Partitions = append(t.Partitions, part(p.Partition, p.Committed, p.Metadata, 0))
 		}
 		return out
 	}
@@ -160,14 +200,19 @@ func (s *Server) fetchGroup(ctx context.Context, g string, topics []kmsg.OffsetF
 		t.Topic = rt.Topic
 		for _, p := range rt.Partitions {
 			if _, code := s.topic(ctx, rt.Topic, p); code != 0 {
-				t.Partitions = append(t.Partitions, part(p, nil, code))
+				t.Partitions = append(t.Partitions, part(p, nil, "", code))
 				continue
 			}
-			off, err := s.cfg.Groups.Committed(ctx, g, rt.Topic, p)
+			pos, err := s.cfg.Groups.Position(ctx, g, rt.Topic, p)
 			if errors.Is(err, group.ErrNotFound) {
-				off, err = nil, nil
+				pos, err = nil, nil
 			}
-			t.Partitions = append(t.Partitions, part(p, off, errCode(err)))
+			var off *int64
+			md := ""
+			if pos != nil {
+				off, md = &pos.NextOffset, pos.Metadata
+			}
+			t.Partitions = append(t.Partitions, part(p, off, md, errCode(err)))
 		}
 		out.Topics = append(out.Topics, t)
 	}
