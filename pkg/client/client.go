@@ -479,10 +479,29 @@ func (c *Client) Release(ctx context.Context, group, topic string, partition int
 // (wire.CheckCompleted), which the next lease of the partition returns. topic may be
 // the lease's TopicRef.
 func (c *Client) Commit(ctx context.Context, group, topic string, partition int32, member string, generation, nextOffset int64, completed ...wire.OffsetRange) (int64, error) {
+	return c.CommitAt(ctx, group, topic, partition, member, generation, nextOffset, CommitOptions{Completed: completed})
+}
+
+// CommitOptions are the optional parts of a commit (CommitAt).
+type CommitOptions struct {
+	// Metadata is stored with the position and shown by DescribeGroup (Kafka's
+	// OffsetCommit metadata): at most wire.MaxCommitMetadata bytes of UTF-8.
+	Metadata string
+	// AllowBackward accepts an offset below the committed one from the lease's owner at
+	// its generation (a seek-and-commit); without it that is ErrStaleCommit.
+	AllowBackward bool
+	// Completed are the offsets above nextOffset already handled, as Commit's.
+	Completed []wire.OffsetRange
+}
+
+// CommitAt is Commit with options: metadata stored with the position, and a backward
+// move when asked. An obsolete generation is ErrFenced whatever it asks.
+func (c *Client) CommitAt(ctx context.Context, group, topic string, partition int32, member string, generation, nextOffset int64, opts CommitOptions) (int64, error) {
 	var w wire.CommitResponse
 	name, inc := splitRef(topic)
 	err := c.doJSON(ctx, http.MethodPost, groupPath(group, name, partition, "commit"), nil,
-		wire.Commit{Member: member, Generation: generation, NextOffset: nextOffset, Completed: completed, Incarnation: inc}, &w)
+		wire.Commit{Member: member, Generation: generation, NextOffset: nextOffset, Completed: opts.Completed, Incarnation: inc,
+			Metadata: opts.Metadata, AllowBackward: opts.AllowBackward}, &w)
 	if err != nil {
 		return 0, fmt.Errorf("strata: commit %s/%s/%d gen %d @%d: %w", group, topic, partition, generation, nextOffset, err)
 	}
@@ -500,7 +519,7 @@ func (c *Client) DescribeGroup(ctx context.Context, group string) (*Group, error
 	for i, p := range w.Partitions {
 		gp := GroupPartition{Topic: p.Topic, Partition: p.Partition, CommittedOffset: p.CommittedOffset,
 			HighWatermark: p.HighWatermark, Generation: p.Generation,
-			SecondsToDataLoss: p.SecondsToDataLoss, RecordsLost: p.RecordsLost, ParkedKeys: p.ParkedKeys}
+			SecondsToDataLoss: p.SecondsToDataLoss, RecordsLost: p.RecordsLost, ParkedKeys: p.ParkedKeys, Metadata: p.Metadata}
 		if p.LagRecords != nil {
 			gp.LagRecords = *p.LagRecords
 		}

@@ -171,6 +171,8 @@ type GroupPartition struct {
 	Owner          string
 	Generation     int64
 	LeaseExpiresAt time.Time
+	// Metadata is what the last commit stored with the position (CommitOptions).
+	Metadata string
 }
 
 // PartitionOffset is a partition's committed offset after a reset.

@@ -59,7 +59,7 @@ func settingsOf(g store.GroupConfig) Settings {
 
 // GetSettings returns the group's settings; ErrNotFound for an unknown group.
 func (c *Coordinator) GetSettings(ctx context.Context, group string) (Settings, error) {
-	if !validName(group) {
+	if !validGroup(group) {
 		return Settings{}, invalidf("bad group name %q", group)
 	}
 	g, err := c.store.GetGroup(ctx, group)
@@ -73,7 +73,7 @@ func (c *Coordinator) GetSettings(ctx context.Context, group string) (Settings, 
 // dead-letter topic, when set, must exist. OnFailure empty means OnFailureDeadLetter;
 // OnFailurePark creates the group's parking topic ("<group>.parked") when absent.
 func (c *Coordinator) SetSettings(ctx context.Context, group string, s Settings) (Settings, error) {
-	if !validName(group) {
+	if !validGroup(group) {
 		return Settings{}, invalidf("bad group name %q", group)
 	}
 	switch s.ResetPolicy {
@@ -100,8 +100,8 @@ func (c *Coordinator) SetSettings(ctx context.Context, group string, s Settings)
 		s.OnFailure = DefaultOnFailure
 	case OnFailureDeadLetter:
 	case OnFailurePark:
-		if len(group) > wire.MaxParkingGroupName {
-			return Settings{}, invalidf("a group that parks has a name of at most %d characters (its parking topic is %q)",
+		if len(group) > wire.MaxParkingGroupName || !validName(wire.ParkingTopic(group)) {
+			return Settings{}, invalidf("a group that parks has a name of at most %d letters, digits, '.', '_' and '-' (its parking topic %q must be a topic name)",
 				wire.MaxParkingGroupName, wire.ParkingTopic(group))
 		}
 		if _, err := c.parks(); err != nil {
@@ -164,7 +164,7 @@ func (c *Coordinator) DeletePositions(ctx context.Context, group, topic string) 
 // with ErrGroupActive while any lease of the group is live or any member heartbeats,
 // and is ErrNotFound for an unknown group.
 func (c *Coordinator) DeleteGroup(ctx context.Context, group string) error {
-	if !validName(group) {
+	if !validGroup(group) {
 		return invalidf("bad group name %q", group)
 	}
 	a, err := c.admin()

@@ -122,8 +122,11 @@ func (c *Coordinator) ensureGroup(ctx context.Context, group string, now time.Ti
 	return nil
 }
 
-// validName reports whether s is a valid topic or group name (wire.NamePattern).
+// validName reports whether s is a valid topic name (wire.ValidName).
 func validName(s string) bool { return wire.ValidName(s) }
+
+// validGroup reports whether s is a valid group id (wire.ValidGroup).
+func validGroup(s string) bool { return wire.ValidGroup(s) }
 
 // validMember reports whether s is 1–200 printable ASCII characters.
 func validMember(s string) bool {
@@ -139,7 +142,7 @@ func validMember(s string) bool {
 }
 
 func checkNames(group, topic string, partition int32) error {
-	if !validName(group) {
+	if !validGroup(group) {
 		return invalidf("bad group name %q", group)
 	}
 	if !validName(topic) {
@@ -345,46 +348,7 @@ func (c *Coordinator) Release(ctx context.Context, group, topic string, partitio
 // wire.MaxCompletedRanges ranges, sorted, disjoint and not touching, above nextOffset
 // and up to the high watermark, else ErrInvalid and nothing changes.
 func (c *Coordinator) Commit(ctx context.Context, group, topic string, partition int32, member string, generation, nextOffset int64, completed ...store.OffsetRange) error {
-	if err := checkRef(group, topic, partition); err != nil {
-		return err
-	}
-	if err := checkMember(member, generation, true); err != nil {
-		return err
-	}
-	if nextOffset < 0 {
-		return invalidf("negative offset %d", nextOffset)
-	}
-	if err := CheckCompleted(nextOffset, completed); err != nil {
-		return err
-	}
-	name := topicName(topic)
-	if err := c.checkPartition(ctx, name, partition); err != nil {
-		return err
-	}
-	// The bounds of the incarnation the commit is for: a ref no longer live is fenced.
-	_, hw, err := c.offsets.Bounds(ctx, topic, partition)
-	if err != nil {
-		return fmt.Errorf("group: bounds of %s/%d: %w", topic, partition, err)
-	}
-	if nextOffset > hw {
-		return &BeyondHighWatermarkError{Topic: topic, Partition: partition, Offset: nextOffset, HighWatermark: hw}
-	}
-	if n := len(completed); n > 0 && completed[n-1].To > hw {
-		return invalidf("completed range [%d, %d) ends above the high watermark %d", completed[n-1].From, completed[n-1].To, hw)
-	}
-	row := store.CommitRow{
-		Group:       group,
-		Topic:       topic,
-		Partition:   partition,
-		NextOffset:  nextOffset,
-		Generation:  generation,
-		CommittedAt: c.now(),
-		Completed:   completed,
-	}
-	if err := c.store.Commit(ctx, row, member); err != nil {
-		return fmt.Errorf("group: commit %s %s/%d@%d for %q gen %d: %w", group, topic, partition, nextOffset, member, generation, err)
-	}
-	return nil
+	return c.CommitAt(ctx, group, topic, partition, member, generation, nextOffset, CommitOptions{Completed: completed})
 }
 
 // Committed returns the group's next offset to read of (topic, partition), nil before
@@ -424,13 +388,15 @@ type PartitionInfo struct {
 	LeaseExpiresAt time.Time
 	// Generation is the last lease generation, 0 if never leased.
 	Generation int64
+	// Metadata is the string the last commit stored with the position (CommitOptions).
+	Metadata string
 }
 
 // Describe returns the group's settings and, ordered by topic then partition, the
 // position, lag and live lease of every partition it has leased or committed. An
 // unknown group is ErrNotFound.
 func (c *Coordinator) Describe(ctx context.Context, group string) (GroupInfo, error) {
-	if !validName(group) {
+	if !validGroup(group) {
 		return GroupInfo{}, invalidf("bad group name %q", group)
 	}
 	cfg, err := c.store.GetGroup(ctx, group)
@@ -468,7 +434,8 @@ func (c *Coordinator) Describe(ctx context.Context, group string) (GroupInfo, er
 	}
 	for _, cr := range cs {
 		o := cr.NextOffset
-		get(cr.Topic, cr.Partition).Committed = &o
+		pi := get(cr.Topic, cr.Partition)
+		pi.Committed, pi.Metadata = &o, cr.Metadata
 	}
 	info := GroupInfo{Config: cfg, Partitions: make([]PartitionInfo, 0, len(rows))}
 	for _, pi := range rows {

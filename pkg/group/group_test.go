@@ -151,11 +151,11 @@ func TestErrors(t *testing.T) {
 	cases := []errCase{
 		// Acquire.
 		{name: "acquire/bad group", want: group.ErrInvalid, call: func(ctx context.Context, f *fixture, g string, _ int64) error {
-			_, err := f.c.Acquire(ctx, "../"+g, topic, 0, "B", 0)
+			_, err := f.c.Acquire(ctx, "a\x00"+g, topic, 0, "B", 0)
 			return err
 		}},
 		{name: "acquire/bad topic name", want: group.ErrInvalid, call: func(ctx context.Context, f *fixture, g string, _ int64) error {
-			_, err := f.c.Acquire(ctx, g, ".orders", 0, "B", 0)
+			_, err := f.c.Acquire(ctx, g, "..", 0, "B", 0)
 			return err
 		}},
 		{name: "acquire/empty member", want: group.ErrInvalid, call: func(ctx context.Context, f *fixture, g string, _ int64) error {
@@ -297,7 +297,7 @@ func TestErrors(t *testing.T) {
 			return err
 		}},
 		{name: "describe/bad name", want: group.ErrInvalid, call: func(ctx context.Context, f *fixture, g string, _ int64) error {
-			_, err := f.c.Describe(ctx, "-"+g)
+			_, err := f.c.Describe(ctx, g+"\x00")
 			return err
 		}},
 		// Reset.

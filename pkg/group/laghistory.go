@@ -102,7 +102,7 @@ func (c *Coordinator) byIncarnation(ctx context.Context, lags []store.PartitionL
 // LagHistory returns the group's lag history, ordered by topic then partition;
 // ErrNotFound for an unknown group, ErrNoLagHistory when the store keeps none.
 func (c *Coordinator) LagHistory(ctx context.Context, group string) ([]store.LagSeries, error) {
-	if !validName(group) {
+	if !validGroup(group) {
 		return nil, invalidf("bad group name %q", group)
 	}
 	if c.lag == nil {
@@ -124,7 +124,7 @@ func (c *Coordinator) LagHistory(ctx context.Context, group string) ([]store.Lag
 // LiveMembers returns the group's live members (heartbeating consumers, holding
 // partitions or waiting for a share), ordered by ID; ErrNotFound for an unknown group.
 func (c *Coordinator) LiveMembers(ctx context.Context, group string) ([]store.Member, error) {
-	if !validName(group) {
+	if !validGroup(group) {
 		return nil, invalidf("bad group name %q", group)
 	}
 	if _, err := c.store.GetGroup(ctx, group); err != nil {

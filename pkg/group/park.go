@@ -99,7 +99,7 @@ func CountParked(rows []Parked) map[PartitionKey]int64 {
 
 // ListParked returns every key the group parked, ordered by topic, partition and key.
 func (c *Coordinator) ListParked(ctx context.Context, group string) ([]Parked, error) {
-	if !validName(group) {
+	if !validGroup(group) {
 		return nil, invalidf("bad group name %q", group)
 	}
 	ps, err := c.parks()

@@ -89,7 +89,7 @@ func (c *Coordinator) StepMember(ctx context.Context, group, topic, member strin
 // their next step instead of waiting for its heartbeat to expire. The member releases
 // its leases first (after committing); a missing member is not an error.
 func (c *Coordinator) LeaveMember(ctx context.Context, group, member string) error {
-	if !validName(group) {
+	if !validGroup(group) {
 		return invalidf("bad group name %q", group)
 	}
 	if err := checkMember(member, 0, false); err != nil {

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // Operations a grant may allow (docs/API.md, "Authorization").
@@ -177,7 +178,7 @@ func parseGrant(resource string, ops []string) (grant, error) {
 			return grant{}, fmt.Errorf("resource %q: a wildcard is a name prefix followed by one final *", resource)
 		}
 		g.resource, g.prefix = kind+":"+rest, true
-	} else if !log.ValidName(name) {
+	} else if kind == "topic" && !log.ValidName(name) || kind == "group" && !wire.ValidGroup(name) {
 		return grant{}, fmt.Errorf("resource %q: bad name", resource)
 	}
 	if len(ops) == 0 {

@@ -100,7 +100,7 @@ func TestDeleteGroup(t *testing.T) {
 	}
 	e.call("POST", "/v1/groups/a/topics/t/partitions/0/commit", lease("m", "generation", l.num("generation"), "next_offset", 0)).want(t, 409, "fenced")
 	e.call("DELETE", "/v1/groups/a", nil).want(t, 404, "not_found")
-	e.call("DELETE", "/v1/groups/bad..name!", nil).want(t, 400, "invalid_request")
+	e.call("DELETE", "/v1/groups/bad%00name", nil).want(t, 400, "invalid_request")
 	e.meta.down.Store(true)
 	e.call("DELETE", "/v1/groups/b", nil).want(t, 503, "unavailable")
 }
@@ -181,7 +181,7 @@ func TestGroupAdminAuth(t *testing.T) {
 		t.Fatalf("orders-token sees groups %s, want only billing", r.raw)
 	}
 	e.call("GET", "/v1/groups/billing/settings", nil, bearer("orders-token")...).want(t, 200)
-	e.call("GET", "/v1/groups/bad..name!/settings", nil, bearer("admin-token")...).want(t, 400, "invalid_request")
+	e.call("GET", "/v1/groups/bad%00name/settings", nil, bearer("admin-token")...).want(t, 400, "invalid_request")
 	e.call("DELETE", "/v1/groups/billing/topics/orders/commits", nil, bearer("orders-token")...).want(t, 204)
 }
 

@@ -43,7 +43,9 @@ type commitRequest struct {
 	Incarnation *string `json:"incarnation"`
 	// Completed is read as lists so that a range of other than two bounds is refused
 	// (a [2]int64 would drop or zero-fill bounds silently).
-	Completed [][]int64 `json:"completed"`
+	Completed     [][]int64 `json:"completed"`
+	Metadata      *string   `json:"metadata"`
+	AllowBackward *bool     `json:"allow_backward"`
 }
 
 // completedRanges checks the commit's completed ranges against the contract; the
@@ -239,11 +241,18 @@ func (s *server) commit(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e)
 		return
 	}
-	if err := s.groups.Commit(r.Context(), t.group, ref, t.partition, *req.Member, *req.Generation, *req.NextOffset, completed...); err != nil {
+	opts := group.CommitOptions{Completed: completed}
+	if req.Metadata != nil {
+		opts.Metadata = *req.Metadata
+	}
+	if req.AllowBackward != nil {
+		opts.AllowBackward = *req.AllowBackward
+	}
+	if err := s.commitAt(r.Context(), t.group, ref, t.partition, *req.Member, *req.Generation, *req.NextOffset, opts); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.CommitResponse{CommittedOffset: *req.NextOffset})
+	writeJSON(w, http.StatusOK, wire.CommitResponse{CommittedOffset: *req.NextOffset, Metadata: opts.Metadata})
 }
 
 // The answers are the contract's shapes (pkg/wire).
@@ -283,6 +292,7 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 			HighWatermark:   pi.HighWatermark,
 			Generation:      pi.Generation,
 			ParkedKeys:      parked[group.PartitionKey{Topic: pi.Topic, Partition: pi.Partition}],
+			Metadata:        pi.Metadata,
 		}
 		lagRecords, lagSeconds := pi.LagRecords, float64(pi.LagTime.Milliseconds())/1000
 		gp.LagRecords, gp.LagSeconds = &lagRecords, &lagSeconds
@@ -388,4 +398,22 @@ func resetTarget(raw json.RawMessage) (group.ResetTo, *apiError) {
 		return group.ResetTo{}, invalid(fmt.Sprintf("timestamp_ms must be 0–%d, got %d", int64(MaxTimestampMs), ts))
 	}
 	return group.ResetTime(time.UnixMilli(*pos.TimestampMs)), nil
+}
+
+// CommitterAt is the part of a Groups that commits with options (metadata, a backward
+// move): *group.Coordinator and metrics.Groups have it.
+type CommitterAt interface {
+	CommitAt(ctx context.Context, g, topic string, partition int32, member string, generation, nextOffset int64, opts group.CommitOptions) error
+}
+
+// commitAt commits through CommitAt when the coordinator has it; one without it takes
+// only plain commits, and a commit asking for more is refused rather than half done.
+func (s *server) commitAt(ctx context.Context, g, topic string, partition int32, member string, generation, nextOffset int64, opts group.CommitOptions) error {
+	if c, ok := s.groups.(CommitterAt); ok {
+		return c.CommitAt(ctx, g, topic, partition, member, generation, nextOffset, opts)
+	}
+	if opts.Metadata != "" || opts.AllowBackward {
+		return fmt.Errorf("%w: this server's coordinator keeps neither commit metadata nor backward commits", group.ErrInvalid)
+	}
+	return s.groups.Commit(ctx, g, topic, partition, member, generation, nextOffset, opts.Completed...)
 }

@@ -88,7 +88,7 @@ func TestLeaseLifecycle(t *testing.T) {
 		t.Fatalf("lease after commit %s: want generation 3, committed_offset 3", r.raw)
 	}
 	e.call("GET", "/v1/groups/unknown", nil).want(t, 404, "not_found")
-	e.call("GET", "/v1/groups/-bad", nil).want(t, 400, "invalid_request")
+	e.call("GET", "/v1/groups/bad%00", nil).want(t, 400, "invalid_request")
 }
 
 func TestDescribeLag(t *testing.T) {
@@ -135,7 +135,7 @@ func TestGroupValidation(t *testing.T) {
 	}
 	e.call("POST", gp+"1/lease", lease("m")).want(t, 400, "invalid_request")
 	e.call("POST", gp+"x/lease", lease("m")).want(t, 400, "invalid_request")
-	e.call("POST", "/v1/groups/-g/topics/t/partitions/0/lease", lease("m")).want(t, 400, "invalid_request")
+	e.call("POST", "/v1/groups/g%00/topics/t/partitions/0/lease", lease("m")).want(t, 400, "invalid_request")
 	e.call("POST", "/v1/groups/g/topics/nope/partitions/0/lease", lease("m")).want(t, 404, "not_found")
 	e.call("POST", "/v1/groups/g/topics/nope/partitions/0/commit", lease("m", "generation", 1, "next_offset", 0)).want(t, 404, "not_found")
 	e.call("POST", gp+"0/lease", lease(strings.Repeat("m", 200), "ttl_ms", 100)).want(t, 200)

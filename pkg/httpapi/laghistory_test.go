@@ -83,7 +83,7 @@ func TestLagHistoryRoute(t *testing.T) {
 	e.call("GET", "/v1/groups/billing/lag-history", nil).want(t, 401, "unauthorized")
 	get("consume-only").want(t, 403, "forbidden")
 	e.call("GET", "/v1/groups/nosuch/lag-history", nil, admin...).want(t, 404, "not_found")
-	e.call("GET", "/v1/groups/bad..name!/lag-history", nil, admin...).want(t, 400, "invalid_request")
+	e.call("GET", "/v1/groups/bad%00name/lag-history", nil, admin...).want(t, 400, "invalid_request")
 	e.call("GET", "/v1/groups/billing/lag-history?since=1", nil, admin...).want(t, 400, "invalid_request")
 	e.call("POST", "/v1/groups/billing/lag-history", nil, admin...).want(t, 405, "method_not_allowed")
 	e.call("GET", "/v1/groups/billing/members", nil, bearer("consume-only")...).want(t, 403, "forbidden")
@@ -146,5 +146,5 @@ func TestListMembersRoute(t *testing.T) {
 		t.Fatalf("members = %+v, want m-a and m-b, live", got)
 	}
 	e.call("GET", "/v1/groups/nosuch/members", nil).want(t, 404, "not_found")
-	e.call("GET", "/v1/groups/bad..name!/members", nil).want(t, 400, "invalid_request")
+	e.call("GET", "/v1/groups/bad%00name/members", nil).want(t, 400, "invalid_request")
 }

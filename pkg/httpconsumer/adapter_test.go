@@ -214,7 +214,7 @@ func TestAdapterGroupErrors(t *testing.T) {
 	if err := n.ad.Release(ctx, "g", "t", 0, "m1", l.Generation); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := n.ad.Acquire(ctx, "bad group!", "t", 0, "m1", time.Second); !errors.Is(err, group.ErrInvalid) {
+	if _, err := n.ad.Acquire(ctx, "bad\x00group", "t", 0, "m1", time.Second); !errors.Is(err, group.ErrInvalid) {
 		t.Fatalf("bad group name: %v", err)
 	}
 }

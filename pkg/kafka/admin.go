@@ -240,7 +240,7 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 		tc, cerr := parseConfigs(rt.Configs)
 		switch {
 		case !log.ValidName(rt.Topic):
-			fail(invalidTopic, "topic name %q: Strata's names match [A-Za-z0-9][A-Za-z0-9._-]{0,199}", rt.Topic)
+			fail(invalidTopic, "topic name %q: Kafka's topic names are 1-249 of [a-zA-Z0-9._-], not \".\" or \"..\"", rt.Topic)
 		case len(rt.ReplicaAssignment) > 0:
 			fail(invalidReplicaAssign, "there are no brokers to assign replicas to: every partition is stored in the object store")
 		case rt.NumPartitions == 0 || rt.NumPartitions < -1 || rt.NumPartitions > log.MaxPartitions:

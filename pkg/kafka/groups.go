@@ -3,12 +3,13 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/pkg/group"
-	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 var (
@@ -25,8 +26,10 @@ var (
 // and REBALANCE_IN_PROGRESS as Kafka answers them); a commit made outside any
 // membership (generation -1, no member id: kadm's CommitOffsets, a consumer with
 // assigned partitions) is taken only by a group without Kafka members. Offset metadata
-// is not kept: a member's is dropped (franz-go sends its member id), and one that a
-// commit from outside a membership carries is refused rather than lost.
+// (at most group.MaxCommitMetadata bytes, else OFFSET_METADATA_TOO_LARGE) is stored
+// with the position and returned by OffsetFetch when the commit is made outside a
+// membership; a member's is checked and dropped (franz-go sends its member id), since
+// keeping it would take the partition's lease for each commit.
 func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) kmsg.Response {
 	resp := kmsg.NewPtrOffsetCommitResponse()
 	resp.SetVersion(r.Version)
@@ -34,7 +37,7 @@ func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) 
 	switch {
 	case s.cfg.Groups == nil:
 		all = coordinatorNotAvailable
-	case !log.ValidName(r.Group):
+	case !wire.ValidGroup(r.Group):
 		all = invalidGroupID
 	default:
 		all = s.commitCheck(ctx, r)
@@ -56,23 +59,61 @@ func (s *Server) offsetCommit(ctx context.Context, r *kmsg.OffsetCommitRequest) 
 }
 
 func (s *Server) commitOne(ctx context.Context, g, topic string, rp kmsg.OffsetCommitRequestTopicPartition, member bool) int16 {
-	if rp.Metadata != nil && *rp.Metadata != "" && !member {
+	md := ""
+	if rp.Metadata != nil {
+		md = *rp.Metadata
+	}
+	if err := group.CheckMetadata(md); errors.Is(err, group.ErrMetadataTooLarge) {
 		return offsetMetadataLarge
+	} else if err != nil {
+		return invalidRequest
 	}
 	if _, code := s.topic(ctx, topic, rp.Partition); code != 0 {
 		return code
 	}
-	_, err := s.cfg.Groups.ResetPartitions(ctx, g, topic, []int32{rp.Partition}, group.ResetOffset(rp.Offset))
+	var err error
+	if md == "" || member {
+		_, err = s.cfg.Groups.ResetPartitions(ctx, g, topic, []int32{rp.Partition}, group.ResetOffset(rp.Offset))
+	} else {
+		err = s.commitWithMetadata(ctx, g, topic, rp.Partition, rp.Offset, md)
+	}
 	var oor *group.OffsetOutOfRangeError
 	switch {
 	case err == nil:
 		return 0
-	case errors.Is(err, group.ErrGroupActive):
+	case errors.Is(err, group.ErrGroupActive), errors.Is(err, group.ErrLeaseHeld):
 		return unknownMemberID
-	case errors.As(err, &oor):
+	case errors.As(err, &oor), errors.Is(err, group.ErrBeyondHighWatermark):
 		return offsetOutOfRange
 	}
 	return errCode(err)
+}
+
+// offsetCommitter is the member name under which a commit made outside any membership
+// briefly holds its partition's lease, to store metadata with the position.
+const offsetCommitter = "kafka-offset-commit"
+
+// commitWithMetadata is a reset that keeps metadata: it takes the partition's lease
+// (refused while another member holds it, as a reset is; taking it fences every
+// earlier generation, as a reset does), commits offset with md at that generation,
+// backward if need be, and releases the lease.
+func (s *Server) commitWithMetadata(ctx context.Context, g, topic string, p int32, offset int64, md string) error {
+	info, err := s.cfg.Groups.Describe(ctx, g)
+	if err != nil && !errors.Is(err, group.ErrNotFound) {
+		return err
+	}
+	for _, pi := range info.Partitions {
+		if pi.Topic == topic && pi.Owner != "" {
+			return fmt.Errorf("group %q has a live lease of %s/%d: %w", g, topic, pi.Partition, group.ErrGroupActive)
+		}
+	}
+	l, err := s.cfg.Groups.Acquire(ctx, g, topic, p, offsetCommitter, group.MinTTL)
+	if err != nil {
+		return err
+	}
+	ref := l.TopicRef()
+	err = s.cfg.Groups.CommitAt(ctx, g, ref, p, offsetCommitter, l.Generation, offset, group.CommitOptions{Metadata: md, AllowBackward: true})
+	return errors.Join(err, s.cfg.Groups.Release(ctx, g, ref, p, offsetCommitter, l.Generation))
 }
 
 // offsetFetch answers the groups' committed offsets (the next offset to read, -1
@@ -119,13 +160,13 @@ func (s *Server) fetchGroup(ctx context.Context, g string, topics []kmsg.OffsetF
 	case s.cfg.Groups == nil:
 		out.ErrorCode = coordinatorNotAvailable
 		return out
-	case !log.ValidName(g):
+	case !wire.ValidGroup(g):
 		out.ErrorCode = invalidGroupID
 		return out
 	}
-	part := func(p int32, off *int64, code int16) kmsg.OffsetFetchResponseGroupTopicPartition {
+	part := func(p int32, off *int64, md string, code int16) kmsg.OffsetFetchResponseGroupTopicPartition {
 		rp := kmsg.NewOffsetFetchResponseGroupTopicPartition()
-		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p, -1, -1, kmsg.StringPtr(""), code
+		rp.Partition, rp.Offset, rp.LeaderEpoch, rp.Metadata, rp.ErrorCode = p, -1, -1, kmsg.StringPtr(md), code
 		if off != nil {
 			rp.Offset = *off
 		}
@@ -150,7 +191,7 @@ func (s *Server) fetchGroup(ctx context.Context, g string, topics []kmsg.OffsetF
 				out.Topics = append(out.Topics, t)
 			}
 			t := &out.Topics[len(out.Topics)-1]
-			t.Partitions = append(t.Partitions, part(p.Partition, p.Committed, 0))
+			t.Partitions = append(t.Partitions, part(p.Partition, p.Committed, p.Metadata, 0))
 		}
 		return out
 	}
@@ -159,14 +200,19 @@ func (s *Server) fetchGroup(ctx context.Context, g string, topics []kmsg.OffsetF
 		t.Topic = rt.Topic
 		for _, p := range rt.Partitions {
 			if _, code := s.topic(ctx, rt.Topic, p); code != 0 {
-				t.Partitions = append(t.Partitions, part(p, nil, code))
+				t.Partitions = append(t.Partitions, part(p, nil, "", code))
 				continue
 			}
-			off, err := s.cfg.Groups.Committed(ctx, g, rt.Topic, p)
+			pos, err := s.cfg.Groups.Position(ctx, g, rt.Topic, p)
 			if errors.Is(err, group.ErrNotFound) {
-				off, err = nil, nil
+				pos, err = nil, nil
 			}
-			t.Partitions = append(t.Partitions, part(p, off, errCode(err)))
+			var off *int64
+			md := ""
+			if pos != nil {
+				off, md = &pos.NextOffset, pos.Metadata
+			}
+			t.Partitions = append(t.Partitions, part(p, off, md, errCode(err)))
 		}
 		out.Topics = append(out.Topics, t)
 	}

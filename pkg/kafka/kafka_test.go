@@ -255,7 +255,7 @@ func TestTopicAdmin(t *testing.T) {
 		want    error
 	}{
 		{"admin", 1, nil, kerr.TopicAlreadyExists},
-		{"_connect-configs", 1, nil, kerr.InvalidTopicException},
+		{"..", 1, nil, kerr.InvalidTopicException},
 		{"compacted", 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")}, kerr.InvalidConfig},
 		{"forever", 1, map[string]*string{"retention.ms": kmsg.StringPtr("-1")}, kerr.InvalidConfig},
 		{"huge", 5000, nil, kerr.InvalidPartitions},
@@ -609,8 +609,9 @@ func TestSmokeBothBackends(t *testing.T) {
 
 // TestOffsetCommitFetch: offsets committed with kadm outside a group membership are the
 // group's Strata commits (and a Strata member's commit is what OffsetFetch answers);
-// such a commit may move backwards, is refused beyond the high watermark, with
-// metadata (which is not kept) and while the group has a live member.
+// such a commit may move backwards, keeps its metadata (OffsetFetch and Describe
+// return it), and is refused beyond the high watermark, with metadata over 4096
+// bytes, and while the group has a live member.
 func TestOffsetCommitFetch(t *testing.T) {
 	g := localGateway(t)
 	adm := kadm.NewClient(g.client(t))
@@ -658,15 +659,31 @@ func TestOffsetCommitFetch(t *testing.T) {
 	if err := commit(9, ""); !errors.Is(err, kerr.OffsetOutOfRange) {
 		t.Errorf("commit beyond the high watermark: %v", err)
 	}
-	if err := commit(2, "note"); !errors.Is(err, kerr.OffsetMetadataTooLarge) {
-		t.Errorf("commit with metadata: %v", err)
+	if err := commit(2, "note ä"); err != nil {
+		t.Fatalf("commit with metadata: %v", err)
+	}
+	if resp, err := adm.FetchOffsets(ctx, "billing"); err != nil {
+		t.Fatal(err)
+	} else if o, ok := resp.Lookup("orders", 0); !ok || o.At != 2 || o.Metadata != "note ä" {
+		t.Fatalf("fetched %+v after a commit with metadata", o)
+	}
+	if info, err := g.coord.Describe(ctx, "billing"); err != nil || len(info.Partitions) == 0 || info.Partitions[0].Metadata != "note ä" {
+		t.Fatalf("Strata's describe %+v (%v), want the metadata", info, err)
+	}
+	if err := commit(2, string(bytes.Repeat([]byte("m"), 4097))); !errors.Is(err, kerr.OffsetMetadataTooLarge) {
+		t.Errorf("commit with 4097 bytes of metadata: %v", err)
+	}
+	if err := commit(1, string(bytes.Repeat([]byte("m"), 4096))); err != nil {
+		t.Errorf("commit with 4096 bytes of metadata: %v", err)
 	}
 	lease, err := g.coord.Acquire(ctx, "billing", "orders", 1, "member-1", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := commit(3, ""); !errors.Is(err, kerr.UnknownMemberID) {
-		t.Errorf("commit while a member holds a lease: %v", err)
+	for _, md := range []string{"", "note"} {
+		if err := commit(3, md); !errors.Is(err, kerr.UnknownMemberID) {
+			t.Errorf("commit (metadata %q) while a member holds a lease: %v", md, err)
+		}
 	}
 	if err := g.coord.Commit(ctx, "billing", "orders", 1, "member-1", lease.Generation, 0); err != nil {
 		t.Fatal(err)

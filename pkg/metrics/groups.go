@@ -3,6 +3,7 @@ package metrics
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
@@ -97,6 +98,28 @@ func (g *Groups) Commit(ctx context.Context, grp, topic string, partition int32,
 	err := g.inner.Commit(ctx, grp, topic, partition, member, generation, nextOffset, completed...)
 	if errors.Is(err, group.ErrFenced) {
 		name, _, _ := store.ParseTopicRef(topic) // a lease's holder may name its incarnation
+		g.m.fencedCommits.WithLabelValues(grp, name).Inc()
+	}
+	return err
+}
+
+// CommitAt is Commit with options (group.Coordinator.CommitAt), counting fenced
+// commits; a wrapped coordinator without it takes only plain commits.
+func (g *Groups) CommitAt(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64, opts group.CommitOptions) error {
+	c, ok := g.inner.(interface {
+		CommitAt(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64, opts group.CommitOptions) error
+	})
+	var err error
+	switch {
+	case ok:
+		err = c.CommitAt(ctx, grp, topic, partition, member, generation, nextOffset, opts)
+	case opts.Metadata != "" || opts.AllowBackward:
+		return fmt.Errorf("%w: the coordinator keeps neither commit metadata nor backward commits", group.ErrInvalid)
+	default:
+		err = g.inner.Commit(ctx, grp, topic, partition, member, generation, nextOffset, opts.Completed...)
+	}
+	if errors.Is(err, group.ErrFenced) {
+		name, _, _ := store.ParseTopicRef(topic)
 		g.m.fencedCommits.WithLabelValues(grp, name).Inc()
 	}
 	return err

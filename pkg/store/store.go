@@ -805,7 +805,13 @@ type CommitRow struct {
 	NextOffset  int64
 	Generation  int64
 	CommittedAt time.Time
-	Metadata    string
+	// Metadata is the committer's string stored with the position (Kafka's OffsetCommit
+	// metadata; pkg/group bounds it), replaced by every commit.
+	Metadata string
+	// Backward, an input of Commit only (never stored, false on rows read back), lets
+	// the owner at its generation move the position below the committed one: a Kafka
+	// member's seek-and-commit. The fence applies as ever.
+	Backward bool
 	// Completed are runs of offsets above NextOffset the consumer has already handled
 	// (sorted, disjoint, non-empty; the coordinator checks them), stored with the commit
 	// so that a new owner skips them. A commit replaces them; a reset clears them.
@@ -858,8 +864,9 @@ type LeaseStore interface {
 	GetAssignment(ctx context.Context, group, topic string, partition int32) (Assignment, error)
 	// Commit must, atomically, check that the assignment's owner = member and its
 	// generation matches (else ErrFenced), and set the commit row's NextOffset only if
-	// nextOffset >= the current one (else ErrStaleCommit; equal is accepted). When both
-	// checks fail the error is ErrFenced: a fenced caller must learn it lost the lease.
+	// nextOffset >= the current one (else ErrStaleCommit; equal is accepted) or c.Backward
+	// asks to skip that check. When both checks fail the error is ErrFenced: a fenced
+	// caller must learn it lost the lease. Metadata is stored as given (none removes it).
 	// The row's Completed ranges must be stored as given, replacing the earlier ones
 	// (none given removes them), and GetCommit must return them in order.
 	Commit(ctx context.Context, c CommitRow, member string) error

@@ -1,17 +1,34 @@
 package wire
 
-import "regexp"
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+)
 
-// NamePattern is the pattern every topic and group name must match (docs/API.md,
-// "Names"; docs/openapi.yaml's Name schema): 1–200 characters, letters, digits, '.',
-// '_' and '-', starting with a letter or digit. Names never contain '/' or '#', which
-// the object key layout and the metadata tables' composite keys rely on.
-const NamePattern = `^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$`
+// NamePattern is the pattern every topic name must match (docs/API.md, "Names";
+// docs/openapi.yaml's Name schema), Kafka's topic rule: 1–249 characters, letters,
+// digits, '.', '_' and '-', any of them first ("_connect-configs"); "." and ".." are
+// refused besides (ValidName). Names never contain '/' or '#', which the object key
+// layout and the metadata tables' composite keys rely on.
+const NamePattern = `^[A-Za-z0-9._-]{1,249}$`
 
-// MaxNameLength is the longest topic or group name NamePattern admits.
-const MaxNameLength = 200
+// MaxNameLength is the longest topic name NamePattern admits (Kafka's 249).
+const MaxNameLength = 249
+
+// MaxGroupLength is the longest group id, in bytes (ValidGroup).
+const MaxGroupLength = 249
 
 var nameRE = regexp.MustCompile(NamePattern)
 
-// ValidName reports whether s is a valid topic or group name (it matches NamePattern).
-func ValidName(s string) bool { return nameRE.MatchString(s) }
+// ValidName reports whether s is a valid topic name: it matches NamePattern and is
+// neither "." nor "..", which would name a directory, not a topic, as a path segment.
+func ValidName(s string) bool { return nameRE.MatchString(s) && s != "." && s != ".." }
+
+// ValidGroup reports whether s is a valid consumer group id: any UTF-8 string of 1 to
+// MaxGroupLength bytes without NUL, as Kafka's group ids are ('#', '/', spaces and
+// non-ASCII letters included). Every store escapes a group in the keys it builds from
+// it, and routes carry it percent-encoded.
+func ValidGroup(s string) bool {
+	return len(s) >= 1 && len(s) <= MaxGroupLength && utf8.ValidString(s) && !strings.Contains(s, "\x00")
+}

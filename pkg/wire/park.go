@@ -16,8 +16,8 @@ const (
 const ParkingTopicSuffix = ".parked"
 
 // MaxParkingGroupName is the longest group name that can park (a topic name is at most
-// 200 characters).
-const MaxParkingGroupName = 200 - len(ParkingTopicSuffix)
+// MaxNameLength characters); such a group also needs a name of topic characters.
+const MaxParkingGroupName = MaxNameLength - len(ParkingTopicSuffix)
 
 // MaxParkedKey bounds the key a consumer parks; a record with a longer key (or none)
 // is dead-lettered instead.

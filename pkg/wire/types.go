@@ -171,11 +171,23 @@ type Commit struct {
 	Completed []OffsetRange `json:"completed,omitempty"`
 	// Incarnation is the lease's (Lease.Incarnation); absent: the live one.
 	Incarnation string `json:"incarnation,omitempty"`
+	// Metadata is stored with the position (at most MaxCommitMetadata bytes), as
+	// Kafka's OffsetCommit metadata; absent stores none.
+	Metadata string `json:"metadata,omitempty"`
+	// AllowBackward accepts a NextOffset below the committed one from the owner at its
+	// generation (a seek-and-commit); without it such a commit is 409 stale_commit.
+	AllowBackward bool `json:"allow_backward,omitempty"`
 }
+
+// MaxCommitMetadata bounds a commit's metadata, in bytes (Kafka's default
+// offset.metadata.max.bytes).
+const MaxCommitMetadata = 4096
 
 // CommitResponse is a JSON shape of the contract.
 type CommitResponse struct {
 	CommittedOffset int64 `json:"committed_offset"`
+	// Metadata is the metadata stored with the commit (absent when none).
+	Metadata string `json:"metadata,omitempty"`
 }
 
 // Group is a JSON shape of the contract.
@@ -202,6 +214,9 @@ type GroupPartition struct {
 	Owner            *string `json:"owner"`
 	Generation       int64   `json:"generation"`
 	LeaseExpiresAtMs *int64  `json:"lease_expires_at_ms"`
+	// Metadata is the metadata the last commit stored with the position (absent when
+	// none).
+	Metadata string `json:"metadata,omitempty"`
 }
 
 // ResetResponse is a JSON shape of the contract.

@@ -21,12 +21,29 @@ func avN(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
 }
 
-// Composite key values (docs/DESIGN.md §3). Topic and group names cannot contain '#'
-// (API.md: [A-Za-z0-9][A-Za-z0-9._-]*), and in "key#partition" the partition is the
-// decimal number after the last '#', so every composite value names one row.
+// Composite key values (docs/DESIGN.md §3). Topic names cannot contain '#' (API.md:
+// [A-Za-z0-9._-]{1,249}), a group id may hold any character but NUL, so gtKey escapes
+// it (escapeGroup) and its first '#' ends the group; in "key#partition" the partition
+// is the decimal number after the last '#'. Every composite value names one row.
 func tpKey(topic string, partition int32) string { return topic + "#" + strconv.Itoa(int(partition)) }
-func gtKey(group, topic string) string           { return group + "#" + topic }
+func gtKey(group, topic string) string           { return escapeGroup(group) + "#" + topic }
 func kpKey(key string, partition int32) string   { return key + "#" + strconv.Itoa(int(partition)) }
+
+// groupEscaper percent-encodes the two characters a group id's part of a composite key
+// must not hold raw: '#', the separator, and '%', the escape itself.
+var groupEscaper = strings.NewReplacer("%", "%25", "#", "%23")
+
+// escapeGroup is the group's part of a composite key: the id itself unless it holds '#'
+// or '%' (so every group of the earlier name rule, which had neither, keeps its rows),
+// else those two percent-encoded. It is injective and never holds '#'; its longest
+// value (a MaxGroupLength id of '#') keeps "group#topic#incarnation" under DynamoDB's
+// 2048-byte partition key.
+func escapeGroup(group string) string {
+	if !strings.ContainsAny(group, "#%") {
+		return group
+	}
+	return groupEscaper.Replace(group)
+}
 
 // setTime stores t as epoch milliseconds under name; the zero time is stored as absence.
 func setTime(it item, name string, t time.Time) {

@@ -183,7 +183,8 @@ func (s *MetaStore) GetAssignment(ctx context.Context, group, topic string, part
 
 // Commit is one transaction: a ConditionCheck that member owns the assignment at
 // c.Generation, and an update of the commit row if c.NextOffset is not below the stored
-// one. The cancellation reasons tell which failed; fencing is reported first.
+// one (any offset when c.Backward). The cancellation reasons tell which failed; fencing
+// is reported first.
 func (s *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string) error {
 	op := fmt.Sprintf("commit %s/%s/%d at %d for %q generation %d", c.Group, c.Topic, c.Partition, c.NextOffset, member, c.Generation)
 	set := []string{"#no = :o", "#gen = :g", "#group = :group", "#topic = :topic"}
@@ -212,6 +213,12 @@ func (s *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string
 	if len(remove) > 0 {
 		update += " REMOVE " + strings.Join(remove, ", ")
 	}
+	// A backward commit keeps the condition's form (always true), so the cancellation
+	// reasons read alike.
+	cond := "attribute_not_exists(#no) OR #no <= :o"
+	if c.Backward {
+		cond = "attribute_not_exists(#no) OR #no <= :o OR #no > :o"
+	}
 	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{
 			s.ownerCheck(c.Group, c.Topic, c.Partition, member, c.Generation),
@@ -219,7 +226,7 @@ func (s *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string
 				TableName:                 aws.String(s.commits),
 				Key:                       gtpKey(c.Group, c.Topic, c.Partition),
 				UpdateExpression:          aws.String(update),
-				ConditionExpression:       aws.String("attribute_not_exists(#no) OR #no <= :o"),
+				ConditionExpression:       aws.String(cond),
 				ExpressionAttributeNames:  names,
 				ExpressionAttributeValues: values,
 			}},

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // avBytes is a value's size as DynamoDB bills it: a string its UTF-8 length, a number
@@ -96,13 +97,13 @@ func TestFenceSize(t *testing.T) {
 }
 
 // TestFencedTopicItemBound is the largest the fences can make a topic item: store.MaxFences
-// keys of the longest scoped key (a principal's scope, a 200-character name, a
+// keys of the longest scoped key (a principal's scope, a 249-character name, a
 // 64-character incarnation, a 128-character Idempotency-Key), each of an owner of
 // store.MaxFenceOwner bytes with all store.MaxFenceAttempts attempts fenced. It must
 // stay well below DynamoDB's 400 KB item limit, or a full topic could no longer commit.
 func TestFencedTopicItemBound(t *testing.T) {
 	it := item{}
-	key := "@" + strings.Repeat("f", 16) + "#" + strings.Repeat("n", 200) + "#" + strings.Repeat("i", 64) + "#" + strings.Repeat("k", 128)
+	key := "@" + strings.Repeat("f", 16) + "#" + strings.Repeat("n", wire.MaxNameLength) + "#" + strings.Repeat("i", 64) + "#" + strings.Repeat("k", 128)
 	for i := range store.MaxFences {
 		f := store.RequestFence{Key: fmt.Sprintf("%s%03d", key[:len(key)-3], i), Owner: strings.Repeat("o", store.MaxFenceOwner),
 			Attempt: store.MaxFenceAttempts, At: time.UnixMilli(1796092200123)}

@@ -424,7 +424,7 @@ func (m *MetaStore) GetAssignment(ctx context.Context, group, topic string, part
 }
 
 // Commit stores c if member owns the lease at c.Generation (else ErrFenced) and
-// c.NextOffset is not below the committed one (else ErrStaleCommit).
+// c.NextOffset is not below the committed one unless c.Backward (else ErrStaleCommit).
 func (m *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string) error {
 	return m.update(ctx, func(tx *bolt.Tx) error {
 		if _, err := ownedLease(tx, c.Group, c.Topic, c.Partition, member, c.Generation); err != nil {
@@ -435,7 +435,7 @@ func (m *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string
 		if err != nil {
 			return err
 		}
-		if ok && c.NextOffset < cur.NextOffset {
+		if ok && !c.Backward && c.NextOffset < cur.NextOffset {
 			return fmt.Errorf("local: commit %s/%s/%d: offset %d below committed %d: %w",
 				c.Group, c.Topic, c.Partition, c.NextOffset, cur.NextOffset, store.ErrStaleCommit)
 		}

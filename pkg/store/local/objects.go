@@ -5,6 +5,8 @@ package local
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -48,7 +50,35 @@ const (
 	// maxKeyLen matches S3's limit; maxSegmentLen keeps prefixed names within NAME_MAX.
 	maxKeyLen     = 1024
 	maxSegmentLen = 255 - len(filePrefix)
+	// longPrefix names a directory whose encoded segment is too long for one on-disk
+	// name (a 249-character topic name of capitals encodes to 498 bytes): the prefix,
+	// the encoding's first longHead bytes, '~' and 64 hex digits of SHA-256 of the
+	// segment, which is kept in the directory's nameFile for List to read back.
+	longPrefix = "h_"
+	longHead   = 150
+	nameFile   = "n_segment"
 )
+
+// dirName is the on-disk name of the directory of key segment seg: dirPrefix and its
+// encoding, or the long form (longPrefix) when that passes NAME_MAX.
+func dirName(seg string) string {
+	enc := encodeSegment(seg)
+	if len(dirPrefix)+len(enc) <= 255 {
+		return dirPrefix + enc
+	}
+	sum := sha256.Sum256([]byte(seg))
+	return longPrefix + enc[:longHead] + "~" + hex.EncodeToString(sum[:])
+}
+
+// longSegment reads the segment a long-form directory holds; ok is false when its name
+// file is missing or is not the segment the name's hash says.
+func longSegment(dir, name string) (string, bool) {
+	b, err := os.ReadFile(filepath.Join(dir, name, nameFile))
+	if err != nil || dirName(string(b)) != name {
+		return "", false
+	}
+	return string(b), true
+}
 
 // encodeSegment maps a key segment to an on-disk name injectively and without upper-case
 // letters: lower-case letters, digits, '.', '-' and '_' stay; an upper-case letter
@@ -364,7 +394,7 @@ func (s *ObjectStore) List(ctx context.Context, prefix string, fn func(store.Obj
 			if validSegment(seg) != nil {
 				return nil // no valid key has this prefix
 			}
-			dir = filepath.Join(dir, dirPrefix+encodeSegment(seg))
+			dir = filepath.Join(dir, dirName(seg))
 		}
 	}
 	return s.walk(ctx, dir, dirPart, rest, fn)
@@ -397,6 +427,10 @@ func (s *ObjectStore) walk(ctx context.Context, dir, keyPrefix, filter string, f
 		case strings.HasPrefix(name, dirPrefix) && e.IsDir():
 			c = child{entry: e}
 			c.seg, ok = decodeSegment(name[len(dirPrefix):])
+			c.sortKey = c.seg + "/"
+		case strings.HasPrefix(name, longPrefix) && e.IsDir():
+			c = child{entry: e}
+			c.seg, ok = longSegment(dir, name)
 			c.sortKey = c.seg + "/"
 		}
 		if !ok {
@@ -440,7 +474,7 @@ func (s *ObjectStore) filePath(key string) (string, error) {
 	parts := make([]string, 0, len(segs)+1)
 	parts = append(parts, s.root)
 	for _, seg := range segs[:len(segs)-1] {
-		parts = append(parts, dirPrefix+encodeSegment(seg))
+		parts = append(parts, dirName(seg))
 	}
 	parts = append(parts, filePrefix+encodeSegment(segs[len(segs)-1]))
 	return filepath.Join(parts...), nil
@@ -451,10 +485,16 @@ func (s *ObjectStore) filePath(key string) (string, error) {
 func (s *ObjectStore) ensureDir(segs []string) (string, error) {
 	cur := s.root
 	for _, seg := range segs {
-		next := filepath.Join(cur, dirPrefix+encodeSegment(seg))
+		name := dirName(seg)
+		next := filepath.Join(cur, name)
 		if _, ok := s.durableDirs.Load(next); !ok {
 			if err := os.Mkdir(next, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 				return "", err
+			}
+			if strings.HasPrefix(name, longPrefix) {
+				if err := nameLongDir(cur, name, seg); err != nil {
+					return "", err
+				}
 			}
 			// Synced even when it already existed: its creator may not have synced yet.
 			if err := syncDir(cur); err != nil {
@@ -484,7 +524,31 @@ func splitKey(key string) ([]string, error) {
 			return nil, fmt.Errorf("%w: %q: %w", ErrInvalidKey, key, err)
 		}
 	}
+	// A directory's segment of any length has a name (dirName); a file's must fit one.
+	if last := segs[len(segs)-1]; len(encodeSegment(last)) > maxSegmentLen {
+		return nil, fmt.Errorf("%w: %q: last segment of %d bytes on disk, longer than %d", ErrInvalidKey, key, len(encodeSegment(last)), maxSegmentLen)
+	}
 	return segs, nil
+}
+
+// nameLongDir makes the long-form directory name under parent hold seg in its name
+// file (written to a temporary file, fsync'd, renamed, the directory fsync'd), unless
+// it already holds it: a crash between the directory and its name leaves a directory
+// List skips, and the next put into it names it.
+func nameLongDir(parent, name, seg string) error {
+	dir := filepath.Join(parent, name)
+	if got, ok := longSegment(parent, name); ok && got == seg {
+		return nil
+	}
+	tmp, err := writeTemp(dir, []byte(seg))
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, nameFile)); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return syncDir(dir)
 }
 
 func validSegment(seg string) error {
@@ -495,8 +559,6 @@ func validSegment(seg string) error {
 		return fmt.Errorf("segment %q", seg)
 	case len(seg) > maxSegmentLen:
 		return fmt.Errorf("segment of %d bytes, longer than %d", len(seg), maxSegmentLen)
-	case len(encodeSegment(seg)) > maxSegmentLen:
-		return fmt.Errorf("segment of %d bytes on disk, longer than %d", len(encodeSegment(seg)), maxSegmentLen)
 	case strings.IndexByte(seg, 0) >= 0:
 		return errors.New("NUL byte")
 	}

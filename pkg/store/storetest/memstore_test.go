@@ -619,6 +619,12 @@ func (s *memStore) gtp(group, topic string, partition int32) gtp {
 	if s.bug == "LeaseKeyIgnoresIncarnation" {
 		topic, _ = store.SplitTopicID(topic)
 	}
+	if s.bug == "GroupKeyJoinedByHash" {
+		// A naive "group#topic" key: (g#a, t) and (g, a#t) are one row.
+		joined := group + "#" + topic
+		i := strings.IndexByte(joined, '#')
+		group, topic = joined[:i], joined[i+1:]
+	}
 	return gtp{group, topic, partition}
 }
 
@@ -701,8 +707,12 @@ func (s *memStore) Commit(_ context.Context, c store.CommitRow, member string) e
 	if fenced {
 		return store.ErrFenced
 	}
-	if ok && (c.NextOffset < old.NextOffset || (c.NextOffset == old.NextOffset && s.bug == "CommitEqualIsStale")) {
+	backward := c.Backward && s.bug != "CommitBackwardRefused"
+	if ok && !backward && (c.NextOffset < old.NextOffset || (c.NextOffset == old.NextOffset && s.bug == "CommitEqualIsStale")) {
 		return store.ErrStaleCommit
+	}
+	if s.bug != "CommitStoresBackward" {
+		c.Backward = false
 	}
 	c.CommittedAt = s.storeTime(c.CommittedAt)
 	if s.bug == "CommitKeepsCompleted" && len(c.Completed) == 0 {

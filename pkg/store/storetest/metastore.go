@@ -66,7 +66,10 @@ func metaStoreSections() []section[store.MetaStore] {
 			{"ResetAfterExpiryOrRelease", testResetAllowed},
 			{"ResetFencesLapsedOwner", testResetFences},
 			{"ListOrderedAndIsolated", testListAssignmentsCommits},
+			{"BackwardByOwnerOnly", testCommitBackward},
+			{"MetadataRoundTrip", testCommitMetadata},
 		}},
+		{"Names", nameCases()},
 		{"Groups", []testCase[store.MetaStore]{
 			{"EnsureIdempotent", testEnsureGroup},
 			{"GetUnknown", testGroupUnknown},

@@ -23,6 +23,7 @@ func objectStoreSections() []section[store.ObjectStore] {
 			{"GetMissing", testGetMissing},
 			{"DeleteIdempotent", testDelete},
 			{"ListPrefixInKeyOrder", testListPrefixOrder},
+			{"SegmentKeysOfLongestNames", testLongestNameKeys},
 			{"ListStopsAtCallbackError", testListStops},
 			{"ConcurrentPutOneWins", testConcurrentPut},
 		},
@@ -270,5 +271,38 @@ func testConcurrentPut(ctx context.Context, t *testing.T, b store.ObjectStore) {
 	got := listKeys(ctx, t, b, key)
 	if want := (store.ObjectInfo{Key: key, Size: int64(len(datas[winner]))}); len(got) != 1 || got[0] != want {
 		t.Fatalf("List after the race = %+v, want only %+v", got, want)
+	}
+}
+
+// testLongestNameKeys: segment object keys of the longest topic names (249 characters,
+// all capitals, or differing from another only in case) are stored, read, listed in
+// key order and deleted like any other; on a disk that folds case they stay apart.
+func testLongestNameKeys(ctx context.Context, t *testing.T, b store.ObjectStore) {
+	p := keyPrefix(t) + "v1/"
+	upper := strings.Repeat("A", 249)
+	names := []string{upper, strings.Repeat("A", 248) + "B", strings.Repeat("a", 249), "_" + strings.Repeat("Ab", 124), "short"}
+	var keys []string
+	for i, n := range names {
+		k := p + n + "/tc" + strings.Repeat("z", 62) + "/01JDX0000000000000000000" + fmt.Sprintf("%02d", i)
+		keys = append(keys, k)
+		putObject(ctx, t, b, k, pattern(10+i, byte(i)))
+	}
+	for i, k := range keys {
+		wantObject(ctx, t, b, k, pattern(10+i, byte(i)))
+	}
+	sorted := slices.Sorted(slices.Values(keys))
+	var want []store.ObjectInfo
+	for _, k := range sorted {
+		want = append(want, store.ObjectInfo{Key: k, Size: int64(10 + slices.Index(keys, k))})
+	}
+	if got := listKeys(ctx, t, b, p); !slices.Equal(got, want) {
+		t.Fatalf("List(%q):\n got  %+v\n want %+v", p, got, want)
+	}
+	if got := listKeys(ctx, t, b, p+upper+"/"); len(got) != 1 || got[0].Key != keys[0] {
+		t.Fatalf("List of one long name's prefix = %+v, want only %q", got, keys[0])
+	}
+	must(t, "Delete", b.Delete(ctx, keys[0]))
+	if got := listKeys(ctx, t, b, p); len(got) != len(keys)-1 {
+		t.Fatalf("List after Delete = %+v, want %d keys", got, len(keys)-1)
 	}
 }

@@ -111,7 +111,7 @@ func runSections[S comparable](t *testing.T, group string, newHarness HarnessMak
 
 var nameUnsafe = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-// UniqueName returns a name valid as a topic or group name ([A-Za-z0-9][A-Za-z0-9._-]*),
+// UniqueName returns a name valid as a topic or group name (letters, digits, "._-"),
 // made of kind, the test's own name and random hex, so tests sharing tables never meet.
 func UniqueName(t testing.TB, kind string) string {
 	t.Helper()
