@@ -191,7 +191,7 @@ func TestSASLPlainGrants(t *testing.T) {
 
 		commit := func(grp string) map[string]int16 {
 			oc := kmsg.NewPtrOffsetCommitRequest()
-			oc.SetVersion(8)
+			oc.SetVersion(6)
 			oc.Group, oc.Generation = grp, -1
 			oc.Topics = []kmsg.OffsetCommitRequestTopic{
 				{Topic: "orders", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 1}}},

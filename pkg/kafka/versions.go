@@ -46,14 +46,14 @@ var APIs = []apiRange{
 	{1, 4, 12}, // Fetch (v13 addresses topics by id)
 	{2, 1, 6},  // ListOffsets (v7 asks for the max timestamp)
 	{3, 0, 12}, // Metadata
-	{8, 2, 8},  // OffsetCommit (v9 is KIP-848's member epoch, v10 topic ids)
+	{8, 2, 6},  // OffsetCommit (v7 adds group.instance.id: static membership)
 	{9, 1, 8},  // OffsetFetch (likewise)
 	{10, 0, 4}, // FindCoordinator (v5 is transactions v2, v6 share groups)
-	{11, 0, 9}, // JoinGroup (classic protocol; a group.instance.id is refused)
-	{12, 0, 4}, // Heartbeat
-	{13, 0, 5}, // LeaveGroup
-	{14, 0, 5}, // SyncGroup
-	{15, 0, 5}, // DescribeGroups (v6 answers an unknown group with an error)
+	{11, 0, 4}, // JoinGroup (classic protocol; v5 adds group.instance.id: static membership)
+	{12, 0, 2}, // Heartbeat (v3 adds group.instance.id)
+	{13, 0, 2}, // LeaveGroup (v3 leaves by group.instance.id)
+	{14, 0, 2}, // SyncGroup (v3 adds group.instance.id)
+	{15, 0, 3}, // DescribeGroups (v4 answers members' group.instance.id)
 	{16, 0, 4}, // ListGroups (v5 filters by group type, KIP-848)
 	{18, 0, 4}, // ApiVersions
 	{19, 2, 7}, // CreateTopics
