@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/dispatch"
 	"github.com/stratalog/strata/pkg/lambdafn"
 	"github.com/stratalog/strata/pkg/metrics/emf"
 	"github.com/stratalog/strata/pkg/node"
@@ -130,4 +131,59 @@ func TestAPIMetricLinesPerAppend(t *testing.T) {
 	t.Logf("per observation: %.1f lines, %.0f bytes per append request", float64(l1-l0)/n, float64(b1-b0)/n)
 	t.Logf("aggregated: 1 line of %d bytes for %d append requests in one interval: %.4f lines, %.1f bytes per append request",
 		len(last)+1, n, 1/float64(n), float64(len(last)+1)/float64(n))
+}
+
+// TestDispatchAndRetentionFlushAggregatedMetrics: with the aggregating sink the mains
+// use, stream batches within an interval write nothing; the scheduled sweep writes what
+// they and it observed, summed; a retention pass writes its metrics as it ends, in one
+// line (two, a line per observation).
+func TestDispatchAndRetentionFlushAggregatedMetrics(t *testing.T) {
+	now := time.UnixMilli(1796092200000)
+	clock := func() time.Time { return now }
+	_, _, rt, _ := newDispatch(t, &materialized{})
+	inv := &recorder{}
+	d, err := dispatch.New(dispatch.Config{
+		Subscriptions: []deploy.Subscription{{Topic: "orders", Group: "billing", Function: "strata-consumer"}},
+		Leases:        rt.Meta(), Offsets: rt.Log(), Invoker: inv, Materializer: &materialized{},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out lockedBuffer
+	h := lambdafn.NewDispatch(d, lambdafn.DecodeSequencerImage, emf.NewAggregated(&out, deploy.MetricsNamespace, clock, emf.DefaultFlushInterval))
+	var invocations float64
+	for range 3 {
+		invocations += float64(dispatchFixture(t, h, "ddb-stream-sequencer.json").Stats.Invocations)
+		now = now.Add(time.Second)
+	}
+	if lines, _ := out.stats(); lines != 0 {
+		t.Fatalf("%d lines from stream batches within the interval:\n%s", lines, out.String())
+	}
+	invocations += float64(dispatchFixture(t, h, "scheduled-event.json").Stats.Invocations)
+	lines, _ := out.stats()
+	if lines == 0 || lines > 2 { // {trigger=stream}, {trigger=schedule} share a line unless they conflict
+		t.Fatalf("%d lines after the sweep:\n%s", lines, out.String())
+	}
+	var sum float64
+	for _, line := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		var doc map[string]any
+		if err := json.Unmarshal([]byte(line), &doc); err != nil {
+			t.Fatal(err)
+		}
+		v, _ := doc[emf.DispatchInvocations].(float64)
+		sum += v
+	}
+	if sum != invocations || invocations == 0 {
+		t.Fatalf("%s sums to %v over the lines, want %v", emf.DispatchInvocations, sum, invocations)
+	}
+
+	var ret lockedBuffer
+	r := lambdafn.NewRetention(rt.RunRetention, emf.NewAggregated(&ret, deploy.MetricsNamespace, clock, emf.DefaultFlushInterval))
+	if _, err := r.Invoke(context.Background(), fixture(t, "scheduled-event.json")); err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if lines, _ := ret.stats(); lines != 1 || json.Unmarshal([]byte(ret.String()), &doc) != nil || doc[emf.RetentionRuns] != 1.0 {
+		t.Fatalf("retention pass wrote %d lines:\n%s", lines, ret.String())
+	}
 }
