@@ -146,8 +146,8 @@ func (d *distribution) coarsen() {
 	d.buckets = merged
 }
 
-// histogram is the EMF value of a distribution: Values ascending (each bucket's mean),
-// their Counts, and the exact statistics.
+// histogram is the EMF value of a distribution: Values strictly ascending (each
+// bucket's mean), their Counts, and the exact statistics.
 type histogram struct {
 	Values []float64 `json:"Values"`
 	Counts []int64   `json:"Counts"`
@@ -178,6 +178,10 @@ func (d *distribution) histogram() histogram {
 		// a mean rounded past the exact extremes is kept inside them.
 		v, _ := strconv.ParseFloat(strconv.FormatFloat(mean(b), 'g', 6, 64), 64)
 		v = min(max(v, d.min), d.max)
+		if n := len(h.Values); n > 0 && h.Values[n-1] == v {
+			h.Counts[n-1] += b.n // neighbours across a boundary, equal once rounded
+			continue
+		}
 		h.Values = append(h.Values, v)
 		h.Counts = append(h.Counts, b.n)
 	}

@@ -117,8 +117,9 @@ func collect(t tb, lines []emfLine) map[string]*series {
 					if len(h.Values) > emf.MaxValues || len(h.Values) != len(h.Counts) || len(h.Values) == 0 {
 						t.Fatalf("%s: %d values, %d counts", key, len(h.Values), len(h.Counts))
 					}
-					if !slices.IsSorted(h.Values) || h.Values[0] < h.Min || h.Values[len(h.Values)-1] > h.Max {
-						t.Fatalf("%s: values %v not ascending within [%v, %v]", key, h.Values, h.Min, h.Max)
+					strictly := slices.IsSorted(h.Values) && len(slices.Compact(slices.Clone(h.Values))) == len(h.Values)
+					if !strictly || h.Values[0] < h.Min || h.Values[len(h.Values)-1] > h.Max {
+						t.Fatalf("%s: values %v not strictly ascending within [%v, %v]", key, h.Values, h.Min, h.Max)
 					}
 					var c int64
 					for i, v := range h.Values {
@@ -356,4 +357,21 @@ func TestAggregationPreservesSumsAcrossAnySplit(t *testing.T) {
 			rt.Fatalf("%d series, want %d", len(got), len(wants))
 		}
 	})
+}
+
+// TestAggregatedValuesAreDistinct: values either side of a bucket boundary, closer than
+// the line's six significant digits, are one value of the line with both counts, not the
+// same value twice.
+func TestAggregatedValuesAreDistinct(t *testing.T) {
+	var buf bytes.Buffer
+	s := emf.NewAggregated(&buf, "Strata", newClock().Now, time.Minute)
+	boundary := math.Pow(1.02, -100) // a bucket boundary: 1.02^k
+	for _, v := range []float64{boundary * (1 - 1e-9), boundary * (1 + 1e-9), 0.5} {
+		s.Emit(nil, emf.Metric{Name: emf.AppendAckLatency, Unit: emf.UnitSeconds, Value: v})
+	}
+	s.Flush()
+	got := collect(t, decodeLines(t, buf.String()))[emf.AppendAckLatency+"{}"]
+	if got == nil || got.count != 3 || len(got.values) != 2 {
+		t.Fatalf("%+v, want 3 observations as 2 values", got)
+	}
 }
