@@ -4,8 +4,12 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -96,4 +100,55 @@ func TestAPIMetricsAggregatedPerEnvironment(t *testing.T) {
 			t.Errorf("%s not emitted with dimensions %v (%v)", deploy.MetricAppendLatency, want, latencyDims)
 		}
 	}
+}
+
+// TestAPIMetricsFlushedOnSIGTERM: what the api function holds is written when Lambda
+// shuts its environment down (SIGTERM, which the function receives because it registers
+// an internal extension), before the interval passed.
+func TestAPIMetricsFlushedOnSIGTERM(t *testing.T) {
+	d := newDeployment(t)
+	api := startRIE(t, "api", d.env())
+	call(t, api, 201, httpEvent(t, "POST", "/v1/topics", "", map[string]any{"name": "term", "partitions": 1}, nil), nil)
+	const n = 5
+	for i := range n {
+		body := map[string]any{"records": []map[string]any{{"value": base64.StdEncoding.EncodeToString(fmt.Appendf(nil, "v-%d", i))}}}
+		call(t, api, 200, httpEvent(t, "POST", "/v1/topics/term/records", "", body, nil), nil)
+	}
+	if strings.Contains(api.log.String(), `"_aws"`) {
+		t.Fatalf("EMF lines before the interval passed:\n%s", api.log.String())
+	}
+	pid := bootstrapPID(t, d.cfg.TablePrefix)
+	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if !api.logged(`"strata_records_appended_total":5`) {
+		t.Fatalf("no EMF line with the %d appends after SIGTERM:\n%s", n, api.log.String())
+	}
+}
+
+// bootstrapPID finds the api bootstrap this test's emulator runs: the process whose
+// environment names the test's table prefix and whose command is a bootstrap.
+func bootstrapPID(t *testing.T, tablePrefix string) int {
+	t.Helper()
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc: %v", err)
+	}
+	for _, e := range dirs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err1 := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		env, err2 := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		argv0, _, _ := strings.Cut(string(cmd), "\x00")
+		if filepath.Base(argv0) == "bootstrap" && strings.Contains(string(env), deploy.EnvTablePrefix+"="+tablePrefix+"\x00") {
+			return pid
+		}
+	}
+	t.Fatalf("no bootstrap process with %s=%s", deploy.EnvTablePrefix, tablePrefix)
+	return 0
 }
