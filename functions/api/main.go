@@ -30,16 +30,21 @@ func main() {
 	if err != nil {
 		fatal(logger, err)
 	}
+	sink := emf.NewAggregated(os.Stdout, cfg.Function.MetricsNamespace, nil, emf.DefaultFlushInterval)
 	rt, err := runtime.New(context.Background(), runtime.Config{
 		Node:   cfg,
 		Auth:   principals.Authorizer(),
-		Sink:   emf.New(os.Stdout, cfg.Function.MetricsNamespace, nil),
+		Sink:   sink,
 		Logger: logger,
 	})
 	if err != nil {
 		fatal(logger, err)
 	}
-	lambda.Start(lambdafn.NewAPI(rt.Handler(), principals))
+	// Metrics are aggregated per environment and written every interval, at the end of
+	// the invocation that finds it passed, and at shutdown (SIGTERM, which Lambda sends
+	// a Go runtime once it registers an extension; WithEnableSIGTERM registers one).
+	lambda.StartWithOptions(lambdafn.NewAPI(rt.Handler(), principals).WithMetrics(sink),
+		lambda.WithEnableSIGTERM(sink.Flush))
 }
 
 func fatal(logger *slog.Logger, err error) {

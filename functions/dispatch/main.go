@@ -57,6 +57,8 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	h := lambdafn.NewDispatch(d, lambdafn.DecodeSequencerImage, emf.New(os.Stdout, cfg.Function.MetricsNamespace, nil))
-	lambda.Start(h.WithHealth(n.Coordinator()))
+	// Metrics are aggregated per environment (functions/api says when they are written).
+	sink := emf.NewAggregated(os.Stdout, cfg.Function.MetricsNamespace, nil, emf.DefaultFlushInterval)
+	h := lambdafn.NewDispatch(d, lambdafn.DecodeSequencerImage, sink)
+	lambda.StartWithOptions(h.WithHealth(n.Coordinator()), lambda.WithEnableSIGTERM(sink.Flush))
 }

@@ -31,5 +31,7 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	lambda.Start(lambdafn.NewRetention(n.RunScheduledPass, emf.New(os.Stdout, cfg.Function.MetricsNamespace, nil)))
+	// A pass's metrics share one aggregated line, written as the pass ends.
+	sink := emf.NewAggregated(os.Stdout, cfg.Function.MetricsNamespace, nil, emf.DefaultFlushInterval)
+	lambda.Start(lambdafn.NewRetention(n.RunScheduledPass, sink))
 }

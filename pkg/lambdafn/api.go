@@ -25,6 +25,7 @@ import (
 
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/httpapi"
+	"github.com/stratalog/strata/pkg/metrics/emf"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/wire"
 )
@@ -34,6 +35,15 @@ import (
 type API struct {
 	adapter    *httpadapter.HandlerAdapterV2
 	principals *Principals
+	metrics    *emf.Sink
+}
+
+// WithMetrics makes every invocation end with metrics.FlushIfDue: the handler's
+// aggregating sink (emf.NewAggregated) writes what it holds once an interval has
+// passed, and never more than an interval waits in an environment Lambda freezes.
+func (a *API) WithMetrics(metrics *emf.Sink) *API {
+	a.metrics = metrics
+	return a
 }
 
 // NewAPI wraps h. With principals (grants configured), h must have been built with
@@ -79,6 +89,9 @@ func (a *API) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		return nil, errors.New("lambdafn: not an API Gateway HTTP API event (payload format 2.0)")
 	}
 	resp := a.Serve(ctx, req)
+	if a.metrics != nil {
+		a.metrics.FlushIfDue()
+	}
 	out, err := json.Marshal(resp)
 	if err != nil {
 		return nil, fmt.Errorf("lambdafn: encode response: %w", err)

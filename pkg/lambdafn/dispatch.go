@@ -44,7 +44,9 @@ func (x *Dispatch) WithHealth(groups dispatch.Groups) *Dispatch {
 	return x
 }
 
-// NewDispatch returns the handler; metrics may be nil.
+// NewDispatch returns the handler; metrics may be nil. With an aggregating sink
+// (emf.NewAggregated) a stream batch's invocation ends with FlushIfDue and a scheduled
+// sweep's with Flush, so the subscriptions' health reaches the alarms each sweep.
 func NewDispatch(d *dispatch.Dispatcher, decode DecodeCommit, metrics *emf.Sink) *Dispatch {
 	return &Dispatch{d: d, decode: decode, metrics: metrics}
 }
@@ -73,6 +75,9 @@ func (x *Dispatch) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		res.Trigger = "stream"
 		res.Stats, err = x.d.HandleCommits(ctx, commits)
 		x.emit(res)
+		if x.metrics != nil {
+			x.metrics.FlushIfDue()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -81,6 +86,9 @@ func (x *Dispatch) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		res.Stats, err = x.d.Sweep(ctx)
 		x.emit(res)
 		x.emitHealth(ctx)
+		if x.metrics != nil {
+			x.metrics.Flush()
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -177,7 +185,7 @@ type Retention struct {
 }
 
 // NewRetention returns the handler over run (runtime.Runtime.RunRetention); metrics
-// may be nil.
+// may be nil. Each pass's metrics are flushed as it ends (an aggregating sink's too).
 func NewRetention(run func(context.Context) (retention.Stats, error), metrics *emf.Sink) *Retention {
 	return &Retention{run: run, metrics: metrics}
 }
@@ -194,6 +202,7 @@ func (x *Retention) Invoke(ctx context.Context, payload []byte) ([]byte, error) 
 	st, err := x.run(ctx)
 	if x.metrics != nil {
 		x.metrics.RetentionRun(st, err)
+		x.metrics.Flush()
 	}
 	if err != nil {
 		return nil, err

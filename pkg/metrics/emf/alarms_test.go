@@ -16,19 +16,32 @@ import (
 
 // TestAlarmedMetricsEmittedAsTheStackReadsThem: the metrics the stack's alarms read
 // (pkg/deploy's names, the dimension sets infra/strata's alarms use) are what the sink
-// writes. Before, the alarms read the names without "strata_" and append latency without
-// dimensions while the sink emitted it per topic only, so those alarms never had data.
+// writes, a line per observation or aggregated (what the functions write). Before, the
+// alarms read the names without "strata_" and append latency without dimensions while
+// the sink emitted it per topic only, so those alarms never had data.
 func TestAlarmedMetricsEmittedAsTheStackReadsThem(t *testing.T) {
-	var buf bytes.Buffer
-	s := emf.New(&buf, deploy.MetricsNamespace, func() time.Time { return time.UnixMilli(1e12) })
-	s.Appended("orders", 3, 300, 40*time.Millisecond)
-	s.ConsumerRun("billing", "orders", consumer.Stats{Handled: 5, DeadLettered: 1})
-	toLoss, parked := 600.0, int64(2)
-	s.SubscriptionHealth(dispatch.GroupHealth{Group: "billing", Topic: "orders", LagSeconds: 30, SecondsToDataLoss: &toLoss, ParkedKeys: &parked})
+	clock := func() time.Time { return time.UnixMilli(1e12) }
+	for _, aggregated := range []bool{false, true} {
+		var buf bytes.Buffer
+		s := emf.New(&buf, deploy.MetricsNamespace, clock)
+		if aggregated {
+			s = emf.NewAggregated(&buf, deploy.MetricsNamespace, clock, emf.DefaultFlushInterval)
+		}
+		s.Appended("orders", 3, 300, 40*time.Millisecond)
+		s.ConsumerRun("billing", "orders", consumer.Stats{Handled: 5, DeadLettered: 1})
+		toLoss, parked := 600.0, int64(2)
+		s.SubscriptionHealth(dispatch.GroupHealth{Group: "billing", Topic: "orders", LagSeconds: 30, SecondsToDataLoss: &toLoss, ParkedKeys: &parked})
+		s.Flush()
+		checkAlarmedMetrics(t, buf.String())
+	}
+}
+
+func checkAlarmedMetrics(t *testing.T, out string) {
+	t.Helper()
 
 	// dims[metric] lists the dimension sets under which a metric is emitted.
 	dims := map[string][][]string{}
-	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
 		var doc struct {
 			AWS struct {
 				CloudWatchMetrics []struct {

@@ -1,6 +1,9 @@
-// Package emf writes Strata's metrics in CloudWatch embedded metric format: one JSON log
-// line per observation on the function's standard output, which CloudWatch Logs turns
-// into metrics with no API call (docs/DESIGN.md §5). Metric names and dimensions are the
+// Package emf writes Strata's metrics in CloudWatch embedded metric format: JSON log
+// lines on the function's standard output, which CloudWatch Logs turns into metrics with
+// no API call (docs/DESIGN.md §5). A sink from New writes one line per observation; one
+// from NewAggregated sums counters and keeps distributions per dimension set, and writes
+// them as a few lines an interval (the functions use it, so a busy environment pays for
+// a line per interval rather than per request). Metric names and dimensions are the
 // Prometheus ones of pkg/metrics (strata_records_appended_total by topic, ...), so one
 // dashboard reads either; the functions' own counters (dispatch) are added beside them.
 package emf
@@ -32,22 +35,67 @@ type Metric struct {
 	Value float64
 }
 
-// Sink writes EMF lines to W. It is safe for concurrent use; each observation is one
-// Write of one line, so lines from concurrent callers never interleave.
+// Sink writes EMF lines to W. It is safe for concurrent use; each line is one Write, so
+// lines from concurrent callers never interleave.
 type Sink struct {
 	namespace string
 	clock     func() time.Time
 	mu        sync.Mutex
 	w         io.Writer
+	agg       *aggregate // nil: a line per observation
 }
 
-// New returns a sink writing to w (os.Stdout in Lambda) under the CloudWatch namespace;
-// clock nil means time.Now.
+// New returns a sink writing one line per observation to w (os.Stdout in Lambda) under
+// the CloudWatch namespace; clock nil means time.Now.
 func New(w io.Writer, namespace string, clock func() time.Time) *Sink {
 	if clock == nil {
 		clock = time.Now
 	}
 	return &Sink{namespace: namespace, clock: clock, w: w}
+}
+
+// NewAggregated returns a sink that aggregates observations per dimension set: counters
+// (names ending in _total) are summed, every other metric keeps its distribution as EMF
+// Values/Counts (at most MaxValues, with exact Min, Max, Sum and Count), so CloudWatch's
+// sums, extremes and percentiles are those of the observations. What it holds is written
+// by the first observation or FlushIfDue once interval (DefaultFlushInterval when ≤ 0) has
+// passed since the oldest pending observation, and by Flush. The metric names,
+// dimensions and namespace are New's.
+func NewAggregated(w io.Writer, namespace string, clock func() time.Time, interval time.Duration) *Sink {
+	s := New(w, namespace, clock)
+	if interval <= 0 {
+		interval = DefaultFlushInterval
+	}
+	s.agg = &aggregate{interval: interval, entries: map[string]*entry{}}
+	return s
+}
+
+// Flush writes what an aggregating sink holds, now. Write errors are ignored.
+func (s *Sink) Flush() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+}
+
+// FlushIfDue writes what an aggregating sink holds when its oldest observation has
+// waited the interval: what a function calls as each invocation ends, so no more than an
+// interval's observations wait in an environment Lambda freezes.
+func (s *Sink) FlushIfDue() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.agg != nil && s.agg.due(s.clock()) {
+		s.flushLocked()
+	}
+}
+
+func (s *Sink) flushLocked() {
+	if s.agg == nil || len(s.agg.entries) == 0 {
+		return
+	}
+	for _, line := range s.agg.lines(s.namespace) {
+		_, _ = s.w.Write(line)
+	}
+	s.agg.entries = map[string]*entry{}
 }
 
 type metricDef struct {
@@ -80,6 +128,16 @@ func (s *Sink) EmitRollup(dims [][2]string, metrics ...Metric) {
 
 func (s *Sink) emit(dims [][2]string, rollup bool, metrics ...Metric) {
 	if len(metrics) == 0 {
+		return
+	}
+	if s.agg != nil {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		now := s.clock()
+		if s.agg.due(now) {
+			s.flushLocked()
+		}
+		s.agg.add(now, dims, rollup, metrics)
 		return
 	}
 	line := map[string]any{}
