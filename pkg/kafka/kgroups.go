@@ -16,8 +16,8 @@ import (
 
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/kgroup"
-	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // GroupBarriers is what the Kafka group APIs need of the store: each group's barrier
@@ -153,7 +153,7 @@ func (s *Server) joinGroup(ctx context.Context, clientID string, r *kmsg.JoinGro
 	if code := s.groupsReady(); code != 0 {
 		return fail(code)
 	}
-	if !log.ValidName(r.Group) {
+	if !wire.ValidGroup(r.Group) {
 		return fail(invalidGroupID)
 	}
 	if r.InstanceID != nil {
@@ -244,7 +244,7 @@ func (s *Server) syncGroup(ctx context.Context, r *kmsg.SyncGroupRequest) kmsg.R
 	if code := s.groupsReady(); code != 0 {
 		return fail(code)
 	}
-	if !log.ValidName(r.Group) {
+	if !wire.ValidGroup(r.Group) {
 		return fail(invalidGroupID)
 	}
 	if r.InstanceID != nil {
@@ -293,7 +293,7 @@ func (s *Server) heartbeat(ctx context.Context, r *kmsg.HeartbeatRequest) kmsg.R
 	switch {
 	case s.groupsReady() != 0:
 		resp.ErrorCode = s.groupsReady()
-	case !log.ValidName(r.Group):
+	case !wire.ValidGroup(r.Group):
 		resp.ErrorCode = invalidGroupID
 	case r.InstanceID != nil:
 		resp.ErrorCode = staticMembership
@@ -315,7 +315,7 @@ func (s *Server) leaveGroup(ctx context.Context, r *kmsg.LeaveGroupRequest) kmsg
 		resp.ErrorCode = code
 		return resp
 	}
-	if !log.ValidName(r.Group) {
+	if !wire.ValidGroup(r.Group) {
 		resp.ErrorCode = invalidGroupID
 		return resp
 	}
@@ -406,7 +406,7 @@ func (s *Server) describeGroups(ctx context.Context, r *kmsg.DescribeGroupsReque
 		switch {
 		case s.groupsReady() != 0:
 			g.ErrorCode = s.groupsReady()
-		case !log.ValidName(name):
+		case !wire.ValidGroup(name):
 			g.ErrorCode = invalidGroupID
 		default:
 			st, ok, err := s.barrierOf(ctx, name)
@@ -454,7 +454,7 @@ func (s *Server) deleteGroup(ctx context.Context, name string) int16 {
 	if code := s.groupsReady(); code != 0 {
 		return code
 	}
-	if !log.ValidName(name) {
+	if !wire.ValidGroup(name) {
 		return invalidGroupID
 	}
 	st, ok, err := s.barrierOf(ctx, name)
@@ -488,7 +488,7 @@ func (s *Server) offsetDelete(ctx context.Context, r *kmsg.OffsetDeleteRequest) 
 		resp.ErrorCode = code
 		return resp
 	}
-	if !log.ValidName(r.Group) {
+	if !wire.ValidGroup(r.Group) {
 		resp.ErrorCode = invalidGroupID
 		return resp
 	}
