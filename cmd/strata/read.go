@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,10 +23,23 @@ type recordPrinter struct {
 	json     bool
 	enc      *json.Encoder
 	headered bool
+	// printTimestamp and printHeaders add the TIMESTAMP and HEADERS columns to the text
+	// output (JSON always has both).
+	printTimestamp, printHeaders bool
+	// limit is --max-messages (0: none); printed counts the records so far, and done is
+	// closed once the limit is printed.
+	limit, printed int64
+	done           chan struct{}
 }
 
-func newRecordPrinter(out io.Writer, asJSON bool) *recordPrinter {
-	return &recordPrinter{out: out, json: asJSON, enc: json.NewEncoder(out)}
+// errMaxMessages is a record past --max-messages: it is not printed (and so, in a
+// group, not committed).
+var errMaxMessages = errors.New("--max-messages printed")
+
+func newRecordPrinter(out io.Writer, cc consumeConfig) *recordPrinter {
+	return &recordPrinter{out: out, json: cc.json, enc: json.NewEncoder(out),
+		printTimestamp: cc.printTimestamp, printHeaders: cc.printHeaders,
+		limit: cc.maxMessages, done: make(chan struct{})}
 }
 
 // header prints the text header once (before the first record, or at start so an idle
@@ -40,13 +55,34 @@ func (p *recordPrinter) headerLocked() error {
 		return nil
 	}
 	p.headered = true
-	_, err := fmt.Fprintln(p.out, "PARTITION\tOFFSET\tKEY\tVALUE")
+	cols := "PARTITION\tOFFSET"
+	if p.printTimestamp {
+		cols += "\tTIMESTAMP"
+	}
+	if p.printHeaders {
+		cols += "\tHEADERS"
+	}
+	_, err := fmt.Fprintln(p.out, cols+"\tKEY\tVALUE")
 	return err
 }
 
 func (p *recordPrinter) print(partition int32, offset int64, ts int64, key, value []byte, headers map[string][]byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.limit > 0 && p.printed >= p.limit {
+		return errMaxMessages
+	}
+	if err := p.printLocked(partition, offset, ts, key, value, headers); err != nil {
+		return err
+	}
+	p.printed++
+	if p.limit > 0 && p.printed == p.limit {
+		close(p.done)
+	}
+	return nil
+}
+
+func (p *recordPrinter) printLocked(partition int32, offset int64, ts int64, key, value []byte, headers map[string][]byte) error {
 	if p.json {
 		j := consumedJSON{Partition: partition, Offset: offset, TimestampMs: ts}
 		j.Key, j.KeyBase64 = jsonBytes(key)
@@ -73,8 +109,46 @@ func (p *recordPrinter) print(partition int32, offset int64, ts int64, key, valu
 	if err := p.headerLocked(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(p.out, "%d\t%d\t%s\t%s\n", partition, offset, printable(key), printable(value))
+	line := fmt.Sprintf("%d\t%d", partition, offset)
+	if p.printTimestamp {
+		line += "\t" + time.UnixMilli(ts).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	if p.printHeaders {
+		line += "\t" + printHeaders(headers)
+	}
+	_, err := fmt.Fprintf(p.out, "%s\t%s\t%s\n", line, printable(key), printable(value))
 	return err
+}
+
+// cancelWhenDone ends the command (cancel) once --max-messages records are printed.
+func (p *recordPrinter) cancelWhenDone(ctx context.Context, cancel context.CancelCauseFunc) {
+	select {
+	case <-p.done:
+		cancel(nil)
+	case <-ctx.Done():
+	}
+}
+
+// printHeaders renders headers as Kafka's console consumer does, name:value joined by
+// commas (sorted by name; each part printable), or "-" for none.
+func printHeaders(hs map[string][]byte) string {
+	if len(hs) == 0 {
+		return "-"
+	}
+	names := make([]string, 0, len(hs))
+	for k := range hs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		v := hs[k]
+		if v == nil {
+			v = []byte{}
+		}
+		parts[i] = printable([]byte(k)) + ":" + printable(v)
+	}
+	return strings.Join(parts, ",")
 }
 
 // headerMap turns a record's header list into a map (the last of repeated names wins).
@@ -129,12 +203,13 @@ func runRead(ctx context.Context, c *client.Client, cc consumeConfig, out io.Wri
 			}
 		}
 	}
-	pr := newRecordPrinter(out, cc.json)
+	pr := newRecordPrinter(out, cc)
 	if err := pr.header(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	go pr.cancelWhenDone(ctx, cancel)
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for i, p := range parts {
@@ -217,7 +292,9 @@ func readPartition(ctx context.Context, c *client.Client, cc consumeConfig, p in
 			return err
 		}
 		for _, r := range res.Records {
-			if err := pr.print(p, r.Offset, r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers); err != nil {
+			if err := pr.print(p, r.Offset, r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers); errors.Is(err, errMaxMessages) {
+				return nil
+			} else if err != nil {
 				return fmt.Errorf("write record: %w", err)
 			}
 		}
