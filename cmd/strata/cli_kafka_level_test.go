@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -57,6 +58,32 @@ func TestConsumeStartFlagsConflict(t *testing.T) {
 		var u usageError
 		if !errors.As(err, &u) || exitCode(err) != 2 {
 			t.Errorf("consume c %v: %v (exit %d), want a usage error", args, err, exitCode(err))
+		}
+	}
+}
+
+// TestProduceKeySeparatorRefusesUnkeyedLine: with --key-separator a line without the
+// separator is refused with its line number (as Kafka's parse.key=true), the other
+// lines are appended, and --allow-unkeyed sends it without a key instead.
+func TestProduceKeySeparatorRefusesUnkeyedLine(t *testing.T) {
+	url := startNode(t, runtime.Config{})
+	cli(t, url, "", "topics", "create", "k", "--partitions", "1")
+	_, _, err := cliCtx(context.Background(), "a:1\n\nno-key-here\nb:2\n", "--url", url, "produce", "k", "--key-separator", ":")
+	if err == nil || exitCode(err) != 1 || !strings.Contains(userMessage(err, url), `line 3 has no key separator ":"`) {
+		t.Fatalf("produce with an unkeyed line: %v", err)
+	}
+	out := cli(t, url, "", "consume", "k", "--until-caught-up")
+	if got := rows(out); len(got) != 3 || got[1] != "0 0 a 1" || got[2] != "0 1 b 2" {
+		t.Fatalf("the keyed lines are appended, the unkeyed one is not:\n%s", out)
+	}
+	cli(t, url, "no-key-here\n", "produce", "k", "--key-separator", ":", "--allow-unkeyed")
+	out = cli(t, url, "", "consume", "k", "--until-caught-up", "--offset", "2")
+	if got := rows(out); len(got) != 2 || got[1] != "0 2 - no-key-here" {
+		t.Fatalf("--allow-unkeyed:\n%s", out)
+	}
+	for _, args := range [][]string{{"--allow-unkeyed"}, {"--key-separator", ":", "--key", "x"}} {
+		if err := cliErr(t, url, append([]string{"produce", "k", "--value", "v"}, args...)...); exitCode(err) != 2 {
+			t.Errorf("produce %v: %v, want a usage error", args, err)
 		}
 	}
 }

@@ -184,7 +184,7 @@ func TestProduceConsumeGroups(t *testing.T) {
 	cli(t, url, "", "topics", "create", "orders", "--partitions", "3")
 
 	lines := "alice:1\nbob:2\nalice:3\nno-key-here\n\ncarol:\xff\n"
-	out := cli(t, url, lines, "produce", "orders", "--key-separator", ":")
+	out := cli(t, url, lines, "produce", "orders", "--key-separator", ":", "--allow-unkeyed")
 	got := rows(out)
 	if len(got) != 6 || got[0] != "PARTITION OFFSET" {
 		t.Fatalf("produce printed:\n%s", out)
