@@ -2,10 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
 )
 
@@ -85,5 +90,88 @@ func TestProduceKeySeparatorRefusesUnkeyedLine(t *testing.T) {
 		if err := cliErr(t, url, append([]string{"produce", "k", "--value", "v"}, args...)...); exitCode(err) != 2 {
 			t.Errorf("produce %v: %v, want a usage error", args, err)
 		}
+	}
+}
+
+// TestTopicsCreateServerDefaultPartitions: topics create without --partitions leaves
+// the count to the server's default instead of sending 1.
+func TestTopicsCreateServerDefaultPartitions(t *testing.T) {
+	url := startNode(t, runtime.Config{Node: node.Config{Topics: log.TopicDefaults{Partitions: 3}}})
+	if got := rows(cli(t, url, "", "topics", "create", "d")); len(got) != 2 || !strings.HasPrefix(got[1], "d 3 ") {
+		t.Fatalf("topics create d: %q, want the server's 3 partitions", got)
+	}
+	if got := rows(cli(t, url, "", "topics", "create", "e", "--partitions", "2")); len(got) != 2 || !strings.HasPrefix(got[1], "e 2 ") {
+		t.Fatalf("topics create e --partitions 2: %q", got)
+	}
+	if err := cliErr(t, url, "topics", "create", "f", "--partitions", "0"); exitCode(err) != 2 {
+		t.Fatalf("--partitions 0: %v, want a usage error", err)
+	}
+}
+
+// TestDescribeEverythingWithoutName: topics describe and groups describe without a
+// name describe every topic and group; groups describe shows each group's state and
+// its live members with their partitions.
+func TestDescribeEverythingWithoutName(t *testing.T) {
+	url := startNode(t, runtime.Config{})
+	cli(t, url, "", "topics", "create", "orders", "--partitions", "2")
+	cli(t, url, "", "topics", "create", "audit", "--partitions", "1")
+	out := cli(t, url, "", "topics", "describe")
+	if strings.Count(out, "NAME ") != 2 || !strings.Contains(out, "orders") || !strings.Contains(out, "audit") {
+		t.Fatalf("topics describe:\n%s", out)
+	}
+	var topics struct {
+		Topics []topicJSON `json:"topics"`
+	}
+	if err := json.Unmarshal([]byte(cli(t, url, "", "topics", "describe", "--json")), &topics); err != nil || len(topics.Topics) != 2 {
+		t.Fatalf("topics describe --json: %+v %v", topics, err)
+	}
+
+	cli(t, url, "a\nb\n", "produce", "orders")
+	cli(t, url, "", "consume", "orders", "--group", "idle", "--until-caught-up")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := cliCtx(ctx, "", "--url", url, "consume", "orders", "--group", "busy", "--member", "m-1")
+		done <- err
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	var got groupDescribeJSON
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		out, _, err := cliCtx(context.Background(), "", "--url", url, "groups", "describe", "busy", "--json")
+		if err == nil {
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got.State == groupStable || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got.State != groupStable || len(got.Members) != 1 || got.Members[0].Member != "m-1" || len(got.Members[0].Partitions) != 2 {
+		t.Fatalf("groups describe busy --json: state %q, members %+v", got.State, got.Members)
+	}
+
+	out = cli(t, url, "", "groups", "describe")
+	want := []string{"GROUP STATE MEMBERS", "busy stable 1", "MEMBER PARTITIONS", "m-1 orders/0,orders/1", "idle empty 0"}
+	r := rows(out)
+	for _, w := range want {
+		if !slices.Contains(r, w) {
+			t.Fatalf("groups describe: no line %q in\n%s", w, out)
+		}
+	}
+	var all struct {
+		Groups []groupDescribeJSON `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(cli(t, url, "", "groups", "describe", "--json")), &all); err != nil || len(all.Groups) != 2 {
+		t.Fatalf("groups describe --json: %+v %v", all, err)
+	}
+	if err := cliErr(t, url, "groups", "describe", "a", "b"); exitCode(err) != 2 {
+		t.Fatalf("two names: %v, want a usage error", err)
 	}
 }

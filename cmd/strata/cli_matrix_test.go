@@ -34,7 +34,7 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		// text is the first line of the text output; json a field the JSON output has.
 		text, json string
 	}{
-		{"topics create", "", []string{"topics", "create", "t-%s"}, "NAME PARTITIONS RETENTION", "retention_ms"},
+		{"topics create", "", []string{"topics", "create", "t-%s", "--partitions", "1"}, "NAME PARTITIONS RETENTION", "retention_ms"},
 		{"topics list", "", []string{"topics", "list"}, "NAME", "topics"},
 		{"topics describe", "", []string{"topics", "describe", "orders"}, "NAME PARTITIONS RETENTION", "partition_info"},
 		{"topics alter", "", []string{"topics", "alter", "t-%s", "--partitions", "3"}, "NAME PARTITIONS RETENTION", "partitions"},

@@ -56,6 +56,17 @@ func exactArgs(names ...string) cobra.PositionalArgs {
 	}
 }
 
+// maxArgs accepts the optional arguments names, at most one each, as a usage error
+// otherwise.
+func maxArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) <= len(names) {
+			return nil
+		}
+		return usagef("%s takes at most %d argument(s), got %d: %s", cmd.CommandPath(), len(names), len(args), strings.Join(args, " "))
+	}
+}
+
 // exitCode is the process status of a failed command: 2 for usage errors, 1 otherwise.
 func exitCode(err error) int {
 	var u usageError

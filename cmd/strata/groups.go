@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -25,49 +28,176 @@ type groupPartitionJSON = wire.GroupPartition
 
 func newGroupsDescribeCmd(o *options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "describe GROUP",
-		Short: "Show a group's committed offset, lag and lease on every partition it uses",
-		Args:  exactArgs("GROUP"),
+		Use:   "describe [GROUP]",
+		Short: "Show a group's state, members, and committed offset, lag and lease on every partition it uses (without GROUP: every group)",
+		Long: `Show GROUP's committed offset, lag and lease on every partition it uses, then its
+state and members: empty (no member holds a live lease), stable (a member holds every
+partition the group uses) or rebalancing (members hold some, the rest wait for an
+owner), and each member with the partitions it holds. Without GROUP every group is
+described, one after another (as kafka-consumer-groups --describe --all-groups).`,
+		Args: maxArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			g, err := c.DescribeGroup(cmd.Context(), args[0])
-			if err != nil {
-				return err
+			ctx := cmd.Context()
+			names := args
+			if len(names) == 0 {
+				if names, err = c.ListGroups(ctx); err != nil {
+					return err
+				}
+			}
+			var groups []*client.Group
+			for _, n := range names {
+				g, err := c.DescribeGroup(ctx, n)
+				if errors.Is(err, client.ErrNotFound) && len(args) == 0 {
+					continue // deleted since the list
+				}
+				if err != nil {
+					return err
+				}
+				groups = append(groups, g)
 			}
 			w := cmd.OutOrStdout()
+			now := time.Now()
 			if o.json {
-				ps := make([]groupPartitionJSON, len(g.Partitions))
-				for i, p := range g.Partitions {
-					lagRecords, lagSeconds := p.LagRecords, p.LagSeconds
-					ps[i] = groupPartitionJSON{Topic: p.Topic, Partition: p.Partition, CommittedOffset: p.CommittedOffset,
-						HighWatermark: p.HighWatermark, LagRecords: &lagRecords, LagSeconds: &lagSeconds, Generation: p.Generation,
-						SecondsToDataLoss: p.SecondsToDataLoss, RecordsLost: p.RecordsLost, ParkedKeys: p.ParkedKeys}
-					if p.Owner != "" {
-						owner := p.Owner
-						ps[i].Owner = &owner
-					}
-					if !p.LeaseExpiresAt.IsZero() {
-						ms := p.LeaseExpiresAt.UnixMilli()
-						ps[i].LeaseExpiresAtMs = &ms
+				out := make([]groupDescribeJSON, len(groups))
+				for i, g := range groups {
+					out[i] = toGroupDescribeJSON(g, now)
+				}
+				if len(args) == 1 {
+					return printJSON(w, out[0])
+				}
+				return printJSON(w, map[string]any{"groups": out})
+			}
+			for i, g := range groups {
+				if i > 0 {
+					if _, err := fmt.Fprintln(w); err != nil {
+						return err
 					}
 				}
-				return printJSON(w, wire.Group{Group: g.Name, Partitions: ps})
-			}
-			tb := newTable(w, "TOPIC", "PARTITION", "COMMITTED", "HIGH_WATERMARK", "LAG", "LAG_SECONDS", "TO_DATA_LOSS", "LOST", "PARKED", "OWNER", "GENERATION", "LEASE_EXPIRES")
-			for _, p := range g.Partitions {
-				owner := p.Owner
-				if owner == "" {
-					owner = "-"
+				if err := printGroup(w, g, now); err != nil {
+					return err
 				}
-				tb.row(p.Topic, p.Partition, orDash(p.CommittedOffset), p.HighWatermark, p.LagRecords,
-					strconv.FormatFloat(p.LagSeconds, 'f', 3, 64), secondsOrDash(p.SecondsToDataLoss), p.RecordsLost, p.ParkedKeys, owner, p.Generation, timeOrDash(p.LeaseExpiresAt))
 			}
-			return tb.flush()
+			return nil
 		},
 	}
+}
+
+// groupDescribeJSON is a group as groups describe --json prints it: the API's shape,
+// with the state and members derived from its live leases.
+type groupDescribeJSON struct {
+	wire.Group
+	State   string       `json:"state"`
+	Members []memberJSON `json:"members"`
+}
+
+type memberJSON struct {
+	Member     string            `json:"member"`
+	Partitions []memberPartition `json:"partitions"`
+}
+
+type memberPartition struct {
+	Topic     string `json:"topic"`
+	Partition int32  `json:"partition"`
+}
+
+// Group states, as kafka-consumer-groups names them (lower case).
+const (
+	groupEmpty       = "empty"
+	groupStable      = "stable"
+	groupRebalancing = "rebalancing"
+)
+
+// groupMembers derives a group's state and members from its partitions' live leases
+// at now: a member is an owner of a lease that has not expired.
+func groupMembers(g *client.Group, now time.Time) (string, []memberJSON) {
+	var members []memberJSON
+	at := map[string]int{}
+	owned := 0
+	for _, p := range g.Partitions {
+		if p.Owner == "" || !p.LeaseExpiresAt.After(now) {
+			continue
+		}
+		owned++
+		i, ok := at[p.Owner]
+		if !ok {
+			i = len(members)
+			at[p.Owner] = i
+			members = append(members, memberJSON{Member: p.Owner})
+		}
+		members[i].Partitions = append(members[i].Partitions, memberPartition{Topic: p.Topic, Partition: p.Partition})
+	}
+	sort.Slice(members, func(i, j int) bool { return members[i].Member < members[j].Member })
+	switch {
+	case owned == 0:
+		return groupEmpty, []memberJSON{}
+	case owned < len(g.Partitions):
+		return groupRebalancing, members
+	}
+	return groupStable, members
+}
+
+func toGroupDescribeJSON(g *client.Group, now time.Time) groupDescribeJSON {
+	ps := make([]groupPartitionJSON, len(g.Partitions))
+	for i, p := range g.Partitions {
+		lagRecords, lagSeconds := p.LagRecords, p.LagSeconds
+		ps[i] = groupPartitionJSON{Topic: p.Topic, Partition: p.Partition, CommittedOffset: p.CommittedOffset,
+			HighWatermark: p.HighWatermark, LagRecords: &lagRecords, LagSeconds: &lagSeconds, Generation: p.Generation,
+			SecondsToDataLoss: p.SecondsToDataLoss, RecordsLost: p.RecordsLost, ParkedKeys: p.ParkedKeys}
+		if p.Owner != "" {
+			owner := p.Owner
+			ps[i].Owner = &owner
+		}
+		if !p.LeaseExpiresAt.IsZero() {
+			ms := p.LeaseExpiresAt.UnixMilli()
+			ps[i].LeaseExpiresAtMs = &ms
+		}
+	}
+	state, members := groupMembers(g, now)
+	return groupDescribeJSON{Group: wire.Group{Group: g.Name, Partitions: ps}, State: state, Members: members}
+}
+
+// printGroup prints a group's partitions table, then its state and members.
+func printGroup(w io.Writer, g *client.Group, now time.Time) error {
+	tb := newTable(w, "TOPIC", "PARTITION", "COMMITTED", "HIGH_WATERMARK", "LAG", "LAG_SECONDS", "TO_DATA_LOSS", "LOST", "PARKED", "OWNER", "GENERATION", "LEASE_EXPIRES")
+	for _, p := range g.Partitions {
+		owner := p.Owner
+		if owner == "" {
+			owner = "-"
+		}
+		tb.row(p.Topic, p.Partition, orDash(p.CommittedOffset), p.HighWatermark, p.LagRecords,
+			strconv.FormatFloat(p.LagSeconds, 'f', 3, 64), secondsOrDash(p.SecondsToDataLoss), p.RecordsLost, p.ParkedKeys, owner, p.Generation, timeOrDash(p.LeaseExpiresAt))
+	}
+	if err := tb.flush(); err != nil {
+		return err
+	}
+	state, members := groupMembers(g, now)
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	tb = newTable(w, "GROUP", "STATE", "MEMBERS")
+	tb.row(g.Name, state, len(members))
+	if err := tb.flush(); err != nil {
+		return err
+	}
+	if len(members) == 0 {
+		return nil
+	}
+	if _, err := fmt.Fprintln(w); err != nil {
+		return err
+	}
+	tb = newTable(w, "MEMBER", "PARTITIONS")
+	for _, m := range members {
+		parts := make([]string, len(m.Partitions))
+		for i, p := range m.Partitions {
+			parts[i] = fmt.Sprintf("%s/%d", p.Topic, p.Partition)
+		}
+		tb.row(m.Member, strings.Join(parts, ","))
+	}
+	return tb.flush()
 }
 
 func newGroupsResetCmd(o *options) *cobra.Command {
