@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -173,5 +174,19 @@ func TestDescribeEverythingWithoutName(t *testing.T) {
 	}
 	if err := cliErr(t, url, "groups", "describe", "a", "b"); exitCode(err) != 2 {
 		t.Fatalf("two names: %v, want a usage error", err)
+	}
+}
+
+// TestVersionJSON: version --json prints the build as one JSON object.
+func TestVersionJSON(t *testing.T) {
+	out, _, code := runBin(t, "", "version", "--json")
+	var v buildVersion
+	if err := json.Unmarshal([]byte(out), &v); code != 0 || err != nil || v.Version == "" || !strings.HasPrefix(v.Go, "go1.") {
+		t.Fatalf("strata version --json: exit %d, %q (%v)", code, out, err)
+	}
+	info := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Version: "v0.3.0"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}
+	if got := buildVersionOf(info); got != (buildVersion{Version: "v0.3.0", Revision: "0123456789abcdef0123", Modified: true, Go: "go1.26.0"}) {
+		t.Fatalf("buildVersionOf = %+v", got)
 	}
 }
