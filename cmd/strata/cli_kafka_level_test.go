@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stratalog/strata/pkg/client"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/runtime"
@@ -188,5 +189,83 @@ func TestVersionJSON(t *testing.T) {
 		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "0123456789abcdef0123"}, {Key: "vcs.modified", Value: "true"}}}
 	if got := buildVersionOf(info); got != (buildVersion{Version: "v0.3.0", Revision: "0123456789abcdef0123", Modified: true, Go: "go1.26.0"}) {
 		t.Fatalf("buildVersionOf = %+v", got)
+	}
+}
+
+// TestGroupsResetShiftCurrentAllTopics: groups reset --shift-by N moves each position N
+// records (clamped to the partition's records), --to-current keeps it, --all-topics
+// plans every topic the group has positions on, and a live member refuses the plan
+// itself, as Kafka's kafka-consumer-groups --reset-offsets does.
+func TestGroupsResetShiftCurrentAllTopics(t *testing.T) {
+	url := startNode(t, runtime.Config{})
+	cli(t, url, "", "topics", "create", "orders", "--partitions", "2")
+	cli(t, url, "", "topics", "create", "audit", "--partitions", "1")
+	cli(t, url, "a\nb\nc\nd\n", "produce", "orders", "--partition", "0")
+	cli(t, url, "x\n", "produce", "orders", "--partition", "1")
+	cli(t, url, "y\nz\n", "produce", "audit")
+	cli(t, url, "", "consume", "orders", "--group", "billing", "--until-caught-up")
+	cli(t, url, "", "consume", "audit", "--group", "billing", "--until-caught-up")
+
+	plan := func(args ...string) string {
+		t.Helper()
+		return strings.Join(rows(cli(t, url, "", append([]string{"groups", "reset", "billing"}, args...)...)), "|")
+	}
+	if got := plan("--topic", "orders", "--shift-by", "-3"); got != "PARTITION CURRENT NEW|0 4 1|1 1 0" {
+		t.Fatalf("--shift-by -3: %s", got)
+	}
+	if got := plan("--topic", "orders", "--to-current"); got != "PARTITION CURRENT NEW|0 4 4|1 1 1" {
+		t.Fatalf("--to-current: %s", got)
+	}
+	if got := plan("--all-topics", "--shift-by", "-1"); got != "TOPIC PARTITION CURRENT NEW|audit 0 2 1|orders 0 4 3|orders 1 1 0" {
+		t.Fatalf("--all-topics --shift-by -1: %s", got)
+	}
+	if got := plan("--all-topics", "--shift-by", "-2", "--execute"); got != "TOPIC PARTITION CURRENT NEW|audit 0 2 0|orders 0 4 2|orders 1 1 0" {
+		t.Fatalf("--all-topics --shift-by -2 --execute: %s", got)
+	}
+	if got := plan("--topic", "orders", "--shift-by", "1", "--execute"); got != "PARTITION CURRENT NEW|0 2 3|1 0 1" {
+		t.Fatalf("--shift-by 1 --execute: %s", got)
+	}
+	for _, args := range [][]string{
+		{"--topic", "orders", "--shift-by", "1", "--to", "earliest"},
+		{"--topic", "orders", "--all-topics", "--to-current"},
+		{"--to-current"},
+		{"--all-topics", "--partition", "0", "--to-current"},
+	} {
+		if err := cliErr(t, url, append([]string{"groups", "reset", "billing"}, args...)...); exitCode(err) != 2 {
+			t.Errorf("groups reset %v: %v, want a usage error", args, err)
+		}
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := cliCtx(ctx, "", "--url", url, "consume", "audit", "--group", "billing", "--member", "m-1")
+		done <- err
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		var g groupDescribeJSON
+		if err := json.Unmarshal([]byte(cli(t, url, "", "groups", "describe", "billing", "--json")), &g); err != nil {
+			t.Fatal(err)
+		}
+		if len(g.Members) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the member never held a lease")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	err := cliErr(t, url, "groups", "reset", "billing", "--all-topics", "--to", "earliest")
+	if !errors.Is(err, client.ErrGroupActive) || !strings.Contains(userMessage(err, url), "m-1 holds audit/0") {
+		t.Fatalf("plan with a live member: %v", err)
+	}
+	if got := plan("--topic", "orders", "--to-current"); got != "PARTITION CURRENT NEW|0 3 3|1 1 1" {
+		t.Fatalf("a topic the live member does not hold is still planned: %s", got)
 	}
 }
