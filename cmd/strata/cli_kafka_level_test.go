@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
+	"os"
+	"os/exec"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -268,4 +271,82 @@ func TestGroupsResetShiftCurrentAllTopics(t *testing.T) {
 	if got := plan("--topic", "orders", "--to-current"); got != "PARTITION CURRENT NEW|0 3 3|1 1 1" {
 		t.Fatalf("a topic the live member does not hold is still planned: %s", got)
 	}
+}
+
+// TestErrorMessagesForPeople: no context said twice, no internal incarnation ids, no
+// raw Go transport errors, and a missing AWS credential names AWS_PROFILE and aws sso
+// login.
+func TestErrorMessagesForPeople(t *testing.T) {
+	for in, want := range map[string]string{
+		`group "nope": local: group "nope": store: not found`:       `group "nope": not found`,
+		`"nope": group "nope": not found`:                           `group "nope": not found`,
+		`delete "nope": group "nope": not found`:                    `delete "nope": group "nope": not found`,
+		`fenced: lease of orders#tc01jqz8x6k1m2n3p4q5r6s7t8v9 on 3`: `fenced: lease of orders on 3`,
+		`topic "orders#01jqz8x6k1m2n3p4q5r6s7t8v9" was deleted`:     `topic "orders" was deleted`,
+		`line #3 is bad`: `line #3 is bad`,
+	} {
+		if got := cleanMessage(in); got != want {
+			t.Errorf("cleanMessage(%q) = %q, want %q", in, got, want)
+		}
+	}
+
+	url := startNode(t, runtime.Config{})
+	for _, args := range [][]string{{"groups", "describe", "nope"}, {"groups", "settings", "nope"}, {"groups", "parked", "nope"}} {
+		_, errOut, _ := runBin(t, "", append([]string{"--url", url}, args...)...)
+		if strings.Count(errOut, `"nope"`) != 1 {
+			t.Errorf("strata %v: %q says the group more than once", args, errOut)
+		}
+	}
+
+	// A server that closes the connection, one that speaks HTTP to an HTTPS --url.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Read(make([]byte, 512))
+			c.Close()
+		}
+	}()
+	for _, u := range []string{"http://" + ln.Addr().String(), strings.Replace(url, "http://", "https://", 1)} {
+		_, errOut, code := runBin(t, "", "--url", u, "topics", "list")
+		if code != 1 || !strings.HasPrefix(errOut, "strata: cannot reach Strata at "+u+": ") || strings.Contains(errOut, "Get \"") ||
+			strings.Contains(errOut, "read tcp") || strings.Contains(errOut, "list topics") {
+			t.Errorf("--url %s: exit %d, %q", u, code, errOut)
+		}
+	}
+
+	// No AWS credentials at all, and a profile that does not exist.
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "AWS_CONFIG_FILE=" + home + "/config", "AWS_SHARED_CREDENTIALS_FILE=" + home + "/credentials",
+		"AWS_EC2_METADATA_DISABLED=true", "AWS_ACCESS_KEY_ID=", "AWS_SECRET_ACCESS_KEY=", "AWS_SESSION_TOKEN=", "AWS_REGION=us-east-1"}
+	for _, profile := range []string{"", "nonexistent"} {
+		_, errOut, code := runBinEnv(t, append(env, "AWS_PROFILE="+profile), "--url", url, "--aws", "topics", "list")
+		if code != 1 || !strings.Contains(errOut, "AWS_PROFILE") || !strings.Contains(errOut, "aws sso login") || strings.Contains(errOut, "awsauth") || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("AWS_PROFILE=%q: exit %d, %q", profile, code, errOut)
+		}
+	}
+}
+
+// runBinEnv is runBin with env added to the test's environment.
+func runBinEnv(t *testing.T, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(strataBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return out.String(), errOut.String(), ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), errOut.String(), 0
 }
