@@ -350,3 +350,44 @@ func runBinEnv(t *testing.T, env []string, args ...string) (string, string, int)
 	}
 	return out.String(), errOut.String(), 0
 }
+
+// TestEveryUsageErrorExitsTwo: a command line the tool can refuse without asking the
+// server (a flag's value, a flag it lacks, two flags that contradict) exits 2, whether
+// the flag library or the command itself finds it.
+func TestEveryUsageErrorExitsTwo(t *testing.T) {
+	url := startNode(t, runtime.Config{})
+	cli(t, url, "", "topics", "create", "o", "--partitions", "1")
+	for _, args := range [][]string{
+		{"consume", "o", "--format", "xml"},
+		{"consume", "o", "--partition", "x"},
+		{"consume", "o", "--from", "middle"},
+		{"consume", "o", "--group", "g", "--from", "middle"},
+		{"consume", "o", "--since", "garbage"},
+		{"consume", "o", "--lease-ttl", "-1s"},
+		{"consume", "o", "--offset", "-1"},
+		{"consume", "o", "--group", "g", "--offset", "1"},
+		{"topics", "create", "o2", "--retention", "banana"},
+		{"topics", "create", "o2", "--partitions", "-1"},
+		{"topics", "alter", "o"},
+		{"topics", "describe", "a", "b"},
+		{"produce", "o", "--header", "bad", "--value", "x"},
+		{"produce", "o", "--partition", "-1", "--value", "x"},
+		{"produce", "o", "--linger", "-1s", "--value", "x"},
+		{"groups", "reset", "g"},
+		{"groups", "reset", "g", "--topic", "o"},
+		{"groups", "reset", "g", "--topic", "o", "--to", "-5"},
+		{"groups", "reset", "g", "--topic", "o", "--shift-by", "x"},
+		{"groups", "settings", "g", "--reset-policy", "middle"},
+		{"groups", "settings", "g", "--max-attempts", "0"},
+		{"groups", "release", "g"},
+		{"groups", "delete-offsets", "g"},
+		{"version", "extra"},
+		{"consume"},
+		{"nope"},
+	} {
+		_, _, err := cliCtx(context.Background(), "", append([]string{"--url", url}, args...)...)
+		if err == nil || exitCode(err) != 2 {
+			t.Errorf("strata %s: %v (exit %d), want exit 2", strings.Join(args, " "), err, exitCode(err))
+		}
+	}
+}

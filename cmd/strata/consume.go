@@ -77,6 +77,9 @@ appended at or after it, so nothing before it is downloaded.`,
 			if fromTime != "" && (cc.offsetSet || cc.fromSet) {
 				return usagef("--since, --offset and --from each say where to start; give one")
 			}
+			if cc.leaseTTL < 0 {
+				return usagef("--lease-ttl must not be negative, got %s", cc.leaseTTL)
+			}
 			if cc.maxMessages < 0 {
 				return usagef("--max-messages must not be negative, got %d", cc.maxMessages)
 			}

@@ -56,6 +56,12 @@ offset once it is durable. A line over the 1 MiB record limit fails on its own.`
 			if cmd.Flags().Changed("key") {
 				keyBytes = []byte(key)
 			}
+			if cmd.Flags().Changed("partition") && partition < 0 {
+				return usagef("--partition must not be negative, got %d", partition)
+			}
+			if linger < 0 {
+				return usagef("--linger must not be negative, got %s", linger)
+			}
 			if allowUnkeyed && keySep == "" {
 				return usagef("--allow-unkeyed only applies with --key-separator")
 			}
