@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -389,5 +390,86 @@ func TestEveryUsageErrorExitsTwo(t *testing.T) {
 		if err == nil || exitCode(err) != 2 {
 			t.Errorf("strata %s: %v (exit %d), want exit 2", strings.Join(args, " "), err, exitCode(err))
 		}
+	}
+}
+
+// serveAt runs an in-process Strata on addr over dir until the returned stop is called
+// (or the test ends), so a test can restart it on the same address and data.
+func serveAt(t *testing.T, addr, dir string) (stop func()) {
+	t.Helper()
+	rt, err := runtime.Open(context.Background(), runtime.Config{Node: node.Config{DataDir: dir}, Addr: addr, RetentionInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- rt.Serve(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := errors.Join(<-done, rt.Close(context.Background())); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// TestConsumeRidesThroughRestart: a plain consume (no group) keeps following across a
+// server restart, like tail -F: it says the server went away, retries, and prints the
+// records appended after the restart without repeating or skipping any.
+func TestConsumeRidesThroughRestart(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	dir := t.TempDir()
+	url := "http://" + addr
+	stop := serveAt(t, addr, dir)
+	cli(t, url, "", "topics", "create", "t", "--partitions", "1")
+	cli(t, url, "a\nb\n", "produce", "t")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	done := make(chan error, 1)
+	go func() {
+		cmd := newRootCmd()
+		cmd.SetArgs([]string{"--url", url, "consume", "t", "--max-messages", "4"})
+		cmd.SetIn(strings.NewReader(""))
+		cmd.SetOut(&out)
+		cmd.SetErr(&errOut)
+		done <- cmd.ExecuteContext(ctx)
+	}()
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("never %s; stdout %q, stderr %q", what, out.String(), errOut.String())
+			}
+		}
+	}
+	waitFor("printed the first records", func() bool { return strings.Contains(out.String(), "\tb\n") })
+	stop()
+	waitFor("said the server went away", func() bool { return strings.Contains(errOut.String(), "retrying") })
+	serveAt(t, addr, dir)
+	cli(t, url, "c\nd\n", "produce", "t")
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("consume: %v (stderr %q)", err, errOut.String())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("consume did not print the records after the restart: stdout %q, stderr %q", out.String(), errOut.String())
+	}
+	if got := strings.Join(rows(out.String()), "|"); got != "PARTITION OFFSET KEY VALUE|0 0 - a|0 1 - b|0 2 - c|0 3 - d" {
+		t.Fatalf("consume across a restart printed %q", got)
+	}
+	if !strings.Contains(errOut.String(), "cannot reach") || !strings.Contains(errOut.String(), "the server answers again") {
+		t.Fatalf("stderr %q: want the server's absence and return said", errOut.String())
 	}
 }

@@ -92,7 +92,7 @@ appended at or after it, so nothing before it is downloaded.`,
 			cc.url = o.url
 			cc.partitions = partitions
 			if cc.group == "" {
-				return runRead(cmd.Context(), c, cc, cmd.OutOrStdout())
+				return runRead(cmd.Context(), c, cc, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			return runConsume(cmd.Context(), c, cc, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},

@@ -167,7 +167,7 @@ func headerMap(hs []segment.Header) map[string][]byte {
 const readPollWait = 5 * time.Second
 
 // runRead follows partitions without a group: nothing is leased or committed.
-func runRead(ctx context.Context, c *client.Client, cc consumeConfig, out io.Writer) error {
+func runRead(ctx context.Context, c *client.Client, cc consumeConfig, out, errOut io.Writer) error {
 	if cc.from != "earliest" && cc.from != "latest" {
 		return usagef("--from must be earliest or latest, got %q", cc.from)
 	}
@@ -210,13 +210,14 @@ func runRead(ctx context.Context, c *client.Client, cc consumeConfig, out io.Wri
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	go pr.cancelWhenDone(ctx, cancel)
+	notice := &readNotice{w: errOut, url: cc.url}
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for i, p := range parts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := readPartition(ctx, c, cc, p, starts[i], hws[i], pr); err != nil {
+			if err := readPartition(ctx, c, cc, p, starts[i], hws[i], pr, notice); err != nil {
 				errs[i] = err
 				cancel(err)
 			}
@@ -263,9 +264,18 @@ func startOffset(cc consumeConfig, p int32, info []client.PartitionInfo) (offset
 	return start, hw, nil
 }
 
+// Backoff of a read that lost the server: from readRetryMin, doubling to readRetryMax.
+const (
+	readRetryMin = 100 * time.Millisecond
+	readRetryMax = 5 * time.Second
+)
+
 // readPartition prints partition p from offset until ctx ends (or, with untilCaughtUp,
-// until hw, the high watermark seen at start).
-func readPartition(ctx context.Context, c *client.Client, cc consumeConfig, p int32, offset, hw int64, pr *recordPrinter) error {
+// until hw, the high watermark seen at start). Like tail -F it rides through a server
+// that goes away: a retryable failure (the server unreachable, 503) is retried with
+// backoff from the same offset, said once on notice, and its recovery said too.
+func readPartition(ctx context.Context, c *client.Client, cc consumeConfig, p int32, offset, hw int64, pr *recordPrinter, notice *readNotice) error {
+	backoff := readRetryMin
 	for ctx.Err() == nil {
 		if cc.untilCaughtUp && offset >= hw {
 			return nil
@@ -288,9 +298,22 @@ func readPartition(ctx context.Context, c *client.Client, cc consumeConfig, p in
 				}
 			}
 			return err
+		case err != nil && client.IsRetryable(err):
+			notice.lost(err)
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+			backoff = min(2*backoff, readRetryMax)
+			continue
 		case err != nil:
 			return err
 		}
+		backoff = readRetryMin
+		notice.answered()
 		for _, r := range res.Records {
 			if err := pr.print(p, r.Offset, r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers); errors.Is(err, errMaxMessages) {
 				return nil
@@ -301,4 +324,31 @@ func readPartition(ctx context.Context, c *client.Client, cc consumeConfig, p in
 		offset = res.NextOffset
 	}
 	return nil
+}
+
+// readNotice says once, on stderr, that the server cannot be reached and reads are
+// retried, and once that it answers again (shared by a command's partitions).
+type readNotice struct {
+	w    io.Writer
+	url  string
+	mu   sync.Mutex
+	down bool
+}
+
+func (n *readNotice) lost(err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.down {
+		n.down = true
+		fmt.Fprintf(n.w, "strata: %s; retrying (Ctrl-C stops)\n", userMessage(err, n.url))
+	}
+}
+
+func (n *readNotice) answered() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.down {
+		n.down = false
+		fmt.Fprintln(n.w, "strata: the server answers again")
+	}
 }
