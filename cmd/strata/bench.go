@@ -59,7 +59,7 @@ configuration at tier windows of 250 ms, 500 ms and 1 s (strata:groupCommitWindo
 			case "multi":
 				o.Producers.Shape = cost.ShapeMulti
 			default:
-				return fmt.Errorf("--shape must be sdk or multi, got %q", shape)
+				return usagef("--shape must be sdk or multi, got %q", shape)
 			}
 			switch body {
 			case "binary":
@@ -67,7 +67,7 @@ configuration at tier windows of 250 ms, 500 ms and 1 s (strata:groupCommitWindo
 			case "json":
 				o.Producers.EncodedRecordBytes, o.Serving.CPUPerRecord = cost.JSONRecordBytes, cost.JSONCPUPerRecord
 			default:
-				return fmt.Errorf("--body must be binary or json, got %q", body)
+				return usagef("--body must be binary or json, got %q", body)
 			}
 			if idempotent {
 				o.Profile = cost.IdempotentDesignProfile()

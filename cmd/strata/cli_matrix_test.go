@@ -34,7 +34,7 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		// text is the first line of the text output; json a field the JSON output has.
 		text, json string
 	}{
-		{"topics create", "", []string{"topics", "create", "t-%s"}, "NAME PARTITIONS RETENTION", "retention_ms"},
+		{"topics create", "", []string{"topics", "create", "t-%s", "--partitions", "1"}, "NAME PARTITIONS RETENTION", "retention_ms"},
 		{"topics create --timestamp-type", "", []string{"topics", "create", "lat-%s", "--timestamp-type", "log-append-time"}, "NAME PARTITIONS RETENTION", "timestamp_type"},
 		{"topics list", "", []string{"topics", "list"}, "NAME", "topics"},
 		{"topics describe", "", []string{"topics", "describe", "orders"}, "NAME PARTITIONS RETENTION", "partition_info"},
@@ -109,7 +109,7 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{[]string{"groups", "delete", "nosuch"}, 1, "(HTTP 404 not_found)"},
 		{[]string{"groups", "reset", "g-text", "--topic", "orders", "--to", "banana"}, 2, "--to must be earliest, latest or a non-negative offset"},
 		{[]string{"groups", "settings", "nope"}, 1, "(HTTP 404 not_found)"},
-		{[]string{"groups", "settings", "g-text", "--reset-policy", "sideways"}, 1, "(HTTP 400 invalid_request)"},
+		{[]string{"groups", "settings", "g-text", "--reset-policy", "sideways"}, 2, "--reset-policy must be earliest, latest or fail"},
 		{[]string{"groups", "settings", "g-text", "--on-failure", "retry"}, 1, "(HTTP 400 invalid_request)"},
 		{[]string{"groups", "release", "p-text", "--topic", "orders", "--key", "o-1"}, 1, "(HTTP 404 not_found)"},
 		{[]string{"groups", "release", "p-text", "--topic", "orders"}, 2, "--topic and --key are required"},

@@ -278,7 +278,7 @@ func TestParseTime(t *testing.T) {
 // relative time; --retention takes days.
 func TestConsumeSinceSeeksOnServer(t *testing.T) {
 	url := startNode(t, runtime.Config{})
-	out := cli(t, url, "", "topics", "create", "orders", "--retention", "7d", "--json")
+	out := cli(t, url, "", "topics", "create", "orders", "--partitions", "1", "--retention", "7d", "--json")
 	if !strings.Contains(out, `"retention_ms": 604800000`) {
 		t.Fatalf("--retention 7d: %s", out)
 	}
@@ -456,7 +456,7 @@ func TestVersion(t *testing.T) {
 // so once after repeated failures instead of printing nothing.
 func TestConsumerStatusLines(t *testing.T) {
 	dev := startDev(t, t.TempDir())
-	cli(t, dev.url, "", "topics", "create", "orders")
+	cli(t, dev.url, "", "topics", "create", "orders", "--partitions", "1")
 	a := startConsume(t, dev.url, "orders", "billing", "a", time.Second)
 	waitLine(t, a, "holding partitions [0] of 1")
 	b := startConsume(t, dev.url, "orders", "billing", "b", time.Second)

@@ -71,6 +71,18 @@ appended at or after it, so nothing before it is downloaded.`,
 			if cc.offsetSet && cc.offset < 0 {
 				return usagef("--offset must not be negative, got %d", cc.offset)
 			}
+			if cc.offsetSet && cc.fromSet {
+				return usagef("--offset and --from both say where to start; give one")
+			}
+			if fromTime != "" && (cc.offsetSet || cc.fromSet) {
+				return usagef("--since, --offset and --from each say where to start; give one")
+			}
+			if cc.leaseTTL < 0 {
+				return usagef("--lease-ttl must not be negative, got %s", cc.leaseTTL)
+			}
+			if cc.maxMessages < 0 {
+				return usagef("--max-messages must not be negative, got %d", cc.maxMessages)
+			}
 			c, err := o.client()
 			if err != nil {
 				return err
@@ -80,7 +92,7 @@ appended at or after it, so nothing before it is downloaded.`,
 			cc.url = o.url
 			cc.partitions = partitions
 			if cc.group == "" {
-				return runRead(cmd.Context(), c, cc, cmd.OutOrStdout())
+				return runRead(cmd.Context(), c, cc, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			}
 			return runConsume(cmd.Context(), c, cc, cmd.OutOrStdout(), cmd.ErrOrStderr())
 		},
@@ -100,6 +112,9 @@ appended at or after it, so nothing before it is downloaded.`,
 	f.StringVar(&cc.format, "format", "text", "output format: text or json (same as --json)")
 	f.DurationVar(&cc.leaseTTL, "lease-ttl", 10*time.Second, "lease TTL (renewed every third of it)")
 	f.BoolVar(&cc.untilCaughtUp, "until-caught-up", false, "exit once every record present at start is printed (and committed)")
+	f.Int64Var(&cc.maxMessages, "max-messages", 0, "exit after printing `N` records (with --group, committing them)")
+	f.BoolVar(&cc.printTimestamp, "print-timestamp", false, "add a TIMESTAMP column: each record's append time (as Kafka's print.timestamp)")
+	f.BoolVar(&cc.printHeaders, "print-headers", false, "add a HEADERS column: name:value pairs, comma-separated (as Kafka's print.headers)")
 	return cmd
 }
 
@@ -113,6 +128,9 @@ type consumeConfig struct {
 	fromTime                   time.Time
 	leaseTTL                   time.Duration
 	untilCaughtUp              bool
+	maxMessages                int64
+	printTimestamp             bool
+	printHeaders               bool
 	json                       bool
 	url                        string
 }
@@ -165,17 +183,27 @@ func runConsume(ctx context.Context, c *client.Client, cc consumeConfig, out, er
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var mu sync.Mutex
-	pr := newRecordPrinter(out, cc.json)
+	pr := newRecordPrinter(out, cc)
 	if err := pr.header(); err != nil {
 		return err
 	}
+	go pr.cancelWhenDone(ctx, cancel)
 	printRecord := func(r consumer.Record) error {
 		return pr.print(r.Partition, r.Offset, r.Timestamp, r.Key, r.Value, headerMap(r.Headers))
 	}
 	handler := func(_ context.Context, r consumer.Record) error {
 		mu.Lock()
 		defer mu.Unlock()
-		if err := printRecord(r); err != nil {
+		err := printRecord(r)
+		if errors.Is(err, errMaxMessages) {
+			// Past --max-messages: not handled (so not committed), and not a failure
+			// either; the command is ending.
+			mu.Unlock()
+			<-ctx.Done()
+			mu.Lock()
+			return ctx.Err()
+		}
+		if err != nil {
 			cancel(fmt.Errorf("write record: %w", err))
 			return err
 		}

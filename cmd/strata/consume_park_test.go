@@ -56,7 +56,7 @@ func TestConsumeGroupParks(t *testing.T) {
 	if !strings.Contains(parked, "bad") || !strings.Contains(parked, "refund declined") {
 		t.Fatalf("groups parked: %q", parked)
 	}
-	if got := rows(cli(t, url, "", "groups", "describe", "refunds")); len(got) != 2 || strings.Fields(got[1])[8] != "1" {
+	if got := firstTable(cli(t, url, "", "groups", "describe", "refunds")); len(got) != 2 || strings.Fields(got[1])[8] != "1" {
 		t.Fatalf("groups describe: %q, want PARKED 1 on orders/0", got)
 	}
 	keys, err := c.ParkedKeys(ctx, "refunds")

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"syscall"
@@ -15,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/client/awsauth"
 )
 
 // usageError is a command line the tool cannot run: an unknown command or flag, a
@@ -53,6 +57,17 @@ func exactArgs(names ...string) cobra.PositionalArgs {
 			return usagef("%s needs %s (see %s --help)", cmd.CommandPath(), strings.Join(names[len(args):], " "), cmd.CommandPath())
 		}
 		return usagef("%s takes %d argument(s), got %d: %s", cmd.CommandPath(), len(names), len(args), strings.Join(args, " "))
+	}
+}
+
+// maxArgs accepts the optional arguments names, at most one each, as a usage error
+// otherwise.
+func maxArgs(names ...string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) <= len(names) {
+			return nil
+		}
+		return usagef("%s takes at most %d argument(s), got %d: %s", cmd.CommandPath(), len(names), len(args), strings.Join(args, " "))
 	}
 }
 
@@ -126,8 +141,16 @@ func reachMessage(err error, baseURL string) (string, bool) {
 	if errors.Is(err, client.ErrBadResponse) {
 		return fmt.Sprintf("%s is not a Strata server: its answer is not the API's JSON; check --url (or %s)", at, envURL), true
 	}
-	var dns *net.DNSError
+	var (
+		dns     *net.DNSError
+		unknown x509.UnknownAuthorityError
+		verify  *tls.CertificateVerificationError
+		hostErr x509.HostnameError
+		urlErr  *url.Error
+	)
 	switch {
+	case errors.Is(err, awsauth.ErrConfig), errors.Is(err, awsauth.ErrCredentials):
+		return awsCredentialsMessage(err), true
 	case errors.Is(err, syscall.ECONNREFUSED):
 		return fmt.Sprintf("cannot reach a Strata server: nothing listens at %s (connection refused); start one with strata dev, "+
 			"or point --url (or %s) at a running one", orDefault(baseURL), envURL), true
@@ -135,8 +158,43 @@ func reachMessage(err error, baseURL string) (string, bool) {
 		return fmt.Sprintf("cannot reach a Strata server: the host name %q does not resolve; check --url (or %s)", dns.Name, envURL), true
 	case errors.Is(err, context.DeadlineExceeded) && !errors.As(err, &api):
 		return fmt.Sprintf("cannot reach a Strata server: %s did not answer in time; check --url (or %s) and the network", at, envURL), true
+	case errors.As(err, &unknown), errors.As(err, &verify), errors.As(err, &hostErr):
+		return fmt.Sprintf("cannot reach Strata at %s: its TLS certificate is not trusted for that host; check --url (or %s)", orDefault(baseURL), envURL), true
+	case errors.As(err, &urlErr) && strings.Contains(urlErr.Err.Error(), "server gave HTTP response to HTTPS client"):
+		return fmt.Sprintf("cannot reach Strata at %s: the server speaks plain HTTP, not HTTPS; use an http:// --url (or %s)", orDefault(baseURL), envURL), true
+	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Sprintf("cannot reach Strata at %s: the connection was closed before an answer; is strata dev (or the server) running, and is --url (or %s) a Strata server?", orDefault(baseURL), envURL), true
+	case errors.As(err, &urlErr) && !errors.As(err, &api):
+		// Any other transport failure: the cause without Go's "Get \"URL\": " wrapping.
+		return fmt.Sprintf("cannot reach Strata at %s: %s; is strata dev (or the server) running? check --url (or %s)", orDefault(baseURL), transportCause(urlErr.Err), envURL), true
 	}
 	return "", false
+}
+
+// transportCause is a transport error without the addresses Go's net errors prefix
+// ("dial tcp 127.0.0.1:1: ", "read tcp a->b: ").
+func transportCause(err error) string {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		return op.Err.Error()
+	}
+	return err.Error()
+}
+
+// awsCredentialsMessage explains a request that could not be signed for lack of AWS
+// credentials or configuration, naming how a person provides them.
+func awsCredentialsMessage(err error) string {
+	cause := err.Error()
+	for _, s := range []error{awsauth.ErrCredentials, awsauth.ErrConfig} {
+		if i := strings.Index(cause, s.Error()+": "); i >= 0 {
+			cause = cause[i+len(s.Error())+2:]
+		}
+	}
+	if i := strings.Index(cause, ", operation error"); i >= 0 {
+		cause = cause[:i]
+	}
+	return "no AWS credentials to sign the request with (--aws): set AWS_PROFILE (or --profile) to a profile of ~/.aws/config " +
+		"and run `aws sso login` if it uses SSO, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (" + cause + ")"
 }
 
 func orDefault(u string) string {
@@ -162,15 +220,36 @@ func cleanMessage(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
 	s = subMillis.ReplaceAllString(s, "$1")
 	s = chainCause.ReplaceAllString(s, "")
-	var out []string
+	s = incarnationID.ReplaceAllString(s, "$1")
+	var kept []string
 	for _, part := range strings.Split(s, ": ") {
 		if chainPrefix.MatchString(part + ": ") {
 			continue
+		}
+		kept = append(kept, part)
+	}
+	// A context each layer adds again ("group \"g\": group \"g\": not found") is said
+	// once; so is a bare name the next part repeats ("\"g\": group \"g\"").
+	var out []string
+	for i, part := range kept {
+		if i+1 < len(kept) {
+			if next := kept[i+1]; next == part || (isQuoted(part) && strings.Contains(next, part)) {
+				continue
+			}
 		}
 		out = append(out, part)
 	}
 	return strings.Join(out, ": ")
 }
+
+// isQuoted reports whether s is one quoted name ("\"orders\"").
+func isQuoted(s string) bool {
+	return len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' && !strings.Contains(s[1:len(s)-1], `"`)
+}
+
+// incarnationID is a topic's internal incarnation id after its name ("orders#tc01j…"):
+// a person knows the topic by its name.
+var incarnationID = regexp.MustCompile(`([A-Za-z0-9._-])#[0-9a-z]{20,64}\b`)
 
 // chainCause is a parenthesised internal cause: " (store: not found)".
 var chainCause = regexp.MustCompile(` \((` + internalPackages + `): [^()]*\)`)

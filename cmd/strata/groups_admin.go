@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/stratalog/strata/pkg/client"
+	"github.com/stratalog/strata/pkg/consumer"
 	"github.com/stratalog/strata/pkg/wire"
 )
 
@@ -39,11 +40,17 @@ instead (--on-failure park: the key's records go, in order, to GROUP.parked whil
 other keys flow; see strata groups parked and strata groups release).`,
 		Args: exactArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			f := cmd.Flags()
+			if f.Changed("reset-policy") && resetPolicy != consumer.ResetEarliest && resetPolicy != consumer.ResetLatest && resetPolicy != consumer.ResetFail {
+				return usagef("--reset-policy must be earliest, latest or fail, got %q", resetPolicy)
+			}
+			if f.Changed("max-attempts") && maxAttempts < 1 {
+				return usagef("--max-attempts must be at least 1, got %d", maxAttempts)
+			}
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			f := cmd.Flags()
 			if f.Changed("dead-letter-topic") && noDLQ {
 				return usagef("--dead-letter-topic and --no-dead-letter-topic contradict each other")
 			}

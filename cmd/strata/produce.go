@@ -25,12 +25,13 @@ const produceFlushTimeout = 5 * time.Second
 
 func newProduceCmd(o *options) *cobra.Command {
 	var (
-		value     string
-		key       string
-		keySep    string
-		partition int32
-		linger    time.Duration
-		headers   []string
+		value        string
+		key          string
+		keySep       string
+		allowUnkeyed bool
+		partition    int32
+		linger       time.Duration
+		headers      []string
 	)
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC",
@@ -38,7 +39,8 @@ func newProduceCmd(o *options) *cobra.Command {
 		Long: `Append records to TOPIC with the batching producer: each line of stdin is one
 record's value (or --value gives a single record); blank lines are skipped. --key
 sets every record's key; --key-separator instead splits each line into key and value
-at the first separator; --header adds headers. Prints each record's partition and
+at the first separator, refusing a line without one (--allow-unkeyed sends it without
+a key); --header adds headers. Prints each record's partition and
 offset once it is durable. A line over the 1 MiB record limit fails on its own.`,
 		Args: exactArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -53,6 +55,18 @@ offset once it is durable. A line over the 1 MiB record limit fails on its own.`
 			var keyBytes []byte
 			if cmd.Flags().Changed("key") {
 				keyBytes = []byte(key)
+			}
+			if cmd.Flags().Changed("partition") && partition < 0 {
+				return usagef("--partition must not be negative, got %d", partition)
+			}
+			if linger < 0 {
+				return usagef("--linger must not be negative, got %s", linger)
+			}
+			if allowUnkeyed && keySep == "" {
+				return usagef("--allow-unkeyed only applies with --key-separator")
+			}
+			if keySep != "" && cmd.Flags().Changed("key") {
+				return usagef("--key and --key-separator both set the key; give one")
 			}
 			hdrs, err := parseHeaders(headers)
 			if err != nil {
@@ -70,7 +84,7 @@ offset once it is durable. A line over the 1 MiB record limit fails on its own.`
 			} else {
 				go readLines(cmd.InOrStdin(), lines, readErr, &blank)
 			}
-			p := producer{o: o, topic: args[0], key: keyBytes, keySep: []byte(keySep), partition: part, headers: hdrs,
+			p := producer{o: o, topic: args[0], key: keyBytes, keySep: []byte(keySep), allowUnkeyed: allowUnkeyed, partition: part, headers: hdrs,
 				cfg: client.ProducerConfig{Linger: linger}}
 			err = p.run(cmd.Context(), c, lines, readErr, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if blank > 0 {
@@ -82,7 +96,8 @@ offset once it is durable. A line over the 1 MiB record limit fails on its own.`
 	f := cmd.Flags()
 	f.StringVar(&value, "value", "", "append this one value instead of reading stdin")
 	f.StringVar(&key, "key", "", "key of every record")
-	f.StringVar(&keySep, "key-separator", "", "split each line into key and value at the first occurrence of this string")
+	f.StringVar(&keySep, "key-separator", "", "split each line into key and value at the first occurrence of this string (a line without it is refused)")
+	f.BoolVar(&allowUnkeyed, "allow-unkeyed", false, "with --key-separator: send a line without the separator as a value without a key")
 	f.Int32Var(&partition, "partition", 0, "append to this `PARTITION` (default: by key, else spread)")
 	f.StringArrayVar(&headers, "header", nil, "add the header `NAME=VALUE` to every record (repeatable)")
 	f.DurationVar(&linger, "linger", 5*time.Millisecond, "how long a batch waits for more records")
@@ -158,13 +173,16 @@ func readLines(r io.Reader, out chan<- line, errc chan<- error, blank *int) {
 
 // producer is one run of `strata produce`.
 type producer struct {
-	o         *options
-	topic     string
-	key       []byte
-	keySep    []byte
-	partition *int32
-	headers   map[string][]byte
-	cfg       client.ProducerConfig
+	o      *options
+	topic  string
+	key    []byte
+	keySep []byte
+	// allowUnkeyed sends a line without keySep as a value without a key instead of
+	// refusing it.
+	allowUnkeyed bool
+	partition    *int32
+	headers      map[string][]byte
+	cfg          client.ProducerConfig
 }
 
 // outcome is a record's fate as the printer waits for it: a *client.Future, or a
@@ -188,6 +206,10 @@ func failed(err error) outcome {
 
 func (f failedOutcome) Done() <-chan struct{}          { return f.done }
 func (f failedOutcome) Result() (client.Result, error) { return client.Result{}, f.err }
+
+// errNoKeySeparator is a line --key-separator cannot split (Kafka's console producer
+// refuses it too, with parse.key=true).
+var errNoKeySeparator = errors.New("no key separator")
 
 // parseHeaders parses --header NAME=VALUE flags.
 func parseHeaders(hs []string) (map[string][]byte, error) {
@@ -273,6 +295,10 @@ loop:
 			if len(p.keySep) > 0 {
 				if k, v, found := bytes.Cut(line.data, p.keySep); found {
 					rec.Key, rec.Value = k, v
+				} else if !p.allowUnkeyed {
+					futures <- failed(fmt.Errorf("line %d has no key separator %q (--allow-unkeyed sends such a line without a key): %w",
+						line.n, p.keySep, errNoKeySeparator))
+					continue
 				}
 			}
 			f, err := prod.Send(ctx, rec)

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -21,10 +23,23 @@ type recordPrinter struct {
 	json     bool
 	enc      *json.Encoder
 	headered bool
+	// printTimestamp and printHeaders add the TIMESTAMP and HEADERS columns to the text
+	// output (JSON always has both).
+	printTimestamp, printHeaders bool
+	// limit is --max-messages (0: none); printed counts the records so far, and done is
+	// closed once the limit is printed.
+	limit, printed int64
+	done           chan struct{}
 }
 
-func newRecordPrinter(out io.Writer, asJSON bool) *recordPrinter {
-	return &recordPrinter{out: out, json: asJSON, enc: json.NewEncoder(out)}
+// errMaxMessages is a record past --max-messages: it is not printed (and so, in a
+// group, not committed).
+var errMaxMessages = errors.New("--max-messages printed")
+
+func newRecordPrinter(out io.Writer, cc consumeConfig) *recordPrinter {
+	return &recordPrinter{out: out, json: cc.json, enc: json.NewEncoder(out),
+		printTimestamp: cc.printTimestamp, printHeaders: cc.printHeaders,
+		limit: cc.maxMessages, done: make(chan struct{})}
 }
 
 // header prints the text header once (before the first record, or at start so an idle
@@ -40,13 +55,34 @@ func (p *recordPrinter) headerLocked() error {
 		return nil
 	}
 	p.headered = true
-	_, err := fmt.Fprintln(p.out, "PARTITION\tOFFSET\tKEY\tVALUE")
+	cols := "PARTITION\tOFFSET"
+	if p.printTimestamp {
+		cols += "\tTIMESTAMP"
+	}
+	if p.printHeaders {
+		cols += "\tHEADERS"
+	}
+	_, err := fmt.Fprintln(p.out, cols+"\tKEY\tVALUE")
 	return err
 }
 
 func (p *recordPrinter) print(partition int32, offset int64, ts int64, key, value []byte, headers map[string][]byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.limit > 0 && p.printed >= p.limit {
+		return errMaxMessages
+	}
+	if err := p.printLocked(partition, offset, ts, key, value, headers); err != nil {
+		return err
+	}
+	p.printed++
+	if p.limit > 0 && p.printed == p.limit {
+		close(p.done)
+	}
+	return nil
+}
+
+func (p *recordPrinter) printLocked(partition int32, offset int64, ts int64, key, value []byte, headers map[string][]byte) error {
 	if p.json {
 		j := consumedJSON{Partition: partition, Offset: offset, TimestampMs: ts}
 		j.Key, j.KeyBase64 = jsonBytes(key)
@@ -73,8 +109,46 @@ func (p *recordPrinter) print(partition int32, offset int64, ts int64, key, valu
 	if err := p.headerLocked(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(p.out, "%d\t%d\t%s\t%s\n", partition, offset, printable(key), printable(value))
+	line := fmt.Sprintf("%d\t%d", partition, offset)
+	if p.printTimestamp {
+		line += "\t" + time.UnixMilli(ts).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
+	if p.printHeaders {
+		line += "\t" + printHeaders(headers)
+	}
+	_, err := fmt.Fprintf(p.out, "%s\t%s\t%s\n", line, printable(key), printable(value))
 	return err
+}
+
+// cancelWhenDone ends the command (cancel) once --max-messages records are printed.
+func (p *recordPrinter) cancelWhenDone(ctx context.Context, cancel context.CancelCauseFunc) {
+	select {
+	case <-p.done:
+		cancel(nil)
+	case <-ctx.Done():
+	}
+}
+
+// printHeaders renders headers as Kafka's console consumer does, name:value joined by
+// commas (sorted by name; each part printable), or "-" for none.
+func printHeaders(hs map[string][]byte) string {
+	if len(hs) == 0 {
+		return "-"
+	}
+	names := make([]string, 0, len(hs))
+	for k := range hs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, k := range names {
+		v := hs[k]
+		if v == nil {
+			v = []byte{}
+		}
+		parts[i] = printable([]byte(k)) + ":" + printable(v)
+	}
+	return strings.Join(parts, ",")
 }
 
 // headerMap turns a record's header list into a map (the last of repeated names wins).
@@ -93,7 +167,7 @@ func headerMap(hs []segment.Header) map[string][]byte {
 const readPollWait = 5 * time.Second
 
 // runRead follows partitions without a group: nothing is leased or committed.
-func runRead(ctx context.Context, c *client.Client, cc consumeConfig, out io.Writer) error {
+func runRead(ctx context.Context, c *client.Client, cc consumeConfig, out, errOut io.Writer) error {
 	if cc.from != "earliest" && cc.from != "latest" {
 		return usagef("--from must be earliest or latest, got %q", cc.from)
 	}
@@ -129,19 +203,21 @@ func runRead(ctx context.Context, c *client.Client, cc consumeConfig, out io.Wri
 			}
 		}
 	}
-	pr := newRecordPrinter(out, cc.json)
+	pr := newRecordPrinter(out, cc)
 	if err := pr.header(); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	go pr.cancelWhenDone(ctx, cancel)
+	notice := &readNotice{w: errOut, url: cc.url}
 	errs := make([]error, len(parts))
 	var wg sync.WaitGroup
 	for i, p := range parts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := readPartition(ctx, c, cc, p, starts[i], hws[i], pr); err != nil {
+			if err := readPartition(ctx, c, cc, p, starts[i], hws[i], pr, notice); err != nil {
 				errs[i] = err
 				cancel(err)
 			}
@@ -188,9 +264,18 @@ func startOffset(cc consumeConfig, p int32, info []client.PartitionInfo) (offset
 	return start, hw, nil
 }
 
+// Backoff of a read that lost the server: from readRetryMin, doubling to readRetryMax.
+const (
+	readRetryMin = 100 * time.Millisecond
+	readRetryMax = 5 * time.Second
+)
+
 // readPartition prints partition p from offset until ctx ends (or, with untilCaughtUp,
-// until hw, the high watermark seen at start).
-func readPartition(ctx context.Context, c *client.Client, cc consumeConfig, p int32, offset, hw int64, pr *recordPrinter) error {
+// until hw, the high watermark seen at start). Like tail -F it rides through a server
+// that goes away: a retryable failure (the server unreachable, 503) is retried with
+// backoff from the same offset, said once on notice, and its recovery said too.
+func readPartition(ctx context.Context, c *client.Client, cc consumeConfig, p int32, offset, hw int64, pr *recordPrinter, notice *readNotice) error {
+	backoff := readRetryMin
 	for ctx.Err() == nil {
 		if cc.untilCaughtUp && offset >= hw {
 			return nil
@@ -213,15 +298,57 @@ func readPartition(ctx context.Context, c *client.Client, cc consumeConfig, p in
 				}
 			}
 			return err
+		case err != nil && client.IsRetryable(err):
+			notice.lost(err)
+			t := time.NewTimer(backoff)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
+			backoff = min(2*backoff, readRetryMax)
+			continue
 		case err != nil:
 			return err
 		}
+		backoff = readRetryMin
+		notice.answered()
 		for _, r := range res.Records {
-			if err := pr.print(p, r.Offset, r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers); err != nil {
+			if err := pr.print(p, r.Offset, r.Timestamp.UnixMilli(), r.Key, r.Value, r.Headers); errors.Is(err, errMaxMessages) {
+				return nil
+			} else if err != nil {
 				return fmt.Errorf("write record: %w", err)
 			}
 		}
 		offset = res.NextOffset
 	}
 	return nil
+}
+
+// readNotice says once, on stderr, that the server cannot be reached and reads are
+// retried, and once that it answers again (shared by a command's partitions).
+type readNotice struct {
+	w    io.Writer
+	url  string
+	mu   sync.Mutex
+	down bool
+}
+
+func (n *readNotice) lost(err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.down {
+		n.down = true
+		fmt.Fprintf(n.w, "strata: %s; retrying (Ctrl-C stops)\n", userMessage(err, n.url))
+	}
+}
+
+func (n *readNotice) answered() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.down {
+		n.down = false
+		fmt.Fprintln(n.w, "strata: the server answers again")
+	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -62,6 +63,9 @@ func newTopicsCreateCmd(o *options) *cobra.Command {
 		Short: "Create a topic",
 		Args:  exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("partitions") && partitions <= 0 {
+				return usagef("--partitions must be 1 to 1024, got %d", partitions)
+			}
 			var logAppend bool
 			switch tsType {
 			case "create-time":
@@ -85,7 +89,9 @@ func newTopicsCreateCmd(o *options) *cobra.Command {
 			return printTopic(w, t)
 		},
 	}
-	cmd.Flags().Int32Var(&partitions, "partitions", 1, "number of partitions (1-1024)")
+	// 0 leaves the count out of the request: the server's default applies (4 unless the
+	// deployment sets another).
+	cmd.Flags().Int32Var(&partitions, "partitions", 0, "number of partitions, 1-1024 (default: the server's, 4 unless the deployment sets another)")
 	cmd.Flags().Var(daysValue{&retention}, "retention", "how long records are kept, e.g. 7d, 36h (default: the server's, 24h)")
 	cmd.Flags().Var(daysValue{&pin}, "retention-pin", retentionPinUsage)
 	cmd.Flags().StringVar(&tsType, "timestamp-type", "create-time", "record timestamps: create-time (the producer's) or log-append-time (the append time, whatever the producer gave)")
@@ -94,35 +100,71 @@ func newTopicsCreateCmd(o *options) *cobra.Command {
 
 func newTopicsDescribeCmd(o *options) *cobra.Command {
 	return &cobra.Command{
-		Use:   "describe NAME",
-		Short: "Show a topic and each partition's log start offset and high watermark",
-		Args:  exactArgs("NAME"),
+		Use:   "describe [NAME]",
+		Short: "Show a topic and each partition's log start offset and high watermark (without NAME: every topic)",
+		Args:  maxArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
-			t, err := c.DescribeTopic(cmd.Context(), args[0])
-			if err != nil {
-				return err
+			ctx := cmd.Context()
+			names := args
+			if len(names) == 0 {
+				if names, err = c.ListTopics(ctx); err != nil {
+					return err
+				}
+			}
+			var topics []*client.Topic
+			for _, n := range names {
+				t, err := c.DescribeTopic(ctx, n)
+				if errors.Is(err, client.ErrNotFound) && len(args) == 0 {
+					continue // deleted since the list
+				}
+				if err != nil {
+					return err
+				}
+				topics = append(topics, t)
 			}
 			w := cmd.OutOrStdout()
 			if o.json {
-				return printJSON(w, toTopicJSON(t))
+				if len(args) == 1 {
+					return printJSON(w, toTopicJSON(topics[0]))
+				}
+				out := make([]topicJSON, len(topics))
+				for i, t := range topics {
+					out[i] = toTopicJSON(t)
+				}
+				return printJSON(w, map[string]any{"topics": out})
 			}
-			if err := printTopic(w, t); err != nil {
-				return err
+			for i, t := range topics {
+				if i > 0 {
+					if _, err := fmt.Fprintln(w); err != nil {
+						return err
+					}
+				}
+				if err := describeTopic(w, t); err != nil {
+					return err
+				}
 			}
-			if _, err := w.Write([]byte("\n")); err != nil {
-				return err
-			}
-			tb := newTable(w, "PARTITION", "LOG_START", "HIGH_WATERMARK", "RECORDS")
-			for _, p := range t.PartitionInfo {
-				tb.row(p.Partition, p.LogStartOffset, p.HighWatermark, p.HighWatermark-p.LogStartOffset)
-			}
-			return tb.flush()
+			return nil
 		},
 	}
+}
+
+// describeTopic prints t's row and its partitions' bounds.
+func describeTopic(w io.Writer, t *client.Topic) error {
+	if err := printTopic(w, t); err != nil {
+		return err
+	}
+	if _, err := w.Write([]byte("\n")); err != nil {
+		return err
+	}
+	tb := newTable(w, "PARTITION", "LOG_START", "HIGH_WATERMARK", "RECORDS")
+	for _, p := range t.PartitionInfo {
+		tb.row(p.Partition, p.LogStartOffset, p.HighWatermark, p.HighWatermark-p.LogStartOffset)
+	}
+	return tb.flush()
 }
 
 func newTopicsListCmd(o *options) *cobra.Command {

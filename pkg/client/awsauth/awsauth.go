@@ -45,6 +45,14 @@ const (
 // ErrNoRegion is returned when no region is given, configured or in the endpoint's host.
 var ErrNoRegion = errors.New("awsauth: no region: pass one, set AWS_REGION (or a profile's region) or use an execute-api or lambda-url URL")
 
+// ErrConfig is returned when the AWS configuration cannot be loaded (a profile that
+// does not exist, a malformed config file).
+var ErrConfig = errors.New("awsauth: load the AWS configuration")
+
+// ErrCredentials is returned when no AWS credentials can be retrieved to sign a request
+// (none configured, an expired SSO session).
+var ErrCredentials = errors.New("awsauth: retrieve AWS credentials")
+
 // ErrService is returned for a signing name other than Service and ServiceLambda.
 var ErrService = errors.New("awsauth: the service must be execute-api (API Gateway) or lambda (a function URL)")
 
@@ -99,7 +107,7 @@ func Load(ctx context.Context, endpoint string, o Options) (*Transport, error) {
 	}
 	cfg, err := config.LoadDefaultConfig(ctx, loadOpts...)
 	if err != nil {
-		return nil, fmt.Errorf("awsauth: load the AWS configuration: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 	}
 	if cfg.Region == "" {
 		return nil, ErrNoRegion
@@ -223,7 +231,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	creds, err := t.creds.Retrieve(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("awsauth: retrieve AWS credentials: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrCredentials, err)
 	}
 	out := req.Clone(ctx)
 	out.Header.Del("Authorization")
