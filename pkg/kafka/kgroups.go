@@ -271,12 +271,9 @@ func (s *Server) syncGroup(ctx context.Context, r *kmsg.SyncGroupRequest) kmsg.R
 	if err != nil {
 		return fail(groupErr(err))
 	}
-	m, ok := st.Member(r.MemberID)
-	switch {
-	case !ok:
-		return fail(unknownMemberID)
-	case st.Generation != r.Generation || st.Phase != kgroup.Stable:
-		return fail(rebalanceInProgress)
+	m, code := syncOutcome(st, r.MemberID, r.Generation)
+	if code != 0 {
+		return fail(code)
 	}
 	resp.MemberAssignment = m.Assignment
 	if resp.MemberAssignment == nil {
@@ -284,6 +281,25 @@ func (s *Server) syncGroup(ctx context.Context, r *kmsg.SyncGroupRequest) kmsg.R
 	}
 	resp.ProtocolType, resp.Protocol = kmsg.StringPtr(st.ProtocolType), kmsg.StringPtr(st.Protocol)
 	return resp
+}
+
+// syncOutcome answers a SyncGroup of member at generation from the group's state once
+// its wait ended: the member's part of a stable generation; REBALANCE_IN_PROGRESS when
+// another generation formed meanwhile (whether or not it kept the member, as Kafka tells
+// the members awaiting sync to join again), or when the leader's assignment is still
+// missing; UNKNOWN_MEMBER_ID only for a member its own generation no longer has.
+func syncOutcome(st kgroup.State, member string, generation int32) (kgroup.Member, int16) {
+	if st.Generation != generation {
+		return kgroup.Member{}, rebalanceInProgress
+	}
+	m, ok := st.Member(member)
+	switch {
+	case !ok:
+		return kgroup.Member{}, unknownMemberID
+	case st.Phase != kgroup.Stable:
+		return kgroup.Member{}, rebalanceInProgress
+	}
+	return m, 0
 }
 
 // heartbeat renews the member's session; REBALANCE_IN_PROGRESS tells it to join again.
