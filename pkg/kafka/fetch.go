@@ -277,3 +277,22 @@ func varintLen(x int64) int {
 	}
 	return n
 }
+
+// responseSizeHint is about how many bytes resp encodes to beyond its fixed fields:
+// a fetch answer's record batches, so the response buffer is sized once instead of
+// regrown (and recopied) as megabytes of records are appended; 0 for other answers.
+func responseSizeHint(resp kmsg.Response) int {
+	r, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		n += len(t.Topic) + 32
+		for j := range t.Partitions {
+			n += len(t.Partitions[j].RecordBatches) + 64
+		}
+	}
+	return n
+}
