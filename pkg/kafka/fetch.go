@@ -176,7 +176,11 @@ func (s *Server) awaitRecords(ctx context.Context, parts []*fetchPart, wait time
 // whose readers give every record of a batch its max timestamp: a batch then holds
 // records of one timestamp only.
 func encodeBatches(recs []segment.Record, logAppendTime bool) []byte {
-	var out []byte
+	size := 0
+	for i := range recs {
+		size += recordSize(&recs[i]) + 5
+	}
+	out := make([]byte, 0, size+(batchMinLength+12)*(1+len(recs)/1024))
 	for len(recs) > 0 {
 		n := 1
 		for n < len(recs) && recs[n].Offset-recs[0].Offset <= math.MaxInt32 &&
@@ -189,26 +193,17 @@ func encodeBatches(recs []segment.Record, logAppendTime bool) []byte {
 	return out
 }
 
+// appendBatch appends one record batch of recs to dst: the header first (kmsg's
+// encoding), then each record encoded once straight after it, its length prefix
+// computed beforehand, then the length and CRC-32C patched in.
 func appendBatch(dst []byte, recs []segment.Record, logAppendTime bool) []byte {
 	base, firstTs := recs[0].Offset, recs[0].Timestamp
 	maxTs := firstTs
-	var body []byte
-	var rec []byte
-	for _, r := range recs {
-		maxTs = max(maxTs, r.Timestamp)
-		kr := kmsg.Record{TimestampDelta64: r.Timestamp - firstTs, OffsetDelta: int32(r.Offset - base), Key: r.Key, Value: r.Value}
-		for _, h := range r.Headers {
-			kr.Headers = append(kr.Headers, kmsg.Header{Key: h.Key, Value: h.Value})
-		}
-		// The record's length prefix counts what follows it: encode with a zero
-		// length (one byte), then prefix the real one.
-		rec = kr.AppendTo(rec[:0])
-		kr.Length = int32(len(rec) - 1)
-		body = kr.AppendTo(body)
+	for i := range recs {
+		maxTs = max(maxTs, recs[i].Timestamp)
 	}
 	b := kmsg.RecordBatch{
 		FirstOffset:          base,
-		Length:               int32(batchMinLength + len(body)),
 		PartitionLeaderEpoch: -1,
 		Magic:                batchMagic,
 		LastOffsetDelta:      int32(recs[len(recs)-1].Offset - base),
@@ -218,13 +213,86 @@ func appendBatch(dst []byte, recs []segment.Record, logAppendTime bool) []byte {
 		ProducerEpoch:        -1,
 		FirstSequence:        -1,
 		NumRecords:           int32(len(recs)),
-		Records:              body,
 	}
 	if logAppendTime {
 		b.Attributes |= attrLogAppendTime
 	}
 	start := len(dst)
 	dst = b.AppendTo(dst)
+	body := len(dst)
+	var hs []kmsg.Header
+	for i := range recs {
+		r := &recs[i]
+		kr := kmsg.Record{TimestampDelta64: r.Timestamp - firstTs, OffsetDelta: int32(r.Offset - base), Key: r.Key, Value: r.Value}
+		if len(r.Headers) > 0 {
+			hs = hs[:0]
+			for _, h := range r.Headers {
+				hs = append(hs, kmsg.Header{Key: h.Key, Value: h.Value})
+			}
+			kr.Headers = hs
+		}
+		kr.Length = int32(recordLength(&kr))
+		dst = kr.AppendTo(dst)
+	}
+	binary.BigEndian.PutUint32(dst[start+8:], uint32(batchMinLength+len(dst)-body))
 	binary.BigEndian.PutUint32(dst[start+17:], crc32.Checksum(dst[start+batchCRCStart:], castagnoli))
 	return dst
+}
+
+// recordLength is the length Kafka's record encoding (kmsg.Record.AppendTo) gives
+// everything of kr after its length prefix.
+func recordLength(kr *kmsg.Record) int {
+	n := 1 + varintLen(kr.TimestampDelta64) + varintLen(int64(kr.OffsetDelta)) +
+		bytesLen(kr.Key) + bytesLen(kr.Value) + varintLen(int64(len(kr.Headers)))
+	for _, h := range kr.Headers {
+		n += varintLen(int64(len(h.Key))) + len(h.Key) + bytesLen(h.Value)
+	}
+	return n
+}
+
+// recordSize bounds the encoded size of r without its length prefix.
+func recordSize(r *segment.Record) int {
+	n := 1 + 10 + 5 + len(r.Key) + 5 + len(r.Value) + 5 + 5
+	for _, h := range r.Headers {
+		n += 10 + len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// bytesLen is the encoded length of a nullable varint-prefixed byte string.
+func bytesLen(b []byte) int {
+	if b == nil {
+		return varintLen(-1)
+	}
+	return varintLen(int64(len(b))) + len(b)
+}
+
+// varintLen is the length of x as a zigzag varint.
+func varintLen(x int64) int {
+	u := uint64(x)<<1 ^ uint64(x>>63)
+	n := 1
+	for u >= 0x80 {
+		u >>= 7
+		n++
+	}
+	return n
+}
+
+// responseSizeHint is about how many bytes resp encodes to beyond its fixed fields:
+// a fetch answer's record batches, so the response buffer is sized once instead of
+// regrown (and recopied) as megabytes of records are appended; 0 for other answers.
+func responseSizeHint(resp kmsg.Response) int {
+	r, ok := resp.(*kmsg.FetchResponse)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for i := range r.Topics {
+		t := &r.Topics[i]
+		n += len(t.Topic) + 32
+		for j := range t.Partitions {
+			n += len(t.Partitions[j].RecordBatches) + 64
+		}
+	}
+	return n
 }

@@ -410,7 +410,7 @@ func (s *Server) serveFrame(ctx context.Context, b broker, ss *session, frame []
 // encodeResponse frames resp as the answer to h: size, correlation id, the header's
 // tags for a flexible version (never for ApiVersions, whose header stays v0), body.
 func encodeResponse(h header, resp kmsg.Response) []byte {
-	out := make([]byte, 8, 256)
+	out := make([]byte, 8, 256+responseSizeHint(resp))
 	binary.BigEndian.PutUint32(out[4:], uint32(h.correlation))
 	if resp.IsFlexible() && resp.Key() != apiVersionsKey {
 		out = append(out, 0)
