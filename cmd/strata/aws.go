@@ -156,7 +156,8 @@ func (o *options) authOptions(ctx context.Context) ([]client.Option, error) {
 		if err != nil {
 			return nil, fmt.Errorf("sign requests with AWS SigV4 (--aws=false sends them unsigned): %w", err)
 		}
-		return []client.Option{opt}, nil
+		return []client.Option{opt, client.WithToken("")}, nil
 	}
-	return nil, nil
+	// No token: the CLI has read STRATA_TOKEN already, so --token "" sends none.
+	return []client.Option{client.WithToken("")}, nil
 }

@@ -3,6 +3,11 @@
 // retries idempotently. For a deployment behind API Gateway (IAM authorization), sign
 // the requests with the option of pkg/client/awsauth.
 //
+// New reads the environment as the strata CLI does: an empty base URL is STRATA_URL's
+// (without a scheme, http for a loopback host and https for any other), and without
+// WithToken the bearer token is STRATA_TOKEN's, so a service configured for the CLI
+// needs no code of its own. An explicit URL or WithToken (even WithToken("")) wins.
+//
 // To consume as a member of a consumer group (partitions shared with the group's other
 // members, commits of the contiguous completed prefix, rebalances followed), use
 // httpconsumer.NewGroupConsumer (github.com/stratalog/strata/pkg/httpconsumer) with
@@ -19,8 +24,10 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +47,7 @@ type Client struct {
 	base      string
 	hc        *http.Client
 	token     string
+	tokenSet  bool
 	userAgent string
 	// blocks is what the Client has learnt of the server's binary append (blocksUnknown,
 	// blocksOn, blocksOff); once known it stays, for every Producer of the Client.
@@ -70,14 +78,30 @@ type Option func(*Client)
 func WithHTTPClient(hc *http.Client) Option { return func(c *Client) { c.hc = hc } }
 
 // WithToken sends "Authorization: Bearer token" on every request (strata dev --auth).
-func WithToken(token string) Option { return func(c *Client) { c.token = token } }
+// It replaces STRATA_TOKEN; WithToken("") sends no token whatever the environment says.
+func WithToken(token string) Option {
+	return func(c *Client) { c.token, c.tokenSet = token, true }
+}
+
+// Environment variables New reads, the same as the strata CLI's --url and --token.
+const (
+	EnvURL   = "STRATA_URL"
+	EnvToken = "STRATA_TOKEN"
+)
 
 // WithUserAgent replaces the User-Agent header.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua } }
 
 // New returns a Client for baseURL (e.g. "http://127.0.0.1:4580" or an API Gateway stage
-// URL; a path prefix is kept).
+// URL; a path prefix is kept), or for STRATA_URL when baseURL is empty; without
+// WithToken it sends STRATA_TOKEN's token, if set.
 func New(baseURL string, opts ...Option) (*Client, error) {
+	if baseURL == "" {
+		baseURL = withScheme(os.Getenv(EnvURL))
+		if baseURL == "" {
+			return nil, fmt.Errorf("strata: no base URL: pass one to New or set %s", EnvURL)
+		}
+	}
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		return nil, fmt.Errorf("strata: base URL: %w", err)
@@ -95,7 +119,30 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	if c.hc == nil {
 		c.hc = &http.Client{}
 	}
+	if !c.tokenSet {
+		c.token = os.Getenv(EnvToken)
+	}
 	return c, nil
+}
+
+// withScheme completes an address without a scheme as the CLI does: http for a loopback
+// host (strata dev's 127.0.0.1:4580), https for any other.
+func withScheme(u string) string {
+	if u == "" || strings.Contains(u, "://") {
+		return u
+	}
+	host := u
+	if i := strings.IndexByte(host, '/'); i >= 0 {
+		host = host[:i]
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
+		return "http://" + u
+	}
+	return "https://" + u
 }
 
 // CreateTopic creates a topic and returns it; ErrTopicExists if the name is taken.
