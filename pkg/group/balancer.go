@@ -92,13 +92,21 @@ type StepResult struct {
 
 // Step heartbeats the member, renews its leases, takes free or expired leases up to
 // its fair share and reports any extras to release. It reads (members, leases),
-// decides with the pure planBalance, then applies the plan. An error leaves the
-// Balancer consistent; the caller retries at the next interval.
+// decides with the pure planBalance, then applies the plan. A member holding no lease
+// in a group with live Kafka members gets ErrKafkaGroup and changes nothing. An error
+// leaves the Balancer consistent; the caller retries at the next interval.
 func (b *Balancer) Step(ctx context.Context) (StepResult, error) {
 	var res StepResult
 	cfg := b.cfg
 	now := cfg.Clock()
 	exp := now.Add(cfg.TTL)
+	if len(b.held) == 0 {
+		// A member holding nothing is starting (or waiting for a share): it stays out
+		// of a group Kafka members hold, before its heartbeat makes it a member.
+		if err := refuseKafkaGroup(ctx, cfg.Store, cfg.Group, now); err != nil {
+			return res, err
+		}
+	}
 	if !b.ensured {
 		if err := createGroupIfAbsent(ctx, cfg.Store, cfg.Group, now); err != nil {
 			return res, err

@@ -34,6 +34,9 @@ var (
 	// ErrOffsetOutOfRange: a reset to an offset outside [log start, high watermark]; the
 	// error is an *OffsetOutOfRangeError carrying both bounds.
 	ErrOffsetOutOfRange = errors.New("group: offset out of range")
+	// ErrKafkaGroup: the group has live Kafka members (JoinGroup through the Kafka
+	// gateway), so a Strata member may not start in it; nothing was changed.
+	ErrKafkaGroup = errors.New("group: the group has live Kafka members")
 )
 
 // LeaseHeldError is the store's error for a lease held by another member, re-exported so

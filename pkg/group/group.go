@@ -256,7 +256,8 @@ func leaseOf(a store.Assignment, committed *int64, completed []store.OffsetRange
 // Acquire takes the lease of (group, topic, partition) for member for ttl when it is
 // free, expired or already member's, incrementing the generation (a member re-acquiring
 // fences its own earlier incarnation), and creates the group on its first lease. A live
-// lease of another member is ErrLeaseHeld (a *LeaseHeldError).
+// lease of another member is ErrLeaseHeld (a *LeaseHeldError); a group with live Kafka
+// members is ErrKafkaGroup, and nothing is changed.
 func (c *Coordinator) Acquire(ctx context.Context, group, topic string, partition int32, member string, ttl time.Duration) (Lease, error) {
 	if err := checkNames(group, topic, partition); err != nil {
 		return Lease{}, err
@@ -272,6 +273,9 @@ func (c *Coordinator) Acquire(ctx context.Context, group, topic string, partitio
 		return Lease{}, err
 	}
 	now := c.now()
+	if err := refuseKafkaGroup(ctx, c.store, group, now); err != nil {
+		return Lease{}, err
+	}
 	if err := c.ensureGroup(ctx, group, now); err != nil {
 		return Lease{}, err
 	}

@@ -26,6 +26,7 @@ const (
 	codeSuperseded          = wire.CodeSuperseded
 	codeStaleCommit         = wire.CodeStaleCommit
 	codeGroupActive         = wire.CodeGroupActive
+	codeKafkaGroup          = wire.CodeKafkaGroup
 	codeTooLarge            = wire.CodePayloadTooLarge
 	codeUnsupportedMedia    = wire.CodeUnsupportedMediaType
 	codeOffsetOutOfRange    = wire.CodeOffsetOutOfRange
@@ -139,6 +140,8 @@ func mapError(err error) *apiError {
 		return &apiError{status: http.StatusConflict, code: codeFenced, message: msg}
 	case errors.Is(err, store.ErrStaleCommit):
 		return &apiError{status: http.StatusConflict, code: codeStaleCommit, message: msg}
+	case errors.Is(err, group.ErrKafkaGroup):
+		return &apiError{status: http.StatusConflict, code: codeKafkaGroup, message: msg}
 	case errors.Is(err, store.ErrGroupActive):
 		return &apiError{status: http.StatusConflict, code: codeGroupActive, message: msg}
 	case errors.Is(err, log.ErrTooLarge):

@@ -462,7 +462,7 @@ var codesByStatus = map[int]map[string]bool{
 	404: {"not_found": true},
 	405: {"method_not_allowed": true},
 	415: {"unsupported_media_type": true},
-	409: {"topic_exists": true, "lease_held": true, "fenced": true, "superseded": true, "stale_commit": true, "group_active": true},
+	409: {"topic_exists": true, "lease_held": true, "fenced": true, "superseded": true, "stale_commit": true, "group_active": true, "kafka_group": true},
 	413: {"payload_too_large": true},
 	416: {"offset_out_of_range": true},
 	422: {"idempotency_key_reused": true, "beyond_high_watermark": true},
@@ -562,4 +562,14 @@ func (f *faultyMeta) ListParkedPartition(ctx context.Context, group, topic strin
 		return nil, err
 	}
 	return f.parks().ListParkedPartition(ctx, group, topic, partition)
+}
+
+// GetBarrier and SwapBarrier pass the Kafka barrier rows through, so the coordinator
+// sees a group's Kafka members as it does over a real store.
+func (f *faultyMeta) GetBarrier(ctx context.Context, g string) (store.Barrier, error) {
+	return f.MetaStore.(store.GroupBarrierStore).GetBarrier(ctx, g)
+}
+
+func (f *faultyMeta) SwapBarrier(ctx context.Context, g string, version int64, state []byte) (store.Barrier, error) {
+	return f.MetaStore.(store.GroupBarrierStore).SwapBarrier(ctx, g, version, state)
 }

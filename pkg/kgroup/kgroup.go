@@ -426,3 +426,15 @@ func clone(s State) State {
 	}
 	return s
 }
+
+// LiveMembers counts the members of a stored state (Encode's bytes, nil for none) that
+// are live at now, by the rules Step applies: a member past its session is gone, and a
+// forming generation keeps every member until its rebalance deadline, then those that
+// joined. Strata's own members read it to stay out of a group Kafka members hold.
+func LiveMembers(b []byte, now time.Time) (int, error) {
+	s, err := Decode(b)
+	if err != nil {
+		return 0, err
+	}
+	return len(expire(s, now).Members), nil
+}

@@ -32,3 +32,7 @@ const (
 	CodeUnavailable          = "unavailable"
 	CodeInternal             = "internal"
 )
+
+// CodeKafkaGroup (409) refuses a Strata member's lease or first heartbeat in a group
+// that has live Kafka members (JoinGroup through the Kafka gateway); nothing changed.
+const CodeKafkaGroup = "kafka_group"
