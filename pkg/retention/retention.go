@@ -30,7 +30,8 @@ type Meta interface {
 	DeleteIndexRange(ctx context.Context, topic string, partition int32, below int64) (int, error)
 }
 
-// Objects is what retention needs of the object store.
+// Objects is what retention needs of the object store. One that is also a
+// store.BatchDeleter has a pass's expired objects deleted in batches.
 type Objects interface {
 	List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error
 	Delete(ctx context.Context, key string) error
@@ -270,11 +271,36 @@ func (j *Job) objects(ctx context.Context, t store.Topic, cutoff time.Time, st *
 	if err != nil {
 		return err
 	}
-	for _, k := range doomed {
-		if err := j.Objects.Delete(ctx, k); err != nil {
-			return err
+	return j.deleteObjects(ctx, doomed, st)
+}
+
+// deleteObjects deletes keys, in as few requests as the store allows: with DeleteBatch
+// when it has one (1,000 keys a request on S3), else one Delete a key. Keys it could not
+// delete stay, and the next pass finds and retries them.
+func (j *Job) deleteObjects(ctx context.Context, keys []string, st *Stats) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	bd, ok := j.Objects.(store.BatchDeleter)
+	if !ok {
+		for _, k := range keys {
+			if err := j.Objects.Delete(ctx, k); err != nil {
+				return err
+			}
+			st.ObjectsDeleted++
 		}
-		st.ObjectsDeleted++
+		return nil
+	}
+	err := bd.DeleteBatch(ctx, keys)
+	var be *store.DeleteBatchError
+	switch {
+	case err == nil:
+		st.ObjectsDeleted += len(keys)
+	case errors.As(err, &be):
+		st.ObjectsDeleted += len(keys) - len(be.Failed)
+	}
+	if err != nil {
+		return fmt.Errorf("retention: delete expired objects: %w", err)
 	}
 	return nil
 }
