@@ -188,22 +188,27 @@ func (s *ObjectStore) DeleteBatch(ctx context.Context, keys []string) error {
 			}
 			continue
 		}
-		for _, e := range out.Errors {
-			key, ok := strings.CutPrefix(aws.ToString(e.Key), s.prefix)
-			if !ok {
-				return fmt.Errorf("s3: delete: key %q outside prefix %q", aws.ToString(e.Key), s.prefix)
-			}
-			kerr := mapError("delete", key, &smithy.GenericAPIError{Code: aws.ToString(e.Code), Message: aws.ToString(e.Message)})
-			if errors.Is(kerr, store.ErrNotFound) {
-				continue
-			}
-			failed, errs = append(failed, key), append(errs, kerr)
-		}
+		f, e := keyErrors(s.prefix, out.Errors)
+		failed, errs = append(failed, f...), append(errs, e...)
 	}
 	if len(failed) > 0 {
 		return &store.DeleteBatchError{Failed: failed, Errs: errs}
 	}
 	return nil
+}
+
+// keyErrors maps the per-key errors of a DeleteObjects answer with mapError, returning
+// the keys (without prefix) not deleted and their errors; a missing key is deleted.
+func keyErrors(prefix string, answer []types.Error) (failed []string, errs []error) {
+	for _, e := range answer {
+		key := strings.TrimPrefix(aws.ToString(e.Key), prefix)
+		err := mapError("delete", key, &smithy.GenericAPIError{Code: aws.ToString(e.Code), Message: aws.ToString(e.Message)})
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		failed, errs = append(failed, key), append(errs, err)
+	}
+	return failed, errs
 }
 
 // List calls fn for every object whose key starts with prefix, in key order (S3 lists
