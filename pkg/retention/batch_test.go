@@ -142,3 +142,38 @@ func TestPartialObjectDeleteRetriedNextPass(t *testing.T) {
 		}
 	})
 }
+
+// TestPassListsOnlyWhatExpired: a pass stops listing a topic's objects at the first one
+// named after its cutoff (keys list in ULID, so time, order): with 5 expired objects
+// before 1,500 retained ones it reads one page (1,000 keys) of the listing, not two, and
+// deletes exactly the 5.
+func TestPassListsOnlyWhatExpired(t *testing.T) {
+	ctx := context.Background()
+	counter := awscount.New()
+	s := backendtest.AWSWith(ctx, t, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) })
+	f := newFixture(t, s)
+	expired, _ := putExpired(t, f, 5)
+	tp, err := s.Meta.GetTopic(ctx, "r")
+	if err != nil {
+		t.Fatal(err)
+	}
+	young := t0.Add(90 * time.Minute)
+	for i := range 1500 {
+		id := ulid.MustNew(ulid.Timestamp(young), &countingEntropy{n: uint64(i)})
+		if err := s.Objects.Put(ctx, segment.ObjectKey(tp.Name, tp.Incarnation, id), []byte{1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.now = t0.Add(2 * time.Hour) // cutoff t0 + 1h − 5m margin: the 5 at t0 go, the young stay
+	counter.Reset()
+	st := f.run(t, retention.Job{})
+	if st.ObjectsDeleted != len(expired) {
+		t.Fatalf("ObjectsDeleted = %d, want %d", st.ObjectsDeleted, len(expired))
+	}
+	if got := counter.Requests("S3.ListObjectsV2"); got != 1 {
+		t.Fatalf("%d ListObjectsV2 requests, want 1 (the page holding the expired objects)", got)
+	}
+	if left := f.objects(t); left != 1501 {
+		t.Fatalf("%d objects left, want the 1,500 retained and the neighbour", left)
+	}
+}

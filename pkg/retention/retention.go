@@ -67,6 +67,9 @@ type Stats struct {
 
 const pageSize = 100
 
+// errListedExpired stops a listing of a topic's objects at the first one not expired.
+var errListedExpired = errors.New("retention: listed every expired object")
+
 // margin is ObjectMargin or its default.
 func (j *Job) margin() time.Duration {
 	if j.ObjectMargin <= 0 {
@@ -257,18 +260,24 @@ func anyAtOrAfter(es []store.IndexEntry, offset int64) bool {
 // their entries were all appended at the object's ULID time, so they are below every
 // log start by now. Only keys that are exactly the incarnation's prefix and a ULID are
 // its objects (segment.ObjectID): another incarnation's, a longer name's or a stray
-// file's are left alone.
+// file's are left alone. Keys list in key order, which for ULIDs of one prefix is time
+// order, so the listing stops at the first object named at or after cutoff: a pass reads
+// what expired and one page more, not every retained object.
 func (j *Job) objects(ctx context.Context, t store.Topic, cutoff time.Time, st *Stats) error {
 	prefix := segment.ObjectPrefix(t.Name, t.Incarnation)
 	var doomed []string
 	err := j.Objects.List(ctx, prefix, func(o store.ObjectInfo) error {
 		id, ok := segment.ObjectID(prefix, o.Key)
-		if ok && ulid.Time(id.Time()).Before(cutoff) {
+		switch {
+		case !ok:
+			return nil
+		case ulid.Time(id.Time()).Before(cutoff):
 			doomed = append(doomed, o.Key)
+			return nil
 		}
-		return nil
+		return errListedExpired
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errListedExpired) {
 		return err
 	}
 	return j.deleteObjects(ctx, doomed, st)
