@@ -30,7 +30,8 @@ type Meta interface {
 	DeleteIndexRange(ctx context.Context, topic string, partition int32, below int64) (int, error)
 }
 
-// Objects is what retention needs of the object store.
+// Objects is what retention needs of the object store. One that is also a
+// store.BatchDeleter has a pass's expired objects deleted in batches.
 type Objects interface {
 	List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error
 	Delete(ctx context.Context, key string) error
@@ -65,6 +66,9 @@ type Stats struct {
 }
 
 const pageSize = 100
+
+// errListedExpired stops a listing of a topic's objects at the first one not expired.
+var errListedExpired = errors.New("retention: listed every expired object")
 
 // margin is ObjectMargin or its default.
 func (j *Job) margin() time.Duration {
@@ -256,25 +260,56 @@ func anyAtOrAfter(es []store.IndexEntry, offset int64) bool {
 // their entries were all appended at the object's ULID time, so they are below every
 // log start by now. Only keys that are exactly the incarnation's prefix and a ULID are
 // its objects (segment.ObjectID): another incarnation's, a longer name's or a stray
-// file's are left alone.
+// file's are left alone. Keys list in key order, which for ULIDs of one prefix is time
+// order, so the listing stops at the first object named at or after cutoff: a pass reads
+// what expired and one page more, not every retained object.
 func (j *Job) objects(ctx context.Context, t store.Topic, cutoff time.Time, st *Stats) error {
 	prefix := segment.ObjectPrefix(t.Name, t.Incarnation)
 	var doomed []string
 	err := j.Objects.List(ctx, prefix, func(o store.ObjectInfo) error {
 		id, ok := segment.ObjectID(prefix, o.Key)
-		if ok && ulid.Time(id.Time()).Before(cutoff) {
+		switch {
+		case !ok:
+			return nil
+		case ulid.Time(id.Time()).Before(cutoff):
 			doomed = append(doomed, o.Key)
+			return nil
 		}
-		return nil
+		return errListedExpired
 	})
-	if err != nil {
+	if err != nil && !errors.Is(err, errListedExpired) {
 		return err
 	}
-	for _, k := range doomed {
-		if err := j.Objects.Delete(ctx, k); err != nil {
-			return err
+	return j.deleteObjects(ctx, doomed, st)
+}
+
+// deleteObjects deletes keys, in as few requests as the store allows: with DeleteBatch
+// when it has one (1,000 keys a request on S3), else one Delete a key. Keys it could not
+// delete stay, and the next pass finds and retries them.
+func (j *Job) deleteObjects(ctx context.Context, keys []string, st *Stats) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	bd, ok := j.Objects.(store.BatchDeleter)
+	if !ok {
+		for _, k := range keys {
+			if err := j.Objects.Delete(ctx, k); err != nil {
+				return err
+			}
+			st.ObjectsDeleted++
 		}
-		st.ObjectsDeleted++
+		return nil
+	}
+	err := bd.DeleteBatch(ctx, keys)
+	var be *store.DeleteBatchError
+	switch {
+	case err == nil:
+		st.ObjectsDeleted += len(keys)
+	case errors.As(err, &be):
+		st.ObjectsDeleted += len(keys) - len(be.Failed)
+	}
+	if err != nil {
+		return fmt.Errorf("retention: delete expired objects: %w", err)
 	}
 	return nil
 }

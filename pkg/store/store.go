@@ -120,6 +120,33 @@ type ObjectStore interface {
 	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
 }
 
+// BatchDeleter is an ObjectStore that deletes many objects in few requests (S3's
+// DeleteObjects takes 1,000 keys). Retention uses it when the store has it.
+type BatchDeleter interface {
+	// DeleteBatch must remove exactly the objects keys name and no other (a key that
+	// only prefixes others is no object); a missing object counts as deleted, and an
+	// empty list does nothing. When some keys may not be deleted it must return a
+	// *DeleteBatchError naming each of them, its error wrapping this package's errors.
+	DeleteBatch(ctx context.Context, keys []string) error
+}
+
+// DeleteBatchError reports the keys a DeleteBatch did not delete, each with its error;
+// the others were deleted. errors.Is matches any of the keys' errors.
+type DeleteBatchError struct {
+	Failed []string
+	Errs   []error
+}
+
+func (e *DeleteBatchError) Error() string {
+	if len(e.Failed) == 0 {
+		return "delete batch: no key failed"
+	}
+	return fmt.Sprintf("delete batch: %d keys not deleted, first %q: %v", len(e.Failed), e.Failed[0], e.Errs[0])
+}
+
+// Unwrap returns the keys' errors.
+func (e *DeleteBatchError) Unwrap() []error { return e.Errs }
+
 // ObjectInfo describes a stored object.
 type ObjectInfo struct {
 	Key  string

@@ -378,6 +378,24 @@ func (s *ObjectStore) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
+var _ store.BatchDeleter = (*ObjectStore)(nil)
+
+// DeleteBatch removes keys one by one (a file removal is what a batch would cost too),
+// reporting the keys it could not remove in a *store.DeleteBatchError.
+func (s *ObjectStore) DeleteBatch(ctx context.Context, keys []string) error {
+	var failed []string
+	var errs []error
+	for _, k := range keys {
+		if err := s.Delete(ctx, k); err != nil {
+			failed, errs = append(failed, k), append(errs, err)
+		}
+	}
+	if len(failed) > 0 {
+		return &store.DeleteBatchError{Failed: failed, Errs: errs}
+	}
+	return nil
+}
+
 // List calls fn for every object whose key starts with prefix, in key order. It walks
 // only the directory named by prefix's part up to its last '/'.
 func (s *ObjectStore) List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error {

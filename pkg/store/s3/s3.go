@@ -10,12 +10,14 @@ import (
 	"io"
 	"math"
 	"net"
+	"slices"
 	"strings"
 	"sync/atomic"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
+	"github.com/aws/aws-sdk-go-v2/service/s3/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 
@@ -154,6 +156,59 @@ func (s *ObjectStore) Delete(ctx context.Context, key string) error {
 		}
 	}
 	return nil
+}
+
+// maxDeleteBatch is the most keys one DeleteObjects request may name.
+const maxDeleteBatch = 1000
+
+var _ store.BatchDeleter = (*ObjectStore)(nil)
+
+// DeleteBatch removes keys with DeleteObjects, up to 1,000 keys a request (quiet mode:
+// S3 answers only the keys it failed on). A key S3 reports as missing counts as deleted;
+// a key of a failed request or with an error in the answer is in the returned
+// *store.DeleteBatchError, its error mapped by mapError.
+func (s *ObjectStore) DeleteBatch(ctx context.Context, keys []string) error {
+	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
+	var failed []string
+	var errs []error
+	for start := 0; start < len(keys); start += maxDeleteBatch {
+		chunk := keys[start:min(start+maxDeleteBatch, len(keys))]
+		ids := make([]types.ObjectIdentifier, len(chunk))
+		for i, k := range chunk {
+			ids[i] = types.ObjectIdentifier{Key: aws.String(s.prefix + k)}
+		}
+		out, err := s.client.DeleteObjects(ctx, &s3.DeleteObjectsInput{
+			Bucket: aws.String(s.bucket),
+			Delete: &types.Delete{Objects: ids, Quiet: aws.Bool(true)},
+		})
+		if err != nil {
+			err = mapError("delete", chunk[0], err)
+			for _, k := range chunk {
+				failed, errs = append(failed, k), append(errs, err)
+			}
+			continue
+		}
+		f, e := keyErrors(s.prefix, out.Errors)
+		failed, errs = append(failed, f...), append(errs, e...)
+	}
+	if len(failed) > 0 {
+		return &store.DeleteBatchError{Failed: failed, Errs: errs}
+	}
+	return nil
+}
+
+// keyErrors maps the per-key errors of a DeleteObjects answer with mapError, returning
+// the keys (without prefix) not deleted and their errors; a missing key is deleted.
+func keyErrors(prefix string, answer []types.Error) (failed []string, errs []error) {
+	for _, e := range answer {
+		key := strings.TrimPrefix(aws.ToString(e.Key), prefix)
+		err := mapError("delete", key, &smithy.GenericAPIError{Code: aws.ToString(e.Code), Message: aws.ToString(e.Message)})
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		failed, errs = append(failed, key), append(errs, err)
+	}
+	return failed, errs
 }
 
 // List calls fn for every object whose key starts with prefix, in key order (S3 lists

@@ -124,6 +124,22 @@ func (s *memStore) Delete(_ context.Context, key string) error {
 	return nil
 }
 
+func (s *memStore) DeleteBatch(_ context.Context, keys []string) error {
+	s.lock()
+	defer s.mu.Unlock()
+	for _, key := range keys {
+		if s.bug == "ObjectDeleteBatchPrefix" {
+			for k := range s.objects {
+				if strings.HasPrefix(k, key) {
+					delete(s.objects, k)
+				}
+			}
+		}
+		delete(s.objects, key)
+	}
+	return nil
+}
+
 func (s *memStore) List(_ context.Context, prefix string, fn func(store.ObjectInfo) error) error {
 	s.lock()
 	var infos []store.ObjectInfo

@@ -22,6 +22,7 @@ func objectStoreSections() []section[store.ObjectStore] {
 			{"PutIfAbsentKeepsFirst", testPutIfAbsent},
 			{"GetMissing", testGetMissing},
 			{"DeleteIdempotent", testDelete},
+			{"DeleteBatchExactlyTheKeys", testDeleteBatch},
 			{"ListPrefixInKeyOrder", testListPrefixOrder},
 			{"SegmentKeysOfLongestNames", testLongestNameKeys},
 			{"ListStopsAtCallbackError", testListStops},
@@ -304,5 +305,49 @@ func testLongestNameKeys(ctx context.Context, t *testing.T, b store.ObjectStore)
 	must(t, "Delete", b.Delete(ctx, keys[0]))
 	if got := listKeys(ctx, t, b, p); len(got) != len(keys)-1 {
 		t.Fatalf("List after Delete = %+v, want %d keys", got, len(keys)-1)
+	}
+}
+
+// testDeleteBatch: DeleteBatch removes exactly the keys given — a neighbour sharing a
+// prefix with one, an object below one and a key that only prefixes others survive —
+// counts missing keys as deleted, does nothing for an empty list, and takes more keys
+// than one S3 request may name (1,000).
+func testDeleteBatch(ctx context.Context, t *testing.T, b store.ObjectStore) {
+	bd, ok := b.(store.BatchDeleter)
+	if !ok {
+		t.Fatalf("%T has no DeleteBatch", b)
+	}
+	p := keyPrefix(t)
+	gone := []string{p + "seg/01A", p + "seg/01B", p + "dir"}
+	kept := []string{p + "seg/01A0", p + "seg/01", p + "seg/01B/x", p + "dir/below", p + "dirx"}
+	for i, k := range append(slices.Clone(gone), kept...) {
+		putObject(ctx, t, b, k, pattern(10+i, byte(i)))
+	}
+	must(t, "DeleteBatch of no keys", bd.DeleteBatch(ctx, nil))
+	if got := listKeys(ctx, t, b, p); len(got) != len(gone)+len(kept) {
+		t.Fatalf("List after an empty DeleteBatch = %d objects, want %d", len(got), len(gone)+len(kept))
+	}
+	// A missing key and a key given twice are no error.
+	must(t, "DeleteBatch", bd.DeleteBatch(ctx, append(slices.Clone(gone), p+"never", p+"seg/01A")))
+	for _, k := range gone {
+		_, err := b.GetRange(ctx, k, 0, 1)
+		wantErrIs(t, "GetRange after DeleteBatch", err, store.ErrNotFound)
+	}
+	for i, k := range kept {
+		wantObject(ctx, t, b, k, pattern(10+len(gone)+i, byte(len(gone)+i)))
+	}
+	must(t, "DeleteBatch again", bd.DeleteBatch(ctx, gone))
+
+	// More keys than one request names: every one goes, the neighbours stay.
+	var many []string
+	for i := range 1003 {
+		k := fmt.Sprintf("%smany/%04d", p, i)
+		many = append(many, k)
+		putObject(ctx, t, b, k, []byte{byte(i)})
+	}
+	putObject(ctx, t, b, p+"many/1003", []byte{1})
+	must(t, "DeleteBatch of 1003 keys", bd.DeleteBatch(ctx, many))
+	if got := listKeys(ctx, t, b, p+"many/"); len(got) != 1 || got[0].Key != p+"many/1003" {
+		t.Fatalf("List after deleting 1003 keys = %d objects, want only %q", len(got), p+"many/1003")
 	}
 }

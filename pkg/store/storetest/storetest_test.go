@@ -72,6 +72,7 @@ func TestMutants(t *testing.T) {
 		"ObjectPutRace":               "ObjectStore/Objects/ConcurrentPutOneWins",
 		"ObjectShortRead":             "ObjectStore/Objects/RangePastEndOrInvalid",
 		"ObjectDeleteMissingFails":    "ObjectStore/Objects/DeleteIdempotent",
+		"ObjectDeleteBatchPrefix":     "ObjectStore/Objects/DeleteBatchExactlyTheKeys",
 		"ObjectListDirOrder":          "ObjectStore/Objects/ListPrefixInKeyOrder",
 		"ObjectListPathPrefix":        "ObjectStore/Objects/ListPrefixInKeyOrder",
 		"ObjectListIgnoresError":      "ObjectStore/Objects/ListStopsAtCallbackError",
