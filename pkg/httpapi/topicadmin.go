@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -115,6 +116,11 @@ func (s *server) alterTopic(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		t, err = s.topics.SetRetentionPin(r.Context(), topic, pin)
+	}
+	if err != nil && req.Partitions == nil && s.topics.MaxRetention() > 0 && errors.Is(err, log.ErrInvalid) {
+		// The values are in range by now: what the log refused is retention plus the
+		// topic's pin cap above the maximum.
+		err = fmt.Errorf("%w (the maximum is set by %s)", err, MaxRetentionSetting)
 	}
 	if err != nil {
 		s.fail(w, r, err)

@@ -51,7 +51,8 @@ func errMessage(m map[string]any) string {
 // retention and answers the topic; above the deployment's maximum, -1 (for ever) where
 // there is a maximum, a value below a second, or with another change in the same
 // request, it is a 400 (the over-maximum ones naming strata:maxRetentionDays and
-// --max-retention) and the topic's retention stays.
+// --max-retention, also when the topic's pin cap takes it over) and the topic's
+// retention stays.
 func TestAlterTopicRetentionContract(t *testing.T) {
 	ctx := context.Background()
 	rt, patch := alterServer(t, 72*time.Hour)
@@ -79,6 +80,19 @@ func TestAlterTopicRetentionContract(t *testing.T) {
 	}
 	if r, err := rt.Log().Retention(ctx, "t"); err != nil || r != 72*time.Hour {
 		t.Fatalf("retention %s (%v) after refusals, want 72h", r, err)
+	}
+	// With the pin cap: 2d + 1d pin fits, 2d + 1ms + 1d does not.
+	if code, m := patch(`{"retention_ms": 172800000}`); code != 200 || m["retention_ms"] != float64(172800000) {
+		t.Fatalf("alter to 2d = %d %v", code, m)
+	}
+	if code, m := patch(`{"retention_pin_ms": 86400000}`); code != 200 {
+		t.Fatalf("pin 1d = %d %v", code, m)
+	}
+	if code, m := patch(`{"retention_ms": 172800001}`); code != 400 || !strings.Contains(errMessage(m), "strata:maxRetentionDays") {
+		t.Errorf("alter above the maximum with the pin = %d %v, want 400 naming strata:maxRetentionDays", code, m)
+	}
+	if r, err := rt.Log().Retention(ctx, "t"); err != nil || r != 48*time.Hour {
+		t.Fatalf("retention %s (%v) after the refusal, want 48h", r, err)
 	}
 
 	// Without a maximum, -1 keeps the topic's records for ever.
