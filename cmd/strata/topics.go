@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,14 +38,23 @@ func toTopicJSON(t *client.Topic) topicJSON {
 	return out
 }
 
-// printTopic prints t's row: its name, partitions, retention and pin cap ("-": none).
+// forever is the retention the server keeps for ever (retention_ms -1): the longest
+// duration in whole milliseconds.
+const forever = time.Duration(math.MaxInt64) / time.Millisecond * time.Millisecond
+
+// printTopic prints t's row: its name, partitions, retention ("infinite": for ever) and
+// pin cap ("-": none).
 func printTopic(w io.Writer, t *client.Topic) error {
 	pin := "-"
 	if t.RetentionPin > 0 {
 		pin = t.RetentionPin.String()
 	}
+	var retention any = t.Retention
+	if t.Retention >= forever {
+		retention = "infinite"
+	}
 	tb := newTable(w, "NAME", "PARTITIONS", "RETENTION", "RETENTION_PIN")
-	tb.row(t.Name, t.Partitions, t.Retention, pin)
+	tb.row(t.Name, t.Partitions, retention, pin)
 	return tb.flush()
 }
 

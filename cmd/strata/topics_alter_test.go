@@ -45,4 +45,7 @@ func TestTopicsAlterRetention(t *testing.T) {
 	if err := json.Unmarshal([]byte(cli(t, url, "", "--json", "topics", "alter", "orders", "--retention", "infinite")), &tj); err != nil || tj.RetentionMs != 9223372036854 {
 		t.Fatalf("alter --retention infinite without a maximum: %+v (%v), want for ever", tj, err)
 	}
+	if got := rows(cli(t, url, "", "topics", "alter", "orders", "--retention", "-1")); len(got) != 2 || got[1] != "orders 1 infinite -" {
+		t.Fatalf("topics alter orders --retention -1: %q", got)
+	}
 }
