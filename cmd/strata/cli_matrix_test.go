@@ -120,8 +120,8 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{[]string{"topics", "create", "x", "--timestamp-type", "LogAppendTime"}, 2, "want create-time or log-append-time"},
 		{[]string{"topics", "delete", "nope"}, 1, "(HTTP 404 not_found)"},
 		{[]string{"topics", "alter", "orders", "--partitions", "1"}, 1, "(HTTP 400 invalid_request)"},
-		{[]string{"topics", "alter", "orders"}, 2, "exactly one of --partitions and --retention-pin is required"},
-		{[]string{"topics", "update", "orders", "--partitions", "3", "--retention-pin", "1h"}, 2, "exactly one of --partitions and --retention-pin is required"},
+		{[]string{"topics", "alter", "orders"}, 2, "exactly one of --partitions, --retention and --retention-pin is required"},
+		{[]string{"topics", "update", "orders", "--partitions", "3", "--retention-pin", "1h"}, 2, "exactly one of --partitions, --retention and --retention-pin is required"},
 		{[]string{"topics", "create", "pinned", "--retention", "1h", "--retention-pin", "-1h"}, 1, "(HTTP 400 invalid_request)"},
 	} {
 		for _, format := range []string{"text", "json"} {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,14 +38,23 @@ func toTopicJSON(t *client.Topic) topicJSON {
 	return out
 }
 
-// printTopic prints t's row: its name, partitions, retention and pin cap ("-": none).
+// forever is the retention the server keeps for ever (retention_ms -1): the longest
+// duration in whole milliseconds.
+const forever = time.Duration(math.MaxInt64) / time.Millisecond * time.Millisecond
+
+// printTopic prints t's row: its name, partitions, retention ("infinite": for ever) and
+// pin cap ("-": none).
 func printTopic(w io.Writer, t *client.Topic) error {
 	pin := "-"
 	if t.RetentionPin > 0 {
 		pin = t.RetentionPin.String()
 	}
+	var retention any = t.Retention
+	if t.Retention >= forever {
+		retention = "infinite"
+	}
 	tb := newTable(w, "NAME", "PARTITIONS", "RETENTION", "RETENTION_PIN")
-	tb.row(t.Name, t.Partitions, t.Retention, pin)
+	tb.row(t.Name, t.Partitions, retention, pin)
 	return tb.flush()
 }
 
@@ -207,35 +217,45 @@ func newNamesListCmd(o *options, short, jsonKey, header string, list func(contex
 func newTopicsAlterCmd(o *options) *cobra.Command {
 	var (
 		partitions int32
+		retention  time.Duration
 		pin        time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:     "alter NAME (--partitions N | --retention-pin D)",
+		Use:     "alter NAME (--partitions N | --retention D | --retention-pin D)",
 		Aliases: []string{"update"},
-		Short:   "Raise a topic's partition count or set its retention pin",
+		Short:   "Raise a topic's partition count, or set its retention or retention pin",
 		Long: `Raise NAME's partition count to --partitions (counts only grow). Existing records
 and offsets stay; new partitions start at offset 0. Keys hash over the new count from
 then on, so some keys continue on another partition: a consumer relying on per-key
 order should drain the topic with producers paused first (docs/DESIGN.md, "More
 partitions").
 
+Or set its retention (--retention 3d): a shorter one removes the older records at the
+next retention pass. --retention -1 (or infinite) keeps records for ever, only where the
+deployment has no maximum retention. A retention above the maximum is refused, naming
+the setting that raises it (strata:maxRetentionDays on AWS, --max-retention for
+strata dev).
+
 Or set its retention pin (--retention-pin, 0 removes it): retention then keeps a record
 up to that much longer while a group that has committed on the topic has not read it
 (docs/DESIGN.md, "Retention pin"). One change per run.`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			setP, setPin := cmd.Flags().Changed("partitions"), cmd.Flags().Changed("retention-pin")
-			if setP == setPin {
-				return usagef("exactly one of --partitions and --retention-pin is required")
+			setP, setR, setPin := cmd.Flags().Changed("partitions"), cmd.Flags().Changed("retention"), cmd.Flags().Changed("retention-pin")
+			if n := btoi(setP) + btoi(setR) + btoi(setPin); n != 1 {
+				return usagef("exactly one of --partitions, --retention and --retention-pin is required")
 			}
 			c, err := o.client()
 			if err != nil {
 				return err
 			}
 			var t *client.Topic
-			if setP {
+			switch {
+			case setP:
 				t, err = c.IncreasePartitions(cmd.Context(), args[0], partitions)
-			} else {
+			case setR:
+				t, err = c.SetRetention(cmd.Context(), args[0], retention)
+			default:
 				t, err = c.SetRetentionPin(cmd.Context(), args[0], pin)
 			}
 			if err != nil {
@@ -249,9 +269,50 @@ up to that much longer while a group that has committed on the topic has not rea
 		},
 	}
 	cmd.Flags().Int32Var(&partitions, "partitions", 0, "the new partition count (more than the current one, at most 1024)")
+	cmd.Flags().Var(retentionValue{&retention}, "retention", "how long records are kept, e.g. 3d, 36h; -1 or infinite: for ever (only without a deployment maximum)")
 	cmd.Flags().Var(daysValue{&pin}, "retention-pin", retentionPinUsage)
 	return cmd
 }
+
+// btoi is 1 for true, for counting the flags a run sets.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// retentionValue is the alter --retention flag: a duration with days, or -1 / infinite
+// for client.RetentionForever.
+type retentionValue struct{ d *time.Duration }
+
+func (v retentionValue) String() string {
+	switch {
+	case v.d == nil || *v.d == 0:
+		return ""
+	case *v.d == client.RetentionForever:
+		return "infinite"
+	}
+	return v.d.String()
+}
+
+func (v retentionValue) Set(s string) error {
+	if s == "-1" || s == "infinite" {
+		*v.d = client.RetentionForever
+		return nil
+	}
+	d, err := parseDays(s)
+	if err != nil {
+		return err
+	}
+	if d <= 0 {
+		return fmt.Errorf("%q: want a positive duration, -1 or infinite", s)
+	}
+	*v.d = d
+	return nil
+}
+
+func (retentionValue) Type() string { return "duration" }
 
 func newTopicsDeleteCmd(o *options) *cobra.Command {
 	return &cobra.Command{

@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -14,6 +16,8 @@ import (
 type TopicAdmin interface {
 	IncreasePartitions(ctx context.Context, name string, partitions int32) (store.Topic, error)
 	SetRetentionPin(ctx context.Context, name string, pin time.Duration) (store.Topic, error)
+	SetRetention(ctx context.Context, name string, retention time.Duration) (store.Topic, error)
+	MaxRetention() time.Duration
 	DeleteTopic(ctx context.Context, name string) error
 }
 
@@ -21,7 +25,33 @@ var _ TopicAdmin = (*log.Log)(nil)
 
 type alterTopicRequest struct {
 	Partitions     *int32 `json:"partitions"`
+	RetentionMs    *int64 `json:"retention_ms"`
 	RetentionPinMs *int64 `json:"retention_pin_ms"`
+}
+
+// MaxRetentionSetting names the setting that bounds a topic's retention, for the
+// refusal of a longer one: the stack's context key on AWS, the flag and variable locally.
+const MaxRetentionSetting = "strata:maxRetentionDays on AWS, --max-retention (STRATA_MAX_RETENTION_MS) for strata dev"
+
+// alterRetention is the retention a PATCH asks for: retention_ms from 1000 up, or -1 (kept
+// for ever: the longest duration) where the deployment has no maximum retention. Above
+// the maximum it is refused naming the setting that sets it.
+func alterRetention(ms int64, maxR time.Duration) (time.Duration, *apiError) {
+	switch {
+	case ms == -1 && maxR > 0:
+		return 0, invalid(fmt.Sprintf("retention_ms -1 (kept for ever) is refused: this deployment has a maximum retention of %s (retention_ms %d), set by %s",
+			maxR, maxR.Milliseconds(), MaxRetentionSetting))
+	case ms == -1:
+		return time.Duration(maxRetentionMs) * time.Millisecond, nil
+	case ms < 1000 || ms > maxRetentionMs:
+		return 0, invalid(fmt.Sprintf("retention_ms must be -1 (for ever) or an integer from 1000 to %d, got %d", maxRetentionMs, ms))
+	}
+	d := time.Duration(ms) * time.Millisecond
+	if maxR > 0 && d > maxR {
+		return 0, invalid(fmt.Sprintf("retention_ms %d (%s) is above this deployment's maximum retention of %s (retention_ms %d), set by %s",
+			ms, d, maxR, maxR.Milliseconds(), MaxRetentionSetting))
+	}
+	return d, nil
 }
 
 // topicAdminRoutes registers the topic administration routes when the log offers them.
@@ -46,8 +76,8 @@ func (s *server) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// alterTopic raises a topic's partition count or sets its retention pin: one change per
-// request, so a refused one changes nothing.
+// alterTopic raises a topic's partition count, sets its retention or sets its retention
+// pin: one change per request, so a refused one changes nothing.
 func (s *server) alterTopic(w http.ResponseWriter, r *http.Request) {
 	topic := r.PathValue("topic")
 	if _, ok := s.allow(w, r, onTopic(OpAlter, topic)); !ok {
@@ -60,12 +90,25 @@ func (s *server) alterTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	var t store.Topic
 	var err error
+	n := 0
+	for _, set := range []bool{req.Partitions != nil, req.RetentionMs != nil, req.RetentionPinMs != nil} {
+		if set {
+			n++
+		}
+	}
 	switch {
-	case (req.Partitions == nil) == (req.RetentionPinMs == nil):
-		writeError(w, invalid(`exactly one of "partitions" and "retention_pin_ms" is required`))
+	case n != 1:
+		writeError(w, invalid(`exactly one of "partitions", "retention_ms" and "retention_pin_ms" is required`))
 		return
 	case req.Partitions != nil:
 		t, err = s.topics.IncreasePartitions(r.Context(), topic, *req.Partitions)
+	case req.RetentionMs != nil:
+		ret, e := alterRetention(*req.RetentionMs, s.topics.MaxRetention())
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		t, err = s.topics.SetRetention(r.Context(), topic, ret)
 	default:
 		pin, e := retentionPin(*req.RetentionPinMs)
 		if e != nil {
@@ -73,6 +116,11 @@ func (s *server) alterTopic(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		t, err = s.topics.SetRetentionPin(r.Context(), topic, pin)
+	}
+	if err != nil && req.Partitions == nil && s.topics.MaxRetention() > 0 && errors.Is(err, log.ErrInvalid) {
+		// The values are in range by now: what the log refused is retention plus the
+		// topic's pin cap above the maximum.
+		err = fmt.Errorf("%w (the maximum is set by %s)", err, MaxRetentionSetting)
 	}
 	if err != nil {
 		s.fail(w, r, err)

@@ -27,6 +27,14 @@ func (f *faultyMeta) SetRetentionPin(ctx context.Context, name string, pin time.
 	return f.MetaStore.(store.TopicAdminStore).SetRetentionPin(ctx, name, pin)
 }
 
+// SetRetention of the wrapped store, failing while it is down.
+func (f *faultyMeta) SetRetention(ctx context.Context, name string, retention time.Duration) (store.Topic, error) {
+	if err := f.fail(); err != nil {
+		return store.Topic{}, err
+	}
+	return f.MetaStore.(store.RetentionStore).SetRetention(ctx, name, retention)
+}
+
 // TestTopicRetentionPin: create takes retention_pin_ms, describe and PATCH show it,
 // PATCH replaces it (0 removes it), and a bad value or a pin past the deployment's
 // maximum retention is 400 with nothing changed.
@@ -167,12 +175,15 @@ func TestDeleteAndAlterNeedTheirOwnOps(t *testing.T) {
 }
 
 // FuzzAlterTopicRequest: any body gets a documented answer and never a panic, the
-// partition count never falls, and a refused body changes neither it nor the pin.
+// partition count never falls, and a refused body changes neither it, the retention nor
+// the pin.
 func FuzzAlterTopicRequest(f *testing.F) {
 	e := newEnv(f)
 	e.createTopic("t", 2)
 	for _, seed := range []string{`{"partitions": 3}`, `{"partitions": 1}`, `{"partitions": -1}`, `{"partitions": 1e9}`, `{"Partitions": 4}`, `null`, ``,
-		`{"retention_pin_ms": 3600000}`, `{"retention_pin_ms": 0}`, `{"retention_pin_ms": -1}`, `{"retention_pin_ms": 9223372036855}`, `{"retention_pin_ms": 1, "partitions": 9}`} {
+		`{"retention_pin_ms": 3600000}`, `{"retention_pin_ms": 0}`, `{"retention_pin_ms": -1}`, `{"retention_pin_ms": 9223372036855}`, `{"retention_pin_ms": 1, "partitions": 9}`,
+		`{"retention_ms": 259200000}`, `{"retention_ms": -1}`, `{"retention_ms": 999}`, `{"retention_ms": -2}`, `{"retention_ms": 9223372036855}`,
+		`{"retention_ms": "3d"}`, `{"retention_ms": 1000, "partitions": 3}`, `{"retention_ms": 1000, "retention_pin_ms": 0}`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -191,6 +202,9 @@ func FuzzAlterTopicRequest(f *testing.F) {
 		}
 		if w.Code >= 400 && after.Topic.RetentionPin != before.Topic.RetentionPin {
 			t.Fatalf("%q (%d) moved the pin %s -> %s", body, w.Code, before.Topic.RetentionPin, after.Topic.RetentionPin)
+		}
+		if w.Code >= 400 && after.Topic.Retention != before.Topic.Retention {
+			t.Fatalf("%q (%d) moved the retention %s -> %s", body, w.Code, before.Topic.Retention, after.Topic.Retention)
 		}
 	})
 }

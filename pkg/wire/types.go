@@ -236,9 +236,11 @@ type Health struct {
 }
 
 // TopicAlter is a JSON shape of the contract (PATCH /v1/topics/{topic}): exactly one
-// member, the new partition count or the new retention pin cap (0 removes the pin).
+// member, the new partition count, the new retention (-1: kept for ever, where the
+// deployment has no maximum retention) or the new retention pin cap (0 removes the pin).
 type TopicAlter struct {
 	Partitions     int32  `json:"partitions,omitempty"`
+	RetentionMs    *int64 `json:"retention_ms,omitempty"`
 	RetentionPinMs *int64 `json:"retention_pin_ms,omitempty"`
 }
 
