@@ -367,8 +367,8 @@ func TestURLWithoutScheme(t *testing.T) {
 		"http://10.0.0.1:4580":    "http://10.0.0.1:4580",
 		"https://example.com:443": "https://example.com:443",
 	} {
-		if got := withScheme(in); got != want {
-			t.Errorf("withScheme(%q) = %q, want %q", in, got, want)
+		if got := client.CompleteURL(in); got != want {
+			t.Errorf("client.CompleteURL(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

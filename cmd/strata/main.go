@@ -5,10 +5,8 @@ package main
 
 import (
 	"context"
-	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -81,32 +79,12 @@ func newRootCmdWith(o *options) *cobra.Command {
 // (authHelp).
 func (o *options) client() (*client.Client, error) {
 	o.aws.signSet = o.awsFlag != nil && o.awsFlag.Changed
-	o.url = withScheme(o.url)
+	o.url = client.CompleteURL(o.url)
 	opts, err := o.authOptions(context.Background())
 	if err != nil {
 		return nil, err
 	}
 	return client.New(o.url, opts...)
-}
-
-// withScheme accepts --url without a scheme: http for a loopback address (strata dev's
-// 127.0.0.1:4580), https for any other host.
-func withScheme(u string) string {
-	if u == "" || strings.Contains(u, "://") {
-		return u
-	}
-	host := u
-	if i := strings.IndexByte(host, '/'); i >= 0 {
-		host = host[:i]
-	}
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.Trim(host, "[]")
-	if ip := net.ParseIP(host); (ip != nil && ip.IsLoopback()) || host == "localhost" {
-		return "http://" + u
-	}
-	return "https://" + u
 }
 
 func envOr(name, def string) string {

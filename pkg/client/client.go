@@ -97,7 +97,7 @@ func WithUserAgent(ua string) Option { return func(c *Client) { c.userAgent = ua
 // WithToken it sends STRATA_TOKEN's token, if set.
 func New(baseURL string, opts ...Option) (*Client, error) {
 	if baseURL == "" {
-		baseURL = withScheme(os.Getenv(EnvURL))
+		baseURL = CompleteURL(os.Getenv(EnvURL))
 		if baseURL == "" {
 			return nil, fmt.Errorf("strata: no base URL: pass one to New or set %s", EnvURL)
 		}
@@ -125,9 +125,10 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// withScheme completes an address without a scheme as the CLI does: http for a loopback
-// host (strata dev's 127.0.0.1:4580), https for any other.
-func withScheme(u string) string {
+// CompleteURL completes an address without a scheme as the CLI's --url and New's
+// STRATA_URL take it: http for a loopback host (strata dev's 127.0.0.1:4580), https for
+// any other; an empty address or one with a scheme is returned as is.
+func CompleteURL(u string) string {
 	if u == "" || strings.Contains(u, "://") {
 		return u
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/internal/ctxtime"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/kgroup"
 	"github.com/stratalog/strata/pkg/store"
@@ -86,22 +87,11 @@ func (s *Server) step(ctx context.Context, g string, ev kgroup.Event, create boo
 		if !errors.Is(err, store.ErrBarrierConflict) {
 			return before, after, r, err
 		}
-		if err := sleep(ctx, time.Duration(attempt%8+1)*5*time.Millisecond); err != nil {
+		if err := ctxtime.Sleep(ctx, time.Duration(attempt%8+1)*5*time.Millisecond); err != nil {
 			return before, after, r, err
 		}
 	}
 	return before, after, r, fmt.Errorf("kafka: group %q: %d gateways' writes won in a row: %w", g, barrierAttempts, store.ErrUnavailable)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // await polls the group (stepping time, so any gateway's poll closes a barrier whose
@@ -113,7 +103,7 @@ func (s *Server) await(ctx context.Context, g string, until time.Time, done func
 		if err != nil || done(st) || !time.Now().Before(until) {
 			return st, err
 		}
-		if err := sleep(ctx, min(wait, time.Until(until)+time.Millisecond)); err != nil {
+		if err := ctxtime.Sleep(ctx, min(wait, time.Until(until)+time.Millisecond)); err != nil {
 			return st, err
 		}
 		wait = min(2*wait, 250*time.Millisecond)
