@@ -173,6 +173,81 @@ type Topic struct {
 	// timestamp the producer gave (Kafka's message.timestamp.type=LogAppendTime); false
 	// keeps the producer's (CreateTime).
 	LogAppendTime bool
+	// Cleanup is how records leave the topic: by time (CleanupDelete, the default, also
+	// meant by ""), by key (CleanupCompact: the latest record per key is kept for ever),
+	// or both (CleanupCompactDelete). Kafka's cleanup.policy.
+	Cleanup CleanupPolicy
+	// MinCompactionLag is how long after its append a record is never compacted away
+	// (Kafka's min.compaction.lag.ms; 0: any record older than the head may go).
+	MinCompactionLag time.Duration
+	// MaxCompactionLag bounds how long an overwritten record may stay before a
+	// compaction pass removes it (Kafka's max.compaction.lag.ms; 0: no bound, passes
+	// run by dirty ratio only).
+	MaxCompactionLag time.Duration
+	// DeleteRetention is how long a tombstone (a null value) of a compacted topic is
+	// kept after its append before compaction may remove it with the key (Kafka's
+	// delete.retention.ms; DefaultDeleteRetention when 0).
+	DeleteRetention time.Duration
+}
+
+// CleanupPolicy is a topic's cleanup.policy: CleanupDelete, CleanupCompact or
+// CleanupCompactDelete; the empty policy is CleanupDelete.
+type CleanupPolicy string
+
+// The cleanup policies, spelled as Kafka spells cleanup.policy.
+const (
+	CleanupDelete        CleanupPolicy = "delete"
+	CleanupCompact       CleanupPolicy = "compact"
+	CleanupCompactDelete CleanupPolicy = "compact,delete"
+)
+
+// DefaultDeleteRetention is a compacted topic's tombstone retention when it sets none
+// (Kafka's delete.retention.ms default: one day).
+const DefaultDeleteRetention = 24 * time.Hour
+
+// ParseCleanupPolicy reads a cleanup.policy as Kafka writes it: "delete", "compact",
+// or both comma-separated in either order (spaces allowed); "" is "delete". Anything
+// else is an error naming the accepted values.
+func ParseCleanupPolicy(s string) (CleanupPolicy, error) {
+	var compact, del bool
+	if strings.TrimSpace(s) == "" {
+		return CleanupDelete, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		switch strings.TrimSpace(part) {
+		case "delete":
+			del = true
+		case "compact":
+			compact = true
+		default:
+			return "", fmt.Errorf("cleanup policy %q: want delete, compact or compact,delete", s)
+		}
+	}
+	switch {
+	case compact && del:
+		return CleanupCompactDelete, nil
+	case compact:
+		return CleanupCompact, nil
+	default:
+		return CleanupDelete, nil
+	}
+}
+
+// Compacted reports whether the topic keeps the latest record per key.
+func (t Topic) Compacted() bool {
+	return t.Cleanup == CleanupCompact || t.Cleanup == CleanupCompactDelete
+}
+
+// DeletesByTime reports whether retention drops the topic's records by age.
+func (t Topic) DeletesByTime() bool { return t.Cleanup != CleanupCompact }
+
+// TombstoneRetention is how long a tombstone of t is kept (DeleteRetention, or
+// DefaultDeleteRetention when unset).
+func (t Topic) TombstoneRetention() time.Duration {
+	if t.DeleteRetention > 0 {
+		return t.DeleteRetention
+	}
+	return DefaultDeleteRetention
 }
 
 // KeptFor is how long after its append a record of t is kept: the retention, plus the
