@@ -902,3 +902,24 @@ func (s *memStore) LiveMembers(_ context.Context, group string, now time.Time) (
 	slices.SortFunc(out, func(a, b store.Member) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
 }
+
+func (s *memStore) SwapIndexEntries(_ context.Context, topic string, partition int32, old, new []store.IndexEntry) error {
+	if err := store.CheckSwap(topic, partition, old, new); err != nil {
+		return err
+	}
+	s.lock()
+	defer s.mu.Unlock()
+	part := s.index[s.partitionKey(topic, partition)]
+	for _, e := range old {
+		if got, ok := part[e.BaseOffset]; !ok || !store.SameBlock(got, e) {
+			return fmt.Errorf("memstore: swap: entry @%d changed: %w", e.BaseOffset, store.ErrConflict)
+		}
+	}
+	for _, e := range old {
+		delete(part, e.BaseOffset)
+	}
+	for _, e := range new {
+		part[e.BaseOffset] = e
+	}
+	return nil
+}
