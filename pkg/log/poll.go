@@ -234,11 +234,18 @@ func (l *Log) pollOnce(ctx context.Context, topic string, partition int32, offse
 	if err != nil || len(sp.entries) == 0 {
 		return res, err
 	}
-	entries := sp.entries
-	blocks, err := l.readBlocks(ctx, entries)
+	blocks, err := l.readBlocks(ctx, sp.entries)
+	for try := 0; err != nil && try < relocateTries; try++ {
+		var moved bool
+		if sp, moved = l.relocated(ctx, topic, partition, offset, opt, sp, err); !moved {
+			break
+		}
+		blocks, err = l.readBlocks(ctx, sp.entries)
+	}
 	if err != nil {
 		return PollResult{}, l.readErr(ctx, topic, partition, offset, err)
 	}
+	entries := sp.entries
 	bytes := 0
 	for i, recs := range blocks {
 		if entries[i].Duplicate {
@@ -284,13 +291,21 @@ func (l *Log) rangesOnce(ctx context.Context, topic string, partition int32, off
 	if err != nil || len(sp.entries) == 0 {
 		return res, err
 	}
-	data, err := l.fetchRanges(ctx, sp.entries, func(e store.IndexEntry, b []byte) (any, error) {
+	count := func(e store.IndexEntry, b []byte) (any, error) {
 		n, err := segment.CountBlocks(b)
 		if err == nil && int64(n) != e.Count {
 			err = fmt.Errorf("blocks hold %d records, index says %d", n, e.Count)
 		}
 		return b, err
-	})
+	}
+	data, err := l.fetchRanges(ctx, sp.entries, count)
+	for try := 0; err != nil && try < relocateTries; try++ {
+		var moved bool
+		if sp, moved = l.relocated(ctx, topic, partition, offset, opt, sp, err); !moved {
+			break
+		}
+		data, err = l.fetchRanges(ctx, sp.entries, count)
+	}
 	if err != nil {
 		return RangesResult{}, l.readErr(ctx, topic, partition, offset, err)
 	}
@@ -302,6 +317,35 @@ func (l *Log) rangesOnce(ctx context.Context, topic string, partition int32, off
 		return RangesResult{}, fmt.Errorf("%w: %s/%d: %v", ErrCorrupt, topic, partition, err)
 	}
 	return res, nil
+}
+
+// relocateTries bounds how often one poll reads the index again after finding an object
+// gone: each time, a compaction must have swapped the entries it read in between.
+const relocateTries = 3
+
+// relocated reads the entries of a poll again after its read of sp's objects failed
+// with err: a missing object whose entries a compaction has since swapped for others
+// (and whose replaced objects it deleted once its reader margin passed) is read from the
+// new layout. moved is false — the caller reports err — unless err is a missing object
+// and the entries now differ.
+func (l *Log) relocated(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions, sp span, err error) (span, bool) {
+	if !errors.Is(err, store.ErrNotFound) {
+		return sp, false
+	}
+	again, lerr := l.locate(ctx, topic, partition, offset, opt)
+	if lerr != nil || len(again.entries) == 0 {
+		return sp, false
+	}
+	if len(again.entries) == len(sp.entries) {
+		same := true
+		for i := range again.entries {
+			same = same && store.SameBlock(again.entries[i], sp.entries[i])
+		}
+		if same {
+			return sp, false
+		}
+	}
+	return again, true
 }
 
 // cutRanges answers the stored bytes of entries (data[i] is entry i's range) from
