@@ -58,6 +58,9 @@ type Job struct {
 	// MaxRewrites bounds the swaps of one partition in one pass (default 16), so a pass
 	// is bounded; the next pass goes on where it stopped.
 	MaxRewrites int
+	// ChunkEntries bounds the old entries one rewrite replaces (default 32; a swap holds
+	// at most store.MaxSwapEntries entries, old and new).
+	ChunkEntries int
 	// Hook, when set, is called after each step (Step*); an error it returns stops the
 	// pass. Crash-point tests use it.
 	Hook func(step string) error
@@ -76,7 +79,7 @@ type Stats struct {
 // ErrStopped is what a pass returns when its Hook stopped it.
 var ErrStopped = errors.New("compact: stopped by hook")
 
-// chunkEntries is how many old entries one rewrite replaces at most.
+// chunkEntries is ChunkEntries' default.
 const chunkEntries = 32
 
 func (j *Job) now() time.Time {
@@ -278,8 +281,12 @@ func (j *Job) Partition(ctx context.Context, t store.Topic, p int32, st *Stats) 
 			i++
 			continue
 		}
+		chunk := j.ChunkEntries
+		if chunk <= 0 || chunk > chunkEntries {
+			chunk = chunkEntries
+		}
 		n := 0
-		for n < chunkEntries && i+n < len(v.entries) && v.entries[i+n].End() <= d.Clean {
+		for n < chunk && i+n < len(v.entries) && v.entries[i+n].End() <= d.Clean {
 			n++
 		}
 		var pieces []Piece
