@@ -46,6 +46,7 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	runSections(t, "GroupBarrierStore", newHarness, makeBarrier, barrierSections())
 	runSections(t, "ProducerStore", newHarness, makeProducers, producerSections())
 	runSections(t, "RetentionStore", newHarness, makeRetention, retentionSections())
+	runSections(t, "CleanupStore", newHarness, makeCleanup, cleanupSections())
 }
 
 // testCase is one sub-test against a fresh store of type S.

@@ -69,6 +69,7 @@ func TestMutants(t *testing.T) {
 		"ProducerPutBlind":            "ProducerStore/Producers/RowPutIsConditionalOnVersion",
 		"ProducerIDRace":              "ProducerStore/Producers/IDsUniqueAcrossCallers",
 		"RetentionChangesPin":         "RetentionStore/Retention/SetKeepsTheRest",
+		"CleanupKeepsLags":            "CleanupStore/Cleanup/SetKeepsTheRest",
 		"ObjectPutRace":               "ObjectStore/Objects/ConcurrentPutOneWins",
 		"ObjectShortRead":             "ObjectStore/Objects/RangePastEndOrInvalid",
 		"ObjectDeleteMissingFails":    "ObjectStore/Objects/DeleteIdempotent",
