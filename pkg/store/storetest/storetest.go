@@ -47,6 +47,8 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	runSections(t, "ProducerStore", newHarness, makeProducers, producerSections())
 	runSections(t, "RetentionStore", newHarness, makeRetention, retentionSections())
 	runSections(t, "IndexSwapper", newHarness, makeSwapper, swapSections())
+	runSections(t, "CleanupStore", newHarness, makeCleanup, cleanupSections())
+	runSections(t, "KeyIndexStore", newHarness, makeKeyIndex, keyIndexSections())
 }
 
 // testCase is one sub-test against a fresh store of type S.
