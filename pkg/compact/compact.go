@@ -306,12 +306,41 @@ func (j *Job) Partition(ctx context.Context, t store.Topic, p int32, st *Stats) 
 			}
 			return err
 		}
+		if err := j.forgetKeys(ctx, id, p, d.Tombstones, pieces); err != nil {
+			return err
+		}
 		st.RecordsRemoved += removedIn(v.entries[i:i+n], v.recs[i:i+n], pieces)
 		rewrites++
 		i += n
 	}
 	if rewrites > 0 {
 		st.PartitionsCompacted++
+	}
+	return nil
+}
+
+// forgetKeys deletes the key index entries of the tombstones the pieces of a swapped
+// rewrite no longer hold, when the store keeps a key index. A crash before it leaves an
+// entry naming an expired tombstone, which reads as a key never written (store.KeyEntry
+// TombstoneExpired) and is deleted by no later pass: harmless.
+func (j *Job) forgetKeys(ctx context.Context, id string, p int32, tombstones map[int64][]byte, pieces []Piece) error {
+	ks, ok := j.Meta.(store.KeyIndexStore)
+	if !ok || len(tombstones) == 0 {
+		return nil
+	}
+	for _, pc := range pieces {
+		if pc.Records != nil {
+			continue
+		}
+		for o := pc.Base; o < pc.Base+pc.Count; o++ {
+			key, ok := tombstones[o]
+			if !ok {
+				continue
+			}
+			if _, err := ks.DeleteKey(ctx, id, p, key, o); err != nil {
+				return fmt.Errorf("forget key %q: %w", key, err)
+			}
+		}
 	}
 	return nil
 }

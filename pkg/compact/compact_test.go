@@ -36,17 +36,16 @@ func newFixture(t testing.TB, s backendtest.Stores) *fixture {
 	return &fixture{t: t, s: s, clock: clock, log: l, job: job}
 }
 
-// topic creates a compacted topic: the log creates it, the compaction settings are set
-// on the value the pass is given.
+// topic creates a compacted topic, its settings as set changes them.
 func (f *fixture) topic(name string, partitions int32, set func(*store.Topic)) store.Topic {
 	f.t.Helper()
-	tp, err := f.log.CreateTopic(context.Background(), name, partitions, 0)
+	want := store.Topic{Cleanup: store.CleanupCompact}
+	if set != nil {
+		set(&want)
+	}
+	tp, err := f.log.CreateTopicWith(context.Background(), name, log.TopicSpec{Partitions: partitions, Cleanup: want.CleanupSettings()})
 	if err != nil {
 		f.t.Fatal(err)
-	}
-	tp.Cleanup = store.CleanupCompact
-	if set != nil {
-		set(&tp)
 	}
 	return tp
 }
@@ -176,6 +175,13 @@ func TestTombstonesKeptForDeleteRetention(t *testing.T) {
 		f.pass(tp)
 		if got, want := kv(f.read(tp, 0)), "1:b=1"; got != want {
 			t.Fatalf("past delete.retention: %s, want %s", got, want)
+		}
+		ks := s.Meta.(store.KeyIndexStore)
+		if _, err := ks.GetKey(context.Background(), tp.ID(), 0, []byte("a")); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("the removed tombstone's key entry: %v, want it deleted", err)
+		}
+		if got, err := f.log.Latest(context.Background(), tp.Name, []byte("b"), nil); err != nil || string(got.Record.Value) != "1" {
+			t.Fatalf("Latest(b) after compaction: %+v, %v", got, err)
 		}
 	})
 }

@@ -37,7 +37,7 @@ type modelRecord struct {
 // And once no reader can hold them, only objects the index refers to are left.
 func TestModelCompaction(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
-		checks, maxOps := 60, 40
+		checks, maxOps := 40, 40
 		if s.Name == "aws" {
 			checks, maxOps = 6, 16
 		}

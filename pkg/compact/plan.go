@@ -73,8 +73,10 @@ type Decision struct {
 	// each appended at least max(MinLag, HeadGuard) ago, with no unindexed offset) may
 	// be rewritten; the head from Clean on is never touched.
 	Clean int64
-	// Removed holds the offsets below Clean whose records go.
-	Removed map[int64]bool
+	// Removed holds the offsets below Clean whose records go; Tombstones those of them
+	// that are their key's latest record (a tombstone past its retention), by key.
+	Removed    map[int64]bool
+	Tombstones map[int64][]byte
 	// Live counts the visible records below Clean; Dirty the superseded ones among them.
 	Live, Dirty int
 	// Due says the partition should be compacted now: the dirty ratio reached
@@ -90,7 +92,7 @@ type Decision struct {
 // TombstoneRetention ago and no other record of its key is left, so removing it never
 // uncovers an older value. A record without a key is kept.
 func Decide(entries []store.IndexEntry, recs [][]segment.Record, p Policy) Decision {
-	d := Decision{Removed: map[int64]bool{}}
+	d := Decision{Removed: map[int64]bool{}, Tombstones: map[int64][]byte{}}
 	lag := max(p.MinLag, HeadGuard)
 	latest := map[string]int64{}
 	latestAt := map[string]time.Time{}
@@ -139,6 +141,7 @@ func Decide(entries []store.IndexEntry, recs [][]segment.Record, p Policy) Decis
 				}
 			case r.Value == nil && count[k] == 1 && !e.AppendedAt.Add(p.TombstoneRetention).After(p.Now):
 				d.Removed[r.Offset] = true
+				d.Tombstones[r.Offset] = r.Key
 				d.Due = true
 			}
 		}
