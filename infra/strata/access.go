@@ -71,7 +71,10 @@ var (
 //     deletes index entries (ranges, in BatchWriteItem calls), and reads the topics it
 //     works from; the legacy partitions table is read by the migration only. Its pass
 //     then samples every group's lag (a scan of groups, each group's leases, commits and
-//     index times) into the lag history table, which the api reads.
+//     index times) into the lag history table, which the api reads. The same pass
+//     compacts compacted topics (pkg/compact): it reads their index entries, swaps
+//     rewritten ranges in one transaction (a Put or Delete per item, conditional) and
+//     deletes removed tombstones' key entries, all in the index table.
 //
 // A subscribed consumer function's rights are narrower still (consumerStatements): the
 // rows of its own topic and group only.

@@ -300,7 +300,8 @@ func (j *Job) Partition(ctx context.Context, t store.Topic, p int32, st *Stats) 
 			i++ // even alone the entry does not fit one swap: leave it
 			continue
 		}
-		if err := j.rewrite(ctx, t, p, v.entries[i:i+n], pieces, st); err != nil {
+		nw, err := j.rewrite(ctx, t, p, v.entries[i:i+n], pieces, st)
+		if err != nil {
 			if errors.Is(err, store.ErrConflict) {
 				return nil // a concurrent pass rewrote the range: the next pass reads its layout
 			}
@@ -311,7 +312,15 @@ func (j *Job) Partition(ctx context.Context, t store.Topic, p int32, st *Stats) 
 		}
 		st.RecordsRemoved += removedIn(v.entries[i:i+n], v.recs[i:i+n], pieces)
 		rewrites++
-		i += n
+		// The swapped entries replace the old ones in the view: a rewrite that stopped
+		// removing to fit one swap left the rest of its records in its last pieces, which
+		// the next rewrite of this pass takes up.
+		recs := make([][]segment.Record, len(pieces))
+		for k, pc := range pieces {
+			recs[k] = pc.Records
+		}
+		v.entries = slices.Concat(v.entries[:i], nw, v.entries[i+n:])
+		v.recs = slices.Concat(v.recs[:i], recs, v.recs[i+n:])
 	}
 	if rewrites > 0 {
 		st.PartitionsCompacted++
@@ -380,7 +389,7 @@ func markerPrefix(t store.Topic) string {
 
 // rewrite applies one chunk: marker, object, swap. The marker comes first, so whatever
 // step a crash stops at, every object the rewrite may orphan is named for collect.
-func (j *Job) rewrite(ctx context.Context, t store.Topic, p int32, old []store.IndexEntry, pieces []Piece, st *Stats) error {
+func (j *Job) rewrite(ctx context.Context, t store.Topic, p int32, old []store.IndexEntry, pieces []Piece, st *Stats) ([]store.IndexEntry, error) {
 	began := j.now()
 	key := segment.ObjectKey(t.Name, t.Incarnation, ulid.MustNew(ulid.Timestamp(began), crand.Reader))
 	keys := []string{key}
@@ -391,15 +400,15 @@ func (j *Job) rewrite(ctx context.Context, t store.Topic, p int32, old []store.I
 	}
 	body, err := json.Marshal(marker{Keys: keys})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mkey := markerPrefix(t) + ulid.MustNew(ulid.Timestamp(began), crand.Reader).String()
 	if err := j.Objects.Put(ctx, mkey, body); err != nil {
-		return fmt.Errorf("write marker: %w", err)
+		return nil, fmt.Errorf("write marker: %w", err)
 	}
 	st.Puts++
 	if err := j.hook(StepMarker); err != nil {
-		return err
+		return nil, err
 	}
 	var obj []byte
 	nw := make([]store.IndexEntry, len(pieces))
@@ -414,7 +423,7 @@ func (j *Job) rewrite(ctx context.Context, t store.Topic, p int32, old []store.I
 		} else {
 			start := len(obj)
 			if obj, err = segment.AppendBlock(obj, pc.Records); err != nil {
-				return fmt.Errorf("encode the block at %d: %w", pc.Base, err)
+				return nil, fmt.Errorf("encode the block at %d: %w", pc.Base, err)
 			}
 			e.ByteOffset, e.ByteLength = int64(start), int64(len(obj)-start)
 		}
@@ -422,22 +431,22 @@ func (j *Job) rewrite(ctx context.Context, t store.Topic, p int32, old []store.I
 	}
 	if len(obj) > 0 {
 		if err := j.Objects.Put(ctx, key, obj); err != nil {
-			return fmt.Errorf("write %s: %w", key, err)
+			return nil, fmt.Errorf("write %s: %w", key, err)
 		}
 		st.Puts++
 	}
 	if err := j.hook(StepObject); err != nil {
-		return err
+		return nil, err
 	}
 	if j.now().Sub(began) > j.margin()/2 {
-		return fmt.Errorf("compact: rewrite of %s/%d@%d took longer than half the reader margin; abandoned", t.Name, p, old[0].BaseOffset)
+		return nil, fmt.Errorf("compact: rewrite of %s/%d@%d took longer than half the reader margin; abandoned", t.Name, p, old[0].BaseOffset)
 	}
 	if err := j.Meta.SwapIndexEntries(ctx, t.ID(), p, old, nw); err != nil {
-		return err
+		return nil, err
 	}
 	st.Swaps++
 	st.Rewrites++
-	return j.hook(StepSwap)
+	return nw, j.hook(StepSwap)
 }
 
 // collect deletes, for every marker older than the reader margin, the objects it names

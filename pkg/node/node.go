@@ -396,11 +396,20 @@ func (n *Node) SampleLag(ctx context.Context) error {
 	return err
 }
 
-// RunScheduledPass is the retention function's pass: the retention pass, then a lag
-// sample of every group (which needs a scheduled pass on AWS, where no process outlives
+// RunScheduledPass is the retention function's pass: the retention pass, the compaction
+// pass when the node was opened with PartCompaction, then a lag sample of every group (which needs a scheduled pass on AWS, where no process outlives
 // a request) when the node was opened with PartGroups. Both run even if one fails.
 func (n *Node) RunScheduledPass(ctx context.Context) (retention.Stats, error) {
 	st, err := n.RunRetention(ctx)
+	if n.parts&PartCompaction != 0 {
+		cst, cerr := n.RunCompaction(ctx)
+		if cerr != nil {
+			err = errors.Join(err, fmt.Errorf("node: compaction: %w", cerr))
+		}
+		if cst.Rewrites > 0 || cst.ObjectsDeleted > 0 {
+			n.logger.Info("compaction pass", "records_removed", cst.RecordsRemoved, "rewrites", cst.Rewrites, "objects_deleted", cst.ObjectsDeleted)
+		}
+	}
 	if n.coord != nil {
 		if lerr := n.SampleLag(ctx); lerr != nil {
 			err = errors.Join(err, fmt.Errorf("node: lag sample: %w", lerr))
