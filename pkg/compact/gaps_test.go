@@ -2,6 +2,8 @@ package compact_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // compacted writes a=1 b=1 a=2 c=1 b=2 (offsets 0-4, one append each) and compacts: the
@@ -155,6 +158,71 @@ func TestIdempotentRetryAcrossCompaction(t *testing.T) {
 		}
 		if got, want := kv(f.read(tp, 0)), "1:a=2"; got != want {
 			t.Fatalf("after the retry: %s, want %s", got, want)
+		}
+	})
+}
+
+// TestParkingOnGaps: on a compacted partition whose survivors sit after a hole, a key
+// whose record fails every attempt is parked (its record, with its origin offset, in
+// the group's parking topic) while the other survivors are handled and the partition
+// commits past the hole to its end; released, the parked record is handed to the handler
+// at its origin offset.
+func TestParkingOnGaps(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		f := newFixture(t, s)
+		tp := compacted(t, f, "parks")
+		coord := group.New(s.Meta, f.log, f.clock.Now)
+		if _, err := coord.SetSettings(ctx, "g", group.Settings{ResetPolicy: "earliest", MaxAttempts: 1, OnFailure: group.OnFailurePark}); err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var handled []string
+		failA := true
+		run := func() {
+			c, err := consumer.New(f.log, coord, consumer.Config{Group: "g", Topic: tp.Name, Member: "m", PollWait: 10 * time.Millisecond,
+				CommitInterval: time.Millisecond, LeaseTTL: 10 * time.Second, Backoff: func(int) time.Duration { return time.Millisecond },
+				Handler: func(_ context.Context, r consumer.Record) error {
+					mu.Lock()
+					defer mu.Unlock()
+					if string(r.Key) == "a" && failA {
+						return errCrash
+					}
+					handled = append(handled, fmt.Sprintf("%d:%s", r.Offset, r.Key))
+					return nil
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Run(ctx, 0, consumer.RunOptions{UntilCaughtUp: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run()
+		if got := strings.Join(handled, " "); got != "3:c 4:b" {
+			t.Fatalf("handled %q, want the other survivors 3:c 4:b", got)
+		}
+		if c, err := coord.Committed(ctx, "g", tp.Name, 0); err != nil || c == nil || *c != 5 {
+			t.Fatalf("committed %v, %v; want 5", c, err)
+		}
+		res, err := f.log.Poll(ctx, wire.ParkingTopic("g"), 0, 0, log.PollOptions{})
+		if err != nil || len(res.Records) != 1 {
+			t.Fatalf("parking topic: %+v, %v", res.Records, err)
+		}
+		for _, h := range res.Records[0].Headers {
+			if h.Key == wire.HeaderOriginOffset && string(h.Value) != "2" {
+				t.Fatalf("parked with origin offset %s, want 2", h.Value)
+			}
+		}
+		if _, err := coord.ReleaseParked(ctx, "g", tp.Name, []byte("a")); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		failA, handled = false, nil
+		mu.Unlock()
+		run()
+		if got := strings.Join(handled, " "); got != "2:a" {
+			t.Fatalf("after the release handled %q, want the parked 2:a", got)
 		}
 	})
 }
