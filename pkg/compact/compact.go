@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/oklog/ulid/v2"
@@ -209,38 +208,15 @@ func (j *Job) read(ctx context.Context, id string, p int32, st *Stats) (partitio
 // readRecords fills recs with the visible records of entries, one ranged GET per run of
 // an object's blocks lying back to back or close (64 KiB).
 func (j *Job) readRecords(ctx context.Context, entries []store.IndexEntry, recs [][]segment.Record, st *Stats) error {
-	order := make([]int, 0, len(entries))
-	for i, e := range entries {
-		if !e.Duplicate {
-			order = append(order, i)
-		}
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		ea, eb := entries[order[a]], entries[order[b]]
-		if ea.ObjectKey != eb.ObjectKey {
-			return ea.ObjectKey < eb.ObjectKey
-		}
-		return ea.ByteOffset < eb.ByteOffset
-	})
-	for k := 0; k < len(order); {
-		first := entries[order[k]]
-		off, end := first.ByteOffset, first.ByteOffset+first.ByteLength
-		n := k + 1
-		for ; n < len(order); n++ {
-			e := entries[order[n]]
-			if e.ObjectKey != first.ObjectKey || e.ByteOffset-end > 64<<10 || max(end, e.ByteOffset+e.ByteLength)-off > 8<<20 {
-				break
-			}
-			end = max(end, e.ByteOffset+e.ByteLength)
-		}
-		b, err := j.Objects.GetRange(ctx, first.ObjectKey, off, end-off)
+	for _, sp := range store.PlanReads(entries, 64<<10, 8<<20) {
+		b, err := j.Objects.GetRange(ctx, sp.Key, sp.Offset, sp.Length)
 		st.Gets++
 		if err != nil {
-			return fmt.Errorf("read %s: %w", first.ObjectKey, err)
+			return fmt.Errorf("read %s: %w", sp.Key, err)
 		}
-		for _, i := range order[k:n] {
+		for _, i := range sp.Entries {
 			e := entries[i]
-			from := e.ByteOffset - off
+			from := e.ByteOffset - sp.Offset
 			rs, err := segment.AppendBlocksRecords(nil, b[from:from+e.ByteLength:from+e.ByteLength], e.BaseOffset)
 			if err == nil && int64(len(rs)) != e.Count {
 				err = fmt.Errorf("blocks hold %d records, index says %d", len(rs), e.Count)
@@ -253,7 +229,6 @@ func (j *Job) readRecords(ctx context.Context, entries []store.IndexEntry, recs 
 			}
 			recs[i] = rs
 		}
-		k = n
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -482,44 +481,10 @@ const (
 	mergeMax = 8 << 20
 )
 
-// getSpan is one ranged GET of a poll: entries idx of one object, read as [off, off+n).
-type getSpan struct {
-	key    string
-	off, n int64
-	idx    []int
-}
-
-// planSpans groups the entries' byte ranges (duplicates left out) into the GETs that
-// read them: per object, in byte order, ranges within mergeGap of each other merged up
-// to mergeMax. It is a pure function of the entries.
-func planSpans(entries []store.IndexEntry) []getSpan {
-	order := make([]int, 0, len(entries))
-	for i, e := range entries {
-		if !e.Duplicate {
-			order = append(order, i)
-		}
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		ea, eb := entries[order[a]], entries[order[b]]
-		if ea.ObjectKey != eb.ObjectKey {
-			return ea.ObjectKey < eb.ObjectKey
-		}
-		return ea.ByteOffset < eb.ByteOffset
-	})
-	var out []getSpan
-	for _, i := range order {
-		e := entries[i]
-		if n := len(out); n > 0 {
-			last := &out[n-1]
-			end := max(last.off+last.n, e.ByteOffset+e.ByteLength)
-			if last.key == e.ObjectKey && e.ByteOffset-(last.off+last.n) <= mergeGap && end-last.off <= mergeMax {
-				last.n, last.idx = end-last.off, append(last.idx, i)
-				continue
-			}
-		}
-		out = append(out, getSpan{key: e.ObjectKey, off: e.ByteOffset, n: e.ByteLength, idx: []int{i}})
-	}
-	return out
+// planSpans groups the entries' byte ranges into the GETs that read them
+// (store.PlanReads with the merge bounds above).
+func planSpans(entries []store.IndexEntry) []store.ReadSpan {
+	return store.PlanReads(entries, mergeGap, mergeMax)
 }
 
 // fetchRanges reads the byte ranges of the entries that are not duplicates with ranged
@@ -537,7 +502,7 @@ func (l *Log) fetchRanges(ctx context.Context, entries []store.IndexEntry, check
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			b, err := l.objects.GetRange(ctx, sp.key, sp.off, sp.n)
+			b, err := l.objects.GetRange(ctx, sp.Key, sp.Offset, sp.Length)
 			if err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					errs[si] = err
@@ -546,9 +511,9 @@ func (l *Log) fetchRanges(ctx context.Context, entries []store.IndexEntry, check
 				}
 				return
 			}
-			for _, i := range sp.idx {
+			for _, i := range sp.Entries {
 				e := entries[i]
-				from := e.ByteOffset - sp.off
+				from := e.ByteOffset - sp.Offset
 				if out[i], err = check(e, b[from:from+e.ByteLength:from+e.ByteLength]); err != nil {
 					errs[si] = fmt.Errorf("%w: %s/%d@%d in %s: %w", ErrCorrupt, e.Topic, e.Partition, e.BaseOffset, e.ObjectKey, err)
 					return
