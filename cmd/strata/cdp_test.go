@@ -216,7 +216,7 @@ func (p *cdpPage) waitFor(what, cond string, timeout time.Duration) {
 		if time.Now().After(deadline) {
 			p.t.Fatalf("waited %v for %s (%s); the page says:\n%s", timeout, what, cond, p.text("document.body.innerText"))
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -245,14 +245,19 @@ func (p *cdpPage) fill(selector, value string) {
 	}
 }
 
-// screenshot keeps a PNG of the page as name.png in screenshotDir, logs its path and
-// returns it.
-func (p *cdpPage) screenshot(name string) string {
+// screenshot keeps a PNG of the page's viewport as name.png in screenshotDir, logs its
+// path and returns it; with a selector, the element it finds is scrolled into view
+// first.
+func (p *cdpPage) screenshot(name string, selector ...string) string {
 	p.t.Helper()
+	for _, s := range selector {
+		sel, _ := json.Marshal(s)
+		p.eval(fmt.Sprintf(`(() => { const e = document.querySelector(%s); if (e) e.scrollIntoView({block: "start"}); })()`, sel), nil)
+	}
 	var res struct {
 		Data string `json:"data"`
 	}
-	p.call(p.session, "Page.captureScreenshot", map[string]any{"format": "png", "captureBeyondViewport": true}, &res)
+	p.call(p.session, "Page.captureScreenshot", map[string]any{"format": "png"}, &res)
 	b, err := base64.StdEncoding.DecodeString(res.Data)
 	if err != nil {
 		p.t.Fatal(err)

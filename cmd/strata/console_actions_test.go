@@ -85,7 +85,8 @@ func TestConsoleActions(t *testing.T) {
 		"`+viewer+`": {"name": "viewer", "allow": [{"resource": "topic:*", "ops": ["describe", "read"]}, {"resource": "group:*", "ops": ["describe"]}]}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dev := startDev(t, t.TempDir(), "--auth", auth, "--lag-sample-interval", "500ms")
+	begin := time.Now()
+	dev := startDev(t, t.TempDir(), "--auth", auth)
 	api := func(method, path string, body, out any, want int) {
 		t.Helper()
 		mustAPI(t, dev.url, admin, method, path, body, out, want)
@@ -115,6 +116,7 @@ func TestConsoleActions(t *testing.T) {
 		requests = map[string]int{}
 		return out
 	}
+	setup := time.Since(begin)
 	p := newCDPPage(t, browser)
 	p.navigate(loginURL(proxy, admin, "/console/?refresh=1"))
 	p.waitFor("the first summary", `document.body.dataset.ready === "1" && document.querySelectorAll("tr.summary").length === 20 && document.querySelectorAll(".group").length === 20`, 20*time.Second)
@@ -138,8 +140,7 @@ func TestConsoleActions(t *testing.T) {
 	p.fill("#new-partitions", "3")
 	p.fill("#new-retention", "7d 6h")
 	p.eval(`document.getElementById("create-topic").requestSubmit()`, nil)
-	p.waitFor("the create plan", `document.getElementById("confirm").dataset.state === "plan"`, 5*time.Second)
-	plan := p.text(`document.getElementById("confirm-plan").innerText`)
+	plan := planOf(p, "the create plan")
 	if !strings.Contains(plan, "create topic made-in-console") || !strings.Contains(plan, "partitions: 3") || !strings.Contains(plan, "retention: 7d 6h") {
 		t.Errorf("create plan:\n%s", plan)
 	}
@@ -147,14 +148,12 @@ func TestConsoleActions(t *testing.T) {
 		t.Error("the topic exists before the plan was applied")
 	}
 	p.screenshot("console-actions-create-plan")
-	p.click("#confirm-apply")
-	p.waitFor("the create to be done", `document.getElementById("confirm").dataset.state === "done"`, 5*time.Second)
+	applyPlan(p, "the create to be done")
 	var topic wire.Topic
 	api("GET", "/v1/topics/made-in-console", nil, &topic, http.StatusOK)
 	if topic.Partitions != 3 || topic.RetentionMs != (7*24+6)*3600*1000 {
 		t.Errorf("created %+v, want 3 partitions and 7d 6h of retention", topic)
 	}
-	p.click("#confirm-cancel")
 
 	// Produce (through the API) 30 records on partition 0, key "needle" at 5 and 25.
 	var recs []map[string]any
@@ -186,7 +185,7 @@ func TestConsoleActions(t *testing.T) {
 	if v := p.text(`document.querySelector('#tail tr[data-offset="2"] td:nth-child(4)').textContent`); v != "{\n  \"n\": 2\n}" {
 		t.Errorf("offset 2 as JSON: %q", v)
 	}
-	p.screenshot("console-actions-browse-json")
+	p.screenshot("console-actions-browse-json", "#tail-controls")
 	p.fill("#tail-format", "hex")
 	if v := p.text(`document.querySelector('#tail tr[data-offset="2"] td:nth-child(4)').textContent`); v != "7b 22 6e 22 3a 32 7d" {
 		t.Errorf("offset 2 as hex: %q", v)
@@ -209,7 +208,7 @@ func TestConsoleActions(t *testing.T) {
 	if c := counted(); c["GET /v1/topics/made-in-console/partitions/0/search"] != 1 || c["GET /v1/topics/made-in-console/partitions/0/records"] != 0 {
 		t.Errorf("the search made %v, want one search request and no poll", c)
 	}
-	p.screenshot("console-actions-search")
+	p.screenshot("console-actions-search", "#tail-controls")
 
 	// Follow: a record appended now shows up without a reload or a refresh's help.
 	p.fill("#tail-key", "")
@@ -219,24 +218,13 @@ func TestConsoleActions(t *testing.T) {
 	p.waitFor("the follow to wait", `document.getElementById("tail-follow-state").dataset.next === "30"`, 5*time.Second)
 	api("POST", "/v1/topics/made-in-console/records", map[string]any{"records": []map[string]any{{"value": b64("arrived-while-following"), "partition": 0}}}, nil, http.StatusOK)
 	p.waitFor("the followed record", `document.querySelector('#tail tr[data-offset="30"]') && document.getElementById("tail").innerText.includes("arrived-while-following")`, 5*time.Second)
-	p.screenshot("console-actions-follow")
+	p.screenshot("console-actions-follow", "#tail-controls")
 
 	// Alter partitions, retention and pin: the plan, then the topic as planned.
 	p.click(`button[data-action="alter"][data-topic="made-in-console"]`)
-	p.fill("#alter-partitions", "4")
-	p.fill("#alter-retention", "3d")
-	p.fill("#alter-pin", "1d 12h")
-	p.click("#alter-plan")
-	p.waitFor("the alter plan", `document.getElementById("confirm").dataset.state === "plan"`, 5*time.Second)
-	plan = p.text(`document.getElementById("confirm-plan").innerText`)
-	for _, want := range []string{"partitions 3 → 4", "retention 7d 6h → 3d", "retention pin none → 1d 12h"} {
-		if !strings.Contains(plan, want) {
-			t.Errorf("alter plan lacks %q:\n%s", want, plan)
-		}
-	}
-	p.click("#confirm-apply")
-	p.waitFor("the alter to be done", `document.getElementById("confirm").dataset.state === "done"`, 5*time.Second)
-	p.click("#confirm-cancel")
+	formPlan(p, "#alter-plan", []string{"#alter-partitions", "4", "#alter-retention", "3d", "#alter-pin", "1d 12h"},
+		"partitions 3 → 4", "retention 7d 6h → 3d", "retention pin none → 1d 12h")
+	applyPlan(p, "the alter to be done")
 	api("GET", "/v1/topics/made-in-console", nil, &topic, http.StatusOK)
 	if topic.Partitions != 4 || topic.RetentionMs != 3*24*3600*1000 || topic.RetentionPinMs != 36*3600*1000 {
 		t.Errorf("altered %+v, want 4 partitions, 3d retention, 1d 12h pin", topic)
@@ -250,26 +238,15 @@ func TestConsoleActions(t *testing.T) {
 	api("DELETE", g+"/lease", map[string]any{"member": "m-1", "generation": lease.Generation}, nil, http.StatusNoContent)
 	p.waitFor("the group", `document.querySelector('button[data-action="reset"][data-group="console-group"]')`, 5*time.Second)
 	p.click(`button[data-action="reset"][data-group="console-group"]`)
-	p.fill("#reset-topic", "made-in-console")
-	p.fill("#reset-mode", "shift-by")
-	p.fill("#reset-value", "-10")
-	p.click("#reset-plan")
-	p.waitFor("the reset plan", `document.getElementById("confirm").dataset.state === "plan"`, 5*time.Second)
-	plan = p.text(`document.getElementById("confirm-plan").innerText`)
-	for _, want := range []string{"partition 0: 30 → 20 (lag 11 records)", "partition 1: none → 0", "partition 3: none → 0"} {
-		if !strings.Contains(plan, want) {
-			t.Errorf("reset plan lacks %q:\n%s", want, plan)
-		}
-	}
+	formPlan(p, "#reset-plan", []string{"#reset-topic", "made-in-console", "#reset-mode", "shift-by", "#reset-value", "-10"},
+		"partition 0: 30 → 20 (lag 11 records)", "partition 1: none → 0", "partition 3: none → 0")
 	var before wire.Group
 	api("GET", "/v1/groups/console-group", nil, &before, http.StatusOK)
 	if c := before.Partitions[0].CommittedOffset; c == nil || *c != 30 {
 		t.Errorf("committed %v before the plan was applied, want 30", c)
 	}
 	p.screenshot("console-actions-reset-plan")
-	p.click("#confirm-apply")
-	p.waitFor("the reset to be done", `document.getElementById("confirm").dataset.state === "done"`, 5*time.Second)
-	p.click("#confirm-cancel")
+	applyPlan(p, "the reset to be done")
 	var after wire.Group
 	api("GET", "/v1/groups/console-group", nil, &after, http.StatusOK)
 	committed := map[int32]int64{}
@@ -294,14 +271,12 @@ func TestConsoleActions(t *testing.T) {
 	}
 	p.click(`.group[data-group="console-group"] tr.parked-key[data-key="needle"] button[data-action="parked-records"]`)
 	p.waitFor("the parked key's records", `document.getElementById("tail-title").textContent.includes("key needle") && [...document.querySelectorAll("#tail tr[data-offset]")].map((r) => r.dataset.offset).join(",") === "5,25"`, 5*time.Second)
-	p.screenshot("console-actions-parked")
+	p.screenshot("console-actions-parked", ".group[data-group=\"console-group\"]")
 
 	// Release: the plan, the request, then the replay's outcome once the owner unparks.
 	p.click(`.group[data-group="console-group"] tr.parked-key[data-key="needle"] button[data-action="release"]`)
-	p.waitFor("the release plan", `document.getElementById("confirm").dataset.state === "plan"`, 5*time.Second)
-	p.click("#confirm-apply")
-	p.waitFor("the release to be asked", `document.getElementById("confirm").dataset.state === "done"`, 5*time.Second)
-	p.click("#confirm-cancel")
+	planOf(p, "the release plan")
+	applyPlan(p, "the release to be asked")
 	var parked wire.ParkedList
 	api("GET", "/v1/groups/console-group/parked", nil, &parked, http.StatusOK)
 	if len(parked.Parked) != 1 || parked.Parked[0].ReleaseRequestedAtMs == nil {
@@ -310,12 +285,12 @@ func TestConsoleActions(t *testing.T) {
 	p.waitFor("the release to wait for the owner", `document.querySelector('tr.parked-key[data-key="needle"] td.outcome').textContent.includes("waiting for the owner of partition 0")`, 5*time.Second)
 	api("POST", "/v1/groups/console-group/topics/made-in-console/partitions/0/parked/unpark", map[string]any{"member": "m-park", "generation": lease.Generation, "key": b64("needle")}, nil, http.StatusNoContent)
 	p.waitFor("the replay's outcome", `document.querySelector('.group[data-group="console-group"] tr.released[data-key="needle"]') && !document.querySelector('tr.parked-key[data-key="needle"]')`, 5*time.Second)
-	p.screenshot("console-actions-released")
+	p.screenshot("console-actions-released", ".group[data-group=\"console-group\"]")
 	api("DELETE", g+"/lease", map[string]any{"member": "m-park", "generation": lease.Generation}, nil, http.StatusNoContent)
 
 	// Delete the topic: Apply stays disabled until its name is typed.
 	p.click(`button[data-action="delete"][data-topic="made-in-console"]`)
-	p.waitFor("the delete plan", `document.getElementById("confirm").dataset.state === "plan"`, 5*time.Second)
+	planOf(p, "the delete plan")
 	p.fill("#confirm-typed", "made-in")
 	var disabled bool
 	p.eval(`document.getElementById("confirm-apply").disabled`, &disabled)
@@ -328,9 +303,7 @@ func TestConsoleActions(t *testing.T) {
 	}
 	p.fill("#confirm-typed", "made-in-console")
 	p.screenshot("console-actions-delete-typed")
-	p.click("#confirm-apply")
-	p.waitFor("the delete to be done", `document.getElementById("confirm").dataset.state === "done"`, 5*time.Second)
-	p.click("#confirm-cancel")
+	applyPlan(p, "the delete to be done")
 	if s := consoleAPI(t, dev.url, admin, "GET", "/v1/topics/made-in-console", nil, nil); s != http.StatusNotFound {
 		t.Errorf("after the delete the topic answers %d, want 404", s)
 	}
@@ -338,9 +311,7 @@ func TestConsoleActions(t *testing.T) {
 	p.waitFor("the group's delete button", `document.querySelector('button[data-action="delete-group"][data-group="console-group"]')`, 5*time.Second)
 	p.click(`button[data-action="delete-group"][data-group="console-group"]`)
 	p.fill("#confirm-typed", "console-group")
-	p.click("#confirm-apply")
-	p.waitFor("the group's delete to be done", `document.getElementById("confirm").dataset.state === "done"`, 5*time.Second)
-	p.click("#confirm-cancel")
+	applyPlan(p, "the group's delete to be done")
 	if s := consoleAPI(t, dev.url, admin, "GET", "/v1/groups/console-group", nil, nil); s != http.StatusNotFound {
 		t.Errorf("after the delete the group answers %d, want 404", s)
 	}
@@ -361,6 +332,39 @@ func TestConsoleActions(t *testing.T) {
 		t.Errorf("the viewer's delete from the page: %d, want 403 and the topic kept", status)
 	}
 	p.screenshot("console-actions-viewer")
+	t.Logf("setup (dev, 20 topics, 20 groups) %v, in the browser %v", setup.Round(time.Millisecond), (time.Since(begin) - setup).Round(time.Millisecond))
+}
+
+// planOf waits for the console's confirm step to show a plan and returns its text.
+func planOf(p *cdpPage, what string) string {
+	p.t.Helper()
+	p.waitFor(what, `document.getElementById("confirm").dataset.state === "plan"`, 5*time.Second)
+	return p.text(`document.getElementById("confirm-plan").innerText`)
+}
+
+// formPlan fills a form's fields (selector, value pairs), presses its Plan button and
+// checks that the plan shown holds every line of want.
+func formPlan(p *cdpPage, button string, fields []string, want ...string) {
+	p.t.Helper()
+	for i := 0; i+1 < len(fields); i += 2 {
+		p.fill(fields[i], fields[i+1])
+	}
+	p.click(button)
+	plan := planOf(p, "the plan of "+button)
+	for _, w := range want {
+		if !strings.Contains(plan, w) {
+			p.t.Errorf("the plan of %s lacks %q:\n%s", button, w, plan)
+		}
+	}
+}
+
+// applyPlan confirms the plan shown, waits for the action to be done and closes the
+// confirm step.
+func applyPlan(p *cdpPage, what string) {
+	p.t.Helper()
+	p.click("#confirm-apply")
+	p.waitFor(what, `document.getElementById("confirm").dataset.state === "done"`, 5*time.Second)
+	p.click("#confirm-cancel")
 }
 
 // b64 is s as standard base64.

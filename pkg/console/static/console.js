@@ -16,7 +16,7 @@ const REFRESH_MS = Math.max(500, 1000 * (Number(params.get("refresh")) || 2));
 
 const state = {
   token: "", summary: null, open: new Set(), topics: [], tail: null, format: "text",
-  follow: 0, releases: new Map(), records: [],
+  follow: 0, releases: new Map(), records: [], drawn: "", drawnAt: 0,
 };
 
 function el(tag, attrs, ...children) {
@@ -427,6 +427,7 @@ function release(group, row) {
   ], async () => {
     const res = await api("/v1/groups/" + seg(group) + "/parked/release", "POST", { topic: row.topic, key: row.key });
     for (const r of res.parked) state.releases.set(group + "\n" + r.topic + "\n" + r.partition + "\n" + r.key, { group, topic: r.topic, partition: r.partition, key: r.key });
+    state.drawn = "";
     return "release requested on " + res.parked.length + " partition(s)";
   });
 }
@@ -717,9 +718,16 @@ async function refresh() {
   try {
     const s = await api("/v1/summary");
     state.summary = s;
-    document.getElementById("create-topic").hidden = !s.principal.open && !s.principal.grants.some((g) => g.ops.includes("create"));
-    renderGroups(s);
-    renderTopics(s);
+    // An unchanged summary is drawn again only every 10 s (for its "ago" times): an idle
+    // tab costs the browser as little as the server.
+    const text = JSON.stringify(s);
+    if (text !== state.drawn || Date.now() - state.drawnAt > 10000) {
+      document.getElementById("create-topic").hidden = !s.principal.open && !s.principal.grants.some((g) => g.ops.includes("create"));
+      renderGroups(s);
+      renderTopics(s);
+      state.drawn = text;
+      state.drawnAt = Date.now();
+    }
     setStatus("updated " + new Date().toLocaleTimeString() + (s.principal.open ? "" : " as " + s.principal.name), false);
     document.body.dataset.ready = "1";
   } catch (e) {
