@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -126,9 +127,20 @@ func newCDPPage(t *testing.T, browser string) *cdpPage {
 }
 
 // call sends one command (to the page's session when session is set) and decodes its
-// result into out.
+// result into out; an error fails the test.
 func (p *cdpPage) call(session, method string, params any, out any) {
 	p.t.Helper()
+	res, err := p.send(session, method, params)
+	if err == nil && out != nil {
+		err = json.Unmarshal(res, out)
+	}
+	if err != nil {
+		p.t.Fatalf("cdp %s: %v", method, err)
+	}
+}
+
+// send sends one command and returns its result or its error.
+func (p *cdpPage) send(session, method string, params any) (json.RawMessage, error) {
 	p.mu.Lock()
 	p.next++
 	id := p.next
@@ -144,27 +156,29 @@ func (p *cdpPage) call(session, method string, params any, out any) {
 	}
 	b, _ := json.Marshal(msg)
 	if _, err := p.w.Write(append(b, 0)); err != nil {
-		p.t.Fatalf("cdp %s: %v", method, err)
+		return nil, err
 	}
 	select {
 	case a := <-ch:
 		if a.Error != nil {
-			p.t.Fatalf("cdp %s: %s", method, a.Error.Message)
+			return nil, errors.New(a.Error.Message)
 		}
-		if out != nil {
-			if err := json.Unmarshal(a.Result, out); err != nil {
-				p.t.Fatalf("cdp %s: %v", method, err)
-			}
-		}
+		return a.Result, nil
 	case <-time.After(30 * time.Second):
-		p.t.Fatalf("cdp %s: no answer in 30 s", method)
+		return nil, errors.New("no answer in 30 s")
 	}
 }
 
-// navigate opens url in the page.
+// navigate opens url in a new document (by way of about:blank, so that a link that
+// differs only in its fragment loads the page again) and waits until it has replaced
+// the one shown, so that no later wait is answered by the page before.
 func (p *cdpPage) navigate(url string) {
 	p.t.Helper()
-	p.call(p.session, "Page.navigate", map[string]any{"url": url}, nil)
+	for _, u := range []string{"about:blank", url} {
+		_, _ = p.send(p.session, "Runtime.evaluate", map[string]any{"expression": "window.strataTestOld = true"})
+		p.call(p.session, "Page.navigate", map[string]any{"url": u}, nil)
+		p.waitFor("a new document", "!window.strataTestOld", 30*time.Second)
+	}
 }
 
 // eval runs a JavaScript expression in the page (awaiting a promise) and decodes its
@@ -207,10 +221,16 @@ func (p *cdpPage) waitFor(what, cond string, timeout time.Duration) {
 	p.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		var ok bool
-		// The page may still be loading (no body yet): an exception is a no.
-		p.eval("(() => { try { return !!("+cond+"); } catch { return false; } })()", &ok)
-		if ok {
+		// The page may still be loading (no body yet, or a redirect replacing it): an
+		// exception or a lost evaluation is a no.
+		res, err := p.send(p.session, "Runtime.evaluate", map[string]any{"returnByValue": true,
+			"expression": "(() => { try { return !!(" + cond + "); } catch { return false; } })()"})
+		var v struct {
+			Result struct {
+				Value bool `json:"value"`
+			} `json:"result"`
+		}
+		if err == nil && json.Unmarshal(res, &v) == nil && v.Result.Value {
 			return
 		}
 		if time.Now().After(deadline) {

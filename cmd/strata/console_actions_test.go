@@ -64,16 +64,17 @@ func mustAPI(t *testing.T, url, token, method, path string, body, out any, want 
 // action's result through the API: create a topic (its plan first), browse its
 // records by offset with paging both ways, as pretty JSON and hex, copy one, search a
 // key server-side, follow the partition while a record arrives, alter partitions,
-// retention and pin, reset a group by shift-by with the plan per partition, list a
-// parked key with its records and error, release it and see the replay's outcome,
-// delete the topic (typed confirmation) and the group; a token that may only look is
-// offered none of it and the server refuses it.
+// retention and pin, reset a group by shift-by with the plan per partition, set its
+// on_failure, list a parked key with its records and error, release it and see the
+// replay's outcome, delete the topic (typed confirmation) and the group; a token that
+// may only look is offered none of it and the server refuses it.
 //
 // Idle cost: the page refreshes every ?refresh=S seconds with one GET /v1/summary. At
 // refresh=1 the test watches 6 s and allows at most 7 requests (one per interval,
 // plus one for an interval cut by the window), none but the summary: at the default
 // 2 s that is at most 31 requests in 60 s, whatever the number of topics and groups
-// (the page before made 68 requests per 2 s refresh with 20 topics and 20 groups).
+// (the page before this one made, per refresh, four requests per group, one per topic
+// and one per partition).
 // Screenshots go to $STRATA_SCREENSHOT_DIR as console-actions-*.png.
 func TestConsoleActions(t *testing.T) {
 	browser := findBrowser(t)
@@ -247,6 +248,15 @@ func TestConsoleActions(t *testing.T) {
 	}
 	p.screenshot("console-actions-reset-plan")
 	applyPlan(p, "the reset to be done")
+	// Settings: on_failure park, the plan naming the change.
+	p.click(`button[data-action="settings"][data-group="console-group"]`)
+	formPlan(p, "#settings-plan", []string{"#settings-on-failure", "park", "#settings-max-attempts", "3"}, "on_failure: dead_letter → park", "max_attempts: 5 → 3")
+	applyPlan(p, "the settings to be saved")
+	var st wire.GroupSettings
+	api("GET", "/v1/groups/console-group/settings", nil, &st, http.StatusOK)
+	if st.OnFailure != "park" || st.MaxAttempts != 3 {
+		t.Errorf("settings after the console saved them: %+v, want on_failure park and 3 attempts", st)
+	}
 	var after wire.Group
 	api("GET", "/v1/groups/console-group", nil, &after, http.StatusOK)
 	committed := map[int32]int64{}
@@ -318,9 +328,10 @@ func TestConsoleActions(t *testing.T) {
 
 	// A token that may only look is offered no action, and the server refuses one.
 	p.navigate(loginURL(proxy, viewer, "/console/?refresh=1"))
-	p.waitFor("the viewer's summary", `document.body.dataset.ready === "1" && document.querySelectorAll("tr.summary").length === 20 && document.querySelectorAll(".group").length === 20`, 20*time.Second)
+	// 20 load topics and console-group's parking topic; 20 load groups.
+	p.waitFor("the viewer's summary", `document.body.dataset.ready === "1" && document.getElementById("status").textContent.includes("as viewer") && document.querySelectorAll("tr.summary").length === 21 && document.querySelectorAll(".group").length === 20`, 20*time.Second)
 	var offered int
-	p.eval(`document.querySelectorAll('[data-action="alter"], [data-action="delete"], [data-action="reset"], [data-action="delete-group"], [data-action="release"]').length`, &offered)
+	p.eval(`document.querySelectorAll('[data-action="alter"], [data-action="delete"], [data-action="reset"], [data-action="settings"], [data-action="delete-group"], [data-action="release"]').length`, &offered)
 	var hidden bool
 	p.eval(`document.getElementById("create-topic").hidden`, &hidden)
 	if offered != 0 || !hidden {

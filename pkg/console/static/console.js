@@ -448,7 +448,10 @@ function renderGroups(s) {
     const behind = Math.max(0, ...g.partitions.map((p) => p.lag_seconds || 0));
     const parked = g.partitions.reduce((n, p) => n + (p.parked_keys || 0), 0);
     const acts = el("div", { class: "actions" });
-    if (g.allowed.includes("reset")) acts.append(button("reset offsets", { "data-action": "reset", "data-group": g.group }, () => resetForm(g)));
+    if (g.allowed.includes("reset")) {
+      acts.append(button("reset offsets", { "data-action": "reset", "data-group": g.group }, () => resetForm(g)));
+      acts.append(button("settings", { "data-action": "settings", "data-group": g.group }, () => settingsForm(g)));
+    }
     if (g.allowed.includes("delete")) acts.append(button("delete group", { "data-action": "delete-group", "data-group": g.group }, () => deleteGroup(g)));
     blocks.push(el("div", { class: "group", "data-group": g.group, "data-state": g.state },
       el("h3", {}, g.group + " — " + g.state + ", lag " + total + " records, " + human(behind) + " behind" +
@@ -511,6 +514,41 @@ async function planReset(g) {
     }
     return "reset " + plan.length + " partition(s)";
   });
+}
+
+// settingsForm edits the group's settings; the plan lists each change.
+function settingsForm(g) {
+  const cur = g.settings || { reset_policy: "earliest", max_attempts: 5, on_failure: "dead_letter", dead_letter_topic: null };
+  const select = (id, values, value) => {
+    const s = el("select", { id }, ...values.map((v) => el("option", { value: v }, v)));
+    s.value = value;
+    return s;
+  };
+  const form = el("div", { class: "reset" },
+    el("label", {}, "Reset policy ", select("settings-reset-policy", ["earliest", "latest", "fail"], cur.reset_policy)),
+    el("label", {}, "Max attempts ", el("input", { id: "settings-max-attempts", type: "number", min: "1", max: "100", value: String(cur.max_attempts) })),
+    el("label", {}, "On failure ", select("settings-on-failure", ["dead_letter", "park"], cur.on_failure)),
+    el("label", {}, "Dead-letter topic ", el("input", { id: "settings-dlq", placeholder: "none", value: cur.dead_letter_topic || "" })),
+    button("Plan", { id: "settings-plan" }, () => {
+      const next = {
+        reset_policy: document.getElementById("settings-reset-policy").value,
+        max_attempts: Number(document.getElementById("settings-max-attempts").value),
+        on_failure: document.getElementById("settings-on-failure").value,
+      };
+      const dlq = document.getElementById("settings-dlq").value.trim();
+      if (dlq) next.dead_letter_topic = dlq;
+      const lines = [];
+      for (const k of ["reset_policy", "max_attempts", "on_failure", "dead_letter_topic"]) {
+        const was = cur[k] === null || cur[k] === undefined ? "none" : String(cur[k]);
+        const now = next[k] === undefined ? "none" : String(next[k]);
+        lines.push(k + ": " + (was === now ? now + " (unchanged)" : was + " → " + now));
+      }
+      confirmPlan("Settings of " + g.group, lines, async () => {
+        await api("/v1/groups/" + seg(g.group) + "/settings", "PUT", next);
+        return "settings of " + g.group + " saved";
+      });
+    }));
+  document.getElementById("group-form").replaceChildren(el("h3", {}, "Settings of " + g.group), form);
 }
 
 function deleteGroup(g) {
