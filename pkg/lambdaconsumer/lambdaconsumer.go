@@ -10,7 +10,7 @@
 //     each commit renewing the lease in the same write), through pkg/consumer, which
 //     also applies the group's retry, dead-letter and reset settings (read at each
 //     invocation; Config fields override them);
-//   - once caught up, long-polls for IdleWait (default 500ms) for more records, then
+//   - once caught up, long-polls for IdleWait (default 1s) for more records, then
 //     commits, releases the lease in the same write, and returns: a caught-up partition
 //     holds no invocation, and dispatch invokes it again when records arrive;
 //   - after the release reads the high watermark once more: a record appended while the
@@ -136,7 +136,7 @@ type Config struct {
 	// PollRecords bounds one poll (default 500).
 	PollRecords int
 	// IdleWait is how long an invocation waits for more records once caught up before
-	// it releases the partition and returns (default 500ms; at most 20s and
+	// it releases the partition and returns (default 1s; at most 20s and
 	// LeaseTTL/3): about what a new invocation costs in held seconds (docs/TRADEOFFS.md,
 	// "An idle consumer"), so a caught-up partition is never held much longer than a
 	// wake-up would cost.
@@ -164,7 +164,7 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultIdleWait       = 500 * time.Millisecond
+	DefaultIdleWait       = time.Second
 	DefaultDeadlineMargin = 3 * time.Second
 	DefaultMaxDuration    = 5 * time.Minute
 )
