@@ -108,7 +108,9 @@ func decide(lim limits, o observed) plan {
 
 	// wake is when something becomes due without a worker's completion.
 	wake := renewAt
-	if p.Renew {
+	if p.Renew || (lim.CommitRenews && p.Commit) {
+		// A commit that carries the renewal renews at most CommitInterval late when it
+		// finds nothing to store (commitAt below wakes the loop), within TTL/3.
 		wake = o.Now.Add(lim.TTL / 3)
 	}
 	if pending || o.InFlight > 0 {
