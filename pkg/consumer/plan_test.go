@@ -16,11 +16,7 @@ func TestDecide(t *testing.T) {
 		MaxInFlight: 2000, MaxInFlightBytes: 1 << 20, RetryAfter: 100 * time.Millisecond, IdlePoll: 5 * time.Millisecond}
 	// base: caught up to nothing yet, just renewed and committed, nothing in flight.
 	base := observed{Now: t0, LastRenew: t0, LastCommit: t0, Committed: 10, Next: 10, Fetch: 10, HighWatermark: -1}
-	cases := []struct {
-		name string
-		mod  func(o *observed)
-		want plan
-	}{
+	cases := []decideCase{
 		{"idle: long-poll", nil, plan{Poll: true, PollWait: time.Second}},
 		{"work in flight, more in the log: poll at once", func(o *observed) {
 			o.Fetch, o.HighWatermark, o.InFlight = 20, 100, 10
@@ -106,6 +102,19 @@ func TestDecide(t *testing.T) {
 			o.Fetch, o.Next, o.HighWatermark, o.InFlight = 4000, 2000, 4000, 2000
 		}, plan{Sleep: minSleep}},
 	}
+	runDecide(t, lim, base, cases)
+}
+
+// decideCase is one scenario of decide: base modified by mod, and the plan wanted.
+type decideCase struct {
+	name string
+	mod  func(o *observed)
+	want plan
+}
+
+// runDecide runs each case as a sub-test.
+func runDecide(t *testing.T, lim limits, base observed, cases []decideCase) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := base
@@ -127,11 +136,7 @@ func TestDecideCommitRenews(t *testing.T) {
 	lim := limits{TTL: 30 * time.Second, CommitInterval: 10 * time.Second, PollWait: time.Second, CommitRenews: true,
 		MaxInFlight: 2000, MaxInFlightBytes: 1 << 20, RetryAfter: 100 * time.Millisecond, IdlePoll: 5 * time.Millisecond}
 	base := observed{Now: t0, LastRenew: t0, LastCommit: t0, Committed: 10, Next: 10, Fetch: 10, HighWatermark: 10}
-	cases := []struct {
-		name string
-		mod  func(o *observed)
-		want plan
-	}{
+	cases := []decideCase{
 		{"nothing new, renewal not due: no write", func(o *observed) {
 			o.Now = t0.Add(9 * time.Second)
 		}, plan{Poll: true, PollWait: time.Second}},
@@ -157,17 +162,7 @@ func TestDecideCommitRenews(t *testing.T) {
 			o.Next, o.Fetch, o.HighWatermark = 15, 15, 15
 		}, plan{Commit: true, Poll: true, PollWait: time.Second}},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			o := base
-			if c.mod != nil {
-				c.mod(&o)
-			}
-			if got := decide(lim, o); got != c.want {
-				t.Fatalf("decide = %+v, want %+v", got, c.want)
-			}
-		})
-	}
+	runDecide(t, lim, base, cases)
 }
 
 // TestDecideSleepsAreBounded: whatever the loop knows, a plan that does nothing else
