@@ -228,13 +228,7 @@ func BenchmarkTopicCommit(b *testing.B) {
 			for _, parts := range []int32{1, 16, 64} {
 				b.Run(fmt.Sprintf("%s/counters=%s/partitions=%d", backend, layout, parts), func(b *testing.B) {
 					ctx := context.Background()
-					counter := awscount.New()
-					var s backendtest.Stores
-					if backend == "local" {
-						s = backendtest.Local(ctx, b)
-					} else {
-						s = backendtest.AWSWith(ctx, b, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) })
-					}
+					s, counter := benchStores(ctx, b, backend)
 					l, _, meta := groupLog(b, s, 0, 0, nil)
 					if layout == "topic" {
 						mustTopic(b, l, "tc", parts)
@@ -290,13 +284,7 @@ func BenchmarkCompactedAppend(b *testing.B) {
 			for _, keys := range []int{1, 10} {
 				b.Run(fmt.Sprintf("%s/policy=%s/keys=%d", backend, policy, keys), func(b *testing.B) {
 					ctx := context.Background()
-					counter := awscount.New()
-					var s backendtest.Stores
-					if backend == "local" {
-						s = backendtest.Local(ctx, b)
-					} else {
-						s = backendtest.AWSWith(ctx, b, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) })
-					}
+					s, counter := benchStores(ctx, b, backend)
 					l := newLog(b, s)
 					if _, err := l.CreateTopicWith(ctx, "kv", log.TopicSpec{Partitions: 1, Cleanup: store.TopicCleanup{Cleanup: policy}}); err != nil {
 						b.Fatal(err)
@@ -324,4 +312,14 @@ func BenchmarkCompactedAppend(b *testing.B) {
 			}
 		}
 	}
+}
+
+// benchStores are a benchmark's stores of backend ("local" or "aws") and the counter of
+// the AWS requests they make (none locally).
+func benchStores(ctx context.Context, b *testing.B, backend string) (backendtest.Stores, *awscount.Counter) {
+	counter := awscount.New()
+	if backend == "local" {
+		return backendtest.Local(ctx, b), counter
+	}
+	return backendtest.AWSWith(ctx, b, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) }), counter
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -29,13 +28,8 @@ func TestCompactedTopicContract(t *testing.T) {
 	h := rt.Handler()
 	do := func(method, path, body string) (int, string) {
 		t.Helper()
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		return w.Code, w.Body.String()
+		code, out := parkCall(t, h, method, path, body)
+		return code, string(out)
 	}
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	want := func(what string, code int, body string, wantCode int, wantIn ...string) {
