@@ -39,6 +39,8 @@ func errCode(err error) int16 {
 		return offsetOutOfRange
 	case errors.Is(err, log.ErrTooLarge):
 		return messageTooLarge
+	case errors.Is(err, log.ErrKeyless):
+		return invalidRecord
 	case errors.Is(err, log.ErrInvalid):
 		return invalidRequest
 	case errors.Is(err, log.ErrUnavailable), errors.Is(err, store.ErrUnavailable):
@@ -180,12 +182,13 @@ func (s *Server) describeCluster(b broker, r *kmsg.DescribeClusterRequest) kmsg.
 type topicConfig struct {
 	retention     time.Duration
 	logAppendTime bool
+	cleanup       store.TopicCleanup
 }
 
 // parseConfigs maps the configs a topic may be created with: retention.ms,
-// message.timestamp.type (CreateTime or LogAppendTime) and cleanup.policy=delete (the
-// only policy there is). Anything else is INVALID_CONFIG,
-// not silently ignored.
+// message.timestamp.type (CreateTime or LogAppendTime), cleanup.policy (delete, compact
+// or both) and the compaction settings (min.compaction.lag.ms, max.compaction.lag.ms,
+// delete.retention.ms). Anything else is INVALID_CONFIG, not silently ignored.
 func parseConfigs(cs []kmsg.CreateTopicsRequestTopicConfig) (topicConfig, error) {
 	var tc topicConfig
 	for _, c := range cs {
@@ -209,12 +212,21 @@ func parseConfigs(cs []kmsg.CreateTopicsRequestTopicConfig) (topicConfig, error)
 			default:
 				return tc, fmt.Errorf("message.timestamp.type must be CreateTime or LogAppendTime, got %q", *c.Value)
 			}
-		case "cleanup.policy":
-			if *c.Value != "delete" {
-				return tc, fmt.Errorf("cleanup.policy %q: only delete (retention by time) is implemented; compaction is not", *c.Value)
+		case cfgCleanupPolicy:
+			p, err := parseCleanupPolicy(*c.Value)
+			if err != nil {
+				return tc, err
 			}
+			tc.cleanup.Cleanup = p
+		case cfgMinCompaction, cfgMaxCompaction, cfgDeleteRetain:
+			d, err := parseLagMs(c.Name, *c.Value)
+			if err != nil {
+				return tc, err
+			}
+			*map[string]*time.Duration{cfgMinCompaction: &tc.cleanup.MinCompactionLag, cfgMaxCompaction: &tc.cleanup.MaxCompactionLag,
+				cfgDeleteRetain: &tc.cleanup.DeleteRetention}[c.Name] = d
 		default:
-			return tc, fmt.Errorf("config %q is not one this gateway implements (retention.ms, message.timestamp.type, cleanup.policy=delete)", c.Name)
+			return tc, fmt.Errorf("config %q is not one this gateway implements (retention.ms, message.timestamp.type, cleanup.policy, min.compaction.lag.ms, max.compaction.lag.ms, delete.retention.ms)", c.Name)
 		}
 	}
 	return tc, nil
@@ -252,7 +264,7 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 				fail(topicExists, "topic %q exists", rt.Topic)
 			}
 		default:
-			t, err := s.log.CreateTopicWith(ctx, rt.Topic, log.TopicSpec{Partitions: max(rt.NumPartitions, 0), Retention: tc.retention, LogAppendTime: tc.logAppendTime})
+			t, err := s.log.CreateTopicWith(ctx, rt.Topic, log.TopicSpec{Partitions: max(rt.NumPartitions, 0), Retention: tc.retention, LogAppendTime: tc.logAppendTime, Cleanup: tc.cleanup})
 			switch {
 			case errors.Is(err, log.ErrTopicExists):
 				fail(topicExists, "topic %q exists", rt.Topic)
@@ -265,6 +277,9 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 				v := strconv.FormatInt(t.Retention.Milliseconds(), 10)
 				out.Configs = []kmsg.CreateTopicsResponseTopicConfig{{Name: "retention.ms", Value: &v, Source: 1},
 					{Name: "message.timestamp.type", Value: kmsg.StringPtr(timestampType(t.LogAppendTime)), Source: 1}}
+				for _, e := range cleanupConfigs(t) {
+					out.Configs = append(out.Configs, kmsg.CreateTopicsResponseTopicConfig{Name: e.name, Value: kmsg.StringPtr(e.value), Source: 1})
+				}
 			}
 		}
 		if out.ErrorCode != 0 {

@@ -30,7 +30,7 @@ func configOf(t *testing.T, rcs kadm.ResourceConfigs, key string) kadm.Config {
 // TestTopicConfigs: kadm describes a topic's configs with Kafka's sources (retention.ms
 // the topic's once set, the rest defaults) and a broker's; IncrementalAlterConfigs and
 // AlterConfigs change retention.ms in the log (validate-only changes nothing); a
-// read-only or unknown config, or compaction, is INVALID_CONFIG and changes nothing;
+// read-only or unknown config, or a bad value, is INVALID_CONFIG and changes nothing;
 // an unknown topic is UNKNOWN_TOPIC_OR_PARTITION. On every backend.
 func TestTopicConfigs(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
@@ -99,7 +99,7 @@ func TestTopicConfigs(t *testing.T) {
 		if c := configOf(t, describe(), "retention.ms"); *c.Value != "7200000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
 			t.Errorf("retention.ms after the alter %+v", c)
 		}
-		for _, bad := range [][2]string{{"max.message.bytes", "100"}, {"segment.ms", "1000"}, {"cleanup.policy", "compact"}, {"retention.ms", "-1"}} {
+		for _, bad := range [][2]string{{"max.message.bytes", "100"}, {"segment.ms", "1000"}, {"cleanup.policy", "compacted"}, {"retention.ms", "-1"}} {
 			if err := set(bad[0], bad[1]); !errors.Is(err, kerr.InvalidConfig) {
 				t.Errorf("%s=%s: %v, want INVALID_CONFIG", bad[0], bad[1], err)
 			}

@@ -256,7 +256,7 @@ func TestTopicAdmin(t *testing.T) {
 	}{
 		{"admin", 1, nil, kerr.TopicAlreadyExists},
 		{"..", 1, nil, kerr.InvalidTopicException},
-		{"compacted", 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")}, kerr.InvalidConfig},
+		{"compacted", 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("kompact")}, kerr.InvalidConfig},
 		{"forever", 1, map[string]*string{"retention.ms": kmsg.StringPtr("-1")}, kerr.InvalidConfig},
 		{"huge", 5000, nil, kerr.InvalidPartitions},
 	}

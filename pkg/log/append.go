@@ -128,8 +128,14 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	if err != nil {
 		var ae *AppendError
 		if errors.As(err, &ae) {
+			if kerr := l.indexKeys(ctx, m); kerr != nil {
+				return nil, kerr
+			}
 			ae.Results = m.recordResults()
 		}
+		return nil, err
+	}
+	if err := l.indexKeys(ctx, m); err != nil {
 		return nil, err
 	}
 	return m.recordResults(), nil
@@ -149,8 +155,14 @@ func (l *Log) AppendBlocks(ctx context.Context, topic string, blocks []Block, op
 	if err := l.run(ctx, m); err != nil {
 		var ae *AppendError
 		if errors.As(err, &ae) {
+			if kerr := l.indexKeys(ctx, m); kerr != nil {
+				return nil, kerr
+			}
 			ae.Blocks = m.blockResults()
 		}
+		return nil, err
+	}
+	if err := l.indexKeys(ctx, m); err != nil {
 		return nil, err
 	}
 	return m.blockResults(), nil
@@ -241,6 +253,14 @@ func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt Appe
 	if err := l.admit(ctx, m, opt); err != nil {
 		return nil, err
 	}
+	if t.Compacted() {
+		for _, g := range m.groups {
+			g.keys = make([]keyMark, len(g.idx))
+			for j, ri := range g.idx {
+				g.keys[j] = keyMark{key: recs[ri].Key, tombstone: recs[ri].Value == nil}
+			}
+		}
+	}
 	nowMs := l.now().UnixMilli()
 	srecs := make([]segment.Record, 0, len(recs))
 	for _, g := range m.pending {
@@ -322,6 +342,11 @@ func (l *Log) prepareBlocks(ctx context.Context, topic string, blocks []Block, o
 				return nil, invalidf("block %d (partition %d): %v", i, b.Partition, err)
 			}
 			g.maxTs, g.appendTime = nowMs, nowMs
+		}
+		if t.Compacted() {
+			if g.keys, err = blockKeys(t, i, b); err != nil {
+				return nil, err
+			}
 		}
 		m.groups[i] = g
 	}
@@ -573,6 +598,9 @@ type partGroup struct {
 	size  int // record bytes (segment.RecordSize summed)
 	// appendTime is the timestamp every record got on a topic of LogAppendTime.
 	appendTime int64
+	// keys are, on a compacted topic, each record's key and whether its value is null,
+	// in offset order: the key index entries written once the group is appended.
+	keys []keyMark
 	// base is the first offset once appended (the canonical one of an idempotent
 	// request: its claim's); err the failure.
 	base int64
@@ -608,6 +636,9 @@ func (l *Log) place(t store.Topic, recs []Record, idempotencyKey string, nparts 
 			if h.Key == "" {
 				return nil, invalidf("record %d has an empty header name", i)
 			}
+		}
+		if r.Key == nil && t.Compacted() {
+			return nil, keylessf(t, fmt.Sprintf("record %d", i))
 		}
 		switch {
 		case r.Partition != nil:

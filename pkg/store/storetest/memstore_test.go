@@ -38,6 +38,7 @@ type memStore struct {
 	batches     map[string]int64                         // topic commit topic → batches committed
 	fences      map[string]map[string]store.RequestFence // topic → fenceID(key, attempt) → fence
 	barriers    map[string]store.Barrier                 // group → barrier (memstore_barrier_test.go)
+	keyIndex    map[string]store.KeyEntry                // made on first use (memstore_keyindex_test.go)
 }
 
 type tpKey struct {
