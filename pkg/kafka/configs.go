@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
 )
@@ -21,6 +22,38 @@ import (
 // broker describes the few settings clients ask about, all read-only. Alters decide
 // first, for the whole resource (planTopicAlter), then change at most the retention:
 // an unknown or read-only config, or a bad value, changes nothing.
+
+// forever is the retention of a topic kept for ever (Kafka's retention.ms -1): the
+// longest a time.Duration holds in whole milliseconds, as the HTTP API's retention_ms -1.
+const forever = time.Duration(1<<63-1) / time.Millisecond * time.Millisecond
+
+// parseRetentionMs is a retention.ms value in Strata's terms: milliseconds from
+// log.MinRetention up, or -1 (kept for ever). Above the deployment's maximum maxR (0:
+// none), -1 included, it is refused naming the setting that sets the maximum.
+func parseRetentionMs(v string, maxR time.Duration) (time.Duration, error) {
+	ms, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err == nil && ms == -1 && maxR > 0:
+		return 0, fmt.Errorf("retention.ms -1 (kept for ever) is refused: this deployment has a maximum retention of %s (retention.ms %d), set by %s",
+			maxR, maxR.Milliseconds(), httpapi.MaxRetentionSetting)
+	case err == nil && ms == -1:
+		return forever, nil
+	case err != nil || ms < log.MinRetention.Milliseconds() || ms > int64(forever/time.Millisecond):
+		return 0, fmt.Errorf("retention.ms must be -1 (for ever) or a count of milliseconds of at least %d, got %q", log.MinRetention.Milliseconds(), v)
+	case maxR > 0 && time.Duration(ms)*time.Millisecond > maxR:
+		return 0, fmt.Errorf("retention.ms %d is above this deployment's maximum retention of %s (retention.ms %d), set by %s",
+			ms, maxR, maxR.Milliseconds(), httpapi.MaxRetentionSetting)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// retentionMsValue is retention.ms of a topic kept for r: -1 for ever.
+func retentionMsValue(r time.Duration) string {
+	if r >= forever {
+		return "-1"
+	}
+	return strconv.FormatInt(r.Milliseconds(), 10)
+}
 
 // configEntry is one config as DescribeConfigs answers it.
 type configEntry struct {
@@ -59,7 +92,7 @@ func topicConfigs(t store.Topic, defaultRetention time.Duration, maxMessageBytes
 		{cfgTimestampType, tsType, tsSource, true, kmsg.ConfigTypeString, tsDoc},
 		{cfgRetentionBytes, "-1", kmsg.ConfigSourceDefaultConfig, true, kmsg.ConfigTypeLong,
 			"retention is by time only"},
-		{cfgRetentionMs, strconv.FormatInt(t.Retention.Milliseconds(), 10), retSource, false, kmsg.ConfigTypeLong,
+		{cfgRetentionMs, retentionMsValue(t.Retention), retSource, false, kmsg.ConfigTypeLong,
 			"how long a record is kept after its append"},
 	}
 }
@@ -157,7 +190,7 @@ const (
 // when unchanged), or a Kafka error code and why, changing nothing. incremental false
 // is AlterConfigs, which replaces the topic's configs: a config it does not name goes
 // back to its default.
-func planTopicAlter(ops []alterOp, cur store.Topic, defaultRetention time.Duration, incremental bool) (time.Duration, int16, string) {
+func planTopicAlter(ops []alterOp, cur store.Topic, defaultRetention, maxRetention time.Duration, incremental bool) (time.Duration, int16, string) {
 	retention := cur.Retention
 	if !incremental {
 		retention = defaultRetention
@@ -180,12 +213,11 @@ func planTopicAlter(ops []alterOp, cur store.Topic, defaultRetention time.Durati
 			case opDelete:
 				retention = defaultRetention
 			case opSet:
-				ms, err := strconv.ParseInt(*o.value, 10, 64)
-				if err != nil || ms < log.MinRetention.Milliseconds() || ms > int64(time.Duration(1<<63-1)/time.Millisecond) {
-					return 0, invalidConfig, fmt.Sprintf("retention.ms must be a count of milliseconds of at least %d (no -1: retention is by time and finite), got %q",
-						log.MinRetention.Milliseconds(), *o.value)
+				r, err := parseRetentionMs(*o.value, maxRetention)
+				if err != nil {
+					return 0, invalidConfig, err.Error()
 				}
-				retention = time.Duration(ms) * time.Millisecond
+				retention = r
 			default:
 				return 0, invalidRequest, fmt.Sprintf("retention.ms is not a list: %s does not apply", o.op)
 			}
@@ -226,13 +258,13 @@ func (s *Server) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 	if code != 0 {
 		return code, fmt.Sprintf("topic %q is unknown", name)
 	}
-	retention, code, msg := planTopicAlter(ops, t, s.log.DefaultRetention(), incremental)
+	retention, code, msg := planTopicAlter(ops, t, s.log.DefaultRetention(), s.log.MaxRetention(), incremental)
 	if code != 0 || retention == t.Retention {
 		return code, msg
 	}
 	if maxR := s.log.MaxRetention(); maxR > 0 && store.SatAdd(retention, t.RetentionPin) > maxR {
-		return invalidConfig, fmt.Sprintf("retention.ms %d plus the topic's retention pin (%s) is above this deployment's maximum retention (%s)",
-			retention.Milliseconds(), t.RetentionPin, maxR)
+		return invalidConfig, fmt.Sprintf("retention.ms %d plus the topic's retention pin (%s) is above this deployment's maximum retention (%s), set by %s",
+			retention.Milliseconds(), t.RetentionPin, maxR, httpapi.MaxRetentionSetting)
 	}
 	if validateOnly {
 		return 0, ""

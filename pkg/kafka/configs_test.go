@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -34,7 +35,6 @@ func TestPlanTopicAlter(t *testing.T) {
 		{"cleanup.policy compact", []alterOp{{cfgCleanupPolicy, opSet, v("compact")}}, true, 0, invalidConfig},
 		{"cleanup.policy subtract", []alterOp{{cfgCleanupPolicy, opSubtract, v("delete")}}, true, 0, invalidConfig},
 		{"retention below the minimum", []alterOp{{cfgRetentionMs, opSet, v("10")}}, true, 0, invalidConfig},
-		{"retention -1", []alterOp{{cfgRetentionMs, opSet, v("-1")}}, true, 0, invalidConfig},
 		{"retention not a number", []alterOp{{cfgRetentionMs, opSet, v("1h")}}, true, 0, invalidConfig},
 		{"retention null", []alterOp{{cfgRetentionMs, opSet, nil}}, true, 0, invalidConfig},
 		{"retention appended", []alterOp{{cfgRetentionMs, opAppend, v("60000")}}, true, 0, invalidRequest},
@@ -46,11 +46,43 @@ func TestPlanTopicAlter(t *testing.T) {
 		{"named twice", []alterOp{{cfgRetentionMs, opSet, v("7200000")}, {cfgRetentionMs, opSet, v("3600000")}}, true, 0, invalidRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ret, code, msg := planTopicAlter(tc.ops, cur, def, tc.incremental)
+			ret, code, msg := planTopicAlter(tc.ops, cur, def, 0, tc.incremental)
 			if code != tc.code || (code == 0 && ret != tc.retention) || (code != 0 && msg == "") {
 				t.Fatalf("plan = %s, %d %q; want %s, %d", ret, code, msg, tc.retention, tc.code)
 			}
 		})
+	}
+}
+
+// TestPlanTopicAlterForever: retention.ms -1 (Kafka's "for ever") keeps records for ever
+// where the deployment has no maximum retention; where it has one, -1 and any retention
+// above it are refused naming the setting (strata:maxRetentionDays), and one within it
+// is set.
+func TestPlanTopicAlterForever(t *testing.T) {
+	cur := store.Topic{Name: "t", Retention: 3 * time.Hour}
+	week := 7 * 24 * time.Hour
+	for _, tc := range []struct {
+		value     string
+		max       time.Duration
+		retention time.Duration
+		refused   bool
+	}{
+		{"-1", 0, forever, false},
+		{"-1", week, 0, true},
+		{"691200000", week, 0, true}, // 8 days
+		{"604800000", week, week, false},
+		{"-2", 0, 0, true},
+	} {
+		ret, code, msg := planTopicAlter([]alterOp{{cfgRetentionMs, opSet, kmsg.StringPtr(tc.value)}}, cur, time.Hour, tc.max, true)
+		switch {
+		case tc.refused && (code != invalidConfig || (tc.max > 0 && !strings.Contains(msg, "strata:maxRetentionDays"))):
+			t.Errorf("retention.ms=%s, maximum %s: %d %q; want INVALID_CONFIG naming strata:maxRetentionDays", tc.value, tc.max, code, msg)
+		case !tc.refused && (code != 0 || ret != tc.retention):
+			t.Errorf("retention.ms=%s, maximum %s: %s, %d %q; want %s", tc.value, tc.max, ret, code, msg, tc.retention)
+		}
+	}
+	if got := retentionMsValue(forever); got != "-1" {
+		t.Errorf("retention.ms of a topic kept for ever: %q, want -1", got)
 	}
 }
 
