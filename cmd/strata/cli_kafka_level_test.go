@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/stratalog/strata/pkg/client"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/node"
@@ -471,5 +474,55 @@ func TestConsumeRidesThroughRestart(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "cannot reach") || !strings.Contains(errOut.String(), "the server answers again") {
 		t.Fatalf("stderr %q: want the server's absence and return said", errOut.String())
+	}
+}
+
+// TestEveryCommandsUsageErrorsExitTwo walks the whole command tree: every command that
+// runs refuses an unknown flag, a value of the wrong type for each of its typed flags,
+// and arguments its validator refuses, each with exit code 2 and before doing anything
+// (the url points nowhere: a command that got as far as the network would fail with 1).
+func TestEveryCommandsUsageErrorsExitTwo(t *testing.T) {
+	var leaves []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Runnable() && !c.HasSubCommands() {
+			leaves = append(leaves, c)
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRootCmd())
+	if len(leaves) < 20 {
+		t.Fatalf("%d runnable commands, want the whole tree", len(leaves))
+	}
+	run := func(args ...string) error {
+		_, _, err := cliCtx(context.Background(), "", append([]string{"--url", "http://127.0.0.1:1"}, args...)...)
+		return err
+	}
+	for _, c := range leaves {
+		path := strings.Fields(c.CommandPath())[1:]
+		if slices.Contains([]string{"help", "completion", "__complete", "__completeNoDesc"}, path[0]) || c.DisableFlagParsing {
+			continue // cobra's own, or a stub that passes everything on (bench without its build tag)
+		}
+		if err := run(append(slices.Clone(path), "--no-such-flag")...); err == nil || exitCode(err) != 2 {
+			t.Errorf("strata %s --no-such-flag: %v (exit %d), want 2", strings.Join(path, " "), err, exitCode(err))
+		}
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			switch f.Value.Type() {
+			case "string", "stringSlice", "stringArray", "stringToString":
+				return // any text parses; the command checks it (the cases above)
+			}
+			args := append(slices.Clone(path), "--"+f.Name+"=not-a-value")
+			if err := run(args...); err == nil || exitCode(err) != 2 {
+				t.Errorf("strata %s: %v (exit %d), want 2", strings.Join(args, " "), err, exitCode(err))
+			}
+		})
+		extra := []string{"a1", "a2", "a3", "a4", "a5", "a6"}
+		if c.Args != nil {
+			if err := c.Args(c, extra); err != nil && exitCode(err) != 2 {
+				t.Errorf("strata %s with 6 arguments: %v, exit %d, want 2", strings.Join(path, " "), err, exitCode(err))
+			}
+		}
 	}
 }
