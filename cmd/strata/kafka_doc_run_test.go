@@ -229,7 +229,7 @@ func kafkaDocRuns() map[string]docRow {
 				if r := rows(out); len(r) < 2 || !strings.HasPrefix(r[1], "orders 2 ") {
 					return fmt.Errorf("want orders with 2 partitions")
 				}
-				return contains(out, "HIGH_WATERMARK")
+				return contains(out, "NAME PARTITIONS RETENTION", "orders 2 24h0m0s", "HIGH_WATERMARK")
 			}},
 		"strata topics describe": {
 			setup: func(t *testing.T, url string) { seed(t, url, "orders", 2, 0); seed(t, url, "audit", 1, 0) },
