@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"regexp"
@@ -26,6 +27,8 @@ type docRow struct {
 	stdin        string
 	follows      bool
 	check        func(out string, c *client.Client) error
+	// after, when set, checks what else the row says once check passed.
+	after func(t *testing.T, url string)
 }
 
 // sideBySide is the Strata column of docs/KAFKA.md's "Side by side" table: the first
@@ -91,6 +94,9 @@ func runKafkaDocTable(t *testing.T) {
 				if err := r.check(out, c); err != nil {
 					t.Fatalf("%s:\n%s\n%v", line, out, err)
 				}
+				if r.after != nil {
+					r.after(t, url)
+				}
 				return
 			}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -116,6 +122,9 @@ func runKafkaDocTable(t *testing.T) {
 			}
 			if last != nil {
 				t.Fatalf("%s:\n%s\n%v", line, buf.String(), last)
+			}
+			if r.after != nil {
+				r.after(t, url)
 			}
 		})
 	}
@@ -370,6 +379,13 @@ func kafkaDocRuns() map[string]docRow {
 					return fmt.Errorf("plan %q, want every topic of the group at its current offset", r)
 				}
 				return nil
+			},
+			after: func(t *testing.T, url string) {
+				liveMember(t, url, "audit", "billing", "m-1")
+				err := cliErr(t, url, "groups", "reset", "billing", "--all-topics", "--to-current")
+				if !errors.Is(err, client.ErrGroupActive) || !strings.Contains(userMessage(err, url), "m-1 holds audit/0") {
+					t.Errorf("the plan with a live member: %v, want a refusal naming m-1", err)
+				}
 			}},
 		"strata groups delete-offsets billing --topic orders": {
 			setup: func(t *testing.T, url string) { seedGroup(t, url, 2) },
