@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -185,11 +184,12 @@ type topicConfig struct {
 	cleanup       store.TopicCleanup
 }
 
-// parseConfigs maps the configs a topic may be created with: retention.ms,
+// parseConfigs maps the configs a topic may be created with: retention.ms (-1: for
+// ever, where the deployment's maximum maxRetention, 0 for none, allows it),
 // message.timestamp.type (CreateTime or LogAppendTime), cleanup.policy (delete, compact
 // or both) and the compaction settings (min.compaction.lag.ms, max.compaction.lag.ms,
 // delete.retention.ms). Anything else is INVALID_CONFIG, not silently ignored.
-func parseConfigs(cs []kmsg.CreateTopicsRequestTopicConfig) (topicConfig, error) {
+func parseConfigs(cs []kmsg.CreateTopicsRequestTopicConfig, maxRetention time.Duration) (topicConfig, error) {
 	var tc topicConfig
 	for _, c := range cs {
 		if c.Value == nil {
@@ -197,12 +197,11 @@ func parseConfigs(cs []kmsg.CreateTopicsRequestTopicConfig) (topicConfig, error)
 		}
 		switch c.Name {
 		case "retention.ms":
-			ms, err := strconv.ParseInt(*c.Value, 10, 64)
-			if err != nil || ms < log.MinRetention.Milliseconds() || ms > int64(time.Duration(1<<63-1)/time.Millisecond) {
-				return tc, fmt.Errorf("retention.ms must be a count of milliseconds of at least %d (no -1: retention is by time and finite), got %q",
-					log.MinRetention.Milliseconds(), *c.Value)
+			r, err := parseRetentionMs(*c.Value, maxRetention)
+			if err != nil {
+				return tc, err
 			}
-			tc.retention = time.Duration(ms) * time.Millisecond
+			tc.retention = r
 		case "message.timestamp.type":
 			switch *c.Value {
 			case "CreateTime":
@@ -249,7 +248,7 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 		fail := func(code int16, format string, args ...any) {
 			out.ErrorCode, out.ErrorMessage = code, kmsg.StringPtr(fmt.Sprintf(format, args...))
 		}
-		tc, cerr := parseConfigs(rt.Configs)
+		tc, cerr := parseConfigs(rt.Configs, s.log.MaxRetention())
 		switch {
 		case !log.ValidName(rt.Topic):
 			fail(invalidTopic, "topic name %q: Kafka's topic names are 1-249 of [a-zA-Z0-9._-], not \".\" or \"..\"", rt.Topic)
@@ -274,7 +273,7 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 				fail(errCode(err), "%v", err)
 			default:
 				out.TopicID, out.NumPartitions, out.ReplicationFactor = TopicID(t), t.Partitions, 1
-				v := strconv.FormatInt(t.Retention.Milliseconds(), 10)
+				v := retentionMsValue(t.Retention)
 				out.Configs = []kmsg.CreateTopicsResponseTopicConfig{{Name: "retention.ms", Value: &v, Source: 1},
 					{Name: "message.timestamp.type", Value: kmsg.StringPtr(timestampType(t.LogAppendTime)), Source: 1}}
 				for _, e := range cleanupConfigs(t) {

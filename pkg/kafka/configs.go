@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
 )
@@ -22,6 +23,38 @@ import (
 // broker describes the few settings clients ask about, all read-only. Alters decide
 // first, for the whole resource (planTopicAlter), then change the cleanup settings and
 // the retention: an unknown or read-only config, or a bad value, changes nothing.
+
+// forever is the retention of a topic kept for ever (Kafka's retention.ms -1): the
+// longest a time.Duration holds in whole milliseconds, as the HTTP API's retention_ms -1.
+const forever = time.Duration(1<<63-1) / time.Millisecond * time.Millisecond
+
+// parseRetentionMs is a retention.ms value in Strata's terms: milliseconds from
+// log.MinRetention up, or -1 (kept for ever). Above the deployment's maximum maxR (0:
+// none), -1 included, it is refused naming the setting that sets the maximum.
+func parseRetentionMs(v string, maxR time.Duration) (time.Duration, error) {
+	ms, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err == nil && ms == -1 && maxR > 0:
+		return 0, fmt.Errorf("retention.ms -1 (kept for ever) is refused: this deployment has a maximum retention of %s (retention.ms %d), set by %s",
+			maxR, maxR.Milliseconds(), httpapi.MaxRetentionSetting)
+	case err == nil && ms == -1:
+		return forever, nil
+	case err != nil || ms < log.MinRetention.Milliseconds() || ms > int64(forever/time.Millisecond):
+		return 0, fmt.Errorf("retention.ms must be -1 (for ever) or a count of milliseconds of at least %d, got %q", log.MinRetention.Milliseconds(), v)
+	case maxR > 0 && time.Duration(ms)*time.Millisecond > maxR:
+		return 0, fmt.Errorf("retention.ms %d is above this deployment's maximum retention of %s (retention.ms %d), set by %s",
+			ms, maxR, maxR.Milliseconds(), httpapi.MaxRetentionSetting)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// retentionMsValue is retention.ms of a topic kept for r: -1 for ever.
+func retentionMsValue(r time.Duration) string {
+	if r >= forever {
+		return "-1"
+	}
+	return strconv.FormatInt(r.Milliseconds(), 10)
+}
 
 // configEntry is one config as DescribeConfigs answers it.
 type configEntry struct {
@@ -133,7 +166,7 @@ func topicConfigs(t store.Topic, defaultRetention time.Duration, maxMessageBytes
 		{cfgTimestampType, tsType, tsSource, true, kmsg.ConfigTypeString, tsDoc},
 		{cfgRetentionBytes, "-1", kmsg.ConfigSourceDefaultConfig, true, kmsg.ConfigTypeLong,
 			"retention is by time only"},
-		{cfgRetentionMs, strconv.FormatInt(t.Retention.Milliseconds(), 10), retSource, false, kmsg.ConfigTypeLong,
+		{cfgRetentionMs, retentionMsValue(t.Retention), retSource, false, kmsg.ConfigTypeLong,
 			"how long a record is kept after its append"},
 	}...)
 }
@@ -238,8 +271,9 @@ type topicAlterPlan struct {
 // have after it (cur's when unchanged), or a Kafka error code and why, changing
 // nothing. incremental false is AlterConfigs, which replaces the topic's configs: a
 // config it does not name goes back to its default (cleanup.policy's is delete, which
-// a compacted topic refuses).
-func planTopicAlter(ops []alterOp, cur store.Topic, defaultRetention time.Duration, incremental bool) (topicAlterPlan, int16, string) {
+// a compacted topic refuses). retention.ms -1 is for ever, where maxRetention (the
+// deployment's maximum, 0 for none) allows it.
+func planTopicAlter(ops []alterOp, cur store.Topic, defaultRetention, maxRetention time.Duration, incremental bool) (topicAlterPlan, int16, string) {
 	plan := topicAlterPlan{retention: cur.Retention, cleanup: cur.CleanupSettings()}
 	if !incremental {
 		plan = topicAlterPlan{retention: defaultRetention}
@@ -265,12 +299,11 @@ func planTopicAlter(ops []alterOp, cur store.Topic, defaultRetention time.Durati
 			case opDelete:
 				plan.retention = defaultRetention
 			case opSet:
-				ms, err := strconv.ParseInt(*o.value, 10, 64)
-				if err != nil || ms < log.MinRetention.Milliseconds() || ms > maxConfigMs {
-					return plan, invalidConfig, fmt.Sprintf("retention.ms must be a count of milliseconds of at least %d (no -1: retention is by time and finite), got %q",
-						log.MinRetention.Milliseconds(), *o.value)
+				r, err := parseRetentionMs(*o.value, maxRetention)
+				if err != nil {
+					return plan, invalidConfig, err.Error()
 				}
-				plan.retention = time.Duration(ms) * time.Millisecond
+				plan.retention = r
 			default:
 				return plan, invalidRequest, fmt.Sprintf("retention.ms is not a list: %s does not apply", o.op)
 			}
@@ -356,14 +389,14 @@ func (s *Server) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 	if code != 0 {
 		return code, fmt.Sprintf("topic %q is unknown", name)
 	}
-	plan, code, msg := planTopicAlter(ops, t, s.log.DefaultRetention(), incremental)
+	plan, code, msg := planTopicAlter(ops, t, s.log.DefaultRetention(), s.log.MaxRetention(), incremental)
 	if code != 0 {
 		return code, msg
 	}
 	retention, cleanupChanged := plan.retention, plan.cleanup != t.CleanupSettings()
 	if maxR := s.log.MaxRetention(); maxR > 0 && retention != t.Retention && store.SatAdd(retention, t.RetentionPin) > maxR {
-		return invalidConfig, fmt.Sprintf("retention.ms %d plus the topic's retention pin (%s) is above this deployment's maximum retention (%s)",
-			retention.Milliseconds(), t.RetentionPin, maxR)
+		return invalidConfig, fmt.Sprintf("retention.ms %d plus the topic's retention pin (%s) is above this deployment's maximum retention (%s), set by %s",
+			retention.Milliseconds(), t.RetentionPin, maxR, httpapi.MaxRetentionSetting)
 	}
 	if validateOnly {
 		return 0, ""

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func TestPlanTopicAlter(t *testing.T) {
 		{"cleanup.policy append delete", nil, []alterOp{{cfgCleanupPolicy, opAppend, v("delete")}}, true, 3 * time.Hour, 0, store.TopicCleanup{}},
 		{"cleanup.policy subtract", nil, []alterOp{{cfgCleanupPolicy, opSubtract, v("delete")}}, true, 0, invalidConfig, store.TopicCleanup{}},
 		{"retention below the minimum", nil, []alterOp{{cfgRetentionMs, opSet, v("10")}}, true, 0, invalidConfig, store.TopicCleanup{}},
-		{"retention -1", nil, []alterOp{{cfgRetentionMs, opSet, v("-1")}}, true, 0, invalidConfig, store.TopicCleanup{}},
+		{"retention -2", nil, []alterOp{{cfgRetentionMs, opSet, v("-2")}}, true, 0, invalidConfig, store.TopicCleanup{}},
 		{"retention not a number", nil, []alterOp{{cfgRetentionMs, opSet, v("1h")}}, true, 0, invalidConfig, store.TopicCleanup{}},
 		{"retention null", nil, []alterOp{{cfgRetentionMs, opSet, nil}}, true, 0, invalidConfig, store.TopicCleanup{}},
 		{"retention appended", nil, []alterOp{{cfgRetentionMs, opAppend, v("60000")}}, true, 0, invalidRequest, store.TopicCleanup{}},
@@ -66,11 +67,44 @@ func TestPlanTopicAlter(t *testing.T) {
 			if tc.cur != nil {
 				c = *tc.cur
 			}
-			plan, code, msg := planTopicAlter(tc.ops, c, def, tc.incremental)
+			plan, code, msg := planTopicAlter(tc.ops, c, def, 0, tc.incremental)
 			if code != tc.code || (code == 0 && (plan.retention != tc.retention || plan.cleanup != tc.cleanup)) || (code != 0 && msg == "") {
 				t.Fatalf("plan = %+v, %d %q; want %s %+v, %d", plan, code, msg, tc.retention, tc.cleanup, tc.code)
 			}
 		})
+	}
+}
+
+// TestPlanTopicAlterForever: retention.ms -1 (Kafka's "for ever") keeps records for ever
+// where the deployment has no maximum retention; where it has one, -1 and any retention
+// above it are refused naming the setting (strata:maxRetentionDays), and one within it
+// is set.
+func TestPlanTopicAlterForever(t *testing.T) {
+	cur := store.Topic{Name: "t", Retention: 3 * time.Hour}
+	week := 7 * 24 * time.Hour
+	for _, tc := range []struct {
+		value     string
+		max       time.Duration
+		retention time.Duration
+		refused   bool
+	}{
+		{"-1", 0, forever, false},
+		{"-1", week, 0, true},
+		{"691200000", week, 0, true}, // 8 days
+		{"604800000", week, week, false},
+		{"-2", 0, 0, true},
+	} {
+		plan, code, msg := planTopicAlter([]alterOp{{cfgRetentionMs, opSet, kmsg.StringPtr(tc.value)}}, cur, time.Hour, tc.max, true)
+		ret := plan.retention
+		switch {
+		case tc.refused && (code != invalidConfig || (tc.max > 0 && !strings.Contains(msg, "strata:maxRetentionDays"))):
+			t.Errorf("retention.ms=%s, maximum %s: %d %q; want INVALID_CONFIG naming strata:maxRetentionDays", tc.value, tc.max, code, msg)
+		case !tc.refused && (code != 0 || ret != tc.retention):
+			t.Errorf("retention.ms=%s, maximum %s: %s, %d %q; want %s", tc.value, tc.max, ret, code, msg, tc.retention)
+		}
+	}
+	if got := retentionMsValue(forever); got != "-1" {
+		t.Errorf("retention.ms of a topic kept for ever: %q, want -1", got)
 	}
 }
 
