@@ -59,7 +59,9 @@ var (
 //     resets and group describes (which scan assignments and commits), the parked keys
 //     of a group (a scan) and their release, and the member routes of group members
 //     over HTTP (heartbeat puts the member's row, leave deletes it, the balancer and
-//     the member list query the group's rows).
+//     the member list query the group's rows). On a compacted topic an append also
+//     puts its keys' rows of the key index and the key lookup reads them: rows of the
+//     index table under their own keys, so its rw on the index covers them.
 //   - dispatch reads the sequencer's stream, materialises index entries (an index query,
 //     a write-once entry, and the idempotency claims of an idempotent commit, made from
 //     the members table it reads from the batch's segment object), and decides

@@ -1,92 +1,106 @@
 package kafka_test
 
 import (
-	"context"
-	"fmt"
+	"errors"
+	"strings"
 	"testing"
-	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/internal/backendtest"
-	"github.com/stratalog/strata/pkg/compact"
-	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
 )
 
-// TestConnectConfigTopicCompacted is Kafka Connect's config topic: connector configs,
-// task configs, target states and commit markers written under their keys round after
-// round with franz-go, one connector deleted with a tombstone, the topic compacted, and
-// then read from the start by a new franz-go consumer, as a Connect worker does when it
-// joins: it gets every key's latest value (the tombstone still within
-// delete.retention), fewer records than were written, at increasing offsets, on both
-// backends.
-func TestConnectConfigTopicCompacted(t *testing.T) {
+// TestCompactedTopicOverKafka: CreateTopics takes cleanup.policy=compact and the
+// compaction settings, DescribeConfigs answers them as topic configs, a keyless record
+// is refused INVALID_RECORD naming Kafka's reason (idempotent producer or not) while a
+// keyed one lands in the key index, IncrementalAlterConfigs appends delete to the
+// policy and sets delete.retention.ms, and never turns a compacted topic back to
+// delete. On every backend.
+func TestCompactedTopicOverKafka(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		g := startGateway(t, s)
-		ctx := context.Background()
-		tp, err := g.log.CreateTopicWith(ctx, "connect-configs", log.TopicSpec{Partitions: 1, Cleanup: store.TopicCleanup{Cleanup: store.CleanupCompact}})
-		if err != nil {
-			t.Fatal(err)
+		adm := kadm.NewClient(g.client(t))
+		compact, lag := "compact", "60000"
+		if resp, err := adm.CreateTopic(ctxT(t), 1, -1, map[string]*string{"cleanup.policy": &compact, "min.compaction.lag.ms": &lag}, "kv"); err != nil || resp.Err != nil {
+			t.Fatalf("create a compacted topic: %v %v", err, resp.Err)
 		}
-		cl := g.client(t, kgo.DefaultProduceTopic("connect-configs"))
-		want := map[string]*string{}
-		written := 0
-		put := func(k string, v *string) {
-			r := &kgo.Record{Key: []byte(k)}
-			if v != nil {
-				r.Value = []byte(*v)
-			}
-			if err := cl.ProduceSync(ctxT(t), r).FirstErr(); err != nil {
+		bad := "compacted"
+		if resp, err := adm.CreateTopic(ctxT(t), 1, -1, map[string]*string{"cleanup.policy": &bad}, "kv-bad"); !errors.Is(resp.Err, kerr.InvalidConfig) {
+			t.Fatalf("create with a bad policy: %v %v, want INVALID_CONFIG", err, resp.Err)
+		}
+		describe := func() kadm.ResourceConfigs {
+			t.Helper()
+			rcs, err := adm.DescribeTopicConfigs(ctxT(t), "kv")
+			if err != nil {
 				t.Fatal(err)
 			}
-			want[k] = v
-			written++
+			return rcs
 		}
-		str := func(f string, a ...any) *string { s := fmt.Sprintf(f, a...); return &s }
-		for round := range 4 {
-			for _, c := range []string{"a", "b"} {
-				put("connector-"+c, str(`{"name":%q,"tasks.max":%d}`, c, round+1))
-				for task := range round + 1 {
-					put(fmt.Sprintf("task-%s-%d", c, task), str(`{"round":%d}`, round))
-				}
-				put("commit-"+c, str(`{"tasks":%d}`, round+1))
-				put("target-state-"+c, str(`{"state":"STARTED","round":%d}`, round))
+		rcs := describe()
+		if c := configOf(t, rcs, "cleanup.policy"); *c.Value != "compact" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+			t.Errorf("cleanup.policy %+v", c)
+		}
+		if c := configOf(t, rcs, "min.compaction.lag.ms"); *c.Value != "60000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
+			t.Errorf("min.compaction.lag.ms %+v", c)
+		}
+		if c := configOf(t, rcs, "delete.retention.ms"); *c.Value != "86400000" || c.Source != kmsg.ConfigSourceDefaultConfig {
+			t.Errorf("delete.retention.ms %+v", c)
+		}
+		if c := configOf(t, rcs, "max.compaction.lag.ms"); *c.Value != "9223372036854775807" {
+			t.Errorf("max.compaction.lag.ms %+v", c)
+		}
+
+		for _, opts := range [][]kgo.Opt{nil, {kgo.DisableIdempotentWrite()}} {
+			cl := g.client(t, append(opts, kgo.DefaultProduceTopic("kv"), kgo.RecordRetries(1))...)
+			err := cl.ProduceSync(ctxT(t), &kgo.Record{Value: []byte("keyless")}).FirstErr()
+			if !errors.Is(err, kerr.InvalidRecord) {
+				t.Fatalf("keyless produce (%d opts): %v, want INVALID_RECORD", len(opts), err)
+			}
+			if err := cl.ProduceSync(ctxT(t), &kgo.Record{Key: []byte("o-42"), Value: []byte("paid")}).FirstErr(); err != nil {
+				t.Fatalf("keyed produce: %v", err)
 			}
 		}
-		put("connector-b", nil)
-		put("target-state-b", nil)
+		kv, err := g.log.Latest(ctxT(t), "kv", []byte("o-42"), nil)
+		if err != nil || string(kv.Record.Value) != "paid" || kv.Record.Offset != 1 {
+			t.Fatalf("Latest after Kafka produces = %+v, %v; want paid at 1", kv, err)
+		}
 
-		job := &compact.Job{Meta: s.Meta.(compact.Meta), Objects: s.Objects, MinDirtyRatio: -1,
-			Clock: func() time.Time { return time.Now().Add(compact.HeadGuard + time.Minute) }}
-		var st compact.Stats
-		if err := job.Topic(ctx, tp, &st); err != nil {
+		set := func(op kadm.IncrementalOp, name, value string) error {
+			t.Helper()
+			resp, err := adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Op: op, Name: name, Value: &value}}, "kv")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return resp[0].Err
+		}
+		if err := set(kadm.AppendConfig, "cleanup.policy", "delete"); err != nil {
 			t.Fatal(err)
 		}
-		if st.RecordsRemoved == 0 {
-			t.Fatalf("the pass removed nothing: %+v", st)
+		if err := set(kadm.SetConfig, "delete.retention.ms", "3600000"); err != nil {
+			t.Fatal(err)
 		}
-		got := consume(t, g, "connect-configs", written-int(st.RecordsRemoved))
-		seen := map[string]*string{}
-		for i, r := range got {
-			if i > 0 && r.Offset <= got[i-1].Offset {
-				t.Fatalf("offset %d after %d", r.Offset, got[i-1].Offset)
-			}
-			var v *string
-			if r.Value != nil {
-				s := string(r.Value)
-				v = &s
-			}
-			seen[string(r.Key)] = v
+		tp, err := g.log.Topic(ctxT(t), "kv")
+		if err != nil || tp.Cleanup != store.CleanupCompactDelete || tp.DeleteRetention.Milliseconds() != 3600000 || tp.MinCompactionLag.Milliseconds() != 60000 {
+			t.Fatalf("topic after the alters = %+v, %v", tp, err)
 		}
-		if len(got) != len(want) || len(seen) != len(want) {
-			t.Fatalf("read %d records of %d keys, want one per key of %d (written %d)", len(got), len(seen), len(want), written)
-		}
-		for k, w := range want {
-			g, ok := seen[k]
-			if !ok || (g == nil) != (w == nil) || (g != nil && *g != *w) {
-				t.Fatalf("key %s: %v, want %v", k, g, w)
+		for _, bad := range []struct {
+			op          kadm.IncrementalOp
+			name, value string
+		}{{kadm.SetConfig, "cleanup.policy", "delete"}, {kadm.SubtractConfig, "cleanup.policy", "compact"}, {kadm.SetConfig, "max.compaction.lag.ms", "1000"}} {
+			err := set(bad.op, bad.name, bad.value)
+			if !errors.Is(err, kerr.InvalidConfig) {
+				t.Errorf("%v %s=%s: %v, want INVALID_CONFIG", bad.op, bad.name, bad.value, err)
 			}
+		}
+		if c := configOf(t, describe(), "cleanup.policy"); *c.Value != "compact,delete" {
+			t.Errorf("cleanup.policy after refusals %+v", c)
+		}
+		if err := set(kadm.SetConfig, "cleanup.policy", "compact"); err != nil || !strings.Contains(*configOf(t, describe(), "cleanup.policy").Value, "compact") {
+			t.Fatalf("compact,delete to compact: %v", err)
 		}
 	})
 }

@@ -32,10 +32,14 @@ func (e *KeyDeletedError) Is(target error) bool {
 	return target == ErrKeyNotFound || target == store.ErrNotFound
 }
 
+// ErrKeyless is an append of a record without a key to a compacted topic (an
+// ErrInvalid; the Kafka front answers it INVALID_RECORD, as Kafka does).
+var ErrKeyless = fmt.Errorf("%w: compacted topic cannot accept message without key", ErrInvalid)
+
 // keylessf is the refusal of a record without a key on compacted topic t, worded as
 // Kafka's ("Compacted topic cannot accept message without key").
 func keylessf(t store.Topic, what string) error {
-	return invalidf("%s has no key: compacted topic %s (cleanup.policy=%s) cannot accept a record without a key", what, t.Name, t.Cleanup)
+	return fmt.Errorf("%w: %s of topic %s (cleanup.policy=%s) has none", ErrKeyless, what, t.Name, t.Cleanup)
 }
 
 // keyMark is one record's key and whether its value is null, for the key index.

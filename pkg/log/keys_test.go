@@ -124,7 +124,7 @@ func TestCompactedTopicRefusesKeyless(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.AppendBlocks(ctx, "kv", []log.Block{{Partition: 0, Data: b}}, log.AppendOptions{}); !errors.Is(err, log.ErrInvalid) || !strings.Contains(err.Error(), "without a key") {
+		if _, err := l.AppendBlocks(ctx, "kv", []log.Block{{Partition: 0, Data: b}}, log.AppendOptions{}); !errors.Is(err, log.ErrInvalid) || !strings.Contains(err.Error(), "without key") {
 			t.Fatalf("keyless block record: %v, want ErrInvalid", err)
 		}
 		for p := int32(0); p < 2; p++ {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -29,13 +28,8 @@ func TestCompactedTopicContract(t *testing.T) {
 	h := rt.Handler()
 	do := func(method, path, body string) (int, string) {
 		t.Helper()
-		req := httptest.NewRequest(method, path, strings.NewReader(body))
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		w := httptest.NewRecorder()
-		h.ServeHTTP(w, req)
-		return w.Code, w.Body.String()
+		code, out := parkCall(t, h, method, path, body)
+		return code, string(out)
 	}
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	want := func(what string, code int, body string, wantCode int, wantIn ...string) {
@@ -59,7 +53,7 @@ func TestCompactedTopicContract(t *testing.T) {
 	want("topic of a refused create", code, "", 404)
 
 	code, body = do("POST", "/v1/topics/orders/records", `{"records": [{"key": "`+b64("o-1")+`", "value": "`+b64("x")+`"}, {"value": "`+b64("keyless")+`"}]}`)
-	want("keyless append", code, body, 400, "cleanup.policy=compact", "without a key")
+	want("keyless append", code, body, 400, "cleanup.policy=compact", "without key")
 	code, body = do("GET", "/v1/topics/orders/keys/o-1", "")
 	want("key of a refused append", code, body, 404, `"not_found"`)
 
@@ -109,5 +103,5 @@ func TestCompactedTopicContract(t *testing.T) {
 	code, body = do("PATCH", "/v1/topics/plain", `{"cleanup_policy": "compact"}`)
 	want("delete to compact", code, body, 200, `"cleanup_policy":"compact"`)
 	code, body = do("POST", "/v1/topics/plain/records", `{"records": [{"value": "`+b64("keyless")+`"}]}`)
-	want("keyless after compaction on", code, body, 400, "without a key")
+	want("keyless after compaction on", code, body, 400, "without key")
 }

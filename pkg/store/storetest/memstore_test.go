@@ -731,6 +731,14 @@ func (s *memStore) Commit(_ context.Context, c store.CommitRow, member string) e
 	if s.bug != "CommitStoresBackward" {
 		c.Backward = false
 	}
+	switch {
+	case c.ReleaseLease:
+		a.Owner = ""
+	case !c.LeaseExpiresAt.IsZero() && s.bug != "CommitIgnoresLease":
+		a.ExpiresAt = s.storeTime(c.LeaseExpiresAt)
+	}
+	s.assignments[k] = a
+	c.LeaseExpiresAt, c.ReleaseLease = time.Time{}, false
 	c.CommittedAt = s.storeTime(c.CommittedAt)
 	if s.bug == "CommitKeepsCompleted" && len(c.Completed) == 0 {
 		c.Completed = old.Completed

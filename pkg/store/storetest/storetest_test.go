@@ -117,6 +117,7 @@ func TestMutants(t *testing.T) {
 		"CommitKeepsCompleted":        "MetaStore/Commits/CompletedRangesStored",
 		"CommitBackwardRefused":       "MetaStore/Commits/BackwardByOwnerOnly",
 		"CommitStoresBackward":        "MetaStore/Commits/BackwardByOwnerOnly",
+		"CommitIgnoresLease":          "MetaStore/Commits/RenewOrReleaseRidesInCommit",
 		"GroupKeyJoinedByHash":        "MetaStore/Names/HostileGroupIDs",
 		"ResetKeepsCompleted":         "MetaStore/Commits/CompletedRangesStored",
 		"ListGroupByPrefix":           "MetaStore/Commits/ListOrderedAndIsolated",
