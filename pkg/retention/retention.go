@@ -1,8 +1,9 @@
 // Package retention expires a topic's old records (DESIGN.md §4 Retention): it advances
 // each partition's log start offset past index entries older than the topic's
 // retention — on a topic with a pin, no further than a lagging group's position while
-// its records are within retention + cap (PlanPin) — and deletes those entries and the
-// expired segment objects. The high
+// its records are within retention + cap (PlanPin) — deletes those entries, or leaves
+// them below the log start to the store's own TTL where it has one (store.IndexTTLStore),
+// and deletes the expired segment objects. The high
 // watermark lives in the partition's sequencer counter, which retention never touches,
 // so any entry may go. The local runtime runs it on a timer; the serverless runtime wraps
 // the same Job in a scheduled function.
@@ -63,6 +64,9 @@ type Stats struct {
 	RecordsPinned int64
 	// TopicsPurged counts deleted topics whose last trace this pass removed.
 	TopicsPurged int
+	// EntriesLeftToTTL counts the expired index entries this pass left below the log
+	// start for the store's own TTL to delete (store.IndexTTLStore), free of writes.
+	EntriesLeftToTTL int
 }
 
 const pageSize = 100
@@ -146,7 +150,7 @@ func (j *Job) positions(ctx context.Context) (map[string]map[int32][]int64, erro
 }
 
 // partition advances one partition's log start past its expired entries and deletes
-// them, holding it where PlanPin says a group pins it (positions are the groups'
+// those the store's TTL does not (toDelete), holding it where PlanPin says a group pins it (positions are the groups'
 // committed offsets there, for a topic with a pin cap); it returns the pinned records'
 // KeepFrom (zero when nothing is pinned), before which the topic's objects may go.
 // Offsets without an entry (gone to DynamoDB's TTL after a long outage, or a commit not
@@ -167,7 +171,8 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now time.Ti
 	newStart := start
 	gapCutoff := cutoff.Add(-j.margin())
 	var expired []store.IndexEntry
-	stale := false // an entry below the log start, left by a pass that failed to delete it
+	ttl := j.indexTTL()
+	stale := false // an entry below the log start the pass must delete (toDelete)
 	for from := start; from < end; {
 		page, err := j.Meta.IndexEntries(ctx, id, p, from, pageSize)
 		if err != nil {
@@ -176,9 +181,10 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now time.Ti
 		done := true
 		for _, e := range page {
 			if e.End() <= from {
-				// Below the log start: an entry an earlier pass failed to delete.
-				// Readers never reach it; this pass's range delete removes it.
-				stale = true
+				// Below the log start: an entry left to the TTL, or one an earlier pass
+				// failed to delete. Readers never reach it; this pass's range delete
+				// removes the latter.
+				stale = stale || toDelete(ttl, e)
 				continue
 			}
 			if e.AppendedAt.After(cutoff) {
@@ -236,7 +242,15 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now time.Ti
 		st.RecordsExpired += newStart - start
 		st.PartitionsMoved++
 	}
-	if len(expired) == 0 && !stale {
+	del := stale
+	for _, e := range expired {
+		if toDelete(ttl, e) {
+			del = true
+		} else {
+			st.EntriesLeftToTTL++
+		}
+	}
+	if !del {
 		return pin.KeepFrom, nil
 	}
 	// One range delete below the new log start (one transaction locally, batched
@@ -246,6 +260,20 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now time.Ti
 	st.EntriesDeleted += n
 	return pin.KeepFrom, err
 }
+
+// indexTTL reports whether the metadata store's own TTL deletes index entries
+// (store.IndexTTLStore).
+func (j *Job) indexTTL() bool {
+	t, ok := j.Meta.(store.IndexTTLStore)
+	return ok && t.IndexEntriesExpire()
+}
+
+// toDelete reports whether the pass must delete expired entry e itself: always unless
+// the store's TTL deletes entries (ttl) and e carries an expiry. An entry's expiry is
+// the deployment's maximum retention plus a day after its append (log.Config.Topics),
+// and every retention and pin cap, at creation or altered later, must fit that maximum,
+// so the TTL never takes an entry under a log start some retention or pin still holds.
+func toDelete(ttl bool, e store.IndexEntry) bool { return !ttl || e.ExpiresAt.IsZero() }
 
 func anyAtOrAfter(es []store.IndexEntry, offset int64) bool {
 	for _, e := range es {
