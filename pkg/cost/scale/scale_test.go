@@ -3,6 +3,7 @@ package scale
 import (
 	"context"
 	"math"
+	"os"
 	"testing"
 
 	"github.com/stratalog/strata/pkg/cost/measure"
@@ -115,5 +116,22 @@ func TestTune(t *testing.T) {
 	}
 	if r := Evaluate(Default(5e6)); r.Fits(1) {
 		t.Errorf("5M events/s fits the default shape: the model lost a limit")
+	}
+}
+
+// TestBenchmarksTableIsGenerated: docs/BENCHMARKS.md's scale tables are the generator's
+// output (`go run ./internal/benchscale --doc docs/BENCHMARKS.md` rewrites them), so a
+// change to the model that does not regenerate them fails here.
+func TestBenchmarksTableIsGenerated(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := InDoc(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := Generated(); got != want {
+		t.Fatalf("docs/BENCHMARKS.md's scale tables differ from the model's; run go run ./internal/benchscale --doc docs/BENCHMARKS.md\n--- doc\n%s\n--- model\n%s", got, want)
 	}
 }
