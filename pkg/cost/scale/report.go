@@ -70,8 +70,8 @@ func Markdown(w io.Writer, rows []Row) {
 // against its Managed Instances environments, and the retention pass's time against its
 // schedule.
 func Ceilings(w io.Writer) {
-	fmt.Fprintln(w, "| events/s | api invocations in flight / ceiling (environments) | retention pass / 5 min | first limit hit (use) | the knob |")
-	fmt.Fprintln(w, "|---|---|---|---|---|")
+	fmt.Fprintln(w, "| events/s | api invocations in flight / ceiling (environments) | retention pass / 5 min | first limit hit (use) | the knob | the next (use) | its knob |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
 	for _, s := range Scales {
 		r := Evaluate(Default(s))
 		var mi, ret Limit
@@ -83,9 +83,15 @@ func Ceilings(w io.Writer) {
 				ret = l
 			}
 		}
-		f := r.First()
-		fmt.Fprintf(w, "| %s | %.0f / %.0f (%.0f) | %s (%.0f%%) | %s (%.0f%%) | %s |\n", thousands(s), mi.Rate, mi.Max, mi.Max/32,
-			RetentionPass(r.Config).Round(100*time.Millisecond), 100*ret.Use(), f.Name, 100*f.Use(), f.Knob)
+		var grow []Limit
+		for _, l := range r.Limits {
+			if !l.Static {
+				grow = append(grow, l)
+			}
+		}
+		f, n := grow[0], grow[1]
+		fmt.Fprintf(w, "| %s | %.0f / %.0f (%.0f) | %s (%.0f%%) | %s (%.0f%%) | %s | %s (%.0f%%) | %s |\n", thousands(s), mi.Rate, mi.Max, mi.Max/32,
+			RetentionPass(r.Config).Round(100*time.Millisecond), 100*ret.Use(), f.Name, 100*f.Use(), f.Knob, n.Name, 100*n.Use(), n.Knob)
 	}
 }
 
