@@ -3,6 +3,7 @@ package stack_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -882,6 +883,60 @@ func TestConsumerBatchingWindowFromContext(t *testing.T) {
 		}
 		if got := tp.Resources[ids[0]].Properties["MaximumBatchingWindowInSeconds"]; !jsonEqual(got, tc.want) {
 			t.Errorf("window %v: MaximumBatchingWindowInSeconds = %s, want %v", tc.window, js(got), tc.want)
+		}
+	}
+}
+
+// TestManagedInstancesSizedFromRequestRate: on managed instances the api function's
+// execution environments are sized from strata:expectedRequestsPerSecond (default
+// 1,000: the 1,000-producer cell) — twice the invocations in flight, each held the
+// group commit window plus deploy.APIInvocationBound, over 32 per environment — and
+// the capacity provider's vCPUs fit them. The README's configuration (500 ms window)
+// at the default rate: 1,000 × 0.6 s = 600 in flight, 38 environments, where the
+// fixed 4 × 32 = 128 refused or queued most of them.
+func TestManagedInstancesSizedFromRequestRate(t *testing.T) {
+	dir, err := assets.Placeholders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	for _, tc := range []struct {
+		ctx            map[string]any
+		envs, vcpus    float64
+		inFlightAtRate float64
+	}{
+		{map[string]any{"strata:groupCommitWindowMs": 500}, 38, 38, 600},
+		{map[string]any{"strata:groupCommitWindowMs": 250, "strata:expectedRequestsPerSecond": 100}, 4, 16, 35},
+		{map[string]any{"strata:groupCommitWindowMs": 250, "strata:expectedRequestsPerSecond": "5000"}, 110, 110, 1750},
+	} {
+		tc.ctx["strata:managedInstances"] = true
+		app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx, Outdir: jsii.String(t.TempDir())})
+		cfg, err := stack.FromContext(app.Node(), dir)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.ctx, err)
+		}
+		st, err := stack.New(app, cfg)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.ctx, err)
+		}
+		tp, err := tmpl.New(assertions.Template_FromStack(st.Stack, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, api, err := tp.Find("AWS::Lambda::Function", "Description", "Strata api")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, _ := api.Properties["FunctionScalingConfig"].(map[string]any)
+		cp := tp.Resources[tp.OfType("AWS::Lambda::CapacityProvider")[0]].Properties
+		scaling, _ := cp["CapacityProviderScalingConfig"].(map[string]any)
+		if sc["MaxExecutionEnvironments"] != tc.envs || scaling["MaxVCpuCount"] != tc.vcpus {
+			t.Errorf("%v: function scaling %v, provider scaling %v; want %v environments, %v vCPUs", tc.ctx, sc, scaling, tc.envs, tc.vcpus)
+		}
+		rate := cfg.Props.ManagedInstances.ExpectedRequestsPerSecond
+		inFlight := deploy.APIInFlight(rate, cfg.Props.GroupCommitWindow)
+		if math.Abs(inFlight-tc.inFlightAtRate) > 1e-6 || tc.envs*32 < inFlight {
+			t.Errorf("%v: %v in flight at %v requests/s, want %v within %v × 32", tc.ctx, inFlight, rate, tc.inFlightAtRate, tc.envs)
 		}
 	}
 }

@@ -352,7 +352,11 @@ func (p Props) withDefaults() (Props, error) {
 		p.LogRetention = awslogs.RetentionDays_TWO_WEEKS
 	}
 	if m := p.ManagedInstances; m != nil {
-		if err := m.withDefaults(); err != nil {
+		window := p.GroupCommitWindow
+		if window == 0 {
+			window = deploy.DefaultManagedGroupCommitWindow
+		}
+		if err := m.withDefaults(window, p.APIMemoryMiB); err != nil {
 			errs = append(errs, err)
 		}
 	}
