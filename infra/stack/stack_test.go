@@ -380,6 +380,7 @@ func roleOf(t *testing.T, desc string) string {
 func TestStrataRoles(t *testing.T) {
 	b := bucket(t)
 	consumer, _ := function(t, "Strata example order consumer (functions/consumer)")
+	retentionFn, _ := function(t, "Strata retention")
 	queue := tpl.OfType("AWS::SQS::Queue")[0]
 	tableIDs := map[string]string{}
 	for _, ts := range dynamo.Tables() {
@@ -405,6 +406,8 @@ func TestStrataRoles(t *testing.T) {
 			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
 		},
 		deploy.FunctionRetention: {
+			// the scheduled pass invokes the function itself once per topic (fan-out)
+			"lambda:InvokeFunction on <GetAtt:" + retentionFn + ".Arn>",
 			"s3:DeleteObject on " + objects,
 			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
 		},

@@ -389,6 +389,54 @@ func (n *Node) RunScheduledPass(ctx context.Context) (retention.Stats, error) {
 	return st, err
 }
 
+// RunRetentionTopic makes the retention pass over the one topic name
+// (retention.Job.RunTopic): what each invocation of the retention function's fan-out
+// runs. It needs PartRetention.
+func (n *Node) RunRetentionTopic(ctx context.Context, name string) (retention.Stats, error) {
+	if n.parts&PartRetention == 0 {
+		return retention.Stats{}, errors.New("node: RunRetentionTopic needs a node opened with PartRetention")
+	}
+	job := retention.Job{Meta: n.meta, Objects: n.objects}
+	st, err := job.RunTopic(ctx, name)
+	if rm := n.cfg.RetentionMetrics; rm != nil {
+		rm.RetentionRun(st, err)
+	}
+	return st, err
+}
+
+// RunScheduledFanout is RunScheduledPass fanned out per topic: it hands every live topic
+// to start (the retention function invokes itself asynchronously with it, each topic's
+// pass its own invocation: RunRetentionTopic), so a pass's time is its largest topic's,
+// not the sum of all; then it purges deleted topics and samples every group's lag. A
+// topic start fails for is left to the next schedule. It needs PartRetention.
+func (n *Node) RunScheduledFanout(ctx context.Context, start func(ctx context.Context, topic string) error) (retention.Stats, error) {
+	if n.parts&PartRetention == 0 {
+		return retention.Stats{}, errors.New("node: RunScheduledFanout needs a node opened with PartRetention")
+	}
+	names, err := n.meta.ListTopics(ctx)
+	if err != nil {
+		return retention.Stats{}, fmt.Errorf("node: retention: list topics: %w", err)
+	}
+	var errs []error
+	for _, name := range names {
+		if err := start(ctx, name); err != nil {
+			errs = append(errs, fmt.Errorf("node: retention of %s: %w", name, err))
+		}
+	}
+	job := retention.Job{Meta: n.meta, Objects: n.objects}
+	st, err := job.RunDeleted(ctx)
+	if rm := n.cfg.RetentionMetrics; rm != nil {
+		rm.RetentionRun(st, err)
+	}
+	errs = append(errs, err)
+	if n.coord != nil {
+		if lerr := n.SampleLag(ctx); lerr != nil {
+			errs = append(errs, fmt.Errorf("node: lag sample: %w", lerr))
+		}
+	}
+	return st, errors.Join(errs...)
+}
+
 // RunLagSampleLoop samples every group's lag every interval until ctx ends (`strata
 // dev`'s loop; the retention function samples on AWS).
 func (n *Node) RunLagSampleLoop(ctx context.Context, interval time.Duration) {

@@ -82,13 +82,10 @@ func (j *Job) margin() time.Duration {
 	return j.ObjectMargin
 }
 
-// Run makes one pass over every topic. It continues past a failing topic and returns
-// the errors joined; a topic whose log starts could not all be advanced keeps its objects.
+// Run makes one pass over every topic, then purges deleted topics (RunDeleted). It
+// continues past a failing topic and returns the errors joined; a topic whose log starts
+// could not all be advanced keeps its objects.
 func (j *Job) Run(ctx context.Context) (Stats, error) {
-	now := time.Now
-	if j.Clock != nil {
-		now = j.Clock
-	}
 	var st Stats
 	names, err := j.Meta.ListTopics(ctx)
 	if err != nil {
@@ -97,46 +94,78 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 	var errs []error
 	var positions map[string]map[int32][]int64 // every group's, read at the first pinned topic
 	for _, name := range names {
-		t, err := j.Meta.GetTopic(ctx, name)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("retention: topic %s: %w", name, err))
-			continue
-		}
-		at := now()
-		cutoff := at.Add(-t.Retention)
-		var pins map[int32][]int64
-		if t.RetentionPin > 0 {
-			if positions == nil {
-				if positions, err = j.positions(ctx); err != nil {
-					// A pin unknown is a pin possibly missed: move nothing of the topic.
-					errs = append(errs, fmt.Errorf("retention: pins of %s: %w", name, err))
-					continue
-				}
-			}
-			pins = positions[t.ID()]
-		}
-		ok := true
-		keep := cutoff // objects of the topic named before keep − margin go
-		for p := int32(0); p < t.Partitions; p++ {
-			keepFrom, err := j.partition(ctx, t, p, at, pins[p], &st)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("retention: %s/%d: %w", name, p, err))
-				ok = false
-			}
-			if !keepFrom.IsZero() && keepFrom.Before(keep) {
-				keep = keepFrom
-			}
-		}
-		if ok {
-			if err := j.objects(ctx, t, keep.Add(-j.margin()), &st); err != nil {
-				errs = append(errs, fmt.Errorf("retention: objects of %s: %w", name, err))
-			}
+		if err := j.topic(ctx, name, &positions, &st); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if err := j.purgeDeleted(ctx, now(), j.margin(), &st); err != nil {
+	if err := j.purgeDeleted(ctx, j.now(), j.margin(), &st); err != nil {
 		errs = append(errs, err)
 	}
 	return st, errors.Join(errs...)
+}
+
+// RunTopic makes Run's pass over the one live topic name: what a pass fanned out per
+// topic runs in each invocation (functions/retention). Together with RunDeleted, a
+// RunTopic of every live topic does what Run does.
+func (j *Job) RunTopic(ctx context.Context, name string) (Stats, error) {
+	var st Stats
+	var positions map[string]map[int32][]int64
+	err := j.topic(ctx, name, &positions, &st)
+	return st, err
+}
+
+// RunDeleted purges the deleted topics whose deletion is older than the margin: Run's
+// last step.
+func (j *Job) RunDeleted(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := j.purgeDeleted(ctx, j.now(), j.margin(), &st)
+	return st, err
+}
+
+func (j *Job) now() time.Time {
+	if j.Clock != nil {
+		return j.Clock()
+	}
+	return time.Now()
+}
+
+// topic passes one topic: its partitions' log starts, then (when all advanced) its
+// expired objects. positions caches every group's committed offsets across the topics
+// of a pass, read at the first pinned one.
+func (j *Job) topic(ctx context.Context, name string, positions *map[string]map[int32][]int64, st *Stats) error {
+	t, err := j.Meta.GetTopic(ctx, name)
+	if err != nil {
+		return fmt.Errorf("retention: topic %s: %w", name, err)
+	}
+	at := j.now()
+	cutoff := at.Add(-t.Retention)
+	var pins map[int32][]int64
+	if t.RetentionPin > 0 {
+		if *positions == nil {
+			if *positions, err = j.positions(ctx); err != nil {
+				// A pin unknown is a pin possibly missed: move nothing of the topic.
+				return fmt.Errorf("retention: pins of %s: %w", name, err)
+			}
+		}
+		pins = (*positions)[t.ID()]
+	}
+	var errs []error
+	keep := cutoff // objects of the topic named before keep − margin go
+	for p := int32(0); p < t.Partitions; p++ {
+		keepFrom, err := j.partition(ctx, t, p, at, pins[p], st)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("retention: %s/%d: %w", name, p, err))
+		}
+		if !keepFrom.IsZero() && keepFrom.Before(keep) {
+			keep = keepFrom
+		}
+	}
+	if len(errs) == 0 {
+		if err := j.objects(ctx, t, keep.Add(-j.margin()), st); err != nil {
+			errs = append(errs, fmt.Errorf("retention: objects of %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // positions reads every group's committed offsets, by topic incarnation and partition,

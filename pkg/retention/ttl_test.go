@@ -104,3 +104,41 @@ func TestExpiredEntriesLeftToTTL(t *testing.T) {
 		}
 	})
 }
+
+// TestRunTopicPassesOneTopic: a pass fanned out per topic (RunTopic of each, then
+// RunDeleted) does what Run does: each RunTopic expires its own topic's records and
+// objects and touches no other topic.
+func TestRunTopicPassesOneTopic(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		f := newFixture(t, s) // topic "r", retention 1h
+		if _, err := f.l.CreateTopic(ctx, "q", 1, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		f.append(t, 2)
+		if _, err := f.l.Append(ctx, "q", []log.Record{{Value: []byte("x")}}, log.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		f.now = t0.Add(2 * time.Hour)
+		job := retention.Job{Meta: s.Meta, Objects: s.Objects, Clock: func() time.Time { return f.now }, ObjectMargin: 30 * time.Second}
+		st, err := job.RunTopic(ctx, "r")
+		if err != nil || st.RecordsExpired != 2 || st.ObjectsDeleted != 2 {
+			t.Fatalf("RunTopic(r) = %+v, %v; want r's 2 records and 2 objects", st, err)
+		}
+		if start, _, err := f.l.Bounds(ctx, "q", 0); err != nil || start != 0 {
+			t.Fatalf("q's log start %d, %v after r's pass, want 0", start, err)
+		}
+		if st, err := job.RunTopic(ctx, "q"); err != nil || st.RecordsExpired != 1 {
+			t.Fatalf("RunTopic(q) = %+v, %v; want q's record", st, err)
+		}
+		if _, err := job.RunTopic(ctx, "missing"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("RunTopic of a missing topic: %v, want ErrNotFound", err)
+		}
+		if st, err := job.RunDeleted(ctx); err != nil || st != (retention.Stats{}) {
+			t.Fatalf("RunDeleted with nothing deleted: %+v, %v", st, err)
+		}
+		if st, err := job.Run(ctx); err != nil || st != (retention.Stats{}) {
+			t.Fatalf("a whole pass after the fanned-out one: %+v, %v; want nothing left", st, err)
+		}
+	})
+}
