@@ -860,13 +860,7 @@ func TestConsumerBatchingWindowFromContext(t *testing.T) {
 		want   float64
 		bad    bool
 	}{{1, 1, false}, {"30", 30, false}, {301, 0, true}, {0.5, 0, true}} {
-		ctx := map[string]any{"strata:consumerBatchingWindowSeconds": tc.window}
-		app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
-		cfg, err := stack.FromContext(app.Node(), dir)
-		if err != nil {
-			t.Fatalf("%v: %v", tc.window, err)
-		}
-		st, err := stack.New(app, cfg)
+		_, tp, err := synthContext(t, dir, map[string]any{"strata:consumerBatchingWindowSeconds": tc.window})
 		if tc.bad {
 			if err == nil || !strings.Contains(err.Error(), "ConsumerBatchingWindow") {
 				t.Errorf("window %v: %v, want an error naming ConsumerBatchingWindow", tc.window, err)
@@ -875,10 +869,6 @@ func TestConsumerBatchingWindowFromContext(t *testing.T) {
 		}
 		if err != nil {
 			t.Fatalf("window %v: %v", tc.window, err)
-		}
-		tp, err := tmpl.New(assertions.Template_FromStack(st.Stack, nil))
-		if err != nil {
-			t.Fatal(err)
 		}
 		ids := tp.OfType("AWS::Lambda::EventSourceMapping")
 		if len(ids) != 1 {
@@ -913,18 +903,9 @@ func TestManagedInstancesSizedFromRequestRate(t *testing.T) {
 		{map[string]any{"strata:groupCommitWindowMs": 250, "strata:expectedRequestsPerSecond": "5000"}, 110, 110, 1750},
 	} {
 		tc.ctx["strata:managedInstances"] = true
-		app := awscdk.NewApp(&awscdk.AppProps{Context: &tc.ctx, Outdir: jsii.String(t.TempDir())})
-		cfg, err := stack.FromContext(app.Node(), dir)
+		cfg, tp, err := synthContext(t, dir, tc.ctx)
 		if err != nil {
 			t.Fatalf("%v: %v", tc.ctx, err)
-		}
-		st, err := stack.New(app, cfg)
-		if err != nil {
-			t.Fatalf("%v: %v", tc.ctx, err)
-		}
-		tp, err := tmpl.New(assertions.Template_FromStack(st.Stack, nil))
-		if err != nil {
-			t.Fatal(err)
 		}
 		_, api, err := tp.Find("AWS::Lambda::Function", "Description", "Strata api")
 		if err != nil {
@@ -942,4 +923,21 @@ func TestManagedInstancesSizedFromRequestRate(t *testing.T) {
 			t.Errorf("%v: %v in flight at %v requests/s, want %v within %v × 32", tc.ctx, inFlight, rate, tc.inFlightAtRate, tc.envs)
 		}
 	}
+}
+
+// synthContext synthesizes the stack from context ctx with the placeholder assets in dir:
+// its configuration and template, or the error of reading or building it.
+func synthContext(t *testing.T, dir string, ctx map[string]any) (stack.Config, *tmpl.Template, error) {
+	t.Helper()
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
+	cfg, err := stack.FromContext(app.Node(), dir)
+	if err != nil {
+		return cfg, nil, err
+	}
+	st, err := stack.New(app, cfg)
+	if err != nil {
+		return cfg, nil, err
+	}
+	tp, err := tmpl.New(assertions.Template_FromStack(st.Stack, nil))
+	return cfg, tp, err
 }
