@@ -1,8 +1,11 @@
 // Command retention is the scheduled retention Lambda function: each scheduled event
-// runs the retention pass `strata dev` runs on its timer (pkg/retention on a node opened
-// through pkg/node, with no HTTP runtime) and the compaction pass of compacted topics
-// (pkg/compact), then samples every group's lag into the
-// store's lag history (the api serves it; no api host lives long enough to keep it). Configuration: functions/README.md.
+// fans the retention pass `strata dev` runs on its timer out per topic — one
+// asynchronous invocation of this function per live topic (lambdafn.RetentionTopicEvent),
+// each passing that topic (pkg/retention on a node opened through pkg/node, with no HTTP
+// runtime), so a pass takes its largest topic's time, not the sum — and runs the
+// compaction pass of compacted topics (pkg/compact), then purges deleted topics and
+// samples every group's lag into the store's lag history (the api serves it; no api host
+// lives long enough to keep it). Configuration: functions/README.md.
 package main
 
 import (
@@ -11,10 +14,12 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/stratalog/strata/pkg/lambdafn"
 	"github.com/stratalog/strata/pkg/metrics/emf"
 	"github.com/stratalog/strata/pkg/node"
+	"github.com/stratalog/strata/pkg/retention"
 )
 
 func main() {
@@ -34,5 +39,11 @@ func main() {
 	}
 	// A pass's metrics share one aggregated line, written as the pass ends.
 	sink := emf.NewAggregated(os.Stdout, cfg.Function.MetricsNamespace, nil, emf.DefaultFlushInterval)
-	lambda.Start(lambdafn.NewRetention(n.RunScheduledPass, sink))
+	awsCfg, _ := n.AWS() // loaded once, by the node: the Lambda client shares it
+	fanout := lambdafn.RetentionInvoker{Client: awslambda.NewFromConfig(awsCfg), Function: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}
+	scheduled := func(ctx context.Context) (retention.Stats, error) { return n.RunScheduledFanout(ctx, fanout.Start) }
+	if fanout.Function == "" {
+		scheduled = n.RunScheduledPass // not in Lambda: the whole pass here
+	}
+	lambda.Start(lambdafn.NewRetention(scheduled, sink).WithTopicPass(n.RunRetentionTopic))
 }

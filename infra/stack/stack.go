@@ -64,6 +64,7 @@ var contextKeys = map[string]string{
 	"strata:iteratorAgeAlarmSeconds":       "dispatch stream iterator age alarm threshold, seconds (default 300)",
 	"strata:removal":                       "retain (default) or destroy: what deleting the stack does to the bucket and tables",
 	"strata:managedInstances":              "true runs the api function on Lambda Managed Instances (default false: on-demand)",
+	"strata:expectedRequestsPerSecond":     "append requests/s the api function on managed instances is sized for: its execution environments reach twice the invocations in flight at that rate (default 1000)",
 	"strata:frontDoor":                     "how callers reach the api: apigateway (default), function-url (its URL, IAM auth) or both",
 	"strata:groupCommitWindowMs":           "the api's group-commit window, ms (default: 5 on managed instances, off on demand; 0 is off)",
 	"strata:groupCommitBudgetBytes":        "the api's group-commit batch budget, bytes (default 1 MiB, at most 64 MiB)",
@@ -167,7 +168,7 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 	switch m := str("strata:managedInstances", "false"); m {
 	case "false":
 	case "true":
-		p.ManagedInstances = &strata.ManagedInstances{}
+		p.ManagedInstances = &strata.ManagedInstances{ExpectedRequestsPerSecond: num("strata:expectedRequestsPerSecond")}
 	default:
 		err = fmt.Errorf("stack: context strata:managedInstances = %q: want true or false", m)
 	}

@@ -3,6 +3,7 @@ package stack_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"slices"
@@ -379,6 +380,7 @@ func roleOf(t *testing.T, desc string) string {
 func TestStrataRoles(t *testing.T) {
 	b := bucket(t)
 	consumer, _ := function(t, "Strata example order consumer (functions/consumer)")
+	retentionFn, _ := function(t, "Strata retention")
 	queue := tpl.OfType("AWS::SQS::Queue")[0]
 	tableIDs := map[string]string{}
 	for _, ts := range dynamo.Tables() {
@@ -404,6 +406,8 @@ func TestStrataRoles(t *testing.T) {
 			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
 		},
 		deploy.FunctionRetention: {
+			// the scheduled pass invokes the function itself once per topic (fan-out)
+			"lambda:InvokeFunction on <GetAtt:" + retentionFn + ".Arn>",
 			// retention's deletes; the compaction pass's reads, rewrites and deletes
 			"s3:DeleteObject,s3:GetObject,s3:PutObject on " + objects,
 			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
@@ -857,13 +861,7 @@ func TestConsumerBatchingWindowFromContext(t *testing.T) {
 		want   float64
 		bad    bool
 	}{{1, 1, false}, {"30", 30, false}, {301, 0, true}, {0.5, 0, true}} {
-		ctx := map[string]any{"strata:consumerBatchingWindowSeconds": tc.window}
-		app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
-		cfg, err := stack.FromContext(app.Node(), dir)
-		if err != nil {
-			t.Fatalf("%v: %v", tc.window, err)
-		}
-		st, err := stack.New(app, cfg)
+		_, tp, err := synthContext(t, dir, map[string]any{"strata:consumerBatchingWindowSeconds": tc.window})
 		if tc.bad {
 			if err == nil || !strings.Contains(err.Error(), "ConsumerBatchingWindow") {
 				t.Errorf("window %v: %v, want an error naming ConsumerBatchingWindow", tc.window, err)
@@ -873,10 +871,6 @@ func TestConsumerBatchingWindowFromContext(t *testing.T) {
 		if err != nil {
 			t.Fatalf("window %v: %v", tc.window, err)
 		}
-		tp, err := tmpl.New(assertions.Template_FromStack(st.Stack, nil))
-		if err != nil {
-			t.Fatal(err)
-		}
 		ids := tp.OfType("AWS::Lambda::EventSourceMapping")
 		if len(ids) != 1 {
 			t.Fatalf("event source mappings %v, want one", ids)
@@ -885,4 +879,66 @@ func TestConsumerBatchingWindowFromContext(t *testing.T) {
 			t.Errorf("window %v: MaximumBatchingWindowInSeconds = %s, want %v", tc.window, js(got), tc.want)
 		}
 	}
+}
+
+// TestManagedInstancesSizedFromRequestRate: on managed instances the api function's
+// execution environments are sized from strata:expectedRequestsPerSecond (default
+// 1,000: the 1,000-producer cell) — twice the invocations in flight, each held the
+// group commit window plus deploy.APIInvocationBound, over 32 per environment — and
+// the capacity provider's vCPUs fit them. The README's configuration (500 ms window)
+// at the default rate: 1,000 × 0.6 s = 600 in flight, 38 environments, where the
+// fixed 4 × 32 = 128 refused or queued most of them.
+func TestManagedInstancesSizedFromRequestRate(t *testing.T) {
+	dir, err := assets.Placeholders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	for _, tc := range []struct {
+		ctx            map[string]any
+		envs, vcpus    float64
+		inFlightAtRate float64
+	}{
+		{map[string]any{"strata:groupCommitWindowMs": 500}, 38, 38, 600},
+		{map[string]any{"strata:groupCommitWindowMs": 250, "strata:expectedRequestsPerSecond": 100}, 4, 16, 35},
+		{map[string]any{"strata:groupCommitWindowMs": 250, "strata:expectedRequestsPerSecond": "5000"}, 110, 110, 1750},
+	} {
+		tc.ctx["strata:managedInstances"] = true
+		cfg, tp, err := synthContext(t, dir, tc.ctx)
+		if err != nil {
+			t.Fatalf("%v: %v", tc.ctx, err)
+		}
+		_, api, err := tp.Find("AWS::Lambda::Function", "Description", "Strata api")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc, _ := api.Properties["FunctionScalingConfig"].(map[string]any)
+		cp := tp.Resources[tp.OfType("AWS::Lambda::CapacityProvider")[0]].Properties
+		scaling, _ := cp["CapacityProviderScalingConfig"].(map[string]any)
+		if sc["MaxExecutionEnvironments"] != tc.envs || scaling["MaxVCpuCount"] != tc.vcpus {
+			t.Errorf("%v: function scaling %v, provider scaling %v; want %v environments, %v vCPUs", tc.ctx, sc, scaling, tc.envs, tc.vcpus)
+		}
+		rate := cfg.Props.ManagedInstances.ExpectedRequestsPerSecond
+		inFlight := deploy.APIInFlight(rate, cfg.Props.GroupCommitWindow)
+		if math.Abs(inFlight-tc.inFlightAtRate) > 1e-6 || tc.envs*32 < inFlight {
+			t.Errorf("%v: %v in flight at %v requests/s, want %v within %v × 32", tc.ctx, inFlight, rate, tc.inFlightAtRate, tc.envs)
+		}
+	}
+}
+
+// synthContext synthesizes the stack from context ctx with the placeholder assets in dir:
+// its configuration and template, or the error of reading or building it.
+func synthContext(t *testing.T, dir string, ctx map[string]any) (stack.Config, *tmpl.Template, error) {
+	t.Helper()
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(t.TempDir())})
+	cfg, err := stack.FromContext(app.Node(), dir)
+	if err != nil {
+		return cfg, nil, err
+	}
+	st, err := stack.New(app, cfg)
+	if err != nil {
+		return cfg, nil, err
+	}
+	tp, err := tmpl.New(assertions.Template_FromStack(st.Stack, nil))
+	return cfg, tp, err
 }

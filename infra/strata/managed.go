@@ -3,6 +3,8 @@ package strata
 import (
 	"errors"
 	"fmt"
+	"math"
+	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsec2"
@@ -35,14 +37,44 @@ type ManagedInstances struct {
 	// MemoryGiBPerVCPU of an execution environment, 2 to 8. Default 2.
 	MemoryGiBPerVCPU float64
 	// MinEnvironments and MaxEnvironments bound the execution environments of the
-	// published version. Defaults: 1 and 4.
+	// published version. Defaults: 1, and what ExpectedRequestsPerSecond needs
+	// (deploy.ManagedEnvironments: twice the invocations in flight at that rate, each
+	// held the group commit window plus deploy.APIInvocationBound, over
+	// PerEnvironmentMaxConcurrency; at least 4).
 	MinEnvironments, MaxEnvironments int
+	// ExpectedRequestsPerSecond is the append request rate the api function is sized
+	// for (MaxEnvironments, and MaxVCPUs to fit them). Default
+	// deploy.DefaultExpectedRequestsPerSecond (1,000: 1,000 SDK producers at linger 1 s).
+	ExpectedRequestsPerSecond float64
 	// MaxAZs is how many Availability Zones the VPC spans. Default 2.
 	MaxAZs int
 }
 
-func (m *ManagedInstances) withDefaults() error {
+// withDefaults fills the zero fields; window is the api function's group commit window
+// (0 or less: off) and memoryMiB its memory, which with MemoryGiBPerVCPU sets the vCPUs
+// of one execution environment.
+func (m *ManagedInstances) withDefaults(window time.Duration, memoryMiB int) error {
 	var errs []error
+	if m.ExpectedRequestsPerSecond < 0 {
+		errs = append(errs, fmt.Errorf("strata: ManagedInstances.ExpectedRequestsPerSecond = %v, want at least 0", m.ExpectedRequestsPerSecond))
+	}
+	if m.ExpectedRequestsPerSecond == 0 {
+		m.ExpectedRequestsPerSecond = deploy.DefaultExpectedRequestsPerSecond
+	}
+	if m.MemoryGiBPerVCPU == 0 {
+		m.MemoryGiBPerVCPU = 2
+	}
+	if m.PerEnvironmentMaxConcurrency == 0 {
+		m.PerEnvironmentMaxConcurrency = deploy.DefaultPerEnvironmentConcurrency
+	}
+	sized := m.MaxEnvironments == 0
+	if sized {
+		m.MaxEnvironments = deploy.ManagedEnvironments(m.ExpectedRequestsPerSecond, window, m.PerEnvironmentMaxConcurrency)
+	}
+	if m.MaxVCPUs == 0 {
+		perEnv := math.Max(1, math.Ceil(float64(memoryMiB)/1024/m.MemoryGiBPerVCPU))
+		m.MaxVCPUs = max(16, int(perEnv)*m.MaxEnvironments)
+	}
 	def := func(v *int, d, lo, hi int, name string) {
 		if *v == 0 {
 			*v = d
@@ -52,12 +84,12 @@ func (m *ManagedInstances) withDefaults() error {
 		}
 	}
 	def(&m.MaxVCPUs, 16, 2, 15000, "MaxVCPUs")
-	def(&m.PerEnvironmentMaxConcurrency, 32, 1, 1600, "PerEnvironmentMaxConcurrency")
+	def(&m.PerEnvironmentMaxConcurrency, deploy.DefaultPerEnvironmentConcurrency, 1, 1600, "PerEnvironmentMaxConcurrency")
 	def(&m.MinEnvironments, 1, 0, 15000, "MinEnvironments")
-	def(&m.MaxEnvironments, 4, 1, 15000, "MaxEnvironments")
+	def(&m.MaxEnvironments, deploy.DefaultMaxEnvironments, 1, 15000, "MaxEnvironments")
 	def(&m.MaxAZs, 2, 1, 6, "MaxAZs")
-	if m.MemoryGiBPerVCPU == 0 {
-		m.MemoryGiBPerVCPU = 2
+	if sized && m.MaxEnvironments > 15000 {
+		errs = append(errs, fmt.Errorf("strata: ManagedInstances.ExpectedRequestsPerSecond = %v needs %d execution environments, more than 15000", m.ExpectedRequestsPerSecond, m.MaxEnvironments))
 	}
 	if m.MemoryGiBPerVCPU < 2 || m.MemoryGiBPerVCPU > 8 {
 		errs = append(errs, fmt.Errorf("strata: ManagedInstances.MemoryGiBPerVCPU = %v, want 2 to 8", m.MemoryGiBPerVCPU))

@@ -352,7 +352,11 @@ func (p Props) withDefaults() (Props, error) {
 		p.LogRetention = awslogs.RetentionDays_TWO_WEEKS
 	}
 	if m := p.ManagedInstances; m != nil {
-		if err := m.withDefaults(); err != nil {
+		window := p.GroupCommitWindow
+		if window == 0 {
+			window = deploy.DefaultManagedGroupCommitWindow
+		}
+		if err := m.withDefaults(window, p.APIMemoryMiB); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -733,7 +737,19 @@ func (s *Strata) newDispatchSources() {
 }
 
 func (s *Strata) newRetentionSchedule() {
-	schedule(s, "RetentionSchedule", s.Functions[deploy.FunctionRetention], s.props.RetentionInterval, "retention pass")
+	fn := s.Functions[deploy.FunctionRetention]
+	schedule(s, "RetentionSchedule", fn, s.props.RetentionInterval, "retention pass")
+	// The scheduled pass fans out per topic, invoking the function itself once per topic
+	// (functions/retention). The right is a policy of its own: in the role's default
+	// policy, which the function depends on, the function's ARN would be a cycle.
+	awsiam.NewPolicy(fn, jsii.String("FanOut"), &awsiam.PolicyProps{
+		Roles: &[]awsiam.IRole{fn.Role()},
+		Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("RetentionFanOut"),
+			Actions:   jsii.Strings("lambda:InvokeFunction"),
+			Resources: &[]*string{fn.FunctionArn()},
+		})},
+	})
 }
 
 // schedule invokes fn every interval with EventBridge's scheduled event.

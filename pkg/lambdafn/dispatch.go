@@ -178,10 +178,26 @@ func classify(payload []byte) (eventKind, error) {
 	return 0, fmt.Errorf("%w: neither a DynamoDB stream batch nor a scheduled event", ErrUnknownEvent)
 }
 
-// Retention is the retention function's handler: each scheduled event runs one pass.
+// Retention is the retention function's handler: each scheduled event runs one pass
+// and, with WithTopicPass, each RetentionTopicEvent one topic's pass (the pass fanned
+// out per topic).
 type Retention struct {
 	run     func(context.Context) (retention.Stats, error)
+	topic   func(context.Context, string) (retention.Stats, error)
 	metrics *emf.Sink
+}
+
+// RetentionTopicEvent is the event the retention function's scheduled pass invokes the
+// function with, once per live topic: that topic's pass.
+type RetentionTopicEvent struct {
+	Topic string `json:"strata_retention_topic"`
+}
+
+// WithTopicPass makes x take RetentionTopicEvents, each passing its topic with topic
+// (node.Node.RunRetentionTopic).
+func (x *Retention) WithTopicPass(topic func(context.Context, string) (retention.Stats, error)) *Retention {
+	x.topic = topic
+	return x
 }
 
 // NewRetention returns the handler over run (runtime.Runtime.RunRetention); metrics
@@ -192,14 +208,19 @@ func NewRetention(run func(context.Context) (retention.Stats, error), metrics *e
 
 // Invoke implements lambda.Handler.
 func (x *Retention) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
-	kind, err := classify(payload)
-	if err != nil {
+	run := x.run
+	var ev RetentionTopicEvent
+	if x.topic != nil && json.Unmarshal(payload, &ev) == nil && ev.Topic != "" {
+		if !log.ValidName(ev.Topic) {
+			return nil, fmt.Errorf("%w: retention of topic %q: not a topic name", ErrUnknownEvent, ev.Topic)
+		}
+		run = func(ctx context.Context) (retention.Stats, error) { return x.topic(ctx, ev.Topic) }
+	} else if kind, err := classify(payload); err != nil {
 		return nil, err
+	} else if kind != kindSchedule {
+		return nil, fmt.Errorf("%w: the retention function takes scheduled events and topic passes", ErrUnknownEvent)
 	}
-	if kind != kindSchedule {
-		return nil, fmt.Errorf("%w: the retention function takes scheduled events", ErrUnknownEvent)
-	}
-	st, err := x.run(ctx)
+	st, err := run(ctx)
 	if x.metrics != nil {
 		x.metrics.RetentionRun(st, err)
 		x.metrics.Flush()

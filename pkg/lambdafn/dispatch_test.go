@@ -19,6 +19,7 @@ import (
 	"github.com/stratalog/strata/pkg/dispatch"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/lambdafn"
+	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/metrics/emf"
 	"github.com/stratalog/strata/pkg/node"
 	"github.com/stratalog/strata/pkg/retention"
@@ -434,4 +435,63 @@ func TestDispatchScheduleEmitsParkedKeys(t *testing.T) {
 	if len(got) != 1 || got[0] != 1 {
 		t.Fatalf("%s of billing/orders = %v, want one datum of 1", emf.ConsumerParkedKeys, got)
 	}
+}
+
+// TestRetentionTopicPass: with WithTopicPass the retention function takes a
+// RetentionTopicEvent as one topic's pass and still a scheduled event as the scheduled
+// pass; a topic event naming no valid topic, or any other event, is refused with
+// nothing run.
+func TestRetentionTopicPass(t *testing.T) {
+	var scheduled int
+	var topics []string
+	h := lambdafn.NewRetention(func(context.Context) (retention.Stats, error) {
+		scheduled++
+		return retention.Stats{}, nil
+	}, nil).WithTopicPass(func(_ context.Context, name string) (retention.Stats, error) {
+		topics = append(topics, name)
+		return retention.Stats{RecordsExpired: 3}, nil
+	})
+	out, err := h.Invoke(context.Background(), []byte(`{"strata_retention_topic":"orders"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st retention.Stats
+	if err := json.Unmarshal(out, &st); err != nil || st.RecordsExpired != 3 {
+		t.Errorf("answer %s (%v), want the topic pass's stats", out, err)
+	}
+	if _, err := h.Invoke(context.Background(), fixture(t, "scheduled-event.json")); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []string{`{"strata_retention_topic":"../x"}`, `{"strata_retention_topic":""}`, `{"other":1}`, `not json`} {
+		if _, err := h.Invoke(context.Background(), []byte(bad)); !errors.Is(err, lambdafn.ErrUnknownEvent) {
+			t.Errorf("%s: %v, want ErrUnknownEvent", bad, err)
+		}
+	}
+	if scheduled != 1 || len(topics) != 1 || topics[0] != "orders" {
+		t.Errorf("%d scheduled passes and topic passes %q, want 1 and [orders]", scheduled, topics)
+	}
+}
+
+// FuzzRetentionInvoke: any payload is an error or a pass, never a panic; a refused
+// payload runs no pass, and a topic pass only ever gets a valid topic name.
+func FuzzRetentionInvoke(f *testing.F) {
+	f.Add(fixture(f, "scheduled-event.json"))
+	f.Add([]byte(`{"strata_retention_topic":"orders"}`))
+	f.Add([]byte(`{"strata_retention_topic":"a/b","source":"aws.events"}`))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		runs := 0
+		h := lambdafn.NewRetention(func(context.Context) (retention.Stats, error) {
+			runs++
+			return retention.Stats{}, nil
+		}, nil).WithTopicPass(func(_ context.Context, name string) (retention.Stats, error) {
+			runs++
+			if !log.ValidName(name) {
+				t.Fatalf("topic pass of %q", name)
+			}
+			return retention.Stats{}, nil
+		})
+		if _, err := h.Invoke(context.Background(), payload); err != nil && runs != 0 {
+			t.Fatalf("a refused payload ran %d passes: %v", runs, err)
+		}
+	})
 }

@@ -400,26 +400,84 @@ func (n *Node) SampleLag(ctx context.Context) error {
 	return err
 }
 
-// RunScheduledPass is the retention function's pass: the retention pass, the compaction
-// pass when the node was opened with PartCompaction, then a lag sample of every group (which needs a scheduled pass on AWS, where no process outlives
-// a request) when the node was opened with PartGroups. Both run even if one fails.
+// RunScheduledPass is the retention function's pass outside Lambda: the retention pass,
+// the compaction pass when the node was opened with PartCompaction, then a lag sample
+// of every group (which needs a scheduled pass on AWS, where no process outlives a
+// request) when the node was opened with PartGroups. Each runs even if one fails.
 func (n *Node) RunScheduledPass(ctx context.Context) (retention.Stats, error) {
 	st, err := n.RunRetention(ctx)
-	if n.parts&PartCompaction != 0 {
-		cst, cerr := n.RunCompaction(ctx)
-		if cerr != nil {
-			err = errors.Join(err, fmt.Errorf("node: compaction: %w", cerr))
-		}
-		if cst.Rewrites > 0 || cst.ObjectsDeleted > 0 {
-			n.logger.Info("compaction pass", "records_removed", cst.RecordsRemoved, "rewrites", cst.Rewrites, "objects_deleted", cst.ObjectsDeleted)
-		}
-	}
+	err = errors.Join(err, n.scheduledCompaction(ctx))
 	if n.coord != nil {
 		if lerr := n.SampleLag(ctx); lerr != nil {
 			err = errors.Join(err, fmt.Errorf("node: lag sample: %w", lerr))
 		}
 	}
 	return st, err
+}
+
+// scheduledCompaction is a scheduled pass's compaction step: one compaction pass when
+// the node was opened with PartCompaction, its work logged.
+func (n *Node) scheduledCompaction(ctx context.Context) error {
+	if n.parts&PartCompaction == 0 {
+		return nil
+	}
+	cst, err := n.RunCompaction(ctx)
+	if cst.Rewrites > 0 || cst.ObjectsDeleted > 0 {
+		n.logger.Info("compaction pass", "records_removed", cst.RecordsRemoved, "rewrites", cst.Rewrites, "objects_deleted", cst.ObjectsDeleted)
+	}
+	if err != nil {
+		return fmt.Errorf("node: compaction: %w", err)
+	}
+	return nil
+}
+
+// RunRetentionTopic makes the retention pass over the one topic name
+// (retention.Job.RunTopic): what each invocation of the retention function's fan-out
+// runs. It needs PartRetention.
+func (n *Node) RunRetentionTopic(ctx context.Context, name string) (retention.Stats, error) {
+	if n.parts&PartRetention == 0 {
+		return retention.Stats{}, errors.New("node: RunRetentionTopic needs a node opened with PartRetention")
+	}
+	job := retention.Job{Meta: n.meta, Objects: n.objects}
+	st, err := job.RunTopic(ctx, name)
+	if rm := n.cfg.RetentionMetrics; rm != nil {
+		rm.RetentionRun(st, err)
+	}
+	return st, err
+}
+
+// RunScheduledFanout is RunScheduledPass fanned out per topic: it hands every live topic
+// to start (the retention function invokes itself asynchronously with it, each topic's
+// pass its own invocation: RunRetentionTopic), so a pass's time is its largest topic's,
+// not the sum of all; then it purges deleted topics and samples every group's lag. A
+// topic start fails for is left to the next schedule. The compaction pass (with
+// PartCompaction) runs here, bounded per partition (pkg/compact). It needs PartRetention.
+func (n *Node) RunScheduledFanout(ctx context.Context, start func(ctx context.Context, topic string) error) (retention.Stats, error) {
+	if n.parts&PartRetention == 0 {
+		return retention.Stats{}, errors.New("node: RunScheduledFanout needs a node opened with PartRetention")
+	}
+	names, err := n.meta.ListTopics(ctx)
+	if err != nil {
+		return retention.Stats{}, fmt.Errorf("node: retention: list topics: %w", err)
+	}
+	var errs []error
+	for _, name := range names {
+		if err := start(ctx, name); err != nil {
+			errs = append(errs, fmt.Errorf("node: retention of %s: %w", name, err))
+		}
+	}
+	job := retention.Job{Meta: n.meta, Objects: n.objects}
+	st, err := job.RunDeleted(ctx)
+	if rm := n.cfg.RetentionMetrics; rm != nil {
+		rm.RetentionRun(st, err)
+	}
+	errs = append(errs, err, n.scheduledCompaction(ctx))
+	if n.coord != nil {
+		if lerr := n.SampleLag(ctx); lerr != nil {
+			errs = append(errs, fmt.Errorf("node: lag sample: %w", lerr))
+		}
+	}
+	return st, errors.Join(errs...)
 }
 
 // RunLagSampleLoop samples every group's lag every interval until ctx ends (`strata

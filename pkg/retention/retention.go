@@ -1,8 +1,9 @@
 // Package retention expires a topic's old records (DESIGN.md §4 Retention): it advances
 // each partition's log start offset past index entries older than the topic's
 // retention — on a topic with a pin, no further than a lagging group's position while
-// its records are within retention + cap (PlanPin) — and deletes those entries and the
-// expired segment objects. The high
+// its records are within retention + cap (PlanPin) — deletes those entries, or leaves
+// them below the log start to the store's own TTL where it has one (store.IndexTTLStore),
+// and deletes the expired segment objects. The high
 // watermark lives in the partition's sequencer counter, which retention never touches,
 // so any entry may go. The local runtime runs it on a timer; the serverless runtime wraps
 // the same Job in a scheduled function.
@@ -63,6 +64,9 @@ type Stats struct {
 	RecordsPinned int64
 	// TopicsPurged counts deleted topics whose last trace this pass removed.
 	TopicsPurged int
+	// EntriesLeftToTTL counts the expired index entries this pass left below the log
+	// start for the store's own TTL to delete (store.IndexTTLStore), free of writes.
+	EntriesLeftToTTL int
 }
 
 const pageSize = 100
@@ -78,13 +82,10 @@ func (j *Job) margin() time.Duration {
 	return j.ObjectMargin
 }
 
-// Run makes one pass over every topic. It continues past a failing topic and returns
-// the errors joined; a topic whose log starts could not all be advanced keeps its objects.
+// Run makes one pass over every topic, then purges deleted topics (RunDeleted). It
+// continues past a failing topic and returns the errors joined; a topic whose log starts
+// could not all be advanced keeps its objects.
 func (j *Job) Run(ctx context.Context) (Stats, error) {
-	now := time.Now
-	if j.Clock != nil {
-		now = j.Clock
-	}
 	var st Stats
 	names, err := j.Meta.ListTopics(ctx)
 	if err != nil {
@@ -93,49 +94,81 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 	var errs []error
 	var positions map[string]map[int32][]int64 // every group's, read at the first pinned topic
 	for _, name := range names {
-		t, err := j.Meta.GetTopic(ctx, name)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("retention: topic %s: %w", name, err))
-			continue
-		}
-		if !t.DeletesByTime() {
-			continue // compact only: records leave by key, in pkg/compact's pass, never by age
-		}
-		at := now()
-		cutoff := at.Add(-t.Retention)
-		var pins map[int32][]int64
-		if t.RetentionPin > 0 {
-			if positions == nil {
-				if positions, err = j.positions(ctx); err != nil {
-					// A pin unknown is a pin possibly missed: move nothing of the topic.
-					errs = append(errs, fmt.Errorf("retention: pins of %s: %w", name, err))
-					continue
-				}
-			}
-			pins = positions[t.ID()]
-		}
-		ok := true
-		keep := cutoff // objects of the topic named before keep − margin go
-		for p := int32(0); p < t.Partitions; p++ {
-			keepFrom, err := j.partition(ctx, t, p, at, pins[p], &st)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("retention: %s/%d: %w", name, p, err))
-				ok = false
-			}
-			if !keepFrom.IsZero() && keepFrom.Before(keep) {
-				keep = keepFrom
-			}
-		}
-		if ok {
-			if err := j.objects(ctx, t, keep.Add(-j.margin()), &st); err != nil {
-				errs = append(errs, fmt.Errorf("retention: objects of %s: %w", name, err))
-			}
+		if err := j.topic(ctx, name, &positions, &st); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if err := j.purgeDeleted(ctx, now(), j.margin(), &st); err != nil {
+	if err := j.purgeDeleted(ctx, j.now(), j.margin(), &st); err != nil {
 		errs = append(errs, err)
 	}
 	return st, errors.Join(errs...)
+}
+
+// RunTopic makes Run's pass over the one live topic name: what a pass fanned out per
+// topic runs in each invocation (functions/retention). Together with RunDeleted, a
+// RunTopic of every live topic does what Run does.
+func (j *Job) RunTopic(ctx context.Context, name string) (Stats, error) {
+	var st Stats
+	var positions map[string]map[int32][]int64
+	err := j.topic(ctx, name, &positions, &st)
+	return st, err
+}
+
+// RunDeleted purges the deleted topics whose deletion is older than the margin: Run's
+// last step.
+func (j *Job) RunDeleted(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := j.purgeDeleted(ctx, j.now(), j.margin(), &st)
+	return st, err
+}
+
+func (j *Job) now() time.Time {
+	if j.Clock != nil {
+		return j.Clock()
+	}
+	return time.Now()
+}
+
+// topic passes one topic: its partitions' log starts, then (when all advanced) its
+// expired objects. positions caches every group's committed offsets across the topics
+// of a pass, read at the first pinned one.
+func (j *Job) topic(ctx context.Context, name string, positions *map[string]map[int32][]int64, st *Stats) error {
+	t, err := j.Meta.GetTopic(ctx, name)
+	if err != nil {
+		return fmt.Errorf("retention: topic %s: %w", name, err)
+	}
+	if !t.DeletesByTime() {
+		return nil // compact only: records leave by key, in pkg/compact's pass, never by age
+	}
+	at := j.now()
+	cutoff := at.Add(-t.Retention)
+	var pins map[int32][]int64
+	if t.RetentionPin > 0 {
+		if *positions == nil {
+			if *positions, err = j.positions(ctx); err != nil {
+				// A pin unknown is a pin possibly missed: move nothing of the topic.
+				return fmt.Errorf("retention: pins of %s: %w", name, err)
+			}
+		}
+		pins = (*positions)[t.ID()]
+	}
+	var errs []error
+	keep := cutoff // objects of the topic named before keep − margin go
+	for p := int32(0); p < t.Partitions; p++ {
+		keepFrom, err := j.partition(ctx, t, p, at, pins[p], st)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("retention: %s/%d: %w", name, p, err))
+		}
+		if !keepFrom.IsZero() && keepFrom.Before(keep) {
+			keep = keepFrom
+		}
+	}
+	if len(errs) == 0 {
+		if err := j.objects(ctx, t, keep.Add(-j.margin()), st); err != nil {
+			errs = append(errs, fmt.Errorf("retention: objects of %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // positions reads every group's committed offsets, by topic incarnation and partition,
@@ -149,7 +182,7 @@ func (j *Job) positions(ctx context.Context) (map[string]map[int32][]int64, erro
 }
 
 // partition advances one partition's log start past its expired entries and deletes
-// them, holding it where PlanPin says a group pins it (positions are the groups'
+// those the store's TTL does not (toDelete), holding it where PlanPin says a group pins it (positions are the groups'
 // committed offsets there, for a topic with a pin cap); it returns the pinned records'
 // KeepFrom (zero when nothing is pinned), before which the topic's objects may go.
 // Offsets without an entry (gone to DynamoDB's TTL after a long outage, or a commit not
@@ -170,7 +203,8 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now time.Ti
 	newStart := start
 	gapCutoff := cutoff.Add(-j.margin())
 	var expired []store.IndexEntry
-	stale := false // an entry below the log start, left by a pass that failed to delete it
+	ttl := j.indexTTL()
+	stale := false // an entry below the log start the pass must delete (toDelete)
 	for from := start; from < end; {
 		page, err := j.Meta.IndexEntries(ctx, id, p, from, pageSize)
 		if err != nil {
@@ -179,9 +213,10 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now time.Ti
 		done := true
 		for _, e := range page {
 			if e.End() <= from {
-				// Below the log start: an entry an earlier pass failed to delete.
-				// Readers never reach it; this pass's range delete removes it.
-				stale = true
+				// Below the log start: an entry left to the TTL, or one an earlier pass
+				// failed to delete. Readers never reach it; this pass's range delete
+				// removes the latter.
+				stale = stale || toDelete(ttl, e)
 				continue
 			}
 			if e.AppendedAt.After(cutoff) {
@@ -239,7 +274,15 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now time.Ti
 		st.RecordsExpired += newStart - start
 		st.PartitionsMoved++
 	}
-	if len(expired) == 0 && !stale {
+	del := stale
+	for _, e := range expired {
+		if toDelete(ttl, e) {
+			del = true
+		} else {
+			st.EntriesLeftToTTL++
+		}
+	}
+	if !del {
 		return pin.KeepFrom, nil
 	}
 	// One range delete below the new log start (one transaction locally, batched
@@ -249,6 +292,20 @@ func (j *Job) partition(ctx context.Context, t store.Topic, p int32, now time.Ti
 	st.EntriesDeleted += n
 	return pin.KeepFrom, err
 }
+
+// indexTTL reports whether the metadata store's own TTL deletes index entries
+// (store.IndexTTLStore).
+func (j *Job) indexTTL() bool {
+	t, ok := j.Meta.(store.IndexTTLStore)
+	return ok && t.IndexEntriesExpire()
+}
+
+// toDelete reports whether the pass must delete expired entry e itself: always unless
+// the store's TTL deletes entries (ttl) and e carries an expiry. An entry's expiry is
+// the deployment's maximum retention plus a day after its append (log.Config.Topics),
+// and every retention and pin cap, at creation or altered later, must fit that maximum,
+// so the TTL never takes an entry under a log start some retention or pin still holds.
+func toDelete(ttl bool, e store.IndexEntry) bool { return !ttl || e.ExpiresAt.IsZero() }
 
 func anyAtOrAfter(es []store.IndexEntry, offset int64) bool {
 	for _, e := range es {

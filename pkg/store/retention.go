@@ -13,3 +13,14 @@ type RetentionStore interface {
 	// name.
 	SetRetention(ctx context.Context, name string, retention time.Duration) (Topic, error)
 }
+
+// IndexTTLStore is a metadata store whose backend deletes an index entry by itself, free
+// of any request of its user, once the entry's ExpiresAt has passed (DynamoDB's TTL).
+// The retention pass leaves such entries below the log start to it instead of paying a
+// write per entry.
+type IndexTTLStore interface {
+	// IndexEntriesExpire must report true only if every index entry written with a
+	// non-zero ExpiresAt is deleted by the backend some time after ExpiresAt, with no
+	// call of the store; until then the entry must read back as written.
+	IndexEntriesExpire() bool
+}

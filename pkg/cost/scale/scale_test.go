@@ -3,9 +3,12 @@ package scale
 import (
 	"context"
 	"math"
+	"os"
+	"strings"
 	"testing"
 
 	"github.com/stratalog/strata/pkg/cost/measure"
+	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/store/awstest"
 )
 
@@ -115,5 +118,56 @@ func TestTune(t *testing.T) {
 	}
 	if r := Evaluate(Default(5e6)); r.Fits(1) {
 		t.Errorf("5M events/s fits the default shape: the model lost a limit")
+	}
+}
+
+// TestBenchmarksTableIsGenerated: docs/BENCHMARKS.md's scale tables are the generator's
+// output (`go run ./internal/benchscale --doc docs/BENCHMARKS.md` rewrites them), so a
+// change to the model that does not regenerate them fails here.
+func TestBenchmarksTableIsGenerated(t *testing.T) {
+	b, err := os.ReadFile("../../../docs/BENCHMARKS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := InDoc(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := Generated(); got != want {
+		t.Fatalf("docs/BENCHMARKS.md's scale tables differ from the model's; run go run ./internal/benchscale --doc docs/BENCHMARKS.md\n--- doc\n%s\n--- model\n%s", got, want)
+	}
+}
+
+// TestRetentionAndManagedCeilings: at every scale, default and tuned, a retention pass
+// (one topic's invocation) finishes within its schedule, and the api's ceiling on
+// Managed Instances is the stack's own sizing (deploy.ManagedEnvironments × 32), which
+// a tuned configuration's request rate fits.
+func TestRetentionAndManagedCeilings(t *testing.T) {
+	for _, s := range Scales {
+		d := Evaluate(Default(s))
+		tuned, _ := Tune(s, Use, 64)
+		for _, r := range []Result{d, tuned} {
+			if p := RetentionPass(r.Config); p <= 0 || p > RetentionInterval {
+				t.Errorf("%v events/s, %s: a retention pass takes %s, past its %s schedule", s, r.Config.Describe(), p, RetentionInterval)
+			}
+			var mi *Limit
+			for i, l := range r.Limits {
+				if strings.HasPrefix(l.Name, "api invocations in flight") {
+					mi = &r.Limits[i]
+				}
+			}
+			want := deploy.ManagedEnvironments(r.Config.expectedRPS(), r.Config.Tier, deploy.DefaultPerEnvironmentConcurrency) * deploy.DefaultPerEnvironmentConcurrency
+			if mi == nil || mi.Max != float64(want) {
+				t.Fatalf("%v events/s: Managed Instances ceiling %+v, want %d in flight", s, mi, want)
+			}
+			if r.Config == tuned.Config && mi.Use() > Use {
+				t.Errorf("%v events/s tuned: %.0f in flight of %.0f", s, mi.Rate, mi.Max)
+			}
+		}
+	}
+	// The README's deployment at 5M events/s: 1,000 producers' requests, each held the
+	// 500 ms window + 100 ms, fill the default sizing's ceiling.
+	if r := Evaluate(Default(5e6)); !strings.HasPrefix(r.Limits[1].Name, "api invocations in flight") {
+		t.Errorf("5M events/s as deployed: the second limit is %q, want the api's invocations in flight", r.Limits[1].Name)
 	}
 }

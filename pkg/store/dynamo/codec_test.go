@@ -128,3 +128,29 @@ func TestMapError(t *testing.T) {
 		}
 	}
 }
+
+// TestIndexEntryTTLAttribute: an index entry with an expiry carries it in the table's
+// TTL attribute as epoch seconds, rounded up so DynamoDB never deletes it before
+// ExpiresAt (the retention pass leaves expired entries to that TTL); one without an
+// expiry has none, and the pass deletes it.
+func TestIndexEntryTTLAttribute(t *testing.T) {
+	var ttlAttr string
+	for _, ts := range Tables() {
+		if ts.Suffix == IndexTable {
+			ttlAttr = ts.TTLAttribute
+		}
+	}
+	if ttlAttr == "" {
+		t.Fatal("the index table has no TTL attribute")
+	}
+	e := store.IndexEntry{Topic: "t", Count: 1, ObjectKey: "k", ByteLength: 1,
+		AppendedAt: time.UnixMilli(1_780_000_000_000), ExpiresAt: time.UnixMilli(1_780_259_200_001)}
+	n, ok := indexItem(e)[ttlAttr].(*types.AttributeValueMemberN)
+	if !ok || n.Value != "1780259201" {
+		t.Fatalf("TTL attribute %q = %v, want 1780259201 (ExpiresAt rounded up to the second)", ttlAttr, indexItem(e)[ttlAttr])
+	}
+	e.ExpiresAt = time.Time{}
+	if v, ok := indexItem(e)[ttlAttr]; ok {
+		t.Fatalf("an entry without an expiry has TTL attribute %v", v)
+	}
+}

@@ -88,3 +88,9 @@ func (s *MetaStore) SetCleanup(ctx context.Context, name string, c store.TopicCl
 	}
 	return decodeTopic(out.Attributes)
 }
+
+var _ store.IndexTTLStore = (*MetaStore)(nil)
+
+// IndexEntriesExpire is true: the index table's TTL (TableSchema.TTLAttribute, enabled by
+// Bootstrap and by the stack) deletes an entry after its ExpiresAt, written as attrTTL.
+func (s *MetaStore) IndexEntriesExpire() bool { return true }
