@@ -2,9 +2,11 @@
 # The project's test command (README): go vet, then every package's tests against the AWS
 # emulator on 127.0.0.1:4566, then every fuzz target for a few seconds on top of its
 # committed corpus (scripts/fuzz.sh, about a minute), then Schemathesis against a real
-# `strata dev` (scripts/schemathesis.sh, 75 s). If nothing answers on the emulator's port,
-# it starts the moto launcher (localstack/start.sh) and stops it on exit; an emulator
-# already running (moto or LocalStack) is used as is and left running.
+# `strata dev` (scripts/schemathesis.sh, 75 s) and awscurl; beside them franz-go's pkg/kgo
+# tests against the Kafka gateway and the CDK stack's checks (infra/test.sh). If nothing
+# answers on the emulator's port, it starts the moto launcher (localstack/start.sh) and
+# stops it on exit; an emulator already running (moto or LocalStack) is used as is and
+# left running.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -26,11 +28,28 @@ except Exception:
 PY
 }
 
+# What the run started is stopped on exit: the emulator (when this script started it) and
+# the checks running beside the Go tests, with the emulator of their own.
+started=0
+side_pids=()
+kgo_port=$((port + 1))
+killtree() {
+	local c
+	for c in $(pgrep -P "$1" 2>/dev/null); do killtree "$c"; done
+	kill "$1" 2>/dev/null || true
+}
+cleanup() {
+	for p in "${side_pids[@]}"; do killtree "$p"; done
+	STRATA_EMULATOR_PORT="$kgo_port" bash localstack/stop.sh >/dev/null 2>&1 || true
+	if [ "$started" = 1 ]; then STRATA_EMULATOR_PORT="$port" bash localstack/stop.sh; fi
+}
+trap cleanup EXIT
+
 if answers; then
 	echo "test.sh: using the emulator already answering on 127.0.0.1:$port" >&2
 else
 	STRATA_EMULATOR_PORT="$port" bash localstack/start.sh
-	trap 'STRATA_EMULATOR_PORT="$port" bash localstack/stop.sh' EXIT
+	started=1
 fi
 
 go vet ./...
@@ -42,6 +61,29 @@ go vet -tags bench ./cmd/strata
 # pinned confluent-kafka and fetches Kafka from Maven Central into ~/.m2, once.
 STRATA_KAFKA_PYTHON="$(bash scripts/kafka-clients.sh --python)"
 export STRATA_KAFKA_PYTHON
+
+# Two checks that share nothing with the Go tests run beside them, each with its output in
+# a file printed when it ends: franz-go's pkg/kgo tests against strata dev --kafka (both
+# backends; the emulator one on an emulator of its own, so the Go tests' emulator is not
+# shared) and the CDK stack's checks (infra/test.sh: its module's tests, offline synth,
+# cfn-lint). Most of their time is spent waiting on a serialised emulator, node or
+# timeouts, not computing.
+side="$(mktemp -d)"
+side_names=()
+side() {
+	local name="$1"
+	shift
+	("$@") >"$side/$name.log" 2>&1 &
+	side_pids+=($!)
+	side_names+=("$name")
+}
+kgo() {
+	STRATA_EMULATOR_PORT="$kgo_port" bash localstack/start.sh
+	STRATA_AWS_ENDPOINT="http://127.0.0.1:$kgo_port" bash scripts/kgo-tests.sh
+}
+side kgo kgo
+side infra bash infra/test.sh
+
 # No -race on the whole tree: too slow on 2 cores.
 go test -count=1 -timeout 15m -tags bench ./...
 # Bounded: 2 s per fuzz target, 75 s of Schemathesis, a few seconds of awscurl (each
@@ -50,6 +92,15 @@ STRATA_FUZZTIME="${STRATA_FUZZTIME:-2s}" bash scripts/fuzz.sh
 STRATA_SCHEMATHESIS_SECONDS="${STRATA_SCHEMATHESIS_SECONDS:-75}" bash scripts/schemathesis.sh
 # The API Gateway test front's SigV4 verifier against awscurl, a signer nobody here wrote.
 bash scripts/awscurl.sh
-bash scripts/kgo-tests.sh # franz-go's pkg/kgo tests against strata dev --kafka, both backends
-# The CDK stack is its own Go module (infra/go.mod): its tests, an offline synth and cfn-lint.
-bash infra/test.sh
+
+status=0
+for i in "${!side_pids[@]}"; do
+	rc=0
+	wait "${side_pids[$i]}" || rc=$?
+	echo "== ${side_names[$i]} (exit $rc)" >&2
+	cat "$side/${side_names[$i]}.log" >&2
+	[ "$rc" = 0 ] || status=1
+done
+side_pids=()
+rm -rf "$side"
+exit "$status"

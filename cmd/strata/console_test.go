@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -56,31 +54,16 @@ func screenshotDir(t *testing.T) string {
 	return t.TempDir()
 }
 
-// browse loads url in headless Chromium (a fresh profile: a first load, as after a
-// reload), lets its script run, and returns the DOM and a screenshot of the rendered
-// page, which it keeps as name.png in screenshotDir and logs the path of.
-func browse(t *testing.T, browser, url, name string) (string, image.Image) {
+// browse loads url in the headless Chromium tab p (a new document: a first load, as
+// after a reload), waits until its script has rendered the summary (or its error) and
+// the messages panel, and returns the DOM and a screenshot of the rendered page, which
+// it keeps as name.png in screenshotDir and logs the path of.
+func browse(t *testing.T, p *cdpPage, url, name string) (string, image.Image) {
 	t.Helper()
-	dir := t.TempDir()
-	shot := filepath.Join(screenshotDir(t), name+".png")
-	common := []string{"--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-default-apps",
-		"--user-data-dir=" + filepath.Join(dir, "profile"), "--window-size=1280,1600", "--virtual-time-budget=8000"}
-	run := func(args ...string) []byte {
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, browser, append(common, args...)...)
-		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s %s: %v\n%s", browser, strings.Join(args, " "), err, stderr.String())
-		}
-		return out
-	}
-	dom := run("--dump-dom", url)
-	run("--screenshot="+shot, url)
-	f, err := os.Open(shot)
+	p.navigate(url)
+	p.waitFor("the page to render", `document.body && document.body.dataset.ready && document.getElementById("tail").dataset.rendered`, 30*time.Second)
+	dom := p.text("document.documentElement.outerHTML")
+	f, err := os.Open(p.screenshot(name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,8 +72,7 @@ func browse(t *testing.T, browser, url, name string) (string, image.Image) {
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
-	t.Logf("screenshot: %s", shot)
-	return string(dom), img
+	return dom, img
 }
 
 // inkRows counts the screenshot's pixel rows that are not all one colour: a page that
@@ -113,8 +95,9 @@ func inkRows(img image.Image) int {
 // loginProxy serves target (strata dev: the console and the API) on an origin of its
 // own, plus /login.html?token=T&next=PATH: a page that puts T in the tab's
 // sessionStorage, as the console's Token field does, and opens PATH. The console takes
-// its token from nowhere else, and a headless browser cannot type.
-func loginProxy(t *testing.T, target string) string {
+// its token from nowhere else, and a headless browser cannot type. seen, when not nil,
+// is told of every request the proxy passes on.
+func loginProxy(t *testing.T, target string, seen ...func(*http.Request)) string {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
@@ -127,7 +110,13 @@ func loginProxy(t *testing.T, target string) string {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		fmt.Fprintf(w, `<!doctype html><script>sessionStorage.setItem("strata-token", %s); location.replace(%s);</script>`, token, next)
 	})
-	mux.Handle("/", httputil.NewSingleHostReverseProxy(u))
+	upstream := httputil.NewSingleHostReverseProxy(u)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		for _, f := range seen {
+			f(r)
+		}
+		upstream.ServeHTTP(w, r)
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv.URL
@@ -266,7 +255,8 @@ func TestConsolePage(t *testing.T) {
 				open = func(path string) string { return loginURL(proxy, tc.token, path) }
 			}
 			const page = "/console/?topic=orders-console&partition=1"
-			dom, img := browse(t, browser, open(page), "console-"+tc.name)
+			tab := newCDPPage(t, browser)
+			dom, img := browse(t, tab, open(page), "console-"+tc.name)
 			for _, want := range []string{
 				`data-ready="1"`, `class="summary" data-topic="orders-console"`, `data-topic="audit-console"`,
 				`class="partition" data-topic="orders-console" data-partition="2"`,
@@ -296,7 +286,7 @@ func TestConsolePage(t *testing.T) {
 				t.Errorf("the screenshot has %d rows with anything drawn: the tables did not render", full)
 			}
 			// Pinned to an offset, the tail starts there and does not follow.
-			dom, _ = browse(t, browser, open(page+"&offset=1"), "console-"+tc.name+"-offset")
+			dom, _ = browse(t, tab, open(page+"&offset=1"), "console-"+tc.name+"-offset")
 			if !strings.Contains(dom, "— from offset 1") || strings.Contains(dom, `data-offset="0"`) || !strings.Contains(dom, `data-offset="2"`) {
 				t.Errorf("the tail from offset 1 shows otherwise:\n%s", dom)
 			}
@@ -316,7 +306,7 @@ func TestConsolePage(t *testing.T) {
 				t.Fatalf("poll of offset 2: %+v %v", third, err)
 			}
 			at := strconv.FormatInt(third.Records[0].TimestampMs, 10)
-			dom, _ = browse(t, browser, open(page+"&time="+at), "console-"+tc.name+"-time")
+			dom, _ = browse(t, tab, open(page+"&time="+at), "console-"+tc.name+"-time")
 			if !strings.Contains(dom, "— from offset 2") || strings.Contains(dom, `data-offset="1"`) || !strings.Contains(dom, `data-offset="2"`) {
 				t.Errorf("the tail from time %s (offset 2's) shows otherwise:\n%s", at, dom)
 			}
@@ -324,7 +314,7 @@ func TestConsolePage(t *testing.T) {
 				return
 			}
 			// Without the token the page says so and shows no data.
-			dom, img = browse(t, browser, dev.url+"/console/", "console-no-token")
+			dom, img = browse(t, tab, dev.url+"/console/", "console-no-token")
 			if !strings.Contains(dom, `data-ready="error"`) || !strings.Contains(dom, "HTTP 401") || strings.Contains(dom, `data-topic="orders-console"`) {
 				t.Errorf("without a token the page should show the 401 and no topics:\n%s", dom)
 			}
@@ -333,16 +323,16 @@ func TestConsolePage(t *testing.T) {
 			}
 			// A token in the URL is not taken (it would stay in the history): the page
 			// asks for one and shows no data.
-			dom, _ = browse(t, browser, dev.url+"/console/#token="+tc.token, "console-token-in-url")
+			dom, _ = browse(t, tab, dev.url+"/console/#token="+tc.token, "console-token-in-url")
 			if !strings.Contains(dom, `data-ready="error"`) || !strings.Contains(dom, "HTTP 401") || strings.Contains(dom, `data-topic="orders-console"`) {
 				t.Errorf("with the token in the URL's fragment the page should ignore it, show the 401 and no topics:\n%s", dom)
 			}
-			dom, _ = browse(t, browser, dev.url+"/console/?token="+tc.token, "console-token-in-query")
+			dom, _ = browse(t, tab, dev.url+"/console/?token="+tc.token, "console-token-in-query")
 			if !strings.Contains(dom, `data-ready="error"`) || !strings.Contains(dom, "HTTP 401") || strings.Contains(dom, `data-topic="orders-console"`) {
 				t.Errorf("with the token in the URL's query the page should ignore it, show the 401 and no topics:\n%s", dom)
 			}
 			// A token that may read but not describe sees empty lists that say why.
-			dom, _ = browse(t, browser, loginURL(loginProxy(t, dev.url), "reader-token-0123456789", "/console/"), "console-reader")
+			dom, _ = browse(t, tab, loginURL(loginProxy(t, dev.url), "reader-token-0123456789", "/console/"), "console-reader")
 			if !strings.Contains(dom, "may read topics but not describe them") || strings.Contains(dom, `data-topic="orders-console"`) {
 				t.Errorf("a read-only token's page should say why it lists no topics:\n%s", dom)
 			}
@@ -356,9 +346,9 @@ func TestConsolePage(t *testing.T) {
 				t.Errorf("strata dev's second line is %q, want %q", dev.rest.String(), want)
 			}
 			logged := dev.stderr.String()
-			if !regexp.MustCompile(`(?m) GET /v1/groups/billing-console/lag-history 200 \d+B \S+$`).MatchString(logged) ||
+			if !regexp.MustCompile(`(?m) GET /v1/summary 200 \d+B \S+$`).MatchString(logged) ||
 				strings.Contains(logged, "admin-token") || strings.Contains(logged, "reader-token") {
-				t.Errorf("access log lacks the lag history call or holds a token:\n%s", logged)
+				t.Errorf("access log lacks the summary call or holds a token:\n%s", logged)
 			}
 		})
 	}

@@ -37,6 +37,20 @@ func ForEach(t *testing.T, fn func(t *testing.T, s Stores)) {
 	}
 }
 
+// ForEachWith is ForEach with the stores opened as o says.
+func ForEachWith(t *testing.T, o Options, fn func(t *testing.T, s Stores)) {
+	t.Helper()
+	makers := []backend{
+		{"local", func(ctx context.Context, t testing.TB) Stores { return localWith(ctx, t, o) }},
+		{"aws", func(ctx context.Context, t testing.TB) Stores { return awsWith(ctx, t, nil, o) }},
+	}
+	for _, b := range makers {
+		t.Run(b.name, func(t *testing.T) {
+			fn(t, b.make(context.Background(), t))
+		})
+	}
+}
+
 type backend struct {
 	name string
 	make Maker

@@ -17,10 +17,18 @@ import (
 	s3store "github.com/stratalog/strata/pkg/store/s3"
 )
 
+// Options adjust the stores a maker opens; the zero Options are a deployment's.
+type Options struct {
+	// FenceLimits bound a topic's producer retry fences (node.Config.FenceLimits).
+	FenceLimits store.FenceLimits
+}
+
 // Local makes stores in a fresh temp dir, opened through pkg/node as every node's are.
-func Local(ctx context.Context, t testing.TB) Stores {
+func Local(ctx context.Context, t testing.TB) Stores { return localWith(ctx, t, Options{}) }
+
+func localWith(ctx context.Context, t testing.TB, o Options) Stores {
 	t.Helper()
-	n, err := node.Open(ctx, node.Config{Backend: node.BackendLocal, DataDir: t.TempDir()}, 0)
+	n, err := node.Open(ctx, node.Config{Backend: node.BackendLocal, DataDir: t.TempDir(), FenceLimits: o.FenceLimits}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,6 +52,11 @@ func AWS(ctx context.Context, t testing.TB) Stores { return AWSWith(ctx, t, nil)
 // pkg/node, bootstrapped.
 func AWSWith(ctx context.Context, t testing.TB, adjust func(*aws.Config)) Stores {
 	t.Helper()
+	return awsWith(ctx, t, adjust, Options{})
+}
+
+func awsWith(ctx context.Context, t testing.TB, adjust func(*aws.Config), o Options) Stores {
+	t.Helper()
 	awstest.Endpoint(t) // skips or fails when the emulator is absent
 	cfg := awstest.Config(ctx, t)
 	if adjust != nil {
@@ -61,7 +74,7 @@ func AWSWith(ctx context.Context, t testing.TB, adjust func(*aws.Config)) Stores
 			t.Errorf("cleanup tables %s*: %v", dcfg.TablePrefix, err)
 		}
 	})
-	n, err := node.Open(ctx, node.Config{Backend: node.BackendAWS,
+	n, err := node.Open(ctx, node.Config{Backend: node.BackendAWS, FenceLimits: o.FenceLimits,
 		AWS: node.AWSConfig{SDK: &cfg, Bucket: dcfg.Bucket, TablePrefix: dcfg.TablePrefix, Bootstrap: true}}, node.PartMaterializer)
 	if err != nil {
 		t.Fatalf("open: %v", err)

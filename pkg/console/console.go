@@ -1,13 +1,18 @@
-// Package console serves Strata's web console: one static page (HTML, CSS and a small
-// script, no framework) that reads the HTTP API from the browser and shows topics (a
-// summary row each — partitions, records, newest write, the groups' total lag — that
-// opens onto its partitions), groups (settings, the members holding partitions, lag in
-// records and seconds, and the lag history the server keeps, GET
-// /v1/groups/{group}/lag-history, as a chart it draws itself in SVG), and the tail of a
-// partition with its headers, from an offset or a time or following the newest. An
-// empty list says why. It holds no data and needs no credentials: the page calls the
-// API with the token the user gives it, so it works with `--auth` the way every other
-// client does.
+// Package console serves Strata's web console: one static page (HTML, CSS, an SVG icon
+// and a small script, no framework) that reads and acts on the HTTP API from the
+// browser. Each refresh is one request, GET /v1/summary, whatever the number of topics
+// and groups: topics (a summary row each, opened onto its partitions) with create,
+// alter (partitions, retention, pin) and delete (typed confirmation); groups with their
+// state, settings, members and what they hold, lag in records and seconds, time to
+// data loss, the lag history as an SVG chart, offset resets (earliest, latest, a time,
+// an offset, a shift) planned per partition, parked keys with their records and
+// errors, release and what became of it, and delete; and the messages of a partition
+// from an offset or a time with paging both ways, a key searched server-side, values
+// as text, pretty JSON or hex, a copy of a record, and a follow that long-polls. Every
+// action shows its plan in a confirm step first and is offered only where the token's
+// grants allow it; the server checks each call again. It holds no data and needs no
+// credentials: the page calls the API with the token the user gives it, so it works
+// with `--auth` the way every other client does.
 package console
 
 import (

@@ -36,9 +36,9 @@ func TestConsoleIgnoresTokenInURL(t *testing.T) {
 	}
 	for _, m := range regexp.MustCompile(`params\.(?:get|has|getAll)\("([^"]*)"\)`).FindAllStringSubmatch(src, -1) {
 		switch m[1] {
-		case "topic", "partition", "offset", "time":
+		case "topic", "partition", "offset", "time", "refresh":
 		default:
-			t.Errorf("console.js reads the query parameter %q; only topic, partition, offset and time are read", m[1])
+			t.Errorf("console.js reads the query parameter %q; only topic, partition, offset, time and refresh are read", m[1])
 		}
 	}
 	if regexp.MustCompile(`params\.[a-zA-Z]+\([^"]`).MatchString(src) {
@@ -78,5 +78,8 @@ func TestConsoleIgnoresTokenInURL(t *testing.T) {
 	}
 	if served := get(Prefix + "console.js"); served != src {
 		t.Error("the console.js served is not the one checked")
+	}
+	if page := get(Prefix); !strings.Contains(page, `<link rel="icon" href="favicon.svg" type="image/svg+xml">`) || !strings.HasPrefix(get(Prefix+"favicon.svg"), "<svg") {
+		t.Error("the page has no favicon.svg, or it is not served")
 	}
 }

@@ -151,6 +151,15 @@ func TestWireShapesMatchOpenAPI(t *testing.T) {
 		{"ParkedRows", typeOf[wire.ParkedRows]()},
 		{"ParkedPutRequest", typeOf[wire.ParkedPut]()},
 		{"ParkedUnparkRequest", typeOf[wire.ParkedUnpark]()},
+		{"Summary", typeOf[wire.Summary]()},
+		{"Summary.principal", typeOf[wire.SummaryPrincipal]()},
+		{"Summary.principal.grants.items", typeOf[wire.Grant]()},
+		{"Summary.topics.items", typeOf[wire.SummaryTopic]()},
+		{"Summary.topics.items.partition_info.items", typeOf[wire.SummaryPartition]()},
+		{"Summary.groups.items", typeOf[wire.SummaryGroup]()},
+		{"Summary.groups.items.members.items", typeOf[wire.SummaryMember]()},
+		{"Summary.groups.items.members.items.holds.items", typeOf[wire.TopicPartition]()},
+		{"KeySearch", typeOf[wire.KeySearch]()},
 	} {
 		var doc []string
 		for k := range properties(schemaAt(t, root, tc.schema)) {

@@ -278,9 +278,14 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	// A topic's partitions, high watermarks and owners are shown only to a caller who
-	// may describe that topic, as GET /v1/topics lists only those.
-	resp := describeGroupResponse{Group: g, Partitions: make([]groupPartition, 0, len(info.Partitions))}
+	writeJSON(w, http.StatusOK, describeGroupResponse{Group: g, Partitions: groupPartitions(p, info, parked)})
+}
+
+// groupPartitions is the group's partitions as the API shows them: only those of topics
+// p may describe (their high watermarks and owners are the topic's), as GET /v1/topics
+// lists only those.
+func groupPartitions(p *Principal, info group.GroupInfo, parked map[group.PartitionKey]int64) []groupPartition {
+	out := make([]groupPartition, 0, len(info.Partitions))
 	for _, pi := range info.Partitions {
 		if !p.Allowed(OpDescribe, "topic:"+pi.Topic) {
 			continue
@@ -304,9 +309,9 @@ func (s *server) describeGroup(w http.ResponseWriter, r *http.Request) {
 			owner, exp := pi.Owner, pi.LeaseExpiresAt.UnixMilli()
 			gp.Owner, gp.LeaseExpiresAtMs = &owner, &exp
 		}
-		resp.Partitions = append(resp.Partitions, gp)
+		out = append(out, gp)
 	}
-	writeJSON(w, http.StatusOK, resp)
+	return out
 }
 
 // parkedCounts is the group's parked keys per partition (none when the server's groups

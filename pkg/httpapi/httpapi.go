@@ -224,6 +224,8 @@ func New(cfg Config) http.Handler {
 	s.partitionParkRoutes()
 	s.topicAdminRoutes()
 	s.lagHistoryRoutes()
+	s.summaryRoutes()
+	s.mux.HandleFunc(searchRoute, s.search)
 	return s
 }
 
@@ -263,7 +265,7 @@ const pollRoute = "GET /v1/topics/{topic}/partitions/{p}/records"
 // noQuery refuses any query parameter on a route that takes none (docs/API.md: unknown
 // parameters are 400 on every route), so a typo never silently means a default.
 func noQuery(pattern, raw string) *apiError {
-	if pattern == pollRoute || pattern == offsetsRoute || pattern == partitionParkedRoute || raw == "" {
+	if pattern == pollRoute || pattern == offsetsRoute || pattern == partitionParkedRoute || pattern == searchRoute || raw == "" {
 		return nil
 	}
 	q, e := parseQuery(raw)

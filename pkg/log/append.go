@@ -62,7 +62,7 @@ type AppendOptions struct {
 	// no principal can claim, fence or answer another's. The HTTP API passes the
 	// authenticated caller (never empty); "" is the in-process principal (consumers'
 	// dead-letter and parking appends), which no HTTP caller can be. A principal's
-	// producer retries never use up the fences another's need (store.FenceRoom).
+	// producer retries never use up the fences another's need (store.FenceLimits.Room).
 	Principal string
 
 	// fence is the point at which this retry fenced its earlier attempts, when a call

@@ -21,14 +21,16 @@ func as(principal string, opt log.AppendOptions) log.AppendOptions {
 }
 
 // TestProducerRetriesBoundedPerPrincipal: a principal's producer retries never take the
-// share of a topic's fences kept for the others (store.MaxOwnerFences). Holding fences of
+// share of a topic's fences kept for the others (store.FenceLimits.OwnerFences; small
+// limits here, so that filling them takes a few dozen fences). Holding fences of
 // all the rest, its retry of another request is refused with ErrRetryLimit, saying it
 // appended nothing, and appends nothing; a later attempt of a request it holds a fence
 // of still goes through; and another principal's retries, and the in-process
 // principal's, still fence and append. A request's attempt past store.MaxFenceAttempts
 // is refused alike, so no one piles attempts on a key. Both backends.
 func TestProducerRetriesBoundedPerPrincipal(t *testing.T) {
-	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+	limits := store.FenceLimits{Fences: 24, OwnerFences: 8}
+	backendtest.ForEachWith(t, backendtest.Options{FenceLimits: limits}, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
 		l := newLog(t, s)
 		mustTopic(t, l, "orders", 1)
@@ -39,7 +41,7 @@ func TestProducerRetriesBoundedPerPrincipal(t *testing.T) {
 		// mallory's earlier retries, fenced on the store as they fence (each retry
 		// through the log would cost a search), but for the last of her share.
 		start := time.Now()
-		for i := range store.MaxFences - store.MaxOwnerFences - 1 {
+		for i := range limits.Share() - 1 {
 			f := store.RequestFence{Key: log.ScopedKey(tp.ID(), "mallory", fmt.Sprintf("f.%d", i)), Owner: log.PrincipalScope("mallory"),
 				Attempt: 1, At: start}
 			if _, err := s.Meta.FenceRequest(ctx, tp.ID(), f); err != nil {

@@ -70,6 +70,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Function holds the settings only a function reads (FromEnv fills it in).
 	Function FunctionSettings
+	// FenceLimits bound the producer retry fences a topic holds (zero: the stores'
+	// defaults, which every deployment runs with; tests set small ones).
+	FenceLimits store.FenceLimits
 }
 
 // FunctionSettings are the settings of the stack that configure a function rather than
@@ -202,7 +205,7 @@ func (n *Node) openStores(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("node: %w", err)
 		}
-		meta, err := local.OpenMetaStore(filepath.Join(n.cfg.DataDir, "meta.db"))
+		meta, err := local.OpenMetaStore(filepath.Join(n.cfg.DataDir, "meta.db"), local.WithFenceLimits(n.cfg.FenceLimits))
 		if err != nil {
 			return fmt.Errorf("node: %w", err)
 		}
@@ -267,6 +270,7 @@ func (c AWSConfig) S3Client(awsCfg aws.Config) *awss3.Client {
 func (n *Node) openAWS(ctx context.Context) error {
 	ac := n.cfg.AWS
 	dcfg := ac.DynamoConfig()
+	dcfg.FenceLimits = n.cfg.FenceLimits
 	awsCfg, err := ac.LoadSDK(ctx, n.logger)
 	if err != nil {
 		return err

@@ -21,11 +21,22 @@ func held(owner string, n int) []store.RequestFence {
 	return out
 }
 
-// TestFenceRoom: a new key's fence finds room unless its owner holds MaxOwnerFences
-// keys or more while the topic holds MaxFences-MaxOwnerFences (ErrFenceLimit: the last
-// ones are the others'), or the topic holds MaxFences (ErrUnavailable).
+// TestFenceRoom: a new key's fence finds room unless its owner holds OwnerFences keys
+// or more while the topic holds Fences-OwnerFences (ErrFenceLimit: the last ones are
+// the others'), or the topic holds Fences (ErrUnavailable); for the default limits
+// (MaxFences, MaxOwnerFences) and smaller ones a test store may set.
 func TestFenceRoom(t *testing.T) {
-	share := store.MaxFences - store.MaxOwnerFences
+	for _, l := range []store.FenceLimits{{}, {Fences: 12, OwnerFences: 4}} {
+		testFenceRoom(t, l)
+	}
+	if got := (store.FenceLimits{}).OrDefault(); got != (store.FenceLimits{Fences: store.MaxFences, OwnerFences: store.MaxOwnerFences}) {
+		t.Errorf("the zero limits are %+v, want MaxFences and MaxOwnerFences", got)
+	}
+}
+
+func testFenceRoom(t *testing.T, l store.FenceLimits) {
+	share := l.Share()
+	owners := l.OrDefault().OwnerFences
 	join := func(fs ...[]store.RequestFence) []store.RequestFence {
 		var out []store.RequestFence
 		for _, f := range fs {
@@ -40,18 +51,18 @@ func TestFenceRoom(t *testing.T) {
 		want  error
 	}{
 		{"an empty topic", nil, "a", nil},
-		{"an owner past its share while the topic has room", held("a", store.MaxOwnerFences+10), "a", nil},
+		{"an owner past its share while the topic has room", held("a", owners+1), "a", nil},
 		{"an owner alone just below the topic's spare", held("a", share-1), "a", nil},
 		{"an owner alone at the topic's spare", held("a", share), "a", store.ErrFenceLimit},
 		{"another owner beside it", held("a", share), "b", nil},
 		{"the in-process owner beside it", held("a", share), "", nil},
-		{"an owner below its share on a nearly full topic", join(held("a", share), held("b", store.MaxOwnerFences-1)), "b", nil},
-		{"an owner at its share on a topic past the spare", join(held("a", share-store.MaxOwnerFences), held("b", store.MaxOwnerFences)), "b", store.ErrFenceLimit},
-		{"a third owner on a topic two filled", join(held("a", share), held("b", store.MaxOwnerFences)), "c", store.ErrUnavailable},
+		{"an owner below its share on a nearly full topic", join(held("a", share), held("b", owners-1)), "b", nil},
+		{"an owner at its share on a topic past the spare", join(held("a", share-owners), held("b", owners)), "b", store.ErrFenceLimit},
+		{"a third owner on a topic two filled", join(held("a", share), held("b", owners)), "c", store.ErrUnavailable},
 	} {
-		err := store.FenceRoom(tc.held, store.RequestFence{Key: "new", Owner: tc.owner, Attempt: 1})
+		err := l.Room(tc.held, store.RequestFence{Key: "new", Owner: tc.owner, Attempt: 1})
 		if (tc.want == nil) != (err == nil) || (tc.want != nil && !errors.Is(err, tc.want)) {
-			t.Errorf("%s: FenceRoom = %v, want %v", tc.name, err, tc.want)
+			t.Errorf("limits %+v, %s: Room = %v, want %v", l, tc.name, err, tc.want)
 		}
 	}
 }

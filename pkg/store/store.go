@@ -600,16 +600,44 @@ func OwnerFenceKeys(fences []RequestFence, owner string) int {
 	return len(keys)
 }
 
-// FenceRoom is what every backend checks of a fence of a new key (none of its fences
-// held) against the fences it last saw on the topic: ErrFenceLimit when f's owner holds
-// MaxOwnerFences keys or more and the topic MaxFences-MaxOwnerFences, else
-// ErrUnavailable when the topic holds MaxFences; nil when there is room.
-func FenceRoom(held []RequestFence, f RequestFence) error {
-	n, own := FenceKeys(held), OwnerFenceKeys(held, f.Owner)
-	if own >= MaxOwnerFences && n >= MaxFences-MaxOwnerFences {
-		return fmt.Errorf("its owner holds fences of %d requests and the topic's last %d are kept for others: %w", own, MaxOwnerFences, ErrFenceLimit)
+// FenceLimits are a store's bounds on the fences a topic holds: Fences (MaxFences by
+// default) and the share kept for the owners holding fewer, OwnerFences (MaxOwnerFences
+// by default). A zero field is its default. Deployments keep the defaults; a test may
+// set smaller ones so that reaching them takes a few writes, not hundreds.
+type FenceLimits struct {
+	Fences      int
+	OwnerFences int
+}
+
+// OrDefault is l with every zero field set to its default.
+func (l FenceLimits) OrDefault() FenceLimits {
+	if l.Fences <= 0 {
+		l.Fences = MaxFences
 	}
-	if n >= MaxFences {
+	if l.OwnerFences <= 0 {
+		l.OwnerFences = MaxOwnerFences
+	}
+	return l
+}
+
+// Share is the most keys one owner may hold fences of while the topic has no more
+// room: Fences-OwnerFences.
+func (l FenceLimits) Share() int {
+	l = l.OrDefault()
+	return l.Fences - l.OwnerFences
+}
+
+// Room is what every backend checks of a fence of a new key (none of its fences held)
+// against the fences it last saw on the topic: ErrFenceLimit when f's owner holds
+// OwnerFences keys or more and the topic Fences-OwnerFences, else ErrUnavailable when
+// the topic holds Fences; nil when there is room.
+func (l FenceLimits) Room(held []RequestFence, f RequestFence) error {
+	l = l.OrDefault()
+	n, own := FenceKeys(held), OwnerFenceKeys(held, f.Owner)
+	if own >= l.OwnerFences && n >= l.Fences-l.OwnerFences {
+		return fmt.Errorf("its owner holds fences of %d requests and the topic's last %d are kept for others: %w", own, l.OwnerFences, ErrFenceLimit)
+	}
+	if n >= l.Fences {
 		return fmt.Errorf("fences of %d keys held: %w", n, ErrUnavailable)
 	}
 	return nil
@@ -817,7 +845,7 @@ type SequencerStore interface {
 	// results and the stream's states) until FenceHorizon after f.At; only a commit may
 	// drop it, one whose AppendedAt is past that. A topic of another layout, or a fence
 	// CheckFence refuses, must be refused with an error, changing nothing; so must a
-	// fence of a new key that FenceRoom refuses (ErrFenceLimit when its owner has taken
+	// fence of a new key that FenceLimits.Room refuses (ErrFenceLimit when its owner has taken
 	// its share, ErrUnavailable when the topic holds MaxFences). An outcome the
 	// backend cannot tell (an applied fence whose point is lost) is ErrCommitUnknown.
 	FenceRequest(ctx context.Context, topic string, f RequestFence) (FencePoint, error)

@@ -1,6 +1,8 @@
 package dynamo
 
 import (
+	"github.com/stratalog/strata/pkg/store"
+
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +28,9 @@ type Config struct {
 	// CommitResolveWait bounds how long a commit whose answer was lost is looked for in
 	// the index, waiting for the materialiser, before its outcome is unknown; 0 means 10 s.
 	CommitResolveWait time.Duration
+	// FenceLimits bound the request fences a topic item holds; zero fields are the
+	// store's defaults (store.FenceLimits).
+	FenceLimits store.FenceLimits
 }
 
 func (cfg Config) resolveWait() time.Duration {

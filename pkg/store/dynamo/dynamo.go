@@ -38,6 +38,9 @@ type MetaStore struct {
 
 var _ store.MetaStore = (*MetaStore)(nil)
 
+// FenceLimits are the bounds this store holds a topic's request fences to.
+func (s *MetaStore) FenceLimits() store.FenceLimits { return s.cfg.FenceLimits.OrDefault() }
+
 // New returns a MetaStore using the tables named by cfg, which must exist (Bootstrap or
 // the CDK stack creates them).
 func New(client *dynamodb.Client, cfg Config) *MetaStore {

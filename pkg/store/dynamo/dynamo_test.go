@@ -30,8 +30,14 @@ type harness struct {
 	made   bool
 }
 
+// conformanceFenceLimits are the conformance stores' bounds on a topic's fences: small,
+// so that the suite reaches them in a few dozen writes of a small item instead of
+// hundreds of an item that grows to the deployment's bound.
+var conformanceFenceLimits = store.FenceLimits{Fences: 24, OwnerFences: 8}
+
 func newHarness(ctx context.Context, t *testing.T) (storetest.Harness, error) {
-	return &harness{t: t, client: awstest.DynamoDBClient(ctx, t), cfg: dynamo.Config{TablePrefix: randomPrefix(t)}}, nil
+	return &harness{t: t, client: awstest.DynamoDBClient(ctx, t),
+		cfg: dynamo.Config{TablePrefix: randomPrefix(t), FenceLimits: conformanceFenceLimits}}, nil
 }
 
 func (h *harness) MakeObjectStore(ctx context.Context) (store.ObjectStore, error) {

@@ -239,7 +239,7 @@ func (s *MetaStore) FenceRequest(ctx context.Context, topic string, f store.Requ
 	// about it updates the view), so hosts racing past one add about a fence each.
 	if seen := s.seenFences(topic).fences; len(seen) > 0 {
 		if _, ok := store.LatestFence(seen, f.Key); !ok {
-			if err := store.FenceRoom(seen, f); err != nil {
+			if err := s.cfg.FenceLimits.Room(seen, f); err != nil {
 				return store.FencePoint{}, fmt.Errorf("dynamo: %s: %w", op, err)
 			}
 		}

@@ -91,7 +91,7 @@ func beginBatchLocked(tx *bolt.Tx, topic string, now time.Time) (int64, []store.
 
 // FenceRequest sets f among the topic's fences in one transaction, with the topic's
 // batch count, unless a fence of f.Key of at least f.Attempt is there (ErrSuperseded)
-// or a new key finds no room (store.FenceRoom); the point is the batch count and every partition's high watermark then.
+// or a new key finds no room (store.FenceLimits.Room); the point is the batch count and every partition's high watermark then.
 func (m *MetaStore) FenceRequest(ctx context.Context, topic string, f store.RequestFence) (store.FencePoint, error) {
 	if err := store.CheckFence(topic, f); err != nil {
 		return store.FencePoint{}, fmt.Errorf("local: %w", err)
@@ -107,7 +107,7 @@ func (m *MetaStore) FenceRequest(ctx context.Context, topic string, f store.Requ
 		case ok && latest.Attempt >= f.Attempt:
 			return fmt.Errorf("local: fence %q attempt %d on %s: attempt %d fenced already: %w", f.Key, f.Attempt, topic, latest.Attempt, store.ErrSuperseded)
 		case !ok:
-			if err := store.FenceRoom(fences, f); err != nil {
+			if err := m.fenceLimits.Room(fences, f); err != nil {
 				return fmt.Errorf("local: fence %q on %s: %w", f.Key, topic, err)
 			}
 		}

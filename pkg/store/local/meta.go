@@ -48,12 +48,26 @@ type MetaStore struct {
 	db *bolt.DB
 	// sweepChunk bounds the rows one DeleteExpired transaction deletes.
 	sweepChunk int
+	// fenceLimits bound the request fences a topic holds.
+	fenceLimits store.FenceLimits
 }
+
+// Option configures a MetaStore at OpenMetaStore.
+type Option func(*MetaStore)
+
+// WithFenceLimits bounds the request fences a topic holds by l (zero fields: the
+// defaults of store.FenceLimits).
+func WithFenceLimits(l store.FenceLimits) Option {
+	return func(m *MetaStore) { m.fenceLimits = l }
+}
+
+// FenceLimits are the bounds this store holds a topic's request fences to.
+func (m *MetaStore) FenceLimits() store.FenceLimits { return m.fenceLimits.OrDefault() }
 
 var _ store.MetaStore = (*MetaStore)(nil)
 
 // OpenMetaStore opens (creating if needed) the bbolt file at path and its buckets.
-func OpenMetaStore(path string) (*MetaStore, error) {
+func OpenMetaStore(path string, opts ...Option) (*MetaStore, error) {
 	if path == "" {
 		return nil, errors.New("local: meta store path is empty")
 	}
@@ -90,7 +104,11 @@ func OpenMetaStore(path string) (*MetaStore, error) {
 		return nil, fmt.Errorf("local: open %s: %w", path, err)
 	}
 	db.MaxBatchDelay = batchDelay
-	return &MetaStore{db: db, sweepChunk: defaultSweepChunk}, nil
+	m := &MetaStore{db: db, sweepChunk: defaultSweepChunk}
+	for _, o := range opts {
+		o(m)
+	}
+	return m, nil
 }
 
 // batchDelay is how long a write waits for others to share its transaction: well under

@@ -354,20 +354,31 @@ func testEntryMembers(ctx context.Context, t *testing.T, m store.MetaStore) {
 	}
 }
 
-// testFencesBounded: a topic holding store.MaxFences fences (its owners within their
+// fenceLimits are the bounds m holds a topic's fences to: its own when it says (a
+// harness may open it with small ones, so reaching them takes few writes), else the
+// defaults.
+func fenceLimits(m store.MetaStore) store.FenceLimits {
+	if l, ok := m.(interface{ FenceLimits() store.FenceLimits }); ok {
+		return l.FenceLimits().OrDefault()
+	}
+	return store.FenceLimits{}.OrDefault()
+}
+
+// testFencesBounded: a topic holding its limit of fences (its owners within their
 // share) refuses a fence of a new key with ErrUnavailable, changing nothing, while a
 // later attempt of a fenced key still fences: a storm of retries cannot grow the topic
 // item without bound.
 func testFencesBounded(ctx context.Context, t *testing.T, m store.MetaStore) {
 	topic := TopicCommitID(t)
+	lim := fenceLimits(m)
 	commitBatch(ctx, t, m, batchOf(topic, "v1/o/a", [2]int64{0, 1}))
-	for i := range store.MaxFences {
-		fence(ctx, t, m, topic, store.RequestFence{Key: fmt.Sprintf("%s#p.%d", topic, i), Owner: fmt.Sprintf("o%d", i/store.MaxOwnerFences),
+	for i := range lim.Fences {
+		fence(ctx, t, m, topic, store.RequestFence{Key: fmt.Sprintf("%s#p.%d", topic, i), Owner: fmt.Sprintf("o%d", i/lim.OwnerFences),
 			Attempt: 1, At: at(0)})
 	}
 	_, err := m.FenceRequest(ctx, topic, store.RequestFence{Key: topic + "#one-more", Owner: "another", Attempt: 1, At: at(0)})
 	if !errors.Is(err, store.ErrUnavailable) {
-		t.Fatalf("fence %d of a topic: %v, want ErrUnavailable", store.MaxFences+1, err)
+		t.Fatalf("fence %d of a topic: %v, want ErrUnavailable", lim.Fences+1, err)
 	}
 	fence(ctx, t, m, topic, store.RequestFence{Key: topic + "#p.0", Owner: "o0", Attempt: 2, At: at(0)})
 	out := commitBatch(ctx, t, m, batchOf(topic, "v1/o/b", [2]int64{0, 1}))
@@ -375,9 +386,9 @@ func testFencesBounded(ctx context.Context, t *testing.T, m store.MetaStore) {
 	for _, f := range out[0].Fences {
 		keys[f.Key] = true
 	}
-	if len(keys) != store.MaxFences || len(out[0].Fences) != store.MaxFences+1 {
+	if len(keys) != lim.Fences || len(out[0].Fences) != lim.Fences+1 {
 		t.Fatalf("the batch after a refused fence carries %d fences of %d keys, want %d of %d",
-			len(out[0].Fences), len(keys), store.MaxFences+1, store.MaxFences)
+			len(out[0].Fences), len(keys), lim.Fences+1, lim.Fences)
 	}
 	for _, f := range out[0].Fences {
 		if f.Key == topic+"#one-more" {
@@ -386,16 +397,16 @@ func testFencesBounded(ctx context.Context, t *testing.T, m store.MetaStore) {
 	}
 }
 
-// testFencesPerOwner: an owner retrying alone fences past store.MaxOwnerFences keys,
-// while the topic has room, up to store.MaxFences-store.MaxOwnerFences; a fence of a
+// testFencesPerOwner: an owner retrying alone fences past its OwnerFences keys, while
+// the topic has room, up to Fences-OwnerFences (the store's FenceLimits); a fence of a
 // new key then is refused with ErrFenceLimit, changing nothing, while a later attempt of
 // a key it holds still fences and another owner (the in-process owner "" too) still
-// fences new keys: the last MaxOwnerFences are the others', so one owner's retries
+// fences new keys: the last OwnerFences are the others', so one owner's retries
 // never use up another's. Fences carry their owner.
 func testFencesPerOwner(ctx context.Context, t *testing.T, m store.MetaStore) {
 	topic := TopicCommitID(t)
 	commitBatch(ctx, t, m, batchOf(topic, "v1/o/a", [2]int64{0, 1}))
-	share := store.MaxFences - store.MaxOwnerFences
+	share := fenceLimits(m).Share()
 	for i := range share {
 		fence(ctx, t, m, topic, store.RequestFence{Key: fmt.Sprintf("%s#a.%d", topic, i), Owner: "a", Attempt: 1, At: at(0)})
 	}

@@ -48,6 +48,17 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	runSections(t, "RetentionStore", newHarness, makeRetention, retentionSections())
 }
 
+// RunFenceBoundTests runs the suite's cases of the bounds on a topic's fences alone: for
+// a harness opening stores with the deployment's limits (store.FenceLimits' defaults)
+// beside one whose small limits RunConformanceTests takes.
+func RunFenceBoundTests(t *testing.T, newHarness HarnessMaker) {
+	t.Helper()
+	runSections(t, "MetaStore", newHarness, Harness.MakeMetaStore, []section[store.MetaStore]{{"Fences", []testCase[store.MetaStore]{
+		{"FencesBounded", testFencesBounded},
+		{"FencesBoundedPerOwner", testFencesPerOwner},
+	}}})
+}
+
 // testCase is one sub-test against a fresh store of type S.
 type testCase[S any] struct {
 	name string
