@@ -14,10 +14,9 @@ import (
 
 // Pipelining. A Kafka client sends up to max.in.flight.requests.per.connection requests
 // (five by default) without waiting, and Kafka answers them in request order. The
-// gateway serves a connection's produce, fetch, metadata and list-offsets requests
-// concurrently, up to maxInFlight at once, and writes the answers in request order;
-// every other request (the SASL steps, the group and admin APIs) waits for those before
-// it and holds back those after it, so it runs alone, as before. Produce requests of a
+// gateway serves a connection's produce requests concurrently, up to maxInFlight at once,
+// and writes the answers in request order; every other request waits for those before it
+// and holds back those after it, so it runs alone, as before. Produce requests of a
 // connection keep their order on each partition: each partition's append is enqueued
 // in the log after the connection's previous one there (log.Enqueue), so consecutive
 // requests can share one commit, and a producer's batch is recorded in flight in its
@@ -26,21 +25,13 @@ import (
 // maxInFlight bounds the requests of one connection being served at once.
 const maxInFlight = 8
 
-// Keys of the requests served concurrently.
-const (
-	produceKey     int16 = 0
-	fetchKey       int16 = 1
-	listOffsetsKey int16 = 2
-	metadataKey    int16 = 3
-)
+// produceKey is the key of the requests served concurrently: a consumer has one fetch in
+// flight per connection, and serving a client's other requests one at a time keeps the
+// store's load from one connection as it was (a serialising emulator showed group
+// heartbeats queued behind a pipelined client's metadata and offset requests).
+const produceKey int16 = 0
 
-func pipelined(key int16) bool {
-	switch key {
-	case produceKey, fetchKey, listOffsetsKey, metadataKey:
-		return true
-	}
-	return false
-}
+func pipelined(key int16) bool { return key == produceKey }
 
 // answer is one request's response, written in request order once done is closed.
 type answer struct {

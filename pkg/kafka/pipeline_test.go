@@ -4,12 +4,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"net"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -30,19 +28,7 @@ func groupGateway(t testing.TB, s backendtest.Stores) *gateway {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-	})
-	return &gateway{addr: ln.Addr().String(), log: l}
+	return &gateway{addr: serve(t, srv), log: l}
 }
 
 // send writes reqs on r back to back without reading, numbering them on from r.corr.
@@ -77,18 +63,7 @@ func (r *raw) receive(reqs ...kmsg.Request) []kmsg.Response {
 		if corr := int32(binary.BigEndian.Uint32(body)); corr != first+int32(i) {
 			r.t.Fatalf("answer %d has correlation id %d, want %d: answers out of request order", i, corr, first+int32(i))
 		}
-		body = body[4:]
-		resp := req.ResponseKind()
-		resp.SetVersion(req.GetVersion())
-		if resp.IsFlexible() && resp.Key() != 18 {
-			rd := kbin.Reader{Src: body}
-			kmsg.SkipTags(&rd)
-			body = rd.Src
-		}
-		if err := resp.ReadFrom(body); err != nil {
-			r.t.Fatalf("decode answer %d (%s): %v", i, kmsg.NameForKey(req.Key()), err)
-		}
-		out[i] = resp
+		out[i] = r.decode(req, body[4:])
 	}
 	return out
 }
@@ -145,8 +120,8 @@ func values(t testing.TB, l *log.Log, topic string, p int32) []string {
 }
 
 // TestPipelinedRequests: requests sent on one connection without waiting — idempotent
-// produce requests of two partitions, a metadata request and an ApiVersions (served
-// alone) among them — are answered in request order; each partition's batches are
+// produce requests of two partitions (served concurrently), a metadata request and an
+// ApiVersions (each served alone) among them — are answered in request order; each partition's batches are
 // appended in the order sent, consecutive ones sharing commits; a batch past a gap is
 // OUT_OF_ORDER_SEQUENCE_NUMBER and the batch that is in sequence after it is appended;
 // a resent batch is answered its first offset. On every backend.
