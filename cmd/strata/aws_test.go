@@ -144,7 +144,7 @@ func TestCLISignedThroughFront(t *testing.T) {
 	}
 }
 
-// TestCLISignedThroughFunctionURL (issue 20 item 3): with --aws-service lambda the CLI's
+// TestCLISignedThroughFunctionURL: with --aws-service lambda the CLI's
 // requests pass a function URL's SigV4 check (service lambda); without it they are
 // signed for execute-api and refused; an unknown service is an error.
 func TestCLISignedThroughFunctionURL(t *testing.T) {

@@ -14,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/stratalog/strata/pkg/client"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/node"
@@ -134,31 +137,7 @@ func TestDescribeEverythingWithoutName(t *testing.T) {
 
 	cli(t, url, "a\nb\n", "produce", "orders")
 	cli(t, url, "", "consume", "orders", "--group", "idle", "--until-caught-up")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := cliCtx(ctx, "", "--url", url, "consume", "orders", "--group", "busy", "--member", "m-1")
-		done <- err
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	var got groupDescribeJSON
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		out, _, err := cliCtx(context.Background(), "", "--url", url, "groups", "describe", "busy", "--json")
-		if err == nil {
-			if err := json.Unmarshal([]byte(out), &got); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if got.State == groupStable || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	got := liveMember(t, url, "orders", "busy", "m-1")
 	if got.State != groupStable || len(got.Members) != 1 || got.Members[0].Member != "m-1" || len(got.Members[0].Partitions) != 2 {
 		t.Fatalf("groups describe busy --json: state %q, members %+v", got.State, got.Members)
 	}
@@ -240,31 +219,7 @@ func TestGroupsResetShiftCurrentAllTopics(t *testing.T) {
 		}
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := cliCtx(ctx, "", "--url", url, "consume", "audit", "--group", "billing", "--member", "m-1")
-		done <- err
-	}()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		var g groupDescribeJSON
-		if err := json.Unmarshal([]byte(cli(t, url, "", "groups", "describe", "billing", "--json")), &g); err != nil {
-			t.Fatal(err)
-		}
-		if len(g.Members) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the member never held a lease")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	liveMember(t, url, "audit", "billing", "m-1")
 	err := cliErr(t, url, "groups", "reset", "billing", "--all-topics", "--to", "earliest")
 	if !errors.Is(err, client.ErrGroupActive) || !strings.Contains(userMessage(err, url), "m-1 holds audit/0") {
 		t.Fatalf("plan with a live member: %v", err)
@@ -471,5 +426,114 @@ func TestConsumeRidesThroughRestart(t *testing.T) {
 	}
 	if !strings.Contains(errOut.String(), "cannot reach") || !strings.Contains(errOut.String(), "the server answers again") {
 		t.Fatalf("stderr %q: want the server's absence and return said", errOut.String())
+	}
+}
+
+// TestEveryCommandsUsageErrorsExitTwo walks the whole command tree: every command that
+// runs refuses an unknown flag, a value of the wrong type for each of its typed flags,
+// and arguments its validator refuses, each with exit code 2 and before doing anything
+// (the url points nowhere: a command that got as far as the network would fail with 1).
+func TestEveryCommandsUsageErrorsExitTwo(t *testing.T) {
+	var leaves []*cobra.Command
+	var walk func(c *cobra.Command)
+	walk = func(c *cobra.Command) {
+		if c.Runnable() && !c.HasSubCommands() {
+			leaves = append(leaves, c)
+		}
+		for _, s := range c.Commands() {
+			walk(s)
+		}
+	}
+	walk(newRootCmd())
+	if len(leaves) < 20 {
+		t.Fatalf("%d runnable commands, want the whole tree", len(leaves))
+	}
+	run := func(args ...string) error {
+		_, _, err := cliCtx(context.Background(), "", append([]string{"--url", "http://127.0.0.1:1"}, args...)...)
+		return err
+	}
+	for _, c := range leaves {
+		path := strings.Fields(c.CommandPath())[1:]
+		if slices.Contains([]string{"help", "completion", "__complete", "__completeNoDesc"}, path[0]) || c.DisableFlagParsing {
+			continue // cobra's own, or a stub that passes everything on (bench without its build tag)
+		}
+		if err := run(append(slices.Clone(path), "--no-such-flag")...); err == nil || exitCode(err) != 2 {
+			t.Errorf("strata %s --no-such-flag: %v (exit %d), want 2", strings.Join(path, " "), err, exitCode(err))
+		}
+		c.Flags().VisitAll(func(f *pflag.Flag) {
+			switch f.Value.Type() {
+			case "string", "stringSlice", "stringArray", "stringToString":
+				return // any text parses; the command checks it (the cases above)
+			}
+			args := append(slices.Clone(path), "--"+f.Name+"=not-a-value")
+			if err := run(args...); err == nil || exitCode(err) != 2 {
+				t.Errorf("strata %s: %v (exit %d), want 2", strings.Join(args, " "), err, exitCode(err))
+			}
+		})
+		extra := []string{"a1", "a2", "a3", "a4", "a5", "a6"}
+		if c.Args != nil {
+			if err := c.Args(c, extra); err != nil && exitCode(err) != 2 {
+				t.Errorf("strata %s with 6 arguments: %v, exit %d, want 2", strings.Join(path, " "), err, exitCode(err))
+			}
+		}
+	}
+}
+
+// TestGroupMembersState: a group is empty without a live lease, stable while every
+// partition of each topic its members consume has one (positions on a topic nobody
+// consumes now do not count), rebalancing while such a partition has none (free, or its
+// lease expired).
+func TestGroupMembersState(t *testing.T) {
+	now := time.UnixMilli(1_780_000_000_000)
+	live, expired := now.Add(time.Second), now.Add(-time.Second)
+	p := func(topic string, partition int32, owner string, until time.Time) client.GroupPartition {
+		return client.GroupPartition{Topic: topic, Partition: partition, Owner: owner, LeaseExpiresAt: until}
+	}
+	for _, tc := range []struct {
+		name    string
+		parts   []client.GroupPartition
+		state   string
+		members int
+	}{
+		{"no lease", []client.GroupPartition{p("orders", 0, "", time.Time{}), p("orders", 1, "m-1", expired)}, groupEmpty, 0},
+		{"every partition held", []client.GroupPartition{p("orders", 0, "m-1", live), p("orders", 1, "m-2", live)}, groupStable, 2},
+		{"a partition free", []client.GroupPartition{p("orders", 0, "m-1", live), p("orders", 1, "", time.Time{})}, groupRebalancing, 1},
+		{"a lease expired", []client.GroupPartition{p("orders", 0, "m-1", live), p("orders", 1, "m-2", expired)}, groupRebalancing, 1},
+		{"positions on a topic nobody consumes", []client.GroupPartition{p("orders", 0, "", time.Time{}), p("orders", 1, "", time.Time{}), p("audit", 0, "m-1", live)}, groupStable, 1},
+	} {
+		state, members := groupMembers(&client.Group{Name: "g", Partitions: tc.parts}, now)
+		if state != tc.state || len(members) != tc.members {
+			t.Errorf("%s: %s with %d members, want %s with %d", tc.name, state, len(members), tc.state, tc.members)
+		}
+	}
+}
+
+// liveMember runs `strata consume TOPIC --group GROUP --member MEMBER` until the test
+// ends, and returns the group's description once it is stable with the member holding
+// its partitions of the topic.
+func liveMember(t *testing.T, url, topic, group, member string) groupDescribeJSON {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := cliCtx(ctx, "", "--url", url, "consume", topic, "--group", group, "--member", member)
+		done <- err
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var g groupDescribeJSON
+		out, _, err := cliCtx(context.Background(), "", "--url", url, "groups", "describe", group, "--json")
+		if err == nil && json.Unmarshal([]byte(out), &g) == nil && g.State == groupStable &&
+			slices.ContainsFunc(g.Members, func(m memberJSON) bool { return m.Member == member }) {
+			return g
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never held group %s's partitions of %s (last: %s)", member, group, topic, out)
+		}
 	}
 }

@@ -26,6 +26,10 @@ func TestEveryCommandBothFormats(t *testing.T) {
 	}
 	mustRun("", "topics", "create", "dlq")
 	mustRun("", "topics", "create", "orders", "--partitions", "2")
+	mustRun("", "topics", "create", "kv", "--partitions", "2", "--cleanup-policy", "compact", "--delete-retention", "1h")
+	mustRun("", "produce", "kv", "--key", "o-42", "--value", "paid")
+	mustRun("", "produce", "kv", "--key", "gone", "--value", "x")
+	mustRun("", "produce", "kv", "--key", "gone", "--null-value")
 
 	for _, tc := range []struct {
 		name  string
@@ -36,6 +40,9 @@ func TestEveryCommandBothFormats(t *testing.T) {
 	}{
 		{"topics create", "", []string{"topics", "create", "t-%s", "--partitions", "1"}, "NAME PARTITIONS RETENTION", "retention_ms"},
 		{"topics create --timestamp-type", "", []string{"topics", "create", "lat-%s", "--timestamp-type", "log-append-time"}, "NAME PARTITIONS RETENTION", "timestamp_type"},
+		{"topics create --cleanup-policy", "", []string{"topics", "create", "c-%s", "--cleanup-policy", "compact,delete", "--min-compaction-lag", "1m"}, "NAME PARTITIONS RETENTION RETENTION_PIN CLEANUP", "cleanup_policy"},
+		{"topics alter --cleanup-policy", "", []string{"topics", "alter", "c-%s", "--cleanup-policy", "compact", "--max-compaction-lag", "7d"}, "NAME PARTITIONS RETENTION RETENTION_PIN CLEANUP", "max_compaction_lag_ms"},
+		{"get", "", []string{"get", "kv", "o-42"}, "PARTITION OFFSET TIMESTAMP HEADERS KEY VALUE", "value"},
 		{"topics list", "", []string{"topics", "list"}, "NAME", "topics"},
 		{"topics describe", "", []string{"topics", "describe", "orders"}, "NAME PARTITIONS RETENTION", "partition_info"},
 		{"topics alter", "", []string{"topics", "alter", "t-%s", "--partitions", "3"}, "NAME PARTITIONS RETENTION", "partitions"},
@@ -120,8 +127,14 @@ func TestEveryCommandBothFormats(t *testing.T) {
 		{[]string{"topics", "create", "x", "--timestamp-type", "LogAppendTime"}, 2, "want create-time or log-append-time"},
 		{[]string{"topics", "delete", "nope"}, 1, "(HTTP 404 not_found)"},
 		{[]string{"topics", "alter", "orders", "--partitions", "1"}, 1, "(HTTP 400 invalid_request)"},
-		{[]string{"topics", "alter", "orders"}, 2, "exactly one of --partitions, --retention and --retention-pin is required"},
-		{[]string{"topics", "update", "orders", "--partitions", "3", "--retention-pin", "1h"}, 2, "exactly one of --partitions, --retention and --retention-pin is required"},
+		{[]string{"topics", "alter", "orders"}, 2, "exactly one of --partitions, --retention, --retention-pin and the cleanup flags"},
+		{[]string{"topics", "update", "orders", "--partitions", "3", "--retention-pin", "1h"}, 2, "exactly one of --partitions, --retention, --retention-pin and the cleanup flags"},
+		{[]string{"topics", "alter", "kv", "--cleanup-policy", "delete"}, 1, "(HTTP 400 invalid_request)"},
+		{[]string{"topics", "create", "x", "--cleanup-policy", "compacted"}, 1, "(HTTP 400 invalid_request)"},
+		{[]string{"get", "kv", "never"}, 1, "(HTTP 404 not_found)"},
+		{[]string{"get", "kv", "gone"}, 1, "(HTTP 404 key_deleted)"},
+		{[]string{"get", "orders", "o-42"}, 1, "(HTTP 400 invalid_request)"},
+		{[]string{"get", "kv"}, 2, "needs"},
 		{[]string{"topics", "create", "pinned", "--retention", "1h", "--retention-pin", "-1h"}, 1, "(HTTP 400 invalid_request)"},
 	} {
 		for _, format := range []string{"text", "json"} {

@@ -120,15 +120,15 @@ func firstTable(out string) []string {
 func TestTopicsCommands(t *testing.T) {
 	url := startNode(t, runtime.Config{})
 	out := cli(t, url, "", "topics", "create", "orders", "--partitions", "4", "--retention", "2h")
-	if got := rows(out); len(got) != 2 || got[0] != "NAME PARTITIONS RETENTION RETENTION_PIN" || got[1] != "orders 4 2h0m0s -" {
+	if got := rows(out); len(got) != 2 || got[0] != "NAME PARTITIONS RETENTION RETENTION_PIN CLEANUP" || got[1] != "orders 4 2h0m0s - delete" {
 		t.Fatalf("create:\n%s", out)
 	}
 	out = cli(t, url, "", "topics", "create", "pinned", "--retention", "1h", "--retention-pin", "6h")
-	if got := rows(out); len(got) != 2 || got[1] != "pinned 4 1h0m0s 6h0m0s" {
+	if got := rows(out); len(got) != 2 || got[1] != "pinned 4 1h0m0s 6h0m0s delete" {
 		t.Fatalf("create --retention-pin:\n%s", out)
 	}
 	out = cli(t, url, "", "topics", "update", "pinned", "--retention-pin", "0")
-	if got := rows(out); len(got) != 2 || got[1] != "pinned 4 1h0m0s -" {
+	if got := rows(out); len(got) != 2 || got[1] != "pinned 4 1h0m0s - delete" {
 		t.Fatalf("update --retention-pin 0:\n%s", out)
 	}
 	cli(t, url, "", "topics", "delete", "pinned")
@@ -148,7 +148,7 @@ func TestTopicsCommands(t *testing.T) {
 	}
 	cli(t, url, "", "produce", "orders", "--partition", "2", "--value", "x")
 	out = cli(t, url, "", "topics", "describe", "orders")
-	want := []string{"NAME PARTITIONS RETENTION RETENTION_PIN", "orders 4 2h0m0s -", "", "PARTITION LOG_START HIGH_WATERMARK RECORDS",
+	want := []string{"NAME PARTITIONS RETENTION RETENTION_PIN CLEANUP", "orders 4 2h0m0s - delete", "", "PARTITION LOG_START HIGH_WATERMARK RECORDS",
 		"0 0 0 0", "1 0 0 0", "2 0 1 1", "3 0 0 0"}
 	if got := rows(out); strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("describe:\n%s", out)

@@ -139,7 +139,7 @@ func TestProduceLines(t *testing.T) {
 	}
 }
 
-// TestResetRefusesUnknownGroup (issue 21, item 3): a mistyped group is not created by a
+// TestResetRefusesUnknownGroup: a mistyped group is not created by a
 // reset; --create creates it.
 func TestResetRefusesUnknownGroup(t *testing.T) {
 	url := startNode(t, runtime.Config{})
@@ -157,7 +157,7 @@ func TestResetRefusesUnknownGroup(t *testing.T) {
 	}
 }
 
-// TestResetShowsPlan (issue 21, item 3): without --execute a reset prints each
+// TestResetShowsPlan: without --execute a reset prints each
 // partition's current and new offset and changes nothing; with it, it applies them.
 func TestResetShowsPlan(t *testing.T) {
 	url := startNode(t, runtime.Config{})
@@ -184,7 +184,7 @@ func TestResetShowsPlan(t *testing.T) {
 	}
 }
 
-// TestGroupsDelete (issue 21, item 3): a stray group can be deleted once stopped; it
+// TestGroupsDelete: a stray group can be deleted once stopped; it
 // leaves the list and /metrics.
 func TestGroupsDelete(t *testing.T) {
 	url := startNode(t, runtime.Config{})
@@ -234,7 +234,7 @@ func TestGroupsDelete(t *testing.T) {
 	}
 }
 
-// TestParseTime: the TIME values --since accepts (issue 21, item 4), and only those.
+// TestParseTime: the TIME values --since accepts, and only those.
 func TestParseTime(t *testing.T) {
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
@@ -273,7 +273,7 @@ func TestParseTime(t *testing.T) {
 	}
 }
 
-// TestConsumeSinceSeeksOnServer (issue 21, item 4): --since asks the server where each
+// TestConsumeSinceSeeksOnServer: --since asks the server where each
 // partition's first record at or after the time is, reads from there, and takes a
 // relative time; --retention takes days.
 func TestConsumeSinceSeeksOnServer(t *testing.T) {
@@ -310,7 +310,7 @@ func TestConsumeSinceSeeksOnServer(t *testing.T) {
 	}
 }
 
-// TestNotAStrataServer (issue 21, item 5): an answer from another server says so and
+// TestNotAStrataServer: an answer from another server says so and
 // what to check, instead of quoting its HTML.
 func TestNotAStrataServer(t *testing.T) {
 	for _, tc := range []struct {
@@ -336,7 +336,7 @@ func TestNotAStrataServer(t *testing.T) {
 	}
 }
 
-// TestConnectionRefusedHint (issue 21, item 5): nothing listening says how to start a
+// TestConnectionRefusedHint: nothing listening says how to start a
 // server or where to point the CLI.
 func TestConnectionRefusedHint(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -351,7 +351,7 @@ func TestConnectionRefusedHint(t *testing.T) {
 	}
 }
 
-// TestURLWithoutScheme (issue 21, item 5): --url 127.0.0.1:PORT means http.
+// TestURLWithoutScheme: --url 127.0.0.1:PORT means http.
 func TestURLWithoutScheme(t *testing.T) {
 	url := startNode(t, runtime.Config{})
 	cli(t, url, "", "topics", "create", "orders")
@@ -373,7 +373,7 @@ func TestURLWithoutScheme(t *testing.T) {
 	}
 }
 
-// TestMessagesWithoutInternals (issue 21, item 5): no package prefixes from the server
+// TestMessagesWithoutInternals: no package prefixes from the server
 // side, no nanoseconds.
 func TestMessagesWithoutInternals(t *testing.T) {
 	for in, want := range map[string]string{
@@ -396,7 +396,7 @@ func TestMessagesWithoutInternals(t *testing.T) {
 	}
 }
 
-// TestJSONErrors (issue 21, item 5): with --json a failure is one JSON object on stderr
+// TestJSONErrors: with --json a failure is one JSON object on stderr
 // with the message, the HTTP status and code, and the exit code.
 func TestJSONErrors(t *testing.T) {
 	url := startNode(t, runtime.Config{})
@@ -432,7 +432,7 @@ func TestExitCodeTable(t *testing.T) {
 	}
 }
 
-// TestVersion (issue 21, item 5): strata version and --version print the module
+// TestVersion: strata version and --version print the module
 // version, the revision when the build recorded one, and the Go version.
 func TestVersion(t *testing.T) {
 	for _, args := range [][]string{{"version"}, {"--version"}} {
@@ -451,7 +451,7 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// TestConsumerStatusLines (issue 21, items 5 and 6): a member without partitions says
+// TestConsumerStatusLines: a member without partitions says
 // it waits for a share, with the partition count; a member whose server went away says
 // so once after repeated failures instead of printing nothing.
 func TestConsumerStatusLines(t *testing.T) {
@@ -474,7 +474,7 @@ func TestConsumerStatusLines(t *testing.T) {
 	}
 }
 
-// TestCompletionOffersNames (issue 21, item 6): shell completion asks the server for
+// TestCompletionOffersNames: shell completion asks the server for
 // topic and group names where a command takes one.
 func TestCompletionOffersNames(t *testing.T) {
 	url := startNode(t, runtime.Config{})

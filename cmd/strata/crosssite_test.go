@@ -69,7 +69,7 @@ async function attack() {
 attack();
 </script></body></html>`
 
-// TestBrowserCrossSiteAttack (issue 19, item 1): in headless Chromium, a page on
+// TestBrowserCrossSiteAttack: in headless Chromium, a page on
 // another origin can no longer create a topic, append or reset a group on `strata dev`
 // without --auth; and a page reached through a rebound DNS name cannot read the log
 // through the console.
@@ -123,7 +123,7 @@ func TestBrowserCrossSiteAttack(t *testing.T) {
 	}
 }
 
-// TestDevWarnsBeyondLoopback (issue 19, item 1): `strata dev` listening beyond loopback
+// TestDevWarnsBeyondLoopback: `strata dev` listening beyond loopback
 // without --auth says so on stderr; on loopback, or with --auth, it does not.
 func TestDevWarnsBeyondLoopback(t *testing.T) {
 	auth := filepath.Join(t.TempDir(), "auth.json")

@@ -285,7 +285,7 @@ func (d *demo) runShipping(ctx context.Context) {
 	_ = gc.Run(ctx)
 }
 
-// showZombie plays the brief's reassignment scenario over HTTP: a consumer leases a
+// showZombie plays the reassignment scenario over HTTP: a consumer leases a
 // partition, stalls past its lease, another member takes the partition (generation + 1),
 // and the stalled one's commit is fenced.
 func (d *demo) showZombie(ctx context.Context) error {

@@ -32,7 +32,7 @@ func TestDemoSmall(t *testing.T) {
 	}
 }
 
-// TestDemoCleansUpWhenCut (issue 21, item 6): a demo interrupted with Ctrl-C, or piped
+// TestDemoCleansUpWhenCut: a demo interrupted with Ctrl-C, or piped
 // into head (its stdout closed), removes its temporary data directory.
 func TestDemoCleansUpWhenCut(t *testing.T) {
 	for _, how := range []string{"sigint", "head"} {

@@ -14,7 +14,7 @@ import (
 )
 
 // TestFaultRunPlainAppends is the fault run of docs/RELIABILITY.md ("Plain appends under
-// injected faults", issue 18 item 11): 4 `strata dev --backend aws` hosts on one set of
+// injected faults"): 4 `strata dev --backend aws` hosts on one set of
 // tables, 8 appenders each on one partition, every host injecting faults into 10% of its
 // AWS request attempts (half before the request: 500 or timeout, nothing applied; half
 // after it: applied, the answer lost). Each appender sends plain appends (no

@@ -34,9 +34,9 @@ func newGroupsDescribeCmd(o *options) *cobra.Command {
 		Use:   "describe [GROUP]",
 		Short: "Show a group's state, members, and committed offset, lag and lease on every partition it uses (without GROUP: every group)",
 		Long: `Show GROUP's committed offset, lag and lease on every partition it uses, then its
-state and members: empty (no member holds a live lease), stable (a member holds every
-partition the group uses) or rebalancing (members hold some, the rest wait for an
-owner), and each member with the partitions it holds. Without GROUP every group is
+state and members: empty (no member holds a live lease), stable (members hold every
+partition of the topics they consume) or rebalancing (some of those wait for an owner),
+and each member with the partitions it holds. Without GROUP every group is
 described, one after another (as kafka-consumer-groups --describe --all-groups).`,
 		Args: maxArgs("GROUP"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -115,16 +115,20 @@ const (
 )
 
 // groupMembers derives a group's state and members from its partitions' live leases
-// at now: a member is an owner of a lease that has not expired.
+// at now: a member is an owner of a lease that has not expired. The group is
+// rebalancing while a partition of a topic its members consume has no live lease;
+// positions on a topic nobody consumes now do not count.
 func groupMembers(g *client.Group, now time.Time) (string, []memberJSON) {
 	var members []memberJSON
 	at := map[string]int{}
 	owned := 0
+	consumed := map[string]bool{}
 	for _, p := range g.Partitions {
 		if p.Owner == "" || !p.LeaseExpiresAt.After(now) {
 			continue
 		}
 		owned++
+		consumed[p.Topic] = true
 		i, ok := at[p.Owner]
 		if !ok {
 			i = len(members)
@@ -134,10 +138,16 @@ func groupMembers(g *client.Group, now time.Time) (string, []memberJSON) {
 		members[i].Partitions = append(members[i].Partitions, memberPartition{Topic: p.Topic, Partition: p.Partition})
 	}
 	sort.Slice(members, func(i, j int) bool { return members[i].Member < members[j].Member })
+	wanted := 0
+	for _, p := range g.Partitions {
+		if consumed[p.Topic] {
+			wanted++
+		}
+	}
 	switch {
 	case owned == 0:
 		return groupEmpty, []memberJSON{}
-	case owned < len(g.Partitions):
+	case owned < wanted:
 		return groupRebalancing, members
 	}
 	return groupStable, members

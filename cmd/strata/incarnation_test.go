@@ -25,7 +25,7 @@ func stopDev(t *testing.T, p *devProc) {
 	}
 }
 
-// TestDevRestartsRightAfterDelete (issue 18, item 12): `strata dev` restarted within the
+// TestDevRestartsRightAfterDelete: `strata dev` restarted within the
 // minutes between a topic's delete and its purge failed in the counter migration
 // ("topic not found"), and the data dir stayed unstartable. It must start, the deleted
 // name must be free, and a topic created again under it must read from offset 0 — also

@@ -9,7 +9,9 @@ import (
 
 // TestKafkaDocCommands: every `strata ...` command docs/KAFKA.md shows names a real
 // command (a leaf, not a parent that would only print its help) and flags it accepts
-// with values of their type, so the Kafka side-by-side cannot drift from the CLI.
+// with values of their type, and every command of its side-by-side table runs against a
+// node and does what its row says (runKafkaDocTable), so the page cannot drift from the
+// CLI.
 func TestKafkaDocCommands(t *testing.T) {
 	doc, err := os.ReadFile("../../docs/KAFKA.md")
 	if err != nil {
@@ -45,4 +47,5 @@ func TestKafkaDocCommands(t *testing.T) {
 			t.Errorf("%q: %s refuses its flags: %v", line, cmd.CommandPath(), err)
 		}
 	}
+	t.Run("table", runKafkaDocTable)
 }

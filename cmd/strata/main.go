@@ -70,7 +70,7 @@ func newRootCmdWith(o *options) *cobra.Command {
 	pf.BoolVar(&o.json, "json", false, "print JSON instead of tables")
 	addAWSFlags(pf, &o.aws)
 	o.awsFlag = pf.Lookup("aws")
-	root.AddCommand(newDevCmd(), newKafkaCmd(), newTopicsCmd(o), newProduceCmd(o), newConsumeCmd(o), newGroupsCmd(o), newDemoCmd(), newBenchCmd(), newVersionCmd())
+	root.AddCommand(newDevCmd(), newKafkaCmd(), newTopicsCmd(o), newProduceCmd(o), newConsumeCmd(o), newGetCmd(o), newGroupsCmd(o), newDemoCmd(), newBenchCmd(), newVersionCmd())
 	addCompletions(root, o)
 	return root
 }

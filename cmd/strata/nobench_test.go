@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestBenchNotInTheUsersBinary (issue 21, item 7): the binary users run has no
+// TestBenchNotInTheUsersBinary: the binary users run has no
 // benchmark drivers, and `strata bench` says how to build them.
 func TestBenchNotInTheUsersBinary(t *testing.T) {
 	_, errOut, code := runBin(t, "", "bench", "cost", "--plot-dir", "x")

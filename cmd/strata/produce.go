@@ -32,6 +32,7 @@ func newProduceCmd(o *options) *cobra.Command {
 		partition    int32
 		linger       time.Duration
 		headers      []string
+		nullValue    bool
 	)
 	cmd := &cobra.Command{
 		Use:   "produce TOPIC",
@@ -40,8 +41,9 @@ func newProduceCmd(o *options) *cobra.Command {
 record's value (or --value gives a single record); blank lines are skipped. --key
 sets every record's key; --key-separator instead splits each line into key and value
 at the first separator, refusing a line without one (--allow-unkeyed sends it without
-a key); --header adds headers. Prints each record's partition and
-offset once it is durable. A line over the 1 MiB record limit fails on its own.`,
+a key); --header adds headers; --null-value appends one record with a null value (a
+tombstone: with --key, it deletes the key of a compacted topic). Prints each record's
+partition and offset once it is durable. A line over the 1 MiB record limit fails on its own.`,
 		Args: exactArgs("TOPIC"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := o.client()
@@ -75,7 +77,16 @@ offset once it is durable. A line over the 1 MiB record limit fails on its own.`
 			lines := make(chan line)
 			readErr := make(chan error, 1)
 			blank := 0
-			if cmd.Flags().Changed("value") {
+			if nullValue && (cmd.Flags().Changed("value") || keySep != "") {
+				return usagef("--null-value is one record without a value: not with --value or --key-separator")
+			}
+			if nullValue {
+				go func() {
+					defer close(lines)
+					lines <- line{n: 1, data: nil}
+					readErr <- nil
+				}()
+			} else if cmd.Flags().Changed("value") {
 				go func() {
 					defer close(lines)
 					lines <- line{n: 1, data: []byte(value)}
@@ -95,6 +106,7 @@ offset once it is durable. A line over the 1 MiB record limit fails on its own.`
 	}
 	f := cmd.Flags()
 	f.StringVar(&value, "value", "", "append this one value instead of reading stdin")
+	f.BoolVar(&nullValue, "null-value", false, "append one record with a null value (a tombstone) instead of reading stdin")
 	f.StringVar(&key, "key", "", "key of every record")
 	f.StringVar(&keySep, "key-separator", "", "split each line into key and value at the first occurrence of this string (a line without it is refused)")
 	f.BoolVar(&allowUnkeyed, "allow-unkeyed", false, "with --key-separator: send a line without the separator as a value without a key")

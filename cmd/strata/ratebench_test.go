@@ -25,7 +25,7 @@ import (
 	"github.com/stratalog/strata/pkg/httpconsumer"
 )
 
-// rateScale is one run of the brief's-rate driver: SDK producers rate-limited to Rate
+// rateScale is one run of the reference-rate driver: SDK producers rate-limited to Rate
 // records/s of 1 KB over Partitions partitions for Duration, a fast and a slow group
 // reading, a topic retained for Retention with a retention pass every Interval.
 type rateScale struct {
@@ -38,7 +38,7 @@ type rateScale struct {
 	ValueBytes      int
 }
 
-// rateScaleFromEnv is the smoke scale CI runs, or with STRATA_RATE_RUN=1 the brief's:
+// rateScaleFromEnv is the smoke scale CI runs, or with STRATA_RATE_RUN=1 the reference workload's:
 // 16 partitions, 8 producers, 50,000 records/s of 1 KB, 120 s retention, a pass every
 // 10 s, for STRATA_RATE_SECONDS (default 150) seconds.
 func rateScaleFromEnv(t *testing.T) (rateScale, bool) {
@@ -89,7 +89,7 @@ type rateReport struct {
 }
 
 // TestRetentionKeepsPaceAtTheBriefsRate runs strata dev under SDK producers at a fixed rate
-// with two groups reading, once with retention passes and (at the brief's scale) once
+// with two groups reading, once with retention passes and (at the reference scale) once
 // without, and reports per window the acknowledged rate, ack latency, the oldest
 // retained record's age and the data directory's size (docs/BENCHMARKS.md). It asserts
 // what must hold at any speed: every record acknowledged, retention deleting while
@@ -128,7 +128,7 @@ func TestRetentionKeepsPaceAtTheBriefsRate(t *testing.T) {
 
 // runAtRate runs one strata dev process through sc, with retention passes or without.
 func runAtRate(t *testing.T, sc rateScale, retain bool) rateReport {
-	// Removed at the end of the run, not of the test: at the brief's rate a run leaves
+	// Removed at the end of the run, not of the test: at the reference rate a run leaves
 	// gigabytes (objects are kept for retention plus the 5-minute object margin).
 	dataDir, err := os.MkdirTemp("", "strata-rate-")
 	if err != nil {

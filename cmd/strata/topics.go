@@ -32,6 +32,8 @@ func toTopicJSON(t *client.Topic) topicJSON {
 	if t.LogAppendTime {
 		out.TimestampType = wire.TimestampLogAppendTime
 	}
+	out.CleanupPolicy = cleanupOf(t)
+	out.MinCompactionLagMs, out.MaxCompactionLagMs, out.DeleteRetentionMs = t.MinCompactionLag.Milliseconds(), t.MaxCompactionLag.Milliseconds(), t.DeleteRetention.Milliseconds()
 	for _, p := range t.PartitionInfo {
 		out.PartitionInfo = append(out.PartitionInfo, partitionInfoJSON(p))
 	}
@@ -53,9 +55,56 @@ func printTopic(w io.Writer, t *client.Topic) error {
 	if t.Retention >= forever {
 		retention = "infinite"
 	}
-	tb := newTable(w, "NAME", "PARTITIONS", "RETENTION", "RETENTION_PIN")
-	tb.row(t.Name, t.Partitions, retention, pin)
+	tb := newTable(w, "NAME", "PARTITIONS", "RETENTION", "RETENTION_PIN", "CLEANUP")
+	tb.row(t.Name, t.Partitions, retention, pin, cleanupOf(t))
 	return tb.flush()
+}
+
+// cleanupOf is t's cleanup policy as Kafka spells it ("delete" from a server older
+// than policies).
+func cleanupOf(t *client.Topic) string {
+	if t.Cleanup == "" {
+		return client.CleanupDelete
+	}
+	return t.Cleanup
+}
+
+// cleanupFlags are the cleanup policy and compaction settings flags of create and alter.
+type cleanupFlags struct {
+	policy                    string
+	minLag, maxLag, tombstone time.Duration
+}
+
+func (f *cleanupFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.policy, "cleanup-policy", "", "delete (records leave by age; the default), compact (the latest record per key is kept; records need a key) or compact,delete")
+	cmd.Flags().Var(daysValue{&f.minLag}, "min-compaction-lag", "how long after its append a record is never compacted away, e.g. 1h (0: none)")
+	cmd.Flags().Var(daysValue{&f.maxLag}, "max-compaction-lag", "how long an overwritten record may stay before compaction removes it, e.g. 7d (0: no bound)")
+	cmd.Flags().Var(daysValue{&f.tombstone}, "delete-retention", "how long a tombstone (a null value) of a compacted topic is kept, e.g. 1d (0: a day)")
+}
+
+// changed reports whether any of the flags is set.
+func (f *cleanupFlags) changed(cmd *cobra.Command) bool {
+	for _, n := range []string{"cleanup-policy", "min-compaction-lag", "max-compaction-lag", "delete-retention"} {
+		if cmd.Flags().Changed(n) {
+			return true
+		}
+	}
+	return false
+}
+
+// change is the flags set, as the SDK's change.
+func (f *cleanupFlags) change(cmd *cobra.Command) client.CleanupChange {
+	ch := client.CleanupChange{Cleanup: f.policy}
+	for _, x := range []struct {
+		name string
+		d    *time.Duration
+		dst  **time.Duration
+	}{{"min-compaction-lag", &f.minLag, &ch.MinCompactionLag}, {"max-compaction-lag", &f.maxLag, &ch.MaxCompactionLag}, {"delete-retention", &f.tombstone, &ch.DeleteRetention}} {
+		if cmd.Flags().Changed(x.name) {
+			*x.dst = x.d
+		}
+	}
+	return ch
 }
 
 // retentionPinUsage is the --retention-pin flag's help.
@@ -67,6 +116,7 @@ func newTopicsCreateCmd(o *options) *cobra.Command {
 		retention  time.Duration
 		pin        time.Duration
 		tsType     string
+		cleanup    cleanupFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "create NAME",
@@ -88,7 +138,8 @@ func newTopicsCreateCmd(o *options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			t, err := c.CreateTopic(cmd.Context(), args[0], client.TopicConfig{Partitions: partitions, Retention: retention, RetentionPin: pin, LogAppendTime: logAppend})
+			t, err := c.CreateTopic(cmd.Context(), args[0], client.TopicConfig{Partitions: partitions, Retention: retention, RetentionPin: pin, LogAppendTime: logAppend,
+				Cleanup: cleanup.policy, MinCompactionLag: cleanup.minLag, MaxCompactionLag: cleanup.maxLag, DeleteRetention: cleanup.tombstone})
 			if err != nil {
 				return err
 			}
@@ -105,6 +156,7 @@ func newTopicsCreateCmd(o *options) *cobra.Command {
 	cmd.Flags().Var(daysValue{&retention}, "retention", "how long records are kept, e.g. 7d, 36h (default: the server's, 24h)")
 	cmd.Flags().Var(daysValue{&pin}, "retention-pin", retentionPinUsage)
 	cmd.Flags().StringVar(&tsType, "timestamp-type", "create-time", "record timestamps: create-time (the producer's) or log-append-time (the append time, whatever the producer gave)")
+	cleanup.register(cmd)
 	return cmd
 }
 
@@ -219,9 +271,10 @@ func newTopicsAlterCmd(o *options) *cobra.Command {
 		partitions int32
 		retention  time.Duration
 		pin        time.Duration
+		cleanup    cleanupFlags
 	)
 	cmd := &cobra.Command{
-		Use:     "alter NAME (--partitions N | --retention D | --retention-pin D)",
+		Use:     "alter NAME (--partitions N | --retention D | --retention-pin D | --cleanup-policy P ...)",
 		Aliases: []string{"update"},
 		Short:   "Raise a topic's partition count, or set its retention or retention pin",
 		Long: `Raise NAME's partition count to --partitions (counts only grow). Existing records
@@ -238,12 +291,19 @@ strata dev).
 
 Or set its retention pin (--retention-pin, 0 removes it): retention then keeps a record
 up to that much longer while a group that has committed on the topic has not read it
-(docs/DESIGN.md, "Retention pin"). One change per run.`,
+(docs/DESIGN.md, "Retention pin").
+
+Or set its cleanup policy and compaction settings (--cleanup-policy, --min-compaction-lag,
+--max-compaction-lag, --delete-retention, together): a delete topic may become compact
+or compact,delete, and those two may swap; a compacted topic cannot go back to delete.
+Records already there stay; from then on records need a key, and strata get answers the
+keys appended after the change. One change per run.`,
 		Args: exactArgs("NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			setP, setR, setPin := cmd.Flags().Changed("partitions"), cmd.Flags().Changed("retention"), cmd.Flags().Changed("retention-pin")
-			if n := btoi(setP) + btoi(setR) + btoi(setPin); n != 1 {
-				return usagef("exactly one of --partitions, --retention and --retention-pin is required")
+			setC := cleanup.changed(cmd)
+			if n := btoi(setP) + btoi(setR) + btoi(setPin) + btoi(setC); n != 1 {
+				return usagef("exactly one of --partitions, --retention, --retention-pin and the cleanup flags (--cleanup-policy, --min-compaction-lag, --max-compaction-lag, --delete-retention) is required")
 			}
 			c, err := o.client()
 			if err != nil {
@@ -255,6 +315,8 @@ up to that much longer while a group that has committed on the topic has not rea
 				t, err = c.IncreasePartitions(cmd.Context(), args[0], partitions)
 			case setR:
 				t, err = c.SetRetention(cmd.Context(), args[0], retention)
+			case setC:
+				t, err = c.SetCleanup(cmd.Context(), args[0], cleanup.change(cmd))
 			default:
 				t, err = c.SetRetentionPin(cmd.Context(), args[0], pin)
 			}
@@ -271,6 +333,7 @@ up to that much longer while a group that has committed on the topic has not rea
 	cmd.Flags().Int32Var(&partitions, "partitions", 0, "the new partition count (more than the current one, at most 1024)")
 	cmd.Flags().Var(retentionValue{&retention}, "retention", "how long records are kept, e.g. 3d, 36h; -1 or infinite: for ever (only without a deployment maximum)")
 	cmd.Flags().Var(daysValue{&pin}, "retention-pin", retentionPinUsage)
+	cleanup.register(cmd)
 	return cmd
 }
 

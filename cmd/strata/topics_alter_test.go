@@ -18,7 +18,7 @@ import (
 func TestTopicsAlterRetention(t *testing.T) {
 	url := startNode(t, runtime.Config{Node: node.Config{Topics: log.TopicDefaults{MaxRetention: 7 * 24 * time.Hour}}})
 	cli(t, url, "", "topics", "create", "orders", "--partitions", "1", "--retention", "1d")
-	if got := rows(cli(t, url, "", "topics", "alter", "orders", "--retention", "3d")); len(got) != 2 || got[1] != "orders 1 72h0m0s -" {
+	if got := rows(cli(t, url, "", "topics", "alter", "orders", "--retention", "3d")); len(got) != 2 || got[1] != "orders 1 72h0m0s - delete" {
 		t.Fatalf("topics alter orders --retention 3d: %q", got)
 	}
 	for _, v := range []string{"8d", "-1", "infinite"} {
@@ -45,7 +45,7 @@ func TestTopicsAlterRetention(t *testing.T) {
 	if err := json.Unmarshal([]byte(cli(t, url, "", "--json", "topics", "alter", "orders", "--retention", "infinite")), &tj); err != nil || tj.RetentionMs != 9223372036854 {
 		t.Fatalf("alter --retention infinite without a maximum: %+v (%v), want for ever", tj, err)
 	}
-	if got := rows(cli(t, url, "", "topics", "alter", "orders", "--retention", "-1")); len(got) != 2 || got[1] != "orders 1 infinite -" {
+	if got := rows(cli(t, url, "", "topics", "alter", "orders", "--retention", "-1")); len(got) != 2 || got[1] != "orders 1 infinite - delete" {
 		t.Fatalf("topics alter orders --retention -1: %q", got)
 	}
 }

@@ -1,6 +1,7 @@
 // Command retention is the scheduled retention Lambda function: each scheduled event
 // runs the retention pass `strata dev` runs on its timer (pkg/retention on a node opened
-// through pkg/node, with no HTTP runtime), then samples every group's lag into the
+// through pkg/node, with no HTTP runtime) and the compaction pass of compacted topics
+// (pkg/compact), then samples every group's lag into the
 // store's lag history (the api serves it; no api host lives long enough to keep it). Configuration: functions/README.md.
 package main
 
@@ -27,7 +28,7 @@ func main() {
 		fatal(err)
 	}
 	cfg.Backend, cfg.Logger = node.BackendAWS, logger
-	n, err := node.Open(context.Background(), cfg, node.PartRetention|node.PartGroups)
+	n, err := node.Open(context.Background(), cfg, node.PartRetention|node.PartCompaction|node.PartGroups)
 	if err != nil {
 		fatal(err)
 	}

@@ -404,7 +404,8 @@ func TestStrataRoles(t *testing.T) {
 			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
 		},
 		deploy.FunctionRetention: {
-			"s3:DeleteObject on " + objects,
+			// retention's deletes; the compaction pass's reads, rewrites and deletes
+			"s3:DeleteObject,s3:GetObject,s3:PutObject on " + objects,
 			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
 		},
 	}

@@ -59,7 +59,9 @@ var (
 //     resets and group describes (which scan assignments and commits), the parked keys
 //     of a group (a scan) and their release, and the member routes of group members
 //     over HTTP (heartbeat puts the member's row, leave deletes it, the balancer and
-//     the member list query the group's rows).
+//     the member list query the group's rows). On a compacted topic an append also
+//     puts its keys' rows of the key index and the key lookup reads them: rows of the
+//     index table under their own keys, so its rw on the index covers them.
 //   - dispatch reads the sequencer's stream, materialises index entries (an index query,
 //     a write-once entry, and the idempotency claims of an idempotent commit, made from
 //     the members table it reads from the batch's segment object), and decides
@@ -71,7 +73,10 @@ var (
 //     deletes index entries (ranges, in BatchWriteItem calls), and reads the topics it
 //     works from; the legacy partitions table is read by the migration only. Its pass
 //     then samples every group's lag (a scan of groups, each group's leases, commits and
-//     index times) into the lag history table, which the api reads.
+//     index times) into the lag history table, which the api reads. The same pass
+//     compacts compacted topics (pkg/compact): it reads their index entries, swaps
+//     rewritten ranges in one transaction (a Put or Delete per item, conditional) and
+//     deletes removed tombstones' key entries, all in the index table.
 //
 // A subscribed consumer function's rights are narrower still (consumerStatements): the
 // rows of its own topic and group only.

@@ -625,10 +625,13 @@ func (s *Strata) tableStatements(name string) []awsiam.PolicyStatement {
 			}),
 			list)
 	case deploy.FunctionRetention:
+		// Retention deletes expired objects; the compaction pass reads a compacted
+		// partition's objects, writes its rewrites and garbage markers, and deletes what
+		// they replaced.
 		out = append(out,
 			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-				Sid:       jsii.String("SegmentsDelete"),
-				Actions:   jsii.Strings(objectDelete...),
+				Sid:       jsii.String("SegmentsReadWriteDelete"),
+				Actions:   jsii.Strings(append(append(slices.Clone(objectRead), objectWrite...), objectDelete...)...),
 				Resources: &[]*string{objects},
 			}),
 			list)

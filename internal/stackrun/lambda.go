@@ -23,8 +23,9 @@ type Function struct {
 	Description string
 	// Env is the environment the template gives it (references resolved).
 	Env map[string]string
-	// Timeout is the template's.
-	Timeout time.Duration
+	// Timeout and MemoryMB are the template's.
+	Timeout  time.Duration
+	MemoryMB int
 	// Statements are its role's.
 	Statements []Statement
 	// AsyncRetries is its EventInvokeConfig's MaximumRetryAttempts (Lambda's default 2).
@@ -37,10 +38,15 @@ type Function struct {
 	// invocation per execution environment, and so does the emulator.
 	idle      chan *lambdarun.Process
 	instances []*lambdarun.Process
+	// logMarks are the instances' log lengths at the last ResetLogs.
+	logMarks []int
 
 	mu          sync.Mutex
 	invocations int
 	errors      int
+	busy        time.Duration
+	active      map[*time.Time]bool         // start times of the invocations running
+	used        map[*lambdarun.Process]bool // instances that ran an invocation
 }
 
 // Invoke runs one synchronous invocation on a free instance, waiting for one.
@@ -52,9 +58,20 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 		return nil, ctx.Err()
 	}
 	defer func() { f.idle <- p }()
-	out, err := p.Invoke(ctx, payload)
+	start := time.Now()
 	f.mu.Lock()
 	f.invocations++
+	if f.active == nil {
+		f.active = map[*time.Time]bool{}
+		f.used = map[*lambdarun.Process]bool{}
+	}
+	f.active[&start] = true
+	f.used[p] = true
+	f.mu.Unlock()
+	out, err := p.Invoke(ctx, payload)
+	f.mu.Lock()
+	delete(f.active, &start)
+	f.busy += time.Since(start)
 	if err != nil {
 		f.errors++
 	}
@@ -62,11 +79,30 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	return out, err
 }
 
-// Invocations returns how many invocations ran and how many failed.
+// Invocations returns how many invocations started and how many failed.
 func (f *Function) Invocations() (n, failed int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.invocations, f.errors
+}
+
+// Busy returns the wall time of the invocations since ResetLogs, those still running
+// up to now.
+func (f *Function) Busy() time.Duration {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	b := f.busy
+	for start := range f.active {
+		b += time.Since(*start)
+	}
+	return b
+}
+
+// Environments returns how many of f's instances ran an invocation since ResetLogs.
+func (f *Function) Environments() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.used)
 }
 
 // Logs returns every instance's output.

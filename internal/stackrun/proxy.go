@@ -56,6 +56,7 @@ type Proxy struct {
 	// iterators maps each shard iterator handed out through this proxy to its stream.
 	iterators map[string]string
 	counts    map[string]int
+	requests  map[requestKey]*Request
 	// conditions are the statements that allowed a request while carrying conditions
 	// the harness does not evaluate, by Sid.
 	conditions map[string]Statement
@@ -66,7 +67,7 @@ type streamKey struct{}
 // NewProxy starts a proxy for function on a loopback port.
 func NewProxy(function string, stmts []Statement, emulator *url.URL, lambda http.Handler, report func(Denial)) *Proxy {
 	p := &Proxy{function: function, stmts: stmts, lambda: lambda, report: report,
-		iterators: map[string]string{}, counts: map[string]int{}, conditions: map[string]Statement{}}
+		iterators: map[string]string{}, counts: map[string]int{}, requests: map[requestKey]*Request{}, conditions: map[string]Statement{}}
 	p.upstream = httputil.NewSingleHostReverseProxy(emulator)
 	p.upstream.ModifyResponse = p.rememberIterators
 	p.srv = httptest.NewServer(p)
@@ -145,14 +146,20 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		accessDenied(w, svc, d.String())
 		return
 	}
+	req := requestOf(svc, r, needs, body)
+	cw := &countingWriter{ResponseWriter: w}
+	defer func() {
+		req.BytesReceived = cw.n
+		p.tally(req)
+	}()
 	if svc == "lambda" {
-		p.lambda.ServeHTTP(w, r)
+		p.lambda.ServeHTTP(cw, r)
 		return
 	}
 	if strings.HasPrefix(r.Header.Get("X-Amz-Target"), "DynamoDBStreams_") {
 		r = r.WithContext(context.WithValue(r.Context(), streamKey{}, needs[0].Resource))
 	}
-	p.upstream.ServeHTTP(w, r)
+	p.upstream.ServeHTTP(cw, r)
 }
 
 // rememberIterators records the shard iterators a streams answer hands out (from

@@ -92,6 +92,7 @@ type Stack struct {
 	wg       sync.WaitGroup
 
 	mu      sync.Mutex
+	routes  map[string][2]int // HTTP API route → invocations answered, failed
 	denials []Denial
 	// failures are what the mappings gave up on (described to their failure destination).
 	failures []string
@@ -248,6 +249,42 @@ func (s *Stack) reportDenial(d Denial) {
 	}
 }
 
+// countRoute tallies one invocation of the HTTP API's route key.
+func (s *Stack) countRoute(key string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.routes == nil {
+		s.routes = map[string][2]int{}
+	}
+	c := s.routes[key]
+	if ok {
+		c[0]++
+	} else {
+		c[1]++
+	}
+	s.routes[key] = c
+}
+
+// RouteInvocations returns, by HTTP API route key, the invocations the function
+// answered and those that failed (the invocation itself: an emulator timing out
+// under load, not an error answer of the function's).
+func (s *Stack) RouteInvocations() map[string][2]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string][2]int, len(s.routes))
+	for k, v := range s.routes {
+		out[k] = v
+	}
+	return out
+}
+
+// ResetRoutes forgets the route tallies.
+func (s *Stack) ResetRoutes() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.routes = nil
+}
+
 // Denials returns every AWS request a function's role did not allow so far.
 func (s *Stack) Denials() []Denial {
 	s.mu.Lock()
@@ -394,7 +431,7 @@ func (s *Stack) startFunctions(ctx context.Context, out string, b lambdarun.Buil
 			return fmt.Errorf("stackrun: function %s: %w", id, err)
 		}
 		f := &Function{LogicalID: id, Name: s.Template.Name(id), Description: p.Description,
-			Env: map[string]string{}, Timeout: time.Duration(p.Timeout) * time.Second, AsyncRetries: 2}
+			Env: map[string]string{}, Timeout: time.Duration(p.Timeout) * time.Second, MemoryMB: int(p.MemorySize), AsyncRetries: 2}
 		f.ARN = FunctionARN(f.Name)
 		if f.Timeout == 0 {
 			f.Timeout = 3 * time.Second
@@ -794,7 +831,9 @@ func (s *Stack) startAPI(callers []Caller) error {
 			if !ok {
 				return nil, fmt.Errorf("stackrun: no integration for route %q", ev.RouteKey)
 			}
-			return invokeWithin(ctx, fn, payload)
+			out, err := invokeWithin(ctx, fn, payload)
+			s.countRoute(ev.RouteKey, err == nil)
+			return out, err
 		}),
 	})
 	if err != nil {

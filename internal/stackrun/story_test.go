@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/stratalog/strata/internal/apigwtest"
 	"github.com/stratalog/strata/internal/lambdarun"
@@ -70,14 +71,15 @@ var (
 		ARN: "arn:aws:iam::" + stackrun.Account + ":user/stranger"}
 )
 
-// TestUserStoryOnTheSynthesizedStack (issue 17 item 7): the stack as `cdk synth` makes
+// TestUserStoryOnTheSynthesizedStack: the stack as `cdk synth` makes
 // it, run here from its template. The CLI (signed) creates the topics and configures the
 // group; the SDK's producer (signed) appends keyed orders and one poison record; the
 // sequencer's stream drives dispatch through the template's event source mapping;
 // dispatch invokes the subscribed example consumer asynchronously; the consumer writes
 // each order to the business table exactly once and dead-letters the poison record as
 // the group's settings say; the retention schedule expires a short topic's records; a
-// topic asking for more than the stack's maximum retention is refused; unsigned,
+// topic asking for more than the stack's maximum retention is refused, and one lengthened
+// to it stays within the bucket's lifecycle rule; unsigned,
 // tampered and unauthorized requests are refused. Every AWS request of every function is
 // checked against its role in the template: a denial fails the story.
 func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
@@ -234,6 +236,40 @@ func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
 		retentionExpired = int32(tp.PartitionInfo[0].LogStartOffset)
 		return retentionExpired >= 3
 	}, 2*time.Minute, "the retention schedule expires audit's first 3 records")
+
+	// Lengthened, a topic's retention stays within the bucket's lifecycle backstop: the
+	// api accepts up to the stack's maximum (strata:maxRetentionDays) and refuses more,
+	// for ever included, naming that setting; the lifecycle rule the stack gave the
+	// bucket expires a segment object only a day past the longest retention accepted.
+	cli.run(t, "topics", "alter", "audit", "--retention", fmt.Sprintf("%dd", maxRetentionDays))
+	var longest time.Duration
+	st.WaitFor(ctx, func() bool { // every api host within its topic cache's 5 s
+		if tp, err := c.DescribeTopic(ctx, "audit"); err == nil {
+			longest = tp.Retention
+		}
+		return longest == maxRetentionDays*24*time.Hour
+	}, 30*time.Second, "every api host sees audit's lengthened retention")
+	for _, r := range []time.Duration{client.RetentionForever, (maxRetentionDays + 1) * 24 * time.Hour} {
+		_, err := c.SetRetention(ctx, "audit", r)
+		refused := errors.As(err, &apiErr) && apiErr.Status == http.StatusBadRequest && strings.Contains(err.Error(), "strata:maxRetentionDays")
+		if refused {
+			refusedByAPI++
+		}
+		check(t, "retention beyond the maximum", refused, "retention %s on a %d-day stack: %v, want 400 naming strata:maxRetentionDays", r, maxRetentionDays, err)
+	}
+	lc, err := awstest.S3Client(ctx, t).GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{
+		Bucket: aws.String(st.Function("Strata api").Env[deploy.EnvBucket])})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var backstop time.Duration
+	for _, r := range lc.Rules {
+		if r.Filter != nil && aws.ToString(r.Filter.Prefix) == deploy.SegmentKeyPrefix && r.Expiration != nil {
+			backstop = time.Duration(aws.ToInt32(r.Expiration.Days)) * 24 * time.Hour
+		}
+	}
+	check(t, "lifecycle backstop", longest > 0 && backstop >= longest+24*time.Hour,
+		"the bucket's lifecycle rule on %s expires objects after %s, want at least a day past the longest retention %s", deploy.SegmentKeyPrefix, backstop, longest)
 
 	// Refused at the front: unsigned, tampered, and signed by a principal without
 	// execute-api:Invoke.

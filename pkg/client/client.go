@@ -160,6 +160,8 @@ func (c *Client) CreateTopic(ctx context.Context, name string, cfg TopicConfig) 
 	if cfg.LogAppendTime {
 		req.TimestampType = wire.TimestampLogAppendTime
 	}
+	req.CleanupPolicy = cfg.Cleanup
+	req.MinCompactionLagMs, req.MaxCompactionLagMs, req.DeleteRetentionMs = optMillis(cfg.MinCompactionLag), optMillis(cfg.MaxCompactionLag), optMillis(cfg.DeleteRetention)
 	var w wire.Topic
 	if err := c.doJSON(ctx, http.MethodPost, "/v1/topics", nil, req, &w); err != nil {
 		return nil, fmt.Errorf("strata: create topic %q: %w", name, err)
@@ -615,7 +617,9 @@ func (c *Client) Health(ctx context.Context) error {
 
 func fromWireTopic(w wire.Topic) *Topic {
 	t := &Topic{Name: w.Name, Partitions: w.Partitions, Retention: time.Duration(w.RetentionMs) * time.Millisecond,
-		RetentionPin: time.Duration(w.RetentionPinMs) * time.Millisecond, LogAppendTime: w.TimestampType == wire.TimestampLogAppendTime}
+		RetentionPin: time.Duration(w.RetentionPinMs) * time.Millisecond, LogAppendTime: w.TimestampType == wire.TimestampLogAppendTime,
+		Cleanup: w.CleanupPolicy, MinCompactionLag: time.Duration(w.MinCompactionLagMs) * time.Millisecond,
+		MaxCompactionLag: time.Duration(w.MaxCompactionLagMs) * time.Millisecond, DeleteRetention: time.Duration(w.DeleteRetentionMs) * time.Millisecond}
 	for _, p := range w.PartitionInfo {
 		t.PartitionInfo = append(t.PartitionInfo, PartitionInfo(p))
 	}

@@ -34,6 +34,7 @@ const (
 	CodeUnavailable          = wire.CodeUnavailable
 	CodeMethodNotAllowed     = wire.CodeMethodNotAllowed
 	CodeInternal             = wire.CodeInternal
+	CodeKeyDeleted           = wire.CodeKeyDeleted
 )
 
 // Sentinel errors, one per error code, so callers branch with errors.Is on an *APIError
@@ -66,6 +67,10 @@ var (
 	ErrMethodNotAllowed     = errors.New("strata: method not allowed")
 	// ErrInternal is a server-side failure a retry will not fix (e.g. corrupt data).
 	ErrInternal = errors.New("strata: internal server error")
+	// ErrKeyDeleted answers Latest of a key whose latest record is a tombstone (its
+	// *APIError's Details hold the tombstone's partition, offset and deleted_at_ms);
+	// errors.Is(err, ErrNotFound) holds too.
+	ErrKeyDeleted = errors.New("strata: key deleted")
 )
 
 // ErrBadResponse is a 2xx answer that does not fit the contract (bad JSON, wrong result
@@ -113,6 +118,8 @@ func sentinelForCode(code string) error {
 		return ErrMethodNotAllowed
 	case CodeInternal:
 		return ErrInternal
+	case CodeKeyDeleted:
+		return ErrKeyDeleted
 	}
 	return nil
 }
@@ -178,7 +185,7 @@ func (e *APIError) Is(target error) bool {
 	if s == nil {
 		s = sentinelForStatus(e.Status)
 	}
-	return s != nil && s == target
+	return s != nil && (s == target || (s == ErrKeyDeleted && target == ErrNotFound))
 }
 
 // Temporary reports whether the same request may succeed later: 429 and 503 (and a
@@ -288,7 +295,7 @@ func statusForCode(code string) int {
 		return http.StatusUnauthorized
 	case CodeForbidden:
 		return http.StatusForbidden
-	case CodeNotFound:
+	case CodeNotFound, CodeKeyDeleted:
 		return http.StatusNotFound
 	case CodeTopicExists, CodeLeaseHeld, CodeFenced, CodeSuperseded, CodeRetryUndecided, CodeStaleCommit, CodeGroupActive:
 		return http.StatusConflict

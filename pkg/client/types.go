@@ -112,6 +112,38 @@ type TopicConfig struct {
 	// LogAppendTime stamps every record with its append time instead of the producer's
 	// timestamp (Kafka's message.timestamp.type=LogAppendTime).
 	LogAppendTime bool
+	// Cleanup is CleanupDelete ("" too), CleanupCompact or CleanupCompactDelete
+	// (Kafka's cleanup.policy); a compacted topic refuses records without a key and
+	// answers Latest.
+	Cleanup string
+	// MinCompactionLag, MaxCompactionLag and DeleteRetention are the compaction
+	// settings (Kafka's min/max.compaction.lag.ms, delete.retention.ms); 0 leaves one
+	// unset (DeleteRetention: a day).
+	MinCompactionLag time.Duration
+	MaxCompactionLag time.Duration
+	DeleteRetention  time.Duration
+}
+
+// The cleanup policies of a topic (TopicConfig.Cleanup, Topic.Cleanup).
+const (
+	CleanupDelete        = wire.CleanupDelete
+	CleanupCompact       = wire.CleanupCompact
+	CleanupCompactDelete = wire.CleanupCompactDelete
+)
+
+// CleanupChange is SetCleanup's change: Cleanup "" and nil settings keep the topic's;
+// a setting of 0 unsets it.
+type CleanupChange struct {
+	Cleanup          string
+	MinCompactionLag *time.Duration
+	MaxCompactionLag *time.Duration
+	DeleteRetention  *time.Duration
+}
+
+// KeyRecord is the latest record of a key of a compacted topic (Client.Latest).
+type KeyRecord struct {
+	Partition int32
+	PolledRecord
 }
 
 // Topic describes a topic. PartitionInfo is filled by DescribeTopic.
@@ -122,7 +154,14 @@ type Topic struct {
 	// RetentionPin is the pin cap, 0 without a pin.
 	RetentionPin  time.Duration
 	LogAppendTime bool
-	PartitionInfo []PartitionInfo
+	// Cleanup is the topic's cleanup policy (CleanupDelete, CleanupCompact,
+	// CleanupCompactDelete; "" from a server older than policies: delete) and the rest
+	// its compaction settings, 0 when unset.
+	Cleanup          string
+	MinCompactionLag time.Duration
+	MaxCompactionLag time.Duration
+	DeleteRetention  time.Duration
+	PartitionInfo    []PartitionInfo
 }
 
 // PartitionInfo is a partition's readable range.

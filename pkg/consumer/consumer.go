@@ -46,6 +46,16 @@ type Coordinator interface {
 	Commit(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64, completed ...store.OffsetRange) error
 }
 
+// LeaseCommitter is a Coordinator whose commit can renew or release the lease in the
+// same write (*group.Coordinator has it; group.CommitOptions.RenewTTL and Release).
+// With it a run's commits renew its lease and its last commit releases it, so a run
+// that makes progress sends no renew or release request of its own, and renews alone
+// only when no commit did so for a third of the TTL. CommitAt must behave as Commit
+// with opts.Completed, and renew or release only when the commit goes through.
+type LeaseCommitter interface {
+	CommitAt(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64, opts group.CommitOptions) error
+}
+
 // Handler handles one record; an error makes the consumer retry it, then dead-letter it.
 // It must honour ctx: a fenced partition cancels it.
 type Handler func(ctx context.Context, r Record) error
@@ -136,7 +146,9 @@ type Config struct {
 	// answers whole commits); the run loop holds it and never waits on the workers.
 	MaxInFlight      int
 	MaxInFlightBytes int64
-	// CommitInterval bounds how long completed work waits for a commit (default 1s).
+	// CommitInterval bounds how long completed work waits for a commit (default 1s, at
+	// most LeaseTTL/3). A run commits only when its checkpoint moved: a partition with
+	// nothing new writes nothing but its lease renewal every LeaseTTL/3.
 	CommitInterval time.Duration
 	// Clock is this process's clock (default time.Now). The lease is tracked on it alone,
 	// as a local deadline: the clock's reading when the acquire or renew request was sent
@@ -217,6 +229,7 @@ func New(l Log, c Coordinator, cfg Config) (*Consumer, error) {
 	if cfg.CommitInterval <= 0 {
 		cfg.CommitInterval = time.Second
 	}
+	cfg.CommitInterval = min(cfg.CommitInterval, cfg.LeaseTTL/3)
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
@@ -273,6 +286,10 @@ func (c *Consumer) runLease(ctx context.Context, lease group.Lease, deadline tim
 		MaxInFlight: c.cfg.MaxInFlight, MaxInFlightBytes: c.cfg.MaxInFlightBytes,
 		RetryAfter: min(retryAfter, c.cfg.LeaseTTL/10), IdlePoll: idlePoll,
 	}}
+	r.leaseCommits, r.lim.CommitRenews = c.coord.(LeaseCommitter)
+	if !r.lim.CommitRenews {
+		r.leaseCommits = nil
+	}
 	r.setDeadline(deadline)
 	st, err := r.loop(ctx)
 	if c.cfg.Metrics != nil {
@@ -323,6 +340,10 @@ type run struct {
 	wake  chan struct{}
 	timer *time.Timer // sleep's, reused
 
+	// leaseCommits is the coordinator's commit that renews or releases the lease, nil
+	// when it has none; lastRefresh is when the parked keys were last read.
+	leaseCommits            LeaseCommitter
+	lastRefresh             time.Time
 	fetch, hw               int64
 	lastRenew, renewRetryAt time.Time
 	lastCommit              time.Time
@@ -336,6 +357,8 @@ type run struct {
 	// proves it still owns the partition.
 	base       time.Time
 	leaseUntil atomic.Int64
+	// released: the run's last commit released the lease.
+	released bool
 }
 
 // Pauses of the run loop: after a failed poll or renew (at most a tenth of the TTL),
@@ -391,7 +414,7 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 	}
 	r.fetch, r.hw = start, -1
 	now := cfg.Clock()
-	r.lastRenew, r.lastCommit = now, now
+	r.lastRenew, r.lastCommit, r.lastRefresh = now, now, now
 	for {
 		if ctx.Err() != nil {
 			return r.finish(ctx, nil)
@@ -409,14 +432,17 @@ func (r *run) loop(ctx context.Context) (Stats, error) {
 			}
 		}
 		if p.Commit {
-			at := cfg.Clock()
-			if err := r.commitCheckpoint(ctx); err != nil {
+			at, renewedAt := cfg.Clock(), r.lastRenew
+			if err := r.commitCheckpoint(ctx, leaseRenew); err != nil {
 				if ctx.Err() != nil && !r.fenced.Load() {
 					return r.finish(ctx, nil) // stopping: finish commits without ctx
 				}
 				return r.finish(ctx, err)
 			}
 			r.lastCommit = at
+			if r.lastRenew != renewedAt && !r.lastRenew.Before(r.lastRefresh.Add(r.lim.TTL/3)) {
+				r.refresh(ctx) // the commit renewed the lease: read what a renew reads
+			}
 		}
 		switch {
 		case p.Done:
@@ -470,12 +496,24 @@ func (r *run) renew(ctx context.Context) error {
 		return nil
 	}
 	r.lease.ExpiresAt = l.ExpiresAt
-	r.setDeadline(sent.Add(cfg.LeaseTTL))
-	r.lastRenew = sent
-	if err := r.refreshParked(ctx); err != nil && ctx.Err() == nil {
-		cfg.Logger.Warn("consumer: reading parked keys failed; retried at the next renew", "group", cfg.Group, "err", err)
-	}
+	r.renewed(sent)
+	r.refresh(ctx)
 	return nil
+}
+
+// renewed records a renewal of the lease sent at sent (a renew or a renewing commit).
+func (r *run) renewed(sent time.Time) {
+	r.setDeadline(sent.Add(r.c.cfg.LeaseTTL))
+	r.lastRenew = sent
+}
+
+// refresh reads the partition's parked keys for releases asked meanwhile; a failure is
+// logged and retried at the next renewal.
+func (r *run) refresh(ctx context.Context) {
+	r.lastRefresh = r.c.cfg.Clock()
+	if err := r.refreshParked(ctx); err != nil && ctx.Err() == nil {
+		r.c.cfg.Logger.Warn("consumer: reading parked keys failed; retried at the next renew", "group", r.c.cfg.Group, "err", err)
+	}
 }
 
 // poll polls once from the fetch position and buffers what it answers for the
@@ -819,12 +857,15 @@ func (r *run) finish(ctx context.Context, cause error) (Stats, error) {
 	bg, cancel := context.WithDeadline(context.WithoutCancel(ctx), by)
 	defer cancel()
 	if r.tracker != nil {
-		if err := r.commitCheckpoint(bg); err != nil {
+		if err := r.commitCheckpoint(bg, leaseRelease); err != nil {
 			if errors.Is(err, group.ErrFenced) {
 				r.stats.Fenced = true
 			}
 			return r.stats, errors.Join(cause, err)
 		}
+	}
+	if r.released {
+		return r.stats, cause // the last commit released the lease
 	}
 	cfg := r.c.cfg
 	if err := r.c.coord.Release(bg, cfg.Group, r.lease.TopicRef(), r.p, cfg.Member, r.lease.Generation); err != nil && !errors.Is(err, group.ErrFenced) {

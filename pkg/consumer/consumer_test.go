@@ -218,6 +218,13 @@ func (p *pausable) Commit(ctx context.Context, g, t string, part int32, m string
 	return p.Coordinator.Commit(ctx, g, t, part, m, gen, next, completed...)
 }
 
+// CommitAt is the commit that renews or releases the lease (consumer.LeaseCommitter),
+// paused as Commit is.
+func (p *pausable) CommitAt(ctx context.Context, g, t string, part int32, m string, gen, next int64, opts group.CommitOptions) error {
+	p.wait()
+	return p.Coordinator.(consumer.LeaseCommitter).CommitAt(ctx, g, t, part, m, gen, next, opts)
+}
+
 // TestPausedConsumerResumesAfterReassignment is the brief's second scenario: a paused
 // consumer holding generation g resumes after its partition moved to g+1. Its commit
 // is fenced, the committed offset never regresses, and it handles nothing more there.

@@ -218,6 +218,15 @@ func (c *crashAfterPark) Commit(ctx context.Context, g, t string, part int32, m 
 	return c.Coordinator.Commit(ctx, g, t, part, m, gen, next, completed...)
 }
 
+// CommitAt is the commit that renews or releases the lease (consumer.LeaseCommitter):
+// it crashes as Commit does.
+func (c *crashAfterPark) CommitAt(ctx context.Context, g, t string, part int32, m string, gen, next int64, opts group.CommitOptions) error {
+	if c.parkWrites.Load() > 0 {
+		return errors.New("crashed before the commit")
+	}
+	return c.Coordinator.CommitAt(ctx, g, t, part, m, gen, next, opts)
+}
+
 // TestCrashBetweenParkWriteAndCommitRedelivers is issue 22.1's crash case: the key's
 // row is written and its records forwarded, then the process dies before committing.
 // The next owner reads the row, forwards the key's records again without handling

@@ -23,6 +23,9 @@ type limits struct {
 	// polls that find nothing new while records are still being handled.
 	RetryAfter time.Duration
 	IdlePoll   time.Duration
+	// CommitRenews: a commit renews the lease too (LeaseCommitter), so a renewal due with
+	// progress to save is made by committing it, and none is made beside a commit.
+	CommitRenews bool
 }
 
 // observed is what the loop knows when it decides.
@@ -95,10 +98,19 @@ func decide(lim limits, o observed) plan {
 	commitAt := o.LastCommit.Add(lim.CommitInterval)
 	pending := o.Next > o.Committed || o.Unsaved
 	p.Commit = pending && !o.Now.Before(commitAt)
+	if lim.CommitRenews && pending && p.Renew {
+		// The renewal rides in a commit of what is done so far.
+		p.Commit, p.Renew = true, false
+	}
+	if lim.CommitRenews && p.Commit {
+		p.Renew = false
+	}
 
 	// wake is when something becomes due without a worker's completion.
 	wake := renewAt
-	if p.Renew {
+	if p.Renew || (lim.CommitRenews && p.Commit) {
+		// A commit that carries the renewal renews at most CommitInterval late when it
+		// finds nothing to store (commitAt below wakes the loop), within TTL/3.
 		wake = o.Now.Add(lim.TTL / 3)
 	}
 	if pending || o.InFlight > 0 {

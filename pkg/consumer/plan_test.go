@@ -16,11 +16,7 @@ func TestDecide(t *testing.T) {
 		MaxInFlight: 2000, MaxInFlightBytes: 1 << 20, RetryAfter: 100 * time.Millisecond, IdlePoll: 5 * time.Millisecond}
 	// base: caught up to nothing yet, just renewed and committed, nothing in flight.
 	base := observed{Now: t0, LastRenew: t0, LastCommit: t0, Committed: 10, Next: 10, Fetch: 10, HighWatermark: -1}
-	cases := []struct {
-		name string
-		mod  func(o *observed)
-		want plan
-	}{
+	cases := []decideCase{
 		{"idle: long-poll", nil, plan{Poll: true, PollWait: time.Second}},
 		{"work in flight, more in the log: poll at once", func(o *observed) {
 			o.Fetch, o.HighWatermark, o.InFlight = 20, 100, 10
@@ -106,6 +102,19 @@ func TestDecide(t *testing.T) {
 			o.Fetch, o.Next, o.HighWatermark, o.InFlight = 4000, 2000, 4000, 2000
 		}, plan{Sleep: minSleep}},
 	}
+	runDecide(t, lim, base, cases)
+}
+
+// decideCase is one scenario of decide: base modified by mod, and the plan wanted.
+type decideCase struct {
+	name string
+	mod  func(o *observed)
+	want plan
+}
+
+// runDecide runs each case as a sub-test.
+func runDecide(t *testing.T, lim limits, base observed, cases []decideCase) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			o := base
@@ -119,27 +128,69 @@ func TestDecide(t *testing.T) {
 	}
 }
 
+// TestDecideCommitRenews: with a coordinator whose commits renew the lease, a renewal
+// due with progress to save is a commit, none is sent beside a commit, and a renewal
+// due with nothing to commit goes alone.
+func TestDecideCommitRenews(t *testing.T) {
+	t0 := time.Unix(1_000_000, 0)
+	lim := limits{TTL: 30 * time.Second, CommitInterval: 10 * time.Second, PollWait: time.Second, CommitRenews: true,
+		MaxInFlight: 2000, MaxInFlightBytes: 1 << 20, RetryAfter: 100 * time.Millisecond, IdlePoll: 5 * time.Millisecond}
+	base := observed{Now: t0, LastRenew: t0, LastCommit: t0, Committed: 10, Next: 10, Fetch: 10, HighWatermark: 10}
+	cases := []decideCase{
+		{"nothing new, renewal not due: no write", func(o *observed) {
+			o.Now = t0.Add(9 * time.Second)
+		}, plan{Poll: true, PollWait: time.Second}},
+		{"nothing new, renewal due: it goes alone", func(o *observed) {
+			o.Now = t0.Add(10 * time.Second)
+			o.LastCommit = t0.Add(5 * time.Second)
+		}, plan{Renew: true, Poll: true, PollWait: time.Second}},
+		{"progress, renewal due before the commit: the commit carries it", func(o *observed) {
+			o.Now, o.LastRenew = t0.Add(10*time.Second), t0
+			o.LastCommit = t0.Add(5 * time.Second)
+			o.Next, o.Fetch, o.HighWatermark = 15, 15, 15
+		}, plan{Commit: true, Poll: true, PollWait: time.Second}},
+		{"progress, commit due: no renewal beside it", func(o *observed) {
+			o.Now = t0.Add(10 * time.Second)
+			o.Next, o.Fetch, o.HighWatermark, o.InFlight, o.LastPoll = 15, 20, 20, 5, o.Now
+		}, plan{Commit: true, Sleep: 5 * time.Millisecond}},
+		{"progress, neither due: wait for the commit", func(o *observed) {
+			o.Now = t0.Add(4 * time.Second)
+			o.Next, o.Fetch, o.HighWatermark, o.InFlight = 15, 2015, 2015, 2000
+		}, plan{Sleep: 6 * time.Second}},
+		{"lease lapsed with progress: the commit renews at once", func(o *observed) {
+			o.Now, o.LeaseLapsed = t0.Add(time.Second), true
+			o.Next, o.Fetch, o.HighWatermark = 15, 15, 15
+		}, plan{Commit: true, Poll: true, PollWait: time.Second}},
+	}
+	runDecide(t, lim, base, cases)
+}
+
 // TestDecideSleepsAreBounded: whatever the loop knows, a plan that does nothing else
 // sleeps at least minSleep (no spinning) and at most TTL/3 (renewals keep their pace).
 func TestDecideSleepsAreBounded(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	lim := limits{TTL: 3 * time.Second, CommitInterval: time.Second, PollWait: time.Second,
 		MaxInFlight: 100, MaxInFlightBytes: 1 << 20, RetryAfter: 100 * time.Millisecond, IdlePoll: 5 * time.Millisecond}
-	for _, lapsed := range []bool{false, true} {
-		for _, ago := range []time.Duration{0, 500 * time.Millisecond, 999 * time.Millisecond, 2 * time.Second} {
-			for _, inflight := range []int{0, 50, 100} {
-				o := observed{Now: t0, LeaseLapsed: lapsed, LastRenew: t0.Add(-ago), LastCommit: t0.Add(-ago),
-					Committed: 0, Next: 0, Fetch: int64(inflight), HighWatermark: int64(inflight), InFlight: inflight,
-					LastPoll: t0, OutOfRange: inflight == 50}
-				p := decide(lim, o)
-				if p.Poll || p.Done || p.Reposition {
-					continue
-				}
-				if p.Sleep < minSleep || p.Sleep > lim.TTL/3 {
-					t.Errorf("%+v: sleep %s outside [%s, %s]", o, p.Sleep, minSleep, lim.TTL/3)
-				}
-				if lapsed && !p.Renew {
-					t.Errorf("%+v: lease lapsed and no renew", o)
+	for _, renews := range []bool{false, true} {
+		lim.CommitRenews = renews
+		for _, lapsed := range []bool{false, true} {
+			for _, ago := range []time.Duration{0, 500 * time.Millisecond, 999 * time.Millisecond, 2 * time.Second} {
+				for _, inflight := range []int{0, 50, 100} {
+					for _, done := range []int64{0, 10} {
+						o := observed{Now: t0, LeaseLapsed: lapsed, LastRenew: t0.Add(-ago), LastCommit: t0.Add(-ago),
+							Committed: 0, Next: done, Fetch: int64(inflight) + done, HighWatermark: int64(inflight) + done, InFlight: inflight,
+							LastPoll: t0, OutOfRange: inflight == 50}
+						p := decide(lim, o)
+						if lapsed && !p.Renew && !(renews && p.Commit) {
+							t.Errorf("%+v: lease lapsed and neither a renew nor a renewing commit", o)
+						}
+						if p.Poll || p.Done || p.Reposition {
+							continue
+						}
+						if p.Sleep < minSleep || p.Sleep > lim.TTL/3 {
+							t.Errorf("%+v: sleep %s outside [%s, %s]", o, p.Sleep, minSleep, lim.TTL/3)
+						}
+					}
 				}
 			}
 		}

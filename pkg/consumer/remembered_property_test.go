@@ -28,6 +28,18 @@ type checkedCommits struct {
 }
 
 func (c checkedCommits) Commit(ctx context.Context, g, t string, p int32, m string, gen, next int64, completed ...store.OffsetRange) error {
+	c.check(next, completed)
+	return c.crashable.Commit(ctx, g, t, p, m, gen, next, completed...)
+}
+
+// CommitAt is the commit that renews or releases the lease, checked as Commit is.
+func (c checkedCommits) CommitAt(ctx context.Context, g, t string, p int32, m string, gen, next int64, opts group.CommitOptions) error {
+	c.check(next, opts.Completed)
+	return c.crashable.CommitAt(ctx, g, t, p, m, gen, next, opts)
+}
+
+// check records the first commit that covers an offset no handler finished.
+func (c checkedCommits) check(next int64, completed []store.OffsetRange) {
 	c.mu.Lock()
 	for o := int64(0); o < next; o++ {
 		if !c.finished[o] {
@@ -45,7 +57,6 @@ func (c checkedCommits) Commit(ctx context.Context, g, t string, p int32, m stri
 	if len(completed) > 0 {
 		c.commits.Add(1)
 	}
-	return c.crashable.Commit(ctx, g, t, p, m, gen, next, completed...)
 }
 
 // TestPropertyRememberedAcksNeverSkipUnfinished: over lives that each crash at a random

@@ -38,6 +38,15 @@ func (c *crashable) Commit(ctx context.Context, g, t string, p int32, m string, 
 	return c.Coordinator.Commit(ctx, g, t, p, m, gen, next, completed...)
 }
 
+// CommitAt is the commit that renews or releases the lease (consumer.LeaseCommitter),
+// refused after the crash as Commit is.
+func (c *crashable) CommitAt(ctx context.Context, g, t string, p int32, m string, gen, next int64, opts group.CommitOptions) error {
+	if c.dead.Load() {
+		return errCrashed
+	}
+	return c.Coordinator.(consumer.LeaseCommitter).CommitAt(ctx, g, t, p, m, gen, next, opts)
+}
+
 func (c *crashable) Release(ctx context.Context, g, t string, p int32, m string, gen int64) error {
 	if c.dead.Load() {
 		return errCrashed

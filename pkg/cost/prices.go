@@ -38,6 +38,22 @@ type Prices struct {
 	KinesisODRetrievalGB  Price
 	KinesisExtendedRetain Price // per shard-hour, retention beyond 24 h (up to 7 days)
 
+	LogsIngestGB      Price // CloudWatch Logs ingestion (standard class)
+	CustomMetricMonth Price // CloudWatch custom metric (first 10,000)
+	AlarmMonth        Price // CloudWatch standard-resolution alarm metric
+	DashboardMonth    Price // CloudWatch dashboard (beyond the free three)
+
+	MSKBrokerHour       Price // kafka.m7g.large broker
+	MSKStorageGBMonth   Price
+	MSKSClusterHour     Price // MSK Serverless
+	MSKSPartitionHour   Price
+	MSKSInGB            Price
+	MSKSOutGB           Price
+	MSKSStorageGBMonth  Price
+	WarpStreamWriteGiB  Price // WarpStream BYOC, uncompressed GiB written (first tier)
+	WarpStreamClusterHr Price // WarpStream BYOC cluster fee
+	WarpStreamAgentHour Price // m7g.xlarge agent (EC2 on-demand, the user's account)
+
 	KafkaBrokerHour Price // m5.2xlarge on-demand per broker
 	EBSgp3GBMonth   Price
 	CrossAZGB       Price // per GB crossing AZs (0.01 out + 0.01 in)
@@ -55,6 +71,10 @@ func USEast1() Prices {
 		kds    = "https://aws.amazon.com/kinesis/data-streams/pricing/"
 		ec2    = "https://aws.amazon.com/ec2/pricing/on-demand/"
 		ebs    = "https://aws.amazon.com/ebs/pricing/"
+		cw     = "https://aws.amazon.com/cloudwatch/pricing/"
+		msk    = "https://aws.amazon.com/msk/pricing/"
+		warp   = "https://www.warpstream.com/pricing"
+		est    = "estimated: " + checked
 	)
 	return Prices{
 		Region:                "us-east-1",
@@ -76,6 +96,20 @@ func USEast1() Prices {
 		KinesisODIngestGB:     Price{0.08, "GB ingested", kds, checked},
 		KinesisODRetrievalGB:  Price{0.04, "GB retrieved", kds, checked},
 		KinesisExtendedRetain: Price{0.02, "shard-hour beyond 24 h", kds, checked},
+		LogsIngestGB:          Price{0.50, "GB ingested", cw, checked},
+		CustomMetricMonth:     Price{0.30, "metric-month", cw, checked},
+		AlarmMonth:            Price{0.10, "alarm-month", cw, checked},
+		DashboardMonth:        Price{3.00, "dashboard-month", cw, checked},
+		MSKBrokerHour:         Price{0.84, "broker-hour (kafka.m5.2xlarge)", msk, checked},
+		MSKStorageGBMonth:     Price{0.10, "GB-month", msk, checked},
+		MSKSClusterHour:       Price{0.75, "cluster-hour", msk, checked},
+		MSKSPartitionHour:     Price{0.0015, "partition-hour", msk, checked},
+		MSKSInGB:              Price{0.10, "GB in", msk, checked},
+		MSKSOutGB:             Price{0.05, "GB out", msk, checked},
+		MSKSStorageGBMonth:    Price{0.10, "GB-month", msk, checked},
+		WarpStreamWriteGiB:    Price{0.055, "GiB written (uncompressed)", warp, est},
+		WarpStreamClusterHr:   Price{0.50, "cluster-hour", warp, est},
+		WarpStreamAgentHour:   Price{0.1632, "instance-hour (m7g.xlarge)", ec2, checked},
 		KafkaBrokerHour:       Price{0.384, "instance-hour (m5.2xlarge)", ec2, checked},
 		EBSgp3GBMonth:         Price{0.08, "GB-month", ebs, checked},
 		CrossAZGB:             Price{0.02, "GB across AZs (0.01 each way)", ec2 + " (data transfer)", checked},

@@ -32,6 +32,12 @@ type CommitOptions struct {
 	AllowBackward bool
 	// Completed are the offsets above the position already handled, as Commit's.
 	Completed []store.OffsetRange
+	// RenewTTL, when set, also renews member's lease to now + RenewTTL (within the lease
+	// TTL limits), and Release releases it, in the commit's own write: a consumer that
+	// commits needs no separate renew or release request. A refused commit changes
+	// neither. Release wins over RenewTTL.
+	RenewTTL time.Duration
+	Release  bool
 }
 
 // CommitAt is Commit with options: it stores nextOffset as the group's position on
@@ -54,6 +60,11 @@ func (c *Coordinator) CommitAt(ctx context.Context, group, topic string, partiti
 	if err := CheckMetadata(opts.Metadata); err != nil {
 		return err
 	}
+	if opts.RenewTTL != 0 {
+		if _, err := leaseTTL(opts.RenewTTL); err != nil {
+			return err
+		}
+	}
 	completed := opts.Completed
 	if err := CheckCompleted(nextOffset, completed); err != nil {
 		return err
@@ -73,16 +84,21 @@ func (c *Coordinator) CommitAt(ctx context.Context, group, topic string, partiti
 	if n := len(completed); n > 0 && completed[n-1].To > hw {
 		return invalidf("completed range [%d, %d) ends above the high watermark %d", completed[n-1].From, completed[n-1].To, hw)
 	}
+	now := c.now()
 	row := store.CommitRow{
-		Group:       group,
-		Topic:       topic,
-		Partition:   partition,
-		NextOffset:  nextOffset,
-		Generation:  generation,
-		CommittedAt: c.now(),
-		Metadata:    opts.Metadata,
-		Backward:    opts.AllowBackward,
-		Completed:   completed,
+		Group:        group,
+		Topic:        topic,
+		Partition:    partition,
+		NextOffset:   nextOffset,
+		Generation:   generation,
+		CommittedAt:  now,
+		Metadata:     opts.Metadata,
+		Backward:     opts.AllowBackward,
+		Completed:    completed,
+		ReleaseLease: opts.Release,
+	}
+	if opts.RenewTTL != 0 && !opts.Release {
+		row.LeaseExpiresAt = now.Add(opts.RenewTTL)
 	}
 	if err := c.store.Commit(ctx, row, member); err != nil {
 		return fmt.Errorf("group: commit %s %s/%d@%d for %q gen %d: %w", group, topic, partition, nextOffset, member, generation, err)

@@ -62,3 +62,32 @@ func TestCommitAtBackwardAndMetadata(t *testing.T) {
 		}
 	})
 }
+
+// TestCommitAtRenewsOrReleases: a commit asking for it renews the owner's lease to the
+// coordinator's now + TTL, or releases it, in the same write; a TTL outside the limits
+// is refused with nothing changed.
+func TestCommitAtRenewsOrReleases(t *testing.T) {
+	const topic = "ride"
+	forEachBackend(t, func(t *testing.T, st store.MetaStore) {
+		ctx := context.Background()
+		f := newFixture(st)
+		f.off.addTopic(topic, 1)
+		f.off.appendN(topic, 0, 20)
+		g := uniqueGroup("ride")
+		a := must(f.c.Acquire(ctx, g, topic, 0, "A", 10*time.Second))(t)
+		if err := f.c.CommitAt(ctx, g, topic, 0, "A", a.Generation, 3, group.CommitOptions{RenewTTL: group.MaxTTL + time.Second}); !errors.Is(err, group.ErrInvalid) {
+			t.Fatalf("CommitAt renewing beyond the TTL limit: %v, want ErrInvalid", err)
+		}
+		f.clock.Advance(8 * time.Second)
+		mustOK(t, f.c.CommitAt(ctx, g, topic, 0, "A", a.Generation, 5, group.CommitOptions{RenewTTL: 10 * time.Second}))
+		f.clock.Advance(8 * time.Second) // past the acquire's expiry, within the commit's
+		if _, err := f.c.Acquire(ctx, g, topic, 0, "B", time.Second); !errors.Is(err, group.ErrLeaseHeld) {
+			t.Fatalf("Acquire by another member within the renewed lease: %v, want ErrLeaseHeld", err)
+		}
+		mustOK(t, f.c.CommitAt(ctx, g, topic, 0, "A", a.Generation, 7, group.CommitOptions{RenewTTL: 10 * time.Second, Release: true}))
+		b := must(f.c.Acquire(ctx, g, topic, 0, "B", time.Second))(t)
+		if b.Generation != a.Generation+1 || b.Committed == nil || *b.Committed != 7 {
+			t.Fatalf("Acquire after the releasing commit = %+v, want generation %d at 7", b, a.Generation+1)
+		}
+	})
+}

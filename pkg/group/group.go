@@ -504,6 +504,9 @@ func (c *Coordinator) fillLag(ctx context.Context, pi *PartitionInfo, now time.T
 	if err != nil {
 		return fmt.Errorf("group: retention of %s: %w", pi.Topic, err)
 	}
+	if !t.DeletesByTime() {
+		return nil // compact only: no record leaves by age, and every key's latest stays
+	}
 	// A group with a position on the partition pins its records (up to the cap).
 	dl := PlanDataLoss(next, pi.LogStartOffset, at, t.KeptFor(pi.Committed != nil), now)
 	pi.DataLoss = &dl

@@ -129,6 +129,7 @@ func TestWireShapesMatchOpenAPI(t *testing.T) {
 		{"BlockResult", typeOf[wire.BlockResult]()},
 		{"PollResponse", typeOf[wire.PollResponse]()},
 		{"PollResponse.records.items", typeOf[wire.PolledRecord]()},
+		{"KeyRecord", typeOf[wire.KeyRecord]()},
 		{"LeaseRequest", typeOf[wire.LeaseRequest]()},
 		{"Lease", typeOf[wire.Lease]()},
 		{"ReleaseRequest", typeOf[wire.Release]()},

@@ -459,7 +459,7 @@ var codesByStatus = map[int]map[string]bool{
 	408: {"unavailable": true},
 	401: {"unauthorized": true},
 	403: {"forbidden": true},
-	404: {"not_found": true},
+	404: {"not_found": true, "key_deleted": true},
 	405: {"method_not_allowed": true},
 	415: {"unsupported_media_type": true},
 	409: {"topic_exists": true, "lease_held": true, "fenced": true, "superseded": true, "stale_commit": true, "group_active": true, "kafka_group": true},

@@ -48,6 +48,7 @@ var everyDocumentedRoute = []struct {
 	{"DELETE", "/v1/groups/billing/topics/orders/commits", nil},
 	{"DELETE", "/v1/groups/billing", nil},
 	{"GET", "/v1/topics/orders/offsets?timestamp_ms=0", nil},
+	{"GET", "/v1/topics/orders/keys/o-1", nil},
 	{"GET", "/v1/groups/billing/parked", nil},
 	{"POST", "/v1/groups/billing/parked/release", map[string]any{"topic": "orders", "key": "b3JkZXItMQ=="}},
 	{"GET", "/v1/groups/billing/topics/orders/partitions/0/parked", nil},

@@ -27,7 +27,16 @@ type alterTopicRequest struct {
 	Partitions     *int32 `json:"partitions"`
 	RetentionMs    *int64 `json:"retention_ms"`
 	RetentionPinMs *int64 `json:"retention_pin_ms"`
+	cleanupFields
 }
+
+// CleanupAdmin is what the alter of a topic's cleanup policy needs of the log (*log.Log
+// implements it).
+type CleanupAdmin interface {
+	AlterCleanup(ctx context.Context, name string, ch log.CleanupChange) (store.Topic, error)
+}
+
+var _ CleanupAdmin = (*log.Log)(nil)
 
 // MaxRetentionSetting names the setting that bounds a topic's retention, for the
 // refusal of a longer one: the stack's context key on AWS, the flag and variable locally.
@@ -91,15 +100,27 @@ func (s *server) alterTopic(w http.ResponseWriter, r *http.Request) {
 	var t store.Topic
 	var err error
 	n := 0
-	for _, set := range []bool{req.Partitions != nil, req.RetentionMs != nil, req.RetentionPinMs != nil} {
+	cleaner, canClean := s.topics.(CleanupAdmin)
+	for _, set := range []bool{req.Partitions != nil, req.RetentionMs != nil, req.RetentionPinMs != nil, req.cleanupFields.set()} {
 		if set {
 			n++
 		}
 	}
 	switch {
 	case n != 1:
-		writeError(w, invalid(`exactly one of "partitions", "retention_ms" and "retention_pin_ms" is required`))
+		writeError(w, invalid(`exactly one of "partitions", "retention_ms", "retention_pin_ms" and the cleanup settings ("cleanup_policy", "min_compaction_lag_ms", "max_compaction_lag_ms", "delete_retention_ms", together) is required`))
 		return
+	case req.cleanupFields.set():
+		ch, e := req.cleanupFields.change()
+		if e != nil {
+			writeError(w, e)
+			return
+		}
+		if !canClean {
+			writeError(w, invalid("this server cannot change a topic's cleanup policy"))
+			return
+		}
+		t, err = cleaner.AlterCleanup(r.Context(), topic, ch)
 	case req.Partitions != nil:
 		t, err = s.topics.IncreasePartitions(r.Context(), topic, *req.Partitions)
 	case req.RetentionMs != nil:
@@ -117,7 +138,7 @@ func (s *server) alterTopic(w http.ResponseWriter, r *http.Request) {
 		}
 		t, err = s.topics.SetRetentionPin(r.Context(), topic, pin)
 	}
-	if err != nil && req.Partitions == nil && s.topics.MaxRetention() > 0 && errors.Is(err, log.ErrInvalid) {
+	if err != nil && req.Partitions == nil && !req.cleanupFields.set() && s.topics.MaxRetention() > 0 && errors.Is(err, log.ErrInvalid) {
 		// The values are in range by now: what the log refused is retention plus the
 		// topic's pin cap above the maximum.
 		err = fmt.Errorf("%w (the maximum is set by %s)", err, MaxRetentionSetting)

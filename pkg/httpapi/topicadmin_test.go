@@ -183,7 +183,9 @@ func FuzzAlterTopicRequest(f *testing.F) {
 	for _, seed := range []string{`{"partitions": 3}`, `{"partitions": 1}`, `{"partitions": -1}`, `{"partitions": 1e9}`, `{"Partitions": 4}`, `null`, ``,
 		`{"retention_pin_ms": 3600000}`, `{"retention_pin_ms": 0}`, `{"retention_pin_ms": -1}`, `{"retention_pin_ms": 9223372036855}`, `{"retention_pin_ms": 1, "partitions": 9}`,
 		`{"retention_ms": 259200000}`, `{"retention_ms": -1}`, `{"retention_ms": 999}`, `{"retention_ms": -2}`, `{"retention_ms": 9223372036855}`,
-		`{"retention_ms": "3d"}`, `{"retention_ms": 1000, "partitions": 3}`, `{"retention_ms": 1000, "retention_pin_ms": 0}`} {
+		`{"retention_ms": "3d"}`, `{"retention_ms": 1000, "partitions": 3}`, `{"retention_ms": 1000, "retention_pin_ms": 0}`,
+		`{"cleanup_policy": "compact,delete", "delete_retention_ms": 1000}`, `{"cleanup_policy": "delete"}`, `{"cleanup_policy": "kompact"}`,
+		`{"min_compaction_lag_ms": 10, "max_compaction_lag_ms": 5}`, `{"max_compaction_lag_ms": -1}`, `{"cleanup_policy": "compact", "retention_ms": 1000}`} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -205,6 +207,12 @@ func FuzzAlterTopicRequest(f *testing.F) {
 		}
 		if w.Code >= 400 && after.Topic.Retention != before.Topic.Retention {
 			t.Fatalf("%q (%d) moved the retention %s -> %s", body, w.Code, before.Topic.Retention, after.Topic.Retention)
+		}
+		if w.Code >= 400 && after.Topic.CleanupSettings() != before.Topic.CleanupSettings() {
+			t.Fatalf("%q (%d) moved the cleanup settings %+v -> %+v", body, w.Code, before.Topic.CleanupSettings(), after.Topic.CleanupSettings())
+		}
+		if before.Topic.Compacted() && !after.Topic.Compacted() {
+			t.Fatalf("%q (%d) turned compaction off", body, w.Code)
 		}
 	})
 }

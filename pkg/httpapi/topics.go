@@ -20,6 +20,69 @@ type createTopicRequest struct {
 	RetentionMs    *int64  `json:"retention_ms"`
 	RetentionPinMs *int64  `json:"retention_pin_ms"`
 	TimestampType  *string `json:"timestamp_type"`
+	cleanupFields
+}
+
+// cleanupFields are the cleanup policy and compaction settings of a create or an alter.
+type cleanupFields struct {
+	CleanupPolicy      *string `json:"cleanup_policy"`
+	MinCompactionLagMs *int64  `json:"min_compaction_lag_ms"`
+	MaxCompactionLagMs *int64  `json:"max_compaction_lag_ms"`
+	DeleteRetentionMs  *int64  `json:"delete_retention_ms"`
+}
+
+// set reports whether any of the fields is given.
+func (c cleanupFields) set() bool {
+	return c.CleanupPolicy != nil || c.MinCompactionLagMs != nil || c.MaxCompactionLagMs != nil || c.DeleteRetentionMs != nil
+}
+
+// change is the fields as a log.CleanupChange: a policy as Kafka spells cleanup.policy,
+// each setting 0 (unset) to maxRetentionMs.
+func (c cleanupFields) change() (log.CleanupChange, *apiError) {
+	var ch log.CleanupChange
+	if c.CleanupPolicy != nil {
+		p, err := store.ParseCleanupPolicy(*c.CleanupPolicy)
+		if err != nil {
+			return ch, invalid(fmt.Sprintf("cleanup_policy must be %q, %q or %q, got %q", wire.CleanupDelete, wire.CleanupCompact, wire.CleanupCompactDelete, *c.CleanupPolicy))
+		}
+		ch.Cleanup = &p
+	}
+	for _, f := range []struct {
+		name string
+		ms   *int64
+		dst  **time.Duration
+	}{
+		{"min_compaction_lag_ms", c.MinCompactionLagMs, &ch.MinCompactionLag},
+		{"max_compaction_lag_ms", c.MaxCompactionLagMs, &ch.MaxCompactionLag},
+		{"delete_retention_ms", c.DeleteRetentionMs, &ch.DeleteRetention},
+	} {
+		if f.ms == nil {
+			continue
+		}
+		if *f.ms < 0 || *f.ms > maxRetentionMs {
+			return ch, invalid(fmt.Sprintf("%s must be an integer from 0 to %d", f.name, maxRetentionMs))
+		}
+		d := time.Duration(*f.ms) * time.Millisecond
+		*f.dst = &d
+	}
+	return ch, nil
+}
+
+// cleanup is the fields as a new topic's settings.
+func (c cleanupFields) cleanup() (store.TopicCleanup, *apiError) {
+	ch, e := c.change()
+	var tc store.TopicCleanup
+	if ch.Cleanup != nil {
+		tc.Cleanup = *ch.Cleanup
+	}
+	for _, f := range []struct{ src, dst *time.Duration }{
+		{ch.MinCompactionLag, &tc.MinCompactionLag}, {ch.MaxCompactionLag, &tc.MaxCompactionLag}, {ch.DeleteRetention, &tc.DeleteRetention},
+	} {
+		if f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	return tc, e
 }
 
 // retentionPin checks an explicit retention_pin_ms (0, no pin, to maxRetentionMs).
@@ -36,7 +99,12 @@ func topicJSON(t store.Topic) topicResponse {
 	if t.LogAppendTime {
 		ts = wire.TimestampLogAppendTime
 	}
-	return topicResponse{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.Retention.Milliseconds(), RetentionPinMs: t.RetentionPin.Milliseconds(), TimestampType: ts}
+	policy := string(t.Cleanup)
+	if policy == "" {
+		policy = wire.CleanupDelete
+	}
+	return topicResponse{Name: t.Name, Partitions: t.Partitions, RetentionMs: t.Retention.Milliseconds(), RetentionPinMs: t.RetentionPin.Milliseconds(), TimestampType: ts,
+		CleanupPolicy: policy, MinCompactionLagMs: t.MinCompactionLag.Milliseconds(), MaxCompactionLagMs: t.MaxCompactionLag.Milliseconds(), DeleteRetentionMs: t.DeleteRetention.Milliseconds()}
 }
 
 // The answers are the contract's shapes (pkg/wire).
@@ -96,11 +164,16 @@ func (s *server) createTopic(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	cleanup, e := req.cleanup()
+	if e != nil {
+		writeError(w, e)
+		return
+	}
 	if e := authorize(p, onTopic(OpCreate, *req.Name)); e != nil {
 		writeError(w, e)
 		return
 	}
-	t, err := s.log.CreateTopicWith(r.Context(), *req.Name, log.TopicSpec{Partitions: partitions, Retention: retention, RetentionPin: pin, LogAppendTime: logAppend})
+	t, err := s.log.CreateTopicWith(r.Context(), *req.Name, log.TopicSpec{Partitions: partitions, Retention: retention, RetentionPin: pin, LogAppendTime: logAppend, Cleanup: cleanup})
 	if err != nil {
 		s.fail(w, r, err)
 		return

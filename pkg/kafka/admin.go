@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,6 +38,8 @@ func errCode(err error) int16 {
 		return offsetOutOfRange
 	case errors.Is(err, log.ErrTooLarge):
 		return messageTooLarge
+	case errors.Is(err, log.ErrKeyless):
+		return invalidRecord
 	case errors.Is(err, log.ErrInvalid):
 		return invalidRequest
 	case errors.Is(err, log.ErrUnavailable), errors.Is(err, store.ErrUnavailable):
@@ -180,13 +181,15 @@ func (s *Server) describeCluster(b broker, r *kmsg.DescribeClusterRequest) kmsg.
 type topicConfig struct {
 	retention     time.Duration
 	logAppendTime bool
+	cleanup       store.TopicCleanup
 }
 
-// parseConfigs maps the configs a topic may be created with: retention.ms,
-// message.timestamp.type (CreateTime or LogAppendTime) and cleanup.policy=delete (the
-// only policy there is). Anything else is INVALID_CONFIG,
-// not silently ignored.
-func parseConfigs(cs []kmsg.CreateTopicsRequestTopicConfig) (topicConfig, error) {
+// parseConfigs maps the configs a topic may be created with: retention.ms (-1: for
+// ever, where the deployment's maximum maxRetention, 0 for none, allows it),
+// message.timestamp.type (CreateTime or LogAppendTime), cleanup.policy (delete, compact
+// or both) and the compaction settings (min.compaction.lag.ms, max.compaction.lag.ms,
+// delete.retention.ms). Anything else is INVALID_CONFIG, not silently ignored.
+func parseConfigs(cs []kmsg.CreateTopicsRequestTopicConfig, maxRetention time.Duration) (topicConfig, error) {
 	var tc topicConfig
 	for _, c := range cs {
 		if c.Value == nil {
@@ -194,12 +197,11 @@ func parseConfigs(cs []kmsg.CreateTopicsRequestTopicConfig) (topicConfig, error)
 		}
 		switch c.Name {
 		case "retention.ms":
-			ms, err := strconv.ParseInt(*c.Value, 10, 64)
-			if err != nil || ms < log.MinRetention.Milliseconds() || ms > int64(time.Duration(1<<63-1)/time.Millisecond) {
-				return tc, fmt.Errorf("retention.ms must be a count of milliseconds of at least %d (no -1: retention is by time and finite), got %q",
-					log.MinRetention.Milliseconds(), *c.Value)
+			r, err := parseRetentionMs(*c.Value, maxRetention)
+			if err != nil {
+				return tc, err
 			}
-			tc.retention = time.Duration(ms) * time.Millisecond
+			tc.retention = r
 		case "message.timestamp.type":
 			switch *c.Value {
 			case "CreateTime":
@@ -209,12 +211,21 @@ func parseConfigs(cs []kmsg.CreateTopicsRequestTopicConfig) (topicConfig, error)
 			default:
 				return tc, fmt.Errorf("message.timestamp.type must be CreateTime or LogAppendTime, got %q", *c.Value)
 			}
-		case "cleanup.policy":
-			if *c.Value != "delete" {
-				return tc, fmt.Errorf("cleanup.policy %q: only delete (retention by time) is implemented; compaction is not", *c.Value)
+		case cfgCleanupPolicy:
+			p, err := parseCleanupPolicy(*c.Value)
+			if err != nil {
+				return tc, err
 			}
+			tc.cleanup.Cleanup = p
+		case cfgMinCompaction, cfgMaxCompaction, cfgDeleteRetain:
+			d, err := parseLagMs(c.Name, *c.Value)
+			if err != nil {
+				return tc, err
+			}
+			*map[string]*time.Duration{cfgMinCompaction: &tc.cleanup.MinCompactionLag, cfgMaxCompaction: &tc.cleanup.MaxCompactionLag,
+				cfgDeleteRetain: &tc.cleanup.DeleteRetention}[c.Name] = d
 		default:
-			return tc, fmt.Errorf("config %q is not one this gateway implements (retention.ms, message.timestamp.type, cleanup.policy=delete)", c.Name)
+			return tc, fmt.Errorf("config %q is not one this gateway implements (retention.ms, message.timestamp.type, cleanup.policy, min.compaction.lag.ms, max.compaction.lag.ms, delete.retention.ms)", c.Name)
 		}
 	}
 	return tc, nil
@@ -237,7 +248,7 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 		fail := func(code int16, format string, args ...any) {
 			out.ErrorCode, out.ErrorMessage = code, kmsg.StringPtr(fmt.Sprintf(format, args...))
 		}
-		tc, cerr := parseConfigs(rt.Configs)
+		tc, cerr := parseConfigs(rt.Configs, s.log.MaxRetention())
 		switch {
 		case !log.ValidName(rt.Topic):
 			fail(invalidTopic, "topic name %q: Kafka's topic names are 1-249 of [a-zA-Z0-9._-], not \".\" or \"..\"", rt.Topic)
@@ -252,7 +263,7 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 				fail(topicExists, "topic %q exists", rt.Topic)
 			}
 		default:
-			t, err := s.log.CreateTopicWith(ctx, rt.Topic, log.TopicSpec{Partitions: max(rt.NumPartitions, 0), Retention: tc.retention, LogAppendTime: tc.logAppendTime})
+			t, err := s.log.CreateTopicWith(ctx, rt.Topic, log.TopicSpec{Partitions: max(rt.NumPartitions, 0), Retention: tc.retention, LogAppendTime: tc.logAppendTime, Cleanup: tc.cleanup})
 			switch {
 			case errors.Is(err, log.ErrTopicExists):
 				fail(topicExists, "topic %q exists", rt.Topic)
@@ -262,9 +273,12 @@ func (s *Server) createTopics(ctx context.Context, r *kmsg.CreateTopicsRequest) 
 				fail(errCode(err), "%v", err)
 			default:
 				out.TopicID, out.NumPartitions, out.ReplicationFactor = TopicID(t), t.Partitions, 1
-				v := strconv.FormatInt(t.Retention.Milliseconds(), 10)
+				v := retentionMsValue(t.Retention)
 				out.Configs = []kmsg.CreateTopicsResponseTopicConfig{{Name: "retention.ms", Value: &v, Source: 1},
 					{Name: "message.timestamp.type", Value: kmsg.StringPtr(timestampType(t.LogAppendTime)), Source: 1}}
+				for _, e := range cleanupConfigs(t) {
+					out.Configs = append(out.Configs, kmsg.CreateTopicsResponseTopicConfig{Name: e.name, Value: kmsg.StringPtr(e.value), Source: 1})
+				}
 			}
 		}
 		if out.ErrorCode != 0 {

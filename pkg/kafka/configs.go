@@ -9,18 +9,52 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/stratalog/strata/pkg/httpapi"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
 )
 
-// Configs. A topic has the configs Strata keeps: retention.ms (stored per topic and
-// alterable), cleanup.policy (delete only, until compaction exists), and read-only ones
+// Configs. A topic has the configs Strata keeps: retention.ms, cleanup.policy and the
+// compaction settings (min.compaction.lag.ms, max.compaction.lag.ms,
+// delete.retention.ms), stored per topic and alterable, and read-only ones
 // that say what the gateway does (max.message.bytes, the append limit;
 // message.timestamp.type, the topic's, set at creation; retention.bytes, -1: no
 // retention by size). A
 // broker describes the few settings clients ask about, all read-only. Alters decide
-// first, for the whole resource (planTopicAlter), then change at most the retention:
-// an unknown or read-only config, or a bad value, changes nothing.
+// first, for the whole resource (planTopicAlter), then change the cleanup settings and
+// the retention: an unknown or read-only config, or a bad value, changes nothing.
+
+// forever is the retention of a topic kept for ever (Kafka's retention.ms -1): the
+// longest a time.Duration holds in whole milliseconds, as the HTTP API's retention_ms -1.
+const forever = time.Duration(1<<63-1) / time.Millisecond * time.Millisecond
+
+// parseRetentionMs is a retention.ms value in Strata's terms: milliseconds from
+// log.MinRetention up, or -1 (kept for ever). Above the deployment's maximum maxR (0:
+// none), -1 included, it is refused naming the setting that sets the maximum.
+func parseRetentionMs(v string, maxR time.Duration) (time.Duration, error) {
+	ms, err := strconv.ParseInt(v, 10, 64)
+	switch {
+	case err == nil && ms == -1 && maxR > 0:
+		return 0, fmt.Errorf("retention.ms -1 (kept for ever) is refused: this deployment has a maximum retention of %s (retention.ms %d), set by %s",
+			maxR, maxR.Milliseconds(), httpapi.MaxRetentionSetting)
+	case err == nil && ms == -1:
+		return forever, nil
+	case err != nil || ms < log.MinRetention.Milliseconds() || ms > int64(forever/time.Millisecond):
+		return 0, fmt.Errorf("retention.ms must be -1 (for ever) or a count of milliseconds of at least %d, got %q", log.MinRetention.Milliseconds(), v)
+	case maxR > 0 && time.Duration(ms)*time.Millisecond > maxR:
+		return 0, fmt.Errorf("retention.ms %d is above this deployment's maximum retention of %s (retention.ms %d), set by %s",
+			ms, maxR, maxR.Milliseconds(), httpapi.MaxRetentionSetting)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// retentionMsValue is retention.ms of a topic kept for r: -1 for ever.
+func retentionMsValue(r time.Duration) string {
+	if r >= forever {
+		return "-1"
+	}
+	return strconv.FormatInt(r.Milliseconds(), 10)
+}
 
 // configEntry is one config as DescribeConfigs answers it.
 type configEntry struct {
@@ -38,7 +72,82 @@ const (
 	cfgMaxMessage     = "max.message.bytes"
 	cfgTimestampType  = "message.timestamp.type"
 	cfgRetentionBytes = "retention.bytes"
+	cfgMinCompaction  = "min.compaction.lag.ms"
+	cfgMaxCompaction  = "max.compaction.lag.ms"
+	cfgDeleteRetain   = "delete.retention.ms"
 )
+
+// kafkaForever is Kafka's "no bound" for a lag (Long.MAX_VALUE ms), which
+// max.compaction.lag.ms defaults to; here an unset setting.
+const kafkaForever = "9223372036854775807"
+
+// maxConfigMs keeps a millisecond setting within a time.Duration.
+const maxConfigMs = int64(time.Duration(1<<63-1) / time.Millisecond)
+
+// parseCleanupPolicy reads cleanup.policy as Kafka writes it.
+func parseCleanupPolicy(v string) (store.CleanupPolicy, error) {
+	p, err := store.ParseCleanupPolicy(v)
+	if err != nil || v == "" {
+		return "", fmt.Errorf("cleanup.policy must be delete, compact or compact,delete, got %q", v)
+	}
+	return p, nil
+}
+
+// parseLagMs reads a compaction setting: a count of milliseconds from 0, Kafka's
+// Long.MAX_VALUE meaning unset (0).
+func parseLagMs(name, v string) (time.Duration, error) {
+	if v == kafkaForever {
+		return 0, nil
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || ms < 0 || ms > maxConfigMs {
+		return 0, fmt.Errorf("%s must be a count of milliseconds from 0 to %d, got %q", name, maxConfigMs, v)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// policyParts is a cleanup policy as the set Kafka's list config is.
+func policyParts(p store.CleanupPolicy) (compact, del bool) {
+	t := store.Topic{Cleanup: p}
+	return t.Compacted(), t.DeletesByTime()
+}
+
+// policyOf is the policy of the parts (delete when neither: Kafka refuses an empty
+// list, and so does the caller).
+func policyOf(compact, del bool) store.CleanupPolicy {
+	switch {
+	case compact && del:
+		return store.CleanupCompactDelete
+	case compact:
+		return store.CleanupCompact
+	}
+	return store.CleanupDelete
+}
+
+// cleanupConfigs are t's cleanup policy and compaction settings as configs.
+func cleanupConfigs(t store.Topic) []configEntry {
+	dyn, def := kmsg.ConfigSourceDynamicTopicConfig, kmsg.ConfigSourceDefaultConfig
+	policy, policySrc := string(store.CleanupDelete), def
+	if t.Cleanup != "" && t.Cleanup != store.CleanupDelete {
+		policy, policySrc = string(t.Cleanup), dyn
+	}
+	lag := func(d time.Duration, unset string) (string, kmsg.ConfigSource) {
+		if d == 0 {
+			return unset, def
+		}
+		return strconv.FormatInt(d.Milliseconds(), 10), dyn
+	}
+	minV, minS := lag(t.MinCompactionLag, "0")
+	maxV, maxS := lag(t.MaxCompactionLag, kafkaForever)
+	delV, delS := lag(t.DeleteRetention, strconv.FormatInt(store.DefaultDeleteRetention.Milliseconds(), 10))
+	return []configEntry{
+		{cfgCleanupPolicy, policy, policySrc, false, kmsg.ConfigTypeList,
+			"delete: records older than retention.ms are removed; compact: the latest record of each key is kept (records need a key); compact,delete: both"},
+		{cfgDeleteRetain, delV, delS, false, kmsg.ConfigTypeLong, "how long a tombstone of a compacted topic is kept after its append"},
+		{cfgMaxCompaction, maxV, maxS, false, kmsg.ConfigTypeLong, "how long an overwritten record may stay before compaction removes it"},
+		{cfgMinCompaction, minV, minS, false, kmsg.ConfigTypeLong, "how long after its append a record is never compacted away"},
+	}
+}
 
 // topicConfigs are topic t's configs; retention.ms is a topic config unless it is the
 // deployment's default.
@@ -51,17 +160,15 @@ func topicConfigs(t store.Topic, defaultRetention time.Duration, maxMessageBytes
 	if t.LogAppendTime {
 		tsType, tsSource, tsDoc = "LogAppendTime", kmsg.ConfigSourceDynamicTopicConfig, "records are stamped with their append time (set at creation)"
 	}
-	return []configEntry{
-		{cfgCleanupPolicy, "delete", kmsg.ConfigSourceDefaultConfig, false, kmsg.ConfigTypeList,
-			"delete: records older than retention.ms are removed (compaction is not implemented)"},
+	return append(cleanupConfigs(t), []configEntry{
 		{cfgMaxMessage, strconv.Itoa(maxMessageBytes), kmsg.ConfigSourceDefaultConfig, true, kmsg.ConfigTypeInt,
 			"the largest record batch one append takes, compressed or not"},
 		{cfgTimestampType, tsType, tsSource, true, kmsg.ConfigTypeString, tsDoc},
 		{cfgRetentionBytes, "-1", kmsg.ConfigSourceDefaultConfig, true, kmsg.ConfigTypeLong,
 			"retention is by time only"},
-		{cfgRetentionMs, strconv.FormatInt(t.Retention.Milliseconds(), 10), retSource, false, kmsg.ConfigTypeLong,
+		{cfgRetentionMs, retentionMsValue(t.Retention), retSource, false, kmsg.ConfigTypeLong,
 			"how long a record is kept after its append"},
-	}
+	}...)
 }
 
 // brokerConfigs are what a broker describes: the defaults topics get and the limits
@@ -153,58 +260,114 @@ const (
 	opSubtract = kmsg.IncrementalAlterConfigOp(3)
 )
 
-// planTopicAlter decides a topic's alter: the retention it must have after it (cur's
-// when unchanged), or a Kafka error code and why, changing nothing. incremental false
-// is AlterConfigs, which replaces the topic's configs: a config it does not name goes
-// back to its default.
-func planTopicAlter(ops []alterOp, cur store.Topic, defaultRetention time.Duration, incremental bool) (time.Duration, int16, string) {
-	retention := cur.Retention
+// topicAlterPlan is what a topic must be after an alter: its retention and its cleanup
+// settings.
+type topicAlterPlan struct {
+	retention time.Duration
+	cleanup   store.TopicCleanup
+}
+
+// planTopicAlter decides a topic's alter: the retention and cleanup settings it must
+// have after it (cur's when unchanged), or a Kafka error code and why, changing
+// nothing. incremental false is AlterConfigs, which replaces the topic's configs: a
+// config it does not name goes back to its default (cleanup.policy's is delete, which
+// a compacted topic refuses). retention.ms -1 is for ever, where maxRetention (the
+// deployment's maximum, 0 for none) allows it.
+func planTopicAlter(ops []alterOp, cur store.Topic, defaultRetention, maxRetention time.Duration, incremental bool) (topicAlterPlan, int16, string) {
+	plan := topicAlterPlan{retention: cur.Retention, cleanup: cur.CleanupSettings()}
 	if !incremental {
-		retention = defaultRetention
+		plan = topicAlterPlan{retention: defaultRetention}
+	}
+	if plan.cleanup.Cleanup == "" {
+		plan.cleanup.Cleanup = store.CleanupDelete
 	}
 	seen := map[string]bool{}
 	for _, o := range ops {
 		if seen[o.name] {
-			return 0, invalidRequest, fmt.Sprintf("config %q is named twice", o.name)
+			return plan, invalidRequest, fmt.Sprintf("config %q is named twice", o.name)
 		}
 		seen[o.name] = true
 		if o.op > opSubtract {
-			return 0, invalidRequest, fmt.Sprintf("config %q: unknown operation %d", o.name, o.op)
+			return plan, invalidRequest, fmt.Sprintf("config %q: unknown operation %d", o.name, o.op)
 		}
 		if o.op != opDelete && o.value == nil {
-			return 0, invalidConfig, fmt.Sprintf("config %q: a null value (use DELETE to reset it)", o.name)
+			return plan, invalidConfig, fmt.Sprintf("config %q: a null value (use DELETE to reset it)", o.name)
 		}
 		switch o.name {
 		case cfgRetentionMs:
 			switch o.op {
 			case opDelete:
-				retention = defaultRetention
+				plan.retention = defaultRetention
 			case opSet:
-				ms, err := strconv.ParseInt(*o.value, 10, 64)
-				if err != nil || ms < log.MinRetention.Milliseconds() || ms > int64(time.Duration(1<<63-1)/time.Millisecond) {
-					return 0, invalidConfig, fmt.Sprintf("retention.ms must be a count of milliseconds of at least %d (no -1: retention is by time and finite), got %q",
-						log.MinRetention.Milliseconds(), *o.value)
+				r, err := parseRetentionMs(*o.value, maxRetention)
+				if err != nil {
+					return plan, invalidConfig, err.Error()
 				}
-				retention = time.Duration(ms) * time.Millisecond
+				plan.retention = r
 			default:
-				return 0, invalidRequest, fmt.Sprintf("retention.ms is not a list: %s does not apply", o.op)
+				return plan, invalidRequest, fmt.Sprintf("retention.ms is not a list: %s does not apply", o.op)
 			}
 		case cfgCleanupPolicy:
-			switch {
-			case o.op == opDelete:
-			case o.op == opSubtract:
-				return 0, invalidConfig, "cleanup.policy: delete is the only policy and cannot be removed"
-			case *o.value != "delete":
-				return 0, invalidConfig, fmt.Sprintf("cleanup.policy %q: only delete (retention by time) is implemented; compaction is not", *o.value)
+			var next store.CleanupPolicy
+			switch o.op {
+			case opDelete:
+				next = store.CleanupDelete
+			case opSet:
+				p, err := parseCleanupPolicy(*o.value)
+				if err != nil {
+					return plan, invalidConfig, err.Error()
+				}
+				next = p
+			default:
+				p, err := parseCleanupPolicy(*o.value)
+				if err != nil {
+					return plan, invalidConfig, err.Error()
+				}
+				c, d := policyParts(plan.cleanup.Cleanup)
+				oc, od := policyParts(p)
+				if o.op == opAppend {
+					c, d = c || oc, d || od
+				} else {
+					c, d = c && !oc, d && !od
+				}
+				if !c && !d {
+					return plan, invalidConfig, "cleanup.policy: removing every policy leaves none"
+				}
+				next = policyOf(c, d)
+			}
+			plan.cleanup.Cleanup = next
+		case cfgMinCompaction, cfgMaxCompaction, cfgDeleteRetain:
+			dst := map[string]*time.Duration{cfgMinCompaction: &plan.cleanup.MinCompactionLag, cfgMaxCompaction: &plan.cleanup.MaxCompactionLag,
+				cfgDeleteRetain: &plan.cleanup.DeleteRetention}[o.name]
+			switch o.op {
+			case opDelete:
+				*dst = 0
+			case opSet:
+				d, err := parseLagMs(o.name, *o.value)
+				if err != nil {
+					return plan, invalidConfig, err.Error()
+				}
+				*dst = d
+			default:
+				return plan, invalidRequest, fmt.Sprintf("%s is not a list: %s does not apply", o.name, o.op)
 			}
 		case cfgMaxMessage, cfgTimestampType, cfgRetentionBytes:
-			return 0, invalidConfig, fmt.Sprintf("config %q is read-only here", o.name)
+			return plan, invalidConfig, fmt.Sprintf("config %q is read-only here", o.name)
 		default:
-			return 0, invalidConfig, fmt.Sprintf("config %q is not one this gateway implements (%s, %s=delete; %s, %s and %s are read-only)",
-				o.name, cfgRetentionMs, cfgCleanupPolicy, cfgMaxMessage, cfgTimestampType, cfgRetentionBytes)
+			return plan, invalidConfig, fmt.Sprintf("config %q is not one this gateway implements (%s, %s, %s, %s, %s; %s, %s and %s are read-only)",
+				o.name, cfgRetentionMs, cfgCleanupPolicy, cfgMinCompaction, cfgMaxCompaction, cfgDeleteRetain, cfgMaxMessage, cfgTimestampType, cfgRetentionBytes)
 		}
 	}
-	return retention, 0, ""
+	if plan.cleanup.Cleanup == store.CleanupDelete {
+		plan.cleanup.Cleanup = ""
+	}
+	switch c := plan.cleanup; {
+	case cur.Compacted() && !(store.Topic{Cleanup: c.Cleanup}).Compacted():
+		return plan, invalidConfig, fmt.Sprintf("cleanup.policy: topic %q is compacted (%s); it can become compact or compact,delete, not delete (its key index would go stale)", cur.Name, cur.Cleanup)
+	case c.MaxCompactionLag > 0 && c.MaxCompactionLag < c.MinCompactionLag:
+		return plan, invalidConfig, fmt.Sprintf("max.compaction.lag.ms %d is below min.compaction.lag.ms %d", c.MaxCompactionLag.Milliseconds(), c.MinCompactionLag.Milliseconds())
+	}
+	return plan, 0, ""
 }
 
 // alterResource applies one resource's alter and returns its error code and message.
@@ -226,22 +389,35 @@ func (s *Server) alterResource(ctx context.Context, typ kmsg.ConfigResourceType,
 	if code != 0 {
 		return code, fmt.Sprintf("topic %q is unknown", name)
 	}
-	retention, code, msg := planTopicAlter(ops, t, s.log.DefaultRetention(), incremental)
-	if code != 0 || retention == t.Retention {
+	plan, code, msg := planTopicAlter(ops, t, s.log.DefaultRetention(), s.log.MaxRetention(), incremental)
+	if code != 0 {
 		return code, msg
 	}
-	if maxR := s.log.MaxRetention(); maxR > 0 && store.SatAdd(retention, t.RetentionPin) > maxR {
-		return invalidConfig, fmt.Sprintf("retention.ms %d plus the topic's retention pin (%s) is above this deployment's maximum retention (%s)",
-			retention.Milliseconds(), t.RetentionPin, maxR)
+	retention, cleanupChanged := plan.retention, plan.cleanup != t.CleanupSettings()
+	if maxR := s.log.MaxRetention(); maxR > 0 && retention != t.Retention && store.SatAdd(retention, t.RetentionPin) > maxR {
+		return invalidConfig, fmt.Sprintf("retention.ms %d plus the topic's retention pin (%s) is above this deployment's maximum retention (%s), set by %s",
+			retention.Milliseconds(), t.RetentionPin, maxR, httpapi.MaxRetentionSetting)
 	}
 	if validateOnly {
 		return 0, ""
 	}
-	if _, err := s.log.SetRetention(ctx, name, retention); err != nil {
+	fail := func(err error) (int16, string) {
 		if code = errCode(err); code == invalidRequest {
 			code = invalidConfig
 		}
 		return code, err.Error()
+	}
+	if cleanupChanged {
+		c := plan.cleanup
+		if _, err := s.log.AlterCleanup(ctx, name, log.CleanupChange{Cleanup: &c.Cleanup, MinCompactionLag: &c.MinCompactionLag,
+			MaxCompactionLag: &c.MaxCompactionLag, DeleteRetention: &c.DeleteRetention}); err != nil {
+			return fail(err)
+		}
+	}
+	if retention != t.Retention {
+		if _, err := s.log.SetRetention(ctx, name, retention); err != nil {
+			return fail(err)
+		}
 	}
 	return 0, ""
 }

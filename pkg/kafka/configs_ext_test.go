@@ -2,7 +2,9 @@ package kafka_test
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/pkg/log"
 )
 
 func configOf(t *testing.T, rcs kadm.ResourceConfigs, key string) kadm.Config {
@@ -30,7 +33,7 @@ func configOf(t *testing.T, rcs kadm.ResourceConfigs, key string) kadm.Config {
 // TestTopicConfigs: kadm describes a topic's configs with Kafka's sources (retention.ms
 // the topic's once set, the rest defaults) and a broker's; IncrementalAlterConfigs and
 // AlterConfigs change retention.ms in the log (validate-only changes nothing); a
-// read-only or unknown config, or compaction, is INVALID_CONFIG and changes nothing;
+// read-only or unknown config, or a bad value, is INVALID_CONFIG and changes nothing;
 // an unknown topic is UNKNOWN_TOPIC_OR_PARTITION. On every backend.
 func TestTopicConfigs(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
@@ -99,7 +102,7 @@ func TestTopicConfigs(t *testing.T) {
 		if c := configOf(t, describe(), "retention.ms"); *c.Value != "7200000" || c.Source != kmsg.ConfigSourceDynamicTopicConfig {
 			t.Errorf("retention.ms after the alter %+v", c)
 		}
-		for _, bad := range [][2]string{{"max.message.bytes", "100"}, {"segment.ms", "1000"}, {"cleanup.policy", "compact"}, {"retention.ms", "-1"}} {
+		for _, bad := range [][2]string{{"max.message.bytes", "100"}, {"segment.ms", "1000"}, {"cleanup.policy", "compacted"}, {"retention.ms", "-2"}} {
 			if err := set(bad[0], bad[1]); !errors.Is(err, kerr.InvalidConfig) {
 				t.Errorf("%s=%s: %v, want INVALID_CONFIG", bad[0], bad[1], err)
 			}
@@ -146,4 +149,65 @@ func TestTopicConfigs(t *testing.T) {
 			t.Errorf("auto.create.topics.enable %+v", c)
 		}
 	})
+}
+
+// TestRetentionForever: Kafka's retention.ms=-1 keeps a topic's records for ever where
+// the deployment has no maximum retention (CreateTopics, IncrementalAlterConfigs and
+// AlterConfigs alike, described back as -1); where it has one, -1 is INVALID_CONFIG
+// naming the setting (strata:maxRetentionDays) and changes nothing.
+func TestRetentionForever(t *testing.T) {
+	forever := "-1"
+	for _, maxR := range []time.Duration{0, 7 * 24 * time.Hour} {
+		g := startGatewayWith(t, backendtest.Local(t.Context(), t), log.TopicDefaults{MaxRetention: maxR})
+		adm := kadm.NewClient(g.client(t))
+		refused := func(what string, err error) {
+			t.Helper()
+			if maxR == 0 && err != nil {
+				t.Errorf("%s without a maximum: %v", what, err)
+			}
+			var ke *kerr.Error
+			if maxR > 0 && (!errors.As(err, &ke) || ke != kerr.InvalidConfig || !strings.Contains(err.Error(), "strata:maxRetentionDays")) {
+				t.Errorf("%s with a maximum of %s: %v, want INVALID_CONFIG naming strata:maxRetentionDays", what, maxR, err)
+			}
+		}
+		resp, err := adm.CreateTopic(ctxT(t), 1, -1, map[string]*string{"retention.ms": &forever}, "kept")
+		if resp.Err != nil {
+			err = fmt.Errorf("%w: %s", resp.Err, resp.ErrMessage)
+		}
+		refused("CreateTopics retention.ms=-1", err)
+		createTopic(t, adm, "altered", 1)
+		for _, incremental := range []bool{true, false} {
+			var ar kadm.AlterConfigsResponses
+			if incremental {
+				ar, err = adm.AlterTopicConfigs(ctxT(t), []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &forever}}, "altered")
+			} else {
+				ar, err = adm.AlterTopicConfigsState(ctxT(t), []kadm.AlterConfig{{Name: "retention.ms", Value: &forever}}, "altered")
+			}
+			if err == nil && ar[0].Err != nil {
+				err = fmt.Errorf("%w: %s", ar[0].Err, ar[0].ErrMessage)
+			}
+			refused(fmt.Sprintf("alter retention.ms=-1 (incremental %v)", incremental), err)
+		}
+		want := "-1"
+		if maxR > 0 {
+			want = strconv.FormatInt(g.log.DefaultRetention().Milliseconds(), 10)
+		}
+		if c := configOf(t, mustDescribe(t, adm, "altered"), "retention.ms"); c.Value == nil || *c.Value != want {
+			t.Errorf("maximum %s: retention.ms described %v, want %s", maxR, c.Value, want)
+		}
+		if maxR == 0 {
+			if c := configOf(t, mustDescribe(t, adm, "kept"), "retention.ms"); c.Value == nil || *c.Value != "-1" {
+				t.Errorf("created with retention.ms=-1: described %v", c.Value)
+			}
+		}
+	}
+}
+
+func mustDescribe(t *testing.T, adm *kadm.Client, topic string) kadm.ResourceConfigs {
+	t.Helper()
+	rcs, err := adm.DescribeTopicConfigs(ctxT(t), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rcs
 }

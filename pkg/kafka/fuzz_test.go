@@ -104,6 +104,14 @@ func FuzzRequest(f *testing.F) {
 	ct.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "new", NumPartitions: 1, ReplicationFactor: 1}}
 	seed(ct, 2)
 	seed(ct, 7)
+	ctf := kmsg.NewPtrCreateTopicsRequest()
+	ctf.Topics = []kmsg.CreateTopicsRequestTopic{{Topic: "kept", NumPartitions: 1, ReplicationFactor: 1,
+		Configs: []kmsg.CreateTopicsRequestTopicConfig{{Name: "retention.ms", Value: kmsg.StringPtr("-1")}}}}
+	seed(ctf, 5)
+	iaf := kmsg.NewPtrIncrementalAlterConfigsRequest()
+	iaf.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: "t",
+		Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("-1")}}}}
+	seed(iaf, 1)
 	dt := kmsg.NewPtrDeleteTopicsRequest()
 	dt.TopicNames = []string{"new"}
 	seed(dt, 1)

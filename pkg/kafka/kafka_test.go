@@ -35,7 +35,13 @@ type gateway struct {
 
 func startGateway(t testing.TB, s backendtest.Stores) *gateway {
 	t.Helper()
-	l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta})
+	return startGatewayWith(t, s, log.TopicDefaults{})
+}
+
+// startGatewayWith is startGateway with the log's topic defaults and maximum retention.
+func startGatewayWith(t testing.TB, s backendtest.Stores, topics log.TopicDefaults) *gateway {
+	t.Helper()
+	l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta, Topics: topics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -262,8 +268,8 @@ func TestTopicAdmin(t *testing.T) {
 	}{
 		{"admin", 1, nil, kerr.TopicAlreadyExists},
 		{"..", 1, nil, kerr.InvalidTopicException},
-		{"compacted", 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("compact")}, kerr.InvalidConfig},
-		{"forever", 1, map[string]*string{"retention.ms": kmsg.StringPtr("-1")}, kerr.InvalidConfig},
+		{"compacted", 1, map[string]*string{"cleanup.policy": kmsg.StringPtr("kompact")}, kerr.InvalidConfig},
+		{"forever", 1, map[string]*string{"retention.ms": kmsg.StringPtr("-2")}, kerr.InvalidConfig},
 		{"huge", 5000, nil, kerr.InvalidPartitions},
 	}
 	for _, r := range refusals {

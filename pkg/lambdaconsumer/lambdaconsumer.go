@@ -6,11 +6,16 @@
 //   - takes the partition's lease (a duplicate invocation finds it held and returns at
 //     once, without error, so Lambda does not retry it);
 //   - polls and handles records with parallel workers (keys in order when asked), commits
-//     the contiguous completed prefix and renews the lease, through pkg/consumer, which
+//     the contiguous completed prefix when it moved (at most once per CommitInterval,
+//     each commit renewing the lease in the same write), through pkg/consumer, which
 //     also applies the group's retry, dead-letter and reset settings (read at each
 //     invocation; Config fields override them);
-//   - once caught up, long-polls up to IdleWait for more records, so a steady stream
-//     costs one invocation per idle gap (or per function timeout), not one per commit;
+//   - once caught up, long-polls for IdleWait (default 1s) for more records, then
+//     commits, releases the lease in the same write, and returns: a caught-up partition
+//     holds no invocation, and dispatch invokes it again when records arrive;
+//   - after the release reads the high watermark once more: a record appended while the
+//     invocation was leaving (its dispatch saw the lease still live and skipped) is
+//     consumed by taking the lease again, so no wake-up is lost;
 //   - stops DeadlineMargin before the function's deadline, commits what is contiguous,
 //     and releases the lease; lag left over is picked up by the next dispatch.
 //
@@ -120,12 +125,21 @@ type Config struct {
 	// the partition flows for other keys; the parked keys live in the group store, so
 	// the next invocation goes on forwarding them, and replays them once released.
 	OnFailure string
-	// LeaseTTL is the lease's time to live (default 30s), renewed every third of it.
+	// LeaseTTL is the lease's time to live (default 30s), renewed every third of it, by
+	// a commit when there is progress to commit.
 	LeaseTTL time.Duration
+	// CommitInterval is how often a busy invocation commits its progress (default and
+	// at most LeaseTTL/3): each commit carries the lease renewal, so a busy partition
+	// writes one transaction per interval and no renewal besides. A crash replays at
+	// most an interval of records; the invocation's end commits everything handled.
+	CommitInterval time.Duration
 	// PollRecords bounds one poll (default 500).
 	PollRecords int
 	// IdleWait is how long an invocation waits for more records once caught up before
-	// it releases the partition and returns (default 2s; at most 20s and LeaseTTL/3).
+	// it releases the partition and returns (default 1s; at most 20s and
+	// LeaseTTL/3): about what a new invocation costs in held seconds (docs/TRADEOFFS.md,
+	// "An idle consumer"), so a caught-up partition is never held much longer than a
+	// wake-up would cost.
 	IdleWait time.Duration
 	// DeadlineMargin is how long before the function's deadline the invocation stops
 	// taking records, to commit and release (default 3s); the commit and release must
@@ -150,7 +164,7 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultIdleWait       = 2 * time.Second
+	DefaultIdleWait       = time.Second
 	DefaultDeadlineMargin = 3 * time.Second
 	DefaultMaxDuration    = 5 * time.Minute
 )
@@ -219,6 +233,9 @@ type Result struct {
 	Committed int64 `json:"committed"`
 	// StoppedAtDeadline is true when the deadline, not a catch-up, ended the work.
 	StoppedAtDeadline bool `json:"stopped_at_deadline,omitempty"`
+	// Rewoken counts the times the invocation took the partition again after releasing
+	// it, because records had arrived meanwhile (their dispatch found it still leased).
+	Rewoken int `json:"rewoken,omitempty"`
 }
 
 // Handler returns the function's handler for lambda.Start. It panics on a nil handle
@@ -283,6 +300,9 @@ func newFunction(cfg Config, handle Handle) *function {
 	}
 	// A long poll delays the lease's renewal by up to its wait (pkg/consumer).
 	cfg.IdleWait = min(cfg.IdleWait, cfg.LeaseTTL/3)
+	if cfg.CommitInterval <= 0 || cfg.CommitInterval > cfg.LeaseTTL/3 {
+		cfg.CommitInterval = cfg.LeaseTTL / 3
+	}
 	return &function{cfg: cfg, handle: handle}
 }
 
@@ -370,27 +390,6 @@ func (f *function) invoke(ctx context.Context, ev Event) (Result, error) {
 	}
 	deadlineCtx, cancelDeadline := context.WithDeadline(ctx, deadline.Add(-f.cfg.DeadlineMargin))
 	defer cancelDeadline()
-	// An idle wait that brings nothing ends the run: the consumer then commits, releases
-	// and returns, as it does at the deadline.
-	workCtx, stop := context.WithCancelCause(deadlineCtx)
-	defer stop(nil)
-	idle := idleLog{Log: deadLetterLog{b.Log}, idle: func() { stop(errIdle) }}
-
-	c, err := consumer.New(idle, b.Groups, consumer.Config{
-		Group: ev.Group, Topic: ev.Topic, Member: member(ctx), Handler: consumer.Handler(f.handle),
-		Workers: f.cfg.Workers, OrderedKeys: f.cfg.OrderedKeys,
-		MaxAttempts: f.cfg.MaxAttempts, Backoff: f.cfg.Backoff, DeadLetterTopic: f.cfg.DeadLetterTopic,
-		ResetPolicy: f.cfg.ResetPolicy, OnFailure: f.cfg.OnFailure, LeaseTTL: f.cfg.LeaseTTL, PollRecords: f.cfg.PollRecords,
-		// The consumer long-polls (PollWait) only when nothing is in flight: caught up.
-		PollWait: f.cfg.IdleWait, Clock: f.cfg.Clock, Metrics: f.cfg.Metrics,
-	})
-	if err != nil {
-		return res, fmt.Errorf("lambdaconsumer: configuration: %w", err)
-	}
-	runCtx := workCtx
-	if b.Effects != nil {
-		runCtx = context.WithValue(workCtx, effectsKey{}, b.Effects)
-	}
 	// The last commit and release end before the function is killed, a tenth of the
 	// margin before, kept to answer: a commit cut short by the kill is safe
 	// (conditional), but the answer and its metrics would be lost, and Lambda would
@@ -399,23 +398,91 @@ func (f *function) invoke(ctx context.Context, ev Event) (Result, error) {
 	if ok {
 		opt.FinishBy = deadline.Add(-f.cfg.DeadlineMargin / 10)
 	}
-	st, err := c.Run(runCtx, ev.Partition, opt)
-	if errors.Is(err, group.ErrLeaseHeld) {
-		res.LeaseHeld = true
-		return res, nil
+	m := member(ctx)
+	for prev := int64(-1); ; prev = res.Committed {
+		st, idle, err := f.run(deadlineCtx, b, ev, m, opt)
+		if errors.Is(err, group.ErrLeaseHeld) {
+			// Another invocation holds the partition: at the start a duplicate, after a
+			// release the invocation dispatch started for the records that came.
+			res.LeaseHeld = res.Rewoken == 0
+			return res, nil
+		}
+		res.add(st)
+		res.StoppedAtDeadline = !idle && errors.Is(context.Cause(deadlineCtx), context.DeadlineExceeded)
+		if st.Fenced {
+			// Another invocation owns the partition now; failing would make Lambda retry
+			// this one, which could only be fenced again.
+			return res, nil
+		}
+		if err != nil {
+			return res, fmt.Errorf("lambdaconsumer: %s/%d for %s: %w", ev.Topic, ev.Partition, ev.Group, err)
+		}
+		if !idle || deadlineCtx.Err() != nil || (res.Rewoken > 0 && st.Committed <= prev) {
+			// The deadline ended the work (the next dispatch or the sweep goes on), or a
+			// run taken again moved nothing (a commit not indexed yet): the sweep
+			// retries that rather than this invocation spinning.
+			return res, nil
+		}
+		more, err := f.lagging(deadlineCtx, b.Log, ev, st.Committed)
+		if err != nil || !more {
+			return res, nil // an unreadable bound leaves the wake-up to the sweep
+		}
+		res.Rewoken++
 	}
-	res.Fenced = st.Fenced
-	res.Handled, res.Retries, res.DeadLetter, res.Dropped, res.Lost = st.Handled, st.Retries, st.DeadLettered, st.Dropped, st.RecordsLost
-	res.Parked, res.Replayed, res.ParkedLost, res.Remembered = st.Parked, st.Replayed, st.ParkedLost, st.Remembered
-	res.Committed = st.Committed
-	res.StoppedAtDeadline = errors.Is(context.Cause(workCtx), context.DeadlineExceeded)
-	if st.Fenced {
-		// Another invocation owns the partition now; failing would make Lambda retry
-		// this one, which could only be fenced again.
-		return res, nil
-	}
+}
+
+// run is one run of the partition: lease, consume until caught up and idle for
+// IdleWait (idle true) or until ctx ends, commit, release.
+func (f *function) run(ctx context.Context, b Backend, ev Event, m string, opt consumer.RunOptions) (consumer.Stats, bool, error) {
+	// An idle wait that brings nothing ends the run: the consumer then commits, releases
+	// and returns, as it does at the deadline.
+	workCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	idle := idleLog{Log: deadLetterLog{b.Log}, idle: func() { stop(errIdle) }}
+	c, err := consumer.New(idle, b.Groups, consumer.Config{
+		Group: ev.Group, Topic: ev.Topic, Member: m, Handler: consumer.Handler(f.handle),
+		Workers: f.cfg.Workers, OrderedKeys: f.cfg.OrderedKeys,
+		MaxAttempts: f.cfg.MaxAttempts, Backoff: f.cfg.Backoff, DeadLetterTopic: f.cfg.DeadLetterTopic,
+		ResetPolicy: f.cfg.ResetPolicy, OnFailure: f.cfg.OnFailure, LeaseTTL: f.cfg.LeaseTTL, PollRecords: f.cfg.PollRecords,
+		CommitInterval: f.cfg.CommitInterval,
+		// The consumer long-polls (PollWait) only when nothing is in flight: caught up.
+		PollWait: f.cfg.IdleWait, Clock: f.cfg.Clock, Metrics: f.cfg.Metrics,
+	})
 	if err != nil {
-		return res, fmt.Errorf("lambdaconsumer: %s/%d for %s: %w", ev.Topic, ev.Partition, ev.Group, err)
+		return consumer.Stats{}, false, fmt.Errorf("lambdaconsumer: configuration: %w", err)
 	}
-	return res, nil
+	runCtx := context.Context(workCtx)
+	if b.Effects != nil {
+		runCtx = context.WithValue(workCtx, effectsKey{}, b.Effects)
+	}
+	st, err := c.Run(runCtx, ev.Partition, opt)
+	return st, errors.Is(context.Cause(workCtx), errIdle), err
+}
+
+// lagging reports whether the partition has records above committed, read after the
+// run released the lease. Dispatch skips a partition whose lease it finds live, and both
+// reads are strongly consistent: a record whose dispatch found the lease live was
+// appended before that read, hence before the release and this read, which sees it. A
+// record appended later is dispatched against a released lease, and invoked.
+func (f *function) lagging(ctx context.Context, l consumer.Log, ev Event, committed int64) (bool, error) {
+	_, hw, err := l.Bounds(ctx, ev.Topic, ev.Partition)
+	if err != nil {
+		return false, err
+	}
+	return hw > committed, nil
+}
+
+// add sums a run's statistics into the invocation's result; Committed is the last run's.
+func (r *Result) add(st consumer.Stats) {
+	r.Fenced = st.Fenced
+	r.Handled += st.Handled
+	r.Retries += st.Retries
+	r.DeadLetter += st.DeadLettered
+	r.Dropped += st.Dropped
+	r.Lost += st.RecordsLost
+	r.Parked += st.Parked
+	r.Replayed += st.Replayed
+	r.ParkedLost += st.ParkedLost
+	r.Remembered += st.Remembered
+	r.Committed = st.Committed
 }

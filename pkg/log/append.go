@@ -118,7 +118,7 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	if errors.As(err, &re) {
 		return l.replace(ctx, topic, recs, opt, re)
 	}
-	return m.outcome(err)
+	return l.outcome(ctx, m, err)
 }
 
 // replace makes an append again placed by the partition count of its earlier attempt
@@ -130,17 +130,23 @@ func (l *Log) replace(ctx context.Context, topic string, recs []Record, opt Appe
 	if err != nil {
 		return nil, err
 	}
-	return m.outcome(l.run(ctx, m))
+	return l.outcome(ctx, m, l.run(ctx, m))
 }
 
 // outcome is what Append returns for the request m (nil: it was refused before it was
 // prepared) run with the result err.
-func (m *member) outcome(err error) ([]Result, error) {
+func (l *Log) outcome(ctx context.Context, m *member, err error) ([]Result, error) {
 	if err != nil {
 		var ae *AppendError
 		if m != nil && errors.As(err, &ae) {
+			if kerr := l.indexKeys(ctx, m); kerr != nil {
+				return nil, kerr
+			}
 			ae.Results = m.recordResults()
 		}
+		return nil, err
+	}
+	if err := l.indexKeys(ctx, m); err != nil {
 		return nil, err
 	}
 	return m.recordResults(), nil
@@ -160,8 +166,14 @@ func (l *Log) AppendBlocks(ctx context.Context, topic string, blocks []Block, op
 	if err := l.run(ctx, m); err != nil {
 		var ae *AppendError
 		if errors.As(err, &ae) {
+			if kerr := l.indexKeys(ctx, m); kerr != nil {
+				return nil, kerr
+			}
 			ae.Blocks = m.blockResults()
 		}
+		return nil, err
+	}
+	if err := l.indexKeys(ctx, m); err != nil {
 		return nil, err
 	}
 	return m.blockResults(), nil
@@ -233,7 +245,7 @@ func (q *Queued) Wait() ([]Result, error) {
 	if errors.As(q.err, &re) {
 		return q.l.replace(q.ctx, q.m.t.Name, q.recs, q.opt, re)
 	}
-	return q.m.outcome(q.err)
+	return q.l.outcome(q.ctx, q.m, q.err)
 }
 
 // run appends a prepared request's pending groups (alone, or in its topic's batch) and
@@ -321,6 +333,14 @@ func (l *Log) prepare(ctx context.Context, topic string, recs []Record, opt Appe
 	if err := l.admit(ctx, m, opt); err != nil {
 		return nil, err
 	}
+	if t.Compacted() {
+		for _, g := range m.groups {
+			g.keys = make([]keyMark, len(g.idx))
+			for j, ri := range g.idx {
+				g.keys[j] = keyMark{key: recs[ri].Key, tombstone: recs[ri].Value == nil}
+			}
+		}
+	}
 	nowMs := l.now().UnixMilli()
 	srecs := make([]segment.Record, 0, len(recs))
 	for _, g := range m.pending {
@@ -402,6 +422,11 @@ func (l *Log) prepareBlocks(ctx context.Context, topic string, blocks []Block, o
 				return nil, invalidf("block %d (partition %d): %v", i, b.Partition, err)
 			}
 			g.maxTs, g.appendTime = nowMs, nowMs
+		}
+		if t.Compacted() {
+			if g.keys, err = blockKeys(t, i, b); err != nil {
+				return nil, err
+			}
 		}
 		m.groups[i] = g
 	}
@@ -653,6 +678,9 @@ type partGroup struct {
 	size  int // record bytes (segment.RecordSize summed)
 	// appendTime is the timestamp every record got on a topic of LogAppendTime.
 	appendTime int64
+	// keys are, on a compacted topic, each record's key and whether its value is null,
+	// in offset order: the key index entries written once the group is appended.
+	keys []keyMark
 	// base is the first offset once appended (the canonical one of an idempotent
 	// request: its claim's); err the failure.
 	base int64
@@ -688,6 +716,9 @@ func (l *Log) place(t store.Topic, recs []Record, idempotencyKey string, nparts 
 			if h.Key == "" {
 				return nil, invalidf("record %d has an empty header name", i)
 			}
+		}
+		if r.Key == nil && t.Compacted() {
+			return nil, keylessf(t, fmt.Sprintf("record %d", i))
 		}
 		switch {
 		case r.Partition != nil:

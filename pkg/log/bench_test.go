@@ -13,6 +13,7 @@ import (
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/awscount"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 // BenchmarkPollTail polls the newest 100 records of a partition holding 1k and 100k
@@ -227,13 +228,7 @@ func BenchmarkTopicCommit(b *testing.B) {
 			for _, parts := range []int32{1, 16, 64} {
 				b.Run(fmt.Sprintf("%s/counters=%s/partitions=%d", backend, layout, parts), func(b *testing.B) {
 					ctx := context.Background()
-					counter := awscount.New()
-					var s backendtest.Stores
-					if backend == "local" {
-						s = backendtest.Local(ctx, b)
-					} else {
-						s = backendtest.AWSWith(ctx, b, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) })
-					}
+					s, counter := benchStores(ctx, b, backend)
 					l, _, meta := groupLog(b, s, 0, 0, nil)
 					if layout == "topic" {
 						mustTopic(b, l, "tc", parts)
@@ -274,4 +269,57 @@ func BenchmarkTopicCommit(b *testing.B) {
 			}
 		}
 	}
+}
+
+// BenchmarkCompactedAppend measures what the key index costs an append: requests of 10
+// keyed records (over 1 or 10 distinct keys) to one partition of a delete topic and of a
+// compacted one, one appender, on each backend. It reports appends/s and, on the AWS
+// backend, the DynamoDB write requests per append (every attempt counted by an SDK
+// middleware): a compacted topic adds one conditional PutItem per distinct key.
+//
+//	go test -run='^$' -bench=CompactedAppend -benchtime=100x ./pkg/log
+func BenchmarkCompactedAppend(b *testing.B) {
+	for _, backend := range []string{"local", "aws"} {
+		for _, policy := range []store.CleanupPolicy{store.CleanupDelete, store.CleanupCompact} {
+			for _, keys := range []int{1, 10} {
+				b.Run(fmt.Sprintf("%s/policy=%s/keys=%d", backend, policy, keys), func(b *testing.B) {
+					ctx := context.Background()
+					s, counter := benchStores(ctx, b, backend)
+					l := newLog(b, s)
+					if _, err := l.CreateTopicWith(ctx, "kv", log.TopicSpec{Partitions: 1, Cleanup: store.TopicCleanup{Cleanup: policy}}); err != nil {
+						b.Fatal(err)
+					}
+					recs := make([]log.Record, 10)
+					for i := range recs {
+						recs[i] = log.Record{Key: fmt.Appendf(nil, "order-%d", i%keys), Value: make([]byte, 100)}
+					}
+					if _, err := l.Append(ctx, "kv", recs, log.AppendOptions{}); err != nil {
+						b.Fatal(err)
+					}
+					counter.Reset()
+					b.ResetTimer()
+					for i := 0; i < b.N; i++ {
+						if _, err := l.Append(ctx, "kv", recs, log.AppendOptions{}); err != nil {
+							b.Fatal(err)
+						}
+					}
+					b.StopTimer()
+					b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "appends/s")
+					if backend == "aws" {
+						b.ReportMetric(float64(counter.Requests(awscount.DynamoDBWrites...))/float64(b.N), "ddb-writes/append")
+					}
+				})
+			}
+		}
+	}
+}
+
+// benchStores are a benchmark's stores of backend ("local" or "aws") and the counter of
+// the AWS requests they make (none locally).
+func benchStores(ctx context.Context, b *testing.B, backend string) (backendtest.Stores, *awscount.Counter) {
+	counter := awscount.New()
+	if backend == "local" {
+		return backendtest.Local(ctx, b), counter
+	}
+	return backendtest.AWSWith(ctx, b, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) }), counter
 }

@@ -259,6 +259,9 @@ type TopicSpec struct {
 	// LogAppendTime stamps every record with its append time, whatever the producer
 	// gave (store.Topic.LogAppendTime; Kafka's message.timestamp.type=LogAppendTime).
 	LogAppendTime bool
+	// Cleanup is the topic's cleanup policy and compaction settings (the zero value:
+	// delete by time, as Kafka's default cleanup.policy).
+	Cleanup store.TopicCleanup
 }
 
 // CreateTopicWith creates a topic of spec. A retention, or a retention plus its pin cap,
@@ -287,9 +290,13 @@ func (l *Log) CreateTopicWith(ctx context.Context, name string, spec TopicSpec) 
 	if err := l.checkPin(retention, spec.RetentionPin); err != nil {
 		return store.Topic{}, err
 	}
+	cleanup, err := l.checkCleanup(spec.Cleanup)
+	if err != nil {
+		return store.Topic{}, err
+	}
 	now := l.now().UTC().Truncate(time.Millisecond)
 	t := store.Topic{Name: name, Incarnation: newIncarnation(now), Partitions: partitions, Retention: retention,
-		RetentionPin: spec.RetentionPin, CreatedAt: now, LogAppendTime: spec.LogAppendTime}
+		RetentionPin: spec.RetentionPin, CreatedAt: now, LogAppendTime: spec.LogAppendTime}.WithCleanup(cleanup)
 	if err := l.meta.CreateTopic(ctx, t); err != nil {
 		if errors.Is(err, store.ErrExists) {
 			return store.Topic{}, fmt.Errorf("%w: %s", ErrTopicExists, name)

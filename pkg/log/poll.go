@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -234,11 +233,18 @@ func (l *Log) pollOnce(ctx context.Context, topic string, partition int32, offse
 	if err != nil || len(sp.entries) == 0 {
 		return res, err
 	}
-	entries := sp.entries
-	blocks, err := l.readBlocks(ctx, entries)
+	blocks, err := l.readBlocks(ctx, sp.entries)
+	for try := 0; err != nil && try < relocateTries; try++ {
+		var moved bool
+		if sp, moved = l.relocated(ctx, topic, partition, offset, opt, sp, err); !moved {
+			break
+		}
+		blocks, err = l.readBlocks(ctx, sp.entries)
+	}
 	if err != nil {
 		return PollResult{}, l.readErr(ctx, topic, partition, offset, err)
 	}
+	entries := sp.entries
 	bytes := 0
 	for i, recs := range blocks {
 		if entries[i].Duplicate {
@@ -284,13 +290,21 @@ func (l *Log) rangesOnce(ctx context.Context, topic string, partition int32, off
 	if err != nil || len(sp.entries) == 0 {
 		return res, err
 	}
-	data, err := l.fetchRanges(ctx, sp.entries, func(e store.IndexEntry, b []byte) (any, error) {
+	count := func(e store.IndexEntry, b []byte) (any, error) {
 		n, err := segment.CountBlocks(b)
 		if err == nil && int64(n) != e.Count {
 			err = fmt.Errorf("blocks hold %d records, index says %d", n, e.Count)
 		}
 		return b, err
-	})
+	}
+	data, err := l.fetchRanges(ctx, sp.entries, count)
+	for try := 0; err != nil && try < relocateTries; try++ {
+		var moved bool
+		if sp, moved = l.relocated(ctx, topic, partition, offset, opt, sp, err); !moved {
+			break
+		}
+		data, err = l.fetchRanges(ctx, sp.entries, count)
+	}
 	if err != nil {
 		return RangesResult{}, l.readErr(ctx, topic, partition, offset, err)
 	}
@@ -302,6 +316,35 @@ func (l *Log) rangesOnce(ctx context.Context, topic string, partition int32, off
 		return RangesResult{}, fmt.Errorf("%w: %s/%d: %v", ErrCorrupt, topic, partition, err)
 	}
 	return res, nil
+}
+
+// relocateTries bounds how often one poll reads the index again after finding an object
+// gone: each time, a compaction must have swapped the entries it read in between.
+const relocateTries = 3
+
+// relocated reads the entries of a poll again after its read of sp's objects failed
+// with err: a missing object whose entries a compaction has since swapped for others
+// (and whose replaced objects it deleted once its reader margin passed) is read from the
+// new layout. moved is false — the caller reports err — unless err is a missing object
+// and the entries now differ.
+func (l *Log) relocated(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions, sp span, err error) (span, bool) {
+	if !errors.Is(err, store.ErrNotFound) {
+		return sp, false
+	}
+	again, lerr := l.locate(ctx, topic, partition, offset, opt)
+	if lerr != nil || len(again.entries) == 0 {
+		return sp, false
+	}
+	if len(again.entries) == len(sp.entries) {
+		same := true
+		for i := range again.entries {
+			same = same && store.SameBlock(again.entries[i], sp.entries[i])
+		}
+		if same {
+			return sp, false
+		}
+	}
+	return again, true
 }
 
 // cutRanges answers the stored bytes of entries (data[i] is entry i's range) from
@@ -438,44 +481,10 @@ const (
 	mergeMax = 8 << 20
 )
 
-// getSpan is one ranged GET of a poll: entries idx of one object, read as [off, off+n).
-type getSpan struct {
-	key    string
-	off, n int64
-	idx    []int
-}
-
-// planSpans groups the entries' byte ranges (duplicates left out) into the GETs that
-// read them: per object, in byte order, ranges within mergeGap of each other merged up
-// to mergeMax. It is a pure function of the entries.
-func planSpans(entries []store.IndexEntry) []getSpan {
-	order := make([]int, 0, len(entries))
-	for i, e := range entries {
-		if !e.Duplicate {
-			order = append(order, i)
-		}
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		ea, eb := entries[order[a]], entries[order[b]]
-		if ea.ObjectKey != eb.ObjectKey {
-			return ea.ObjectKey < eb.ObjectKey
-		}
-		return ea.ByteOffset < eb.ByteOffset
-	})
-	var out []getSpan
-	for _, i := range order {
-		e := entries[i]
-		if n := len(out); n > 0 {
-			last := &out[n-1]
-			end := max(last.off+last.n, e.ByteOffset+e.ByteLength)
-			if last.key == e.ObjectKey && e.ByteOffset-(last.off+last.n) <= mergeGap && end-last.off <= mergeMax {
-				last.n, last.idx = end-last.off, append(last.idx, i)
-				continue
-			}
-		}
-		out = append(out, getSpan{key: e.ObjectKey, off: e.ByteOffset, n: e.ByteLength, idx: []int{i}})
-	}
-	return out
+// planSpans groups the entries' byte ranges into the GETs that read them
+// (store.PlanReads with the merge bounds above).
+func planSpans(entries []store.IndexEntry) []store.ReadSpan {
+	return store.PlanReads(entries, mergeGap, mergeMax)
 }
 
 // fetchRanges reads the byte ranges of the entries that are not duplicates with ranged
@@ -493,7 +502,7 @@ func (l *Log) fetchRanges(ctx context.Context, entries []store.IndexEntry, check
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			b, err := l.objects.GetRange(ctx, sp.key, sp.off, sp.n)
+			b, err := l.objects.GetRange(ctx, sp.Key, sp.Offset, sp.Length)
 			if err != nil {
 				if errors.Is(err, store.ErrNotFound) {
 					errs[si] = err
@@ -502,9 +511,9 @@ func (l *Log) fetchRanges(ctx context.Context, entries []store.IndexEntry, check
 				}
 				return
 			}
-			for _, i := range sp.idx {
+			for _, i := range sp.Entries {
 				e := entries[i]
-				from := e.ByteOffset - sp.off
+				from := e.ByteOffset - sp.Offset
 				if out[i], err = check(e, b[from:from+e.ByteLength:from+e.ByteLength]); err != nil {
 					errs[si] = fmt.Errorf("%w: %s/%d@%d in %s: %w", ErrCorrupt, e.Topic, e.Partition, e.BaseOffset, e.ObjectKey, err)
 					return

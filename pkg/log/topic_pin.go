@@ -35,7 +35,7 @@ func (l *Log) MaxRetention() time.Duration { return l.defaults.MaxRetention }
 // kept, so an entry gets no TTL (zero).
 func (l *Log) entryExpiry(t store.Topic, at time.Time) time.Time {
 	maxR := l.defaults.MaxRetention
-	if maxR <= 0 {
+	if maxR <= 0 || !t.DeletesByTime() {
 		return time.Time{}
 	}
 	return at.Add(store.SatAdd(max(maxR, t.KeptFor(true)), retentionGrace))

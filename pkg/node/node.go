@@ -25,6 +25,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 
 	"github.com/stratalog/strata/pkg/awsfault"
+	"github.com/stratalog/strata/pkg/compact"
 	"github.com/stratalog/strata/pkg/deploy"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
@@ -55,6 +56,8 @@ type Config struct {
 	AWS AWSConfig
 	// Topics are the defaults and the maximum retention the log applies to new topics.
 	Topics log.TopicDefaults
+	// Clock is the log's and the compaction pass's time (time.Now when nil); tests set it.
+	Clock func() time.Time
 	// GroupCommitWindow, when positive, is the log's group-commit window
 	// (log.Config.GroupCommitWindow); zero or negative writes every append on its own.
 	GroupCommitWindow time.Duration
@@ -142,6 +145,8 @@ const (
 	PartMaterializer
 	// PartRetention is the retention pass.
 	PartRetention
+	// PartCompaction is the compaction pass of compacted topics (pkg/compact).
+	PartCompaction
 )
 
 // Node is an opened node: its stores and the parts asked for.
@@ -180,7 +185,7 @@ func Open(ctx context.Context, cfg Config, parts Parts) (*Node, error) {
 	if parts&PartLog != 0 {
 		var err error
 		n.log, err = log.New(log.Config{Objects: n.objects, Meta: n.meta, Metrics: cfg.Metrics,
-			GroupCommitWindow: max(cfg.GroupCommitWindow, 0), GroupCommitBytes: cfg.GroupCommitBytes, Topics: cfg.Topics})
+			GroupCommitWindow: max(cfg.GroupCommitWindow, 0), GroupCommitBytes: cfg.GroupCommitBytes, Topics: cfg.Topics, Clock: cfg.Clock})
 		if err != nil {
 			_ = n.Close()
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -370,6 +375,21 @@ func (n *Node) RunRetention(ctx context.Context) (retention.Stats, error) {
 	return st, err
 }
 
+// RunCompaction makes one compaction pass now over every compacted topic (the
+// compaction function's pass; `strata dev` runs it after each retention pass). It needs
+// PartCompaction.
+func (n *Node) RunCompaction(ctx context.Context) (compact.Stats, error) {
+	if n.parts&PartCompaction == 0 {
+		return compact.Stats{}, errors.New("node: RunCompaction needs a node opened with PartCompaction")
+	}
+	meta, ok := n.meta.(compact.Meta)
+	if !ok {
+		return compact.Stats{}, fmt.Errorf("node: the %T meta store cannot swap index entries", n.meta)
+	}
+	job := compact.Job{Meta: meta, Objects: n.objects, Clock: n.cfg.Clock}
+	return job.Run(ctx)
+}
+
 // SampleLag records every group's lag now in the store's lag history
 // (group.Coordinator.SampleLag). It needs PartGroups.
 func (n *Node) SampleLag(ctx context.Context) error {
@@ -380,11 +400,20 @@ func (n *Node) SampleLag(ctx context.Context) error {
 	return err
 }
 
-// RunScheduledPass is the retention function's pass: the retention pass, then a lag
-// sample of every group (which needs a scheduled pass on AWS, where no process outlives
+// RunScheduledPass is the retention function's pass: the retention pass, the compaction
+// pass when the node was opened with PartCompaction, then a lag sample of every group (which needs a scheduled pass on AWS, where no process outlives
 // a request) when the node was opened with PartGroups. Both run even if one fails.
 func (n *Node) RunScheduledPass(ctx context.Context) (retention.Stats, error) {
 	st, err := n.RunRetention(ctx)
+	if n.parts&PartCompaction != 0 {
+		cst, cerr := n.RunCompaction(ctx)
+		if cerr != nil {
+			err = errors.Join(err, fmt.Errorf("node: compaction: %w", cerr))
+		}
+		if cst.Rewrites > 0 || cst.ObjectsDeleted > 0 {
+			n.logger.Info("compaction pass", "records_removed", cst.RecordsRemoved, "rewrites", cst.Rewrites, "objects_deleted", cst.ObjectsDeleted)
+		}
+	}
 	if n.coord != nil {
 		if lerr := n.SampleLag(ctx); lerr != nil {
 			err = errors.Join(err, fmt.Errorf("node: lag sample: %w", lerr))
@@ -427,6 +456,17 @@ func (n *Node) RunRetentionLoop(ctx context.Context, interval time.Duration) {
 				n.logger.Info("retention pass", "records_expired", st.RecordsExpired,
 					"objects_deleted", st.ObjectsDeleted, "entries_deleted", st.EntriesDeleted,
 					"took", time.Since(start).Round(time.Millisecond))
+			}
+			if n.parts&PartCompaction == 0 {
+				continue
+			}
+			start = time.Now()
+			cst, err := n.RunCompaction(ctx)
+			if err != nil && ctx.Err() == nil {
+				n.logger.Error("compaction pass failed", "error", err)
+			} else if cst.Rewrites > 0 || cst.ObjectsDeleted > 0 {
+				n.logger.Info("compaction pass", "records_removed", cst.RecordsRemoved, "rewrites", cst.Rewrites,
+					"objects_deleted", cst.ObjectsDeleted, "took", time.Since(start).Round(time.Millisecond))
 			}
 		}
 	}

@@ -98,6 +98,9 @@ func (j *Job) Run(ctx context.Context) (Stats, error) {
 			errs = append(errs, fmt.Errorf("retention: topic %s: %w", name, err))
 			continue
 		}
+		if !t.DeletesByTime() {
+			continue // compact only: records leave by key, in pkg/compact's pass, never by age
+		}
 		at := now()
 		cutoff := at.Add(-t.Retention)
 		var pins map[int32][]int64

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/stratalog/strata/pkg/compact"
 	"github.com/stratalog/strata/pkg/console"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/httpapi"
@@ -159,7 +160,7 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 	if cfg.LagSampleInterval == 0 {
 		cfg.LagSampleInterval = DefaultLagSampleInterval
 	}
-	r, err := build(ctx, cfg, node.PartGroups|node.PartRetention|node.PartMaterializer)
+	r, err := build(ctx, cfg, node.PartGroups|node.PartRetention|node.PartCompaction|node.PartMaterializer)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +219,7 @@ func Open(ctx context.Context, cfg Config) (*Runtime, error) {
 // coordinator, retention) and wires the HTTP handler. The api function serves Handler;
 // Close releases it.
 func New(ctx context.Context, cfg Config) (*Runtime, error) {
-	return build(ctx, cfg, node.PartGroups|node.PartRetention)
+	return build(ctx, cfg, node.PartGroups|node.PartRetention|node.PartCompaction)
 }
 
 func build(ctx context.Context, cfg Config, parts node.Parts) (*Runtime, error) {
@@ -441,6 +442,11 @@ func (r *Runtime) closeStores() error { return r.node.Close() }
 // sweep DynamoDB does by itself).
 func (r *Runtime) RunRetention(ctx context.Context) (retention.Stats, error) {
 	return r.node.RunRetention(ctx)
+}
+
+// RunCompaction makes one compaction pass now over every compacted topic.
+func (r *Runtime) RunCompaction(ctx context.Context) (compact.Stats, error) {
+	return r.node.RunCompaction(ctx)
 }
 
 // drainingLog ends the wait of long polls when shutdown starts, so they answer at once

@@ -946,6 +946,13 @@ type CommitRow struct {
 	// (sorted, disjoint, non-empty; the coordinator checks them), stored with the commit
 	// so that a new owner skips them. A commit replaces them; a reset clears them.
 	Completed []OffsetRange
+	// LeaseExpiresAt and ReleaseLease, inputs of Commit only (never stored, zero on rows
+	// read back), write the lease in the commit's own atomic operation, so that a
+	// consumer's renewal or release rides in its commit instead of costing a request: a
+	// non-zero LeaseExpiresAt moves the assignment's expiry to it (as RenewLease),
+	// ReleaseLease clears its owner (as ReleaseLease; it wins over LeaseExpiresAt).
+	LeaseExpiresAt time.Time
+	ReleaseLease   bool
 }
 
 // OffsetRange is the half-open run of offsets [From, To).
@@ -998,7 +1005,10 @@ type LeaseStore interface {
 	// asks to skip that check. When both checks fail the error is ErrFenced: a fenced
 	// caller must learn it lost the lease. Metadata is stored as given (none removes it).
 	// The row's Completed ranges must be stored as given, replacing the earlier ones
-	// (none given removes them), and GetCommit must return them in order.
+	// (none given removes them), and GetCommit must return them in order. In the same
+	// atomic operation, and only when the commit goes through, c.ReleaseLease must clear
+	// the assignment's owner (the generation stays) and otherwise a non-zero
+	// c.LeaseExpiresAt must move its expiry to it; a refused commit changes neither.
 	Commit(ctx context.Context, c CommitRow, member string) error
 	// GetCommit must return the row or ErrNotFound.
 	GetCommit(ctx context.Context, group, topic string, partition int32) (CommitRow, error)

@@ -33,6 +33,11 @@ const (
 	CodeInternal             = "internal"
 )
 
+// CodeKeyDeleted (404) answers the key lookup of a compacted topic's key whose latest
+// record is a tombstone still within its retention; the error carries the tombstone's
+// partition and offset.
+const CodeKeyDeleted = "key_deleted"
+
 // CodeKafkaGroup (409) refuses a Strata member's lease or first heartbeat in a group
 // that has live Kafka members (JoinGroup through the Kafka gateway); nothing changed.
 const CodeKafkaGroup = "kafka_group"

@@ -16,7 +16,22 @@ type TopicCreate struct {
 	// TimestampType is TimestampCreateTime or TimestampLogAppendTime; left out: the
 	// producer's timestamps (create_time).
 	TimestampType string `json:"timestamp_type,omitempty"`
+	// CleanupPolicy is CleanupDelete (left out), CleanupCompact or
+	// CleanupCompactDelete (Kafka's cleanup.policy); the compaction settings left out
+	// are unset (DeleteRetentionMs: a day).
+	CleanupPolicy      string `json:"cleanup_policy,omitempty"`
+	MinCompactionLagMs *int64 `json:"min_compaction_lag_ms,omitempty"`
+	MaxCompactionLagMs *int64 `json:"max_compaction_lag_ms,omitempty"`
+	DeleteRetentionMs  *int64 `json:"delete_retention_ms,omitempty"`
 }
+
+// The topic cleanup policies (Kafka's cleanup.policy): records leave by age (delete,
+// the default), the latest record per key is kept (compact), or both.
+const (
+	CleanupDelete        = "delete"
+	CleanupCompact       = "compact"
+	CleanupCompactDelete = "compact,delete"
+)
 
 // The topic timestamp types (Kafka's message.timestamp.type): a record keeps the
 // timestamp its producer gave (create_time, the default), or every record is stamped
@@ -34,8 +49,22 @@ type Topic struct {
 	RetentionMs    int64  `json:"retention_ms"`
 	RetentionPinMs int64  `json:"retention_pin_ms,omitempty"`
 	// TimestampType is the topic's (TimestampCreateTime, TimestampLogAppendTime).
-	TimestampType string          `json:"timestamp_type,omitempty"`
-	PartitionInfo []PartitionInfo `json:"partition_info,omitempty"`
+	TimestampType string `json:"timestamp_type,omitempty"`
+	// CleanupPolicy is the topic's (CleanupDelete, CleanupCompact,
+	// CleanupCompactDelete); the compaction settings are left out when unset.
+	CleanupPolicy      string          `json:"cleanup_policy,omitempty"`
+	MinCompactionLagMs int64           `json:"min_compaction_lag_ms,omitempty"`
+	MaxCompactionLagMs int64           `json:"max_compaction_lag_ms,omitempty"`
+	DeleteRetentionMs  int64           `json:"delete_retention_ms,omitempty"`
+	PartitionInfo      []PartitionInfo `json:"partition_info,omitempty"`
+}
+
+// KeyRecord is a JSON shape of the contract: the latest record of a key of a compacted
+// topic (GET /v1/topics/{topic}/keys/{key}), the polled record's fields and its
+// partition.
+type KeyRecord struct {
+	Partition int32 `json:"partition"`
+	PolledRecord
 }
 
 // PartitionInfo is a JSON shape of the contract.
@@ -236,12 +265,18 @@ type Health struct {
 }
 
 // TopicAlter is a JSON shape of the contract (PATCH /v1/topics/{topic}): exactly one
-// member, the new partition count, the new retention (-1: kept for ever, where the
-// deployment has no maximum retention) or the new retention pin cap (0 removes the pin).
+// change, the new partition count, the new retention (-1: kept for ever, where the
+// deployment has no maximum retention), the new retention pin cap (0 removes the pin),
+// or the cleanup policy and compaction settings (any of those four together; 0 unsets
+// a setting).
 type TopicAlter struct {
-	Partitions     int32  `json:"partitions,omitempty"`
-	RetentionMs    *int64 `json:"retention_ms,omitempty"`
-	RetentionPinMs *int64 `json:"retention_pin_ms,omitempty"`
+	Partitions         int32   `json:"partitions,omitempty"`
+	RetentionMs        *int64  `json:"retention_ms,omitempty"`
+	RetentionPinMs     *int64  `json:"retention_pin_ms,omitempty"`
+	CleanupPolicy      *string `json:"cleanup_policy,omitempty"`
+	MinCompactionLagMs *int64  `json:"min_compaction_lag_ms,omitempty"`
+	MaxCompactionLagMs *int64  `json:"max_compaction_lag_ms,omitempty"`
+	DeleteRetentionMs  *int64  `json:"delete_retention_ms,omitempty"`
 }
 
 // GroupList is a JSON shape of the contract (GET /v1/groups).

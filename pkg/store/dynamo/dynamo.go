@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -115,7 +116,7 @@ func (s *MetaStore) CreateTopic(ctx context.Context, t store.Topic) error {
 		// it; a tombstoned one never is.
 		_, deleted := cf.item[attrDeletedAt]
 		if old, derr := decodeTopic(cf.item); cf.item == nil || deleted || derr != nil || old.Partitions != t.Partitions ||
-			old.Incarnation != t.Incarnation || old.Retention != t.Retention || old.RetentionPin != t.RetentionPin || old.LogAppendTime != t.LogAppendTime || !old.CreatedAt.Equal(t.CreatedAt.Truncate(time.Millisecond)) {
+			old.Incarnation != t.Incarnation || old.Retention != t.Retention || old.RetentionPin != t.RetentionPin || old.LogAppendTime != t.LogAppendTime || old.CleanupSettings() != t.CleanupSettings() || !old.CreatedAt.Equal(t.CreatedAt.Truncate(time.Millisecond)) {
 			return fmt.Errorf("dynamo: create topic %q: %w", t.Name, store.ErrExists)
 		}
 	}
@@ -133,6 +134,29 @@ const attrRetentionPin = "retention_pin_ms"
 // time (absent: the producer's timestamps).
 const attrLogAppendTime = "log_append_time"
 
+// The attributes of a topic row's cleanup policy and compaction settings, each absent
+// when unset (delete, no compaction settings).
+const (
+	attrCleanup          = "cleanup_policy"
+	attrMinCompactionLag = "min_compaction_lag_ms"
+	attrMaxCompactionLag = "max_compaction_lag_ms"
+	attrDeleteRetention  = "delete_retention_ms"
+)
+
+// cleanupAttrs are c's attributes of a topic row, only those set.
+func cleanupAttrs(c store.TopicCleanup) item {
+	it := item{}
+	if c.Cleanup != "" {
+		it[attrCleanup] = avS(string(c.Cleanup))
+	}
+	for name, d := range map[string]time.Duration{attrMinCompactionLag: c.MinCompactionLag, attrMaxCompactionLag: c.MaxCompactionLag, attrDeleteRetention: c.DeleteRetention} {
+		if d > 0 {
+			it[name] = &types.AttributeValueMemberN{Value: durationMillis(d)}
+		}
+	}
+	return it
+}
+
 // topicItem is the live row of t.
 func topicItem(t store.Topic) item {
 	it := item{
@@ -149,6 +173,7 @@ func topicItem(t store.Topic) item {
 	if t.LogAppendTime {
 		it[attrLogAppendTime] = &types.AttributeValueMemberBOOL{Value: true}
 	}
+	maps.Copy(it, cleanupAttrs(t.CleanupSettings()))
 	setTime(it, "created_at", t.CreatedAt)
 	return it
 }
@@ -182,6 +207,18 @@ func decodeTopic(it item) (store.Topic, error) {
 	}
 	if b, ok := it[attrLogAppendTime].(*types.AttributeValueMemberBOOL); ok {
 		t.LogAppendTime = b.Value
+	}
+	if _, ok := it[attrCleanup]; ok {
+		p, err := store.ParseCleanupPolicy(d.str(attrCleanup, true))
+		if err != nil && d.err == nil {
+			d.err = fmt.Errorf("dynamo: topic row: %w", err)
+		}
+		t.Cleanup = p
+	}
+	for name, dst := range map[string]*time.Duration{attrMinCompactionLag: &t.MinCompactionLag, attrMaxCompactionLag: &t.MaxCompactionLag, attrDeleteRetention: &t.DeleteRetention} {
+		if _, ok := it[name]; ok {
+			*dst = d.duration(name)
+		}
 	}
 	if name, _, grave := strings.Cut(t.Name, "#"); grave {
 		t.Name = name

@@ -182,7 +182,8 @@ func (s *MetaStore) GetAssignment(ctx context.Context, group, topic string, part
 }
 
 // Commit is one transaction: a ConditionCheck that member owns the assignment at
-// c.Generation, and an update of the commit row if c.NextOffset is not below the stored
+// c.Generation (an update on that condition when the commit renews or releases the
+// lease: ownerWrite), and an update of the commit row if c.NextOffset is not below the stored
 // one (any offset when c.Backward). The cancellation reasons tell which failed; fencing
 // is reported first.
 func (s *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string) error {
@@ -221,7 +222,7 @@ func (s *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string
 	}
 	_, err := s.client.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{
 		TransactItems: []types.TransactWriteItem{
-			s.ownerCheck(c.Group, c.Topic, c.Partition, member, c.Generation),
+			s.ownerWrite(c, member),
 			{Update: &types.Update{
 				TableName:                 aws.String(s.commits),
 				Key:                       gtpKey(c.Group, c.Topic, c.Partition),
@@ -233,6 +234,32 @@ func (s *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string
 		},
 	})
 	return fencedOutcome(op, err, store.ErrStaleCommit)
+}
+
+// ownerWrite is the commit's first item: the owner check, or, when the commit renews or
+// releases the lease, an update of the assignment on the same condition (a transaction's
+// ConditionCheck is billed as a write, so the lease write costs nothing more).
+func (s *MetaStore) ownerWrite(c store.CommitRow, member string) types.TransactWriteItem {
+	var update string
+	names := map[string]string{"#owner": attrOwner, "#gen": attrGeneration}
+	values := item{":m": avS(member), ":g": avN(c.Generation)}
+	switch {
+	case c.ReleaseLease:
+		update = "REMOVE #owner"
+	case !c.LeaseExpiresAt.IsZero():
+		update = "SET #exp = :exp"
+		names["#exp"], values[":exp"] = attrLeaseExp, avN(c.LeaseExpiresAt.UnixMilli())
+	default:
+		return s.ownerCheck(c.Group, c.Topic, c.Partition, member, c.Generation)
+	}
+	return types.TransactWriteItem{Update: &types.Update{
+		TableName:                 aws.String(s.assignments),
+		Key:                       gtpKey(c.Group, c.Topic, c.Partition),
+		UpdateExpression:          aws.String(update),
+		ConditionExpression:       aws.String(ownerAt),
+		ExpressionAttributeNames:  names,
+		ExpressionAttributeValues: values,
+	}}
 }
 
 // GetCommit reads the commit row.

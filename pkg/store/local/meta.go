@@ -34,7 +34,7 @@ const (
 func allBuckets() []string {
 	return []string{bucketTopics, bucketIndex, bucketPartitions, bucketAssignments,
 		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency, bucketSequencer, bucketGraveyard, bucketExpiry, bucketLag, bucketParked,
-		bucketTopicBatches, bucketFences, bucketBarriers, bucketProducers}
+		bucketTopicBatches, bucketFences, bucketBarriers, bucketProducers, bucketKeys}
 }
 
 // openTimeout bounds the wait for bbolt's file lock, so a second process on the same
@@ -445,7 +445,8 @@ func (m *MetaStore) GetAssignment(ctx context.Context, group, topic string, part
 // c.NextOffset is not below the committed one unless c.Backward (else ErrStaleCommit).
 func (m *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string) error {
 	return m.update(ctx, func(tx *bolt.Tx) error {
-		if _, err := ownedLease(tx, c.Group, c.Topic, c.Partition, member, c.Generation); err != nil {
+		lease, err := ownedLease(tx, c.Group, c.Topic, c.Partition, member, c.Generation)
+		if err != nil {
 			return err
 		}
 		key := groupTopicPartitionKey(c.Group, c.Topic, c.Partition)
@@ -456,6 +457,17 @@ func (m *MetaStore) Commit(ctx context.Context, c store.CommitRow, member string
 		if ok && !c.Backward && c.NextOffset < cur.NextOffset {
 			return fmt.Errorf("local: commit %s/%s/%d: offset %d below committed %d: %w",
 				c.Group, c.Topic, c.Partition, c.NextOffset, cur.NextOffset, store.ErrStaleCommit)
+		}
+		switch {
+		case c.ReleaseLease:
+			lease.Owner = ""
+		case !c.LeaseExpiresAt.IsZero():
+			lease.ExpiresAt = c.LeaseExpiresAt.UTC()
+		}
+		if c.ReleaseLease || !c.LeaseExpiresAt.IsZero() {
+			if err := putRec(tx, bucketAssignments, key, lease); err != nil {
+				return err
+			}
 		}
 		return putRec(tx, bucketCommits, key, commitToRec(c))
 	})

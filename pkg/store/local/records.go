@@ -23,14 +23,22 @@ type topicRec struct {
 	CreatedAt    time.Time     `json:"created_at"`
 	// LogAppendTime is absent in rows written before it (the producer's timestamps).
 	LogAppendTime bool `json:"log_append_time,omitempty"`
+	// The cleanup policy and compaction settings are absent in rows written before them
+	// (delete, no compaction settings).
+	Cleanup          store.CleanupPolicy `json:"cleanup_policy,omitempty"`
+	MinCompactionLag time.Duration       `json:"min_compaction_lag_ns,omitempty"`
+	MaxCompactionLag time.Duration       `json:"max_compaction_lag_ns,omitempty"`
+	DeleteRetention  time.Duration       `json:"delete_retention_ns,omitempty"`
 }
 
 func topicToRec(t store.Topic) topicRec {
-	return topicRec{Name: t.Name, Incarnation: t.Incarnation, Partitions: t.Partitions, Retention: t.Retention, RetentionPin: t.RetentionPin, CreatedAt: t.CreatedAt.UTC(), LogAppendTime: t.LogAppendTime}
+	return topicRec{Name: t.Name, Incarnation: t.Incarnation, Partitions: t.Partitions, Retention: t.Retention, RetentionPin: t.RetentionPin, CreatedAt: t.CreatedAt.UTC(), LogAppendTime: t.LogAppendTime,
+		Cleanup: t.Cleanup, MinCompactionLag: t.MinCompactionLag, MaxCompactionLag: t.MaxCompactionLag, DeleteRetention: t.DeleteRetention}
 }
 
 func (r topicRec) toStore() store.Topic {
-	return store.Topic{Name: r.Name, Incarnation: r.Incarnation, Partitions: r.Partitions, Retention: r.Retention, RetentionPin: r.RetentionPin, CreatedAt: r.CreatedAt, LogAppendTime: r.LogAppendTime}
+	return store.Topic{Name: r.Name, Incarnation: r.Incarnation, Partitions: r.Partitions, Retention: r.Retention, RetentionPin: r.RetentionPin, CreatedAt: r.CreatedAt, LogAppendTime: r.LogAppendTime,
+		Cleanup: r.Cleanup, MinCompactionLag: r.MinCompactionLag, MaxCompactionLag: r.MaxCompactionLag, DeleteRetention: r.DeleteRetention}
 }
 
 type indexRec struct {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/stratalog/strata/pkg/store"
 )
@@ -574,4 +575,48 @@ func testLeaseIncarnationsIsolated(ctx context.Context, t *testing.T, m store.Me
 	must(t, "Commit on the new incarnation", m.Commit(ctx, commitRow(cur, 1, an.Generation, 40, ""), "m-1"))
 	wantCommit(ctx, t, m, old, commitRow(old, 9, ao.Generation, 30, ""))
 	wantCommit(ctx, t, m, cur, commitRow(cur, 1, an.Generation, 40, ""))
+}
+
+// testCommitLease: a commit that carries a lease expiry renews the lease in the same
+// write, one that asks releases it (the generation stays), and a refused commit — fenced
+// or stale — moves neither the lease nor the position.
+func testCommitLease(ctx context.Context, t *testing.T, m store.MetaStore) {
+	k := newGTP(t)
+	acquire(ctx, t, m, k, "m-1", 0, 30_000)
+	renew := commitRow(k, 10, 1, 1_000, "")
+	renew.LeaseExpiresAt = at(61_000)
+	must(t, "Commit renewing the lease", m.Commit(ctx, renew, "m-1"))
+	wantAssignment(ctx, t, m, k, lease(k, "m-1", 1, 61_000))
+	wantCommit(ctx, t, m, k, commitRow(k, 10, 1, 1_000, ""))
+
+	stale := commitRow(k, 5, 1, 2_000, "")
+	stale.LeaseExpiresAt = at(90_000)
+	wantErrIs(t, "stale Commit renewing the lease", m.Commit(ctx, stale, "m-1"), store.ErrStaleCommit)
+	for _, bad := range []struct {
+		member string
+		gen    int64
+	}{{"m-2", 1}, {"m-1", 2}} {
+		c := commitRow(k, 20, bad.gen, 3_000, "")
+		c.LeaseExpiresAt = at(90_000)
+		wantErrIs(t, fmt.Sprintf("Commit renewing as %q generation %d", bad.member, bad.gen), m.Commit(ctx, c, bad.member), store.ErrFenced)
+		c.LeaseExpiresAt, c.ReleaseLease = time.Time{}, true
+		wantErrIs(t, fmt.Sprintf("Commit releasing as %q generation %d", bad.member, bad.gen), m.Commit(ctx, c, bad.member), store.ErrFenced)
+	}
+	wantAssignment(ctx, t, m, k, lease(k, "m-1", 1, 61_000))
+	wantCommit(ctx, t, m, k, commitRow(k, 10, 1, 1_000, ""))
+
+	release := commitRow(k, 12, 1, 4_000, "")
+	release.ReleaseLease = true
+	must(t, "Commit releasing the lease", m.Commit(ctx, release, "m-1"))
+	got, err := m.GetAssignment(ctx, k.group, k.topic, k.partition)
+	must(t, "GetAssignment after the releasing commit", err)
+	if got.Owner != "" || got.Generation != 1 || got.Live(at(4_000)) {
+		t.Fatalf("after a releasing commit: %+v, want no owner and generation 1", got)
+	}
+	wantCommit(ctx, t, m, k, commitRow(k, 12, 1, 4_000, ""))
+	wantErrIs(t, "ReleaseLease after the releasing commit", m.ReleaseLease(ctx, k.group, k.topic, k.partition, "m-1", 1), store.ErrFenced)
+	next := acquire(ctx, t, m, k, "m-2", 5_000, 35_000)
+	if next.Generation != 2 {
+		t.Fatalf("acquire after the releasing commit: generation %d, want 2", next.Generation)
+	}
 }

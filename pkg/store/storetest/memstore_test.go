@@ -38,6 +38,7 @@ type memStore struct {
 	batches     map[string]int64                         // topic commit topic → batches committed
 	fences      map[string]map[string]store.RequestFence // topic → fenceID(key, attempt) → fence
 	barriers    map[string]store.Barrier                 // group → barrier (memstore_barrier_test.go)
+	keyIndex    map[string]store.KeyEntry                // made on first use (memstore_keyindex_test.go)
 }
 
 type tpKey struct {
@@ -730,6 +731,14 @@ func (s *memStore) Commit(_ context.Context, c store.CommitRow, member string) e
 	if s.bug != "CommitStoresBackward" {
 		c.Backward = false
 	}
+	switch {
+	case c.ReleaseLease:
+		a.Owner = ""
+	case !c.LeaseExpiresAt.IsZero() && s.bug != "CommitIgnoresLease":
+		a.ExpiresAt = s.storeTime(c.LeaseExpiresAt)
+	}
+	s.assignments[k] = a
+	c.LeaseExpiresAt, c.ReleaseLease = time.Time{}, false
 	c.CommittedAt = s.storeTime(c.CommittedAt)
 	if s.bug == "CommitKeepsCompleted" && len(c.Completed) == 0 {
 		c.Completed = old.Completed
@@ -901,4 +910,25 @@ func (s *memStore) LiveMembers(_ context.Context, group string, now time.Time) (
 	}
 	slices.SortFunc(out, func(a, b store.Member) int { return strings.Compare(a.ID, b.ID) })
 	return out, nil
+}
+
+func (s *memStore) SwapIndexEntries(_ context.Context, topic string, partition int32, old, new []store.IndexEntry) error {
+	if err := store.CheckSwap(topic, partition, old, new); err != nil {
+		return err
+	}
+	s.lock()
+	defer s.mu.Unlock()
+	part := s.index[s.partitionKey(topic, partition)]
+	for _, e := range old {
+		if got, ok := part[e.BaseOffset]; !ok || !store.SameBlock(got, e) {
+			return fmt.Errorf("memstore: swap: entry @%d changed: %w", e.BaseOffset, store.ErrConflict)
+		}
+	}
+	for _, e := range old {
+		delete(part, e.BaseOffset)
+	}
+	for _, e := range new {
+		part[e.BaseOffset] = e
+	}
+	return nil
 }

@@ -67,6 +67,7 @@ func metaStoreSections() []section[store.MetaStore] {
 			{"ResetFencesLapsedOwner", testResetFences},
 			{"ListOrderedAndIsolated", testListAssignmentsCommits},
 			{"BackwardByOwnerOnly", testCommitBackward},
+			{"RenewOrReleaseRidesInCommit", testCommitLease},
 			{"MetadataRoundTrip", testCommitMetadata},
 		}},
 		{"Names", nameCases()},

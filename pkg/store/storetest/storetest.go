@@ -46,6 +46,9 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	runSections(t, "GroupBarrierStore", newHarness, makeBarrier, barrierSections())
 	runSections(t, "ProducerStore", newHarness, makeProducers, producerSections())
 	runSections(t, "RetentionStore", newHarness, makeRetention, retentionSections())
+	runSections(t, "IndexSwapper", newHarness, makeSwapper, swapSections())
+	runSections(t, "CleanupStore", newHarness, makeCleanup, cleanupSections())
+	runSections(t, "KeyIndexStore", newHarness, makeKeyIndex, keyIndexSections())
 }
 
 // RunFenceBoundTests runs the suite's cases of the bounds on a topic's fences alone: for

@@ -1,0 +1,333 @@
+package cost
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Driver is what a line of the deployment's cost grows with.
+type Driver int
+
+const (
+	// PerAppend: the producers' append requests.
+	PerAppend Driver = iota
+	// PerBlock: partition batches of those requests.
+	PerBlock
+	// PerBlockRead: partition batches read, each group reading every one.
+	PerBlockRead
+	// PerProducerSecond: a second of one producer (its partition refreshes).
+	PerProducerSecond
+	// PerConsumerSecond: a second of one group's consumer invocation on one
+	// partition, held whether or not records arrive.
+	PerConsumerSecond
+	// PerConsumerInvocation: invocations of the consumer function.
+	PerConsumerInvocation
+	// PerConsumerPoll: one group's polls of one partition (ConsumerPollsPerSecond).
+	PerConsumerPoll
+	// PerStreamBatch: dispatch invocations from the sequencer table's stream.
+	PerStreamBatch
+	// PerSweep: runs of dispatch's sweep schedule.
+	PerSweep
+	// PerRetentionPass: runs of the retention schedule (in a run, the retention
+	// function's invocations started).
+	PerRetentionPass
+	// PerEnvironment: execution environments started (cold starts).
+	PerEnvironment
+	// PerEnvironmentSecond: a second of one execution environment of the function
+	// (its aggregated metrics flush on a timer).
+	PerEnvironmentSecond
+	// PerSecond: a second of the deployment, whatever the load.
+	PerSecond
+)
+
+var driverNames = [...]string{"append", "block", "block read", "producer-second", "consumer-second", "consumer invocation", "consumer poll",
+	"stream batch", "sweep", "retention pass", "environment", "environment-second", "second"}
+
+func (d Driver) String() string { return driverNames[d] }
+
+// Sweeps and retention passes a day at the stack's default schedules (rate(1 minute)
+// and rate(5 minutes), infra/strata).
+const (
+	SweepsPerDay          = 1440.0
+	RetentionPassesPerDay = 1440.0 / 5
+)
+
+// StreamPollsPerSecond is how often Lambda's event source mapping polls a DynamoDB
+// stream shard: at most one dispatch batch per poll.
+const StreamPollsPerSecond = 4.0
+
+// ConsumerHold is how long one consumer invocation lasts: the example consumer's
+// 300 s timeout less pkg/lambdaconsumer's 3 s deadline margin.
+const ConsumerHold = 297.0
+
+// Consumer polling (pkg/lambdaconsumer): a poll carries at most ConsumerPollRecords
+// records, and a caught-up consumer polls every ConsumerPollGap.
+const (
+	ConsumerPollRecords = 500
+	ConsumerPollGap     = 0.2 // seconds
+)
+
+// ConsumerPollsPerSecond is one group's polls of one partition a second: enough to
+// carry the partition's records at ConsumerPollRecords a poll, and otherwise one per
+// partition batch as batches arrive, at most one per ConsumerPollGap.
+func ConsumerPollsPerSecond(recordsPerSec, blocksPerSec float64) float64 {
+	return math.Max(recordsPerSec/ConsumerPollRecords, math.Min(blocksPerSec, 1/ConsumerPollGap))
+}
+
+// EnvironmentsPerDay is the cold starts a day of one function's steadily busy
+// execution environment: Lambda recycles environments after some hours (not
+// published; two hours assumed).
+const EnvironmentsPerDay = 12.0
+
+// LogsAPI is the API name of a function's log stream line: its bytes are what
+// CloudWatch Logs ingests from it.
+const LogsAPI = "CloudWatchLogs.ingest"
+
+// InvokedAPI is the API name of a function's invocations line.
+const InvokedAPI = "Lambda.invocations"
+
+// Term is one driver of a model line and the line's rate per unit of it.
+type Term struct {
+	Driver Driver
+	Rate   float64
+}
+
+// ModelLine is one line the deployment pays: a function's requests of one AWS API
+// on one resource (or the bytes of its log stream, or its invocations), the sum of
+// its terms.
+type ModelLine struct {
+	Function, API, Resource string
+	Terms                   []Term
+	// Why says where the rates come from.
+	Why string
+}
+
+// Key names the line as a run names what it counted.
+func (l ModelLine) Key() string { return l.Function + " " + l.API + " " + l.Resource }
+
+// Driver is the line's first driver, the one its table row names.
+func (l ModelLine) Driver() Driver { return l.Terms[0].Driver }
+
+// Count is the line's count at drivers.
+func (l ModelLine) Count(drivers map[Driver]float64) float64 {
+	var n float64
+	for _, t := range l.Terms {
+		n += t.Rate * drivers[t.Driver]
+	}
+	return n
+}
+
+func line(fn, api, res string, d Driver, rate float64, why string) ModelLine {
+	return ModelLine{Function: fn, API: api, Resource: res, Terms: []Term{{d, rate}}, Why: why}
+}
+
+// DeploymentModel is what each function of the stack does per unit of its driver,
+// for every line a cost run reaches (internal/stackrun's TestCostRunMatchesTheModel
+// holds each within Tolerance of what the functions do) and the lines a short run
+// cannot reach at the design workload.
+func DeploymentModel() []ModelLine {
+	const (
+		counted = "as the cost run counts it"
+		flush   = "EMF aggregated per environment, flushed when due (30 s): the documents and a few start-up lines, as counted"
+	)
+	return []ModelLine{
+		line("api", "S3.PutObject", "bucket", PerAppend, 1, "one segment object per append (pkg/log)"),
+		line("api", "DynamoDB.UpdateItem", "sequencer", PerAppend, 1, "the topic commit: a conditional UpdateItem of the topic's sequencer item"),
+		line("api", "DynamoDB.PutItem", "index", PerBlock, 1, "one index entry per partition batch"),
+		line("api", "DynamoDB.GetItem", "sequencer", PerProducerSecond, 0.2,
+			"a producer's partition refresh every 5 s (client.DefaultPartitionRefresh) reads the topic's sequencer item; appends re-read it when an environment's copy is stale (as counted: it varies with the load)").with(PerAppend, 0.47),
+		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.2, "and the topic's configuration (appends now and then too, as counted)").with(PerAppend, 0.06),
+		line("api", InvokedAPI, "", PerAppend, 1, "one invocation per append and per partition refresh").with(PerProducerSecond, 0.2),
+		line("api", LogsAPI, "", PerEnvironmentSecond, 45, flush),
+
+		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1, "the stream mapping's reads (free from a Lambda trigger)"),
+		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1, "the harness's stream mapping describes the stream per batch (Lambda's own reads, free)"),
+		line("dispatch", InvokedAPI, "", PerStreamBatch, 1, "one invocation per stream batch and per sweep").with(PerSweep, 1),
+		line("dispatch", "DynamoDB.GetItem", "assignments", PerStreamBatch, 2.5, counted+" (the sweep's reads folded in: an upper bound)"),
+		line("dispatch", "DynamoDB.GetItem", "sequencer", PerStreamBatch, 1.5, counted),
+		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 1.2, counted),
+		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.75, counted),
+		line("dispatch", "DynamoDB.GetItem", "commits", PerSweep, 0.43, counted),
+		line("dispatch", "DynamoDB.Query", "index", PerStreamBatch, 3.1, counted+": the woken partitions' new entries"),
+		line("dispatch", "DynamoDB.PutItem", "index", PerStreamBatch, 0, "an entry the api did not write (crash recovery): rare"),
+		line("dispatch", "S3.GetObject", "bucket", PerStreamBatch, 0, "reading a crashed append's object back: rare"),
+		line("dispatch", "DynamoDB.Scan", "assignments", PerSweep, 1, "the sweep scans the leases"),
+		line("dispatch", "DynamoDB.Scan", "commits", PerSweep, 1, "the groups' commits"),
+		line("dispatch", "DynamoDB.Scan", "parked", PerSweep, 1, "and the parked keys"),
+		line("dispatch", "Lambda.Invoke", "consumer", PerConsumerInvocation, 1, "each consumer invocation is dispatch's asynchronous Invoke"),
+		line("dispatch", "ssm:GetParametersByPath", "/strata/subscriptions", PerEnvironment, 1, "the subscriptions, read once per environment"),
+		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 64, flush),
+
+		line("consumer", "DynamoDB.TransactWriteItems", "assignments+commits", PerConsumerSecond, 0.32, "the group commit (two items: the lease's fence and the offset), as counted: about one every 3 s per partition while the run's records trickle in; the design's one a second per partition while busy"),
+		line("consumer", "DynamoDB.UpdateItem", "assignments", PerConsumerPoll, 0.106, "lease renewals, as counted"),
+		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.58, "polls read the partition's bounds, as counted (a poll per batch at the run's rate; every 200 ms when caught up)"),
+		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.45, counted),
+		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerPoll, 0.085, counted),
+		line("consumer", "DynamoDB.GetItem", "commits", PerConsumerPoll, 0.106, counted),
+		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.235, "a poll that finds new entries reads them, as counted"),
+		line("consumer", "S3.GetObject", "bucket", PerBlockRead, 1, "one GET per partition batch read"),
+		line("consumer", InvokedAPI, "", PerConsumerInvocation, 1, "held until 3 s before the 300 s timeout, then invoked again"),
+		line("consumer", LogsAPI, "", PerConsumerSecond, 0, "the example consumer writes nothing per record"),
+
+		line("retention", InvokedAPI, "", PerRetentionPass, 1, "one invocation per pass"),
+		line("retention", "DynamoDB.GetItem", "groups", PerRetentionPass, 0.83, counted),
+		line("retention", "DynamoDB.GetItem", "laghistory", PerRetentionPass, 0.83, counted),
+		line("retention", "DynamoDB.PutItem", "laghistory", PerRetentionPass, 0.83, "the pass records the groups' lag"),
+		line("retention", "DynamoDB.GetItem", "sequencer", PerRetentionPass, 3.6, counted),
+		line("retention", "DynamoDB.GetItem", "topics", PerRetentionPass, 2, counted),
+		line("retention", "DynamoDB.Query", "index", PerRetentionPass, 5.5, "the oldest entries of each partition, as counted"),
+		line("retention", "DynamoDB.Scan", "assignments", PerRetentionPass, 0.83, counted),
+		line("retention", "DynamoDB.Scan", "commits", PerRetentionPass, 0.83, counted),
+		line("retention", "DynamoDB.Scan", "groups", PerRetentionPass, 0.83, counted),
+		line("retention", "DynamoDB.Scan", "topics", PerRetentionPass, 1.67, counted),
+		line("retention", "S3.ListObjectsV2", "bucket", PerRetentionPass, 0.83, "a page of the expired objects per topic, as counted; a page per 1,000 expired at the target").with(PerAppend, 0.001),
+		line("retention", "DynamoDB.DeleteItem", "index", PerBlock, 1, "every index entry is deleted once it expires (a paid write each): a run shorter than the retention does not reach it"),
+		line("retention", "S3.DeleteObjects", "bucket", PerAppend, 0.001, "objects deleted 1,000 a request (free)"),
+		line("retention", LogsAPI, "", PerRetentionPass, 420, "the pass's EMF document, as counted"),
+	}
+}
+
+func (l ModelLine) with(d Driver, rate float64) ModelLine {
+	l.Terms = append(append([]Term(nil), l.Terms...), Term{d, rate})
+	return l
+}
+
+// TargetDrivers is how many of each driver a day of o's workload has on design d.
+func TargetDrivers(o Options, d Design) map[Driver]float64 {
+	f := FlowOf(o, d)
+	w := o.Workload
+	appends := f.ProducerRequestsPerSec * secondsPerDay
+	held := float64(w.Groups*w.Partitions) * secondsPerDay
+	return map[Driver]float64{
+		PerAppend:             appends,
+		PerBlock:              appends * f.BlocksPerRequest,
+		PerBlockRead:          appends * f.BlocksPerRequest * float64(w.Groups),
+		PerProducerSecond:     float64(o.Producers.Count) * secondsPerDay,
+		PerConsumerSecond:     held,
+		PerConsumerInvocation: held / ConsumerHold,
+		PerConsumerPoll: held * ConsumerPollsPerSecond(w.EventsPerSec/float64(w.Partitions),
+			f.ProducerRequestsPerSec*f.BlocksPerRequest/float64(w.Partitions)),
+		PerStreamBatch:       math.Min(f.ProducerRequestsPerSec, StreamPollsPerSecond) * secondsPerDay,
+		PerSweep:             SweepsPerDay,
+		PerRetentionPass:     RetentionPassesPerDay,
+		PerEnvironment:       EnvironmentsPerDay,
+		PerEnvironmentSecond: secondsPerDay,
+		PerSecond:            secondsPerDay,
+	}
+}
+
+// Drivers is how many of each driver the run had; the environment drivers are the
+// function's (fn).
+func (r Run) Drivers(fn string) map[Driver]float64 {
+	sweeps := 0.0
+	for _, s := range r.Schedules {
+		if strings.Contains(s.Rule, "Sweep") {
+			sweeps += float64(s.Runs)
+		}
+	}
+	by := map[string]RunFunction{}
+	for _, f := range r.Functions {
+		by[f.Function] = f
+	}
+	return map[Driver]float64{
+		PerAppend:             float64(r.Appends),
+		PerBlock:              float64(r.Blocks),
+		PerBlockRead:          float64(r.Blocks * int64(r.Groups)),
+		PerProducerSecond:     r.ProducerSeconds,
+		PerConsumerSecond:     by["consumer"].BusySeconds,
+		PerConsumerInvocation: float64(by["consumer"].Invocations),
+		PerConsumerPoll:       r.consumerPolls(by["consumer"].BusySeconds),
+		PerStreamBatch:        math.Max(0, float64(by["dispatch"].Invocations)-sweeps),
+		PerSweep:              sweeps,
+		PerRetentionPass:      float64(by["retention"].Invocations),
+		PerEnvironment:        float64(by[fn].Environments),
+		PerEnvironmentSecond:  float64(by[fn].Environments) * r.Seconds,
+		PerSecond:             r.Seconds,
+	}
+}
+
+// consumerPolls is the run's polls by ConsumerPollsPerSecond over held
+// consumer-seconds (each group reading every partition batch).
+func (r Run) consumerPolls(held float64) float64 {
+	if held <= 0 || r.Partitions == 0 {
+		return 0
+	}
+	perPart := held / float64(r.Partitions*max(r.Groups, 1))
+	recs := float64(r.Records) / float64(r.Partitions) / perPart
+	blocks := float64(r.Blocks) / float64(r.Partitions) / perPart
+	return held * ConsumerPollsPerSecond(recs, blocks)
+}
+
+// Observed is one line a run counted: requests (or log bytes, or invocations) and
+// the bytes behind them.
+type Observed struct {
+	Function, API, Resource string
+	Count                   float64
+	Items                   float64 // items written (DynamoDB), keys deleted (S3 DeleteObjects)
+	BytesSent, BytesRecv    float64
+	LogLines                float64
+}
+
+// Key names the line as ModelLine.Key does.
+func (o Observed) Key() string { return o.Function + " " + o.API + " " + o.Resource }
+
+// Lines are the run's counts as lines: every request tally, every function's log
+// stream and its invocations. The example consumer's own table ("business", alone or
+// in a transaction with the lease it is fenced by) is the user's effect, not
+// Strata's: it is left out.
+func (r Run) Lines() []Observed {
+	var out []Observed
+	for _, q := range r.Requests {
+		if slices.Contains(strings.Split(q.Resource, "+"), "business") {
+			continue
+		}
+		out = append(out, Observed{Function: q.Function, API: q.API, Resource: q.Resource, Count: float64(q.Requests),
+			Items: float64(q.Items), BytesSent: float64(q.BytesSent), BytesRecv: float64(q.BytesReceived)})
+	}
+	for _, f := range r.Functions {
+		out = append(out, Observed{Function: f.Function, API: InvokedAPI, Count: float64(f.Invocations)})
+		out = append(out, Observed{Function: f.Function, API: LogsAPI, Count: float64(f.LogBytes), LogLines: float64(f.LogLines)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out
+}
+
+// Tolerance is how far a model line may be from the run's count, as a fraction of it;
+// Slack the counts it may miss by whatever the fraction (a short run's start-up: a
+// schedule tick or a refresh more or less).
+const (
+	Tolerance = 0.10
+	Slack     = 2
+)
+
+// CheckRun holds model to run: each line the run observed must have a model line
+// predicting its count within Tolerance (or Slack). It returns one error per line
+// that does not hold.
+func CheckRun(model []ModelLine, r Run) []error {
+	byKey := map[string]ModelLine{}
+	for _, l := range model {
+		byKey[l.Key()] = l
+	}
+	var errs []error
+	for _, o := range r.Lines() {
+		l, ok := byKey[o.Key()]
+		if !ok {
+			if o.Count == 0 {
+				continue
+			}
+			errs = append(errs, fmt.Errorf("cost: the run counted %s %s on %q %.0f times and the model has no line for it",
+				o.Function, o.API, o.Resource, o.Count))
+			continue
+		}
+		drivers := r.Drivers(o.Function)
+		want := l.Count(drivers)
+		if math.Abs(want-o.Count) > math.Max(Tolerance*o.Count, Slack) {
+			errs = append(errs, fmt.Errorf("cost: %s %s on %q: the run counted %.0f (%.4g per %s), the model %.0f: more than %.0f%% apart",
+				o.Function, o.API, o.Resource, o.Count, o.Count/math.Max(drivers[l.Driver()], 1e-9), l.Driver(), want, 100*Tolerance))
+		}
+	}
+	return errs
+}

@@ -1,0 +1,219 @@
+package cost
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// KinesisConsumerSeconds is the billed duration of one Lambda invocation of a Kinesis
+// event source mapping's batch (about 1 MB of 1 KB records, one shard-second's): an
+// assumption, not measured; KinesisConsumerMemoryMB its memory (the example
+// consumer's).
+const (
+	KinesisConsumerSeconds  = 0.1
+	KinesisConsumerMemoryMB = 256
+)
+
+// KinesisWithConsumers prices Kinesis provisioned with the KPL (KinesisProvisioned)
+// and each group's consumer a Lambda function behind an event source mapping per
+// shard: the mapping polls each shard once a second (its GetRecords are free) and
+// invokes the function with what it read, so an invocation per shard-second per
+// group, with Lambda's platform records in its log stream.
+func KinesisWithConsumers(o Options) Estimate {
+	e := KinesisProvisioned(o, true)
+	e.Name = "Kinesis provisioned, KPL + Lambda consumers"
+	pr, w := o.Prices, o.Workload
+	shards := KPLFlowOf(o).Shards
+	shards = math.Max(shards, math.Ceil(float64(w.Groups)*w.EventsPerSec*w.EventBytes/(2*mib)))
+	inv := shards * float64(w.Groups) * secondsPerDay
+	e.add("consumer Lambda requests", inv, pr.LambdaRequest)
+	e.add("consumer Lambda GB-seconds", inv*KinesisConsumerSeconds*KinesisConsumerMemoryMB/1024, pr.LambdaGBSecondArm)
+	e.add("consumer platform log records (GB)", inv*PlatformLogBytes/1e9, pr.LogsIngestGB)
+	return e
+}
+
+// MSKProvisioned prices Amazon MSK provisioned over three AZs, brokers sized as
+// KafkaEC2's (kafka.m5.2xlarge, 150 MiB/s each), storage for the replicas, and
+// consumers fetching from followers in their own AZ: replication inside the cluster is
+// not billed, producers reach a leader in another AZ two times in three.
+func MSKProvisioned(o Options) Estimate {
+	pr, w, k := o.Prices, o.Workload, o.Kafka
+	in := w.EventsPerSec * w.EventBytes / mib
+	rf := float64(k.Replication)
+	traffic := in*rf + in*(rf-1) + in*float64(w.Groups)
+	brokers := math.Max(3, 3*math.Ceil(math.Ceil(traffic/k.BrokerMiBps)/3))
+	gbDay := w.EventsPerSec * w.EventBytes * secondsPerDay / gib
+	diskGB := gbDay * w.Retention.Hours() / 24 * rf / k.DiskFill
+	e := Estimate{Name: "MSK provisioned, fetch from follower"}
+	e.add(fmt.Sprintf("broker-hours (%.0f kafka.m5.2xlarge)", brokers), brokers*24, pr.MSKBrokerHour)
+	e.add("storage (GB-month)", diskGB/daysPerMonth, pr.MSKStorageGBMonth)
+	e.add("cross-AZ transfer, producers (GB)", gbDay*2/3, pr.CrossAZGB)
+	return e
+}
+
+// MSKServerless prices Amazon MSK Serverless: the cluster, its partitions, data in and
+// out, and storage of one copy.
+func MSKServerless(o Options) Estimate {
+	pr, w := o.Prices, o.Workload
+	gbDay := w.EventsPerSec * w.EventBytes * secondsPerDay / gib
+	e := Estimate{Name: "MSK Serverless"}
+	e.add("cluster-hours", 24, pr.MSKSClusterHour)
+	e.add("partition-hours", float64(w.Partitions)*24, pr.MSKSPartitionHour)
+	e.add("data in (GB)", gbDay, pr.MSKSInGB)
+	e.add("data out (GB)", gbDay*float64(w.Groups), pr.MSKSOutGB)
+	e.add("storage (GB-month)", gbDay*w.Retention.Hours()/24/daysPerMonth, pr.MSKSStorageGBMonth)
+	return e
+}
+
+// WarpStreamAgents is the agents an estimate of WarpStream runs: one m7g.xlarge per AZ.
+const WarpStreamAgents = 3
+
+// WarpStream estimates WarpStream BYOC from its published pricing (estimated: not
+// re-read here): the write fee per uncompressed GiB and the cluster fee, plus what runs
+// in the user's account — the agents, S3 storage and the agents' S3 requests (each
+// agent PUTs a file every 250 ms and readers GET each about once per group).
+func WarpStream(o Options) Estimate {
+	pr, w := o.Prices, o.Workload
+	gbDay := w.EventsPerSec * w.EventBytes * secondsPerDay / gib
+	puts := WarpStreamAgents * 4 * secondsPerDay
+	e := Estimate{Name: "WarpStream BYOC (estimated)"}
+	e.add("write fee (GiB)", gbDay, pr.WarpStreamWriteGiB)
+	e.add("cluster fee (hours)", 24, pr.WarpStreamClusterHr)
+	e.add("agent instance-hours", WarpStreamAgents*24, pr.WarpStreamAgentHour)
+	e.add("S3 storage (GB-month)", gbDay*w.Retention.Hours()/24/daysPerMonth, pr.S3StorageGBMonth)
+	e.add("S3 PUT", puts, pr.S3Put)
+	e.add("S3 GET", puts*float64(w.Groups), pr.S3Get)
+	return e
+}
+
+// Headline is one row of the headline comparison: Strata's deployment against
+// Kinesis with its consumers at the same linger, and the anchors.
+type Headline struct {
+	Groups                   int
+	Retention                time.Duration
+	Producers                int
+	Strata, Kinesis          float64 // $/day
+	StrataAck, KinesisAck    time.Duration
+	MSK, MSKServerless, Warp float64
+	Ratio                    float64 // Strata / Kinesis
+}
+
+// Headlines prices the deployment as r ran it at 10, 100 and 1,000 producers, 1 and 3
+// groups, 24 h and 7 days, beside Kinesis (KPL + Lambda consumers) at the same linger.
+func Headlines(base Options, r Run) []Headline {
+	var out []Headline
+	for _, g := range []int{1, 3} {
+		for _, ret := range []time.Duration{24 * time.Hour, 7 * 24 * time.Hour} {
+			for _, n := range []int{10, 100, 1000} {
+				o := base
+				o.Workload.Groups, o.Workload.Retention, o.Producers.Count = g, ret, n
+				d := PriceDeployment(o, DeploymentModel(), r)
+				k := KinesisWithConsumers(o)
+				h := Headline{Groups: g, Retention: ret, Producers: n, Strata: d.PerDay(), Kinesis: k.PerDay(),
+					StrataAck: d.Flow.AckFloor, KinesisAck: KPLFlowOf(o).AckFloor,
+					MSK: MSKProvisioned(o).PerDay(), MSKServerless: MSKServerless(o).PerDay(), Warp: WarpStream(o).PerDay()}
+				h.Ratio = h.Strata / h.Kinesis
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
+// CostRunCommand is the command that reruns the cost run and rewrites its tables.
+const CostRunCommand = "scripts/bench-cost.sh --run"
+
+// DeploymentTables writes docs/BENCHMARKS.md's cost-run section in Markdown from run
+// r: the run's workload, the per-line table at 10 producers, 1 group, 24 h, and the
+// headline comparison. base is the design workload's options.
+func DeploymentTables(out io.Writer, base Options, r Run) {
+	fmt.Fprintf(out, "Cost run of %s: `%s` drove %d producers (linger %s) appending %d records of %d B in %d requests (%d partition batches) "+
+		"over %d partitions for %.0f s through the synthesized stack, one group consuming (the example consumer, its own table's writes left out), "+
+		"schedules on a clock where a minute lasts %.0f s. Scaled to 50,000 events/s of 1 KB, %d partitions, us-east-1 list prices (pkg/cost/prices.go).\n\n",
+		r.Date, CostRunCommand, r.Producers, time.Duration(r.LingerSeconds*float64(time.Second)), r.Records, r.RecordBytes, r.Appends, r.Blocks,
+		r.Partitions, r.Seconds, r.MinuteSeconds, base.Workload.Partitions)
+
+	o := base
+	o.Workload.Groups, o.Producers.Count = 1, 10
+	d := PriceDeployment(o, DeploymentModel(), r)
+	bytes := map[string][2]int64{}
+	for _, q := range r.Requests {
+		k := q.Function + " " + q.API + " " + q.Resource
+		b := bytes[k]
+		bytes[k] = [2]int64{b[0] + q.BytesSent, b[1] + q.BytesReceived}
+	}
+	fmt.Fprintf(out, "Per line, 10 producers, 1 group, 24 h (%d requests/s):\n\n", int(math.Round(d.Flow.ProducerRequestsPerSec)))
+	fmt.Fprintln(out, "| function | API / item | resource | driver | run count | run bytes out / in | per driver (run) | per driver (model) | per day | billed | $/day |")
+	fmt.Fprintln(out, "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|")
+	for _, l := range d.Lines {
+		run, rate, bio := "—", "—", "—"
+		if l.Measured {
+			run, rate = fmt.Sprintf("%.0f", l.RunCount), fmt.Sprintf("%.3g", l.RunRate)
+			if b, ok := bytes[l.Function+" "+l.API+" "+l.Resource]; ok {
+				bio = fmt.Sprintf("%d / %d", b[0], b[1])
+			}
+		}
+		model := "—"
+		if l.API != "" && !strings.Contains(l.API, " ") && l.Function != "CloudWatch" && l.Function != "storage" && l.Function != "HTTP API" &&
+			l.API != "Lambda.GB-seconds" && l.API != "CloudWatchLogs.platform" {
+			model = fmt.Sprintf("%.3g", l.ModelRate)
+		}
+		drv := l.Driver.String()
+		if !l.Measured && model == "—" {
+			drv = "—"
+		}
+		fmt.Fprintf(out, "| %s | %s | %s | %s | %s | %s | %s | %s | %.4g | %.4g %s | %s |\n", l.Function, l.API, l.Resource, drv,
+			run, bio, rate, model, l.PerDay, l.Units, l.Unit, usd(l.USD))
+	}
+	fmt.Fprintf(out, "| **total** | | | | | | | | | | **%s** |\n\n", usd(d.PerDay()))
+
+	fmt.Fprintln(out, "Headline, equal linger (1 s; the ack floors below), both sides paying for their consumers:")
+	fmt.Fprintln(out)
+	fmt.Fprintln(out, "| groups | retention | producers | Strata $/day | ack floor | Kinesis KPL + Lambda consumers $/day | ack floor | Strata ÷ Kinesis | goal | MSK provisioned | MSK Serverless | WarpStream (estimated) |")
+	fmt.Fprintln(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	for _, h := range Headlines(base, r) {
+		goal := "—"
+		if g, ok := HeadlineGoal(h.Groups, h.Retention, h.Producers); ok {
+			goal = fmt.Sprintf("≤ %.1f×: ", g)
+			if h.Ratio <= g {
+				goal += "met"
+			} else {
+				goal += "**not met**"
+			}
+		}
+		fmt.Fprintf(out, "| %d | %s | %d | %s | %s | %s | %s | %.2f× | %s | %s | %s | %s |\n", h.Groups, retention(h.Retention), h.Producers,
+			usd(h.Strata), ms(h.StrataAck), usd(h.Kinesis), ms(h.KinesisAck), h.Ratio, goal, usd(h.MSK), usd(h.MSKServerless), usd(h.Warp))
+	}
+	fmt.Fprintln(out)
+	pr := base.Prices
+	fmt.Fprintf(out, "Anchors' prices: MSK %s (%s), MSK Serverless (%s), WarpStream %s (%s); every price's source and date is in pkg/cost/prices.go.\n",
+		pr.MSKBrokerHour.Unit, pr.MSKBrokerHour.Source, pr.MSKSClusterHour.Source, pr.WarpStreamWriteGiB.Unit, pr.WarpStreamWriteGiB.Date)
+}
+
+// HeadlineGoal is the deployment's cost goal against Kinesis with its consumers at
+// equal ack floor, 24 h retention: at most 1.0× at 10 and 100 producers and 1.5× at
+// 1,000 with one group, 0.8× at 10 and 100 with three; ok is false where none is set.
+func HeadlineGoal(groups int, ret time.Duration, producers int) (float64, bool) {
+	if ret != 24*time.Hour {
+		return 0, false
+	}
+	switch {
+	case groups == 1 && (producers == 10 || producers == 100):
+		return 1.0, true
+	case groups == 1 && producers == 1000:
+		return 1.5, true
+	case groups == 3 && (producers == 10 || producers == 100):
+		return 0.8, true
+	}
+	return 0, false
+}
+
+func retention(d time.Duration) string {
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%d d", d/(24*time.Hour))
+	}
+	return d.String()
+}

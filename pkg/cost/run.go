@@ -1,0 +1,93 @@
+package cost
+
+import "sort"
+
+// Run is what one cost run of the synthesized stack counted (internal/stackrun's
+// TestCostRunMatchesTheModel): the scaled-down workload it drove and, per function,
+// every AWS request through the function's proxy and every byte written to its log
+// stream. Scale and Price turn it into a day of the design workload.
+type Run struct {
+	Date          string  `json:"date"`
+	Seconds       float64 `json:"seconds"`        // wall time counted
+	MinuteSeconds float64 `json:"minute_seconds"` // how long a schedule's minute lasted (the compressed clock)
+	Partitions    int     `json:"partitions"`
+	Groups        int     `json:"groups"`
+	Producers     int     `json:"producers"`
+	// ProducerSeconds is the producers' time appending, all of them together.
+	ProducerSeconds float64 `json:"producer_seconds"`
+	LingerSeconds   float64 `json:"linger_seconds"`
+	// Appends are the append requests the api function answered, Describes the topic
+	// descriptions (the producers' partition refreshes), Blocks the partition batches
+	// acknowledged, Records the records acknowledged. FailedInvocations are the api
+	// invocations the harness failed (the emulator timing out under load; the
+	// producers retried them): left out of the api's invocations.
+	Appends           int64 `json:"appends"`
+	Describes         int64 `json:"describes"`
+	FailedInvocations int64 `json:"failed_invocations"`
+	Blocks            int64 `json:"blocks"`
+	Records           int64 `json:"records"`
+	RecordBytes       int64 `json:"record_bytes"`
+
+	// Alarms and Dashboards are the template's CloudWatch alarms and dashboards.
+	Alarms     int `json:"alarms"`
+	Dashboards int `json:"dashboards"`
+
+	Functions []RunFunction `json:"functions"`
+	Requests  []RunRequest  `json:"requests"`
+	Schedules []RunSchedule `json:"schedules"`
+}
+
+// RunFunction is one function's invocations and log stream over the run.
+type RunFunction struct {
+	Function    string `json:"function"`
+	Invocations int64  `json:"invocations"`
+	// MemoryMB and TimeoutSeconds are the template's.
+	MemoryMB       int     `json:"memory_mb"`
+	TimeoutSeconds float64 `json:"timeout_seconds"`
+	// BusySeconds is the wall time of its invocations on the emulator (those still
+	// running counted to the run's end); Environments how many execution
+	// environments ran them.
+	BusySeconds  float64 `json:"busy_seconds"`
+	Environments int     `json:"environments"`
+	LogLines     int64   `json:"log_lines"`
+	LogBytes     int64   `json:"log_bytes"`
+	EMFLines     int64   `json:"emf_lines"`
+	EMFBytes     int64   `json:"emf_bytes"`
+	// Metrics are the distinct custom metrics its EMF documents defined.
+	Metrics []string `json:"metrics"`
+}
+
+// RunRequest is one function's requests of one AWS API on one resource (a table by
+// its suffix, "bucket", a function by its role, "business" for the example
+// consumer's own table).
+type RunRequest struct {
+	Function      string `json:"function"`
+	API           string `json:"api"`
+	Resource      string `json:"resource"`
+	Requests      int64  `json:"requests"`
+	Items         int64  `json:"items"`
+	BytesSent     int64  `json:"bytes_sent"`
+	BytesReceived int64  `json:"bytes_received"`
+}
+
+// RunSchedule is how often one schedule fired.
+type RunSchedule struct {
+	Rule string `json:"rule"`
+	Runs int64  `json:"runs"`
+}
+
+// Normalise sorts the run's lists so that two runs of the same counts compare equal.
+func (r *Run) Normalise() {
+	sort.Slice(r.Functions, func(i, j int) bool { return r.Functions[i].Function < r.Functions[j].Function })
+	sort.Slice(r.Requests, func(i, j int) bool {
+		a, b := r.Requests[i], r.Requests[j]
+		if a.Function != b.Function {
+			return a.Function < b.Function
+		}
+		if a.API != b.API {
+			return a.API < b.API
+		}
+		return a.Resource < b.Resource
+	})
+	sort.Slice(r.Schedules, func(i, j int) bool { return r.Schedules[i].Rule < r.Schedules[j].Rule })
+}
