@@ -6,7 +6,9 @@
 # The gateway is `strata dev --kafka` on the local embedded backend, which fsyncs the segment
 # and the bbolt commit before every acknowledgement; the broker is a single-node KRaft broker
 # with Kafka's defaults (no fsync per ack: the page cache and replication are its
-# durability). One target runs at a time. docs/BENCHMARKS.md has a run's figures.
+# durability). One target runs at a time, the gateway first, then the broker, back to
+# back; the load average is printed before each and at the end. docs/BENCHMARKS.md has
+# runs' figures.
 #
 # Knobs: STRATA_BENCH_RECORDS (default 100000 records of 1 KB), STRATA_BENCH_PARTITIONS (3),
 # STRATA_BENCH_PRODUCER_PROPS (extra producer properties, e.g. "linger.ms=20").
@@ -31,6 +33,10 @@ go build -o "$tmp/strata" ./cmd/strata
 go build -o "$tmp/kafkaref" ./internal/kafkaref/cmd/kafkaref
 java_run() { java -Xmx1g -cp "$cp" -Dorg.apache.logging.log4j.level=WARN "$@"; }
 
+# load is the machine's load average now: the two targets share the machine with whatever
+# else runs, so a run's figures mean most as a ratio, with the load beside them.
+load() { echo "load average $(cut -d' ' -f1-3 /proc/loadavg)"; }
+
 # wait_line FILE PATTERN: the first line of FILE matching PATTERN, within 120 s.
 wait_line() {
 	for _ in $(seq 1200); do
@@ -48,7 +54,7 @@ wait_line() {
 # bench NAME ADDR GROUPS: create a topic, produce, consume (in a group when GROUPS is true).
 bench() {
 	local name="$1" addr="$2" groups="$3" topic="bench-$1" props
-	echo "== $name ($addr): $records records of 1024 bytes, $partitions partitions"
+	echo "== $name ($addr): $records records of 1024 bytes, $partitions partitions; $(load)"
 	java_run org.apache.kafka.tools.TopicCommand --bootstrap-server "$addr" --create --topic "$topic" \
 		--partitions "$partitions" --replication-factor 1 >/dev/null
 	props="bootstrap.servers=$addr acks=all"
@@ -90,3 +96,4 @@ wait "${pids[0]}" 2>/dev/null || true
 pids+=($!)
 ref="$(wait_line "$tmp/broker.log" 'kafka broker listening on' | awk '{print $NF}')"
 bench kafka "$ref" true
+echo "== end; $(load)"

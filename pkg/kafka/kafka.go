@@ -7,8 +7,6 @@
 package kafka
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -99,6 +97,8 @@ type Server struct {
 	lns    map[net.Listener]bool
 	conns  map[net.Conn]bool
 	closed bool
+	// rows writes the producers' sequence rows (rows.go).
+	rows rowCells
 }
 
 // New returns a gateway over cfg.Log.
@@ -243,46 +243,6 @@ func splitHostPort(addr string) (string, int32, error) {
 		return "", 0, fmt.Errorf("port %q: %w", p, err)
 	}
 	return host, int32(port), nil
-}
-
-// serveConn answers c's requests in order until the peer goes, a frame is malformed
-// or the server closes.
-func (s *Server) serveConn(c net.Conn, b broker) {
-	r := bufio.NewReaderSize(c, 64<<10)
-	w := bufio.NewWriterSize(c, 64<<10)
-	var size [4]byte
-	ss := s.newSession()
-	for {
-		if _, err := io.ReadFull(r, size[:]); err != nil {
-			return
-		}
-		n := int32(binary.BigEndian.Uint32(size[:]))
-		if n < minFrame || int(n) > s.cfg.MaxFrameBytes {
-			s.logger.Warn("kafka: closing a connection: frame size out of bounds", "remote", c.RemoteAddr().String(), "size", n, "max", s.cfg.MaxFrameBytes)
-			return
-		}
-		// The frame's buffer grows as its bytes arrive, so a peer that announces a
-		// large frame and sends nothing holds no more than it sent.
-		var frame bytes.Buffer
-		if _, err := io.CopyN(&frame, r, int64(n)); err != nil {
-			return
-		}
-		resp, err := s.serveFrame(s.ctx, b, ss, frame.Bytes())
-		if len(resp) > 0 {
-			if _, werr := w.Write(resp); werr != nil {
-				return
-			}
-			if werr := w.Flush(); werr != nil {
-				return
-			}
-		}
-		if err != nil {
-			if s.ctx.Err() == nil {
-				s.logger.Warn("kafka: closing a connection", "remote", c.RemoteAddr().String(), "error", err)
-			}
-			return
-		}
-	}
 }
 
 // errClose ends a connection after its answer (if any) is written.

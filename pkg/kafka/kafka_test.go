@@ -50,6 +50,12 @@ func startGatewayWith(t testing.TB, s backendtest.Stores, topics log.TopicDefaul
 	if err != nil {
 		t.Fatal(err)
 	}
+	return &gateway{addr: serve(t, srv), log: l, coord: coord}
+}
+
+// serve runs srv on a loopback listener until the test ends and returns its address.
+func serve(t testing.TB, srv *kafka.Server) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +68,7 @@ func startGatewayWith(t testing.TB, s backendtest.Stores, topics log.TopicDefaul
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return &gateway{addr: ln.Addr().String(), log: l, coord: coord}
+	return ln.Addr().String()
 }
 
 func localGateway(t testing.TB) *gateway {
@@ -334,6 +340,12 @@ func (r *raw) roundTrip(req kmsg.Request) kmsg.Response {
 	if err != nil {
 		r.t.Fatalf("%s: %v", kmsg.NameForKey(req.Key()), err)
 	}
+	return r.decode(req, body)
+}
+
+// decode decodes body, an answer after its correlation id, as req's response.
+func (r *raw) decode(req kmsg.Request, body []byte) kmsg.Response {
+	r.t.Helper()
 	resp := req.ResponseKind()
 	resp.SetVersion(req.GetVersion())
 	if resp.IsFlexible() && resp.Key() != 18 {

@@ -165,11 +165,7 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) (kmsg.Resp
 		out.Partitions = make([]kmsg.ProduceResponseTopicPartition, len(rt.Partitions))
 		resp.Topics = append(resp.Topics, out)
 	}
-	type tp struct {
-		topic     string
-		partition int32
-	}
-	seen := map[tp]bool{}
+	seen := map[topicPartition]bool{}
 	for i, rt := range r.Topics {
 		for j, rp := range rt.Partitions {
 			p := &resp.Topics[i].Partitions[j]
@@ -181,7 +177,7 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) (kmsg.Resp
 				p.ErrorMessage = kmsg.StringPtr("transactions are not implemented")
 				continue
 			}
-			k := tp{rt.Topic, rp.Partition}
+			k := topicPartition{rt.Topic, rp.Partition}
 			if seen[k] {
 				// Two appends of one partition in one request would have no order.
 				p.ErrorCode = invalidRequest
@@ -192,14 +188,32 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) (kmsg.Resp
 			jobs = append(jobs, job{topic: rt.Topic, out: p, data: rp.Records})
 		}
 	}
+	// On a pipelined connection each partition's job goes after the connection's
+	// previous one there (pipeline.go).
+	var before, mine []*partSlot
+	if pt := produceTurnOf(ctx); pt != nil {
+		parts := make([]topicPartition, len(jobs))
+		for i, j := range jobs {
+			parts[i] = topicPartition{j.topic, j.out.Partition}
+		}
+		var err error
+		if before, mine, err = pt.places(ctx, parts); err != nil {
+			return nil, err
+		}
+	}
 	sem := make(chan struct{}, maxProduceParallel)
 	var wg sync.WaitGroup
-	for _, j := range jobs {
+	for i, j := range jobs {
+		var o partOrder
+		if mine != nil {
+			o = partOrder{before: before[i], mine: mine[i]}
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			s.producePartition(ctx, j.topic, j.out, j.data)
+			defer o.mine.release(nil)
+			s.producePartition(ctx, j.topic, j.out, j.data, o)
 		}()
 	}
 	wg.Wait()
@@ -216,7 +230,27 @@ func (s *Server) produce(ctx context.Context, r *kmsg.ProduceRequest) (kmsg.Resp
 	return resp, nil
 }
 
-func (s *Server) producePartition(ctx context.Context, topic string, out *kmsg.ProduceResponseTopicPartition, data []byte) {
+// partOrder is a produce job's place among its connection's jobs on the partition:
+// its append is enqueued after the one before's (before), and the next may go once it
+// released mine. Both nil: the job is not ordered against any other.
+type partOrder struct {
+	before, mine *partSlot
+}
+
+// enqueue appends recs, after the job before on the partition, and lets the next job
+// go once the append has its place: the log then commits them in that order.
+func (s *Server) enqueue(ctx context.Context, topic string, recs []log.Record, opt log.AppendOptions, o partOrder) ([]log.Result, error) {
+	after, err := o.before.wait(ctx)
+	if err != nil {
+		o.mine.release(nil)
+		return nil, err
+	}
+	q := s.log.Enqueue(ctx, topic, recs, opt, after)
+	o.mine.release(q)
+	return q.Wait()
+}
+
+func (s *Server) producePartition(ctx context.Context, topic string, out *kmsg.ProduceResponseTopicPartition, data []byte, o partOrder) {
 	fail := func(code int16, msg string) {
 		out.ErrorCode, out.ErrorMessage = code, kmsg.StringPtr(msg)
 	}
@@ -239,10 +273,10 @@ func (s *Server) producePartition(ctx context.Context, topic string, out *kmsg.P
 			fail(berr.code, berr.msg)
 			return
 		}
-		s.produceIdempotent(ctx, t, out, recs, *pb)
+		s.produceIdempotent(ctx, t, out, recs, *pb, o)
 		return
 	}
-	res, err := s.log.Append(ctx, topic, recs, log.AppendOptions{Principal: appendPrincipal(ctx)})
+	res, err := s.enqueue(ctx, topic, recs, log.AppendOptions{Principal: appendPrincipal(ctx)}, o)
 	if err != nil {
 		code := errCode(err)
 		if errors.Is(err, log.ErrInvalid) {

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -66,8 +67,43 @@ type seqRow struct {
 	Next int32 `json:"n"`
 	// Recent are the last batches appended, oldest first.
 	Recent []doneBatch `json:"r,omitempty"`
-	// Pending is the batch being appended (its attempts' outcome not recorded yet).
-	Pending *pendingBatch `json:"p,omitempty"`
+	// Pending is the oldest batch being appended (its attempts' outcome not recorded
+	// yet), More the batches in flight after it, in sequence order: a producer pipelines
+	// up to five. With a batch in flight, Next is the sequence after the last of them.
+	Pending *pendingBatch  `json:"p,omitempty"`
+	More    []pendingBatch `json:"m,omitempty"`
+}
+
+// maxInFlightBatches bounds a producer's batches in flight on one partition (a Kafka
+// producer has at most five requests in flight per connection).
+const maxInFlightBatches = 2 * recentBatches
+
+// inFlight are the row's batches in flight, oldest first.
+func (r seqRow) inFlight() []pendingBatch {
+	if r.Pending == nil {
+		return nil
+	}
+	return append([]pendingBatch{*r.Pending}, r.More...)
+}
+
+// withInFlight is r with ps as its batches in flight.
+func (r seqRow) withInFlight(ps []pendingBatch) seqRow {
+	r.Pending, r.More = nil, nil
+	if len(ps) > 0 {
+		first := ps[0]
+		r.Pending = &first
+		r.More = slices.Clone(ps[1:])
+	}
+	return r
+}
+
+// normalized is r with Next after its batches in flight: a row written before batches
+// were pipelined kept Next at the one batch in flight.
+func (r seqRow) normalized() seqRow {
+	if p := r.Pending; p != nil && len(r.More) == 0 && r.Next == p.Seq {
+		r.Next = addSeq(p.Seq, p.Count)
+	}
+	return r
 }
 
 type doneBatch struct {
@@ -170,13 +206,18 @@ type seqPlan struct {
 // planBatch decides a producer's batch b on a partition from its sequence row (exists
 // false: none yet), the batch mark floor read before it and the time now (which only
 // bounds a retry): a batch already appended is answered its offset; the next batch in
-// sequence, or a new epoch's first, is appended as attempt 0 with the row recording it;
-// a batch recorded as in flight is appended as its next attempt, which fences the
-// earlier ones (at most wire.MaxFencedAttempt attempts: past them the batch's fate is
-// unknown and it is refused, INVALID_RECORD); an older epoch is INVALID_PRODUCER_EPOCH; anything else is out of order.
+// sequence (after those in flight, which a pipelining producer has up to five of), or a
+// new epoch's first, is appended as attempt 0 with the row recording it in flight; a
+// batch recorded as in flight is appended as its next attempt, which fences the earlier
+// ones (at most wire.MaxFencedAttempt attempts: past them the batch's fate is unknown
+// and it is refused, INVALID_RECORD); an older epoch is INVALID_PRODUCER_EPOCH; anything
+// else is out of order.
 func planBatch(row seqRow, exists bool, b producerBatch, floor wire.BatchMark, now time.Time) seqPlan {
+	row = row.normalized()
 	first := func(r seqRow) seqPlan {
-		r.Pending = &pendingBatch{Seq: b.Seq, Count: b.Count, FloorBatch: floor.Batch, FloorIncarnation: floor.Incarnation, FirstMs: now.UnixMilli()}
+		p := pendingBatch{Seq: b.Seq, Count: b.Count, FloorBatch: floor.Batch, FloorIncarnation: floor.Incarnation, FirstMs: now.UnixMilli()}
+		r = r.withInFlight(append(r.inFlight(), p))
+		r.Next = addSeq(b.Seq, b.Count)
 		return seqPlan{action: seqAppend, floor: floor, next: r}
 	}
 	outOfOrder := func(format string, args ...any) seqPlan {
@@ -200,43 +241,52 @@ func planBatch(row seqRow, exists bool, b producerBatch, floor wire.BatchMark, n
 			return seqPlan{action: seqDuplicate, offset: d.Offset}
 		}
 	}
-	if p := row.Pending; p != nil {
-		if p.Seq != b.Seq || p.Count != b.Count {
-			return outOfOrder("producer %d: the batch at sequence %d (%d records) is not yet appended; got sequence %d (%d records)",
-				b.ID, p.Seq, p.Count, b.Seq, b.Count)
+	ps := row.inFlight()
+	for i, p := range ps {
+		if p.Seq != b.Seq {
+			continue
+		}
+		if p.Count != b.Count {
+			return outOfOrder("producer %d: the batch at sequence %d (%d records) is not yet appended; got %d records at that sequence",
+				b.ID, p.Seq, p.Count, b.Count)
 		}
 		if p.Attempt >= wire.MaxFencedAttempt {
 			return seqPlan{action: seqRefuse, code: invalidRecord, msg: fmt.Sprintf(
 				"producer %d: the batch at sequence %d was attempted %d times, the most a retry can fence; whether an attempt was appended is unknown",
 				b.ID, b.Seq, p.Attempt+1)}
 		}
-		next := row
-		np := *p
+		np := p
 		np.Attempt++
-		next.Pending = &np
+		ps[i] = np
 		elapsed := max(now.Sub(time.UnixMilli(p.FirstMs)), 0)
 		return seqPlan{action: seqAppend, attempt: np.Attempt, elapsed: elapsed,
-			floor: wire.BatchMark{Batch: p.FloorBatch, Incarnation: p.FloorIncarnation}, next: next}
+			floor: wire.BatchMark{Batch: p.FloorBatch, Incarnation: p.FloorIncarnation}, next: row.withInFlight(ps)}
 	}
-	if b.Seq != row.Next {
+	switch {
+	case b.Seq != row.Next:
 		return outOfOrder("producer %d: expected sequence %d, got %d", b.ID, row.Next, b.Seq)
+	case len(ps) >= maxInFlightBatches:
+		return outOfOrder("producer %d: %d batches are in flight on the partition, at most %d", b.ID, len(ps), maxInFlightBatches)
 	}
 	return first(row)
 }
 
-// completeBatch is row after the batch in flight was appended at offset: no batch in
-// flight, the next sequence after it, the batch remembered among the recent ones. ok is
-// false when row no longer has that batch in flight (another attempt recorded it).
+// completeBatch is row after the batch in flight b was appended at offset: no longer in
+// flight, remembered among the recent batches. ok is false when row no longer has that
+// batch in flight (another attempt recorded it, or a new epoch began).
 func completeBatch(row seqRow, b producerBatch, offset int64) (seqRow, bool) {
-	if p := row.Pending; row.Epoch != b.Epoch || p == nil || p.Seq != b.Seq || p.Count != b.Count {
+	row = row.normalized()
+	ps := row.inFlight()
+	i := slices.IndexFunc(ps, func(p pendingBatch) bool { return p.Seq == b.Seq && p.Count == b.Count })
+	if row.Epoch != b.Epoch || i < 0 {
 		return row, false
 	}
-	row.Pending = nil
-	row.Next = addSeq(b.Seq, b.Count)
-	row.Recent = append(row.Recent, doneBatch{Seq: b.Seq, Count: b.Count, Offset: offset})
-	if n := len(row.Recent); n > recentBatches {
-		row.Recent = append([]doneBatch(nil), row.Recent[n-recentBatches:]...)
+	row = row.withInFlight(slices.Delete(ps, i, i+1))
+	recent := append(slices.Clone(row.Recent), doneBatch{Seq: b.Seq, Count: b.Count, Offset: offset})
+	if n := len(recent); n > recentBatches {
+		recent = recent[n-recentBatches:]
 	}
+	row.Recent = recent
 	return row, true
 }
 
@@ -306,90 +356,80 @@ func putRow(ctx context.Context, ps store.ProducerStore, key string, v any, prev
 	return err == nil, err
 }
 
-// produceIdempotent appends one partition's batch of a producer, as planBatch decides.
-func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg.ProduceResponseTopicPartition, recs []log.Record, b producerBatch) {
+// produceIdempotent appends one partition's batch of a producer, as planBatch decides:
+// the batch is recorded in flight in the sequence row (after the connection's batch
+// before it on the partition was), appended, and recorded appended before it is
+// answered. Both row changes go through the row's writer (rows.go), so a pipelining
+// producer's next batch and the one before share a write.
+func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg.ProduceResponseTopicPartition, recs []log.Record, b producerBatch, o partOrder) {
 	fail := func(code int16, msg string) {
 		out.ErrorCode, out.ErrorMessage = code, kmsg.StringPtr(msg)
 	}
+	defer o.mine.release(nil)
 	ps, err := s.log.ProducerStore()
 	if err != nil {
 		fail(invalidRecord, "idempotent batches need producer state, which this store does not keep: "+err.Error())
 		return
 	}
-	principal := appendPrincipal(ctx)
-	key := seqRowKey(principal, t.ID(), out.Partition, b.ID)
-	for range rowAttempts {
-		var row seqRow
-		ver, err := loadRow(ctx, ps, key, &row)
-		if err != nil {
-			fail(errCode(err), err.Error())
-			return
-		}
-		plan := planBatch(row, ver > 0, b, s.batchFloor(ctx, t.Name), time.Now())
-		switch plan.action {
-		case seqRefuse:
-			fail(plan.code, plan.msg)
-			return
-		case seqDuplicate:
-			out.BaseOffset = plan.offset
-			return
-		}
-		ok, err := putRow(ctx, ps, key, plan.next, ver, time.Now())
-		if err != nil {
-			fail(errCode(err), err.Error())
-			return
-		}
-		if !ok {
-			continue // another attempt moved the row: decide again
-		}
-		floor := plan.floor
-		res, err := s.log.Append(ctx, t.Name, recs, log.AppendOptions{
-			IdempotencyKey: producerKey(b, out.Partition),
-			Producer:       true,
-			FirstAttempt:   plan.attempt == 0,
-			Attempt:        plan.attempt,
-			RetryElapsed:   min(plan.elapsed, wire.MaxRetryElapsed+time.Millisecond),
-			BatchFloor:     &floor,
-			Principal:      principal,
-		})
-		if err != nil {
-			fail(appendCode(err), err.Error())
-			return
-		}
-		offset := res[0].Offset
-		if err := s.recordBatch(ctx, ps, key, ver+1, plan.next, b, offset); err != nil {
-			// The batch is appended but not recorded: the client's retry finds it.
-			fail(errCode(err), fmt.Sprintf("the batch was appended at %d but its sequence could not be recorded: %v", offset, err))
-			return
-		}
-		out.BaseOffset = offset
-		if res[0].AppendTime != 0 {
-			out.LogAppendTime = res[0].AppendTime
-		}
+	after, err := o.before.wait(ctx)
+	if err != nil {
+		fail(errCode(err), err.Error())
 		return
 	}
-	fail(storageError, fmt.Sprintf("producer %d: its sequence row on partition %d kept moving under concurrent writers", b.ID, out.Partition))
-}
-
-// recordBatch records the batch appended at offset in the sequence row, written at
-// version ver as row by this attempt: done when the row records it already (another
-// attempt found this one) or has moved past it (a new epoch).
-func (s *Server) recordBatch(ctx context.Context, ps store.ProducerStore, key string, ver int64, row seqRow, b producerBatch, offset int64) error {
-	for range rowAttempts {
-		next, ok := completeBatch(row, b, offset)
-		if !ok {
-			return nil
+	principal := appendPrincipal(ctx)
+	key := seqRowKey(principal, t.ID(), out.Partition, b.ID)
+	floor := s.batchFloor(ctx, t.Name)
+	var plan seqPlan
+	err = s.changeRow(ctx, ps, key, func(row seqRow, exists bool) (seqRow, bool, bool) {
+		plan = planBatch(row, exists, b, floor, time.Now())
+		if plan.action == seqAppend {
+			return plan.next, true, false
 		}
-		done, err := putRow(ctx, ps, key, next, ver, time.Now())
-		if err != nil || done {
-			return err
-		}
-		row = seqRow{}
-		if ver, err = loadRow(ctx, ps, key, &row); err != nil {
-			return err
-		}
+		return row, false, true // a refusal or a duplicate is decided on the stored row
+	})
+	if err != nil {
+		fail(errCode(err), err.Error())
+		return
 	}
-	return fmt.Errorf("%w: the sequence row kept moving under concurrent writers", store.ErrUnavailable)
+	switch plan.action {
+	case seqRefuse:
+		fail(plan.code, plan.msg)
+		return
+	case seqDuplicate:
+		out.BaseOffset = plan.offset
+		return
+	}
+	q := s.log.Enqueue(ctx, t.Name, recs, log.AppendOptions{
+		IdempotencyKey: producerKey(b, out.Partition),
+		Producer:       true,
+		FirstAttempt:   plan.attempt == 0,
+		Attempt:        plan.attempt,
+		RetryElapsed:   min(plan.elapsed, wire.MaxRetryElapsed+time.Millisecond),
+		BatchFloor:     &plan.floor,
+		Principal:      principal,
+	}, after)
+	o.mine.release(q)
+	res, err := q.Wait()
+	if err != nil {
+		fail(appendCode(err), err.Error())
+		return
+	}
+	offset := res[0].Offset
+	// Recorded appended: done too when the row records it already (another attempt
+	// found this one) or has moved past it (a new epoch).
+	err = s.changeRow(ctx, ps, key, func(row seqRow, _ bool) (seqRow, bool, bool) {
+		next, ok := completeBatch(row, b, offset)
+		return next, ok, false
+	})
+	if err != nil {
+		// The batch is appended but not recorded: the client's retry finds it.
+		fail(errCode(err), fmt.Sprintf("the batch was appended at %d but its sequence could not be recorded: %v", offset, err))
+		return
+	}
+	out.BaseOffset = offset
+	if res[0].AppendTime != 0 {
+		out.LogAppendTime = res[0].AppendTime
+	}
 }
 
 // batchFloor is the topic's batch mark as this gateway knows it, read before a batch's

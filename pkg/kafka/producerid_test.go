@@ -27,6 +27,14 @@ func TestPlanBatch(t *testing.T) {
 	steady := seqRow{Epoch: 3, Next: 10, Recent: []doneBatch{{Seq: 0, Count: 4, Offset: 100}, {Seq: 4, Count: 6, Offset: 200}}}
 	inFlight := steady
 	inFlight.Pending = pending
+	pipelined := inFlight
+	pipelined.Next = 20
+	pipelined.More = []pendingBatch{{Seq: 15, Count: 5, Attempt: 1, FloorBatch: 8, FirstMs: planNow.UnixMilli() - 3000}}
+	full := steady
+	for i := range maxInFlightBatches {
+		full = full.withInFlight(append(full.inFlight(), pendingBatch{Seq: int32(10 + i), Count: 1}))
+	}
+	full.Next = 10 + maxInFlightBatches
 	exhausted := steady
 	exhausted.Pending = &pendingBatch{Seq: 10, Count: 5, Attempt: wire.MaxFencedAttempt}
 	b := func(epoch int16, seq, count int32) producerBatch {
@@ -55,7 +63,12 @@ func TestPlanBatch(t *testing.T) {
 		{"newer epoch from 0", steady, true, b(4, 0, 5), seqAppend, 0, 0, 0, floor},
 		{"newer epoch not from 0", steady, true, b(4, 10, 5), seqRefuse, outOfOrderSequence, 0, 0, floor},
 		{"retry of the batch in flight", inFlight, true, b(3, 10, 5), seqAppend, 0, 0, 3, wire.BatchMark{Batch: 7, Incarnation: "inc"}},
-		{"next batch while one is in flight", inFlight, true, b(3, 15, 5), seqRefuse, outOfOrderSequence, 0, 0, floor},
+		{"next batch while one is in flight (pipelined)", inFlight, true, b(3, 15, 5), seqAppend, 0, 0, 0, floor},
+		{"retry of the second batch in flight", pipelined, true, b(3, 15, 5), seqAppend, 0, 0, 2, wire.BatchMark{Batch: 8}},
+		{"next after two in flight", pipelined, true, b(3, 20, 1), seqAppend, 0, 0, 0, floor},
+		{"gap after the batches in flight", pipelined, true, b(3, 21, 1), seqRefuse, outOfOrderSequence, 0, 0, floor},
+		{"other count at a sequence in flight", pipelined, true, b(3, 15, 4), seqRefuse, outOfOrderSequence, 0, 0, floor},
+		{"too many batches in flight", full, true, b(3, 10+maxInFlightBatches, 1), seqRefuse, outOfOrderSequence, 0, 0, floor},
 		{"appended batch while one is in flight", inFlight, true, b(3, 4, 6), seqDuplicate, 0, 200, 0, floor},
 		{"new epoch drops the batch in flight", inFlight, true, b(4, 0, 1), seqAppend, 0, 0, 0, floor},
 		{"retry past the fenced attempts", exhausted, true, b(3, 10, 5), seqRefuse, invalidRecord, 0, 0, floor},
@@ -78,9 +91,13 @@ func TestPlanBatch(t *testing.T) {
 				if p.attempt != tc.attempt || p.floor != tc.floor {
 					t.Errorf("attempt %d floor %v, want %d %v", p.attempt, p.floor, tc.attempt, tc.floor)
 				}
-				np := p.next.Pending
-				if np == nil || np.Seq != tc.batch.Seq || np.Count != tc.batch.Count || np.Attempt != tc.attempt || p.next.Epoch != tc.batch.Epoch {
-					t.Errorf("next row %+v (pending %+v) does not record attempt %d of the batch", p.next, np, tc.attempt)
+				ps := p.next.inFlight()
+				i := slices.IndexFunc(ps, func(q pendingBatch) bool { return q.Seq == tc.batch.Seq })
+				if i < 0 || ps[i].Count != tc.batch.Count || ps[i].Attempt != tc.attempt || p.next.Epoch != tc.batch.Epoch {
+					t.Errorf("next row %+v (in flight %+v) does not record attempt %d of the batch", p.next, ps, tc.attempt)
+				}
+				if want := max(tc.row.normalized().Next, addSeq(tc.batch.Seq, tc.batch.Count)); tc.batch.Epoch == tc.row.Epoch && p.next.Next != want {
+					t.Errorf("next sequence %d, want %d", p.next.Next, want)
 				}
 				if tc.attempt > 0 && p.elapsed != 3*time.Second {
 					t.Errorf("retry elapsed %s, want 3s", p.elapsed)
@@ -105,6 +122,17 @@ func TestCompleteBatch(t *testing.T) {
 	}
 	if _, ok := completeBatch(next, producerBatch{Epoch: 1, Seq: 25, Count: 5}, 77); ok {
 		t.Error("a row without the batch in flight was completed again")
+	}
+	// Two batches in flight, completed out of order: each leaves the other in flight,
+	// and the next sequence stays after the last.
+	two := seqRow{Epoch: 1, Next: 40, Pending: &pendingBatch{Seq: 30, Count: 5}, More: []pendingBatch{{Seq: 35, Count: 5}}}
+	later, ok := completeBatch(two, producerBatch{Epoch: 1, Seq: 35, Count: 5}, 90)
+	if !ok || later.Pending == nil || later.Pending.Seq != 30 || len(later.More) != 0 || later.Next != 40 || later.Recent[0] != (doneBatch{35, 5, 90}) {
+		t.Fatalf("completed the later of two: %+v (ok %v)", later, ok)
+	}
+	both, ok := completeBatch(later, producerBatch{Epoch: 1, Seq: 30, Count: 5}, 85)
+	if !ok || both.Pending != nil || both.Next != 40 || len(both.Recent) != 2 {
+		t.Fatalf("completed both: %+v (ok %v)", both, ok)
 	}
 	if got := addSeq(math.MaxInt32-1, 3); got != 1 {
 		t.Errorf("addSeq wraps to %d, want 1", got)

@@ -116,18 +116,29 @@ func (l *Log) Append(ctx context.Context, topic string, recs []Record, opt Appen
 	}
 	var re *replaceError
 	if errors.As(err, &re) {
-		// An earlier attempt was placed by another partition count (the topic grew
-		// between the two): this attempt's blocks are skipped, and it is made again
-		// placed as the first was, which its claim then answers.
-		opt.FirstAttempt, opt.fence = false, re.fence
-		if m, err = l.prepare(ctx, topic, recs, opt, re.partitions); err != nil {
-			return nil, err
-		}
-		err = l.run(ctx, m)
+		return l.replace(ctx, topic, recs, opt, re)
 	}
+	return l.outcome(ctx, m, err)
+}
+
+// replace makes an append again placed by the partition count of its earlier attempt
+// (the topic grew between the two): this attempt's blocks are skipped, and the earlier
+// attempt's claim then answers.
+func (l *Log) replace(ctx context.Context, topic string, recs []Record, opt AppendOptions, re *replaceError) ([]Result, error) {
+	opt.FirstAttempt, opt.fence = false, re.fence
+	m, err := l.prepare(ctx, topic, recs, opt, re.partitions)
+	if err != nil {
+		return nil, err
+	}
+	return l.outcome(ctx, m, l.run(ctx, m))
+}
+
+// outcome is what Append returns for the request m (nil: it was refused before it was
+// prepared) run with the result err.
+func (l *Log) outcome(ctx context.Context, m *member, err error) ([]Result, error) {
 	if err != nil {
 		var ae *AppendError
-		if errors.As(err, &ae) {
+		if m != nil && errors.As(err, &ae) {
 			if kerr := l.indexKeys(ctx, m); kerr != nil {
 				return nil, kerr
 			}
@@ -168,6 +179,75 @@ func (l *Log) AppendBlocks(ctx context.Context, topic string, blocks []Block, op
 	return m.blockResults(), nil
 }
 
+// Queued is an append that Enqueue has given its place; Wait awaits its outcome.
+type Queued struct {
+	l    *Log
+	ctx  context.Context
+	m    *member
+	recs []Record
+	opt  AppendOptions
+	// res and err are the outcome when it was known at Enqueue (a refusal, a replay, an
+	// append without group commit); done says so.
+	done bool
+	res  []Result
+	err  error
+}
+
+// Enqueue is Append in two steps: it validates the records and gives the append its
+// place in the topic's next batch, returning before the append is durable; Wait then
+// returns what Append would. An append enqueued with after set to an earlier one (of
+// the same topic) commits after it on every partition they share — in the same batch
+// and commit, or in a batch sequenced after that one's — and fails, nothing of it
+// committed, when the earlier one's batch failed or was left: so a caller that
+// enqueues one partition's appends in order, each after the one before, has them
+// committed in that order, pipelined, with no gaps. Without group commit, Enqueue
+// appends and waits as Append does.
+func (l *Log) Enqueue(ctx context.Context, topic string, recs []Record, opt AppendOptions, after *Queued) *Queued {
+	q := &Queued{l: l, ctx: ctx, recs: recs, opt: opt}
+	m, err := l.prepare(ctx, topic, recs, opt, 0)
+	var re *replaceError
+	switch {
+	case errors.As(err, &re):
+		q.res, q.err = l.replace(ctx, topic, recs, opt, re)
+		q.done = true
+		return q
+	case err != nil:
+		q.err, q.done = err, true
+		return q
+	case len(m.pending) == 0 || l.group == nil:
+		q.m = m
+		q.err = l.run(ctx, m)
+		q.done = true
+		return q
+	}
+	q.m = m
+	if after != nil && after.m != nil && after.m.topic == m.topic {
+		m.after = after.m.batch
+	}
+	l.group.submit(m)
+	return q
+}
+
+// Wait returns the queued append's outcome, as Append returns it.
+func (q *Queued) Wait() ([]Result, error) {
+	if !q.done {
+		select {
+		case q.err = <-q.m.out:
+		case <-q.ctx.Done():
+			q.err = q.ctx.Err()
+		}
+		q.done = true
+	}
+	if q.m == nil {
+		return q.res, q.err
+	}
+	var re *replaceError
+	if errors.As(q.err, &re) {
+		return q.l.replace(q.ctx, q.m.t.Name, q.recs, q.opt, re)
+	}
+	return q.l.outcome(q.ctx, q.m, q.err)
+}
+
 // run appends a prepared request's pending groups (alone, or in its topic's batch) and
 // waits for the outcome, which is then in m's groups.
 func (l *Log) run(ctx context.Context, m *member) error {
@@ -176,7 +256,7 @@ func (l *Log) run(ctx context.Context, m *member) error {
 	}
 	if l.group == nil {
 		if !l.tooOld(m) {
-			l.writeBatch(ctx, m.topic, []*member{m})
+			l.writeBatch(ctx, m.topic, []*member{m}, nil)
 		}
 		return <-m.out
 	}

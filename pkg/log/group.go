@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -62,6 +63,10 @@ type member struct {
 	// out carries the outcome; it is buffered so a batch never waits for a caller that
 	// left.
 	out chan error
+	// after is the batch of the append this one was queued behind (Queued.After): its
+	// batch sequences after that one, and fails if that one failed. batch is the batch
+	// it joined.
+	after, batch *batch
 }
 
 // commitPlan is one commit of a batch: the blocks of one partition from every request
@@ -133,7 +138,11 @@ func membersTable(members []*member) ([]byte, error) {
 // stalled past the commit window) fails every member with nothing appended; a failed
 // commit fails the groups of that partition only, each member getting an *AppendError
 // (its caller fills in the outcomes).
-func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
+func (l *Log) writeBatch(ctx context.Context, topic string, members []*member, b *batch) {
+	// A batch's commits are sequenced once the batches it is ordered after are (b.after):
+	// a failed one fails it, nothing committed, so an ordered append never lands
+	// without the one it follows. b.sequenced tells the batches ordered after this one.
+	defer b.sequenced(true)
 	failAll := func(err error) {
 		for _, m := range members {
 			m.out <- err
@@ -191,6 +200,10 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 	}
 	defer cancel()
 
+	if err := b.waitAfter(cctx); err != nil {
+		failAll(err)
+		return
+	}
 	cs := make([]store.SeqCommit, len(plans))
 	for i, c := range plans {
 		e := store.IndexEntry{
@@ -235,6 +248,7 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member) {
 		}
 		wg.Wait()
 	}
+	b.sequenced(slices.ContainsFunc(plans, func(c *commitPlan) bool { return c.err != nil }))
 	// Each idempotent member's one claim, for the partitions whose commits are not
 	// materialised (a materialising backend claimed in the commit).
 	claimed := l.claimMembers(cctx, members)
@@ -468,6 +482,46 @@ type batch struct {
 	members []*member
 	size    int
 	timer   *time.Timer
+	// after are the earlier batches some member of this one is ordered after; seq is
+	// closed once this batch's commits are sequenced, or it failed (failed set first).
+	after  []*batch
+	seq    chan struct{}
+	once   sync.Once
+	failed bool
+	// dropped says a member left before the batch was written: what was ordered after
+	// it must not commit without it.
+	dropped bool
+}
+
+// sequenced marks b's commits sequenced (failed: some were not, or none were); only the
+// first call counts. A nil b (an append outside a batch) has nothing to tell.
+func (b *batch) sequenced(failed bool) {
+	if b == nil {
+		return
+	}
+	b.once.Do(func() {
+		b.failed = failed || b.dropped
+		close(b.seq)
+	})
+}
+
+// waitAfter waits until the batches b is ordered after are sequenced: ErrUnavailable
+// when one failed (or ctx ended first).
+func (b *batch) waitAfter(ctx context.Context) error {
+	if b == nil {
+		return nil
+	}
+	for _, a := range b.after {
+		select {
+		case <-a.seq:
+			if a.failed {
+				return fmt.Errorf("%w: an append this one was queued after failed; nothing of this batch was committed", ErrUnavailable)
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("%w: waiting for an earlier queued append: %w", ErrUnavailable, ctx.Err())
+		}
+	}
+	return nil
 }
 
 func newCoalescer(l *Log, window time.Duration, budget int) *coalescer {
@@ -485,7 +539,7 @@ func (c *coalescer) submit(m *member) {
 		b = nil
 	}
 	if b == nil {
-		b = &batch{}
+		b = &batch{seq: make(chan struct{})}
 		c.open[m.topic] = b
 		b.timer = time.AfterFunc(c.window, func() {
 			c.mu.Lock()
@@ -497,6 +551,10 @@ func (c *coalescer) submit(m *member) {
 	}
 	b.members = append(b.members, m)
 	b.size += m.size
+	m.batch = b
+	if a := m.after; a != nil && a != b && !slices.Contains(b.after, a) {
+		b.after = append(b.after, a)
+	}
 	if b.size >= c.budget {
 		c.closeLocked(m.topic, b)
 	}
@@ -508,24 +566,26 @@ func (c *coalescer) submit(m *member) {
 func (c *coalescer) closeLocked(topic string, b *batch) {
 	delete(c.open, topic)
 	b.timer.Stop()
-	go c.write(topic, b.members)
+	go c.write(topic, b)
 }
 
 // write writes a closed batch. Members whose context ended before the batch was written
 // have left: their records are not written. The batch's own context keeps the first
 // remaining member's values but none of the members' cancellation, bounded by the
 // commit window (no commit may come later anyway).
-func (c *coalescer) write(topic string, members []*member) {
-	live := members[:0:0]
-	for _, m := range members {
+func (c *coalescer) write(topic string, b *batch) {
+	live := b.members[:0:0]
+	for _, m := range b.members {
 		if m.ctx.Err() == nil && !c.l.tooOld(m) {
 			live = append(live, m)
 		}
 	}
+	b.dropped = len(live) < len(b.members)
 	if len(live) == 0 {
+		b.sequenced(true)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(live[0].ctx), c.l.commitWindow)
 	defer cancel()
-	c.l.writeBatch(ctx, topic, live)
+	c.l.writeBatch(ctx, topic, live, b)
 }
