@@ -62,7 +62,7 @@ func TestTopicsAlterRetentionAtNextPass(t *testing.T) {
 		}
 
 		// Shortened to 1h: "old" (2h30m) is past it, "new" (30m) within it.
-		if got := rows(cli(t, url, "", "topics", "alter", "r", "--retention", "1h")); got[1] != "r 1 1h0m0s -" {
+		if got := rows(cli(t, url, "", "topics", "alter", "r", "--retention", "1h")); got[1] != "r 1 1h0m0s - delete" {
 			t.Fatalf("alter --retention 1h: %q", got)
 		}
 		if got := values(); got != "old,new" {

@@ -42,8 +42,8 @@ func main() {
 	awsCfg, _ := n.AWS() // loaded once, by the node: the Lambda client shares it
 	fanout := lambdafn.RetentionInvoker{Client: awslambda.NewFromConfig(awsCfg), Function: os.Getenv("AWS_LAMBDA_FUNCTION_NAME")}
 	scheduled := func(ctx context.Context) (retention.Stats, error) { return n.RunScheduledFanout(ctx, fanout.Start) }
-	if fanout.Function == "" {
-		scheduled = n.RunScheduledPass // not in Lambda: the whole pass here
+	if !cfg.Function.RetentionFanout || fanout.Function == "" {
+		scheduled = n.RunScheduledPass // not asked to fan out, or not in Lambda: the whole pass here
 	}
 	lambda.Start(lambdafn.NewRetention(scheduled, sink).WithTopicPass(n.RunRetentionTopic))
 }

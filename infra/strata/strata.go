@@ -550,6 +550,9 @@ func (s *Strata) newFunction(name string, memory int) awslambda.Function {
 	if name == deploy.FunctionDispatch {
 		st.SubscriptionsPath = s.subsPath
 	}
+	if name == deploy.FunctionRetention {
+		st.RetentionFanout = true // its role may invoke the function itself
+	}
 	env := environment(st)
 	if name == deploy.FunctionDispatch {
 		env[deploy.EnvSubscriptions] = jsii.String("[]") // Subscribe fills it in

@@ -64,6 +64,11 @@ type Settings struct {
 	Group string `env:"STRATA_GROUP"`
 	// BusinessTable names the example consumer's business table.
 	BusinessTable string `env:"STRATA_BUSINESS_TABLE"`
+	// RetentionFanout makes the retention function fan its scheduled pass out per topic,
+	// invoking itself (AWS_LAMBDA_FUNCTION_NAME) asynchronously once per live topic ("1").
+	// The stack sets it on the retention function, whose role may invoke itself; unset,
+	// one invocation passes every topic.
+	RetentionFanout bool `env:"STRATA_RETENTION_FANOUT"`
 }
 
 // Names of the variables of Settings (the `env` tags), for code that names one.

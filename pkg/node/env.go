@@ -51,6 +51,7 @@ func FromSettings(s deploy.Settings, endpoint, maxConcurrency string, faults *aw
 			Group:             s.Group,
 			BusinessTable:     s.BusinessTable,
 			MetricsNamespace:  s.MetricsNamespace,
+			RetentionFanout:   s.RetentionFanout,
 		},
 		GroupCommitWindow: groupCommitWindow(s.GroupCommitWindow, maxConcurrency),
 		GroupCommitBytes:  s.GroupCommitBudget,

@@ -97,6 +97,9 @@ type FunctionSettings struct {
 	BusinessTable string
 	// MetricsNamespace is the EMF namespace (default deploy.MetricsNamespace).
 	MetricsNamespace string
+	// RetentionFanout makes the retention function invoke itself once per topic
+	// (deploy.Settings.RetentionFanout).
+	RetentionFanout bool
 }
 
 // AWSConfig names the AWS resources and how to reach them. Without SDK, the SDK's default
