@@ -77,6 +77,7 @@ const (
 	EnvDefaultPartitions  = "STRATA_DEFAULT_PARTITIONS"
 	EnvDefaultRetentionMS = "STRATA_DEFAULT_RETENTION_MS"
 	EnvMaxRetentionMS     = "STRATA_MAX_RETENTION_MS"
+	EnvRetentionFanout    = "STRATA_RETENTION_FANOUT"
 )
 
 // SettingNames returns the variable of every field of Settings, sorted.

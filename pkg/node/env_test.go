@@ -55,6 +55,7 @@ var sample = map[string]string{
 	deploy.EnvTopic:               "orders",
 	deploy.EnvGroup:               "g",
 	deploy.EnvBusinessTable:       "biz",
+	deploy.EnvRetentionFanout:     "1",
 }
 
 // TestEverySettingReachesTheConfig: each setting, set alone, changes the node's
