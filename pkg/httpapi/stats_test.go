@@ -6,13 +6,24 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/wire"
 )
 
+func (f *faultyMeta) IndexEntries(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error) {
+	es, err := f.MetaStore.IndexEntries(ctx, topic, partition, from, limit)
+	if f.corruptSkip.Load() {
+		for i := range es {
+			es[i].Skip = "x"
+		}
+	}
+	return es, err
+}
+
 // TestPartitionStatsRoute: the stats route answers the partition's stored bytes (the
 // sizes of its index entries' blocks), a lower bound marked incomplete under a small
-// max_entries, 404 for a partition or topic that does not exist and 400 for a bad
-// max_entries, which changes nothing.
+// max_entries, 404 for a partition or topic that does not exist, 400 for a bad
+// max_entries, which changes nothing, 500 for corrupt entries and 503 with the store down.
 func TestPartitionStatsRoute(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
@@ -72,4 +83,12 @@ func TestPartitionStatsRoute(t *testing.T) {
 			t.Errorf("%s: %d %s, want 404", path, r.status, r.raw)
 		}
 	}
+	// An entry whose skip runs cannot be read is corrupt data, a 500; the store down is
+	// a retryable 503.
+	e.meta.corruptSkip.Store(true)
+	stats("", http.StatusInternalServerError)
+	e.meta.corruptSkip.Store(false)
+	e.meta.down.Store(true)
+	stats("", http.StatusServiceUnavailable)
+	e.meta.down.Store(false)
 }
