@@ -25,8 +25,8 @@ type PartitionStats struct {
 }
 
 // PartitionStats scans at most maxEntries (>= 1) index entries of the partition from
-// its log start. Duplicate entries (another commit claimed their records, or compaction
-// emptied them) store no bytes of their own and are not counted. An entry of a group
+// its log start. Duplicate entries (another commit claimed their records, or a hole
+// compaction left) store no bytes of their own and are not counted. An entry of a group
 // commit shared by partitions is one partition's blocks, so only this partition's bytes
 // count. A partition the topic does not have matches store.ErrNotFound.
 func (l *Log) PartitionStats(ctx context.Context, topic string, partition int32, maxEntries int) (PartitionStats, error) {

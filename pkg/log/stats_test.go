@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/log"
@@ -58,6 +59,55 @@ func TestPartitionStats(t *testing.T) {
 		}
 		if _, err := l.PartitionStats(ctx, "bl", 0, 0); !errors.Is(err, log.ErrInvalid) {
 			t.Errorf("max entries 0: %v, want ErrInvalid", err)
+		}
+	})
+}
+
+// markedMeta answers index entries with Duplicate and Skip set as a shared commit's
+// claims and compaction's holes leave them: dup marks the entries at those base
+// offsets duplicate, skip gives entries skip runs.
+type markedMeta struct {
+	store.MetaStore
+	dup  map[int64]bool
+	skip map[int64]string
+}
+
+func (m *markedMeta) IndexEntries(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error) {
+	es, err := m.MetaStore.IndexEntries(ctx, topic, partition, from, limit)
+	for i := range es {
+		es[i].Duplicate = m.dup[es[i].BaseOffset]
+		es[i].Skip = m.skip[es[i].BaseOffset]
+	}
+	return es, err
+}
+
+// TestPartitionStatsCountsReadBlocksOnce: a duplicate entry counts neither bytes nor
+// records; an entry with skip runs counts its whole stored range (a poll fetches it
+// whole) but not the skipped offsets.
+func TestPartitionStatsCountsReadBlocksOnce(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		meta := &markedMeta{MetaStore: s.Meta, dup: map[int64]bool{3: true}, skip: map[int64]string{0: "1+1"}}
+		l, err := log.New(log.Config{Objects: s.Objects, Meta: meta})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.CreateTopic(ctx, "bl", 1, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		a, b, c := encode(t, 1, "a", "b", "c"), encode(t, 2, "d"), encode(t, 3, "e", "f")
+		for _, blk := range [][]byte{a, b, c} {
+			if _, err := l.AppendBlocks(ctx, "bl", []log.Block{{Partition: 0, Data: blk}}, log.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st, err := l.PartitionStats(ctx, "bl", 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := log.PartitionStats{HighWatermark: 6, Records: 2 + 2, Bytes: int64(len(a) + len(c)), EntriesScanned: 3, Complete: true}
+		if st != want {
+			t.Errorf("stats %+v, want %+v", st, want)
 		}
 	})
 }
