@@ -172,8 +172,12 @@ func TestConsoleActions(t *testing.T) {
 	// a non-zero size; refreshes while it stays open fetch no more (checked below).
 	counted()
 	p.click(`tr.summary[data-topic="made-in-console"] button[aria-expanded]`)
-	p.waitFor("partition 0's bytes", `/^[1-9][0-9.]* (B|KiB)$/.test(document.querySelector('tr.partition[data-topic="made-in-console"][data-partition="0"] td.bytes').textContent)`, 5*time.Second)
-	p.waitFor("partition 2's bytes", `document.querySelector('tr.partition[data-topic="made-in-console"][data-partition="2"] td.bytes').textContent === "0 B"`, 5*time.Second)
+	p.waitFor("partition 0's bytes", `/^[1-9][0-9.]* (B|KiB)$/.test(document.querySelector('tr.partition[data-topic="made-in-console"][data-partition="0"] td.size').textContent)`, 5*time.Second)
+	p.waitFor("partition 2's bytes", `document.querySelector('tr.partition[data-topic="made-in-console"][data-partition="2"] td.size').textContent === "0 B"`, 5*time.Second)
+	p0 := p.text(`document.querySelector('tr.partition[data-topic="made-in-console"][data-partition="0"] td.size').textContent`)
+	if total := p.text(`document.querySelector('tr.summary[data-topic="made-in-console"] td.size').textContent`); total != p0 {
+		t.Errorf("the topic's bytes show %q, want partition 0's %q (the others hold none)", total, p0)
+	}
 	if c := counted(); c["GET /v1/topics/made-in-console/partitions/0/stats"] != 1 || c["GET /v1/topics/made-in-console/partitions/2/stats"] != 1 {
 		t.Errorf("opening the topic made %v, want one stats request per partition", c)
 	}

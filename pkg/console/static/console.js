@@ -130,7 +130,14 @@ function statsText(st) {
 function statsCell(st) {
   const title = st === undefined ? "loading" : st.error !== undefined ? st.error
     : st.entries_scanned + " index entries scanned" + (st.complete ? "" : ", stopped early: a lower bound");
-  return el("td", { class: "num bytes", title }, statsText(st));
+  return el("td", { class: "num size", title }, statsText(st));
+}
+
+// partitionStats is a partition's entry of an open topic's stats: a partition added
+// since the topic was opened has none, and says so once the fetch is done.
+function partitionStats(stats, partition) {
+  if (!stats || stats.has(partition) || !stats.done) return stats && stats.get(partition);
+  return { error: "added since the topic was opened: open it again" };
 }
 
 // loadStats fetches the stats of every partition of an opened topic, once, and draws
@@ -145,6 +152,7 @@ async function loadStats(name, partitions) {
       m.set(p, { error: errorText(e) });
     }
   }));
+  m.done = true;
   if (state.stats.get(name) === m && state.summary) renderTopics(state.summary);
 }
 
@@ -274,13 +282,13 @@ function renderTopics(s) {
     const lag = lagByTopic.get(name);
     const loss = lossByTopic.get(name);
     const stats = open ? state.stats.get(name) : undefined;
-    const got = stats ? parts.map((p) => stats.get(p.partition)) : [];
+    const got = stats ? parts.map((p) => partitionStats(stats, p.partition)) : [];
     const total = got.length > 0 && got.every((x) => x && x.error === undefined)
       ? sizeText(got.reduce((n, x) => n + x.bytes, 0), got.some((x) => !x.complete)) : "";
     rows.push(el("tr", { class: "summary", "data-topic": name },
       el("td", {}, toggle), el("td", { class: "num" }, t.partitions),
       el("td", { class: "num" }, sum((p) => p.log_start_offset)), el("td", { class: "num" }, sum((p) => p.high_watermark)),
-      el("td", { class: "num" }, sum((p) => p.records)), el("td", { class: "num bytes" }, total),
+      el("td", { class: "num" }, sum((p) => p.records)), el("td", { class: "num size" }, total),
       el("td", {}, retentionText(t.retention_ms) + (t.retention_pin_ms ? " + pin " + human(t.retention_pin_ms / 1000) : "")),
       el("td", { class: "num" }, lag === undefined ? "no group" : lag + " records"),
       el("td", { class: "num" }, loss === undefined ? "-" : human(loss)), actions));
@@ -294,7 +302,7 @@ function renderTopics(s) {
       rows.push(el("tr", { class: "partition", "data-topic": name, "data-partition": String(p.partition) },
         el("td", { class: "indent" }, "partition " + p.partition), el("td", {}),
         el("td", { class: "num" }, p.log_start_offset), el("td", { class: "num" }, p.high_watermark),
-        el("td", { class: "num" }, p.records), statsCell(stats && stats.get(p.partition)),
+        el("td", { class: "num" }, p.records), statsCell(partitionStats(stats, p.partition)),
         el("td", {}), el("td", {}), el("td", {}), el("td", {}, browse)));
     }
   }
