@@ -168,6 +168,21 @@ func TestConsoleActions(t *testing.T) {
 	api("POST", "/v1/topics/made-in-console/records", map[string]any{"records": recs}, nil, http.StatusOK)
 	p.waitFor("the new topic's row", `document.querySelector('tr.summary[data-topic="made-in-console"]')`, 5*time.Second)
 
+	// Open the topic: one stats request per partition, and partition 0's bytes cell shows
+	// a non-zero size; refreshes while it stays open fetch no more (checked below).
+	counted()
+	p.click(`tr.summary[data-topic="made-in-console"] button[aria-expanded]`)
+	p.waitFor("partition 0's bytes", `/^[1-9][0-9.]* (B|KiB)$/.test(document.querySelector('tr.partition[data-topic="made-in-console"][data-partition="0"] td.size').textContent)`, 5*time.Second)
+	p.waitFor("partition 2's bytes", `document.querySelector('tr.partition[data-topic="made-in-console"][data-partition="2"] td.size').textContent === "0 B"`, 5*time.Second)
+	p0 := p.text(`document.querySelector('tr.partition[data-topic="made-in-console"][data-partition="0"] td.size').textContent`)
+	if total := p.text(`document.querySelector('tr.summary[data-topic="made-in-console"] td.size').textContent`); total != p0 {
+		t.Errorf("the topic's bytes show %q, want partition 0's %q (the others hold none)", total, p0)
+	}
+	if c := counted(); c["GET /v1/topics/made-in-console/partitions/0/stats"] != 1 || c["GET /v1/topics/made-in-console/partitions/2/stats"] != 1 {
+		t.Errorf("opening the topic made %v, want one stats request per partition", c)
+	}
+	p.screenshot("console-actions-bytes")
+
 	// Browse from offset 0, page forward and back.
 	p.fill("#tail-topic", "made-in-console")
 	p.fill("#tail-partition", "0")
@@ -206,8 +221,8 @@ func TestConsoleActions(t *testing.T) {
 	if got := p.text(`[...document.querySelectorAll("#tail tr[data-offset]")].map((r) => r.dataset.offset).join(",")`); got != "5,25" {
 		t.Errorf("search for needle shows offsets %s, want 5,25", got)
 	}
-	if c := counted(); c["GET /v1/topics/made-in-console/partitions/0/search"] != 1 || c["GET /v1/topics/made-in-console/partitions/0/records"] != 0 {
-		t.Errorf("the search made %v, want one search request and no poll", c)
+	if c := counted(); c["GET /v1/topics/made-in-console/partitions/0/search"] != 1 || c["GET /v1/topics/made-in-console/partitions/0/records"] != 0 || c["GET /v1/topics/made-in-console/partitions/0/stats"] != 0 {
+		t.Errorf("the search made %v, want one search request, no poll and no stats while the topic stays open", c)
 	}
 	p.screenshot("console-actions-search", "#tail-controls")
 

@@ -161,6 +161,7 @@ func TestWireShapesMatchOpenAPI(t *testing.T) {
 		{"Summary.groups.items.members.items", typeOf[wire.SummaryMember]()},
 		{"Summary.groups.items.members.items.holds.items", typeOf[wire.TopicPartition]()},
 		{"KeySearch", typeOf[wire.KeySearch]()},
+		{"PartitionStats", typeOf[wire.PartitionStats]()},
 	} {
 		var doc []string
 		for k := range properties(schemaAt(t, root, tc.schema)) {

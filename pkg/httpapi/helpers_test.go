@@ -124,6 +124,8 @@ func openAPIMissing() ([]string, error) {
 type faultyMeta struct {
 	store.MetaStore
 	down atomic.Bool
+	// corruptSkip makes every index entry read carry a skip run that cannot be parsed.
+	corruptSkip atomic.Bool
 	// supersede makes every commit fail as a producer request's attempt another
 	// delivery of it fenced (store.ErrSuperseded).
 	supersede      atomic.Bool

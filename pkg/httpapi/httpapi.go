@@ -220,6 +220,7 @@ func New(cfg Config) http.Handler {
 	s.memberRoutes()
 	s.adminRoutes()
 	s.offsetRoutes()
+	s.statsRoutes()
 	s.parkRoutes()
 	s.partitionParkRoutes()
 	s.topicAdminRoutes()
@@ -266,7 +267,7 @@ const pollRoute = "GET /v1/topics/{topic}/partitions/{p}/records"
 // noQuery refuses any query parameter on a route that takes none (docs/API.md: unknown
 // parameters are 400 on every route), so a typo never silently means a default.
 func noQuery(pattern, raw string) *apiError {
-	if pattern == pollRoute || pattern == offsetsRoute || pattern == partitionParkedRoute || pattern == searchRoute || pattern == keyRoute || raw == "" {
+	if pattern == pollRoute || pattern == offsetsRoute || pattern == partitionParkedRoute || pattern == searchRoute || pattern == statsRoute || pattern == keyRoute || raw == "" {
 		return nil
 	}
 	q, e := parseQuery(raw)

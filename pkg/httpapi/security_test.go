@@ -32,6 +32,7 @@ var everyDocumentedRoute = []struct {
 	{"POST", "/v1/topics/orders/records", appendBody(rec{value: "x"})},
 	{"GET", "/v1/topics/orders/partitions/0/records?offset=0", nil},
 	{"GET", "/v1/topics/orders/partitions/0/search?key=eA%3D%3D", nil},
+	{"GET", "/v1/topics/orders/partitions/0/stats", nil},
 	{"GET", "/v1/summary", nil},
 	{"POST", "/v1/groups/billing/topics/orders/partitions/0/lease", lease("m")},
 	{"DELETE", "/v1/groups/billing/topics/orders/partitions/0/lease", lease("m", "generation", 1)},

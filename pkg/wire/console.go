@@ -100,3 +100,23 @@ const (
 	MaxSearchScan     = 100_000
 	MaxSearchRecords  = 500
 )
+
+// PartitionStats is a JSON shape of the contract: GET
+// /v1/topics/{topic}/partitions/{p}/stats, a bounded scan of the partition's index from
+// its log start. Bytes is the stored size of the blocks readers read; when Complete is
+// false the scan stopped early and Records and Bytes are lower bounds.
+type PartitionStats struct {
+	LogStart       int64 `json:"log_start"`
+	HighWatermark  int64 `json:"high_watermark"`
+	Records        int64 `json:"records"`
+	Bytes          int64 `json:"bytes"`
+	EntriesScanned int64 `json:"entries_scanned"`
+	Complete       bool  `json:"complete"`
+}
+
+// Stats bounds: how many index entries one partition stats request scans, by default
+// and at most.
+const (
+	DefaultStatsEntries = 10_000
+	MaxStatsEntries     = 100_000
+)

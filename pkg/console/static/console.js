@@ -1,7 +1,8 @@
 // Strata console: reads the HTTP API (docs/API.md) from the browser and acts on it.
 // Each refresh is one request, GET /v1/summary (topics, groups, lag, members, settings,
 // parked keys and lag history at once), so an idle tab costs one request per refresh
-// interval; following a partition is a long poll of its own. Every action shows its
+// interval; following a partition is a long poll of its own, and opening a topic
+// fetches its partitions' stored bytes once (GET …/stats). Every action shows its
 // plan in a confirm step before it is sent, and is offered only where the token's
 // grants (in the summary) allow it; the server checks every call again. Everything the
 // server returns is rendered with textContent, never as markup.
@@ -17,6 +18,9 @@ const REFRESH_MS = Math.max(500, 1000 * (Number(params.get("refresh")) || 2));
 const state = {
   token: "", summary: null, open: new Set(), topics: [], tail: null, format: "text",
   follow: 0, releases: new Map(), records: [], drawn: "", drawnAt: 0,
+  // stats holds, per open topic, its partitions' stored bytes (GET …/stats), fetched
+  // once when the topic is opened, never per refresh: partition → stats or {error}.
+  stats: new Map(),
 };
 
 function el(tag, attrs, ...children) {
@@ -104,6 +108,52 @@ function errorText(e) {
 
 function emptyRow(cols, text) {
   return el("tr", { class: "empty" }, el("td", { class: "muted", colspan: String(cols) }, text));
+}
+
+// sizeText says a byte count in binary units, "≥ " first when it is a lower bound:
+// "812 B", "1.2 MiB", "≥ 3.4 GiB".
+function sizeText(bytes, lowerBound) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+  let n = bytes, u = 0;
+  while (n >= 1024 && u < units.length - 1) { n /= 1024; u++; }
+  return (lowerBound ? "≥ " : "") + (u === 0 ? String(n) : n.toFixed(1)) + " " + units[u];
+}
+
+// statsText is a partition's bytes cell: "…" while its stats load, "-" when they failed.
+function statsText(st) {
+  if (st === undefined) return "…";
+  if (st.error !== undefined) return "-";
+  return sizeText(st.bytes, !st.complete);
+}
+
+// statsCell is a partition's bytes cell; its title says how the figure was found.
+function statsCell(st) {
+  const title = st === undefined ? "loading" : st.error !== undefined ? st.error
+    : st.entries_scanned + " index entries scanned" + (st.complete ? "" : ", stopped early: a lower bound");
+  return el("td", { class: "num size", title }, statsText(st));
+}
+
+// partitionStats is a partition's entry of an open topic's stats: a partition added
+// since the topic was opened has none, and says so once the fetch is done.
+function partitionStats(stats, partition) {
+  if (!stats || stats.has(partition) || !stats.done) return stats && stats.get(partition);
+  return { error: "added since the topic was opened: open it again" };
+}
+
+// loadStats fetches the stats of every partition of an opened topic, once, and draws
+// them; a topic closed (or opened again) meanwhile keeps only its latest fetch.
+async function loadStats(name, partitions) {
+  const m = new Map();
+  state.stats.set(name, m);
+  await Promise.all(partitions.map(async (p) => {
+    try {
+      m.set(p, await api("/v1/topics/" + seg(name) + "/partitions/" + p + "/stats"));
+    } catch (e) {
+      m.set(p, { error: errorText(e) });
+    }
+  }));
+  m.done = true;
+  if (state.stats.get(name) === m && state.summary) renderTopics(state.summary);
 }
 
 // human says a duration in its two largest units: "7d 6h", "3h 5m", "4m 10s", "12s".
@@ -217,7 +267,13 @@ function renderTopics(s) {
     const sum = (f) => parts.reduce((n, p) => n + f(p), 0);
     const open = state.open.has(name);
     const toggle = button((open ? "▾ " : "▸ ") + name, { class: "link", "aria-expanded": String(open) }, () => {
-      if (state.open.has(name)) state.open.delete(name); else state.open.add(name);
+      if (state.open.has(name)) {
+        state.open.delete(name);
+        state.stats.delete(name);
+      } else {
+        state.open.add(name);
+        loadStats(name, parts.map((p) => p.partition));
+      }
       renderTopics(state.summary);
     });
     const actions = el("td", { class: "actions" });
@@ -225,10 +281,14 @@ function renderTopics(s) {
     if (t.allowed.includes("delete")) actions.append(button("delete", { "data-action": "delete", "data-topic": name }, () => deleteTopic(t)));
     const lag = lagByTopic.get(name);
     const loss = lossByTopic.get(name);
+    const stats = open ? state.stats.get(name) : undefined;
+    const got = stats ? parts.map((p) => partitionStats(stats, p.partition)) : [];
+    const total = got.length > 0 && got.every((x) => x && x.error === undefined)
+      ? sizeText(got.reduce((n, x) => n + x.bytes, 0), got.some((x) => !x.complete)) : "";
     rows.push(el("tr", { class: "summary", "data-topic": name },
       el("td", {}, toggle), el("td", { class: "num" }, t.partitions),
       el("td", { class: "num" }, sum((p) => p.log_start_offset)), el("td", { class: "num" }, sum((p) => p.high_watermark)),
-      el("td", { class: "num" }, sum((p) => p.records)),
+      el("td", { class: "num" }, sum((p) => p.records)), el("td", { class: "num size" }, total),
       el("td", {}, retentionText(t.retention_ms) + (t.retention_pin_ms ? " + pin " + human(t.retention_pin_ms / 1000) : "")),
       el("td", { class: "num" }, lag === undefined ? "no group" : lag + " records"),
       el("td", { class: "num" }, loss === undefined ? "-" : human(loss)), actions));
@@ -242,10 +302,11 @@ function renderTopics(s) {
       rows.push(el("tr", { class: "partition", "data-topic": name, "data-partition": String(p.partition) },
         el("td", { class: "indent" }, "partition " + p.partition), el("td", {}),
         el("td", { class: "num" }, p.log_start_offset), el("td", { class: "num" }, p.high_watermark),
-        el("td", { class: "num" }, p.records), el("td", {}), el("td", {}), el("td", {}), el("td", {}, browse)));
+        el("td", { class: "num" }, p.records), statsCell(partitionStats(stats, p.partition)),
+        el("td", {}), el("td", {}), el("td", {}), el("td", {}, browse)));
     }
   }
-  if (rows.length === 0) rows.push(emptyRow(9, emptyTopicsText()));
+  if (rows.length === 0) rows.push(emptyRow(10, emptyTopicsText()));
   body.replaceChildren(...rows);
   fillTopicSelect();
 }
@@ -770,7 +831,7 @@ async function refresh() {
     document.body.dataset.ready = "1";
   } catch (e) {
     state.summary = null;
-    document.querySelector("#topics tbody").replaceChildren(emptyRow(9, "Cannot list topics: " + errorText(e)));
+    document.querySelector("#topics tbody").replaceChildren(emptyRow(10, "Cannot list topics: " + errorText(e)));
     document.getElementById("groups").replaceChildren(el("p", { class: "muted empty" }, "Cannot list groups: " + errorText(e)));
     setStatus(errorText(e), true);
     document.body.dataset.ready = "error";
