@@ -2,11 +2,11 @@
 # The project's test command (README): go vet, then every package's tests against the AWS
 # emulator on 127.0.0.1:4566, then every fuzz target for a few seconds on top of its
 # committed corpus (scripts/fuzz.sh, about a minute), then Schemathesis against a real
-# `strata dev` (scripts/schemathesis.sh, 75 s) and awscurl; beside them franz-go's pkg/kgo
-# tests against the Kafka gateway and the CDK stack's checks (infra/test.sh). If nothing
-# answers on the emulator's port, it starts the moto launcher (localstack/start.sh) and
-# stops it on exit; an emulator already running (moto or LocalStack) is used as is and
-# left running.
+# `strata dev` (scripts/schemathesis.sh, 75 s), awscurl and franz-go's pkg/kgo tests
+# against the Kafka gateway; the CDK stack's checks (infra/test.sh) run beside the Go
+# tests. If nothing answers on the emulator's port, it starts the moto launcher
+# (localstack/start.sh) and stops it on exit; an emulator already running (moto or
+# LocalStack) is used as is and left running.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -28,8 +28,8 @@ except Exception:
 PY
 }
 
-# What the run started is stopped on exit: the emulator (when this script started it) and
-# the checks running beside the Go tests, with the emulator of their own.
+# What the run started is stopped on exit: the emulator (when this script started it),
+# the franz-go tests' emulator and the checks running beside the Go tests.
 started=0
 side_pids=()
 kgo_port=$((port + 1))
@@ -62,12 +62,11 @@ go vet -tags bench ./cmd/strata
 STRATA_KAFKA_PYTHON="$(bash scripts/kafka-clients.sh --python)"
 export STRATA_KAFKA_PYTHON
 
-# Two checks that share nothing with the Go tests run beside them, each with its output in
-# a file printed when it ends: franz-go's pkg/kgo tests against strata dev --kafka (both
-# backends; the emulator one on an emulator of its own, so the Go tests' emulator is not
-# shared) and the CDK stack's checks (infra/test.sh: its module's tests, offline synth,
-# cfn-lint). Most of their time is spent waiting on a serialised emulator, node or
-# timeouts, not computing.
+# The CDK stack's checks (infra/test.sh: its module's tests, offline synth, cfn-lint)
+# share nothing with the Go tests and run beside them, their output in a file printed
+# when they end. franz-go's pkg/kgo tests run after the Go tests, alone: their consumer
+# groups' session and rebalance timeouts are real time, and a gateway starved of CPU by
+# the Go tests beside it lets members expire (UNKNOWN_MEMBER_ID in TestGroupETL).
 side="$(mktemp -d)"
 side_names=()
 side() {
@@ -77,11 +76,6 @@ side() {
 	side_pids+=($!)
 	side_names+=("$name")
 }
-kgo() {
-	STRATA_EMULATOR_PORT="$kgo_port" bash localstack/start.sh
-	STRATA_AWS_ENDPOINT="http://127.0.0.1:$kgo_port" bash scripts/kgo-tests.sh
-}
-side kgo kgo
 side infra bash infra/test.sh
 
 # No -race on the whole tree: too slow on 2 cores.
@@ -92,6 +86,10 @@ STRATA_FUZZTIME="${STRATA_FUZZTIME:-2s}" bash scripts/fuzz.sh
 STRATA_SCHEMATHESIS_SECONDS="${STRATA_SCHEMATHESIS_SECONDS:-75}" bash scripts/schemathesis.sh
 # The API Gateway test front's SigV4 verifier against awscurl, a signer nobody here wrote.
 bash scripts/awscurl.sh
+# franz-go's pkg/kgo tests against strata dev --kafka, both backends (the emulator one on
+# an emulator of its own).
+STRATA_EMULATOR_PORT="$kgo_port" bash localstack/start.sh
+STRATA_AWS_ENDPOINT="http://127.0.0.1:$kgo_port" bash scripts/kgo-tests.sh
 
 status=0
 for i in "${!side_pids[@]}"; do
