@@ -30,17 +30,13 @@ type Maker func(ctx context.Context, t testing.TB) Stores
 // ForEach runs fn as a sub-test per backend.
 func ForEach(t *testing.T, fn func(t *testing.T, s Stores)) {
 	t.Helper()
-	for _, b := range All() {
-		t.Run(b.name, func(t *testing.T) {
-			fn(t, b.make(context.Background(), t))
-		})
-	}
+	ForEachWith(t, Options{}, fn)
 }
 
 // ForEachWith is ForEach with the stores opened as o says.
 func ForEachWith(t *testing.T, o Options, fn func(t *testing.T, s Stores)) {
 	t.Helper()
-	makers := []backend{
+	makers := []backend{ // AWS last since it is the slowest
 		{"local", func(ctx context.Context, t testing.TB) Stores { return localWith(ctx, t, o) }},
 		{"aws", func(ctx context.Context, t testing.TB) Stores { return awsWith(ctx, t, nil, o) }},
 	}
@@ -56,7 +52,3 @@ type backend struct {
 	make Maker
 }
 
-// All lists the backends; AWS last since it is the slowest.
-func All() []backend {
-	return []backend{{"local", Local}, {"aws", AWS}}
-}
