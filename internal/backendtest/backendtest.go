@@ -51,4 +51,3 @@ type backend struct {
 	name string
 	make Maker
 }
-
