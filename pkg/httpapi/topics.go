@@ -42,7 +42,7 @@ func (c cleanupFields) change() (log.CleanupChange, *apiError) {
 	var ch log.CleanupChange
 	if c.CleanupPolicy != nil {
 		p, err := store.ParseCleanupPolicy(*c.CleanupPolicy)
-		if err != nil {
+		if !documentedPolicy(*c.CleanupPolicy) || err != nil {
 			return ch, invalid(fmt.Sprintf("cleanup_policy must be %q, %q or %q, got %q", wire.CleanupDelete, wire.CleanupCompact, wire.CleanupCompactDelete, *c.CleanupPolicy))
 		}
 		ch.Cleanup = &p
@@ -66,6 +66,16 @@ func (c cleanupFields) change() (log.CleanupChange, *apiError) {
 		*f.dst = &d
 	}
 	return ch, nil
+}
+
+// documentedPolicy reports whether s is spelled as the contract's enum spells a policy:
+// the HTTP API takes no empty or spaced lists, which Kafka's configs allow.
+func documentedPolicy(s string) bool {
+	switch s {
+	case wire.CleanupDelete, wire.CleanupCompact, wire.CleanupCompactDelete, "delete,compact":
+		return true
+	}
+	return false
 }
 
 // cleanup is the fields as a new topic's settings.
