@@ -150,9 +150,14 @@ func PriceDeployment(o Options, model []ModelLine, r Run) Deployment {
 	storedGB := w.EventsPerSec * w.EventBytes * o.Profile.StoredBytesPerByte * retainSec / gib
 	add(Priced{Function: "storage", API: "S3 storage", Resource: "bucket", PerDay: storedGB, Units: storedGB / daysPerMonth,
 		Unit: "GB-month", USD: storedGB / daysPerMonth * pr.S3StorageGBMonth.USD})
-	indexGB := target[PerBlock] / secondsPerDay * retainSec * o.Profile.IndexItemBytes / gib
+	indexGB := target[PerObjectBlock] / secondsPerDay * retainSec * o.Profile.IndexItemBytes / gib
 	add(Priced{Function: "storage", API: "DynamoDB storage", Resource: "index", PerDay: indexGB, Units: indexGB / daysPerMonth,
 		Unit: "GB-month", USD: indexGB / daysPerMonth * pr.DynamoStorageGBMonth.USD})
+	// Expired index entries: retention leaves them to the table's TTL, whose deletes
+	// are free (one a day per entry written a day, once the retention has passed).
+	ttl := target[PerObjectBlock]
+	add(Priced{Function: "storage", API: "DynamoDB TTL deletes", Resource: "index", PerDay: ttl, Units: ttl,
+		Unit: "delete (free: DynamoDB TTL)"})
 
 	// CloudWatch: the custom metrics the functions' EMF documents define (those of a
 	// group once per group), the template's alarms and dashboards.

@@ -13,6 +13,18 @@ type Run struct {
 	Partitions    int     `json:"partitions"`
 	Groups        int     `json:"groups"`
 	Producers     int     `json:"producers"`
+	// Config names the stack configuration run: "" the default (API Gateway, the api
+	// on demand), "headline" the function URL and the api on Lambda Managed Instances.
+	Config string `json:"config,omitempty"`
+	// FrontDoor is the stack's strata:frontDoor; ManagedInstances whether its api ran on
+	// Lambda Managed Instances, APIConcurrency the invocations one of its execution
+	// environments ran at once, GroupCommitWindowSeconds and GroupCommitBudgetBytes its
+	// group commit (0: off).
+	FrontDoor                string  `json:"front_door,omitempty"`
+	ManagedInstances         bool    `json:"managed_instances,omitempty"`
+	APIConcurrency           int     `json:"api_concurrency,omitempty"`
+	GroupCommitWindowSeconds float64 `json:"group_commit_window_seconds,omitempty"`
+	GroupCommitBudgetBytes   int64   `json:"group_commit_budget_bytes,omitempty"`
 	// ProducerSeconds is the producers' time appending, all of them together.
 	ProducerSeconds float64 `json:"producer_seconds"`
 	LingerSeconds   float64 `json:"linger_seconds"`
