@@ -137,7 +137,58 @@ func line(fn, api, res string, d Driver, rate float64, why string) ModelLine {
 // for every line a cost run reaches (internal/stackrun's TestCostRunMatchesTheModel
 // holds each within Tolerance of what the functions do) and the lines a short run
 // cannot reach at the design workload.
-func DeploymentModel() []ModelLine {
+func DeploymentModel() []ModelLine { return DeploymentModelOf(Baseline) }
+
+// DeploymentModelOf is DeploymentModel for the stack of design d: on the aggregation
+// tier (the api on Managed Instances behind its function URL) a few lines differ from
+// the default stack's, as its cost run counts them (managedLines).
+func DeploymentModelOf(d Design) []ModelLine {
+	lines := defaultLines()
+	if !d.aggregated() {
+		return lines
+	}
+	over := map[string]ModelLine{}
+	for _, l := range managedLines() {
+		over[l.Key()] = l
+	}
+	for i, l := range lines {
+		if m, ok := over[l.Key()]; ok {
+			lines[i] = m
+			delete(over, l.Key())
+		}
+	}
+	for _, l := range managedLines() {
+		if _, ok := over[l.Key()]; ok {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// managedLines are the lines of the headline design's run that differ from the
+// default stack's.
+func managedLines() []ModelLine {
+	const counted = "as the headline design's cost run counts it"
+	return []ModelLine{
+		line("api", "DynamoDB.GetItem", "sequencer", PerProducerSecond, 0.2,
+			"the producers' partition refreshes, and appends re-reading the topic's sequencer item: more often than on demand, one environment's many concurrent appends finding its copy stale, "+counted).with(PerAppend, 0.55),
+		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.066,
+			"the topic's configuration: one environment's cached copy serves most of the concurrent refreshes, "+counted).with(PerAppend, 0.02),
+		line("api", LogsAPI, "", PerEnvironmentSecond, 216, "one environment serving every request: the aggregated documents and its per-request warnings on the loaded emulator, "+counted+" (an upper bound)"),
+		line("consumer", LogsAPI, "", PerConsumerSecond, 16, "warnings of a consumer on the loaded emulator, "+counted+" (an upper bound: the default run's consumer wrote none)"),
+		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.12, counted),
+		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.29, "a poll that finds new entries reads them (fewer, larger entries than on demand), "+counted),
+		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.92, counted),
+		line("dispatch", "DynamoDB.GetItem", "sequencer", PerStreamBatch, 1.8, counted),
+		line("dispatch", "DynamoDB.Query", "index", PerStreamBatch, 3.4, counted+": the woken partitions' new entries"),
+		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.37, "the stream mapping's reads (free from a Lambda trigger), "+counted),
+		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.37, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
+		line("retention", "DynamoDB.Query", "index", PerRetentionPass, 5.6, "the oldest entries of each partition, "+counted),
+	}
+}
+
+// defaultLines are the default stack's lines.
+func defaultLines() []ModelLine {
 	const (
 		counted = "as the cost run counts it"
 		flush   = "EMF aggregated per environment, flushed when due (30 s): the documents and a few start-up lines, as counted"
@@ -174,7 +225,7 @@ func DeploymentModel() []ModelLine {
 		line("consumer", "DynamoDB.UpdateItem", "assignments", PerConsumerInvocation, 1, "the lease taken when an invocation starts (renewals ride in the commit)"),
 		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.64, "polls read the partition's bounds, as counted (long polls: one per batch at the run's rate, the idle window 1 s when caught up)"),
 		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.175, counted),
-		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerSecond, 0.065, "the group's settings, refreshed on a timer, as counted"),
+		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerInvocation, 2, "the group's settings, read as an invocation starts and refreshed on a timer, as counted").with(PerConsumerSecond, 0.033),
 		line("consumer", "DynamoDB.GetItem", "commits", PerConsumerInvocation, 1, "the committed offset read when an invocation starts"),
 		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.53, "a poll that finds new entries reads them, as counted"),
 		line("consumer", "S3.GetObject", "bucket", PerObjectBlockRead, 1, "one GET per index entry read"),
@@ -307,25 +358,61 @@ func (r Run) Objects() (objects, blocks float64) {
 }
 
 // MembersPerObject is the requests merged into one object, by the model (Objects): 1
-// on demand.
+// on demand. With the run's append arrivals in one environment it is the batches the
+// window cuts them into (WindowBatches); otherwise, and at the target, where
+// independent producers' requests arrive as a Poisson stream, 1 + λW.
 func (r Run) MembersPerObject() float64 {
 	if r.GroupCommitWindowSeconds <= 0 || r.Appends == 0 || r.ProducerSeconds <= 0 {
 		return 1
 	}
-	var envs int
-	for _, f := range r.Functions {
-		if f.Function == "api" {
-			envs = f.Environments
-		}
-	}
-	drive := r.ProducerSeconds / float64(max(r.Producers, 1))
-	rate := float64(r.Appends) / drive / float64(max(envs, 1))
-	m := 1 + rate*r.GroupCommitWindowSeconds
+	fit := math.Inf(1)
 	if r.GroupCommitBudgetBytes > 0 && r.Records > 0 {
 		perRequest := float64(r.Records) / float64(r.Appends) * float64(r.RecordBytes)
-		m = math.Min(m, math.Max(1, math.Floor(float64(r.GroupCommitBudgetBytes)/perRequest)))
+		fit = math.Max(1, math.Floor(float64(r.GroupCommitBudgetBytes)/perRequest))
 	}
-	return m
+	if envs := r.apiEnvironments(); envs == 1 && len(r.AppendArrivals) > 0 {
+		n := WindowBatches(r.AppendArrivals, r.GroupCommitWindowSeconds, int(math.Min(fit, 1e9)))
+		return float64(len(r.AppendArrivals)) / float64(n)
+	}
+	return math.Min(1+r.AppendRatePerEnvironment()*r.GroupCommitWindowSeconds, fit)
+}
+
+// WindowBatches is how many batches group commit cuts requests arriving at times
+// (seconds) into with window w: a request finding no open batch opens one, which takes
+// the requests arriving within w after it, at most fit of them. For a Poisson stream at
+// rate λ it tends to 1 + λw requests a batch.
+func WindowBatches(times []float64, w float64, fit int) int {
+	t := append([]float64(nil), times...)
+	sort.Float64s(t)
+	n := 0
+	for i := 0; i < len(t); {
+		j := i + 1
+		for j < len(t) && t[j] <= t[i]+w && j-i < fit {
+			j++
+		}
+		n++
+		i = j
+	}
+	return n
+}
+
+func (r Run) apiEnvironments() int {
+	for _, f := range r.Functions {
+		if f.Function == "api" {
+			return f.Environments
+		}
+	}
+	return 0
+}
+
+// AppendRatePerEnvironment is the run's append requests a second of producing over the
+// api's execution environments.
+func (r Run) AppendRatePerEnvironment() float64 {
+	if r.ProducerSeconds <= 0 {
+		return 0
+	}
+	drive := r.ProducerSeconds / float64(max(r.Producers, 1))
+	return float64(r.Appends) / drive / float64(max(r.apiEnvironments(), 1))
 }
 
 // Observed is one line a run counted: requests (or log bytes, or invocations) and
