@@ -93,7 +93,8 @@ func TestObjectsMergeAsTheRunDid(t *testing.T) {
 }
 
 // TestCheckRunFailsOnWhatTheModelLacks: a request the model has no line for, a log
-// line per append the model does not price, and a count 20% off each fail the check.
+// line per append the model does not price, and a count 20% off each fail the check, on
+// both committed runs.
 func TestCheckRunFailsOnWhatTheModelLacks(t *testing.T) {
 	base := committedRun(t)
 	cases := []struct {
@@ -120,21 +121,23 @@ func TestCheckRunFailsOnWhatTheModelLacks(t *testing.T) {
 			}
 		}, "api S3.PutObject"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r := base
-			r.Requests = append([]RunRequest(nil), base.Requests...)
-			r.Functions = append([]RunFunction(nil), base.Functions...)
-			c.change(&r)
-			errs := CheckRun(DeploymentModel(), r)
-			var found bool
-			for _, err := range errs {
-				found = found || strings.Contains(err.Error(), c.want)
-			}
-			if !found {
-				t.Fatalf("CheckRun = %v, want an error naming %q", errs, c.want)
-			}
-		})
+	for _, base := range []Run{base, committedHeadline(t)} {
+		for _, c := range cases {
+			t.Run(c.name+" "+base.Config, func(t *testing.T) {
+				r := base
+				r.Requests = append([]RunRequest(nil), base.Requests...)
+				r.Functions = append([]RunFunction(nil), base.Functions...)
+				c.change(&r)
+				errs := CheckRun(DeploymentModelOf(r.Design()), r)
+				var found bool
+				for _, err := range errs {
+					found = found || strings.Contains(err.Error(), c.want)
+				}
+				if !found {
+					t.Fatalf("CheckRun = %v, want an error naming %q", errs, c.want)
+				}
+			})
+		}
 	}
 }
 
