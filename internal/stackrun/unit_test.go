@@ -320,3 +320,21 @@ func FuzzClassify(f *testing.F) {
 		}
 	})
 }
+
+// TestURLRoute: a request through the function URL is counted under the HTTP API
+// route key it would have matched, so the cost run counts appends and topic
+// descriptions alike behind either front door.
+func TestURLRoute(t *testing.T) {
+	for path, want := range map[string]string{
+		"POST /v1/topics/orders/records":             "POST /v1/topics/{topic}/records",
+		"GET /v1/topics/orders":                      "GET /v1/topics/{topic}",
+		"GET /v1/topics/orders/partitions/3/records": "GET /v1/topics/{topic}/partitions/{partition}/records",
+		"POST /v1/topics":                            "POST /v1/topics",
+		"PUT /v1/groups/g/settings":                  "PUT /v1/groups/g/settings",
+	} {
+		method, p, _ := strings.Cut(path, " ")
+		if got := urlRoute(method, p); got != want {
+			t.Errorf("urlRoute(%s) = %q, want %q", path, got, want)
+		}
+	}
+}
