@@ -25,7 +25,8 @@ type Meta interface {
 
 // Objects is what compaction needs of the object store.
 type Objects interface {
-	Put(ctx context.Context, key string, data []byte) error
+	Put(ctx context.Context, key string, data []byte, expiry store.Expiry) error
+	Keep(ctx context.Context, key string) error
 	GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error)
 	Delete(ctx context.Context, key string) error
 	List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error
@@ -378,7 +379,7 @@ func (j *Job) rewrite(ctx context.Context, t store.Topic, p int32, old []store.I
 		return nil, err
 	}
 	mkey := markerPrefix(t) + ulid.MustNew(ulid.Timestamp(began), crand.Reader).String()
-	if err := j.Objects.Put(ctx, mkey, body); err != nil {
+	if err := j.Objects.Put(ctx, mkey, body, store.Kept); err != nil {
 		return nil, fmt.Errorf("write marker: %w", err)
 	}
 	st.Puts++
@@ -405,7 +406,7 @@ func (j *Job) rewrite(ctx context.Context, t store.Topic, p int32, old []store.I
 		nw[i] = e
 	}
 	if len(obj) > 0 {
-		if err := j.Objects.Put(ctx, key, obj); err != nil {
+		if err := j.Objects.Put(ctx, key, obj, store.ExpiryOf(t)); err != nil {
 			return nil, fmt.Errorf("write %s: %w", key, err)
 		}
 		st.Puts++

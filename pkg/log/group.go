@@ -69,6 +69,18 @@ type member struct {
 	after, batch *batch
 }
 
+// batchExpiry is the mark of a batch's object (store.Expiry): Expiring only when every
+// member's view of its topic deletes by time, so an object holding a record of a
+// compacted topic is never one the lifecycle backstop may take.
+func batchExpiry(members []*member) store.Expiry {
+	for _, m := range members {
+		if store.ExpiryOf(m.t) != store.Expiring {
+			return store.Kept
+		}
+	}
+	return store.Expiring
+}
+
 // commitPlan is one commit of a batch: the blocks of one partition from every request
 // of the batch that has records there, back to back in the object, so one index entry
 // covers them all.
@@ -186,7 +198,7 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member, b
 	tableAt := int64(len(obj))
 	obj = append(obj, table...)
 	key := segment.ObjectKey(t.Name, t.Incarnation, ulid.MustNew(ulid.Timestamp(now), crand.Reader))
-	if err := l.objects.Put(ctx, key, obj); err != nil {
+	if err := l.objects.Put(ctx, key, obj, batchExpiry(members)); err != nil {
 		failAll(storeErr(fmt.Errorf("put segment object: %w", err)))
 		return
 	}

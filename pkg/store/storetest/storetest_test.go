@@ -65,6 +65,9 @@ func TestMutants(t *testing.T) {
 	}
 	for bug, catcher := range map[string]string{
 		"ObjectPutOverwrites":         "ObjectStore/Objects/PutIfAbsentKeepsFirst",
+		"ObjectExpiryDropped":         "ObjectStore/Objects/ExpiryMarks",
+		"KeepKeepsMark":               "ObjectStore/Objects/ExpiryMarks",
+		"ClearExpiryBlind":            "IndexExpiryClearer/ClearExpiry/ChangedOrMissingRefused",
 		"LagKeepsAll":                 "LagHistoryStore/LagHistory/RingKeepsNewestAndDropsGonePartitions",
 		"ProducerPutBlind":            "ProducerStore/Producers/RowPutIsConditionalOnVersion",
 		"ProducerIDRace":              "ProducerStore/Producers/IDsUniqueAcrossCallers",
