@@ -25,6 +25,7 @@ import (
 	"github.com/stratalog/strata/internal/stackrun"
 	"github.com/stratalog/strata/pkg/client"
 	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/store/awstest"
 )
 
@@ -276,14 +277,20 @@ func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The rule takes only the objects tagged as those of topics that delete by time
+	// (store.Expiry): a prefix and the tag, S3's And filter.
 	var backstop time.Duration
 	for _, r := range lc.Rules {
-		if r.Filter != nil && aws.ToString(r.Filter.Prefix) == deploy.SegmentKeyPrefix && r.Expiration != nil {
+		if r.Filter == nil || r.Filter.And == nil || aws.ToString(r.Filter.And.Prefix) != deploy.SegmentKeyPrefix || r.Expiration == nil {
+			continue
+		}
+		if len(r.Filter.And.Tags) == 1 && aws.ToString(r.Filter.And.Tags[0].Key) == store.ExpiryTagKey && aws.ToString(r.Filter.And.Tags[0].Value) == store.ExpiryTagValue {
 			backstop = time.Duration(aws.ToInt32(r.Expiration.Days)) * 24 * time.Hour
 		}
 	}
 	check(t, "lifecycle backstop", longest > 0 && backstop >= longest+24*time.Hour,
-		"the bucket's lifecycle rule on %s expires objects after %s, want at least a day past the longest retention %s", deploy.SegmentKeyPrefix, backstop, longest)
+		"the bucket's lifecycle rule on %s tagged %s=%s expires objects after %s, want at least a day past the longest retention %s",
+		deploy.SegmentKeyPrefix, store.ExpiryTagKey, store.ExpiryTagValue, backstop, longest)
 
 	// Refused at the front: unsigned, tampered, and signed by a principal without
 	// execute-api:Invoke.
