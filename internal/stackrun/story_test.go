@@ -79,6 +79,8 @@ var (
 // dispatch invokes the subscribed example consumer asynchronously; the consumer writes
 // each order to the business table exactly once and dead-letters the poison record as
 // the group's settings say; the retention schedule expires a short topic's records; a
+// delete topic's objects carry the lifecycle backstop's tag, which a scheduled compaction
+// pass takes off once the topic is altered to compact; a
 // topic asking for more than the stack's maximum retention is refused, and one lengthened
 // to it stays within the bucket's lifecycle rule; unsigned,
 // tampered and unauthorized requests are refused. Every AWS request of every function is
