@@ -471,6 +471,9 @@ func (j *Job) rewrite(ctx context.Context, t store.Topic, p int32, old []store.I
 		return nil, err
 	}
 	var obj []byte
+	// The rewrite is Expiring as the log's objects are: only when its topic deletes by
+	// time and every entry referring to it carries an expiry.
+	expiry := store.ExpiryOf(t)
 	nw := make([]store.IndexEntry, len(pieces))
 	for i, pc := range pieces {
 		e := store.IndexEntry{Topic: t.ID(), Partition: p, BaseOffset: pc.Base, Count: pc.Count, ObjectKey: key,
@@ -486,11 +489,14 @@ func (j *Job) rewrite(ctx context.Context, t store.Topic, p int32, old []store.I
 				return nil, fmt.Errorf("encode the block at %d: %w", pc.Base, err)
 			}
 			e.ByteOffset, e.ByteLength = int64(start), int64(len(obj)-start)
+			if e.ExpiresAt.IsZero() {
+				expiry = store.Kept
+			}
 		}
 		nw[i] = e
 	}
 	if len(obj) > 0 {
-		if err := j.Objects.Put(ctx, key, obj, store.ExpiryOf(t)); err != nil {
+		if err := j.Objects.Put(ctx, key, obj, expiry); err != nil {
 			return nil, fmt.Errorf("write %s: %w", key, err)
 		}
 		st.Puts++

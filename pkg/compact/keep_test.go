@@ -67,8 +67,9 @@ func (f *fixture) marks(tp store.Topic) (expiringEntries, expiringObjects int) {
 
 // TestObjectsMarkedByPolicy: the objects of topics that delete by time (delete,
 // compact,delete) are Expiring, the lifecycle backstop's to take, and their entries
-// carry an expiry; a compact-only topic's objects and entries carry neither, and a
-// compaction rewrite of it stays Kept.
+// carry an expiry; a compact-only topic's objects and entries carry neither, nor do a
+// delete topic's on a log without a maximum retention, and a compaction rewrite of a
+// compact-only topic stays Kept.
 func TestObjectsMarkedByPolicy(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		f := newRetainingFixture(t, s)
@@ -97,7 +98,18 @@ func TestObjectsMarkedByPolicy(t *testing.T) {
 				t.Errorf("%s: %d expiring entries and %d Expiring objects, want %d and %d", c.policy, entries, objects, wantEntries, wantObjects)
 			}
 		}
-		tp := f.topic("marked-rewrite", 1, nil)
+		// Without a maximum retention entries get no expiry, so no object is Expiring:
+		// the migration finds Expiring objects by their entries' expiries.
+		unbounded := newFixture(t, s)
+		tp, err := unbounded.log.CreateTopicWith(ctx, "marked-unbounded", log.TopicSpec{Partitions: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		unbounded.put(tp, 0, "a=1")
+		if entries, objects := unbounded.marks(tp); entries != 0 || objects != 0 {
+			t.Errorf("a delete topic without a maximum retention: %d expiring entries and %d Expiring objects, want none", entries, objects)
+		}
+		tp = f.topic("marked-rewrite", 1, nil)
 		f.put(tp, 0, "a=1")
 		f.put(tp, 0, "a=2")
 		f.clock.Advance(compact.HeadGuard + time.Second)
