@@ -543,8 +543,6 @@ func TestConsumerRights(t *testing.T) {
 		"ConsumerParked: dynamodb:DeleteItem,dynamodb:GetItem,dynamodb:Query,dynamodb:UpdateItem on " + tbl(dynamo.ParkedTable) + " " + lead("order-consumer#orders"),
 		"ParkingIdempotency: dynamodb:GetItem,dynamodb:PutItem on " + tbl(dynamo.IdempotencyTable) + " " + lead("order-consumer.parked#*"),
 		"ParkingIndex: dynamodb:GetItem,dynamodb:PutItem,dynamodb:Query on " + tbl(dynamo.IndexTable) + " " + lead("order-consumer.parked#*"),
-		// A parking topic deletes by time: its objects carry the backstop's tag.
-		"ParkingSegmentTags: s3:PutObjectTagging on <GetAtt:" + b + ".Arn>/v1/order-consumer.parked/*",
 		"ParkingSegments: s3:PutObject on <GetAtt:" + b + ".Arn>/v1/order-consumer.parked/* " + js(map[string]any{"Null": map[string]any{"s3:if-none-match": "false"}}),
 		"ParkingSequencer: dynamodb:GetItem,dynamodb:PutItem,dynamodb:UpdateItem on " + tbl(dynamo.SequencerTable) + " " + lead("order-consumer.parked#*"),
 	}

@@ -176,7 +176,9 @@ func (s target) consumerStatements(topic, group, deadLetterTopic string) []awsia
 // appendStatements are exactly what an append to topic calls (pkg/store/dynamo,
 // pkg/store/s3): read and seed or advance the partition's counter, claim and read
 // idempotency keys, write and look up index entries, and put segment objects only where
-// no object is (If-None-Match: *), tagged when the topic deletes by time. No delete, no transaction check, no overwrite. Without
+// no object is (If-None-Match: *), untagged: a consumer function knows no maximum
+// retention, so its entries carry no TTL and its objects no backstop tag (store.Expiry),
+// and s3:PutObjectTagging is not granted. No delete, no transaction check, no overwrite. Without
 // topicRow the topic's row is left out (a statement granting it already: policies are
 // bounded in size).
 func (s target) appendStatements(sid, d string, topicRow bool) []awsiam.PolicyStatement {
@@ -195,14 +197,6 @@ func (s target) appendStatements(sid, d string, topicRow bool) []awsiam.PolicySt
 			// S3 refuses a PutObject without If-None-Match under this condition:
 			// the role can add segment objects, never replace one.
 			Conditions: &map[string]any{"Null": map[string]any{"s3:if-none-match": "false"}},
-		}),
-		// The tag a PutObject of a topic that deletes by time carries (store.Expiry)
-		// is authorised as s3:PutObjectTagging: a statement of its own, without
-		// PutObject's If-None-Match condition. It tags the topic's objects only.
-		awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Sid:       jsii.String(sid + "SegmentTags"),
-			Actions:   jsii.Strings(objectTag...),
-			Resources: &[]*string{s.bucket.ArnForObjects(jsii.String(s.segmentPrefix + d + "/*"))},
 		}),
 	)
 }
