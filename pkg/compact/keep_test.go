@@ -3,6 +3,7 @@ package compact_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -187,6 +188,63 @@ func TestAlterToCompactKeepsEntriesAndObjects(t *testing.T) {
 		}
 		if st := f.pass(tp); st.Keeps != 0 || st.ExpiryClears != 0 {
 			t.Errorf("a pass after the migration made %d keeps and %d clears, want none", st.Keeps, st.ExpiryClears)
+		}
+	})
+}
+
+// TestKeepResumesAfterAStopAtAnyStep: a migration pass stopped after any of its keeps
+// and clears, as a crash there would, is finished by the next pass: no entry left with
+// an expiry, no referenced object Expiring, every record as appended.
+func TestKeepResumesAfterAStopAtAnyStep(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		f := newRetainingFixture(t, s)
+		ctx := context.Background()
+		compactOnly := store.CleanupCompact
+		for stop := 1; ; stop++ {
+			tp, err := f.log.CreateTopicWith(ctx, fmt.Sprintf("resumed-%d", stop), log.TopicSpec{Partitions: 2})
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.put(tp, 0, "a=1")
+			p0, p1 := int32(0), int32(1)
+			if _, err := f.log.Append(ctx, tp.Name, []log.Record{{Key: []byte("a"), Value: []byte("2"), Partition: &p0},
+				{Key: []byte("c"), Value: []byte("1"), Partition: &p1}}, log.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			before0, before1 := kv(f.read(tp, 0)), kv(f.read(tp, 1))
+			if tp, err = f.log.AlterCleanup(ctx, tp.Name, log.CleanupChange{Cleanup: &compactOnly}); err != nil {
+				t.Fatal(err)
+			}
+			steps, stopped := 0, ""
+			f.job.Hook = func(step string) error {
+				if step != compact.StepKeep && step != compact.StepClear {
+					return nil
+				}
+				if steps++; steps == stop {
+					stopped = step
+					return errors.New("crash")
+				}
+				return nil
+			}
+			var st compact.Stats
+			err = f.job.Topic(ctx, tp, &st)
+			f.job.Hook = nil
+			if stopped == "" {
+				if err != nil || stop < 4 {
+					t.Fatalf("an unstopped pass after %d steps: %v", steps, err)
+				}
+				return // every step has been a stop point
+			}
+			if !errors.Is(err, compact.ErrStopped) {
+				t.Fatalf("stop %d (%s): %v, want ErrStopped", stop, stopped, err)
+			}
+			f.pass(tp)
+			if entries, objects := f.marks(tp); entries != 0 || objects != 0 {
+				t.Fatalf("stop %d (%s), then a pass: %d expiring entries and %d Expiring objects, want none", stop, stopped, entries, objects)
+			}
+			if after0, after1 := kv(f.read(tp, 0)), kv(f.read(tp, 1)); after0 != before0 || after1 != before1 {
+				t.Fatalf("stop %d (%s): records %q %q, want %q %q", stop, stopped, after0, after1, before0, before1)
+			}
 		}
 	})
 }
