@@ -21,6 +21,7 @@ import (
 	"github.com/stratalog/strata/infra/stack"
 	"github.com/stratalog/strata/infra/strata"
 	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/store/dynamo"
 )
 
@@ -115,8 +116,10 @@ func TestBucket(t *testing.T) {
 			"PublicAccessBlockConfiguration": map[string]any{
 				"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true},
 			"LifecycleConfiguration": map[string]any{"Rules": []any{
-				// the longest retention (7 days) plus a day: the retention function's backstop
-				map[string]any{"Id": "retention-backstop", "Prefix": deploy.SegmentKeyPrefix, "ExpirationInDays": 8, "Status": "Enabled"},
+				// the longest retention (7 days) plus a day: the retention function's backstop,
+				// on the objects tagged as those of topics that delete by time only
+				map[string]any{"Id": "retention-backstop", "Prefix": deploy.SegmentKeyPrefix, "ExpirationInDays": 8, "Status": "Enabled",
+					"TagFilters": []any{map[string]any{"Key": store.ExpiryTagKey, "Value": store.ExpiryTagValue}}},
 				map[string]any{"Id": "abort-incomplete-uploads", "AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": 1}, "Status": "Enabled"},
 			}},
 		})
@@ -391,7 +394,7 @@ func TestStrataRoles(t *testing.T) {
 	prefixOnly := map[string]any{"StringLike": map[string]any{"s3:prefix": []any{deploy.SegmentKeyPrefix + "*"}}}
 	others := map[string][]string{ // "actions on resources [condition]" beyond tables and logs
 		deploy.FunctionAPI: {
-			"s3:GetObject,s3:PutObject on " + objects,
+			"s3:GetObject,s3:PutObject,s3:PutObjectTagging on " + objects,
 			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
 		},
 		deploy.FunctionDispatch: {
@@ -409,7 +412,7 @@ func TestStrataRoles(t *testing.T) {
 			// the scheduled pass invokes the function itself once per topic (fan-out)
 			"lambda:InvokeFunction on <GetAtt:" + retentionFn + ".Arn>",
 			// retention's deletes; the compaction pass's reads, rewrites and deletes
-			"s3:DeleteObject,s3:GetObject,s3:PutObject on " + objects,
+			"s3:DeleteObject,s3:GetObject,s3:PutObject,s3:PutObjectTagging on " + objects,
 			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
 		},
 	}
