@@ -69,6 +69,11 @@ type Settings struct {
 	// The stack sets it on the retention function, whose role may invoke itself; unset,
 	// one invocation passes every topic.
 	RetentionFanout bool `env:"STRATA_RETENTION_FANOUT"`
+	// CompactFanout makes the compaction function fan its scheduled pass out per
+	// partition of each compacted topic, invoking itself (AWS_LAMBDA_FUNCTION_NAME)
+	// asynchronously once per partition ("1"). The stack sets it on the compaction
+	// function, whose role may invoke itself; unset, one invocation passes every topic.
+	CompactFanout bool `env:"STRATA_COMPACT_FANOUT"`
 }
 
 // Names of the variables of Settings (the `env` tags), for code that names one.
@@ -78,6 +83,7 @@ const (
 	EnvDefaultRetentionMS = "STRATA_DEFAULT_RETENTION_MS"
 	EnvMaxRetentionMS     = "STRATA_MAX_RETENTION_MS"
 	EnvRetentionFanout    = "STRATA_RETENTION_FANOUT"
+	EnvCompactFanout      = "STRATA_COMPACT_FANOUT"
 )
 
 // SettingNames returns the variable of every field of Settings, sorted.

@@ -2,6 +2,8 @@ package node_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -57,4 +59,61 @@ func TestRetentionLoopCompacts(t *testing.T) {
 	}
 	cancel()
 	<-done
+}
+
+// TestCompactionFanout: the compaction function's scheduled pass hands every partition
+// of every compacted topic (and no other topic's) to start; each partition's pass
+// (RunCompactionPartition) compacts only its partition; a partition of a topic that is
+// not compacted, out of range or of no topic is ErrNotCompacted.
+func TestCompactionFanout(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	n, err := node.Open(ctx, node.Config{DataDir: t.TempDir(), Clock: func() time.Time { return now }}, node.PartLog|node.PartCompaction)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	l := n.Log()
+	if _, err := l.CreateTopicWith(ctx, "config", log.TopicSpec{Partitions: 2, Cleanup: store.TopicCleanup{Cleanup: store.CleanupCompact}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateTopicWith(ctx, "events", log.TopicSpec{Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int32{0, 1} {
+		for _, v := range []string{"1", "2"} {
+			if _, err := l.Append(ctx, "config", []log.Record{{Key: []byte("k"), Value: []byte(v), Partition: &p}}, log.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	now = now.Add(compact.HeadGuard + time.Second)
+	var started []string
+	if _, err := n.RunCompactionFanout(ctx, func(_ context.Context, topic string, p int32) error {
+		started = append(started, fmt.Sprintf("%s/%d", topic, p))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(started) != "[config/0 config/1]" {
+		t.Errorf("started %v, want config/0 and config/1 only", started)
+	}
+	st, err := n.RunCompactionPartition(ctx, "config", 1)
+	if err != nil || st.RecordsRemoved != 1 {
+		t.Fatalf("pass of config/1: %+v, %v; want 1 record removed", st, err)
+	}
+	for p, want := range map[int32]int{0: 2, 1: 1} {
+		res, err := l.Poll(ctx, "config", p, 0, log.PollOptions{})
+		if err != nil || len(res.Records) != want {
+			t.Errorf("config/%d after the pass of config/1: %d records (%v), want %d", p, len(res.Records), err, want)
+		}
+	}
+	for _, c := range []struct {
+		topic string
+		p     int32
+	}{{"events", 0}, {"config", 2}, {"config", -1}, {"gone", 0}} {
+		if _, err := n.RunCompactionPartition(ctx, c.topic, c.p); !errors.Is(err, node.ErrNotCompacted) {
+			t.Errorf("%s/%d: %v, want ErrNotCompacted", c.topic, c.p, err)
+		}
+	}
 }

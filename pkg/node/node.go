@@ -100,6 +100,9 @@ type FunctionSettings struct {
 	// RetentionFanout makes the retention function invoke itself once per topic
 	// (deploy.Settings.RetentionFanout).
 	RetentionFanout bool
+	// CompactFanout makes the compaction function invoke itself once per partition of
+	// each compacted topic (deploy.Settings.CompactFanout).
+	CompactFanout bool
 }
 
 // AWSConfig names the AWS resources and how to reach them. Without SDK, the SDK's default
@@ -378,19 +381,101 @@ func (n *Node) RunRetention(ctx context.Context) (retention.Stats, error) {
 	return st, err
 }
 
-// RunCompaction makes one compaction pass now over every compacted topic (the
-// compaction function's pass; `strata dev` runs it after each retention pass). It needs
-// PartCompaction.
+// RunCompaction makes one compaction pass now over every compacted topic (`strata dev`
+// runs it after each retention pass; the compaction function when it does not fan out).
+// It needs PartCompaction.
 func (n *Node) RunCompaction(ctx context.Context) (compact.Stats, error) {
+	job, err := n.compactJob()
+	if err != nil {
+		return compact.Stats{}, err
+	}
+	return job.Run(ctx)
+}
+
+// ErrNotCompacted is RunCompactionPartition of a topic that is not compacted (or a
+// partition it does not have): nothing to do, not a failure of the store.
+var ErrNotCompacted = errors.New("node: not a partition of a compacted topic")
+
+// compactJob is the compaction pass's job over the node's stores, on its clock.
+func (n *Node) compactJob() (compact.Job, error) {
 	if n.parts&PartCompaction == 0 {
-		return compact.Stats{}, errors.New("node: RunCompaction needs a node opened with PartCompaction")
+		return compact.Job{}, errors.New("node: compaction needs a node opened with PartCompaction")
 	}
 	meta, ok := n.meta.(compact.Meta)
 	if !ok {
-		return compact.Stats{}, fmt.Errorf("node: the %T meta store cannot swap index entries", n.meta)
+		return compact.Job{}, fmt.Errorf("node: the %T meta store cannot swap index entries", n.meta)
 	}
-	job := compact.Job{Meta: meta, Objects: n.objects, Clock: n.cfg.Clock}
-	return job.Run(ctx)
+	return compact.Job{Meta: meta, Objects: n.objects, Clock: n.cfg.Clock}, nil
+}
+
+// RunCompactionPartition compacts one partition of the compacted topic name
+// (compact.Job.Partition, bounded by its MaxRewrites): what each invocation of the
+// compaction function's fan-out, and each one the dirty-ratio trigger starts, runs. It
+// collects no garbage (the scheduled invocation does, once per topic). A topic that is
+// missing, not compacted, or without the partition is ErrNotCompacted. It needs
+// PartCompaction.
+func (n *Node) RunCompactionPartition(ctx context.Context, name string, partition int32) (compact.Stats, error) {
+	var st compact.Stats
+	job, err := n.compactJob()
+	if err != nil {
+		return st, err
+	}
+	t, err := n.meta.GetTopic(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return st, fmt.Errorf("%w: topic %s is gone", ErrNotCompacted, name)
+	}
+	if err != nil {
+		return st, fmt.Errorf("node: compaction of %s/%d: %w", name, partition, err)
+	}
+	if !t.Compacted() || partition < 0 || partition >= t.Partitions {
+		return st, fmt.Errorf("%w: %s/%d (cleanup.policy=%s, %d partitions)", ErrNotCompacted, name, partition, t.Cleanup, t.Partitions)
+	}
+	if err := job.Partition(ctx, t, partition, &st); err != nil {
+		return st, fmt.Errorf("node: compaction of %s/%d: %w", name, partition, err)
+	}
+	return st, nil
+}
+
+// RunCompactionFanout is the compaction function's scheduled pass fanned out per
+// partition: it hands every partition of every compacted topic to start (the function
+// invokes itself asynchronously with it, each partition's pass its own invocation:
+// RunCompactionPartition), so a pass takes its largest partition's time, not the sum;
+// then it collects each compacted topic's garbage here (compact.Job.Collect: the
+// objects rewrites replaced, once no reader can hold them). A partition start fails
+// for is left to the next schedule. It needs PartCompaction.
+func (n *Node) RunCompactionFanout(ctx context.Context, start func(ctx context.Context, topic string, partition int32) error) (compact.Stats, error) {
+	var st compact.Stats
+	job, err := n.compactJob()
+	if err != nil {
+		return st, err
+	}
+	names, err := n.meta.ListTopics(ctx)
+	if err != nil {
+		return st, fmt.Errorf("node: compaction: list topics: %w", err)
+	}
+	var errs []error
+	for _, name := range names {
+		t, err := n.meta.GetTopic(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node: compaction: topic %s: %w", name, err))
+			continue
+		}
+		if !t.Compacted() {
+			continue
+		}
+		for p := int32(0); p < t.Partitions; p++ {
+			if err := start(ctx, name, p); err != nil {
+				errs = append(errs, fmt.Errorf("node: compaction of %s/%d: %w", name, p, err))
+			}
+		}
+		if err := job.Collect(ctx, t, &st); err != nil {
+			errs = append(errs, fmt.Errorf("node: %w", err))
+		}
+	}
+	return st, errors.Join(errs...)
 }
 
 // SampleLag records every group's lag now in the store's lag history
@@ -453,8 +538,9 @@ func (n *Node) RunRetentionTopic(ctx context.Context, name string) (retention.St
 // to start (the retention function invokes itself asynchronously with it, each topic's
 // pass its own invocation: RunRetentionTopic), so a pass's time is its largest topic's,
 // not the sum of all; then it purges deleted topics and samples every group's lag. A
-// topic start fails for is left to the next schedule. The compaction pass (with
-// PartCompaction) runs here, bounded per partition (pkg/compact). It needs PartRetention.
+// topic start fails for is left to the next schedule. With PartCompaction the
+// compaction pass runs here too; the retention function opens its node without it (the
+// compaction function compacts on AWS). It needs PartRetention.
 func (n *Node) RunScheduledFanout(ctx context.Context, start func(ctx context.Context, topic string) error) (retention.Stats, error) {
 	if n.parts&PartRetention == 0 {
 		return retention.Stats{}, errors.New("node: RunScheduledFanout needs a node opened with PartRetention")
