@@ -251,6 +251,28 @@ func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
 	}
 	st.WaitFor(ctx, fannedOut, 30*time.Second, "an asynchronous invocation of the retention function passes audit (the scheduled pass fans out per topic)")
 
+	// Compaction runs in its own function on its own schedule: its scheduled pass fans
+	// out one asynchronous invocation of the function itself per partition of each
+	// compacted topic, each that partition's pass (its right to invoke itself and every
+	// store call of the pass checked by the harness's IAM).
+	if _, err := c.CreateTopic(ctx, "settings", client.TopicConfig{Partitions: 2, Cleanup: client.CleanupCompact}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Append(ctx, "settings", []client.Record{{Key: []byte("mode"), Value: []byte("on")}}, client.AppendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	compactFn := st.Function("Strata compact").Name
+	compactedParts := func() bool {
+		passed := map[string]bool{}
+		for _, r := range st.AsyncResults() {
+			if r.Function == compactFn && r.Err == nil && strings.Contains(string(r.Payload), `"strata_compact_topic":"settings"`) {
+				passed[string(r.Payload)] = true
+			}
+		}
+		return len(passed) == 2
+	}
+	st.WaitFor(ctx, compactedParts, time.Minute, "asynchronous invocations of the compaction function pass both partitions of settings (the scheduled pass fans out per partition)")
+
 	// Lengthened, a topic's retention stays within the bucket's lifecycle backstop: the
 	// api accepts up to the stack's maximum (strata:maxRetentionDays) and refuses more,
 	// for ever included, naming that setting; the lifecycle rule the stack gave the

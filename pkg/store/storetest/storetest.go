@@ -49,6 +49,7 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	runSections(t, "IndexSwapper", newHarness, makeSwapper, swapSections())
 	runSections(t, "CleanupStore", newHarness, makeCleanup, cleanupSections())
 	runSections(t, "KeyIndexStore", newHarness, makeKeyIndex, keyIndexSections())
+	runSections(t, "DirtyCounterStore", newHarness, makeDirty, dirtySections())
 }
 
 // RunFenceBoundTests runs the suite's cases of the bounds on a topic's fences alone: for
