@@ -113,7 +113,7 @@ func (l *Log) indexKeys(ctx context.Context, m *member) error {
 		sem <- struct{}{}
 		go func(e store.KeyEntry) {
 			defer func() { <-sem; wg.Done() }()
-			if _, err := ks.PutKey(ctx, e); err != nil {
+			if _, _, err := ks.PutKey(ctx, e); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()

@@ -27,19 +27,19 @@ func keyIndexKey(topic string, partition int32, key []byte) []byte {
 }
 
 // PutKey replaces the key's entry in one transaction unless the stored one is as new.
-func (m *MetaStore) PutKey(ctx context.Context, e store.KeyEntry) (bool, error) {
-	var stored bool
+func (m *MetaStore) PutKey(ctx context.Context, e store.KeyEntry) (bool, bool, error) {
+	var stored, replaced bool
 	err := m.update(ctx, func(tx *bolt.Tx) error {
-		stored = false
+		stored, replaced = false, false
 		k := keyIndexKey(e.Topic, e.Partition, e.Key)
 		old, ok, err := getRec[keyRec](tx, bucketKeys, k)
 		if err != nil || (ok && old.Offset >= e.Offset) {
 			return err
 		}
-		stored = true
+		stored, replaced = true, ok
 		return putRec(tx, bucketKeys, k, keyRec{Offset: e.Offset, Tombstone: e.Tombstone, AppendedAt: e.AppendedAt.UTC().Truncate(time.Millisecond)})
 	})
-	return stored, err
+	return stored, replaced && err == nil, err
 }
 
 // GetKey reads the key's entry.

@@ -52,26 +52,27 @@ func wantNoKey(ctx context.Context, t *testing.T, k store.KeyIndexStore, topic s
 }
 
 // testKeyNeverMovesBack: a put stores only a higher offset than the entry's (an older or
-// equal one reports false and changes nothing); a tombstone is a put like any other;
+// equal one reports false and changes nothing); a stored put reports whether it replaced
+// an entry of the key (the first did not); a tombstone is a put like any other;
 // DeleteKey removes the entry only at its offset.
 func testKeyNeverMovesBack(ctx context.Context, t *testing.T, k store.KeyIndexStore) {
 	e := store.KeyEntry{Topic: store.TopicID(UniqueName(t, "t"), "inc1"), Partition: 1, Key: []byte("o-42"), Offset: 5, AppendedAt: at(5)}
 	wantNoKey(ctx, t, k, e.Topic, e.Partition, e.Key)
 	for _, step := range []struct {
-		put    store.KeyEntry
-		stored bool
-		want   store.KeyEntry
+		put              store.KeyEntry
+		stored, replaced bool
+		want             store.KeyEntry
 	}{
-		{e, true, e},
-		{store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 3, AppendedAt: at(9)}, false, e},
-		{store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 5, Tombstone: true, AppendedAt: at(9)}, false, e},
-		{store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 9, Tombstone: true, AppendedAt: at(10)}, true,
+		{e, true, false, e},
+		{store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 3, AppendedAt: at(9)}, false, false, e},
+		{store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 5, Tombstone: true, AppendedAt: at(9)}, false, false, e},
+		{store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 9, Tombstone: true, AppendedAt: at(10)}, true, true,
 			store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 9, Tombstone: true, AppendedAt: at(10)}},
 	} {
-		stored, err := k.PutKey(ctx, step.put)
+		stored, replaced, err := k.PutKey(ctx, step.put)
 		must(t, "PutKey", err)
-		if stored != step.stored {
-			t.Fatalf("PutKey(offset %d) over offset %d stored = %v, want %v", step.put.Offset, step.want.Offset, stored, step.stored)
+		if stored != step.stored || replaced != step.replaced {
+			t.Fatalf("PutKey(offset %d) over offset %d = stored %v, replaced %v; want %v, %v", step.put.Offset, step.want.Offset, stored, replaced, step.stored, step.replaced)
 		}
 		wantKey(ctx, t, k, step.want)
 	}
@@ -103,8 +104,8 @@ func testKeysApart(ctx context.Context, t *testing.T, k store.KeyIndexStore) {
 		{Topic: b, Partition: 0, Key: []byte("k"), Offset: 6, Tombstone: true, AppendedAt: at(6)},
 	}
 	for _, e := range entries {
-		if stored, err := k.PutKey(ctx, e); err != nil || !stored {
-			t.Fatalf("PutKey(%s/%d %q) = %v, %v; want true, nil", e.Topic, e.Partition, e.Key, stored, err)
+		if stored, replaced, err := k.PutKey(ctx, e); err != nil || !stored || replaced {
+			t.Fatalf("PutKey(%s/%d %q) = %v, %v, %v; want stored, replacing nothing", e.Topic, e.Partition, e.Key, stored, replaced, err)
 		}
 	}
 	for _, e := range entries {
@@ -132,7 +133,7 @@ func testKeyConcurrentPuts(ctx context.Context, t *testing.T, k store.KeyIndexSt
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := k.PutKey(ctx, store.KeyEntry{Topic: topic, Key: []byte("hot"), Offset: int64(off), AppendedAt: at(int64(off))})
+			_, _, err := k.PutKey(ctx, store.KeyEntry{Topic: topic, Key: []byte("hot"), Offset: int64(off), AppendedAt: at(int64(off))})
 			errs <- err
 		}()
 	}

@@ -72,6 +72,7 @@ func TestMutants(t *testing.T) {
 		"CleanupKeepsLags":            "CleanupStore/Cleanup/SetKeepsTheRest",
 		"KeyPutBlind":                 "KeyIndexStore/Keys/NeverMovesBack",
 		"DirtyClaimBlind":             "DirtyCounterStore/DirtyCounters/ClaimOnlyOnSeen",
+		"KeyReplacedNever":            "KeyIndexStore/Keys/NeverMovesBack",
 		"KeyDeleteBlind":              "KeyIndexStore/Keys/NeverMovesBack",
 		"ObjectPutRace":               "ObjectStore/Objects/ConcurrentPutOneWins",
 		"ObjectShortRead":             "ObjectStore/Objects/RangePastEndOrInvalid",
