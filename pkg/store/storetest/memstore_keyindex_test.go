@@ -33,7 +33,7 @@ func (s *memStore) PutKey(_ context.Context, e store.KeyEntry) (bool, bool, erro
 		ok = false
 	}
 	if ok && old.Offset >= e.Offset {
-		return false, false, nil
+		return false, old.Offset > e.Offset && s.bug != "KeyReplacedNever", nil
 	}
 	e.Key = append([]byte{}, e.Key...)
 	s.keys()[id] = e
