@@ -102,6 +102,10 @@ func TestCompactionFanout(t *testing.T) {
 	if err != nil || st.RecordsRemoved != 1 {
 		t.Fatalf("pass of config/1: %+v, %v; want 1 record removed", st, err)
 	}
+	topic, _ := n.Meta().GetTopic(ctx, "config")
+	if c, err := n.Meta().(store.DirtyCounterStore).AddOverwrites(ctx, topic.ID(), 1, 0); err != nil || c.Removed != 1 {
+		t.Errorf("config/1's dirty counter after its pass: %+v, %v; want 1 removed", c, err)
+	}
 	for p, want := range map[int32]int{0: 2, 1: 1} {
 		res, err := l.Poll(ctx, "config", p, 0, log.PollOptions{})
 		if err != nil || len(res.Records) != want {
@@ -115,5 +119,49 @@ func TestCompactionFanout(t *testing.T) {
 		if _, err := n.RunCompactionPartition(ctx, c.topic, c.p); !errors.Is(err, node.ErrNotCompacted) {
 			t.Errorf("%s/%d: %v, want ErrNotCompacted", c.topic, c.p, err)
 		}
+	}
+}
+
+// TestCompactStartOnDirtyAppends: a node opened with CompactStart runs the dirty-ratio
+// trigger on its log's appends: a compacted partition overwritten past the ratio is
+// asked for once; new keys and a topic that deletes by time ask for nothing.
+func TestCompactStartOnDirtyAppends(t *testing.T) {
+	ctx := context.Background()
+	var asked []string
+	n, err := node.Open(ctx, node.Config{DataDir: t.TempDir(), CompactStart: func(_ context.Context, topic string, p int32) error {
+		asked = append(asked, fmt.Sprintf("%s/%d", topic, p))
+		return nil
+	}}, node.PartLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	l := n.Log()
+	if _, err := l.CreateTopicWith(ctx, "config", log.TopicSpec{Partitions: 1, Cleanup: store.TopicCleanup{Cleanup: store.CleanupCompact}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateTopicWith(ctx, "events", log.TopicSpec{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p := int32(0)
+	put := func(topic, key string) {
+		t.Helper()
+		if _, err := l.Append(ctx, topic, []log.Record{{Key: []byte(key), Value: []byte("v"), Partition: &p}}, log.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, k := range []string{"a", "b", "c", "d"} {
+		put("config", k)
+		put("events", k)
+		put("events", k)
+	}
+	if len(asked) != 0 {
+		t.Fatalf("asked for %v after new keys only, want nothing", asked)
+	}
+	for _, k := range []string{"a", "b", "c", "d"} { // 4 superseded of 8: 0.5
+		put("config", k)
+	}
+	if fmt.Sprint(asked) != "[config/0]" {
+		t.Errorf("asked for %v, want config/0 once", asked)
 	}
 }

@@ -53,6 +53,7 @@ func FromSettings(s deploy.Settings, endpoint, maxConcurrency string, faults *aw
 			MetricsNamespace:  s.MetricsNamespace,
 			RetentionFanout:   s.RetentionFanout,
 			CompactFanout:     s.CompactFanout,
+			CompactFunction:   s.CompactFunction,
 		},
 		GroupCommitWindow: groupCommitWindow(s.GroupCommitWindow, maxConcurrency),
 		GroupCommitBytes:  s.GroupCommitBudget,

@@ -76,6 +76,11 @@ type Config struct {
 	// FenceLimits bound the producer retry fences a topic holds (zero: the stores'
 	// defaults, which every deployment runs with; tests set small ones).
 	FenceLimits store.FenceLimits
+	// CompactStart, when set, turns the log's dirty-ratio trigger on (compact.Trigger
+	// over the metadata store's dirty counters, on the log's clock): it asks for a pass
+	// of a compacted partition an append found dirty (the api function invokes the
+	// compaction function). A trigger failure is logged, never an append's.
+	CompactStart func(ctx context.Context, topic string, partition int32) error
 }
 
 // FunctionSettings are the settings of the stack that configure a function rather than
@@ -103,6 +108,9 @@ type FunctionSettings struct {
 	// CompactFanout makes the compaction function invoke itself once per partition of
 	// each compacted topic (deploy.Settings.CompactFanout).
 	CompactFanout bool
+	// CompactFunction is the compaction function the api's dirty-ratio trigger invokes
+	// (deploy.Settings.CompactFunction); "" for none.
+	CompactFunction string
 }
 
 // AWSConfig names the AWS resources and how to reach them. Without SDK, the SDK's default
@@ -191,7 +199,8 @@ func Open(ctx context.Context, cfg Config, parts Parts) (*Node, error) {
 	if parts&PartLog != 0 {
 		var err error
 		n.log, err = log.New(log.Config{Objects: n.objects, Meta: n.meta, Metrics: cfg.Metrics,
-			GroupCommitWindow: max(cfg.GroupCommitWindow, 0), GroupCommitBytes: cfg.GroupCommitBytes, Topics: cfg.Topics, Clock: cfg.Clock})
+			GroupCommitWindow: max(cfg.GroupCommitWindow, 0), GroupCommitBytes: cfg.GroupCommitBytes, Topics: cfg.Topics, Clock: cfg.Clock,
+			KeyOverwrites: n.keyOverwrites()})
 		if err != nil {
 			_ = n.Close()
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -201,6 +210,24 @@ func Open(ctx context.Context, cfg Config, parts Parts) (*Node, error) {
 		n.coord = group.New(n.meta, n.log, nil)
 	}
 	return n, nil
+}
+
+// keyOverwrites is the log's dirty-ratio trigger when Config.CompactStart asks for one
+// and the metadata store keeps dirty counters; nil otherwise.
+func (n *Node) keyOverwrites() func(ctx context.Context, t store.Topic, partition int32, overwrites, next int64) {
+	counters, ok := n.meta.(store.DirtyCounterStore)
+	if n.cfg.CompactStart == nil || !ok {
+		return nil
+	}
+	tr := &compact.Trigger{Store: counters, Clock: n.cfg.Clock, Start: n.cfg.CompactStart}
+	return func(ctx context.Context, t store.Topic, partition int32, overwrites, next int64) {
+		asked, err := tr.Overwrote(ctx, t, partition, overwrites, next)
+		if err != nil {
+			n.logger.Warn("compaction trigger failed; the scheduled pass covers the partition", "topic", t.Name, "partition", partition, "error", err)
+		} else if asked {
+			n.logger.Info("compaction asked for: dirty ratio past the threshold", "topic", t.Name, "partition", partition)
+		}
+	}
 }
 
 func (n *Node) openStores(ctx context.Context) error {
@@ -430,7 +457,12 @@ func (n *Node) RunCompactionPartition(ctx context.Context, name string, partitio
 	if !t.Compacted() || partition < 0 || partition >= t.Partitions {
 		return st, fmt.Errorf("%w: %s/%d (cleanup.policy=%s, %d partitions)", ErrNotCompacted, name, partition, t.Cleanup, t.Partitions)
 	}
-	if err := job.Partition(ctx, t, partition, &st); err != nil {
+	err = job.Partition(ctx, t, partition, &st)
+	if counters, ok := n.meta.(store.DirtyCounterStore); ok && st.RecordsRemoved > 0 {
+		// The dirty-ratio trigger's estimate subtracts what passes removed.
+		err = errors.Join(err, counters.AddRemoved(ctx, t.ID(), partition, st.RecordsRemoved))
+	}
+	if err != nil {
 		return st, fmt.Errorf("node: compaction of %s/%d: %w", name, partition, err)
 	}
 	return st, nil
