@@ -393,6 +393,8 @@ func TestStrataRoles(t *testing.T) {
 	prefixOnly := map[string]any{"StringLike": map[string]any{"s3:prefix": []any{deploy.SegmentKeyPrefix + "*"}}}
 	others := map[string][]string{ // "actions on resources [condition]" beyond tables and logs
 		deploy.FunctionAPI: {
+			// the dirty-ratio trigger asks the compaction function for a pass
+			"lambda:InvokeFunction on <GetAtt:" + compactFn + ".Arn>",
 			"s3:GetObject,s3:PutObject on " + objects,
 			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
 		},

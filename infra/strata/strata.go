@@ -776,10 +776,21 @@ func (s *Strata) newRetentionSchedule() {
 }
 
 // newCompactSchedule schedules the compaction function's pass, which fans out per
-// partition of each compacted topic by invoking the function itself.
+// partition of each compacted topic by invoking the function itself, and lets the api
+// function's dirty-ratio trigger invoke it for a partition an append found dirty.
 func (s *Strata) newCompactSchedule() {
 	fn := s.Functions[deploy.FunctionCompact]
 	schedule(s, "CompactSchedule", fn, s.props.CompactInterval, "compaction pass of compacted topics")
+	api := s.Functions[deploy.FunctionAPI]
+	api.AddEnvironment(jsii.String(deploy.EnvCompactFunction), fn.FunctionName(), nil)
+	awsiam.NewPolicy(api, jsii.String("CompactTrigger"), &awsiam.PolicyProps{
+		Roles: &[]awsiam.IRole{api.Role()},
+		Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("CompactTrigger"),
+			Actions:   jsii.Strings("lambda:InvokeFunction"),
+			Resources: &[]*string{fn.FunctionArn()},
+		})},
+	})
 	// A policy of its own, as retention's: in the role's default policy the function's
 	// ARN would be a cycle.
 	awsiam.NewPolicy(fn, jsii.String("FanOut"), &awsiam.PolicyProps{

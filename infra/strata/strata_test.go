@@ -729,6 +729,23 @@ func TestCompactFunction(t *testing.T) {
 			t.Errorf("the compaction role lacks %q:\n%s", want, strings.Join(got, "\n"))
 		}
 	}
+	_, api, err := c.Find("AWS::Lambda::Function", "Description", "Strata api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tmpl.Join(api.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)[deploy.EnvCompactFunction]); got != "<Ref:"+id+">" {
+		t.Errorf("the api's %s = %s, want the compaction function's name", deploy.EnvCompactFunction, got)
+	}
+	arole, _ := tmpl.GetAtt(api.Properties["Role"], "Arn")
+	asts, _, err := c.RoleStatements(arole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(asts, func(s tmpl.Statement) bool {
+		return slices.Equal(s.Actions, []string{"lambda:InvokeFunction"}) && len(s.Resources) == 1 && tmpl.Join(s.Resources[0]) == "<GetAtt:"+id+".Arn>"
+	}) {
+		t.Errorf("the api role may not invoke the compaction function (the dirty-ratio trigger): %+v", asts)
+	}
 	_, ret, err := c.Find("AWS::Lambda::Function", "Description", "Strata retention")
 	if err != nil {
 		t.Fatal(err)

@@ -116,6 +116,9 @@ type CompactInvoker struct {
 
 // Start queues the pass of topic's partition, for trigger (CompactTrigger*).
 func (c CompactInvoker) Start(ctx context.Context, topic string, partition int32, trigger string) error {
+	if c.Client == nil {
+		return fmt.Errorf("invoke %s for %s/%d: no Lambda client", c.Function, topic, partition)
+	}
 	payload, err := json.Marshal(CompactPartitionEvent{Topic: topic, Partition: partition, Trigger: trigger})
 	if err != nil {
 		return err
