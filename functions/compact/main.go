@@ -47,7 +47,20 @@ func main() {
 		})
 	}
 	if !cfg.Function.CompactFanout || fanout.Function == "" {
-		scheduled = n.RunCompaction // not asked to fan out, or not in Lambda: the whole pass here
+		// Not asked to fan out, or not in Lambda: every partition's pass here, one after
+		// another, feeding the dirty counters as the fanned-out passes do.
+		scheduled = func(ctx context.Context) (compact.Stats, error) {
+			var all compact.Stats
+			st, err := n.RunCompactionFanout(ctx, func(ctx context.Context, topic string, p int32) error {
+				ps, err := n.RunCompactionPartition(ctx, topic, p)
+				all = all.Add(ps)
+				if errors.Is(err, node.ErrNotCompacted) {
+					return nil
+				}
+				return err
+			})
+			return all.Add(st), err
+		}
 	}
 	partition := func(ctx context.Context, topic string, p int32) (compact.Stats, error) {
 		st, err := n.RunCompactionPartition(ctx, topic, p)

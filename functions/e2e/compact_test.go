@@ -78,26 +78,7 @@ func newSelfInvokes(t *testing.T) *selfInvokes {
 func TestCompactionFunctionFansOut(t *testing.T) {
 	d := newDeployment(t)
 	ctx := context.Background()
-	// Records appended 20 minutes ago, past the head guard the pass never touches: the
-	// test's own log on the deployment's tables and bucket, on a clock in the past.
-	then := time.Now().Add(-20 * time.Minute)
-	l, err := log.New(log.Config{Objects: s3store.New(d.s3, d.cfg.Bucket, ""), Meta: dynamo.New(d.ddb, d.cfg), Clock: func() time.Time { return then }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.CreateTopicWith(ctx, "config", log.TopicSpec{Partitions: 2, Cleanup: store.TopicCleanup{Cleanup: store.CleanupCompact}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := l.CreateTopicWith(ctx, "events", log.TopicSpec{Partitions: 1}); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []int32{0, 1} {
-		for _, v := range []string{"old", "new"} {
-			if _, err := l.Append(ctx, "config", []log.Record{{Key: []byte("k"), Value: []byte(v), Partition: &p}}, log.AppendOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	l := overwrittenTwice(t, d)
 	self := newSelfInvokes(t)
 	self.fn = startRIE(t, deploy.FunctionCompact, d.env(deploy.EnvCompactFanout+"=1", "AWS_ENDPOINT_URL_LAMBDA="+self.srv.URL))
 
@@ -138,5 +119,62 @@ func TestCompactionFunctionFansOut(t *testing.T) {
 	self.fn.mustInvoke(t, ev, &skipped)
 	if skipped.Rewrites != 0 || skipped.IndexReads != 0 {
 		t.Errorf("a partition of no topic: %+v, want nothing done", skipped)
+	}
+}
+
+// overwrittenTwice creates, on d, the compacted topic config (2 partitions) whose key k
+// was written twice in each partition 20 minutes ago — past the head guard the pass
+// never touches: the test's own log on the deployment's tables and bucket, on a clock in
+// the past — and the topic events, which deletes by time; it returns that log.
+func overwrittenTwice(t *testing.T, d *deployment) *log.Log {
+	t.Helper()
+	ctx := context.Background()
+	then := time.Now().Add(-20 * time.Minute)
+	l, err := log.New(log.Config{Objects: s3store.New(d.s3, d.cfg.Bucket, ""), Meta: dynamo.New(d.ddb, d.cfg), Clock: func() time.Time { return then }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateTopicWith(ctx, "config", log.TopicSpec{Partitions: 2, Cleanup: store.TopicCleanup{Cleanup: store.CleanupCompact}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateTopicWith(ctx, "events", log.TopicSpec{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int32{0, 1} {
+		for _, v := range []string{"old", "new"} {
+			if _, err := l.Append(ctx, "config", []log.Record{{Key: []byte("k"), Value: []byte(v), Partition: &p}}, log.AppendOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return l
+}
+
+// TestCompactionFunctionWithoutFanout: without STRATA_COMPACT_FANOUT the scheduled
+// event passes every partition of every compacted topic in the one invocation, and each
+// partition's removals reach its dirty counter (the trigger's estimate) as a fanned-out
+// pass's do.
+func TestCompactionFunctionWithoutFanout(t *testing.T) {
+	d := newDeployment(t)
+	ctx := context.Background()
+	l := overwrittenTwice(t, d)
+	fn := startRIE(t, deploy.FunctionCompact, d.env())
+	var st compact.Stats
+	fn.mustInvoke(t, mustRead(t, "scheduled-event.json"), &st)
+	if st.RecordsRemoved != 2 || st.PartitionsCompacted != 2 {
+		t.Errorf("scheduled pass %+v, want 2 records removed over 2 partitions", st)
+	}
+	meta := dynamo.New(d.ddb, d.cfg)
+	tp, err := meta.GetTopic(ctx, "config")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []int32{0, 1} {
+		if c, err := meta.AddOverwrites(ctx, tp.ID(), p, 0); err != nil || c.Removed != 1 {
+			t.Errorf("config/%d's dirty counter %+v (%v), want 1 removed", p, c, err)
+		}
+		if res, err := l.Poll(ctx, "config", p, 0, log.PollOptions{}); err != nil || len(res.Records) != 1 {
+			t.Errorf("config/%d after the pass: %+v (%v), want only the latest record", p, res.Records, err)
+		}
 	}
 }

@@ -17,3 +17,16 @@ func (j *Job) Collect(ctx context.Context, t store.Topic, st *Stats) error {
 	}
 	return nil
 }
+
+// Add returns the sum of s and o, field by field: the stats of passes run one after
+// another.
+func (s Stats) Add(o Stats) Stats {
+	return Stats{
+		PartitionsCompacted: s.PartitionsCompacted + o.PartitionsCompacted,
+		Rewrites:            s.Rewrites + o.Rewrites,
+		RecordsRemoved:      s.RecordsRemoved + o.RecordsRemoved,
+		ObjectsDeleted:      s.ObjectsDeleted + o.ObjectsDeleted,
+		Gets:                s.Gets + o.Gets, Puts: s.Puts + o.Puts, Lists: s.Lists + o.Lists,
+		Deletes: s.Deletes + o.Deletes, IndexReads: s.IndexReads + o.IndexReads, Swaps: s.Swaps + o.Swaps,
+	}
+}

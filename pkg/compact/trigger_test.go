@@ -3,6 +3,7 @@ package compact_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -201,4 +202,20 @@ func (r *racing) ClaimCompaction(ctx context.Context, topic string, partition in
 		}
 	}
 	return r.DirtyCounterStore.ClaimCompaction(ctx, topic, partition, seen, at)
+}
+
+// TestStatsAdd: every field of Stats is summed (a field added to Stats and left out of
+// Add fails here).
+func TestStatsAdd(t *testing.T) {
+	var one compact.Stats
+	v := reflect.ValueOf(&one).Elem()
+	for i := range v.NumField() {
+		v.Field(i).SetInt(int64(i + 1))
+	}
+	sum := reflect.ValueOf(one.Add(one))
+	for i := range sum.NumField() {
+		if got := sum.Field(i).Int(); got != int64(2*(i+1)) {
+			t.Errorf("%s: %d, want %d", sum.Type().Field(i).Name, got, 2*(i+1))
+		}
+	}
 }
