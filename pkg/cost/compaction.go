@@ -85,6 +85,9 @@ type CompactionEstimate struct {
 	// ReadCeilingRecords is the most records (live and superseded) one partition may
 	// hold for its pass to read it within the function's timeout.
 	ReadCeilingRecords float64
+	// MinPartitions is the fewest partitions that keep each under both ceilings at the
+	// workload's update rate and live keys.
+	MinPartitions float64
 }
 
 // USD is the estimate's monthly total.
@@ -110,6 +113,12 @@ func CompactionCost(w CompactionWorkload, p Prices) CompactionEstimate {
 	passes := w.ScheduledPassesPerHour + e.TriggeredPassesPerHour
 	e.RemovableCeilingPerHour = passes * MaxRewritesPerPass / SwapsPerRemoved
 	e.ReadCeilingRecords = w.ReadRecordsPerSecond * w.LambdaTimeoutSeconds
+	// The scheduled passes alone bound the removals (a triggered pass comes only once
+	// the superseded records equal the live ones); a partition holds its live keys and
+	// up to as many superseded records.
+	byRemovals := w.UpdatesPerHour / (w.ScheduledPassesPerHour * MaxRewritesPerPass / SwapsPerRemoved)
+	byReads := 2 * w.LiveKeys / e.ReadCeilingRecords
+	e.MinPartitions = math.Ceil(math.Max(byRemovals, byReads))
 	add := func(name string, qty float64, unit string, price Price) {
 		e.Lines = append(e.Lines, CompactionLine{Name: name, Quantity: qty, Unit: unit, USD: qty * price.USD})
 	}
@@ -147,7 +156,7 @@ func (e CompactionEstimate) Report() string {
 		fmt.Fprintf(&b, "| %s | %.4g | %s | %.2f |\n", l.Name, l.Quantity, l.Unit, l.USD)
 	}
 	fmt.Fprintf(&b, "| **total** | | | **%.2f** |\n\n", e.USD())
-	fmt.Fprintf(&b, "Triggered passes: %.2f a partition an hour. Ceilings per partition: %.0f superseded records removed an hour; %.0f records read by one pass within the timeout.\n",
-		e.TriggeredPassesPerHour, e.RemovableCeilingPerHour, e.ReadCeilingRecords)
+	fmt.Fprintf(&b, "Triggered passes: %.2f a partition an hour. Ceilings per partition: %.0f superseded records removed an hour; %.0f records read by one pass within the timeout. Fewest partitions under both: %.0f.\n",
+		e.TriggeredPassesPerHour, e.RemovableCeilingPerHour, e.ReadCeilingRecords, e.MinPartitions)
 	return b.String()
 }

@@ -40,6 +40,7 @@ func TestCompactionCostAtTheIssueWorkload(t *testing.T) {
 	near("triggered passes", e.TriggeredPassesPerHour, 0.1) // 12,500 updates an hour on 125,000 live keys a partition
 	near("removable ceiling", e.RemovableCeilingPerHour, 12.1*16*1000/19)
 	near("read ceiling", e.ReadCeilingRecords, 3e6)
+	near("fewest partitions (100,000 updates an hour over ~10,105 a partition)", e.MinPartitions, 10)
 	if e.USD() <= 0 || fmt.Sprintf("%.2f", e.USD()) == "0.00" {
 		t.Errorf("total %v", e.USD())
 	}
