@@ -15,8 +15,9 @@ type TriggerPolicy struct {
 	// (DefaultMinDirtyRatio when 0), the pass's own threshold (Job.MinDirtyRatio).
 	MinDirtyRatio float64
 	// Cooldown is how long after a request the next one may be made (default
-	// HeadGuard): records newer than the head guard wait for it whatever is asked, so
-	// asking again sooner would only repeat a pass.
+	// HeadGuard, and never less than the topic's min.compaction.lag in Overwrote):
+	// records newer than that wait whatever is asked, so asking again sooner would only
+	// repeat a pass.
 	Cooldown time.Duration
 	// MinDirty is the fewest superseded records worth a pass (default 1).
 	MinDirty int64
@@ -85,7 +86,12 @@ func (tr *Trigger) Overwrote(ctx context.Context, t store.Topic, partition int32
 	if tr.Clock != nil {
 		now = tr.Clock()
 	}
-	if !tr.Policy.Due(c, next, now) {
+	policy := tr.Policy
+	if policy.Cooldown <= 0 {
+		policy.Cooldown = HeadGuard
+	}
+	policy.Cooldown = max(policy.Cooldown, t.MinCompactionLag)
+	if !policy.Due(c, next, now) {
 		return false, nil
 	}
 	won, err := tr.Store.ClaimCompaction(ctx, t.ID(), partition, c.RequestedAt, now)

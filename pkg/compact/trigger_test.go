@@ -162,6 +162,31 @@ func TestTriggerAcrossAppenders(t *testing.T) {
 	})
 }
 
+// TestTriggerCooldownAtLeastMinLag: a topic whose min.compaction.lag is longer than the
+// cooldown is asked for again only once that lag has passed (a pass sooner finds the
+// superseded records still inside it).
+func TestTriggerCooldownAtLeastMinLag(t *testing.T) {
+	ctx := context.Background()
+	clock := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	s := backendtest.Local(ctx, t)
+	asked := 0
+	tr := &compact.Trigger{Store: s.Meta.(store.DirtyCounterStore), Clock: clock.Now,
+		Start: func(context.Context, string, int32) error { asked++; return nil }}
+	tp := store.Topic{Name: "state", Incarnation: "i1", Partitions: 1, Cleanup: store.CleanupCompact, MinCompactionLag: time.Hour}
+	for _, step := range []struct {
+		advance time.Duration
+		want    int
+	}{{0, 1}, {compact.HeadGuard, 1}, {time.Hour - compact.HeadGuard, 2}} {
+		clock.Advance(step.advance)
+		if _, err := tr.Overwrote(ctx, tp, 0, 10, 12); err != nil {
+			t.Fatal(err)
+		}
+		if asked != step.want {
+			t.Fatalf("after %v more: asked %d times, want %d", step.advance, asked, step.want)
+		}
+	}
+}
+
 // racing is a DirtyCounterStore whose claims, once armed with n, wait until n counter
 // additions have answered: the appenders that found a partition due all read the
 // counter before any of them claims.
