@@ -42,12 +42,18 @@ func (s *MetaStore) AddOverwrites(ctx context.Context, topic string, partition i
 	if err != nil {
 		return store.DirtyCounter{}, mapError(op, err)
 	}
-	d := decoder{it: out.Attributes}
-	c := store.DirtyCounter{Overwrites: d.num(attrOverwrites, false), Removed: d.num(attrRemoved, false), RequestedAt: d.time(attrRequestedAt)}
-	if d.err != nil {
-		return store.DirtyCounter{}, fmt.Errorf("dynamo: %s: %w", op, d.err)
+	c, err := decodeDirty(out.Attributes)
+	if err != nil {
+		return store.DirtyCounter{}, fmt.Errorf("dynamo: %s: %w", op, err)
 	}
 	return c, nil
+}
+
+// decodeDirty decodes a dirty counter item (absent attributes are zero).
+func decodeDirty(it item) (store.DirtyCounter, error) {
+	d := decoder{it: it}
+	c := store.DirtyCounter{Overwrites: d.num(attrOverwrites, false), Removed: d.num(attrRemoved, false), RequestedAt: d.time(attrRequestedAt)}
+	return c, d.err
 }
 
 // AddRemoved is one UpdateItem (ADD).
