@@ -14,6 +14,9 @@
 # function, writes pkg/cost/testdata/costrun.json and fails if pkg/cost's deployment model
 # misses a line or is more than 10% off one; then the cost-run tables of
 # docs/BENCHMARKS.md are regenerated from that file (build/cost-run.txt keeps the log).
+# scripts/bench-cost.sh --run headline runs the headline design instead (the function URL,
+# the api on Lambda Managed Instances, a 30 ms group-commit window; STRATA_COST_RUN_CONFIG)
+# and writes pkg/cost/testdata/costrun-headline.json (build/cost-run-headline.txt).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 port="${STRATA_EMULATOR_PORT:-4566}"
@@ -29,10 +32,15 @@ fi
 mkdir -p build
 if [ "${1:-}" = "--run" ]; then
 	status=0
+	config="${2:-default}"
+	suffix=""
+	if [ "$config" != default ]; then
+		suffix="-$config"
+	fi
 	AWS_ENDPOINT_URL="http://127.0.0.1:$port" STRATA_REQUIRE_EMULATOR=1 AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1 \
-		STRATA_COST_RUN=1 STRATA_COST_RUN_OUT="$PWD/pkg/cost/testdata/costrun.json" STRATA_COST_RUN_SECONDS="${STRATA_COST_RUN_SECONDS:-60}" \
-		go test -count=1 -timeout 40m -run '^TestCostRunMatchesTheModel$' -v ./internal/stackrun >build/cost-run.txt 2>&1 || status=$?
-	grep -E '^\s+costrun_test.go:[0-9]+: cost:' build/cost-run.txt || true
+		STRATA_COST_RUN=1 STRATA_COST_RUN_CONFIG="$config" STRATA_COST_RUN_OUT="$PWD/pkg/cost/testdata/costrun$suffix.json" STRATA_COST_RUN_SECONDS="${STRATA_COST_RUN_SECONDS:-60}" \
+		go test -count=1 -timeout 40m -run '^TestCostRunMatchesTheModel$' -v ./internal/stackrun >"build/cost-run$suffix.txt" 2>&1 || status=$?
+	grep -E '^\s+costrun_test.go:[0-9]+: cost:' "build/cost-run$suffix.txt" || true
 	STRATA_UPDATE_DOCS=1 go test -count=1 -run '^TestCostRunTablesInTheDocs$' ./pkg/cost
 	awk '/<!-- cost-run:begin/{on=1;next} /<!-- cost-run:end/{on=0} on' docs/BENCHMARKS.md
 	exit "$status"

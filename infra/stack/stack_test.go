@@ -21,6 +21,7 @@ import (
 	"github.com/stratalog/strata/infra/stack"
 	"github.com/stratalog/strata/infra/strata"
 	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/store/dynamo"
 )
 
@@ -115,8 +116,10 @@ func TestBucket(t *testing.T) {
 			"PublicAccessBlockConfiguration": map[string]any{
 				"BlockPublicAcls": true, "BlockPublicPolicy": true, "IgnorePublicAcls": true, "RestrictPublicBuckets": true},
 			"LifecycleConfiguration": map[string]any{"Rules": []any{
-				// the longest retention (7 days) plus a day: the retention function's backstop
-				map[string]any{"Id": "retention-backstop", "Prefix": deploy.SegmentKeyPrefix, "ExpirationInDays": 8, "Status": "Enabled"},
+				// the longest retention (7 days) plus a day: the retention function's backstop,
+				// on the objects tagged as those of topics that delete by time only
+				map[string]any{"Id": "retention-backstop", "Prefix": deploy.SegmentKeyPrefix, "ExpirationInDays": 8, "Status": "Enabled",
+					"TagFilters": []any{map[string]any{"Key": store.ExpiryTagKey, "Value": store.ExpiryTagValue}}},
 				map[string]any{"Id": "abort-incomplete-uploads", "AbortIncompleteMultipartUpload": map[string]any{"DaysAfterInitiation": 1}, "Status": "Enabled"},
 			}},
 		})
@@ -395,7 +398,7 @@ func TestStrataRoles(t *testing.T) {
 		deploy.FunctionAPI: {
 			// the dirty-ratio trigger asks the compaction function for a pass
 			"lambda:InvokeFunction on <GetAtt:" + compactFn + ".Arn>",
-			"s3:GetObject,s3:PutObject on " + objects,
+			"s3:GetObject,s3:PutObject,s3:PutObjectTagging on " + objects,
 			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
 		},
 		deploy.FunctionDispatch: {
@@ -419,8 +422,9 @@ func TestStrataRoles(t *testing.T) {
 		deploy.FunctionCompact: {
 			// the scheduled pass invokes the function itself once per partition (fan-out)
 			"lambda:InvokeFunction on <GetAtt:" + compactFn + ".Arn>",
-			// the pass's reads, rewrites and garbage markers, and deletes of what they replaced
-			"s3:DeleteObject,s3:GetObject,s3:PutObject on " + objects,
+			// the pass's reads, rewrites (tagged) and garbage markers, the retagging of a
+			// topic altered to compact, and deletes of what they replaced
+			"s3:DeleteObject,s3:GetObject,s3:PutObject,s3:PutObjectTagging on " + objects,
 			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
 		},
 	}

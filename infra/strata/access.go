@@ -138,4 +138,9 @@ var (
 	objectRead   = []string{"s3:GetObject"}
 	objectWrite  = []string{"s3:PutObject"}
 	objectDelete = []string{"s3:DeleteObject"}
+	// objectTag is what a PutObject carrying tags needs beside s3:PutObject (the
+	// expiry tag of a topic that deletes by time, store.Expiry), and what the
+	// compaction pass's PutObjectTagging needs to take an object away from the
+	// lifecycle backstop (store.ObjectStore.Keep).
+	objectTag = []string{"s3:PutObjectTagging"}
 )

@@ -36,6 +36,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/store/dynamo"
 )
 
@@ -438,8 +439,12 @@ func (s *Strata) newBucket() {
 		RemovalPolicy:     s.props.RemovalPolicy,
 		LifecycleRules: &[]*awss3.LifecycleRule{
 			{
+				// Only the objects of topics that delete by time carry the tag (store.Expiry):
+				// a compact-only topic's objects, compaction rewrites of them and garbage
+				// markers are never the backstop's.
 				Id:         jsii.String("retention-backstop"),
 				Prefix:     jsii.String(s.segmentPrefix()),
+				TagFilters: &map[string]any{store.ExpiryTagKey: store.ExpiryTagValue},
 				Expiration: awscdk.Duration_Days(jsii.Number(backstopDays(s.props.MaxRetention))),
 			},
 			{
@@ -623,7 +628,7 @@ func (s *Strata) tableStatements(name string) []awsiam.PolicyStatement {
 		out = append(out,
 			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Sid:       jsii.String("SegmentsReadWrite"),
-				Actions:   jsii.Strings(append(slices.Clone(objectRead), objectWrite...)...),
+				Actions:   jsii.Strings(slices.Concat(objectRead, objectWrite, objectTag)...),
 				Resources: &[]*string{objects},
 			}),
 			list)
@@ -654,11 +659,13 @@ func (s *Strata) tableStatements(name string) []awsiam.PolicyStatement {
 			list)
 	case deploy.FunctionCompact:
 		// The compaction pass reads a compacted partition's objects, writes its
-		// rewrites and garbage markers, and deletes what they replaced.
+		// rewrites (tagged when the topic deletes by time) and garbage markers, deletes
+		// what they replaced, and retags the objects of a topic altered to compact so
+		// the lifecycle backstop leaves them.
 		out = append(out,
 			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Sid:       jsii.String("SegmentsReadWriteDelete"),
-				Actions:   jsii.Strings(append(append(slices.Clone(objectRead), objectWrite...), objectDelete...)...),
+				Actions:   jsii.Strings(slices.Concat(objectRead, objectWrite, objectTag, objectDelete)...),
 				Resources: &[]*string{objects},
 			}),
 			list)

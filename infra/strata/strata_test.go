@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/stratalog/strata/infra/internal/tmpl"
 	"github.com/stratalog/strata/infra/strata"
 	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/store/dynamo"
 )
 
@@ -250,6 +252,39 @@ func TestTablePrefixAndObjectPrefix(t *testing.T) {
 	rules, _ := json.Marshal(b.Properties["LifecycleConfiguration"])
 	if !strings.Contains(string(rules), `"Prefix":"p/v1/"`) {
 		t.Errorf("lifecycle %s: want the backstop on p/v1/", rules)
+	}
+}
+
+// TestBackstopRuleTakesOnlyTaggedObjects: the synthesized retention-backstop rule
+// expires objects under the segment prefix that carry the expiry tag of topics deleting
+// by time, and nothing else (CloudFormation's Prefix and TagFilters are S3's And
+// filter), so a compact-only topic's untagged objects are never the backstop's.
+func TestBackstopRuleTakesOnlyTaggedObjects(t *testing.T) {
+	_, b, err := tpl.Find("AWS::S3::Bucket", "OwnershipControls", map[string]any{"Rules": []any{map[string]any{"ObjectOwnership": "BucketOwnerEnforced"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(b.Properties["LifecycleConfiguration"])
+	var lc struct {
+		Rules []map[string]any
+	}
+	if err := json.Unmarshal(raw, &lc); err != nil {
+		t.Fatal(err)
+	}
+	var found int
+	for _, r := range lc.Rules {
+		if r["ExpirationInDays"] == nil {
+			continue
+		}
+		found++
+		want := map[string]any{"Id": "retention-backstop", "Prefix": "p/" + deploy.SegmentKeyPrefix, "ExpirationInDays": float64(8), "Status": "Enabled",
+			"TagFilters": []any{map[string]any{"Key": store.ExpiryTagKey, "Value": store.ExpiryTagValue}}}
+		if !reflect.DeepEqual(r, want) {
+			t.Errorf("expiring rule %v, want %v", r, want)
+		}
+	}
+	if found != 1 {
+		t.Errorf("%d rules expire objects, want the backstop alone: %s", found, raw)
 	}
 }
 
@@ -722,7 +757,7 @@ func TestCompactFunction(t *testing.T) {
 	}
 	for _, want := range []string{
 		"lambda:InvokeFunction on <GetAtt:" + id + ".Arn>",
-		"s3:GetObject,s3:PutObject,s3:DeleteObject on <GetAtt:",
+		"s3:GetObject,s3:PutObject,s3:PutObjectTagging,s3:DeleteObject on <GetAtt:",
 		"dynamodb:GetItem,dynamodb:Query,dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem,dynamodb:ConditionCheckItem,dynamodb:BatchWriteItem on <GetAtt:LogTableindex",
 	} {
 		if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, want) }) {

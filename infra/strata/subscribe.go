@@ -176,7 +176,9 @@ func (s target) consumerStatements(topic, group, deadLetterTopic string) []awsia
 // appendStatements are exactly what an append to topic calls (pkg/store/dynamo,
 // pkg/store/s3): read and seed or advance the partition's counter, claim and read
 // idempotency keys, write and look up index entries, and put segment objects only where
-// no object is (If-None-Match: *). No delete, no transaction check, no overwrite. Without
+// no object is (If-None-Match: *), untagged: a consumer function knows no maximum
+// retention, so its entries carry no TTL and its objects no backstop tag (store.Expiry),
+// and s3:PutObjectTagging is not granted. No delete, no transaction check, no overwrite. Without
 // topicRow the topic's row is left out (a statement granting it already: policies are
 // bounded in size).
 func (s target) appendStatements(sid, d string, topicRow bool) []awsiam.PolicyStatement {

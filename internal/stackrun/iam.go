@@ -349,6 +349,17 @@ func classifyS3(method string, u *url.URL, h http.Header, body []byte) ([]Access
 		}
 		return nil, fmt.Errorf("s3 bucket request %s %s?%s not classified", method, u.Path, u.RawQuery)
 	}
+	if q.Has("tagging") { // the object's tag set: GetObjectTagging, PutObjectTagging, DeleteObjectTagging
+		switch method {
+		case http.MethodGet:
+			return []Access{{"s3:GetObjectTagging", objectARN}}, nil
+		case http.MethodPut:
+			return []Access{{"s3:PutObjectTagging", objectARN}}, nil
+		case http.MethodDelete:
+			return []Access{{"s3:DeleteObjectTagging", objectARN}}, nil
+		}
+		return nil, fmt.Errorf("s3 object tagging request %s %s not classified", method, u.Path)
+	}
 	switch method {
 	case http.MethodGet, http.MethodHead:
 		if q.Has("uploadId") {
@@ -357,6 +368,9 @@ func classifyS3(method string, u *url.URL, h http.Header, body []byte) ([]Access
 		return []Access{{"s3:GetObject", objectARN}}, nil
 	case http.MethodPut, http.MethodPost:
 		out := []Access{{"s3:PutObject", objectARN}}
+		if h.Get("X-Amz-Tagging") != "" { // tags set by the write itself need their own action
+			out = append(out, Access{"s3:PutObjectTagging", objectARN})
+		}
 		if src := h.Get("X-Amz-Copy-Source"); src != "" {
 			s, _ := url.PathUnescape(strings.TrimPrefix(src, "/"))
 			s, _, _ = strings.Cut(s, "?")

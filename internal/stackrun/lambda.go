@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -33,9 +34,15 @@ type Function struct {
 	// Bootstrap is the built bootstrap of its asset in the cloud assembly.
 	Bootstrap string
 	Proxy     *Proxy
+	// Concurrency is how many invocations one execution environment runs at once: the
+	// template's PerExecutionEnvironmentMaxConcurrency for a function on Lambda Managed
+	// Instances (its processes run in the emulator's managed-instances mode, with
+	// AWS_LAMBDA_MAX_CONCURRENCY set as Lambda sets it), 1 on demand.
+	Concurrency int
 
-	// idle holds the emulator instances not running an invocation: Lambda runs one
-	// invocation per execution environment, and so does the emulator.
+	// idle holds a slot per invocation an emulator instance may take: on demand Lambda
+	// runs one invocation per execution environment, and so does the emulator; on
+	// Managed Instances an instance holds Concurrency slots.
 	idle      chan *lambdarun.Process
 	instances []*lambdarun.Process
 	// logMarks are the instances' log lengths at the last ResetLogs.
@@ -68,7 +75,23 @@ func (f *Function) Invoke(ctx context.Context, payload []byte) ([]byte, error) {
 	f.active[&start] = true
 	f.used[p] = true
 	f.mu.Unlock()
-	out, err := p.Invoke(ctx, payload)
+	var out []byte
+	var err error
+	if f.Concurrency > 1 {
+		// The emulator's managed-instances mode refuses an invocation while the
+		// runtime's pollers are busy handing back earlier responses ("no idle
+		// runtimes") even with slots free; Lambda would hold it for the environment, so
+		// the harness waits and asks again.
+		for {
+			out, err = lambdarun.InvokeURL(ctx, p.Name, p.URL, payload)
+			if err == nil || !strings.Contains(err.Error(), "no idle runtimes") || ctx.Err() != nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	} else {
+		out, err = p.Invoke(ctx, payload)
+	}
 	f.mu.Lock()
 	delete(f.active, &start)
 	f.busy += time.Since(start)

@@ -39,8 +39,10 @@ type Options struct {
 	// Minute is how long a schedule's minute lasts here: schedules run on a compressed
 	// clock (rate(5 minutes) fires every 5 × Minute). Default 2 s.
 	Minute time.Duration
-	// Instances is how many execution environments each function may run at once
-	// (each an emulator process). Default 2.
+	// Instances is how many execution environments each on-demand function may run at
+	// once (each an emulator process). Default 2. A function on Lambda Managed
+	// Instances runs its template's MinExecutionEnvironments, each taking its
+	// PerExecutionEnvironmentMaxConcurrency invocations at once.
 	Instances int
 	// Callers are the principals that may call the HTTP API: their signatures verify,
 	// and each route's IAM authorization checks execute-api:Invoke against their
@@ -91,9 +93,11 @@ type Stack struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
 
-	mu      sync.Mutex
-	routes  map[string][2]int // HTTP API route → invocations answered, failed
-	denials []Denial
+	mu     sync.Mutex
+	routes map[string][2]int // HTTP API route → invocations answered, failed
+	// arrivals are the start times of each route's answered invocations.
+	arrivals map[string][]time.Time
+	denials  []Denial
 	// failures are what the mappings gave up on (described to their failure destination).
 	failures []string
 }
@@ -249,20 +253,30 @@ func (s *Stack) reportDenial(d Denial) {
 	}
 }
 
-// countRoute tallies one invocation of the HTTP API's route key.
-func (s *Stack) countRoute(key string, ok bool) {
+// countRoute tallies one invocation of the HTTP API's route key, started at start.
+func (s *Stack) countRoute(key string, start time.Time, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.routes == nil {
 		s.routes = map[string][2]int{}
+		s.arrivals = map[string][]time.Time{}
 	}
 	c := s.routes[key]
 	if ok {
 		c[0]++
+		s.arrivals[key] = append(s.arrivals[key], start)
 	} else {
 		c[1]++
 	}
 	s.routes[key] = c
+}
+
+// RouteArrivals returns the start times of the route key's answered invocations
+// since ResetRoutes, in the order they ended.
+func (s *Stack) RouteArrivals(key string) []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.arrivals[key]...)
 }
 
 // RouteInvocations returns, by HTTP API route key, the invocations the function
@@ -282,7 +296,7 @@ func (s *Stack) RouteInvocations() map[string][2]int {
 func (s *Stack) ResetRoutes() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.routes = nil
+	s.routes, s.arrivals = nil, nil
 }
 
 // Denials returns every AWS request a function's role did not allow so far.
@@ -412,6 +426,14 @@ type functionProps struct {
 	Role          any
 	Environment   struct{ Variables map[string]any }
 	LoggingConfig struct{ LogFormat string }
+	Runtime       string
+	// CapacityProviderConfig puts the function on Lambda Managed Instances.
+	CapacityProviderConfig struct {
+		LambdaManagedInstancesCapacityProviderConfig struct {
+			PerExecutionEnvironmentMaxConcurrency float64
+		}
+	}
+	FunctionScalingConfig struct{ MinExecutionEnvironments, MaxExecutionEnvironments float64 }
 }
 
 func (s *Stack) startFunctions(ctx context.Context, out string, b lambdarun.Build, instances int) error {
@@ -430,8 +452,15 @@ func (s *Stack) startFunctions(ctx context.Context, out string, b lambdarun.Buil
 		if err := json.Unmarshal(raw, &p); err != nil {
 			return fmt.Errorf("stackrun: function %s: %w", id, err)
 		}
+		if p.Runtime != "" && !strings.HasPrefix(p.Runtime, "provided") {
+			// A deploy-time custom resource's handler (Node), not a function of the
+			// running stack.
+			s.t.Logf("stackrun: function %s (runtime %s) not run: the harness runs the stack's own bootstraps", id, p.Runtime)
+			continue
+		}
 		f := &Function{LogicalID: id, Name: s.Template.Name(id), Description: p.Description,
-			Env: map[string]string{}, Timeout: time.Duration(p.Timeout) * time.Second, MemoryMB: int(p.MemorySize), AsyncRetries: 2}
+			Env: map[string]string{}, Timeout: time.Duration(p.Timeout) * time.Second, MemoryMB: int(p.MemorySize), AsyncRetries: 2,
+			Concurrency: max(1, int(p.CapacityProviderConfig.LambdaManagedInstancesCapacityProviderConfig.PerExecutionEnvironmentMaxConcurrency))}
 		f.ARN = FunctionARN(f.Name)
 		if f.Timeout == 0 {
 			f.Timeout = 3 * time.Second
@@ -459,11 +488,23 @@ func (s *Stack) startFunctions(ctx context.Context, out string, b lambdarun.Buil
 		}
 		f.Proxy = NewProxy(f.Name, f.Statements, s.emulator, s.lambda, s.reportDenial)
 		env := f.lambdaEnv(p)
-		f.idle = make(chan *lambdarun.Process, instances)
-		for range instances {
-			pr := lambdarun.Start(s.t, b.RIE, f.Name, f.Bootstrap, env)
-			f.instances = append(f.instances, pr)
-			f.idle <- pr
+		// On Managed Instances Lambda keeps the function's MinExecutionEnvironments
+		// running and adds environments as their CPU fills; the harness's loads stay at
+		// the minimum (at least one), each environment running Concurrency invocations.
+		n := instances
+		if f.Concurrency > 1 {
+			n = max(1, int(p.FunctionScalingConfig.MinExecutionEnvironments))
+		}
+		f.idle = make(chan *lambdarun.Process, n*f.Concurrency)
+		for range n {
+			f.instances = append(f.instances, lambdarun.Start(s.t, b.RIE, f.Name, f.Bootstrap, env))
+		}
+		// Slots interleaved over the instances: concurrent invocations spread over the
+		// environments as Lambda's router spreads them.
+		for range f.Concurrency {
+			for _, pr := range f.instances {
+				f.idle <- pr
+			}
 		}
 		s.Functions[id] = f
 		s.byName[f.Name] = f
@@ -494,6 +535,9 @@ func (f *Function) lambdaEnv(p functionProps) []string {
 	}
 	if p.LoggingConfig.LogFormat != "" {
 		env = append(env, "AWS_LAMBDA_LOG_FORMAT="+p.LoggingConfig.LogFormat)
+	}
+	if f.Concurrency > 1 {
+		env = append(env, "AWS_LAMBDA_MAX_CONCURRENCY="+strconv.Itoa(f.Concurrency))
 	}
 	keys := make([]string, 0, len(f.Env))
 	for k := range f.Env {
@@ -831,8 +875,9 @@ func (s *Stack) startAPI(callers []Caller) error {
 			if !ok {
 				return nil, fmt.Errorf("stackrun: no integration for route %q", ev.RouteKey)
 			}
+			start := time.Now()
 			out, err := invokeWithin(ctx, fn, payload)
-			s.countRoute(ev.RouteKey, err == nil)
+			s.countRoute(ev.RouteKey, start, err == nil)
 			return out, err
 		}),
 	})
@@ -947,7 +992,19 @@ func (s *Stack) startFunctionURL(callers []Caller) error {
 			return nil
 		},
 		Invoker: apigwtest.InvokerFunc(func(ctx context.Context, payload []byte) ([]byte, error) {
-			return invokeWithin(ctx, fn, payload)
+			var ev struct {
+				RawPath        string `json:"rawPath"`
+				RequestContext struct {
+					HTTP struct{ Method string } `json:"http"`
+				} `json:"requestContext"`
+			}
+			if err := json.Unmarshal(payload, &ev); err != nil {
+				return nil, err
+			}
+			start := time.Now()
+			out, err := invokeWithin(ctx, fn, payload)
+			s.countRoute(urlRoute(ev.RequestContext.HTTP.Method, ev.RawPath), start, err == nil)
+			return out, err
 		}),
 	})
 	if err != nil {
@@ -956,6 +1013,20 @@ func (s *Stack) startFunctionURL(callers []Caller) error {
 	s.URLFront, s.FunctionURL = front, url
 	s.t.Logf("stackrun: function URL of %s (AWS_IAM) at %s", fn.Name, url)
 	return nil
+}
+
+// urlRoute names a request through the function URL by the HTTP API route key it
+// would have matched, so RouteInvocations counts both front doors alike: the topic
+// name and the partition become {topic} and {partition}.
+func urlRoute(method, path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if len(parts) >= 3 && parts[0] == "v1" && parts[1] == "topics" {
+		parts[2] = "{topic}"
+		if len(parts) >= 5 && parts[3] == "partitions" {
+			parts[4] = "{partition}"
+		}
+	}
+	return method + " /" + strings.Join(parts, "/")
 }
 
 // WaitFor polls cond until it holds, or fails t after timeout naming what, with the

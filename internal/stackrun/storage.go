@@ -37,6 +37,7 @@ type cfnLifecycle struct {
 		Status                         string
 		ExpirationInDays               int32
 		AbortIncompleteMultipartUpload *struct{ DaysAfterInitiation int32 }
+		TagFilters                     []struct{ Key, Value string }
 	}
 }
 
@@ -52,6 +53,13 @@ func (s *Stack) putLifecycle(ctx context.Context, bucket string, raw any) error 
 	for _, r := range lc.Rules {
 		rule := s3types.LifecycleRule{ID: aws.String(r.ID), Status: s3types.ExpirationStatus(r.Status),
 			Filter: &s3types.LifecycleRuleFilter{Prefix: aws.String(r.Prefix)}}
+		if len(r.TagFilters) > 0 { // a prefix and tags: CloudFormation's rule is S3's And filter
+			and := &s3types.LifecycleRuleAndOperator{Prefix: aws.String(r.Prefix)}
+			for _, tf := range r.TagFilters {
+				and.Tags = append(and.Tags, s3types.Tag{Key: aws.String(tf.Key), Value: aws.String(tf.Value)})
+			}
+			rule.Filter = &s3types.LifecycleRuleFilter{And: and}
+		}
 		if r.ExpirationInDays > 0 {
 			rule.Expiration = &s3types.LifecycleExpiration{Days: aws.Int32(r.ExpirationInDays)}
 		}

@@ -25,6 +25,7 @@ import (
 	"github.com/stratalog/strata/internal/stackrun"
 	"github.com/stratalog/strata/pkg/client"
 	"github.com/stratalog/strata/pkg/deploy"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/store/awstest"
 )
 
@@ -78,6 +79,8 @@ var (
 // dispatch invokes the subscribed example consumer asynchronously; the consumer writes
 // each order to the business table exactly once and dead-letters the poison record as
 // the group's settings say; the retention schedule expires a short topic's records; a
+// delete topic's objects carry the lifecycle backstop's tag, which a scheduled compaction
+// pass takes off once the topic is altered to compact; a
 // topic asking for more than the stack's maximum retention is refused, and one lengthened
 // to it stays within the bucket's lifecycle rule; unsigned,
 // tampered and unauthorized requests are refused. Every AWS request of every function is
@@ -287,6 +290,54 @@ func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
 	}
 	st.WaitFor(ctx, compactedParts, time.Minute, "asynchronous invocations of the compaction function pass both partitions of settings (the scheduled pass fans out per partition)")
 
+	// A delete topic's objects carry the backstop's tag; altered to compact, a scheduled
+	// compaction pass takes it off every object its entries refer to (the compaction
+	// function's PutObjectTagging checked by the harness's IAM), so the backstop never takes them.
+	if _, err := c.CreateTopic(ctx, "altered", client.TopicConfig{Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if _, err := c.Append(ctx, "altered", []client.Record{{Key: []byte("k"), Value: fmt.Appendf(nil, "v-%d", i), Partition: &zero}}, client.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s3c := awstest.S3Client(ctx, t)
+	bucket := aws.String(st.Function("Strata api").Env[deploy.EnvBucket])
+	tagged := func() (objects, expiring int) {
+		p := s3.NewListObjectsV2Paginator(s3c, &s3.ListObjectsV2Input{Bucket: bucket, Prefix: aws.String(deploy.SegmentKeyPrefix + "altered/")})
+		for p.HasMorePages() {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range page.Contents {
+				if strings.Contains(aws.ToString(o.Key), "/compact/") {
+					continue // a garbage marker, never tagged
+				}
+				objects++
+				tags, err := s3c.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{Bucket: bucket, Key: o.Key})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, tg := range tags.TagSet {
+					if aws.ToString(tg.Key) == store.ExpiryTagKey && aws.ToString(tg.Value) == store.ExpiryTagValue {
+						expiring++
+					}
+				}
+			}
+		}
+		return objects, expiring
+	}
+	objs, expiring := tagged()
+	check(t, "backstop tag", objs == 2 && expiring == 2, "a delete topic's %d objects, %d tagged %s=%s: want 2 and 2", objs, expiring, store.ExpiryTagKey, store.ExpiryTagValue)
+	if _, err := c.SetCleanup(ctx, "altered", client.CleanupChange{Cleanup: client.CleanupCompact}); err != nil {
+		t.Fatal(err)
+	}
+	st.WaitFor(ctx, func() bool {
+		objs, expiring = tagged()
+		return objs > 0 && expiring == 0
+	}, 2*time.Minute, "a scheduled compaction pass untags the objects of a topic altered to compact")
+
 	// Lengthened, a topic's retention stays within the bucket's lifecycle backstop: the
 	// api accepts up to the stack's maximum (strata:maxRetentionDays) and refuses more,
 	// for ever included, naming that setting; the lifecycle rule the stack gave the
@@ -307,19 +358,24 @@ func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
 		}
 		check(t, "retention beyond the maximum", refused, "retention %s on a %d-day stack: %v, want 400 naming strata:maxRetentionDays", r, maxRetentionDays, err)
 	}
-	lc, err := awstest.S3Client(ctx, t).GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{
-		Bucket: aws.String(st.Function("Strata api").Env[deploy.EnvBucket])})
+	lc, err := s3c.GetBucketLifecycleConfiguration(ctx, &s3.GetBucketLifecycleConfigurationInput{Bucket: bucket})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The rule takes only the objects tagged as those of topics that delete by time
+	// (store.Expiry): a prefix and the tag, S3's And filter.
 	var backstop time.Duration
 	for _, r := range lc.Rules {
-		if r.Filter != nil && aws.ToString(r.Filter.Prefix) == deploy.SegmentKeyPrefix && r.Expiration != nil {
+		if r.Filter == nil || r.Filter.And == nil || aws.ToString(r.Filter.And.Prefix) != deploy.SegmentKeyPrefix || r.Expiration == nil {
+			continue
+		}
+		if len(r.Filter.And.Tags) == 1 && aws.ToString(r.Filter.And.Tags[0].Key) == store.ExpiryTagKey && aws.ToString(r.Filter.And.Tags[0].Value) == store.ExpiryTagValue {
 			backstop = time.Duration(aws.ToInt32(r.Expiration.Days)) * 24 * time.Hour
 		}
 	}
 	check(t, "lifecycle backstop", longest > 0 && backstop >= longest+24*time.Hour,
-		"the bucket's lifecycle rule on %s expires objects after %s, want at least a day past the longest retention %s", deploy.SegmentKeyPrefix, backstop, longest)
+		"the bucket's lifecycle rule on %s tagged %s=%s expires objects after %s, want at least a day past the longest retention %s",
+		deploy.SegmentKeyPrefix, store.ExpiryTagKey, store.ExpiryTagValue, backstop, longest)
 
 	// Refused at the front: unsigned, tampered, and signed by a principal without
 	// execute-api:Invoke.

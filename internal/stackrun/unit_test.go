@@ -149,6 +149,12 @@ func TestClassify(t *testing.T) {
 			want: []Access{{"s3:DeleteObject", "arn:aws:s3:::bkt/v1/a"}, {"s3:DeleteObject", "arn:aws:s3:::bkt/v1/b"}}},
 		{name: "copy reads its source", svc: "s3", method: "PUT", path: "/bkt/v1/new", header: map[string]string{"X-Amz-Copy-Source": "/bkt/v1/old"},
 			want: []Access{{"s3:PutObject", "arn:aws:s3:::bkt/v1/new"}, {"s3:GetObject", "arn:aws:s3:::bkt/v1/old"}}},
+		{name: "a tagged put needs the tagging action too", svc: "s3", method: "PUT", path: "/bkt/v1/t",
+			header: map[string]string{"X-Amz-Tagging": "strata-expiry=retention"},
+			want:   []Access{{"s3:PutObject", "arn:aws:s3:::bkt/v1/t"}, {"s3:PutObjectTagging", "arn:aws:s3:::bkt/v1/t"}}},
+		{name: "put tags", svc: "s3", method: "PUT", path: "/bkt/v1/t?tagging", want: []Access{{"s3:PutObjectTagging", "arn:aws:s3:::bkt/v1/t"}}},
+		{name: "get tags", svc: "s3", method: "GET", path: "/bkt/v1/t?tagging", want: []Access{{"s3:GetObjectTagging", "arn:aws:s3:::bkt/v1/t"}}},
+		{name: "delete tags", svc: "s3", method: "DELETE", path: "/bkt/v1/t?tagging", want: []Access{{"s3:DeleteObjectTagging", "arn:aws:s3:::bkt/v1/t"}}},
 		{name: "invoke by name", svc: "lambda", method: "POST", path: "/2015-03-31/functions/fn-a/invocations",
 			want: []Access{{"lambda:InvokeFunction", "arn:aws:lambda:us-east-1:123456789012:function:fn-a"}}},
 		{name: "invoke by qualified arn", svc: "lambda", method: "POST", path: "/2015-03-31/functions/arn%3Aaws%3Alambda%3Aus-east-1%3A1%3Afunction%3Afn-a%3A%24LATEST/invocations",
@@ -319,4 +325,22 @@ func FuzzClassify(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestURLRoute: a request through the function URL is counted under the HTTP API
+// route key it would have matched, so the cost run counts appends and topic
+// descriptions alike behind either front door.
+func TestURLRoute(t *testing.T) {
+	for path, want := range map[string]string{
+		"POST /v1/topics/orders/records":             "POST /v1/topics/{topic}/records",
+		"GET /v1/topics/orders":                      "GET /v1/topics/{topic}",
+		"GET /v1/topics/orders/partitions/3/records": "GET /v1/topics/{topic}/partitions/{partition}/records",
+		"POST /v1/topics":                            "POST /v1/topics",
+		"PUT /v1/groups/g/settings":                  "PUT /v1/groups/g/settings",
+	} {
+		method, p, _ := strings.Cut(path, " ")
+		if got := urlRoute(method, p); got != want {
+			t.Errorf("urlRoute(%s) = %q, want %q", path, got, want)
+		}
+	}
 }

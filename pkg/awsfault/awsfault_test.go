@@ -53,7 +53,7 @@ func TestS3Put(t *testing.T) {
 			s := faulty(t, in)
 			key := fmt.Sprintf("k%d", i)
 			in.SetEnabled(true)
-			err := s.Objects.Put(ctx, key, []byte("data"))
+			err := s.Objects.Put(ctx, key, []byte("data"), store.Kept)
 			in.SetEnabled(false)
 			if !errors.Is(err, store.ErrUnavailable) {
 				t.Fatalf("Put with %s: %v, want store.ErrUnavailable", f, err)
@@ -92,7 +92,7 @@ func TestS3PutAnswerLostOnce(t *testing.T) {
 			in := injector(t, f, 1, "S3.PutObject")
 			s := faulty(t, in)
 			in.SetEnabled(true)
-			err := s.Objects.Put(ctx, "once", []byte("data"))
+			err := s.Objects.Put(ctx, "once", []byte("data"), store.Kept)
 			in.SetEnabled(false)
 			checkInjected(t, in, "S3.PutObject", f)
 			if _, gerr := s.Objects.GetRange(ctx, "once", 0, 4); gerr != nil {

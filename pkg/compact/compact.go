@@ -25,7 +25,8 @@ type Meta interface {
 
 // Objects is what compaction needs of the object store.
 type Objects interface {
-	Put(ctx context.Context, key string, data []byte) error
+	Put(ctx context.Context, key string, data []byte, expiry store.Expiry) error
+	Keep(ctx context.Context, key string) error
 	GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error)
 	Delete(ctx context.Context, key string) error
 	List(ctx context.Context, prefix string, fn func(store.ObjectInfo) error) error
@@ -39,6 +40,8 @@ const (
 	StepSwap    = "swap"    // after the index entries are swapped
 	StepCollect = "collect" // after a marker's unreferenced objects are deleted
 	StepDone    = "done"    // after a marker is deleted
+	StepKeep    = "keep"    // after an expiring entry's object is kept (store.ObjectStore.Keep)
+	StepClear   = "clear"   // after an entry's expiry is cleared
 )
 
 // Job is one compaction pass's configuration.
@@ -60,6 +63,10 @@ type Job struct {
 	// ChunkEntries bounds the old entries one rewrite replaces (default 32; a swap holds
 	// at most store.MaxSwapEntries entries, old and new).
 	ChunkEntries int
+	// MaxKeeps bounds the index entries of one partition whose expiry one pass clears
+	// (default 1000; see keep), so a topic altered from delete to compact is taken away
+	// from retention's expiries over as many passes as it needs.
+	MaxKeeps int
 	// Hook, when set, is called after each step (Step*); an error it returns stops the
 	// pass. Crash-point tests use it.
 	Hook func(step string) error
@@ -71,8 +78,12 @@ type Stats struct {
 	Rewrites            int
 	RecordsRemoved      int64
 	ObjectsDeleted      int
-	// Requests counts the pass's store requests by kind.
-	Gets, Puts, Lists, Deletes, IndexReads, Swaps int
+	// EntriesKept counts the index entries whose expiry the pass cleared, ObjectsKept
+	// the objects it took away from the lifecycle backstop (keep).
+	EntriesKept, ObjectsKept int
+	// Requests counts the pass's store requests by kind: Keeps are object tag writes
+	// (S3 PutObjectTagging), ExpiryClears index entry updates.
+	Gets, Puts, Lists, Deletes, IndexReads, Swaps, Keeps, ExpiryClears int
 }
 
 // ErrStopped is what a pass returns when its Hook stopped it.
@@ -167,9 +178,9 @@ type partitionView struct {
 	recs    [][]segment.Record
 }
 
-// read reads the partition's entries from its log start to its high watermark, and
-// their records.
-func (j *Job) read(ctx context.Context, id string, p int32, st *Stats) (partitionView, error) {
+// entries reads the partition's entries from its log start to its high watermark, or
+// to the first offset not indexed yet.
+func (j *Job) entries(ctx context.Context, id string, p int32, st *Stats) (partitionView, error) {
 	var v partitionView
 	seq, err := j.Meta.Sequencer(ctx, id, p)
 	if err != nil {
@@ -198,11 +209,13 @@ func (j *Job) read(ctx context.Context, id string, p int32, st *Stats) (partitio
 			break
 		}
 	}
-	v.recs = make([][]segment.Record, len(v.entries))
-	if err := j.readRecords(ctx, v.entries, v.recs, st); err != nil {
-		return v, err
-	}
 	return v, nil
+}
+
+// records reads the visible records of v's entries.
+func (j *Job) records(ctx context.Context, v *partitionView, st *Stats) error {
+	v.recs = make([][]segment.Record, len(v.entries))
+	return j.readRecords(ctx, v.entries, v.recs, st)
 }
 
 // readRecords fills recs with the visible records of entries, one ranged GET per run of
@@ -238,8 +251,16 @@ func (j *Job) readRecords(ctx context.Context, entries []store.IndexEntry, recs 
 // records, each its own object, marker and swap.
 func (j *Job) Partition(ctx context.Context, t store.Topic, p int32, st *Stats) error {
 	id := t.ID()
-	v, err := j.read(ctx, id, p, st)
+	v, err := j.entries(ctx, id, p, st)
 	if err != nil {
+		return err
+	}
+	if !t.DeletesByTime() {
+		if err := j.keep(ctx, v.entries, st); err != nil {
+			return err
+		}
+	}
+	if err := j.records(ctx, &v, st); err != nil {
 		return err
 	}
 	d := Decide(v.entries, v.recs, PolicyOf(t, j.now(), j.minDirty()))
@@ -302,6 +323,70 @@ func (j *Job) Partition(ctx context.Context, t store.Topic, p int32, st *Stats) 
 	}
 	return nil
 }
+
+// keep takes a compact-only topic's entries away from retention's expiries: entries
+// written while the topic deleted by time carry an expiry (DynamoDB's TTL deletes them
+// after it) and refer to objects marked Expiring (the bucket's lifecycle backstop
+// expires them), and the alter to compact changed neither. For each entry with an
+// expiry, up to MaxKeeps per partition per pass, it keeps the entry's object
+// (store.ObjectStore.Keep, once per object per pass; a hole's or duplicate's bytes are
+// never read, so its object is left) and then clears the entry's expiry
+// (store.IndexExpiryClearer), conditional on the entry being as read. The expiries are
+// the state: an entry still carrying one is work left, so a pass stopped at any point
+// is finished by the next, which keeps the object again (idempotent) before clearing.
+// An entry a concurrent compaction swapped away (ErrConflict) is left: its replacement
+// carries no expiry. A store without IndexExpiryClearer keeps nothing.
+func (j *Job) keep(ctx context.Context, entries []store.IndexEntry, st *Stats) error {
+	c, ok := j.Meta.(store.IndexExpiryClearer)
+	if !ok {
+		return nil
+	}
+	limit := j.MaxKeeps
+	if limit <= 0 {
+		limit = defaultMaxKeeps
+	}
+	kept := map[string]bool{}
+	for i := range entries {
+		e := &entries[i]
+		if e.ExpiresAt.IsZero() {
+			continue
+		}
+		if limit == 0 {
+			return nil
+		}
+		limit--
+		if !e.Duplicate && !kept[e.ObjectKey] {
+			err := j.Objects.Keep(ctx, e.ObjectKey)
+			st.Keeps++
+			switch {
+			case err == nil:
+				st.ObjectsKept++
+			case !errors.Is(err, store.ErrNotFound):
+				return fmt.Errorf("keep %s: %w", e.ObjectKey, err)
+			}
+			kept[e.ObjectKey] = true
+			if err := j.hook(StepKeep); err != nil {
+				return err
+			}
+		}
+		err := c.ClearIndexExpiry(ctx, *e)
+		st.ExpiryClears++
+		switch {
+		case err == nil:
+			e.ExpiresAt = time.Time{}
+			st.EntriesKept++
+		case !errors.Is(err, store.ErrConflict):
+			return fmt.Errorf("clear the expiry of %s/%d@%d: %w", e.Topic, e.Partition, e.BaseOffset, err)
+		}
+		if err := j.hook(StepClear); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// defaultMaxKeeps is MaxKeeps' default.
+const defaultMaxKeeps = 1000
 
 // forgetKeys deletes the key index entries of the tombstones the pieces of a swapped
 // rewrite no longer hold, when the store keeps a key index. A crash before it leaves an
@@ -378,7 +463,7 @@ func (j *Job) rewrite(ctx context.Context, t store.Topic, p int32, old []store.I
 		return nil, err
 	}
 	mkey := markerPrefix(t) + ulid.MustNew(ulid.Timestamp(began), crand.Reader).String()
-	if err := j.Objects.Put(ctx, mkey, body); err != nil {
+	if err := j.Objects.Put(ctx, mkey, body, store.Kept); err != nil {
 		return nil, fmt.Errorf("write marker: %w", err)
 	}
 	st.Puts++
@@ -386,6 +471,9 @@ func (j *Job) rewrite(ctx context.Context, t store.Topic, p int32, old []store.I
 		return nil, err
 	}
 	var obj []byte
+	// The rewrite is Expiring as the log's objects are: only when its topic deletes by
+	// time and every entry referring to it carries an expiry.
+	expiry := store.ExpiryOf(t)
 	nw := make([]store.IndexEntry, len(pieces))
 	for i, pc := range pieces {
 		e := store.IndexEntry{Topic: t.ID(), Partition: p, BaseOffset: pc.Base, Count: pc.Count, ObjectKey: key,
@@ -401,11 +489,14 @@ func (j *Job) rewrite(ctx context.Context, t store.Topic, p int32, old []store.I
 				return nil, fmt.Errorf("encode the block at %d: %w", pc.Base, err)
 			}
 			e.ByteOffset, e.ByteLength = int64(start), int64(len(obj)-start)
+			if e.ExpiresAt.IsZero() {
+				expiry = store.Kept
+			}
 		}
 		nw[i] = e
 	}
 	if len(obj) > 0 {
-		if err := j.Objects.Put(ctx, key, obj); err != nil {
+		if err := j.Objects.Put(ctx, key, obj, expiry); err != nil {
 			return nil, fmt.Errorf("write %s: %w", key, err)
 		}
 		st.Puts++

@@ -26,7 +26,10 @@ func (s Stats) Add(o Stats) Stats {
 		Rewrites:            s.Rewrites + o.Rewrites,
 		RecordsRemoved:      s.RecordsRemoved + o.RecordsRemoved,
 		ObjectsDeleted:      s.ObjectsDeleted + o.ObjectsDeleted,
+		EntriesKept:         s.EntriesKept + o.EntriesKept,
+		ObjectsKept:         s.ObjectsKept + o.ObjectsKept,
 		Gets:                s.Gets + o.Gets, Puts: s.Puts + o.Puts, Lists: s.Lists + o.Lists,
 		Deletes: s.Deletes + o.Deletes, IndexReads: s.IndexReads + o.IndexReads, Swaps: s.Swaps + o.Swaps,
+		Keeps: s.Keeps + o.Keeps, ExpiryClears: s.ExpiryClears + o.ExpiryClears,
 	}
 }

@@ -18,6 +18,15 @@ const (
 	PerBlock
 	// PerBlockRead: partition batches read, each group reading every one.
 	PerBlockRead
+	// PerObject: segment objects written, each one topic commit. On demand every
+	// append request writes its own; on Managed Instances concurrent requests of one
+	// execution environment merge into one (group commit): ObjectsOf.
+	PerObject
+	// PerObjectBlock: partitions of those objects, each one index entry (a merged
+	// object's members share one per partition).
+	PerObjectBlock
+	// PerObjectBlockRead: the index entries read, each group reading every one.
+	PerObjectBlockRead
 	// PerProducerSecond: a second of one producer (its partition refreshes).
 	PerProducerSecond
 	// PerConsumerSecond: a second of one group's consumer invocation on one
@@ -43,7 +52,7 @@ const (
 	PerSecond
 )
 
-var driverNames = [...]string{"append", "block", "block read", "producer-second", "consumer-second", "consumer invocation", "consumer poll",
+var driverNames = [...]string{"append", "block", "block read", "object", "object block", "object block read", "producer-second", "consumer-second", "consumer invocation", "consumer poll",
 	"stream batch", "sweep", "retention pass", "environment", "environment-second", "second"}
 
 func (d Driver) String() string { return driverNames[d] }
@@ -128,65 +137,115 @@ func line(fn, api, res string, d Driver, rate float64, why string) ModelLine {
 // for every line a cost run reaches (internal/stackrun's TestCostRunMatchesTheModel
 // holds each within Tolerance of what the functions do) and the lines a short run
 // cannot reach at the design workload.
-func DeploymentModel() []ModelLine {
+func DeploymentModel() []ModelLine { return DeploymentModelOf(Baseline) }
+
+// DeploymentModelOf is DeploymentModel for the stack of design d: on the aggregation
+// tier (the api on Managed Instances behind its function URL) a few lines differ from
+// the default stack's, as its cost run counts them (managedLines).
+func DeploymentModelOf(d Design) []ModelLine {
+	lines := defaultLines()
+	if !d.aggregated() {
+		return lines
+	}
+	over := map[string]ModelLine{}
+	for _, l := range managedLines() {
+		over[l.Key()] = l
+	}
+	for i, l := range lines {
+		if m, ok := over[l.Key()]; ok {
+			lines[i] = m
+			delete(over, l.Key())
+		}
+	}
+	for _, l := range managedLines() {
+		if _, ok := over[l.Key()]; ok {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// managedLines are the lines of the headline design's run that differ from the
+// default stack's.
+func managedLines() []ModelLine {
+	const counted = "as the headline design's cost run counts it"
+	return []ModelLine{
+		line("api", "DynamoDB.GetItem", "sequencer", PerProducerSecond, 0.2,
+			"the producers' partition refreshes, and appends re-reading the topic's sequencer item: more often than on demand, one environment's many concurrent appends finding its copy stale, "+counted).with(PerAppend, 0.55),
+		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.066,
+			"the topic's configuration: one environment's cached copy serves most of the concurrent refreshes, "+counted).with(PerAppend, 0.02),
+		line("api", LogsAPI, "", PerEnvironmentSecond, 216, "one environment serving every request: the aggregated documents and its per-request warnings on the loaded emulator, "+counted+" (an upper bound)"),
+		line("consumer", LogsAPI, "", PerConsumerSecond, 16, "warnings of a consumer on the loaded emulator, "+counted+" (an upper bound: the default run's consumer wrote none)"),
+		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerInvocation, 2, "the group's settings, read as an invocation starts and refreshed on a timer, "+counted).with(PerConsumerSecond, 0.04),
+		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.59, "polls read the partition's bounds, "+counted),
+		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.12, counted),
+		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.29, "a poll that finds new entries reads them (fewer, larger entries than on demand), "+counted),
+		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 155, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (an upper bound)"),
+		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.37, "the stream mapping's reads (free from a Lambda trigger), "+counted),
+		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.37, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
+	}
+}
+
+// defaultLines are the default stack's lines.
+func defaultLines() []ModelLine {
 	const (
 		counted = "as the cost run counts it"
 		flush   = "EMF aggregated per environment, flushed when due (30 s): the documents and a few start-up lines, as counted"
 	)
 	return []ModelLine{
-		line("api", "S3.PutObject", "bucket", PerAppend, 1, "one segment object per append (pkg/log)"),
-		line("api", "DynamoDB.UpdateItem", "sequencer", PerAppend, 1, "the topic commit: a conditional UpdateItem of the topic's sequencer item"),
-		line("api", "DynamoDB.PutItem", "index", PerBlock, 1, "one index entry per partition batch"),
+		line("api", "S3.PutObject", "bucket", PerObject, 1, "one segment object per batch of merged requests (pkg/log; one per request on demand)"),
+		line("api", "DynamoDB.UpdateItem", "sequencer", PerObject, 1, "the topic commit: a conditional UpdateItem of the topic's sequencer item, one per object"),
+		line("api", "DynamoDB.PutItem", "index", PerObjectBlock, 1, "one index entry per partition of an object"),
 		line("api", "DynamoDB.GetItem", "sequencer", PerProducerSecond, 0.2,
-			"a producer's partition refresh every 5 s (client.DefaultPartitionRefresh) reads the topic's sequencer item; appends re-read it when an environment's copy is stale (as counted: it varies with the load)").with(PerAppend, 0.47),
-		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.2, "and the topic's configuration (appends now and then too, as counted)").with(PerAppend, 0.06),
+			"a producer's partition refresh every 5 s (client.DefaultPartitionRefresh) reads the topic's sequencer item; appends re-read it when an environment's copy is stale (as counted: it varies with the load)").with(PerAppend, 0.13),
+		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.2, "and the topic's configuration (appends now and then too, as counted)").with(PerAppend, 0.02),
 		line("api", InvokedAPI, "", PerAppend, 1, "one invocation per append and per partition refresh").with(PerProducerSecond, 0.2),
-		line("api", LogsAPI, "", PerEnvironmentSecond, 45, flush),
+		line("api", LogsAPI, "", PerEnvironmentSecond, 40, flush),
 
-		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1, "the stream mapping's reads (free from a Lambda trigger)"),
-		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1, "the harness's stream mapping describes the stream per batch (Lambda's own reads, free)"),
+		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.74, "the stream mapping's reads, empty ones included (free from a Lambda trigger), as counted"),
+		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.74, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
 		line("dispatch", InvokedAPI, "", PerStreamBatch, 1, "one invocation per stream batch and per sweep").with(PerSweep, 1),
-		line("dispatch", "DynamoDB.GetItem", "assignments", PerStreamBatch, 2.5, counted+" (the sweep's reads folded in: an upper bound)"),
-		line("dispatch", "DynamoDB.GetItem", "sequencer", PerStreamBatch, 1.5, counted),
-		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 1.2, counted),
-		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.75, counted),
-		line("dispatch", "DynamoDB.GetItem", "commits", PerSweep, 0.43, counted),
-		line("dispatch", "DynamoDB.Query", "index", PerStreamBatch, 3.1, counted+": the woken partitions' new entries"),
+		line("dispatch", "DynamoDB.GetItem", "assignments", PerStreamBatch, 2.85, counted+" (the sweep's reads folded in: an upper bound)"),
+		line("dispatch", "DynamoDB.GetItem", "sequencer", PerStreamBatch, 1.82, counted),
+		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 0.75, counted),
+		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.92, counted),
+		line("dispatch", "DynamoDB.GetItem", "commits", PerSweep, 0.125, counted),
+		line("dispatch", "DynamoDB.Query", "index", PerStreamBatch, 3.43, counted+": the woken partitions' new entries"),
 		line("dispatch", "DynamoDB.PutItem", "index", PerStreamBatch, 0, "an entry the api did not write (crash recovery): rare"),
 		line("dispatch", "S3.GetObject", "bucket", PerStreamBatch, 0, "reading a crashed append's object back: rare"),
 		line("dispatch", "DynamoDB.Scan", "assignments", PerSweep, 1, "the sweep scans the leases"),
 		line("dispatch", "DynamoDB.Scan", "commits", PerSweep, 1, "the groups' commits"),
 		line("dispatch", "DynamoDB.Scan", "parked", PerSweep, 1, "and the parked keys"),
 		line("dispatch", "Lambda.Invoke", "consumer", PerConsumerInvocation, 1, "each consumer invocation is dispatch's asynchronous Invoke"),
-		line("dispatch", "ssm:GetParametersByPath", "/strata/subscriptions", PerEnvironment, 1, "the subscriptions, read once per environment"),
-		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 64, flush),
+		line("dispatch", "ssm:GetParametersByPath", "/strata/subscriptions", PerEnvironment, 2, "the subscriptions, read as an environment starts and refreshed, as counted"),
+		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 130, flush+" (a short run's start-up lines weigh in: an upper bound)"),
 
-		line("consumer", "DynamoDB.TransactWriteItems", "assignments+commits", PerConsumerSecond, 0.32, "the group commit (two items: the lease's fence and the offset), as counted: about one every 3 s per partition while the run's records trickle in; the design's one a second per partition while busy"),
-		line("consumer", "DynamoDB.UpdateItem", "assignments", PerConsumerPoll, 0.106, "lease renewals, as counted"),
-		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.58, "polls read the partition's bounds, as counted (a poll per batch at the run's rate; every 200 ms when caught up)"),
-		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.45, counted),
-		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerPoll, 0.085, counted),
-		line("consumer", "DynamoDB.GetItem", "commits", PerConsumerPoll, 0.106, counted),
-		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.235, "a poll that finds new entries reads them, as counted"),
-		line("consumer", "S3.GetObject", "bucket", PerBlockRead, 1, "one GET per partition batch read"),
+		line("consumer", "DynamoDB.TransactWriteItems", "assignments+commits", PerConsumerSecond, 0.097, "the group commit (two items: the lease's fence and the offset), made on progress with the lease's renewal inside it, as counted: about one every 10 s per partition"),
+		line("consumer", "DynamoDB.UpdateItem", "assignments", PerConsumerInvocation, 1, "the lease taken when an invocation starts (renewals ride in the commit)"),
+		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.93, "polls read the partition's bounds, as counted (long polls: one per batch at the run's rate, the idle window 1 s when caught up)"),
+		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.25, counted),
+		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerInvocation, 2, "the group's settings, read as an invocation starts and refreshed on a timer, as counted").with(PerConsumerSecond, 0.02),
+		line("consumer", "DynamoDB.GetItem", "commits", PerConsumerInvocation, 1, "the committed offset read when an invocation starts"),
+		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.53, "a poll that finds new entries reads them, as counted"),
+		line("consumer", "S3.GetObject", "bucket", PerObjectBlockRead, 1, "one GET per index entry read"),
 		line("consumer", InvokedAPI, "", PerConsumerInvocation, 1, "held until 3 s before the 300 s timeout, then invoked again"),
 		line("consumer", LogsAPI, "", PerConsumerSecond, 0, "the example consumer writes nothing per record"),
 
-		line("retention", InvokedAPI, "", PerRetentionPass, 1, "one invocation per pass"),
-		line("retention", "DynamoDB.GetItem", "groups", PerRetentionPass, 0.83, counted),
-		line("retention", "DynamoDB.GetItem", "laghistory", PerRetentionPass, 0.83, counted),
-		line("retention", "DynamoDB.PutItem", "laghistory", PerRetentionPass, 0.83, "the pass records the groups' lag"),
-		line("retention", "DynamoDB.GetItem", "sequencer", PerRetentionPass, 3.6, counted),
-		line("retention", "DynamoDB.GetItem", "topics", PerRetentionPass, 2, counted),
+		line("retention", InvokedAPI, "", PerRetentionPass, 2, "one invocation per pass and one per topic it fans out to (the run's one topic)"),
+		line("retention", "Lambda.Invoke", "retention", PerRetentionPass, 1, "the pass invokes itself asynchronously once per topic"),
+		line("retention", "DynamoDB.GetItem", "groups", PerRetentionPass, 1, counted),
+		line("retention", "DynamoDB.GetItem", "laghistory", PerRetentionPass, 0.92, counted),
+		line("retention", "DynamoDB.PutItem", "laghistory", PerRetentionPass, 0.92, "the pass records the groups' lag"),
+		line("retention", "DynamoDB.GetItem", "sequencer", PerRetentionPass, 3.9, counted),
+		line("retention", "DynamoDB.GetItem", "topics", PerRetentionPass, 3, counted),
 		line("retention", "DynamoDB.Query", "index", PerRetentionPass, 5.5, "the oldest entries of each partition, as counted"),
-		line("retention", "DynamoDB.Scan", "assignments", PerRetentionPass, 0.83, counted),
-		line("retention", "DynamoDB.Scan", "commits", PerRetentionPass, 0.83, counted),
-		line("retention", "DynamoDB.Scan", "groups", PerRetentionPass, 0.83, counted),
-		line("retention", "DynamoDB.Scan", "topics", PerRetentionPass, 1.67, counted),
-		line("retention", "S3.ListObjectsV2", "bucket", PerRetentionPass, 0.83, "a page of the expired objects per topic, as counted; a page per 1,000 expired at the target").with(PerAppend, 0.001),
-		line("retention", "DynamoDB.DeleteItem", "index", PerBlock, 1, "every index entry is deleted once it expires (a paid write each): a run shorter than the retention does not reach it"),
-		line("retention", "S3.DeleteObjects", "bucket", PerAppend, 0.001, "objects deleted 1,000 a request (free)"),
-		line("retention", LogsAPI, "", PerRetentionPass, 420, "the pass's EMF document, as counted"),
+		line("retention", "DynamoDB.Scan", "assignments", PerRetentionPass, 1, counted),
+		line("retention", "DynamoDB.Scan", "commits", PerRetentionPass, 1, counted),
+		line("retention", "DynamoDB.Scan", "groups", PerRetentionPass, 1, counted),
+		line("retention", "DynamoDB.Scan", "topics", PerRetentionPass, 3, counted),
+		line("retention", "S3.ListObjectsV2", "bucket", PerRetentionPass, 0.95, "a page of the expired objects per topic, as counted; a page per 1,000 expired at the target").with(PerObject, 0.001),
+		line("retention", "S3.DeleteObjects", "bucket", PerObject, 0.001, "objects deleted 1,000 a request (free); the expired index entries are left to DynamoDB TTL (free deletes, priced as the storage line of that name)"),
+		line("retention", LogsAPI, "", PerRetentionPass, 1160, "the pass's and its per-topic worker's EMF documents, as counted"),
 	}
 }
 
@@ -196,21 +255,27 @@ func (l ModelLine) with(d Driver, rate float64) ModelLine {
 }
 
 // TargetDrivers is how many of each driver a day of o's workload has on design d.
+// The objects are the flow's (FlowOf): one per request on demand, the merged batches of
+// the aggregation tier on Managed Instances.
 func TargetDrivers(o Options, d Design) map[Driver]float64 {
 	f := FlowOf(o, d)
 	w := o.Workload
 	appends := f.ProducerRequestsPerSec * secondsPerDay
+	objects := f.AppendsPerSec * secondsPerDay
 	held := float64(w.Groups*w.Partitions) * secondsPerDay
 	return map[Driver]float64{
 		PerAppend:             appends,
 		PerBlock:              appends * f.BlocksPerRequest,
 		PerBlockRead:          appends * f.BlocksPerRequest * float64(w.Groups),
+		PerObject:             objects,
+		PerObjectBlock:        objects * f.BlocksPerAppend,
+		PerObjectBlockRead:    objects * f.BlocksPerAppend * float64(w.Groups),
 		PerProducerSecond:     float64(o.Producers.Count) * secondsPerDay,
 		PerConsumerSecond:     held,
 		PerConsumerInvocation: held / ConsumerHold,
 		PerConsumerPoll: held * ConsumerPollsPerSecond(w.EventsPerSec/float64(w.Partitions),
-			f.ProducerRequestsPerSec*f.BlocksPerRequest/float64(w.Partitions)),
-		PerStreamBatch:       math.Min(f.ProducerRequestsPerSec, StreamPollsPerSecond) * secondsPerDay,
+			f.AppendsPerSec*f.BlocksPerAppend/float64(w.Partitions)),
+		PerStreamBatch:       math.Min(f.AppendsPerSec, StreamPollsPerSecond) * secondsPerDay,
 		PerSweep:             SweepsPerDay,
 		PerRetentionPass:     RetentionPassesPerDay,
 		PerEnvironment:       EnvironmentsPerDay,
@@ -232,17 +297,27 @@ func (r Run) Drivers(fn string) map[Driver]float64 {
 	for _, f := range r.Functions {
 		by[f.Function] = f
 	}
+	var fanouts float64 // the retention pass's invocations of itself, one per topic
+	for _, q := range r.Requests {
+		if q.Function == "retention" && q.API == "Lambda.Invoke" && q.Resource == "retention" {
+			fanouts += float64(q.Requests)
+		}
+	}
+	objects, objectBlocks := r.Objects()
 	return map[Driver]float64{
 		PerAppend:             float64(r.Appends),
 		PerBlock:              float64(r.Blocks),
 		PerBlockRead:          float64(r.Blocks * int64(r.Groups)),
+		PerObject:             objects,
+		PerObjectBlock:        objectBlocks,
+		PerObjectBlockRead:    objectBlocks * float64(r.Groups),
 		PerProducerSecond:     r.ProducerSeconds,
 		PerConsumerSecond:     by["consumer"].BusySeconds,
 		PerConsumerInvocation: float64(by["consumer"].Invocations),
-		PerConsumerPoll:       r.consumerPolls(by["consumer"].BusySeconds),
+		PerConsumerPoll:       r.consumerPolls(by["consumer"].BusySeconds, objectBlocks),
 		PerStreamBatch:        math.Max(0, float64(by["dispatch"].Invocations)-sweeps),
 		PerSweep:              sweeps,
-		PerRetentionPass:      float64(by["retention"].Invocations),
+		PerRetentionPass:      math.Max(0, float64(by["retention"].Invocations)-fanouts),
 		PerEnvironment:        float64(by[fn].Environments),
 		PerEnvironmentSecond:  float64(by[fn].Environments) * r.Seconds,
 		PerSecond:             r.Seconds,
@@ -251,14 +326,92 @@ func (r Run) Drivers(fn string) map[Driver]float64 {
 
 // consumerPolls is the run's polls by ConsumerPollsPerSecond over held
 // consumer-seconds (each group reading every partition batch).
-func (r Run) consumerPolls(held float64) float64 {
+func (r Run) consumerPolls(held, objectBlocks float64) float64 {
 	if held <= 0 || r.Partitions == 0 {
 		return 0
 	}
 	perPart := held / float64(r.Partitions*max(r.Groups, 1))
 	recs := float64(r.Records) / float64(r.Partitions) / perPart
-	blocks := float64(r.Blocks) / float64(r.Partitions) / perPart
+	blocks := objectBlocks / float64(r.Partitions) / perPart
 	return held * ConsumerPollsPerSecond(recs, blocks)
+}
+
+// Objects is the segment objects the run's appends made and their partitions (index
+// entries), by the model of group commit FlowOf prices the aggregation tier with, not
+// by counting them (the run's S3 PutObject and index PutItem lines are held to it):
+// on demand each request is an object; with a group-commit window W, an execution
+// environment taking requests at rate λ opens a batch with a request and takes those
+// arriving within W after it, 1 + λW members (fewer when their bytes reach the budget),
+// and a batch of m members each touching k of P partitions holds P·(1 − (1 − k/P)^m).
+// λ is the run's append rate over the api's environments.
+func (r Run) Objects() (objects, blocks float64) {
+	appends := float64(r.Appends)
+	m := r.MembersPerObject()
+	if appends == 0 || m <= 1 {
+		return appends, float64(r.Blocks)
+	}
+	p := float64(r.Partitions)
+	k := float64(r.Blocks) / appends
+	objects = appends / m
+	return objects, objects * p * (1 - math.Pow(1-k/p, m))
+}
+
+// MembersPerObject is the requests merged into one object, by the model (Objects): 1
+// on demand. With the run's append arrivals in one environment it is the batches the
+// window cuts them into (WindowBatches); otherwise, and at the target, where
+// independent producers' requests arrive as a Poisson stream, 1 + λW.
+func (r Run) MembersPerObject() float64 {
+	if r.GroupCommitWindowSeconds <= 0 || r.Appends == 0 || r.ProducerSeconds <= 0 {
+		return 1
+	}
+	fit := math.Inf(1)
+	if r.GroupCommitBudgetBytes > 0 && r.Records > 0 {
+		perRequest := float64(r.Records) / float64(r.Appends) * float64(r.RecordBytes)
+		fit = math.Max(1, math.Floor(float64(r.GroupCommitBudgetBytes)/perRequest))
+	}
+	if envs := r.apiEnvironments(); envs == 1 && len(r.AppendArrivals) > 0 {
+		n := WindowBatches(r.AppendArrivals, r.GroupCommitWindowSeconds, int(math.Min(fit, 1e9)))
+		return float64(len(r.AppendArrivals)) / float64(n)
+	}
+	return math.Min(1+r.AppendRatePerEnvironment()*r.GroupCommitWindowSeconds, fit)
+}
+
+// WindowBatches is how many batches group commit cuts requests arriving at times
+// (seconds) into with window w: a request finding no open batch opens one, which takes
+// the requests arriving within w after it, at most fit of them. For a Poisson stream at
+// rate λ it tends to 1 + λw requests a batch.
+func WindowBatches(times []float64, w float64, fit int) int {
+	t := append([]float64(nil), times...)
+	sort.Float64s(t)
+	n := 0
+	for i := 0; i < len(t); {
+		j := i + 1
+		for j < len(t) && t[j] <= t[i]+w && j-i < fit {
+			j++
+		}
+		n++
+		i = j
+	}
+	return n
+}
+
+func (r Run) apiEnvironments() int {
+	for _, f := range r.Functions {
+		if f.Function == "api" {
+			return f.Environments
+		}
+	}
+	return 0
+}
+
+// AppendRatePerEnvironment is the run's append requests a second of producing over the
+// api's execution environments.
+func (r Run) AppendRatePerEnvironment() float64 {
+	if r.ProducerSeconds <= 0 {
+		return 0
+	}
+	drive := r.ProducerSeconds / float64(max(r.Producers, 1))
+	return float64(r.Appends) / drive / float64(max(r.apiEnvironments(), 1))
 }
 
 // Observed is one line a run counted: requests (or log bytes, or invocations) and

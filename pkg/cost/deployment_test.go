@@ -3,6 +3,8 @@ package cost
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -13,7 +15,19 @@ import (
 // (scripts/bench-cost.sh --run writes it).
 func committedRun(t *testing.T) Run {
 	t.Helper()
-	b, err := os.ReadFile("testdata/costrun.json")
+	return readRun(t, "testdata/costrun.json")
+}
+
+// committedHeadline is the cost run of the headline design (scripts/bench-cost.sh
+// --run headline writes it).
+func committedHeadline(t *testing.T) Run {
+	t.Helper()
+	return readRun(t, "testdata/costrun-headline.json")
+}
+
+func readRun(t *testing.T, path string) Run {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,17 +38,63 @@ func committedRun(t *testing.T) Run {
 	return r
 }
 
-// TestDeploymentModelHoldsToTheCommittedRun: every line of the committed cost run has
-// a model line within Tolerance (the live check is internal/stackrun's
-// TestCostRunMatchesTheModel).
+// TestDeploymentModelHoldsToTheCommittedRun: every line of the committed cost runs (the
+// default stack's and the headline design's) has a model line within Tolerance (the
+// live check is internal/stackrun's TestCostRunMatchesTheModel).
 func TestDeploymentModelHoldsToTheCommittedRun(t *testing.T) {
-	for _, err := range CheckRun(DeploymentModel(), committedRun(t)) {
-		t.Error(err)
+	for _, r := range []Run{committedRun(t), committedHeadline(t)} {
+		for _, err := range CheckRun(DeploymentModelOf(r.Design()), r) {
+			t.Errorf("run %q: %v", r.Config, err)
+		}
+	}
+}
+
+// TestObjectsMergeAsTheRunDid: on demand every request is its own object; in the
+// headline run the requests of one environment merged, and the objects the api wrote
+// (its S3 PutObject and topic commits) are the merge model's within Tolerance; a wider
+// window merges more, an empty budget nothing.
+func TestObjectsMergeAsTheRunDid(t *testing.T) {
+	def := committedRun(t)
+	if n, b := def.Objects(); n != float64(def.Appends) || b != float64(def.Blocks) {
+		t.Errorf("default stack: %v objects of %v blocks from %d appends of %d blocks: want one per append", n, b, def.Appends, def.Blocks)
+	}
+	h := committedHeadline(t)
+	if !h.ManagedInstances || h.GroupCommitWindowSeconds <= 0 {
+		t.Fatalf("the headline run is not on Managed Instances with a window: %+v", h.Config)
+	}
+	want, _ := h.Objects()
+	var puts, commits float64
+	for _, q := range h.Requests {
+		switch {
+		case q.Function == "api" && q.API == "S3.PutObject":
+			puts += float64(q.Requests)
+		case q.Function == "api" && q.API == "DynamoDB.UpdateItem" && q.Resource == "sequencer":
+			commits += float64(q.Requests)
+		}
+	}
+	if h.MembersPerObject() <= 1.1 || float64(h.Appends)/puts <= 1.1 {
+		t.Errorf("headline run: %.2f members per object by the model, %.2f counted: the requests did not merge", h.MembersPerObject(), float64(h.Appends)/puts)
+	}
+	for name, got := range map[string]float64{"S3 PutObject": puts, "topic commits": commits} {
+		if d := got - want; d > Tolerance*got || d < -Tolerance*got {
+			t.Errorf("headline run: %s %v, the merge model's objects %.1f: more than %.0f%% apart", name, got, want, 100*Tolerance)
+		}
+	}
+	wide := h
+	wide.GroupCommitWindowSeconds *= 2
+	if wide.MembersPerObject() <= h.MembersPerObject() {
+		t.Errorf("a window twice as wide merges %v members, not more than %v", wide.MembersPerObject(), h.MembersPerObject())
+	}
+	tight := h
+	tight.GroupCommitBudgetBytes = 1
+	if tight.MembersPerObject() != 1 {
+		t.Errorf("a 1-byte budget merges %v members, want 1", tight.MembersPerObject())
 	}
 }
 
 // TestCheckRunFailsOnWhatTheModelLacks: a request the model has no line for, a log
-// line per append the model does not price, and a count 20% off each fail the check.
+// line per append the model does not price, and a count 20% off each fail the check, on
+// both committed runs.
 func TestCheckRunFailsOnWhatTheModelLacks(t *testing.T) {
 	base := committedRun(t)
 	cases := []struct {
@@ -61,31 +121,35 @@ func TestCheckRunFailsOnWhatTheModelLacks(t *testing.T) {
 			}
 		}, "api S3.PutObject"},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r := base
-			r.Requests = append([]RunRequest(nil), base.Requests...)
-			r.Functions = append([]RunFunction(nil), base.Functions...)
-			c.change(&r)
-			errs := CheckRun(DeploymentModel(), r)
-			var found bool
-			for _, err := range errs {
-				found = found || strings.Contains(err.Error(), c.want)
-			}
-			if !found {
-				t.Fatalf("CheckRun = %v, want an error naming %q", errs, c.want)
-			}
-		})
+	for _, base := range []Run{base, committedHeadline(t)} {
+		for _, c := range cases {
+			t.Run(c.name+" "+base.Config, func(t *testing.T) {
+				r := base
+				r.Requests = append([]RunRequest(nil), base.Requests...)
+				r.Functions = append([]RunFunction(nil), base.Functions...)
+				c.change(&r)
+				errs := CheckRun(DeploymentModelOf(r.Design()), r)
+				var found bool
+				for _, err := range errs {
+					found = found || strings.Contains(err.Error(), c.want)
+				}
+				if !found {
+					t.Fatalf("CheckRun = %v, want an error naming %q", errs, c.want)
+				}
+			})
+		}
 	}
 }
 
 // TestEveryCountedLineIsPriced: each API the committed run counted has a price (or a
 // stated reason it costs nothing), none falls through as unknown.
 func TestEveryCountedLineIsPriced(t *testing.T) {
-	d := PriceDeployment(Defaults(10), DeploymentModel(), committedRun(t))
-	for _, l := range d.Lines {
-		if strings.Contains(l.Unit, "unknown") {
-			t.Errorf("%s %s on %q is not priced", l.Function, l.API, l.Resource)
+	for _, r := range []Run{committedRun(t), committedHeadline(t)} {
+		d := PriceDeployment(Defaults(10), DeploymentModelOf(r.Design()), r)
+		for _, l := range d.Lines {
+			if strings.Contains(l.Unit, "unknown") {
+				t.Errorf("run %q: %s %s on %q is not priced", r.Config, l.Function, l.API, l.Resource)
+			}
 		}
 	}
 }
@@ -96,7 +160,8 @@ const docsBegin, docsEnd = "<!-- cost-run:begin (generated by pkg/cost Deploymen
 // DeploymentTables' output for the committed run; STRATA_UPDATE_DOCS=1 rewrites them.
 func TestCostRunTablesInTheDocs(t *testing.T) {
 	var want bytes.Buffer
-	DeploymentTables(&want, Defaults(10), committedRun(t))
+	h := committedHeadline(t)
+	DeploymentTables(&want, Defaults(10), committedRun(t), &h)
 	path := "../../docs/BENCHMARKS.md"
 	doc, err := os.ReadFile(path)
 	if err != nil {
@@ -123,14 +188,41 @@ func TestCostRunTablesInTheDocs(t *testing.T) {
 // TestHeadlineAtEqualAckFloors: every headline row compares Strata and Kinesis at ack
 // floors within 50 ms of each other, both paying for their consumers.
 func TestHeadlineAtEqualAckFloors(t *testing.T) {
-	for _, h := range Headlines(Defaults(10), committedRun(t)) {
-		if d := h.StrataAck - h.KinesisAck; d > 50*time.Millisecond || d < -50*time.Millisecond {
-			t.Errorf("%d groups, %v, %d producers: ack floors %v and %v are more than 50 ms apart", h.Groups, h.Retention, h.Producers, h.StrataAck, h.KinesisAck)
+	for _, r := range []Run{committedRun(t), committedHeadline(t)} {
+		for _, h := range Headlines(Defaults(10), r) {
+			if d := h.StrataAck - h.KinesisAck; d > 50*time.Millisecond || d < -50*time.Millisecond {
+				t.Errorf("run %q, %d groups, %v, %d producers: ack floors %v and %v are more than 50 ms apart", r.Config, h.Groups, h.Retention, h.Producers, h.StrataAck, h.KinesisAck)
+			}
 		}
 	}
 	o := Defaults(10)
 	k, bare := KinesisWithConsumers(o), KinesisProvisioned(o, true)
 	if k.PerDay() <= bare.PerDay() {
 		t.Errorf("Kinesis with consumers $%.2f/day, without $%.2f: the consumers cost nothing", k.PerDay(), bare.PerDay())
+	}
+}
+
+// TestWindowBatchesOfAPoissonStream: requests arriving as a Poisson stream at rate λ
+// are cut by a window w into batches of 1 + λw on average — the merge the target's
+// independent producers get — and the budget caps a batch's members.
+func TestWindowBatchesOfAPoissonStream(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, c := range []struct{ rate, w float64 }{{20, 0.03}, {100, 0.03}, {333, 0.03}, {50, 0.2}} {
+		var times []float64
+		for at := 0.0; len(times) < 200000; {
+			at += rng.ExpFloat64() / c.rate
+			times = append(times, at)
+		}
+		got := float64(len(times)) / float64(WindowBatches(times, c.w, 1<<30))
+		if want := 1 + c.rate*c.w; math.Abs(got-want) > 0.02*want {
+			t.Errorf("λ %v, w %v: %.3f members a batch, want 1 + λw = %.3f", c.rate, c.w, got, want)
+		}
+	}
+	times := []float64{0.5, 0, 0.01, 0.02, 0.05}
+	for fit, want := range map[int]int{1 << 30: 3, 2: 3, 1: 5} {
+		// {0, 0.01, 0.02} {0.05} {0.5}; two at most: {0, 0.01} {0.02, 0.05} {0.5}.
+		if n := WindowBatches(times, 0.03, fit); n != want {
+			t.Errorf("window 30 ms, at most %d members: %d batches, want %d", fit, n, want)
+		}
 	}
 }

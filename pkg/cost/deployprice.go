@@ -34,8 +34,9 @@ type Priced struct {
 
 // Deployment is a day of the target workload on the deployed stack.
 type Deployment struct {
-	Lines []Priced
-	Flow  Flow
+	Lines  []Priced
+	Flow   Flow
+	Design Design
 }
 
 // PerDay is the deployment's $/day.
@@ -54,10 +55,17 @@ func (d Deployment) PerDay() float64 {
 // consumer's held all day, dispatch's and retention's at their requests' service
 // time), Lambda's platform log records, API Gateway, storage, custom metrics, alarms
 // and the dashboard.
+//
+// The design is the run's (Run.Design, Run.Configure): the default stack's one object
+// per request behind API Gateway, or the headline design's merged objects behind the
+// function URL, where the api's Managed Instances are billed by the instance-hour
+// instead of its GB-seconds.
 func PriceDeployment(o Options, model []ModelLine, r Run) Deployment {
+	o = r.Configure(o)
 	pr, w := o.Prices, o.Workload
-	target := TargetDrivers(o, Baseline)
-	dep := Deployment{Flow: FlowOf(o, Baseline)}
+	design := r.Design()
+	target := TargetDrivers(o, design)
+	dep := Deployment{Flow: FlowOf(o, design), Design: design}
 	byKey := map[string]ModelLine{}
 	for _, l := range model {
 		byKey[l.Key()] = l
@@ -85,7 +93,7 @@ func PriceDeployment(o Options, model []ModelLine, r Run) Deployment {
 		p := Priced{Function: ob.Function, API: ob.API, Resource: ob.Resource, Driver: m.Driver(),
 			RunCount: ob.Count, RunRate: ob.Count / math.Max(runDrivers[m.Driver()], 1e-9), ModelRate: m.Terms[0].Rate,
 			Measured: true, PerDay: perDay}
-		priceLine(&p, ob, o, fns[ob.Function], w, pr)
+		priceLine(&p, ob, dep.Flow, w, pr)
 		add(p)
 	}
 	for _, m := range model {
@@ -94,7 +102,7 @@ func PriceDeployment(o Options, model []ModelLine, r Run) Deployment {
 		}
 		p := Priced{Function: m.Function, API: m.API, Resource: m.Resource, Driver: m.Driver(), ModelRate: m.Terms[0].Rate,
 			PerDay: m.Count(target)}
-		priceLine(&p, Observed{Function: m.Function, API: m.API, Resource: m.Resource, Count: 1, Items: 1}, o, fns[m.Function], w, pr)
+		priceLine(&p, Observed{Function: m.Function, API: m.API, Resource: m.Resource, Count: 1, Items: 1}, dep.Flow, w, pr)
 		add(p)
 	}
 
@@ -108,11 +116,17 @@ func PriceDeployment(o Options, model []ModelLine, r Run) Deployment {
 		}
 		gb := float64(f.MemoryMB) / 1024
 		var seconds float64
-		switch f.Function {
-		case "api":
+		switch {
+		case f.Function == "api" && design.aggregated():
+			// Managed Instances: the instances' hours and Lambda's management fee on
+			// them, whatever the invocations' durations.
+			hours := float64(dep.Flow.Instances) * 24
+			add(Priced{Function: f.Function, API: "Managed Instances", Driver: PerSecond, PerDay: hours, Units: hours,
+				Unit: pr.ManagedInstanceHour.Unit, USD: hours * pr.ManagedInstanceHour.USD * (1 + pr.LambdaMIFee.USD)})
+		case f.Function == "api":
 			recs := dep.Flow.RecordsPerRequest
 			seconds = inv * (o.Latency.Service().Seconds() + recs*o.Serving.CPUPerRecord.Seconds())
-		case "consumer":
+		case f.Function == "consumer":
 			seconds = target[PerConsumerSecond] // held the whole time, caught up or not
 		default:
 			// Its AWS requests one after another at a DynamoDB request's service time,
@@ -129,8 +143,10 @@ func PriceDeployment(o Options, model []ModelLine, r Run) Deployment {
 				seconds = inv * (per*o.Latency.DynamoWrite.Seconds() + o.Latency.API.Seconds())
 			}
 		}
-		add(Priced{Function: f.Function, API: "Lambda.GB-seconds", Driver: PerSecond, PerDay: seconds,
-			Units: seconds * gb, Unit: "GB-second", USD: seconds * gb * pr.LambdaGBSecondArm.USD})
+		if seconds > 0 || !design.aggregated() || f.Function != "api" {
+			add(Priced{Function: f.Function, API: "Lambda.GB-seconds", Driver: PerSecond, PerDay: seconds,
+				Units: seconds * gb, Unit: "GB-second", USD: seconds * gb * pr.LambdaGBSecondArm.USD})
+		}
 		bytes := inv * PlatformLogBytes
 		add(Priced{Function: f.Function, API: "CloudWatchLogs.platform", Driver: PerSecond, PerDay: bytes,
 			Units: bytes / 1e9, Unit: "GB ingested", USD: bytes / 1e9 * pr.LogsIngestGB.USD})
@@ -150,9 +166,14 @@ func PriceDeployment(o Options, model []ModelLine, r Run) Deployment {
 	storedGB := w.EventsPerSec * w.EventBytes * o.Profile.StoredBytesPerByte * retainSec / gib
 	add(Priced{Function: "storage", API: "S3 storage", Resource: "bucket", PerDay: storedGB, Units: storedGB / daysPerMonth,
 		Unit: "GB-month", USD: storedGB / daysPerMonth * pr.S3StorageGBMonth.USD})
-	indexGB := target[PerBlock] / secondsPerDay * retainSec * o.Profile.IndexItemBytes / gib
+	indexGB := target[PerObjectBlock] / secondsPerDay * retainSec * o.Profile.IndexItemBytes / gib
 	add(Priced{Function: "storage", API: "DynamoDB storage", Resource: "index", PerDay: indexGB, Units: indexGB / daysPerMonth,
 		Unit: "GB-month", USD: indexGB / daysPerMonth * pr.DynamoStorageGBMonth.USD})
+	// Expired index entries: retention leaves them to the table's TTL, whose deletes
+	// are free (one a day per entry written a day, once the retention has passed).
+	ttl := target[PerObjectBlock]
+	add(Priced{Function: "storage", API: "DynamoDB TTL deletes", Resource: "index", PerDay: ttl, Units: ttl,
+		Unit: "delete (free: DynamoDB TTL)"})
 
 	// CloudWatch: the custom metrics the functions' EMF documents define (those of a
 	// group once per group), the template's alarms and dashboards.
@@ -191,7 +212,7 @@ func PriceDeployment(o Options, model []ModelLine, r Run) Deployment {
 // transactions twice), reads in 4 KB read units of the answer, streams reads free from
 // a Lambda trigger, Lambda's Invoke billed as the invoked function's invocation, log
 // bytes (with CloudWatch's per-event overhead) at the ingestion price.
-func priceLine(p *Priced, ob Observed, o Options, f RunFunction, w Workload, pr Prices) {
+func priceLine(p *Priced, ob Observed, flow Flow, w Workload, pr Prices) {
 	perReq := func(x float64) float64 { return x / math.Max(ob.Count, 1) }
 	items := math.Max(1, perReq(ob.Items))
 	switch api := p.API; {
@@ -208,8 +229,9 @@ func priceLine(p *Priced, ob Observed, o Options, f RunFunction, w Workload, pr 
 	case strings.HasPrefix(api, "S3.Delete"):
 		p.Units, p.Unit = p.PerDay, "request (free)"
 	case api == "DynamoDB.UpdateItem" && p.Function == "api" && p.Resource == "sequencer":
-		// The topic commit: billed by the topic item's size at the target's partitions.
-		u := TopicCommitWRU(w.Partitions, FlowOf(o, Baseline).BlocksPerRequest)
+		// The topic commit: billed by the topic item's size at the target's partitions
+		// (those of one object).
+		u := TopicCommitWRU(w.Partitions, flow.BlocksPerAppend)
 		p.Units, p.Unit, p.USD = p.PerDay*u, "write unit", p.PerDay*u*pr.DynamoWRU.USD
 	case api == "DynamoDB.PutItem" || api == "DynamoDB.UpdateItem" || api == "DynamoDB.DeleteItem" || api == "DynamoDB.BatchWriteItem":
 		u := items * itemWRU(perReq(ob.BytesSent)/items)
@@ -232,5 +254,4 @@ func priceLine(p *Priced, ob Observed, o Options, f RunFunction, w Workload, pr 
 	default:
 		p.Units, p.Unit = p.PerDay, "request (not priced: unknown API)"
 	}
-	_ = f
 }

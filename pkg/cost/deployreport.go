@@ -97,6 +97,8 @@ type Headline struct {
 	Producers                int
 	Strata, Kinesis          float64 // $/day
 	StrataAck, KinesisAck    time.Duration
+	Members                  float64 // producer requests per segment object
+	Design                   Design
 	MSK, MSKServerless, Warp float64
 	Ratio                    float64 // Strata / Kinesis
 }
@@ -110,10 +112,10 @@ func Headlines(base Options, r Run) []Headline {
 			for _, n := range []int{10, 100, 1000} {
 				o := base
 				o.Workload.Groups, o.Workload.Retention, o.Producers.Count = g, ret, n
-				d := PriceDeployment(o, DeploymentModel(), r)
+				d := PriceDeployment(o, DeploymentModelOf(r.Design()), r)
 				k := KinesisWithConsumers(o)
 				h := Headline{Groups: g, Retention: ret, Producers: n, Strata: d.PerDay(), Kinesis: k.PerDay(),
-					StrataAck: d.Flow.AckFloor, KinesisAck: KPLFlowOf(o).AckFloor,
+					StrataAck: d.Flow.AckFloor, KinesisAck: KPLFlowOf(o).AckFloor, Members: d.Flow.MembersPerAppend, Design: d.Design,
 					MSK: MSKProvisioned(o).PerDay(), MSKServerless: MSKServerless(o).PerDay(), Warp: WarpStream(o).PerDay()}
 				h.Ratio = h.Strata / h.Kinesis
 				out = append(out, h)
@@ -127,25 +129,87 @@ func Headlines(base Options, r Run) []Headline {
 const CostRunCommand = "scripts/bench-cost.sh --run"
 
 // DeploymentTables writes docs/BENCHMARKS.md's cost-run section in Markdown from run
-// r: the run's workload, the per-line table at 10 producers, 1 group, 24 h, and the
-// headline comparison. base is the design workload's options.
-func DeploymentTables(out io.Writer, base Options, r Run) {
+// r of the default stack and, when headline is not nil, the run of the headline design:
+// each run's workload and its per-line table at 10 producers, 1 group, 24 h, then the
+// headline comparison of both. base is the design workload's options.
+func DeploymentTables(out io.Writer, base Options, r Run, headline *Run) {
 	fmt.Fprintf(out, "Cost run of %s: `%s` drove %d producers (linger %s) appending %d records of %d B in %d requests (%d partition batches) "+
 		"over %d partitions for %.0f s through the synthesized stack, one group consuming (the example consumer, its own table's writes left out), "+
 		"schedules on a clock where a minute lasts %.0f s. Scaled to 50,000 events/s of 1 KB, %d partitions, us-east-1 list prices (pkg/cost/prices.go).\n\n",
 		r.Date, CostRunCommand, r.Producers, time.Duration(r.LingerSeconds*float64(time.Second)), r.Records, r.RecordBytes, r.Appends, r.Blocks,
 		r.Partitions, r.Seconds, r.MinuteSeconds, base.Workload.Partitions)
+	perLine(out, base, r)
+	if headline != nil {
+		h := *headline
+		var puts int64
+		envs := 0
+		for _, q := range h.Requests {
+			if q.Function == "api" && q.API == "S3.PutObject" {
+				puts += q.Requests
+			}
+		}
+		for _, f := range h.Functions {
+			if f.Function == "api" {
+				envs = f.Environments
+			}
+		}
+		fmt.Fprintf(out, "Cost run of the headline design, %s: `%s headline` synthesized the stack with the function URL as its front door and the api "+
+			"on Lambda Managed Instances (group-commit window %.0f ms, budget %d B), ran the api in %d execution environment(s) of %d concurrent invocations "+
+			"each (the template's minimum and its per-environment concurrency) and drove %d producers (linger %s) appending %d records in %d requests "+
+			"for %.0f s. The requests of one environment merged into %d segment objects: %.2f members per object, the model's %.2f "+
+			"(`Run.MembersPerObject`: the batches the window cuts the run's arrival times into; a Poisson stream at the run's %.1f requests/s would merge "+
+			"1 + λW = %.2f, the loaded emulator's slow acknowledgements bunched the producers' requests). At the target the requests of many "+
+			"independent producers arrive as a Poisson stream: 1 + λW members, λ the requests per environment.\n\n",
+			h.Date, CostRunCommand, h.GroupCommitWindowSeconds*1000, h.GroupCommitBudgetBytes, envs, h.APIConcurrency, h.Producers,
+			time.Duration(h.LingerSeconds*float64(time.Second)), h.Records, h.Appends, h.Seconds, puts, float64(h.Appends)/math.Max(float64(puts), 1),
+			h.MembersPerObject(), h.AppendRatePerEnvironment(), 1+h.AppendRatePerEnvironment()*h.GroupCommitWindowSeconds)
+		perLine(out, base, h)
+	}
 
+	fmt.Fprintln(out, "Headline, equal linger (1 s; the ack floors below), both sides paying for their consumers. The default stack is API Gateway and the "+
+		"api on demand (an object per request); the headline design the function URL and the api on Managed Instances, requests merging per environment "+
+		"(the tier's flow: at least 3 environments at the target, more as the requests' CPU needs):")
+	fmt.Fprintln(out)
+	if headline == nil {
+		headline = &r
+	}
+	fmt.Fprintln(out, "| groups | retention | producers | default stack $/day | ack floor | ÷ Kinesis | headline design $/day | ack floor | members per object | ÷ Kinesis | goal (headline design) | Kinesis KPL + Lambda consumers $/day | ack floor | MSK provisioned | MSK Serverless | WarpStream (estimated) |")
+	fmt.Fprintln(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	def, best := Headlines(base, r), Headlines(base, *headline)
+	for i, d := range def {
+		h := best[i]
+		goal := "—"
+		if g, ok := HeadlineGoal(h.Groups, h.Retention, h.Producers); ok {
+			goal = fmt.Sprintf("≤ %.1f×: ", g)
+			if h.Ratio <= g {
+				goal += "met"
+			} else {
+				goal += "**not met**"
+			}
+		}
+		fmt.Fprintf(out, "| %d | %s | %d | %s | %s | %.2f× | %s | %s | %.2f | %.2f× | %s | %s | %s | %s | %s | %s |\n", h.Groups, retention(h.Retention), h.Producers,
+			usd(d.Strata), ms(d.StrataAck), d.Ratio, usd(h.Strata), ms(h.StrataAck), h.Members, h.Ratio, goal,
+			usd(h.Kinesis), ms(h.KinesisAck), usd(h.MSK), usd(h.MSKServerless), usd(h.Warp))
+	}
+	fmt.Fprintln(out)
+	pr := base.Prices
+	fmt.Fprintf(out, "Anchors' prices: MSK %s (%s), MSK Serverless (%s), WarpStream %s (%s); every price's source and date is in pkg/cost/prices.go.\n",
+		pr.MSKBrokerHour.Unit, pr.MSKBrokerHour.Source, pr.MSKSClusterHour.Source, pr.WarpStreamWriteGiB.Unit, pr.WarpStreamWriteGiB.Date)
+}
+
+// perLine writes run r's per-line table at 10 producers, 1 group, 24 h.
+func perLine(out io.Writer, base Options, r Run) {
 	o := base
 	o.Workload.Groups, o.Producers.Count = 1, 10
-	d := PriceDeployment(o, DeploymentModel(), r)
+	d := PriceDeployment(o, DeploymentModelOf(r.Design()), r)
 	bytes := map[string][2]int64{}
 	for _, q := range r.Requests {
 		k := q.Function + " " + q.API + " " + q.Resource
 		b := bytes[k]
 		bytes[k] = [2]int64{b[0] + q.BytesSent, b[1] + q.BytesReceived}
 	}
-	fmt.Fprintf(out, "Per line, 10 producers, 1 group, 24 h (%d requests/s):\n\n", int(math.Round(d.Flow.ProducerRequestsPerSec)))
+	fmt.Fprintf(out, "Per line, %s, 10 producers, 1 group, 24 h (%d requests/s, %.3g objects/s; GB-seconds are priced at the modelled "+
+		"service times, not the run's timings, which on a shared 2-core machine are upper bounds; instance-hours at the tier's instances):\n\n", d.Design, int(math.Round(d.Flow.ProducerRequestsPerSec)), d.Flow.AppendsPerSec)
 	fmt.Fprintln(out, "| function | API / item | resource | driver | run count | run bytes out / in | per driver (run) | per driver (model) | per day | billed | $/day |")
 	fmt.Fprintln(out, "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|")
 	for _, l := range d.Lines {
@@ -169,28 +233,6 @@ func DeploymentTables(out io.Writer, base Options, r Run) {
 			run, bio, rate, model, l.PerDay, l.Units, l.Unit, usd(l.USD))
 	}
 	fmt.Fprintf(out, "| **total** | | | | | | | | | | **%s** |\n\n", usd(d.PerDay()))
-
-	fmt.Fprintln(out, "Headline, equal linger (1 s; the ack floors below), both sides paying for their consumers:")
-	fmt.Fprintln(out)
-	fmt.Fprintln(out, "| groups | retention | producers | Strata $/day | ack floor | Kinesis KPL + Lambda consumers $/day | ack floor | Strata ÷ Kinesis | goal | MSK provisioned | MSK Serverless | WarpStream (estimated) |")
-	fmt.Fprintln(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
-	for _, h := range Headlines(base, r) {
-		goal := "—"
-		if g, ok := HeadlineGoal(h.Groups, h.Retention, h.Producers); ok {
-			goal = fmt.Sprintf("≤ %.1f×: ", g)
-			if h.Ratio <= g {
-				goal += "met"
-			} else {
-				goal += "**not met**"
-			}
-		}
-		fmt.Fprintf(out, "| %d | %s | %d | %s | %s | %s | %s | %.2f× | %s | %s | %s | %s |\n", h.Groups, retention(h.Retention), h.Producers,
-			usd(h.Strata), ms(h.StrataAck), usd(h.Kinesis), ms(h.KinesisAck), h.Ratio, goal, usd(h.MSK), usd(h.MSKServerless), usd(h.Warp))
-	}
-	fmt.Fprintln(out)
-	pr := base.Prices
-	fmt.Fprintf(out, "Anchors' prices: MSK %s (%s), MSK Serverless (%s), WarpStream %s (%s); every price's source and date is in pkg/cost/prices.go.\n",
-		pr.MSKBrokerHour.Unit, pr.MSKBrokerHour.Source, pr.MSKSClusterHour.Source, pr.WarpStreamWriteGiB.Unit, pr.WarpStreamWriteGiB.Date)
 }
 
 // HeadlineGoal is the deployment's cost goal against Kinesis with its consumers at

@@ -1,6 +1,9 @@
 package cost
 
-import "sort"
+import (
+	"sort"
+	"time"
+)
 
 // Run is what one cost run of the synthesized stack counted (internal/stackrun's
 // TestCostRunMatchesTheModel): the scaled-down workload it drove and, per function,
@@ -13,6 +16,22 @@ type Run struct {
 	Partitions    int     `json:"partitions"`
 	Groups        int     `json:"groups"`
 	Producers     int     `json:"producers"`
+	// Config names the stack configuration run: "" the default (API Gateway, the api
+	// on demand), "headline" the function URL and the api on Lambda Managed Instances.
+	Config string `json:"config,omitempty"`
+	// FrontDoor is the stack's strata:frontDoor; ManagedInstances whether its api ran on
+	// Lambda Managed Instances, APIConcurrency the invocations one of its execution
+	// environments ran at once, GroupCommitWindowSeconds and GroupCommitBudgetBytes its
+	// group commit (0: off).
+	FrontDoor                string  `json:"front_door,omitempty"`
+	ManagedInstances         bool    `json:"managed_instances,omitempty"`
+	APIConcurrency           int     `json:"api_concurrency,omitempty"`
+	GroupCommitWindowSeconds float64 `json:"group_commit_window_seconds,omitempty"`
+	GroupCommitBudgetBytes   int64   `json:"group_commit_budget_bytes,omitempty"`
+	// AppendArrivals are the start times (seconds into the run) of the append
+	// invocations the api answered, on Managed Instances: what its requests' merging
+	// depends on (Run.MembersPerObject).
+	AppendArrivals []float64 `json:"append_arrivals,omitempty"`
 	// ProducerSeconds is the producers' time appending, all of them together.
 	ProducerSeconds float64 `json:"producer_seconds"`
 	LingerSeconds   float64 `json:"linger_seconds"`
@@ -74,6 +93,31 @@ type RunRequest struct {
 type RunSchedule struct {
 	Rule string `json:"rule"`
 	Runs int64  `json:"runs"`
+}
+
+// Design is the append design the run's stack is: the aggregation tier when its api
+// ran on Lambda Managed Instances (group commit merging concurrent requests), the
+// baseline otherwise.
+func (r Run) Design() Design {
+	if r.ManagedInstances {
+		return Aggregation
+	}
+	return Baseline
+}
+
+// Configure sets in o what the run's stack was configured with: the front door, and on
+// Managed Instances the group-commit window and budget the tier's flow uses.
+func (r Run) Configure(o Options) Options {
+	o.Serving.FunctionURL = r.FrontDoor == "function-url"
+	if r.ManagedInstances {
+		if r.GroupCommitWindowSeconds > 0 {
+			o.Aggregator.Window = time.Duration(r.GroupCommitWindowSeconds * float64(time.Second))
+		}
+		if r.GroupCommitBudgetBytes > 0 {
+			o.Aggregator.BudgetBytes = float64(r.GroupCommitBudgetBytes)
+		}
+	}
+	return o
 }
 
 // Normalise sorts the run's lists so that two runs of the same counts compare equal.

@@ -22,14 +22,14 @@ type faultyObjects struct {
 	failAfter  bool // the object is stored, the caller sees an error (lost response)
 }
 
-func (f *faultyObjects) Put(ctx context.Context, key string, data []byte) error {
+func (f *faultyObjects) Put(ctx context.Context, key string, data []byte, expiry store.Expiry) error {
 	f.mu.Lock()
 	before, after := f.failBefore, f.failAfter
 	f.mu.Unlock()
 	if before {
 		return errCrash
 	}
-	if err := f.ObjectStore.Put(ctx, key, data); err != nil {
+	if err := f.ObjectStore.Put(ctx, key, data, expiry); err != nil {
 		return err
 	}
 	if after {

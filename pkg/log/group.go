@@ -69,6 +69,21 @@ type member struct {
 	after, batch *batch
 }
 
+// batchExpiry is the mark of a batch's object (store.Expiry): Expiring only when the
+// entries every member's view of its topic would write carry an expiry (entryExpiry:
+// the topic deletes by time and the log has a maximum retention). So an object holding a
+// record of a compacted topic is never one the lifecycle backstop may take, and every
+// Expiring object is referred to by expiring entries only, which is how the compaction
+// pass of a topic altered to compact finds the objects to keep.
+func (l *Log) batchExpiry(members []*member, at time.Time) store.Expiry {
+	for _, m := range members {
+		if store.ExpiryOf(m.t) != store.Expiring || l.entryExpiry(m.t, at).IsZero() {
+			return store.Kept
+		}
+	}
+	return store.Expiring
+}
+
 // commitPlan is one commit of a batch: the blocks of one partition from every request
 // of the batch that has records there, back to back in the object, so one index entry
 // covers them all.
@@ -186,7 +201,7 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member, b
 	tableAt := int64(len(obj))
 	obj = append(obj, table...)
 	key := segment.ObjectKey(t.Name, t.Incarnation, ulid.MustNew(ulid.Timestamp(now), crand.Reader))
-	if err := l.objects.Put(ctx, key, obj); err != nil {
+	if err := l.objects.Put(ctx, key, obj, l.batchExpiry(members, now)); err != nil {
 		failAll(storeErr(fmt.Errorf("put segment object: %w", err)))
 		return
 	}

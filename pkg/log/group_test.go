@@ -30,14 +30,14 @@ type countingObjects struct {
 	put  func(ctx context.Context) error
 }
 
-func (c *countingObjects) Put(ctx context.Context, key string, data []byte) error {
+func (c *countingObjects) Put(ctx context.Context, key string, data []byte, expiry store.Expiry) error {
 	c.puts.Add(1)
 	if c.put != nil {
 		if err := c.put(ctx); err != nil {
 			return err
 		}
 	}
-	return c.ObjectStore.Put(ctx, key, data)
+	return c.ObjectStore.Put(ctx, key, data, expiry)
 }
 
 // countingMeta counts sequencer commits (counter adds).

@@ -317,7 +317,7 @@ func TestMalformedSegment(t *testing.T) {
 		l := newLog(t, s)
 		mustTopic(t, l, "t", 1)
 		// An index entry pointing at bytes that are not a valid block.
-		if err := s.Objects.Put(ctx, "v1/t/garbage", []byte("this is not a segment block at all")); err != nil {
+		if err := s.Objects.Put(ctx, "v1/t/garbage", []byte("this is not a segment block at all"), store.Kept); err != nil {
 			t.Fatal(err)
 		}
 		tp, err := l.Topic(ctx, "t")

@@ -57,7 +57,7 @@ func TestPollGetsOncePerObjectRange(t *testing.T) {
 			obj = append(obj, data...)
 		}
 		key := segment.ObjectKey(topic.Name, topic.Incarnation, ulid.MustNew(ulid.Timestamp(now), ulid.DefaultEntropy()))
-		if err := s.Objects.Put(ctx, key, obj); err != nil {
+		if err := s.Objects.Put(ctx, key, obj, store.Kept); err != nil {
 			t.Fatal(err)
 		}
 		for _, b := range blocks {

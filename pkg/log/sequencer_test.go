@@ -272,8 +272,8 @@ type stallingObjects struct {
 	after func()
 }
 
-func (s *stallingObjects) Put(ctx context.Context, key string, data []byte) error {
-	if err := s.ObjectStore.Put(ctx, key, data); err != nil {
+func (s *stallingObjects) Put(ctx context.Context, key string, data []byte, expiry store.Expiry) error {
+	if err := s.ObjectStore.Put(ctx, key, data, expiry); err != nil {
 		return err
 	}
 	s.after()

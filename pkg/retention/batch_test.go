@@ -32,13 +32,13 @@ func putExpired(t *testing.T, f *fixture, n int) (keys []string, neighbour strin
 	for i := range n {
 		id := ulid.MustNew(ulid.Timestamp(t0), &countingEntropy{n: uint64(i)})
 		k := segment.ObjectKey(tp.Name, tp.Incarnation, id)
-		if err := f.s.Objects.Put(ctx, k, []byte{byte(i)}); err != nil {
+		if err := f.s.Objects.Put(ctx, k, []byte{byte(i)}, store.Kept); err != nil {
 			t.Fatal(err)
 		}
 		keys = append(keys, k)
 	}
 	neighbour = segment.ObjectPrefix(tp.Name, tp.Incarnation) + "not-a-segment"
-	if err := f.s.Objects.Put(ctx, neighbour, []byte("keep")); err != nil {
+	if err := f.s.Objects.Put(ctx, neighbour, []byte("keep"), store.Kept); err != nil {
 		t.Fatal(err)
 	}
 	return keys, neighbour
@@ -160,7 +160,7 @@ func TestPassListsOnlyWhatExpired(t *testing.T) {
 	young := t0.Add(90 * time.Minute)
 	for i := range 1500 {
 		id := ulid.MustNew(ulid.Timestamp(young), &countingEntropy{n: uint64(i)})
-		if err := s.Objects.Put(ctx, segment.ObjectKey(tp.Name, tp.Incarnation, id), []byte{1}); err != nil {
+		if err := s.Objects.Put(ctx, segment.ObjectKey(tp.Name, tp.Incarnation, id), []byte{1}, store.Kept); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -24,3 +24,17 @@ type IndexTTLStore interface {
 	// call of the store; until then the entry must read back as written.
 	IndexEntriesExpire() bool
 }
+
+// IndexExpiryClearer takes the expiry off index entries. Entries of a topic that deletes
+// by time carry one (the deployment's maximum retention plus a grace, written with the
+// entry); a topic altered to compact-only keeps every key's latest record for ever, so
+// the compaction pass clears the expiry of each entry written before the alter.
+type IndexExpiryClearer interface {
+	// ClearIndexExpiry must make the entry at e.BaseOffset of (e.Topic, e.Partition)
+	// one that never expires — ExpiresAt reads back zero and no TTL of the backend
+	// deletes it — changing nothing else of it, only if it is stored as e (SameBlock).
+	// Otherwise (no entry there, or another, as after a compaction's swap) it must
+	// return an error wrapping ErrConflict and change nothing: in particular it never
+	// writes an entry where none is. Clearing an entry without an expiry changes nothing.
+	ClearIndexExpiry(ctx context.Context, e IndexEntry) error
+}

@@ -107,8 +107,16 @@ type ObjectStore interface {
 	// Put must store data under key only if no object has that key (If-None-Match: *),
 	// returning ErrExists otherwise; when it returns nil the object must be durable. An
 	// object this same call stored (a retry of an attempt whose answer was lost) is not
-	// "another object": Put must then return nil, never ErrExists.
-	Put(ctx context.Context, key string, data []byte) error
+	// "another object": Put must then return nil, never ErrExists. The object must be
+	// stored with expiry's mark, on the write itself: an Expiring object is one the
+	// deployment's lifecycle backstop may expire, a Kept one must never be taken by it
+	// (see Expiry; a backend without a backstop may keep no mark).
+	Put(ctx context.Context, key string, data []byte, expiry Expiry) error
+	// Keep must make the object key a Kept one, as if it had been put Kept, leaving its
+	// bytes as they are; keeping a Kept object changes nothing, and a missing object is
+	// ErrNotFound. It is how a topic altered to stop deleting by time takes its objects
+	// away from the backstop (pkg/compact).
+	Keep(ctx context.Context, key string) error
 	// GetRange must return exactly length bytes starting at offset, or ErrNotFound when
 	// the object does not exist. A range past the end of the object, a negative offset or
 	// a length below 1 is an error other than ErrNotFound, never a short read.
@@ -118,6 +126,57 @@ type ObjectStore interface {
 	// List must call fn for every object whose key starts with prefix, in key order
 	// (byte-wise, as S3 lists), stopping at the first error fn returns and returning it.
 	List(ctx context.Context, prefix string, fn func(ObjectInfo) error) error
+}
+
+// Expiry says whether the deployment's lifecycle backstop may expire an object: on AWS
+// the bucket's rule retention-backstop takes, a day past the deployment's maximum
+// retention, only the segment objects that carry the tag ExpiryTagKey=ExpiryTagValue.
+// Lifecycle filters have prefixes and tags but no negation, so the objects the rule may
+// take are the marked ones, and an object carries the mark only when every record in it
+// belongs to a topic that deletes by time (ExpiryOf).
+type Expiry uint8
+
+const (
+	// Kept objects are never expired by the backstop: compacted topics' segment
+	// objects, compaction rewrites of them, and garbage markers.
+	Kept Expiry = iota
+	// Expiring objects are those of topics whose retention deletes them by time, which
+	// the backstop may expire once the longest retention has passed for them.
+	Expiring
+)
+
+// The S3 object tag of an Expiring object, which the lifecycle rule's filter requires
+// (infra/strata's newBucket).
+const (
+	ExpiryTagKey   = "strata-expiry"
+	ExpiryTagValue = "retention"
+)
+
+// ExpiryOf is the mark of a segment object holding records of t: Expiring when t
+// deletes by time (delete, compact,delete), Kept for a compact-only topic.
+func ExpiryOf(t Topic) Expiry {
+	if t.DeletesByTime() {
+		return Expiring
+	}
+	return Kept
+}
+
+func (e Expiry) String() string {
+	switch e {
+	case Kept:
+		return "kept"
+	case Expiring:
+		return "expiring"
+	}
+	return fmt.Sprintf("expiry(%d)", uint8(e))
+}
+
+// ExpiryReader is an ObjectStore that keeps Put's mark and can read it back (S3's object
+// tags); the conformance suite checks the marks of a backend that has it.
+type ExpiryReader interface {
+	// ObjectExpiry must return the mark the object key carries now, ErrNotFound when
+	// it does not exist.
+	ObjectExpiry(ctx context.Context, key string) (Expiry, error)
 }
 
 // BatchDeleter is an ObjectStore that deletes many objects in few requests (S3's

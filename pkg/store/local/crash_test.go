@@ -46,7 +46,7 @@ func TestCrashWriter(t *testing.T) {
 	for i := 0; ; i++ {
 		data := crashPayload(i)
 		key := fmt.Sprintf("v1/t/%06d", i)
-		if err := objs.Put(ctx, key, data); err != nil {
+		if err := objs.Put(ctx, key, data, store.Kept); err != nil {
 			t.Fatal(err)
 		}
 		e := store.IndexEntry{Topic: "t", Partition: 0, BaseOffset: int64(i), Count: 1, ObjectKey: key, ByteLength: int64(len(data)), AppendedAt: t0}

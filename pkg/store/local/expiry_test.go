@@ -106,6 +106,34 @@ func TestSweepKeepsRewrittenRow(t *testing.T) {
 	}
 }
 
+// TestSweepSparesClearedEntry: an entry whose expiry ClearIndexExpiry removed (a topic
+// altered to compact) has no expiry key left, so the sweep never deletes it, while an
+// entry beside it that kept its expiry goes.
+func TestSweepSparesClearedEntry(t *testing.T) {
+	ctx := context.Background()
+	m, _ := openMeta(t)
+	kept, other := entry("t", 0, 0, 1), entry("t", 0, 1, 1)
+	kept.ExpiresAt, other.ExpiresAt = t0.Add(time.Second), t0.Add(time.Second)
+	for _, e := range []store.IndexEntry{kept, other} {
+		if err := m.PutIndexEntry(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.ClearIndexExpiry(ctx, kept); err != nil {
+		t.Fatal(err)
+	}
+	if k := expiryKeys(t, m); k != 1 {
+		t.Fatalf("%d expiry keys after the clear, want 1", k)
+	}
+	if n, err := m.DeleteExpired(ctx, t0.Add(time.Minute)); err != nil || n != 1 {
+		t.Fatalf("DeleteExpired = %d, %v; want 1", n, err)
+	}
+	got, err := m.IndexEntries(ctx, "t", 0, 0, 10)
+	if err != nil || len(got) != 1 || got[0].BaseOffset != 0 || !got[0].ExpiresAt.IsZero() {
+		t.Fatalf("entries = %+v, %v; want the cleared one alone, without an expiry", got, err)
+	}
+}
+
 // TestOpenBuildsExpiryKeys: a data directory written before the expiry bucket existed
 // gets it on open, so the sweep still finds its expired rows.
 func TestOpenBuildsExpiryKeys(t *testing.T) {

@@ -264,7 +264,9 @@ func mergeDir(from, to string) error {
 // Put stores data under key if no object has that key: it writes and fsyncs a temporary
 // file, hard-links it to the final name (link fails with EEXIST if the name is taken,
 // which makes put-if-absent atomic), removes the temporary name and fsyncs the directory.
-func (s *ObjectStore) Put(ctx context.Context, key string, data []byte) error {
+// A directory has no lifecycle backstop, so expiry is not kept: every object is deleted
+// by retention or compaction alone.
+func (s *ObjectStore) Put(ctx context.Context, key string, data []byte, expiry store.Expiry) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -355,6 +357,21 @@ func (s *ObjectStore) GetRange(ctx context.Context, key string, offset, length i
 		return nil, fmt.Errorf("local: get %q: read %d of %d bytes: %w", key, n, length, err)
 	}
 	return buf, nil
+}
+
+// Keep checks that the object exists: no mark is kept to remove (see Put).
+func (s *ObjectStore) Keep(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	path, err := s.filePath(key)
+	if err != nil {
+		return fmt.Errorf("%w: %w", store.ErrNotFound, err)
+	}
+	if _, err := os.Lstat(path); err != nil {
+		return mapErr("keep", key, err)
+	}
+	return nil
 }
 
 // Delete removes the object; a missing object is not an error.

@@ -56,7 +56,7 @@ func TestInvalidKeysNeverTouchTheDisk(t *testing.T) {
 	s, dir := newObjects(t)
 	parent := filepath.Dir(dir)
 	for _, key := range invalidKeys {
-		err := s.Put(ctx, key, []byte("x"))
+		err := s.Put(ctx, key, []byte("x"), store.Kept)
 		if !errors.Is(err, ErrInvalidKey) {
 			t.Errorf("Put(%q) = %v, want ErrInvalidKey", key, err)
 		}
@@ -79,7 +79,7 @@ func TestInvalidKeysNeverTouchTheDisk(t *testing.T) {
 func TestListPrefixWithInvalidSegmentIsEmpty(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newObjects(t)
-	if err := s.Put(ctx, "a/b", []byte("x")); err != nil {
+	if err := s.Put(ctx, "a/b", []byte("x"), store.Kept); err != nil {
 		t.Fatal(err)
 	}
 	for _, prefix := range []string{"../", "a/../", "a//", "/a/", "./a"} {
@@ -100,7 +100,7 @@ func TestKeyAndDirectoryOfSameNameCoexist(t *testing.T) {
 	ctx := context.Background()
 	s, _ := newObjects(t)
 	for _, kv := range [][2]string{{"a", "1"}, {"a/b", "22"}, {"c/d", "333"}, {"c", "4444"}} {
-		if err := s.Put(ctx, kv[0], []byte(kv[1])); err != nil {
+		if err := s.Put(ctx, kv[0], []byte(kv[1]), store.Kept); err != nil {
 			t.Fatalf("Put(%q): %v", kv[0], err)
 		}
 	}
@@ -134,7 +134,7 @@ func TestConcurrentPutExactlyOneWins(t *testing.T) {
 		for i := range n {
 			wg.Go(func() {
 				<-start
-				errs[i] = s.Put(ctx, key, bytes.Repeat([]byte{byte(i)}, 4096+i))
+				errs[i] = s.Put(ctx, key, bytes.Repeat([]byte{byte(i)}, 4096+i), store.Kept)
 			})
 		}
 		close(start)
@@ -170,7 +170,7 @@ func TestConcurrentPutExactlyOneWins(t *testing.T) {
 func TestStrayFilesAreNotObjects(t *testing.T) {
 	ctx := context.Background()
 	s, dir := newObjects(t)
-	if err := s.Put(ctx, "v1/t/obj", []byte("data")); err != nil {
+	if err := s.Put(ctx, "v1/t/obj", []byte("data"), store.Kept); err != nil {
 		t.Fatal(err)
 	}
 	sub := filepath.Join(dir, dirPrefix+"v1", dirPrefix+"t")
@@ -194,14 +194,14 @@ func TestStrayFilesAreNotObjects(t *testing.T) {
 func TestObjectsSurviveReopen(t *testing.T) {
 	ctx := context.Background()
 	s, dir := newObjects(t)
-	if err := s.Put(ctx, "v1/t/a", []byte("hello")); err != nil {
+	if err := s.Put(ctx, "v1/t/a", []byte("hello"), store.Kept); err != nil {
 		t.Fatal(err)
 	}
 	s2, err := NewObjectStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s2.Put(ctx, "v1/t/a", []byte("other")); !errors.Is(err, store.ErrExists) {
+	if err := s2.Put(ctx, "v1/t/a", []byte("other"), store.Kept); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("Put over an object written before reopen = %v, want ErrExists", err)
 	}
 	got, err := s2.GetRange(ctx, "v1/t/a", 1, 3)
@@ -265,7 +265,7 @@ func BenchmarkObjectPut4KiB(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	i := 0
 	for b.Loop() {
-		if err := s.Put(ctx, fmt.Sprintf("v1/bench/%08d", i), data); err != nil {
+		if err := s.Put(ctx, fmt.Sprintf("v1/bench/%08d", i), data, store.Kept); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -304,7 +304,7 @@ func TestCaseFoldedNamesNeverShareAFolder(t *testing.T) {
 	keys := []string{"v1/Orders/01J0000000000000000000000A", "v1/orders/01J0000000000000000000000A",
 		"v1/ORDERS/x", "v1/orders/x", "v1/o^rders/x", "v1/o~5ers/x", "v1/O/a", "v1/o/a"}
 	for _, k := range keys {
-		if err := s.Put(ctx, k, []byte(k)); err != nil {
+		if err := s.Put(ctx, k, []byte(k), store.Kept); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"fmt"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -46,5 +47,31 @@ func (m *MetaStore) SwapIndexEntries(ctx context.Context, topic string, partitio
 			}
 		}
 		return nil
+	})
+}
+
+var _ store.IndexExpiryClearer = (*MetaStore)(nil)
+
+// ClearIndexExpiry rewrites the entry without its expiry, and drops its key of the
+// expiry bucket so the sweep never deletes it, in one bbolt transaction, after checking
+// it is stored as e.
+func (m *MetaStore) ClearIndexExpiry(ctx context.Context, e store.IndexEntry) error {
+	return m.update(ctx, func(tx *bolt.Tx) error {
+		key := indexKey(e.Topic, e.Partition, e.BaseOffset)
+		rec, ok, err := getRec[indexRec](tx, bucketIndex, key)
+		if err != nil {
+			return err
+		}
+		if !ok || !store.SameBlock(rec.toStore(), e) {
+			return fmt.Errorf("local: entry %s/%d@%d is not stored as read: %w", e.Topic, e.Partition, e.BaseOffset, store.ErrConflict)
+		}
+		if rec.ExpiresAt.IsZero() {
+			return nil
+		}
+		if err := tx.Bucket([]byte(bucketExpiry)).Delete(expiryKey(rec.ExpiresAt, expiryIndex, key)); err != nil {
+			return fmt.Errorf("local: delete expiry key: %w", err)
+		}
+		rec.ExpiresAt = time.Time{}
+		return putRec(tx, bucketIndex, key, rec)
 	})
 }

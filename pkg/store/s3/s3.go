@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"net/url"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -52,15 +53,28 @@ func New(client *s3.Client, bucket, prefix string) *ObjectStore {
 // still completing). When this call made more than one attempt and the stored object is
 // byte-identical to data, the object is this call's own and Put returns nil. A conflict
 // on the first attempt stays ErrExists: the key was taken before this call.
-func (s *ObjectStore) Put(ctx context.Context, key string, data []byte) error {
+//
+// An Expiring object is tagged ExpiryTagKey=ExpiryTagValue by the PutObject itself
+// (x-amz-tagging; the caller needs s3:PutObjectTagging beside s3:PutObject): no request
+// more, and no moment at which the object exists without its mark. A Kept object has no
+// tag, which the bucket's backstop rule requires.
+func (s *ObjectStore) Put(ctx context.Context, key string, data []byte, expiry store.Expiry) error {
 	var attempts atomic.Int32
-	_, err := s.client.PutObject(ctx, &s3.PutObjectInput{
+	in := &s3.PutObjectInput{
 		Bucket:        aws.String(s.bucket),
 		Key:           aws.String(s.prefix + key),
 		Body:          bytes.NewReader(data),
 		ContentLength: aws.Int64(int64(len(data))),
 		IfNoneMatch:   aws.String("*"),
-	}, countAttempts(&attempts))
+	}
+	switch expiry {
+	case store.Kept:
+	case store.Expiring:
+		in.Tagging = aws.String(expiryTagging)
+	default:
+		return fmt.Errorf("s3: put %q: unknown %v", key, expiry)
+	}
+	_, err := s.client.PutObject(ctx, in, countAttempts(&attempts))
 	if err == nil {
 		return nil
 	}
@@ -81,6 +95,52 @@ func (s *ObjectStore) Put(ctx context.Context, key string, data []byte) error {
 		return nil
 	}
 	return err
+}
+
+// expiryTagging is an Expiring object's tag set in PutObject's query-string form.
+var expiryTagging = url.QueryEscape(store.ExpiryTagKey) + "=" + url.QueryEscape(store.ExpiryTagValue)
+
+// Keep replaces the object's tags with ExpiryTagKey=KeptTagValue, one PutObjectTagging
+// (priced as a PUT; the caller needs s3:PutObjectTagging, as an Expiring Put does). The
+// backstop's filter requires ExpiryTagValue, so the object is no longer one it takes.
+// Strata sets no other tag. (An empty set would do as well on S3; the emulator refuses
+// one.)
+func (s *ObjectStore) Keep(ctx context.Context, key string) error {
+	_, err := s.client.PutObjectTagging(ctx, &s3.PutObjectTaggingInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+		Tagging: &types.Tagging{TagSet: []types.Tag{
+			{Key: aws.String(store.ExpiryTagKey), Value: aws.String(KeptTagValue)},
+		}},
+	})
+	if err != nil {
+		return mapError("keep", key, err)
+	}
+	return nil
+}
+
+// KeptTagValue is the value of ExpiryTagKey on an object Keep took away from the
+// backstop.
+const KeptTagValue = "kept"
+
+var _ store.ExpiryReader = (*ObjectStore)(nil)
+
+// ObjectExpiry reads the object's tags (GetObjectTagging): Expiring when they hold the
+// backstop's tag.
+func (s *ObjectStore) ObjectExpiry(ctx context.Context, key string) (store.Expiry, error) {
+	out, err := s.client.GetObjectTagging(ctx, &s3.GetObjectTaggingInput{
+		Bucket: aws.String(s.bucket),
+		Key:    aws.String(s.prefix + key),
+	})
+	if err != nil {
+		return store.Kept, mapError("get tags of", key, err)
+	}
+	for _, t := range out.TagSet {
+		if aws.ToString(t.Key) == store.ExpiryTagKey && aws.ToString(t.Value) == store.ExpiryTagValue {
+			return store.Expiring, nil
+		}
+	}
+	return store.Kept, nil
 }
 
 // holds reports whether key holds exactly data.

@@ -88,10 +88,10 @@ func TestPrefixIsolation(t *testing.T) {
 			}
 		}
 	})
-	if err := a.Put(ctx, "k", []byte("from a")); err != nil {
+	if err := a.Put(ctx, "k", []byte("from a"), store.Kept); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Put(ctx, "k", []byte("from b")); err != nil {
+	if err := b.Put(ctx, "k", []byte("from b"), store.Kept); err != nil {
 		t.Fatalf("Put of the same key under another prefix: %v", err)
 	}
 	if got, err := b.GetRange(ctx, "k", 0, 6); err != nil || string(got) != "from b" {
@@ -180,7 +180,7 @@ func TestDeleteBucket(t *testing.T) {
 	}
 	o := s3.New(client, bucket, "")
 	for _, k := range []string{"a", "b/c", "d"} {
-		if err := o.Put(ctx, k, []byte(k)); err != nil {
+		if err := o.Put(ctx, k, []byte(k), store.Kept); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -247,7 +247,7 @@ func TestRetryOfAppliedPut(t *testing.T) {
 
 	// The first attempt is applied, its answer lost; the retry gets 412.
 	o := s3.New(loseAnswers(ctx, t, 1), testBucket, prefix)
-	if err := o.Put(ctx, "ours", data); err != nil {
+	if err := o.Put(ctx, "ours", data, store.Kept); err != nil {
 		t.Fatalf("Put whose first answer was lost: %v, want nil (the object is ours)", err)
 	}
 	got, err := plain.GetRange(ctx, "ours", 0, int64(len(data)))
@@ -256,38 +256,38 @@ func TestRetryOfAppliedPut(t *testing.T) {
 	}
 	// Two answers lost: the third attempt still finds its own object.
 	o = s3.New(loseAnswers(ctx, t, 2), testBucket, prefix)
-	if err := o.Put(ctx, "ours-twice", data); err != nil {
+	if err := o.Put(ctx, "ours-twice", data, store.Kept); err != nil {
 		t.Fatalf("Put whose first two answers were lost: %v", err)
 	}
 
 	// Someone else's object under the key: every attempt is refused, the answer of the
 	// first is lost, the retry's 412 stands because the bytes differ.
-	if err := plain.Put(ctx, "theirs", []byte("other bytes")); err != nil {
+	if err := plain.Put(ctx, "theirs", []byte("other bytes"), store.Kept); err != nil {
 		t.Fatal(err)
 	}
 	o = s3.New(loseAnswers(ctx, t, 1), testBucket, prefix)
-	if err := o.Put(ctx, "theirs", data); !errors.Is(err, store.ErrExists) {
+	if err := o.Put(ctx, "theirs", data, store.Kept); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("retried Put over another object: %v, want ErrExists", err)
 	}
 	// Same length, other bytes: still not ours.
 	same := bytes.Repeat([]byte("SEGMENT "), 1000)
-	if err := plain.Put(ctx, "theirs-same-size", same); err != nil {
+	if err := plain.Put(ctx, "theirs-same-size", same, store.Kept); err != nil {
 		t.Fatal(err)
 	}
 	o = s3.New(loseAnswers(ctx, t, 1), testBucket, prefix)
-	if err := o.Put(ctx, "theirs-same-size", data); !errors.Is(err, store.ErrExists) {
+	if err := o.Put(ctx, "theirs-same-size", data, store.Kept); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("retried Put over another object of the same size: %v, want ErrExists", err)
 	}
 	// The retry finds the key taken and the object cannot be read back: whose it is is
 	// unknown, so neither success nor ErrExists, and never ErrNotFound (a missing topic
 	// upstream); a retryable ErrUnavailable.
 	o = s3.New(loseAnswers(ctx, t, 1, true), testBucket, prefix)
-	err = o.Put(ctx, "unverifiable", data)
+	err = o.Put(ctx, "unverifiable", data, store.Kept)
 	if !errors.Is(err, store.ErrUnavailable) || errors.Is(err, store.ErrExists) || errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("retried Put whose object cannot be read back: %v, want ErrUnavailable only", err)
 	}
 	// No retry: an identical object already there was put by an earlier call.
-	if err := plain.Put(ctx, "ours", data); !errors.Is(err, store.ErrExists) {
+	if err := plain.Put(ctx, "ours", data, store.Kept); !errors.Is(err, store.ErrExists) {
 		t.Fatalf("second Put of identical bytes without a retry: %v, want ErrExists", err)
 	}
 	got, err = plain.GetRange(ctx, "theirs", 0, 11)

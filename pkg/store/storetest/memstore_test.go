@@ -23,6 +23,7 @@ type memStore struct {
 	calls       atomic.Int64 // store calls made, for the suite's request budget
 	mu          sync.Mutex
 	objects     map[string][]byte
+	expiring    map[string]bool // objects put Expiring and not kept since
 	topics      map[string]store.Topic
 	index       map[tpKey]map[int64]store.IndexEntry
 	idem        map[idemKey]store.IdempotencyRecord
@@ -85,7 +86,7 @@ func (s *memStore) racy() {
 	s.mu.Lock()
 }
 
-func (s *memStore) Put(_ context.Context, key string, data []byte) error {
+func (s *memStore) Put(_ context.Context, key string, data []byte, expiry store.Expiry) error {
 	s.lock()
 	defer s.mu.Unlock()
 	_, taken := s.objects[key]
@@ -96,6 +97,54 @@ func (s *memStore) Put(_ context.Context, key string, data []byte) error {
 		return store.ErrExists
 	}
 	s.objects[key] = slices.Clone(data)
+	if s.expiring == nil {
+		s.expiring = map[string]bool{}
+	}
+	s.expiring[key] = expiry == store.Expiring && s.bug != "ObjectExpiryDropped"
+	return nil
+}
+
+func (s *memStore) Keep(_ context.Context, key string) error {
+	s.lock()
+	defer s.mu.Unlock()
+	if _, ok := s.objects[key]; !ok {
+		return store.ErrNotFound
+	}
+	if s.bug != "KeepKeepsMark" {
+		delete(s.expiring, key)
+	}
+	return nil
+}
+
+func (s *memStore) ObjectExpiry(_ context.Context, key string) (store.Expiry, error) {
+	s.lock()
+	defer s.mu.Unlock()
+	if _, ok := s.objects[key]; !ok {
+		return store.Kept, store.ErrNotFound
+	}
+	if s.expiring[key] {
+		return store.Expiring, nil
+	}
+	return store.Kept, nil
+}
+
+func (s *memStore) ClearIndexExpiry(_ context.Context, e store.IndexEntry) error {
+	s.lock()
+	defer s.mu.Unlock()
+	part := s.index[s.partitionKey(e.Topic, e.Partition)]
+	got, ok := part[e.BaseOffset]
+	if s.bug != "ClearExpiryBlind" && (!ok || !store.SameBlock(got, e)) {
+		return fmt.Errorf("memstore: clear expiry: entry @%d changed: %w", e.BaseOffset, store.ErrConflict)
+	}
+	if !ok {
+		got = e
+	}
+	got.ExpiresAt = time.Time{}
+	if part == nil {
+		part = map[int64]store.IndexEntry{}
+		s.index[s.partitionKey(e.Topic, e.Partition)] = part
+	}
+	part[e.BaseOffset] = got
 	return nil
 }
 

@@ -27,6 +27,7 @@ func objectStoreSections() []section[store.ObjectStore] {
 			{"SegmentKeysOfLongestNames", testLongestNameKeys},
 			{"ListStopsAtCallbackError", testListStops},
 			{"ConcurrentPutOneWins", testConcurrentPut},
+			{"ExpiryMarks", testObjectExpiry},
 		},
 	}}
 }
@@ -45,7 +46,7 @@ func pattern(n int, seed byte) []byte {
 
 func putObject(ctx context.Context, t *testing.T, b store.ObjectStore, key string, data []byte) {
 	t.Helper()
-	must(t, "Put "+key, b.Put(ctx, key, data))
+	must(t, "Put "+key, b.Put(ctx, key, data, store.Kept))
 }
 
 // wantObject fails t unless key holds exactly data: every byte, and nothing after it.
@@ -123,7 +124,7 @@ func testPutIfAbsent(ctx context.Context, t *testing.T, b store.ObjectStore) {
 	first := pattern(1000, 4)
 	putObject(ctx, t, b, key, first)
 	for _, second := range [][]byte{pattern(600, 5), pattern(1500, 6), first} {
-		wantErrIs(t, fmt.Sprintf("second Put of %d bytes", len(second)), b.Put(ctx, key, second), store.ErrExists)
+		wantErrIs(t, fmt.Sprintf("second Put of %d bytes", len(second)), b.Put(ctx, key, second, store.Kept), store.ErrExists)
 	}
 	wantObject(ctx, t, b, key, first)
 	if got := listKeys(ctx, t, b, key); len(got) != 1 || got[0] != (store.ObjectInfo{Key: key, Size: 1000}) {
@@ -252,7 +253,7 @@ func testConcurrentPut(ctx context.Context, t *testing.T, b store.ObjectStore) {
 		datas[i] = pattern(200+37*i, byte(i*17))
 	}
 	race(n, func(i int) {
-		errs[i] = retryUnavailable(func() error { return b.Put(ctx, key, datas[i]) })
+		errs[i] = retryUnavailable(func() error { return b.Put(ctx, key, datas[i], store.Kept) })
 	})
 	winner := -1
 	for i, err := range errs {

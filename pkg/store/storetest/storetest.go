@@ -47,6 +47,7 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	runSections(t, "ProducerStore", newHarness, makeProducers, producerSections())
 	runSections(t, "RetentionStore", newHarness, makeRetention, retentionSections())
 	runSections(t, "IndexSwapper", newHarness, makeSwapper, swapSections())
+	runSections(t, "IndexExpiryClearer", newHarness, makeExpiryClearer, expiryClearerSections())
 	runSections(t, "CleanupStore", newHarness, makeCleanup, cleanupSections())
 	runSections(t, "KeyIndexStore", newHarness, makeKeyIndex, keyIndexSections())
 	runSections(t, "DirtyCounterStore", newHarness, makeDirty, dirtySections())
