@@ -9,8 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/internal/clocktest"
+	"github.com/stratalog/strata/pkg/awscount"
 	"github.com/stratalog/strata/pkg/compact"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
@@ -242,5 +245,62 @@ func TestStatsAdd(t *testing.T) {
 		if got := sum.Field(i).Int(); got != int64(2*(i+1)) {
 			t.Errorf("%s: %d, want %d", sum.Type().Field(i).Name, got, 2*(i+1))
 		}
+	}
+}
+
+// TestTriggerRequestsPerAppend (DynamoDB, counted by an SDK middleware): the trigger's
+// cost on the append path is no request for an append that superseded nothing, one
+// UpdateItem (the counter) for one that superseded records in a partition below the
+// ratio, and one more (the claim) when it asks for a pass; the key index puts are the
+// same requests as without the trigger (superseded comes back with them).
+func TestTriggerRequestsPerAppend(t *testing.T) {
+	ctx := context.Background()
+	counter := awscount.New()
+	s := backendtest.AWSWith(ctx, t, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) })
+	if s.Meta == nil {
+		return
+	}
+	clock := clocktest.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	asked := 0
+	tr := &compact.Trigger{Store: s.Meta.(store.DirtyCounterStore), Clock: clock.Now, Policy: compact.TriggerPolicy{MinDirtyRatio: 0.6},
+		Start: func(context.Context, string, int32) error { asked++; return nil }}
+	l, err := log.New(log.Config{Objects: s.Objects, Meta: s.Meta.(log.Meta), Clock: clock.Now,
+		KeyOverwrites: func(ctx context.Context, tp store.Topic, p int32, n, next int64) {
+			if _, err := tr.Overwrote(ctx, tp, p, n, next); err != nil {
+				t.Errorf("trigger: %v", err)
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.CreateTopicWith(ctx, "state", log.TopicSpec{Partitions: 1, Cleanup: store.TopicCleanup{Cleanup: store.CleanupCompact}}); err != nil {
+		t.Fatal(err)
+	}
+	zero := int32(0)
+	appendKeys := func(keys ...string) (updates, puts int64) {
+		t.Helper()
+		recs := make([]log.Record, len(keys))
+		for i, k := range keys {
+			recs[i] = log.Record{Key: []byte(k), Value: []byte("v"), Partition: &zero}
+		}
+		counter.Reset()
+		if _, err := l.Append(ctx, "state", recs, log.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		return counter.Requests("DynamoDB.UpdateItem"), counter.Requests("DynamoDB.PutItem")
+	}
+	baseU, baseP := appendKeys("a", "b", "c", "d", "e") // new keys: the append's own requests
+	if u, p := appendKeys("f", "g", "h", "i", "j"); u != baseU || p != baseP {
+		t.Errorf("new keys again: %d UpdateItem, %d PutItem; want %d and %d", u, p, baseU, baseP)
+	}
+	if u, p := appendKeys("a", "b", "c", "d", "e"); u != baseU+1 || p != baseP || asked != 0 {
+		t.Errorf("5 superseded of 15 (below 0.6): %d UpdateItem, %d PutItem, %d asked; want %d (the counter's one more), %d, 0", u, p, asked, baseU+1, baseP)
+	}
+	if u, p := appendKeys("a", "b", "c", "d", "e", "f", "g", "h", "i", "j"); u != baseU+2 || p != baseP+5 || asked != 1 {
+		t.Errorf("15 superseded of 25 (0.6): %d UpdateItem, %d PutItem, %d asked; want %d (counter and claim), %d (5 more keys), 1", u, p, asked, baseU+2, baseP+5)
+	}
+	counts, ops := counter.Snapshot()
+	for _, op := range ops {
+		t.Logf("last append: %s %d", op, counts[op].Requests)
 	}
 }
