@@ -126,7 +126,9 @@ func (l *Log) indexKeys(ctx context.Context, m *member) error {
 	}
 	wg.Wait()
 	// A key written twice in one request superseded its first record too: the index saw
-	// one put of it.
+	// one put of it. (A retry answered from its claim counts these again, so the
+	// trigger's estimate errs high by them; its puts, at the offsets stored, count
+	// nothing.)
 	seen := map[pk]bool{}
 	for _, g := range m.groups {
 		if g.err != nil || g.base < 0 {
