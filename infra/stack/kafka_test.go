@@ -120,9 +120,7 @@ func TestKafkaGatewayEnvironment(t *testing.T) {
 	vars := r.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
 	want := map[string]string{}
 	for k, v := range vars {
-		// The gateway runs no dirty-ratio trigger: its appends leave compaction to the
-		// compaction function's schedule.
-		if k == deploy.EnvGrants || k == deploy.EnvEveryPrincipalAdmin || k == deploy.EnvGroupCommitWindow || k == deploy.EnvGroupCommitBudget || k == deploy.EnvCompactFunction {
+		if k == deploy.EnvGrants || k == deploy.EnvEveryPrincipalAdmin || k == deploy.EnvGroupCommitWindow || k == deploy.EnvGroupCommitBudget {
 			continue
 		}
 		want[k] = tmpl.Join(v)
@@ -234,7 +232,7 @@ func TestKafkaGatewayRole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	apiSts = slices.DeleteFunc(apiSts, func(st tmpl.Statement) bool { return st.Sid == "OwnLogs" || st.Sid == "CompactTrigger" })
+	apiSts = slices.DeleteFunc(apiSts, func(st tmpl.Statement) bool { return st.Sid == "OwnLogs" })
 	_, task := gatewayResource(t, "AWS::ECS::TaskDefinition")
 	taskRole, _ := tmpl.GetAtt(task["TaskRoleArn"], "Arn")
 	execRole, _ := tmpl.GetAtt(task["ExecutionRoleArn"], "Arn")
