@@ -34,7 +34,7 @@ const (
 func allBuckets() []string {
 	return []string{bucketTopics, bucketIndex, bucketPartitions, bucketAssignments,
 		bucketCommits, bucketGroups, bucketMembers, bucketIdempotency, bucketSequencer, bucketGraveyard, bucketExpiry, bucketLag, bucketParked,
-		bucketTopicBatches, bucketFences, bucketBarriers, bucketProducers, bucketKeys}
+		bucketTopicBatches, bucketFences, bucketBarriers, bucketProducers, bucketKeys, bucketDirty}
 }
 
 // openTimeout bounds the wait for bbolt's file lock, so a second process on the same
