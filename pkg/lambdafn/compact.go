@@ -5,10 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
-
 	"github.com/stratalog/strata/pkg/compact"
 	"github.com/stratalog/strata/pkg/dispatch/invoke"
 	"github.com/stratalog/strata/pkg/log"
@@ -119,20 +115,8 @@ func (c CompactInvoker) Start(ctx context.Context, topic string, partition int32
 	if c.Client == nil {
 		return fmt.Errorf("invoke %s for %s/%d: no Lambda client", c.Function, topic, partition)
 	}
-	payload, err := json.Marshal(CompactPartitionEvent{Topic: topic, Partition: partition, Trigger: trigger})
-	if err != nil {
-		return err
-	}
-	out, err := c.Client.Invoke(ctx, &lambda.InvokeInput{
-		FunctionName:   aws.String(c.Function),
-		InvocationType: types.InvocationTypeEvent,
-		Payload:        payload,
-	})
-	if err != nil {
-		return fmt.Errorf("invoke %s for %s/%d: %w", c.Function, topic, partition, err)
-	}
-	if out.StatusCode != 202 {
-		return fmt.Errorf("invoke %s for %s/%d: status %d, want 202 (accepted)", c.Function, topic, partition, out.StatusCode)
+	if err := invoke.Event(ctx, c.Client, c.Function, CompactPartitionEvent{Topic: topic, Partition: partition, Trigger: trigger}); err != nil {
+		return fmt.Errorf("pass of %s/%d: %w", topic, partition, err)
 	}
 	return nil
 }
