@@ -59,38 +59,26 @@ func mustAPI(t *testing.T, url, token, method, path string, body, out any, want 
 	}
 }
 
-// TestConsoleActions drives the console in headless Chromium (the DevTools protocol,
-// cdpPage) against `strata dev --auth` with 20 topics and 20 groups, and checks each
-// action's result through the API: create a topic (its plan first), browse its
-// records by offset with paging both ways, as pretty JSON and hex, copy one, search a
-// key server-side, follow the partition while a record arrives, alter partitions,
-// retention and pin, reset a group by shift-by with the plan per partition, set its
-// on_failure, list a parked key with its records and error, release it and see the
-// replay's outcome, delete the topic (typed confirmation) and the group; a token that
-// may only look is offered none of it and the server refuses it.
-//
-// Idle cost: the page refreshes every ?refresh=S seconds with one GET /v1/summary. At
-// refresh=1 the test watches 6 s and allows at most 7 requests (one per interval,
-// plus one for an interval cut by the window), none but the summary: at the default
-// 2 s that is at most 31 requests in 60 s, whatever the number of topics and groups
-// (the page before this one made, per refresh, four requests per group, one per topic
-// and one per partition).
-// Screenshots go to $STRATA_SCREENSHOT_DIR as console-actions-*.png.
-func TestConsoleActions(t *testing.T) {
-	browser := findBrowser(t)
-	const admin, viewer = "admin-token-0123456789a", "viewer-token-0123456789"
+// The console's tokens in its Chromium tests: one granted every action, one that may
+// only look.
+const consoleAdmin, consoleViewer = "admin-token-0123456789a", "viewer-token-0123456789"
+
+// startLoadedDev starts `strata dev --auth` with the console's two tokens and 20 topics
+// and 20 groups (each a topic of 2 partitions with a record, and a group committed on
+// it), and returns it with a function calling its API as the admin.
+func startLoadedDev(t *testing.T) (*devProc, func(method, path string, body, out any, want int)) {
+	t.Helper()
 	auth := filepath.Join(t.TempDir(), "auth.json")
-	if err := os.WriteFile(auth, []byte(`{"principals": {"`+admin+`": {"name": "admin", "allow": [
+	if err := os.WriteFile(auth, []byte(`{"principals": {"`+consoleAdmin+`": {"name": "admin", "allow": [
 		{"resource": "topic:*", "ops": ["create", "describe", "append", "read", "alter", "delete"]},
 		{"resource": "group:*", "ops": ["consume", "describe", "reset", "delete"]}]},
-		"`+viewer+`": {"name": "viewer", "allow": [{"resource": "topic:*", "ops": ["describe", "read"]}, {"resource": "group:*", "ops": ["describe"]}]}}}`), 0o600); err != nil {
+		"`+consoleViewer+`": {"name": "viewer", "allow": [{"resource": "topic:*", "ops": ["describe", "read"]}, {"resource": "group:*", "ops": ["describe"]}]}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	begin := time.Now()
 	dev := startDev(t, t.TempDir(), "--auth", auth)
 	api := func(method, path string, body, out any, want int) {
 		t.Helper()
-		mustAPI(t, dev.url, admin, method, path, body, out, want)
+		mustAPI(t, dev.url, consoleAdmin, method, path, body, out, want)
 	}
 	for i := range 20 {
 		topic := fmt.Sprintf("load-%02d", i)
@@ -100,6 +88,64 @@ func TestConsoleActions(t *testing.T) {
 		api("POST", g+"/lease", map[string]any{"member": "m", "ttl_ms": 300000}, nil, http.StatusOK)
 		api("POST", g+"/commit", map[string]any{"member": "m", "generation": 1, "next_offset": 1}, nil, http.StatusOK)
 	}
+	return dev, api
+}
+
+// TestConsoleIdleTab: an idle console tab on `strata dev` with 20 topics and 20 groups,
+// at the default refresh of 2 s, makes one GET /v1/summary per refresh and nothing else
+// for 60 s: at most 31 requests (one per interval, plus one for an interval cut by the
+// window), whatever the number of topics and groups. The page before the summary made,
+// per refresh, four requests per group, one per topic and one per partition.
+func TestConsoleIdleTab(t *testing.T) {
+	t.Parallel()
+	browser := findBrowser(t)
+	dev, _ := startLoadedDev(t)
+	var mu sync.Mutex
+	requests := map[string]int{}
+	proxy := loginProxy(t, dev.url, func(r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/") {
+			mu.Lock()
+			requests[r.Method+" "+r.URL.Path]++
+			mu.Unlock()
+		}
+	})
+	p := newCDPPage(t, browser)
+	p.navigate(loginURL(proxy, consoleAdmin, "/console/"))
+	p.waitFor("the first summary", `document.body.dataset.ready === "1" && document.querySelectorAll("tr.summary").length === 20 && document.querySelectorAll(".group").length === 20`, 20*time.Second)
+	mu.Lock()
+	requests = map[string]int{}
+	mu.Unlock()
+	const window = 60 * time.Second
+	time.Sleep(window)
+	mu.Lock()
+	idle := requests
+	mu.Unlock()
+	n := idle["GET /v1/summary"]
+	t.Logf("idle tab, 20 topics and 20 groups, default refresh: %v in %v", idle, window)
+	if n < 25 || n > 31 || len(idle) != 1 {
+		t.Errorf("an idle tab made %v in %v at the default 2 s refresh, want 25 to 31 GET /v1/summary and nothing else", idle, window)
+	}
+	p.screenshot("console-idle")
+}
+
+// TestConsoleActions drives the console in headless Chromium (the DevTools protocol,
+// cdpPage) against `strata dev --auth` with 20 topics and 20 groups, and checks each
+// action's result through the API: create a topic (its plan first), browse its
+// records by offset with paging both ways, as pretty JSON and hex, copy one, search a
+// key server-side, follow the partition while a record arrives, alter partitions,
+// retention and pin, reset a group by shift-by with the plan per partition, set its
+// on_failure, list a parked key with its records and error, release it and see the
+// replay's outcome, delete the topic (typed confirmation) and the group; a token that
+// may only look is offered none of it and the server refuses it. It first watches the
+// tab idle for 6 s at a 1 s refresh: one GET /v1/summary per interval (TestConsoleIdleTab
+// watches 60 s at the default).
+// Screenshots go to $STRATA_SCREENSHOT_DIR as console-actions-*.png.
+func TestConsoleActions(t *testing.T) {
+	t.Parallel()
+	browser := findBrowser(t)
+	const admin, viewer = consoleAdmin, consoleViewer
+	begin := time.Now()
+	dev, api := startLoadedDev(t)
 
 	var mu sync.Mutex
 	requests := map[string]int{}
