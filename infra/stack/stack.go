@@ -65,6 +65,7 @@ var contextKeys = map[string]string{
 	"strata:removal":                       "retain (default) or destroy: what deleting the stack does to the bucket and tables",
 	"strata:managedInstances":              "true runs the api function on Lambda Managed Instances (default false: on-demand)",
 	"strata:expectedRequestsPerSecond":     "append requests/s the api function on managed instances is sized for: its execution environments reach twice the invocations in flight at that rate (default 1000)",
+	"strata:systemLogLevel":                "level of Lambda's own records in every function's log stream: WARN (default: failures only), INFO (adds each invocation's start and report records) or DEBUG",
 	"strata:frontDoor":                     "how callers reach the api: apigateway (default), function-url (its URL, IAM auth) or both",
 	"strata:groupCommitWindowMs":           "the api's group-commit window, ms (default: 5 on managed instances, off on demand; 0 is off)",
 	"strata:groupCommitBudgetBytes":        "the api's group-commit batch budget, bytes (default 1 MiB, at most 64 MiB)",
@@ -157,6 +158,7 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 		err = fmt.Errorf("stack: context strata:removal = %q: want retain or destroy", r)
 	}
 	p.FrontDoor = strata.FrontDoor(str("strata:frontDoor", string(strata.FrontDoorAPIGateway)))
+	p.SystemLogLevel = strata.SystemLogLevel(str("strata:systemLogLevel", string(strata.SystemLogLevelWarn)))
 	if _, ok := get("strata:groupCommitWindowMs"); ok {
 		p.GroupCommitWindow = time.Duration(num("strata:groupCommitWindowMs") * float64(time.Millisecond))
 		if p.GroupCommitWindow == 0 {
