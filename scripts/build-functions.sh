@@ -17,7 +17,7 @@ out="${OUT:-build/functions}"
 if [ "$#" -gt 0 ]; then
   names=("$@")
 else
-  names=(api dispatch retention consumer kafka-gateway)
+  names=(api dispatch retention consumer compact kafka-gateway)
 fi
 for name in "${names[@]}"; do
   if [ "$name" = kafka-gateway ]; then

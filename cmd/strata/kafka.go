@@ -12,6 +12,7 @@ import (
 	"os"
 	"time"
 
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 	"github.com/spf13/cobra"
 
 	"github.com/stratalog/strata/pkg/group"
@@ -90,6 +91,15 @@ SIGTERM closes every connection and exits.`,
 			if window == 0 {
 				ncfg.GroupCommitWindow = -1
 			}
+			// As the api function: with STRATA_COMPACT_FUNCTION, appends to compacted
+			// topics run the dirty-ratio trigger, its invoker's client made from the
+			// node's SDK configuration once the node is open (before any append).
+			compactor := &lambdafn.CompactInvoker{Function: ncfg.Function.CompactFunction}
+			if compactor.Function != "" {
+				ncfg.CompactStart = func(ctx context.Context, topic string, p int32) error {
+					return compactor.Start(ctx, topic, p, lambdafn.CompactTriggerDirty)
+				}
+			}
 			ctx := cmd.Context()
 			var requests kafka.RequestMetrics
 			if emfOut {
@@ -110,6 +120,9 @@ SIGTERM closes every connection and exits.`,
 				return err
 			}
 			defer n.Close()
+			if awsCfg, ok := n.AWS(); ok {
+				compactor.Client = awslambda.NewFromConfig(awsCfg)
+			}
 			auth, err := ka.auth(env.Function, ncfg.AWS.Endpoint, nil)
 			if err != nil {
 				return err

@@ -1,6 +1,9 @@
 // Command api is the api Lambda function: the whole HTTP contract (docs/API.md) behind
 // an API Gateway HTTP API (payload format 2.0), served by the handler `strata dev`
-// serves, on a node opened through pkg/node. Configuration: functions/README.md.
+// serves, on a node opened through pkg/node. With STRATA_COMPACT_FUNCTION its appends
+// to compacted topics run the dirty-ratio trigger, which invokes the compaction
+// function asynchronously for a partition found dirty. Configuration:
+// functions/README.md.
 package main
 
 import (
@@ -9,6 +12,7 @@ import (
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
+	awslambda "github.com/aws/aws-sdk-go-v2/service/lambda"
 
 	"github.com/stratalog/strata/pkg/lambdafn"
 	"github.com/stratalog/strata/pkg/metrics/emf"
@@ -31,6 +35,14 @@ func main() {
 		fatal(logger, err)
 	}
 	sink := emf.NewAggregated(os.Stdout, cfg.Function.MetricsNamespace, nil, emf.DefaultFlushInterval)
+	// The trigger's invoker gets its client from the node's SDK configuration, loaded
+	// as the node opens; no append runs before then.
+	compactor := &lambdafn.CompactInvoker{Function: cfg.Function.CompactFunction}
+	if compactor.Function != "" {
+		cfg.CompactStart = func(ctx context.Context, topic string, p int32) error {
+			return compactor.Start(ctx, topic, p, lambdafn.CompactTriggerDirty)
+		}
+	}
 	rt, err := runtime.New(context.Background(), runtime.Config{
 		Node:   cfg,
 		Auth:   principals.Authorizer(),
@@ -39,6 +51,9 @@ func main() {
 	})
 	if err != nil {
 		fatal(logger, err)
+	}
+	if awsCfg, ok := rt.Node().AWS(); ok {
+		compactor.Client = awslambda.NewFromConfig(awsCfg)
 	}
 	// Metrics are aggregated per environment and written every interval, at the end of
 	// the invocation that finds it passed, and at shutdown (SIGTERM, which Lambda sends

@@ -2,10 +2,10 @@
 // fans the retention pass `strata dev` runs on its timer out per topic — one
 // asynchronous invocation of this function per live topic (lambdafn.RetentionTopicEvent),
 // each passing that topic (pkg/retention on a node opened through pkg/node, with no HTTP
-// runtime), so a pass takes its largest topic's time, not the sum — and runs the
-// compaction pass of compacted topics (pkg/compact), then purges deleted topics and
-// samples every group's lag into the store's lag history (the api serves it; no api host
-// lives long enough to keep it). Configuration: functions/README.md.
+// runtime), so a pass takes its largest topic's time, not the sum — then purges deleted
+// topics and samples every group's lag into the store's lag history (the api serves it;
+// no api host lives long enough to keep it). It does not compact: the compaction
+// function does (functions/compact). Configuration: functions/README.md.
 package main
 
 import (
@@ -33,7 +33,7 @@ func main() {
 		fatal(err)
 	}
 	cfg.Backend, cfg.Logger = node.BackendAWS, logger
-	n, err := node.Open(context.Background(), cfg, node.PartRetention|node.PartCompaction|node.PartGroups)
+	n, err := node.Open(context.Background(), cfg, node.PartRetention|node.PartGroups)
 	if err != nil {
 		fatal(err)
 	}

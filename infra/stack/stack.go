@@ -54,6 +54,8 @@ var contextKeys = map[string]string{
 	"strata:apiMemory":                     "api function memory, MiB (default 1024; 2048 on managed instances)",
 	"strata:dispatchMemory":                "dispatch function memory, MiB (default 256)",
 	"strata:retentionMemory":               "retention function memory, MiB (default 256)",
+	"strata:compactMemory":                 "compaction function memory, MiB (default 1024)",
+	"strata:compactIntervalMinutes":        "minutes between the compaction function's scheduled passes (default 5)",
 	"strata:lagSecondsAlarm":               "consumer lag alarm threshold, seconds (default 300)",
 	"strata:deadLetterAlarm":               "dead-lettered records alarm threshold per 5 minutes (default 1)",
 	"strata:errorsAlarm":                   "function errors alarm threshold per 5 minutes (default 1)",
@@ -139,6 +141,8 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 	p.APIMemoryMiB = int(num("strata:apiMemory"))
 	p.DispatchMemoryMiB = int(num("strata:dispatchMemory"))
 	p.RetentionMemoryMiB = int(num("strata:retentionMemory"))
+	p.CompactMemoryMiB = int(num("strata:compactMemory"))
+	p.CompactInterval = time.Duration(num("strata:compactIntervalMinutes") * float64(time.Minute))
 	p.Alarms = strata.AlarmThresholds{
 		LagSeconds:        num("strata:lagSecondsAlarm"),
 		DeadLettered:      num("strata:deadLetterAlarm"),

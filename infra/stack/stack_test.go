@@ -192,10 +192,10 @@ func TestTables(t *testing.T) {
 
 func TestFunctions(t *testing.T) {
 	tmpl.Check(t, "function count", func() {
-		tpl.A.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(4))
+		tpl.A.ResourceCountIs(jsii.String("AWS::Lambda::Function"), jsii.Number(5))
 	})
 	b := bucket(t)
-	for _, name := range []string{deploy.FunctionAPI, deploy.FunctionDispatch, deploy.FunctionRetention} {
+	for _, name := range []string{deploy.FunctionAPI, deploy.FunctionDispatch, deploy.FunctionRetention, deploy.FunctionCompact} {
 		_, p := function(t, "Strata "+name)
 		for k, want := range map[string]any{
 			"Runtime": "provided.al2023", "Architectures": []any{"arm64"}, "Handler": "bootstrap",
@@ -301,6 +301,7 @@ func TestStreamMapping(t *testing.T) {
 func TestSchedules(t *testing.T) {
 	dispatch, _ := function(t, "Strata dispatch")
 	retention, _ := function(t, "Strata retention")
+	compactFn, _ := function(t, "Strata compact")
 	got := map[string]string{}
 	for _, id := range tpl.OfType("AWS::Events::Rule") {
 		p := tpl.Resources[id].Properties
@@ -311,7 +312,7 @@ func TestSchedules(t *testing.T) {
 		fn, _ := tmpl.GetAtt(targets[0].(map[string]any)["Arn"], "Arn")
 		got[fn] = fmt.Sprint(p["ScheduleExpression"])
 	}
-	want := map[string]string{dispatch: "rate(1 minute)", retention: "rate(5 minutes)"}
+	want := map[string]string{dispatch: "rate(1 minute)", retention: "rate(5 minutes)", compactFn: "rate(5 minutes)"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("schedules %v, want %v", got, want)
 	}
@@ -384,6 +385,7 @@ func TestStrataRoles(t *testing.T) {
 	b := bucket(t)
 	consumer, _ := function(t, "Strata example order consumer (functions/consumer)")
 	retentionFn, _ := function(t, "Strata retention")
+	compactFn, _ := function(t, "Strata compact")
 	queue := tpl.OfType("AWS::SQS::Queue")[0]
 	tableIDs := map[string]string{}
 	for _, ts := range dynamo.Tables() {
@@ -394,6 +396,8 @@ func TestStrataRoles(t *testing.T) {
 	prefixOnly := map[string]any{"StringLike": map[string]any{"s3:prefix": []any{deploy.SegmentKeyPrefix + "*"}}}
 	others := map[string][]string{ // "actions on resources [condition]" beyond tables and logs
 		deploy.FunctionAPI: {
+			// the dirty-ratio trigger asks the compaction function for a pass
+			"lambda:InvokeFunction on <GetAtt:" + compactFn + ".Arn>",
 			"s3:GetObject,s3:PutObject,s3:PutObjectTagging on " + objects,
 			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
 		},
@@ -411,7 +415,15 @@ func TestStrataRoles(t *testing.T) {
 		deploy.FunctionRetention: {
 			// the scheduled pass invokes the function itself once per topic (fan-out)
 			"lambda:InvokeFunction on <GetAtt:" + retentionFn + ".Arn>",
-			// retention's deletes; the compaction pass's reads, rewrites and deletes
+			// retention's deletes (the compaction function compacts)
+			"s3:DeleteObject on " + objects,
+			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
+		},
+		deploy.FunctionCompact: {
+			// the scheduled pass invokes the function itself once per partition (fan-out)
+			"lambda:InvokeFunction on <GetAtt:" + compactFn + ".Arn>",
+			// the pass's reads, rewrites (tagged) and garbage markers, the retagging of a
+			// topic altered to compact, and deletes of what they replaced
 			"s3:DeleteObject,s3:GetObject,s3:PutObject,s3:PutObjectTagging on " + objects,
 			"s3:ListBucket on " + bucketArn + " " + js(prefixOnly),
 		},
@@ -488,7 +500,7 @@ func TestStrataRoles(t *testing.T) {
 			}
 		})
 	}
-	if len(roles) != 3 {
+	if len(roles) != 4 {
 		t.Errorf("roles %v: want one per function", roles)
 	}
 }
@@ -655,7 +667,7 @@ func TestAlarmsAndDashboard(t *testing.T) {
 		// consumers a stream batch could not invoke (counted, not failing the batch)
 		{"Strata/" + deploy.MetricDispatchInvokeErrors, "Sum", "trigger=stream"}: 1,
 	}
-	for _, d := range []string{"Strata api", "Strata dispatch", "Strata retention", "Strata example order consumer (functions/consumer)"} {
+	for _, d := range []string{"Strata api", "Strata dispatch", "Strata retention", "Strata compact", "Strata example order consumer (functions/consumer)"} {
 		want[alarm{"AWS/Lambda/Errors", "Sum", fn(d)}] = 1
 		want[alarm{"AWS/Lambda/Throttles", "Sum", fn(d)}] = 1
 	}

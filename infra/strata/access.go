@@ -73,10 +73,12 @@ var (
 //     deletes index entries (ranges, in BatchWriteItem calls), and reads the topics it
 //     works from; the legacy partitions table is read by the migration only. Its pass
 //     then samples every group's lag (a scan of groups, each group's leases, commits and
-//     index times) into the lag history table, which the api reads. The same pass
-//     compacts compacted topics (pkg/compact): it reads their index entries, swaps
-//     rewritten ranges in one transaction (a Put or Delete per item, conditional) and
-//     deletes removed tombstones' key entries, all in the index table.
+//     index times) into the lag history table, which the api reads.
+//   - compact compacts compacted topics (pkg/compact): it lists and reads topics, reads
+//     each partition's counter (seeding it like dispatch, which may read the legacy
+//     partitions table) and index entries, swaps rewritten ranges in one transaction (a
+//     Put or Delete per item, conditional) and deletes removed tombstones' key entries,
+//     all in the index table.
 //
 // A subscribed consumer function's rights are narrower still (consumerStatements): the
 // rows of its own topic and group only.
@@ -121,6 +123,12 @@ func TableAccess() map[string]map[string]Access {
 			dynamo.CommitsTable:     rs,
 			dynamo.GroupsTable:      rs,
 			dynamo.LagHistoryTable:  rw,
+		},
+		deploy.FunctionCompact: {
+			dynamo.TopicsTable:     rs,
+			dynamo.SequencerTable:  rw,
+			dynamo.IndexTable:      rw,
+			dynamo.PartitionsTable: r,
 		},
 	}
 }

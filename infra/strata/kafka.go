@@ -156,6 +156,14 @@ func (s *Strata) newKafkaGateway(k KafkaGateway) {
 	for _, st := range s.tableStatements(deploy.FunctionAPI) {
 		role.AddToPrincipalPolicy(st)
 	}
+	// The api's dirty-ratio trigger: its appends may ask the compaction function for a
+	// pass, as the api function's do.
+	compactFn := s.Functions[deploy.FunctionCompact]
+	role.AddToPrincipalPolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:       jsii.String("CompactTrigger"),
+		Actions:   jsii.Strings("lambda:InvokeFunction"),
+		Resources: &[]*string{compactFn.FunctionArn()},
+	}))
 	task := awsecs.NewFargateTaskDefinition(scope, jsii.String("Task"), &awsecs.FargateTaskDefinitionProps{
 		Cpu:            jsii.Number(float64(k.CPU)),
 		MemoryLimitMiB: jsii.Number(float64(k.MemoryMiB)),
@@ -176,7 +184,9 @@ func (s *Strata) newKafkaGateway(k KafkaGateway) {
 		host = nlb.LoadBalancerDnsName()
 	}
 	bootstrap := awscdk.Fn_Join(jsii.String(":"), &[]*string{host, jsii.String(strconv.Itoa(k.Port))})
-	env := environment(s.apiSettings(false))
+	gst := s.apiSettings(false)
+	gst.CompactFunction = *compactFn.FunctionName()
+	env := environment(gst)
 	task.AddContainer(jsii.String("gateway"), &awsecs.ContainerDefinitionOptions{
 		Image: awsecs.ContainerImage_FromAsset(jsii.String(filepath.Join(s.props.AssetDir, GatewayAsset)), &awsecs.AssetImageProps{
 			Platform: awsecrassets.Platform_LINUX_ARM64(),

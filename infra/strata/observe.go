@@ -71,7 +71,7 @@ func (s *Strata) newObservability() {
 	scope := constructs.NewConstruct(s, jsii.String("Monitoring"))
 	s.Dashboard = awscloudwatch.NewDashboard(scope, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{})
 	var errs, throttles []awscloudwatch.IMetric
-	for _, name := range []string{deploy.FunctionAPI, deploy.FunctionDispatch, deploy.FunctionRetention} {
+	for _, name := range ownFunctions {
 		e, t := s.functionAlarms(scope, name, name, s.Functions[name])
 		errs, throttles = append(errs, e), append(throttles, t)
 	}

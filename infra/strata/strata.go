@@ -1,7 +1,8 @@
 // Package strata is the AWS CDK construct of one Strata deployment (docs/DESIGN.md):
-// the segment bucket, the tables of pkg/store/dynamo's schema, the api, dispatch and
-// retention functions, the HTTP API with IAM authorization, the stream event source
-// mapping and schedules of dispatch and retention, alarms and a dashboard. Users import
+// the segment bucket, the tables of pkg/store/dynamo's schema, the api, dispatch,
+// retention and compaction functions, the HTTP API with IAM authorization, the stream
+// event source mapping and schedules of dispatch, retention and compaction, alarms and a
+// dashboard. Users import
 // it in their own CDK apps, subscribe their own functions to a topic and group with
 // Subscribe (as aws-lambda-event-sources does for native sources) and give principals
 // produce and consume rights with GrantProduce and GrantConsume.
@@ -78,12 +79,15 @@ type Props struct {
 	EveryPrincipalAdmin bool
 
 	// Memory sizes in MiB. Defaults: api 1024 (2048 on managed instances), dispatch
-	// 256, retention 256.
-	APIMemoryMiB, DispatchMemoryMiB, RetentionMemoryMiB int
+	// 256, retention 256, compact 1024 (a partition's pass holds the records it reads
+	// from the log start in memory).
+	APIMemoryMiB, DispatchMemoryMiB, RetentionMemoryMiB, CompactMemoryMiB int
 
 	// SweepInterval schedules dispatch's sweep for lagging partitions a stream batch
-	// missed (default 1 minute); RetentionInterval the retention pass (default 5 minutes).
-	SweepInterval, RetentionInterval time.Duration
+	// missed (default 1 minute); RetentionInterval the retention pass (default 5
+	// minutes); CompactInterval the compaction function's scheduled pass, fanned out
+	// per partition of each compacted topic (default 5 minutes).
+	SweepInterval, RetentionInterval, CompactInterval time.Duration
 
 	// Stream event source mapping of dispatch on the sequencer table's stream. Defaults:
 	// batch size 100, 5 retries, records older than 1 hour go to the failure queue.
@@ -187,7 +191,7 @@ type Strata struct {
 	Bucket awss3.Bucket
 	// Tables maps each table suffix of dynamo.Tables() to its table.
 	Tables map[string]awsdynamodb.Table
-	// Functions maps each of api, dispatch and retention to its function.
+	// Functions maps each of api, dispatch, retention and compact to its function.
 	Functions map[string]awslambda.Function
 	// API is the HTTP API (IAM authorization) in front of the api function; nil with
 	// FrontDoorFunctionURL.
@@ -242,7 +246,7 @@ func New(scope constructs.Construct, id string, props Props) (*Strata, error) {
 	}
 	s.newBucket()
 	s.newTables()
-	for _, name := range []string{deploy.FunctionAPI, deploy.FunctionDispatch, deploy.FunctionRetention} {
+	for _, name := range ownFunctions {
 		s.Functions[name] = s.newFunction(name, p.memory(name))
 	}
 	if p.FrontDoor.apiGateway() {
@@ -254,6 +258,7 @@ func New(scope constructs.Construct, id string, props Props) (*Strata, error) {
 	}
 	s.newDispatchSources()
 	s.newRetentionSchedule()
+	s.newCompactSchedule()
 	if p.ManagedInstances != nil {
 		s.newCapacityProvider(*p.ManagedInstances)
 	}
@@ -292,6 +297,7 @@ func (p Props) withDefaults() (Props, error) {
 	def(&p.APIMemoryMiB, 1024, "APIMemoryMiB", 128, 10240)
 	def(&p.DispatchMemoryMiB, 256, "DispatchMemoryMiB", 128, 10240)
 	def(&p.RetentionMemoryMiB, 256, "RetentionMemoryMiB", 128, 10240)
+	def(&p.CompactMemoryMiB, 1024, "CompactMemoryMiB", 128, 10240)
 	def(&p.StreamBatchSize, 100, "StreamBatchSize", 1, 10000)
 	if p.StreamRetries == 0 {
 		p.StreamRetries = 5
@@ -306,6 +312,7 @@ func (p Props) withDefaults() (Props, error) {
 	defDur(&p.MaxRetention, 7*24*time.Hour, "MaxRetention", time.Second)
 	defDur(&p.SweepInterval, time.Minute, "SweepInterval", time.Minute)
 	defDur(&p.RetentionInterval, 5*time.Minute, "RetentionInterval", time.Minute)
+	defDur(&p.CompactInterval, 5*time.Minute, "CompactInterval", time.Minute)
 	defDur(&p.StreamMaxRecordAge, time.Hour, "StreamMaxRecordAge", time.Minute)
 	if p.StreamMaxRecordAge > 7*24*time.Hour {
 		errs = append(errs, fmt.Errorf("strata: Props.StreamMaxRecordAge = %v, want at most 7 days", p.StreamMaxRecordAge))
@@ -313,7 +320,7 @@ func (p Props) withDefaults() (Props, error) {
 	if p.DefaultRetention > p.MaxRetention {
 		errs = append(errs, fmt.Errorf("strata: Props.DefaultRetention %v exceeds MaxRetention %v", p.DefaultRetention, p.MaxRetention))
 	}
-	for _, iv := range []time.Duration{p.SweepInterval, p.RetentionInterval} {
+	for _, iv := range []time.Duration{p.SweepInterval, p.RetentionInterval, p.CompactInterval} {
 		if iv%time.Minute != 0 {
 			errs = append(errs, fmt.Errorf("strata: schedule interval %v is not a whole number of minutes", iv))
 		}
@@ -428,6 +435,8 @@ func (p Props) memory(name string) int {
 		return p.APIMemoryMiB
 	case deploy.FunctionDispatch:
 		return p.DispatchMemoryMiB
+	case deploy.FunctionCompact:
+		return p.CompactMemoryMiB
 	default:
 		return p.RetentionMemoryMiB
 	}
@@ -586,6 +595,9 @@ func (s *Strata) newFunction(name string, memory int) awslambda.Function {
 	if name == deploy.FunctionRetention {
 		st.RetentionFanout = true // its role may invoke the function itself
 	}
+	if name == deploy.FunctionCompact {
+		st.CompactFanout = true // its role may invoke the function itself
+	}
 	env := environment(st)
 	if name == deploy.FunctionDispatch {
 		env[deploy.EnvSubscriptions] = jsii.String("[]") // Subscribe fills it in
@@ -594,7 +606,7 @@ func (s *Strata) newFunction(name string, memory int) awslambda.Function {
 	switch name {
 	case deploy.FunctionDispatch:
 		timeout = time.Minute
-	case deploy.FunctionRetention:
+	case deploy.FunctionRetention, deploy.FunctionCompact:
 		timeout = 5 * time.Minute
 	}
 	return awslambda.NewFunction(scope, jsii.String("Function"), &awslambda.FunctionProps{
@@ -668,10 +680,19 @@ func (s *Strata) tableStatements(name string) []awsiam.PolicyStatement {
 			}),
 			list)
 	case deploy.FunctionRetention:
-		// Retention deletes expired objects; the compaction pass reads a compacted
-		// partition's objects, writes its rewrites (tagged when the topic deletes by
-		// time) and garbage markers, deletes what they replaced, and retags the objects
-		// of a topic altered to compact so the lifecycle backstop leaves them.
+		// Retention deletes expired objects.
+		out = append(out,
+			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+				Sid:       jsii.String("SegmentsDelete"),
+				Actions:   jsii.Strings(objectDelete...),
+				Resources: &[]*string{objects},
+			}),
+			list)
+	case deploy.FunctionCompact:
+		// The compaction pass reads a compacted partition's objects, writes its
+		// rewrites (tagged when the topic deletes by time) and garbage markers, deletes
+		// what they replaced, and retags the objects of a topic altered to compact so
+		// the lifecycle backstop leaves them.
 		out = append(out,
 			awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 				Sid:       jsii.String("SegmentsReadWriteDelete"),
@@ -791,6 +812,38 @@ func (s *Strata) newRetentionSchedule() {
 		})},
 	})
 }
+
+// newCompactSchedule schedules the compaction function's pass, which fans out per
+// partition of each compacted topic by invoking the function itself, and lets the api
+// function's dirty-ratio trigger invoke it for a partition an append found dirty.
+func (s *Strata) newCompactSchedule() {
+	fn := s.Functions[deploy.FunctionCompact]
+	schedule(s, "CompactSchedule", fn, s.props.CompactInterval, "compaction pass of compacted topics")
+	api := s.Functions[deploy.FunctionAPI]
+	api.AddEnvironment(jsii.String(deploy.EnvCompactFunction), fn.FunctionName(), nil)
+	awsiam.NewPolicy(api, jsii.String("CompactTrigger"), &awsiam.PolicyProps{
+		Roles: &[]awsiam.IRole{api.Role()},
+		Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("CompactTrigger"),
+			Actions:   jsii.Strings("lambda:InvokeFunction"),
+			Resources: &[]*string{fn.FunctionArn()},
+		})},
+	})
+	// A policy of its own, as retention's: in the role's default policy the function's
+	// ARN would be a cycle.
+	awsiam.NewPolicy(fn, jsii.String("FanOut"), &awsiam.PolicyProps{
+		Roles: &[]awsiam.IRole{fn.Role()},
+		Statements: &[]awsiam.PolicyStatement{awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+			Sid:       jsii.String("CompactFanOut"),
+			Actions:   jsii.Strings("lambda:InvokeFunction"),
+			Resources: &[]*string{fn.FunctionArn()},
+		})},
+	})
+}
+
+// ownFunctions are Strata's own functions, in creation order (the example consumer is
+// a subscriber: stack/, not this construct).
+var ownFunctions = []string{deploy.FunctionAPI, deploy.FunctionDispatch, deploy.FunctionRetention, deploy.FunctionCompact}
 
 // schedule invokes fn every interval with EventBridge's scheduled event.
 func schedule(scope constructs.Construct, id string, fn awslambda.IFunction, interval time.Duration, what string) {

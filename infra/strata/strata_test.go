@@ -707,3 +707,92 @@ func TestManagedInstancesEgressOnlyToEndpoints(t *testing.T) {
 		t.Errorf("the logs endpoint's security group %s lets in %q, want HTTPS from the instances alone", endpointGroup, in)
 	}
 }
+
+// TestCompactFunction: the compaction function is Strata's own function with its own
+// role, 1024 MiB and 5 minutes, fans out (STRATA_COMPACT_FANOUT), runs on its own
+// schedule at CompactInterval, may invoke itself and reads, writes and deletes segment
+// objects under the deployment's prefix; the retention function no longer may write
+// segment objects (it does not compact).
+func TestCompactFunction(t *testing.T) {
+	app := awscdk.NewApp(nil)
+	st := awscdk.NewStack(app, jsii.String("C"), nil)
+	if _, err := strata.New(st, "Log", strata.Props{AssetDir: dir, CompactInterval: 10 * time.Minute, CompactMemoryMiB: 2048}); err != nil {
+		t.Fatal(err)
+	}
+	c, err := tmpl.New(assertions.Template_FromStack(st, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, fn, err := c.Find("AWS::Lambda::Function", "Description", "Strata compact")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fn.Properties["MemorySize"] != float64(2048) || fn.Properties["Timeout"] != float64(300) {
+		t.Errorf("memory %v, timeout %v: want 2048 and 300", fn.Properties["MemorySize"], fn.Properties["Timeout"])
+	}
+	vars := fn.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)
+	if vars[deploy.EnvCompactFanout] != "1" {
+		t.Errorf("%s = %v, want 1", deploy.EnvCompactFanout, vars[deploy.EnvCompactFanout])
+	}
+	var rules []string
+	for _, rid := range c.OfType("AWS::Events::Rule") {
+		p := c.Resources[rid].Properties
+		if target, _ := tmpl.GetAtt(p["Targets"].([]any)[0].(map[string]any)["Arn"], "Arn"); target == id {
+			rules = append(rules, fmt.Sprint(p["ScheduleExpression"]))
+		}
+	}
+	if fmt.Sprint(rules) != "[rate(10 minutes)]" {
+		t.Errorf("schedules of the compaction function %v, want [rate(10 minutes)]", rules)
+	}
+	role, _ := tmpl.GetAtt(fn.Properties["Role"], "Arn")
+	sts, _, err := c.RoleStatements(role)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range sts {
+		for _, r := range s.Resources {
+			got = append(got, strings.Join(s.Actions, ",")+" on "+tmpl.Join(r))
+		}
+	}
+	for _, want := range []string{
+		"lambda:InvokeFunction on <GetAtt:" + id + ".Arn>",
+		"s3:GetObject,s3:PutObject,s3:PutObjectTagging,s3:DeleteObject on <GetAtt:",
+		"dynamodb:GetItem,dynamodb:Query,dynamodb:PutItem,dynamodb:UpdateItem,dynamodb:DeleteItem,dynamodb:ConditionCheckItem,dynamodb:BatchWriteItem on <GetAtt:LogTableindex",
+	} {
+		if !slices.ContainsFunc(got, func(g string) bool { return strings.HasPrefix(g, want) }) {
+			t.Errorf("the compaction role lacks %q:\n%s", want, strings.Join(got, "\n"))
+		}
+	}
+	_, api, err := c.Find("AWS::Lambda::Function", "Description", "Strata api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := tmpl.Join(api.Properties["Environment"].(map[string]any)["Variables"].(map[string]any)[deploy.EnvCompactFunction]); got != "<Ref:"+id+">" {
+		t.Errorf("the api's %s = %s, want the compaction function's name", deploy.EnvCompactFunction, got)
+	}
+	arole, _ := tmpl.GetAtt(api.Properties["Role"], "Arn")
+	asts, _, err := c.RoleStatements(arole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(asts, func(s tmpl.Statement) bool {
+		return slices.Equal(s.Actions, []string{"lambda:InvokeFunction"}) && len(s.Resources) == 1 && tmpl.Join(s.Resources[0]) == "<GetAtt:"+id+".Arn>"
+	}) {
+		t.Errorf("the api role may not invoke the compaction function (the dirty-ratio trigger): %+v", asts)
+	}
+	_, ret, err := c.Find("AWS::Lambda::Function", "Description", "Strata retention")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rrole, _ := tmpl.GetAtt(ret.Properties["Role"], "Arn")
+	rsts, _, err := c.RoleStatements(rrole)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range rsts {
+		if slices.Contains(s.Actions, "s3:PutObject") {
+			t.Errorf("the retention role may put segment objects (%v): it does not compact", s.Actions)
+		}
+	}
+}

@@ -223,6 +223,8 @@ func Scene() *excalidraw.Scene {
 	// Retention and monitoring.
 	b.box("retrule", 620, 650, 290, 70, events, "EventBridge StrataRetentionSchedule\nrate(5 minutes)")
 	b.box("retention", 1000, 650, 280, 80, lambdaFn, "retention function\nStrata retention")
+	b.box("comprule", 620, 770, 290, 70, events, "EventBridge StrataCompactSchedule\nrate(5 minutes)")
+	b.box("compact", 1000, 770, 280, 80, lambdaFn, "compaction function\nStrata compact\nself-invoked per partition")
 	b.box("monitoring", 260, 650, 290, 80, events, "CloudWatch StrataMonitoring\nalarms + dashboard (EMF)")
 	b.text("monitoring-note", 260, 740, "alarms: each function's errors and throttles,\np99 append latency, stream failures,\na subscription's lag, dead letters and time\nto data loss, the stream's iterator age", 13, "#495057")
 
@@ -245,6 +247,8 @@ func Scene() *excalidraw.Scene {
 	b.arrow("a-dead", at("consumers", 'r'), at("deadletter", 'l'), "dead-letter\nafter max attempts", outside)
 	b.arrow("a-retrule", at("retrule", 'r'), at("retention", 'l'), "trigger", events)
 	b.arrow("a-ret-ddb", end{"retention", 't', 0.5}, end{"ddb", 'b', 0.24}, "log start,\ndelete entries", lambdaFn)
+	b.arrow("a-comprule", at("comprule", 'r'), at("compact", 'l'), "trigger", events)
+	b.arrow("a-comp-ddb", end{"compact", 'r', 0.5}, end{"ddb", 'b', 0.66}, "swap index entries\n(one transaction)", lambdaFn, [2]float64{1343, 810})
 	b.arrow("a-ret-s3", end{"retention", 't', 0.1}, end{"s3", 'l', 0.8}, "delete expired objects", lambdaFn,
 		[2]float64{1028, 610}, [2]float64{935, 610}, [2]float64{935, 124})
 

@@ -254,9 +254,45 @@ func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
 	}
 	st.WaitFor(ctx, fannedOut, 30*time.Second, "an asynchronous invocation of the retention function passes audit (the scheduled pass fans out per topic)")
 
+	// Compaction runs in its own function on its own schedule: its scheduled pass fans
+	// out one asynchronous invocation of the function itself per partition of each
+	// compacted topic, each that partition's pass (its right to invoke itself and every
+	// store call of the pass checked by the harness's IAM).
+	if _, err := c.CreateTopic(ctx, "settings", client.TopicConfig{Partitions: 2, Cleanup: client.CleanupCompact}); err != nil {
+		t.Fatal(err)
+	}
+	// Overwrites past the dirty ratio (the second record of the key supersedes the
+	// first: 1 of 2) make the api's trigger invoke the compaction function for the
+	// key's partition (its right to invoke it checked by the harness's IAM).
+	for _, v := range []string{"on", "off"} {
+		if _, err := c.Append(ctx, "settings", []client.Record{{Key: []byte("mode"), Value: []byte(v)}}, client.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	compactFn := st.Function("Strata compact").Name
+	triggered := func() bool {
+		for _, r := range st.AsyncResults() {
+			if r.Function == compactFn && r.Err == nil && strings.Contains(string(r.Payload), `"strata_compact_trigger":"dirty"`) {
+				return true
+			}
+		}
+		return false
+	}
+	st.WaitFor(ctx, triggered, 30*time.Second, "an overwrite past the dirty ratio makes the api invoke the compaction function for its partition")
+	compactedParts := func() bool {
+		passed := map[string]bool{}
+		for _, r := range st.AsyncResults() {
+			if pl := string(r.Payload); r.Function == compactFn && r.Err == nil && strings.Contains(pl, `"strata_compact_topic":"settings"`) && strings.Contains(pl, `"strata_compact_trigger":"fanout"`) {
+				passed[pl] = true
+			}
+		}
+		return len(passed) == 2 // one per partition
+	}
+	st.WaitFor(ctx, compactedParts, time.Minute, "asynchronous invocations of the compaction function pass both partitions of settings (the scheduled pass fans out per partition)")
+
 	// A delete topic's objects carry the backstop's tag; altered to compact, a scheduled
-	// compaction pass takes it off every object its entries refer to (the runner's
-	// PutObjectTagging checked by the harness's IAM), so the backstop never takes them.
+	// compaction pass takes it off every object its entries refer to (the compaction
+	// function's PutObjectTagging checked by the harness's IAM), so the backstop never takes them.
 	if _, err := c.CreateTopic(ctx, "altered", client.TopicConfig{Partitions: 1}); err != nil {
 		t.Fatal(err)
 	}

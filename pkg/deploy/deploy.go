@@ -29,11 +29,14 @@ const (
 	FunctionRetention = "retention"
 	// FunctionConsumer is the example order consumer.
 	FunctionConsumer = "consumer"
+	// FunctionCompact runs the compaction pass of compacted topics: on a schedule, fanned
+	// out per partition, and for one partition when an append finds it dirty.
+	FunctionCompact = "compact"
 )
 
 // Functions returns every function name, in build order.
 func Functions() []string {
-	return []string{FunctionAPI, FunctionDispatch, FunctionRetention, FunctionConsumer}
+	return []string{FunctionAPI, FunctionDispatch, FunctionRetention, FunctionConsumer, FunctionCompact}
 }
 
 // Environment variables the functions read and the stack sets: the `env` tags of

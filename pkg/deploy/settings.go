@@ -69,6 +69,15 @@ type Settings struct {
 	// The stack sets it on the retention function, whose role may invoke itself; unset,
 	// one invocation passes every topic.
 	RetentionFanout bool `env:"STRATA_RETENTION_FANOUT"`
+	// CompactFanout makes the compaction function fan its scheduled pass out per
+	// partition of each compacted topic, invoking itself (AWS_LAMBDA_FUNCTION_NAME)
+	// asynchronously once per partition ("1"). The stack sets it on the compaction
+	// function, whose role may invoke itself; unset, one invocation passes every topic.
+	CompactFanout bool `env:"STRATA_COMPACT_FANOUT"`
+	// CompactFunction is the compaction function's name or ARN: the api function then
+	// runs the dirty-ratio trigger (compact.Trigger) on its appends to compacted topics
+	// and invokes it asynchronously for a partition found dirty. Empty: no trigger.
+	CompactFunction string `env:"STRATA_COMPACT_FUNCTION"`
 }
 
 // Names of the variables of Settings (the `env` tags), for code that names one.
@@ -78,6 +87,8 @@ const (
 	EnvDefaultRetentionMS = "STRATA_DEFAULT_RETENTION_MS"
 	EnvMaxRetentionMS     = "STRATA_MAX_RETENTION_MS"
 	EnvRetentionFanout    = "STRATA_RETENTION_FANOUT"
+	EnvCompactFanout      = "STRATA_COMPACT_FANOUT"
+	EnvCompactFunction    = "STRATA_COMPACT_FUNCTION"
 )
 
 // SettingNames returns the variable of every field of Settings, sorted.

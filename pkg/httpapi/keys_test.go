@@ -20,9 +20,9 @@ func (f *faultyMeta) SetCleanup(ctx context.Context, name string, c store.TopicC
 }
 
 // PutKey of the wrapped store, failing while it is down.
-func (f *faultyMeta) PutKey(ctx context.Context, e store.KeyEntry) (bool, error) {
+func (f *faultyMeta) PutKey(ctx context.Context, e store.KeyEntry) (bool, bool, error) {
 	if err := f.fail(); err != nil {
-		return false, err
+		return false, false, err
 	}
 	return f.MetaStore.(store.KeyIndexStore).PutKey(ctx, e)
 }

@@ -20,7 +20,9 @@ import (
 // connection keep their order on each partition: each partition's append is enqueued
 // in the log after the connection's previous one there (log.Enqueue), so consecutive
 // requests can share one commit, and a producer's batch is recorded in flight in its
-// sequence row only after the batch before it was.
+// sequence row only after the batch before it was: its change of the row is queued
+// behind the one before's as soon as that is queued, not once it is written, so the
+// in-flight records of consecutive batches share the row's writes.
 
 // maxInFlight bounds the requests of one connection being served at once.
 const maxInFlight = 8
@@ -185,22 +187,55 @@ type connOrder struct {
 	last map[topicPartition]*partSlot
 }
 
-// partSlot is one produce job's place on its partition: ready is closed once its
-// append is enqueued (q, nil when it appends nothing), so the next job there may go.
+// partSlot is one produce job's place on its partition. It is passed in two steps: rows
+// is closed once the job's change of its producer's sequence row is queued in the row's
+// writer (rows.go), so the next job there may queue its own, which the writer applies
+// after it, in the same write or the next; ready is closed once its append is enqueued
+// (q, nil when it appends nothing), so the next job may enqueue its own. Releasing a
+// job passes both.
 type partSlot struct {
-	ready chan struct{}
-	once  sync.Once
-	q     *log.Queued
+	ready    chan struct{}
+	once     sync.Once
+	q        *log.Queued
+	rows     chan struct{}
+	rowsOnce sync.Once
+}
+
+func newPartSlot() *partSlot {
+	return &partSlot{ready: make(chan struct{}), rows: make(chan struct{})}
 }
 
 func (p *partSlot) release(q *log.Queued) {
 	if p == nil {
 		return
 	}
+	p.rowQueued()
 	p.once.Do(func() {
 		p.q = q
 		close(p.ready)
 	})
+}
+
+// rowQueued lets the next job on the partition queue its sequence-row change.
+func (p *partSlot) rowQueued() {
+	if p == nil {
+		return
+	}
+	p.rowsOnce.Do(func() { close(p.rows) })
+}
+
+// waitRow waits until the job before has queued its sequence-row change (or was
+// released).
+func (p *partSlot) waitRow(ctx context.Context) error {
+	if p == nil {
+		return nil
+	}
+	select {
+	case <-p.rows:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // wait waits until the job before is enqueued and returns its append (nil if none).
@@ -241,7 +276,7 @@ func (t *produceTurn) places(ctx context.Context, parts []topicPartition) ([]*pa
 	defer t.order.mu.Unlock()
 	before, mine := make([]*partSlot, len(parts)), make([]*partSlot, len(parts))
 	for i, k := range parts {
-		mine[i] = &partSlot{ready: make(chan struct{})}
+		mine[i] = newPartSlot()
 		before[i] = t.order.last[k]
 		t.order.last[k] = mine[i]
 	}

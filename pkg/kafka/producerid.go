@@ -371,22 +371,24 @@ func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg
 		fail(invalidRecord, "idempotent batches need producer state, which this store does not keep: "+err.Error())
 		return
 	}
-	after, err := o.before.wait(ctx)
-	if err != nil {
-		fail(errCode(err), err.Error())
-		return
-	}
 	principal := appendPrincipal(ctx)
 	key := seqRowKey(principal, t.ID(), out.Partition, b.ID)
 	floor := s.batchFloor(ctx, t.Name)
+	// The row change goes in behind the one of the connection's batch before on the
+	// partition (the row's writer applies changes in the order they were queued); the
+	// append, below, behind that batch's append.
+	if err := o.before.waitRow(ctx); err != nil {
+		fail(errCode(err), err.Error())
+		return
+	}
 	var plan seqPlan
-	err = s.changeRow(ctx, ps, key, func(row seqRow, exists bool) (seqRow, bool, bool) {
+	err = s.changeRowQueued(ctx, ps, key, func(row seqRow, exists bool) (seqRow, bool, bool) {
 		plan = planBatch(row, exists, b, floor, time.Now())
 		if plan.action == seqAppend {
 			return plan.next, true, false
 		}
 		return row, false, true // a refusal or a duplicate is decided on the stored row
-	})
+	}, o.mine.rowQueued)
 	if err != nil {
 		fail(errCode(err), err.Error())
 		return
@@ -397,6 +399,11 @@ func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg
 		return
 	case seqDuplicate:
 		out.BaseOffset = plan.offset
+		return
+	}
+	after, err := o.before.wait(ctx)
+	if err != nil {
+		fail(errCode(err), err.Error())
 		return
 	}
 	q := s.log.Enqueue(ctx, t.Name, recs, log.AppendOptions{

@@ -81,12 +81,21 @@ func (rc *rowCells) evictIdle() {
 // on the stored row without a write). ch may run more than once (the row moved under
 // another writer): its last run is the one that counts.
 func (s *Server) changeRow(ctx context.Context, ps store.ProducerStore, key string, ch rowChange) error {
+	return s.changeRowQueued(ctx, ps, key, ch, nil)
+}
+
+// changeRowQueued is changeRow that calls queued (when not nil) once ch has its place
+// in the row's queue: a change queued after that is applied after ch.
+func (s *Server) changeRowQueued(ctx context.Context, ps store.ProducerStore, key string, ch rowChange, queued func()) error {
 	c := s.rows.cell(key)
 	op := &rowOp{change: ch, done: make(chan struct{})}
 	c.mu.Lock()
 	c.queue = append(c.queue, op)
 	if c.flushing {
 		c.mu.Unlock()
+		if queued != nil {
+			queued()
+		}
 		<-op.done
 		return op.err
 	}
@@ -94,6 +103,9 @@ func (s *Server) changeRow(ctx context.Context, ps store.ProducerStore, key stri
 	ops := c.queue
 	c.queue = nil
 	c.mu.Unlock()
+	if queued != nil {
+		queued()
+	}
 	s.flushRow(ctx, ps, key, c, ops)
 	// The changes that arrived meanwhile are written by another goroutine, so this
 	// caller's answer does not wait for them.

@@ -2,12 +2,7 @@ package lambdafn
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/lambda"
-	"github.com/aws/aws-sdk-go-v2/service/lambda/types"
 
 	"github.com/stratalog/strata/pkg/dispatch/invoke"
 )
@@ -23,20 +18,8 @@ type RetentionInvoker struct {
 
 // Start queues topic's pass.
 func (r RetentionInvoker) Start(ctx context.Context, topic string) error {
-	payload, err := json.Marshal(RetentionTopicEvent{Topic: topic})
-	if err != nil {
-		return err
-	}
-	out, err := r.Client.Invoke(ctx, &lambda.InvokeInput{
-		FunctionName:   aws.String(r.Function),
-		InvocationType: types.InvocationTypeEvent,
-		Payload:        payload,
-	})
-	if err != nil {
-		return fmt.Errorf("invoke %s for topic %s: %w", r.Function, topic, err)
-	}
-	if out.StatusCode != 202 {
-		return fmt.Errorf("invoke %s for topic %s: status %d, want 202 (accepted)", r.Function, topic, out.StatusCode)
+	if err := invoke.Event(ctx, r.Client, r.Function, RetentionTopicEvent{Topic: topic}); err != nil {
+		return fmt.Errorf("pass of topic %s: %w", topic, err)
 	}
 	return nil
 }

@@ -91,6 +91,12 @@ type Config struct {
 	// Topics are the defaults and the bound CreateTopic applies (a deployment's
 	// STRATA_DEFAULT_PARTITIONS, STRATA_DEFAULT_RETENTION_MS, STRATA_MAX_RETENTION_MS).
 	Topics TopicDefaults
+	// KeyOverwrites, when set, is told after each append request on a compacted topic,
+	// for each partition whose key index entries the request replaced, how many it
+	// replaced (the records they named are now superseded) and the partition's next
+	// offset after the request's records: the dirty-ratio trigger (compact.Trigger). It
+	// runs before the answer; it handles its own failures, which never fail an append.
+	KeyOverwrites func(ctx context.Context, t store.Topic, partition int32, overwrites, next int64)
 }
 
 // TopicDefaults are what CreateTopic gives a topic created without a partition count or
@@ -147,6 +153,7 @@ type Log struct {
 	notifier     *notifier
 	group        *coalescer // nil: group commit off
 	defaults     TopicDefaults
+	overwrites   func(ctx context.Context, t store.Topic, partition int32, overwrites, next int64)
 
 	mu     sync.Mutex
 	topics map[string]cachedTopic // configs, cached for TopicCacheTTL
@@ -183,6 +190,7 @@ func New(cfg Config) (*Log, error) {
 		tables:       map[string][]tableMember{},
 		marks:        map[string]int64{},
 		defaults:     cfg.Topics,
+		overwrites:   cfg.KeyOverwrites,
 	}
 	if err := cfg.Topics.Validate(); err != nil {
 		return nil, err

@@ -52,6 +52,8 @@ func FromSettings(s deploy.Settings, endpoint, maxConcurrency string, faults *aw
 			BusinessTable:     s.BusinessTable,
 			MetricsNamespace:  s.MetricsNamespace,
 			RetentionFanout:   s.RetentionFanout,
+			CompactFanout:     s.CompactFanout,
+			CompactFunction:   s.CompactFunction,
 		},
 		GroupCommitWindow: groupCommitWindow(s.GroupCommitWindow, maxConcurrency),
 		GroupCommitBytes:  s.GroupCommitBudget,

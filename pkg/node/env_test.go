@@ -56,6 +56,8 @@ var sample = map[string]string{
 	deploy.EnvGroup:               "g",
 	deploy.EnvBusinessTable:       "biz",
 	deploy.EnvRetentionFanout:     "1",
+	deploy.EnvCompactFanout:       "1",
+	deploy.EnvCompactFunction:     "strata-compact",
 }
 
 // TestEverySettingReachesTheConfig: each setting, set alone, changes the node's

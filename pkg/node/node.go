@@ -76,6 +76,11 @@ type Config struct {
 	// FenceLimits bound the producer retry fences a topic holds (zero: the stores'
 	// defaults, which every deployment runs with; tests set small ones).
 	FenceLimits store.FenceLimits
+	// CompactStart, when set, turns the log's dirty-ratio trigger on (compact.Trigger
+	// over the metadata store's dirty counters, on the log's clock): it asks for a pass
+	// of a compacted partition an append found dirty (the api function invokes the
+	// compaction function). A trigger failure is logged, never an append's.
+	CompactStart func(ctx context.Context, topic string, partition int32) error
 }
 
 // FunctionSettings are the settings of the stack that configure a function rather than
@@ -100,6 +105,12 @@ type FunctionSettings struct {
 	// RetentionFanout makes the retention function invoke itself once per topic
 	// (deploy.Settings.RetentionFanout).
 	RetentionFanout bool
+	// CompactFanout makes the compaction function invoke itself once per partition of
+	// each compacted topic (deploy.Settings.CompactFanout).
+	CompactFanout bool
+	// CompactFunction is the compaction function the api's dirty-ratio trigger invokes
+	// (deploy.Settings.CompactFunction); "" for none.
+	CompactFunction string
 }
 
 // AWSConfig names the AWS resources and how to reach them. Without SDK, the SDK's default
@@ -188,7 +199,8 @@ func Open(ctx context.Context, cfg Config, parts Parts) (*Node, error) {
 	if parts&PartLog != 0 {
 		var err error
 		n.log, err = log.New(log.Config{Objects: n.objects, Meta: n.meta, Metrics: cfg.Metrics,
-			GroupCommitWindow: max(cfg.GroupCommitWindow, 0), GroupCommitBytes: cfg.GroupCommitBytes, Topics: cfg.Topics, Clock: cfg.Clock})
+			GroupCommitWindow: max(cfg.GroupCommitWindow, 0), GroupCommitBytes: cfg.GroupCommitBytes, Topics: cfg.Topics, Clock: cfg.Clock,
+			KeyOverwrites: n.keyOverwrites()})
 		if err != nil {
 			_ = n.Close()
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
@@ -198,6 +210,24 @@ func Open(ctx context.Context, cfg Config, parts Parts) (*Node, error) {
 		n.coord = group.New(n.meta, n.log, nil)
 	}
 	return n, nil
+}
+
+// keyOverwrites is the log's dirty-ratio trigger when Config.CompactStart asks for one
+// and the metadata store keeps dirty counters; nil otherwise.
+func (n *Node) keyOverwrites() func(ctx context.Context, t store.Topic, partition int32, overwrites, next int64) {
+	counters, ok := n.meta.(store.DirtyCounterStore)
+	if n.cfg.CompactStart == nil || !ok {
+		return nil
+	}
+	tr := &compact.Trigger{Store: counters, Clock: n.cfg.Clock, Start: n.cfg.CompactStart}
+	return func(ctx context.Context, t store.Topic, partition int32, overwrites, next int64) {
+		asked, err := tr.Overwrote(ctx, t, partition, overwrites, next)
+		if err != nil {
+			n.logger.Warn("compaction trigger failed; the scheduled pass covers the partition", "topic", t.Name, "partition", partition, "error", err)
+		} else if asked {
+			n.logger.Info("compaction asked for: dirty ratio past the threshold", "topic", t.Name, "partition", partition)
+		}
+	}
 }
 
 func (n *Node) openStores(ctx context.Context) error {
@@ -378,19 +408,106 @@ func (n *Node) RunRetention(ctx context.Context) (retention.Stats, error) {
 	return st, err
 }
 
-// RunCompaction makes one compaction pass now over every compacted topic (the
-// compaction function's pass; `strata dev` runs it after each retention pass). It needs
-// PartCompaction.
+// RunCompaction makes one compaction pass now over every compacted topic (`strata dev`
+// runs it after each retention pass; the compaction function when it does not fan out).
+// It needs PartCompaction.
 func (n *Node) RunCompaction(ctx context.Context) (compact.Stats, error) {
+	job, err := n.compactJob()
+	if err != nil {
+		return compact.Stats{}, err
+	}
+	return job.Run(ctx)
+}
+
+// ErrNotCompacted is RunCompactionPartition of a topic that is not compacted (or a
+// partition it does not have): nothing to do, not a failure of the store.
+var ErrNotCompacted = errors.New("node: not a partition of a compacted topic")
+
+// compactJob is the compaction pass's job over the node's stores, on its clock.
+func (n *Node) compactJob() (compact.Job, error) {
 	if n.parts&PartCompaction == 0 {
-		return compact.Stats{}, errors.New("node: RunCompaction needs a node opened with PartCompaction")
+		return compact.Job{}, errors.New("node: compaction needs a node opened with PartCompaction")
 	}
 	meta, ok := n.meta.(compact.Meta)
 	if !ok {
-		return compact.Stats{}, fmt.Errorf("node: the %T meta store cannot swap index entries", n.meta)
+		return compact.Job{}, fmt.Errorf("node: the %T meta store cannot swap index entries", n.meta)
 	}
-	job := compact.Job{Meta: meta, Objects: n.objects, Clock: n.cfg.Clock}
-	return job.Run(ctx)
+	return compact.Job{Meta: meta, Objects: n.objects, Clock: n.cfg.Clock}, nil
+}
+
+// RunCompactionPartition compacts one partition of the compacted topic name
+// (compact.Job.Partition, bounded by its MaxRewrites): what each invocation of the
+// compaction function's fan-out, and each one the dirty-ratio trigger starts, runs. It
+// collects no garbage (the scheduled invocation does, once per topic). A topic that is
+// missing, not compacted, or without the partition is ErrNotCompacted. It needs
+// PartCompaction.
+func (n *Node) RunCompactionPartition(ctx context.Context, name string, partition int32) (compact.Stats, error) {
+	var st compact.Stats
+	job, err := n.compactJob()
+	if err != nil {
+		return st, err
+	}
+	t, err := n.meta.GetTopic(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return st, fmt.Errorf("%w: topic %s is gone", ErrNotCompacted, name)
+	}
+	if err != nil {
+		return st, fmt.Errorf("node: compaction of %s/%d: %w", name, partition, err)
+	}
+	if !t.Compacted() || partition < 0 || partition >= t.Partitions {
+		return st, fmt.Errorf("%w: %s/%d (cleanup.policy=%s, %d partitions)", ErrNotCompacted, name, partition, t.Cleanup, t.Partitions)
+	}
+	err = job.Partition(ctx, t, partition, &st)
+	if counters, ok := n.meta.(store.DirtyCounterStore); ok && st.RecordsRemoved > 0 {
+		// The dirty-ratio trigger's estimate subtracts what passes removed.
+		err = errors.Join(err, counters.AddRemoved(ctx, t.ID(), partition, st.RecordsRemoved))
+	}
+	if err != nil {
+		return st, fmt.Errorf("node: compaction of %s/%d: %w", name, partition, err)
+	}
+	return st, nil
+}
+
+// RunCompactionFanout is the compaction function's scheduled pass fanned out per
+// partition: it hands every partition of every compacted topic to start (the function
+// invokes itself asynchronously with it, each partition's pass its own invocation:
+// RunCompactionPartition), so a pass takes its largest partition's time, not the sum;
+// then it collects each compacted topic's garbage here (compact.Job.Collect: the
+// objects rewrites replaced, once no reader can hold them). A partition start fails
+// for is left to the next schedule. It needs PartCompaction.
+func (n *Node) RunCompactionFanout(ctx context.Context, start func(ctx context.Context, topic string, partition int32) error) (compact.Stats, error) {
+	var st compact.Stats
+	job, err := n.compactJob()
+	if err != nil {
+		return st, err
+	}
+	names, err := n.meta.ListTopics(ctx)
+	if err != nil {
+		return st, fmt.Errorf("node: compaction: list topics: %w", err)
+	}
+	var errs []error
+	for _, name := range names {
+		t, err := n.meta.GetTopic(ctx, name)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // deleted since the listing
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node: compaction: topic %s: %w", name, err))
+			continue
+		}
+		if !t.Compacted() {
+			continue
+		}
+		for p := int32(0); p < t.Partitions; p++ {
+			if err := start(ctx, name, p); err != nil {
+				errs = append(errs, fmt.Errorf("node: compaction of %s/%d: %w", name, p, err))
+			}
+		}
+		if err := job.Collect(ctx, t, &st); err != nil {
+			errs = append(errs, fmt.Errorf("node: %w", err))
+		}
+	}
+	return st, errors.Join(errs...)
 }
 
 // SampleLag records every group's lag now in the store's lag history
@@ -453,8 +570,9 @@ func (n *Node) RunRetentionTopic(ctx context.Context, name string) (retention.St
 // to start (the retention function invokes itself asynchronously with it, each topic's
 // pass its own invocation: RunRetentionTopic), so a pass's time is its largest topic's,
 // not the sum of all; then it purges deleted topics and samples every group's lag. A
-// topic start fails for is left to the next schedule. The compaction pass (with
-// PartCompaction) runs here, bounded per partition (pkg/compact). It needs PartRetention.
+// topic start fails for is left to the next schedule. With PartCompaction the
+// compaction pass runs here too; the retention function opens its node without it (the
+// compaction function compacts on AWS). It needs PartRetention.
 func (n *Node) RunScheduledFanout(ctx context.Context, start func(ctx context.Context, topic string) error) (retention.Stats, error) {
 	if n.parts&PartRetention == 0 {
 		return retention.Stats{}, errors.New("node: RunScheduledFanout needs a node opened with PartRetention")

@@ -32,8 +32,12 @@ type KeyIndexStore interface {
 	// PutKey must store e as its key's entry unless the entry stored has an offset at
 	// or above e.Offset, atomically with respect to every other caller: an entry never
 	// moves back, whatever order concurrent puts land in. It reports whether e was
-	// stored; an older e is not an error.
-	PutKey(ctx context.Context, e KeyEntry) (bool, error)
+	// stored, and whether the put superseded a record of the key: stored over an entry
+	// of a lower offset (that entry's record), or not stored under one of a higher
+	// offset (e's own record) — what the dirty-ratio trigger counts. A key's first put
+	// and a put at the offset stored (a retry) supersede nothing. An older e is not an
+	// error. Knowing superseded must cost no further request.
+	PutKey(ctx context.Context, e KeyEntry) (stored, superseded bool, err error)
 	// GetKey must return the key's entry as of every PutKey and DeleteKey that
 	// returned before it was called (strongly consistent), ErrNotFound when there is
 	// none.

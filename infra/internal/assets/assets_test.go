@@ -41,7 +41,7 @@ func TestMissing(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing, err := Missing(dir)
-	want := []string{deploy.FunctionDispatch, deploy.FunctionRetention, deploy.FunctionConsumer, Gateway}
+	want := []string{deploy.FunctionDispatch, deploy.FunctionRetention, deploy.FunctionConsumer, deploy.FunctionCompact, Gateway}
 	if err != nil || !slices.Equal(missing, want) {
 		t.Errorf("missing %v, %v; want %v", missing, err, want)
 	}

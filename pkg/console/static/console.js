@@ -539,13 +539,15 @@ function resetForm(g) {
 
 // planReset computes each partition's new committed offset, shows the plan (current →
 // new per partition) and applies it as per-partition resets to exactly those offsets.
+// The plan reads the group's positions and the topic's offsets afresh: the last summary
+// may predate a commit, and a plan must show what it changes.
 async function planReset(g) {
   const topic = document.getElementById("reset-topic").value;
   const mode = document.getElementById("reset-mode").value;
   const value = document.getElementById("reset-value").value.trim();
-  const t = state.summary.topics.find((x) => x.name === topic);
-  if (!t) throw new Error("topic " + topic + " is not visible to this token");
-  const committed = new Map(g.partitions.filter((p) => p.topic === topic).map((p) => [p.partition, p.committed_offset]));
+  if (!state.summary.topics.some((x) => x.name === topic)) throw new Error("topic " + topic + " is not visible to this token");
+  const [t, fresh] = await Promise.all([api("/v1/topics/" + seg(topic)), api("/v1/groups/" + seg(g.group))]);
+  const committed = new Map(fresh.partitions.filter((p) => p.topic === topic).map((p) => [p.partition, p.committed_offset]));
   let byTime = null;
   if (mode === "time") {
     const ms = /^\d+$/.test(value) ? Number(value) : new Date(value).getTime();

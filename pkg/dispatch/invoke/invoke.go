@@ -27,11 +27,17 @@ type Async struct {
 
 // Invoke implements dispatch.Invoker: the consumer event, queued for function.
 func (a Async) Invoke(ctx context.Context, function string, ev deploy.ConsumerEvent) error {
-	payload, err := json.Marshal(ev)
+	return Event(ctx, a.Client, function, ev)
+}
+
+// Event queues event, as JSON, for function: an asynchronous invoke that Lambda must
+// accept (202) at once; anything else is an error naming the function.
+func Event(ctx context.Context, client API, function string, event any) error {
+	payload, err := json.Marshal(event)
 	if err != nil {
 		return err
 	}
-	out, err := a.Client.Invoke(ctx, &lambda.InvokeInput{
+	out, err := client.Invoke(ctx, &lambda.InvokeInput{
 		FunctionName:   aws.String(function),
 		InvocationType: types.InvocationTypeEvent,
 		Payload:        payload,

@@ -23,7 +23,7 @@ var fuzzAttrs = []string{
 	attrMember, "log_start_offset",
 	attrNextSeq, attrLogStart, attrCCount, attrCObject, attrCByteOff, attrCByteLen, attrCMaxTs, attrCAt,
 	attrCExpires, attrCIdem, attrCHash, attrCompleted, attrLagVersion, attrLagHistory, attrRetentionPin,
-	attrMembersOff, attrMembersLen,
+	attrMembersOff, attrMembersLen, attrOverwrites, attrRemoved, attrRequestedAt,
 }
 
 // fuzzItem builds an item from fuzz bytes: kinds[i] picks the type of attribute i (absent
@@ -184,6 +184,13 @@ func FuzzDecodeItem(f *testing.F) {
 			if st.LogStart < 0 || st.LogStart > st.NextOffset || (st.Last != nil && (st.Last.Entry.BaseOffset < 0 || st.Last.Entry.End() != st.NextOffset)) {
 				t.Fatalf("sequencer image decoded out of bounds: %+v", st)
 			}
+		} else {
+			checkDecodeError(t, err)
+		}
+		if c, err := decodeDirty(it); err == nil {
+			again := item{attrOverwrites: avN(c.Overwrites), attrRemoved: avN(c.Removed)}
+			setTime(again, attrRequestedAt, c.RequestedAt)
+			roundTrip(t, "dirty counter", c, again, decodeDirty)
 		} else {
 			checkDecodeError(t, err)
 		}

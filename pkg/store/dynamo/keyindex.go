@@ -37,8 +37,11 @@ func keyIndexKey(topic string, partition int32, key []byte) item {
 }
 
 // PutKey puts the entry on the condition that none is stored or the stored one's offset
-// is lower: one conditional PutItem, whichever host's put lands last.
-func (s *MetaStore) PutKey(ctx context.Context, e store.KeyEntry) (bool, error) {
+// is lower: one conditional PutItem, whichever host's put lands last. The item stored
+// before comes back in the same response (ReturnValues ALL_OLD, and on a failed
+// condition ReturnValuesOnConditionCheckFailure ALL_OLD: no further capacity), which
+// says whether the put superseded a record.
+func (s *MetaStore) PutKey(ctx context.Context, e store.KeyEntry) (bool, bool, error) {
 	it := keyIndexKey(e.Topic, e.Partition, e.Key)
 	it[attrTopic] = avS(e.Topic)
 	it[attrPartition] = avN(int64(e.Partition))
@@ -50,21 +53,29 @@ func (s *MetaStore) PutKey(ctx context.Context, e store.KeyEntry) (bool, error) 
 	if e.Tombstone {
 		it[attrKeyTombstone] = &types.AttributeValueMemberBOOL{Value: true}
 	}
-	_, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
-		TableName:                 aws.String(s.index),
-		Item:                      it,
-		ConditionExpression:       aws.String("attribute_not_exists(#o) OR #o < :o"),
-		ExpressionAttributeNames:  map[string]string{"#o": attrKeyOffset},
-		ExpressionAttributeValues: item{":o": avN(e.Offset)},
+	out, err := s.client.PutItem(ctx, &dynamodb.PutItemInput{
+		TableName:                           aws.String(s.index),
+		Item:                                it,
+		ConditionExpression:                 aws.String("attribute_not_exists(#o) OR #o < :o"),
+		ExpressionAttributeNames:            map[string]string{"#o": attrKeyOffset},
+		ExpressionAttributeValues:           item{":o": avN(e.Offset)},
+		ReturnValues:                        types.ReturnValueAllOld,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
 	})
 	if err != nil {
+		var ccf *types.ConditionalCheckFailedException
+		if errors.As(err, &ccf) {
+			d := decoder{it: ccf.Item}
+			return false, d.num(attrKeyOffset, false) > e.Offset, nil
+		}
 		err = mapError(fmt.Sprintf("put key entry of %s/%d at %d", e.Topic, e.Partition, e.Offset), err)
 		if cf := (*conditionFailed)(nil); errors.As(err, &cf) {
-			return false, nil
+			return false, false, nil
 		}
-		return false, err
+		return false, false, err
 	}
-	return true, nil
+	_, replaced := out.Attributes[attrKeyOffset]
+	return true, replaced, nil
 }
 
 // GetKey reads the key's entry strongly consistently.

@@ -27,19 +27,23 @@ func keyIndexKey(topic string, partition int32, key []byte) []byte {
 }
 
 // PutKey replaces the key's entry in one transaction unless the stored one is as new.
-func (m *MetaStore) PutKey(ctx context.Context, e store.KeyEntry) (bool, error) {
-	var stored bool
+func (m *MetaStore) PutKey(ctx context.Context, e store.KeyEntry) (bool, bool, error) {
+	var stored, superseded bool
 	err := m.update(ctx, func(tx *bolt.Tx) error {
-		stored = false
+		stored, superseded = false, false
 		k := keyIndexKey(e.Topic, e.Partition, e.Key)
 		old, ok, err := getRec[keyRec](tx, bucketKeys, k)
-		if err != nil || (ok && old.Offset >= e.Offset) {
+		if err != nil {
 			return err
 		}
-		stored = true
+		if ok && old.Offset >= e.Offset {
+			superseded = old.Offset > e.Offset
+			return nil
+		}
+		stored, superseded = true, ok
 		return putRec(tx, bucketKeys, k, keyRec{Offset: e.Offset, Tombstone: e.Tombstone, AppendedAt: e.AppendedAt.UTC().Truncate(time.Millisecond)})
 	})
-	return stored, err
+	return stored, superseded && err == nil, err
 }
 
 // GetKey reads the key's entry.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -437,4 +438,86 @@ func BenchmarkIndexEntries(b *testing.B) {
 		}
 		i++
 	}
+}
+
+// TestFreelistEitherWay: the file is written without its freelist (NoFreelistSync) and a
+// file written with one (as before) opens too, either way round, rows intact; pages freed
+// before a close are reused after the open, which rebuilt the freelist by walking the
+// file, so the file does not grow by what was deleted.
+func TestFreelistEitherWay(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "meta.db")
+	value := bytes.Repeat([]byte("v"), 3000)
+	put := func(m *MetaStore, from, to int) {
+		t.Helper()
+		for i := from; i < to; i++ {
+			if err := m.PutProducerRow(ctx, fmt.Sprintf("row-%04d", i), value, 0, time.Time{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	m, err := OpenMetaStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put(m, 0, 400)
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Opened as before (the freelist synced), it reads the rows and writes its freelist.
+	db, err := bolt.Open(path, 0o600, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bucketProducers))
+		var keys [][]byte
+		if err := b.ForEach(func(k, _ []byte) error {
+			keys = append(keys, bytes.Clone(k))
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(keys) != 400 {
+			return fmt.Errorf("%d rows, want 400", len(keys))
+		}
+		for _, k := range keys {
+			if err := b.Delete(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if cerr := db.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err = OpenMetaStore(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	size := m.db.Stats().FreePageN
+	if size == 0 {
+		t.Fatal("no free pages after deleting every row")
+	}
+	before := fileSize(t, path)
+	put(m, 1000, 1400)
+	if after := fileSize(t, path); after > before {
+		t.Fatalf("the file grew from %d to %d bytes: the %d free pages were not reused", before, after, size)
+	}
+	if _, ver, err := m.GetProducerRow(ctx, "row-1399"); err != nil || ver != 1 {
+		t.Fatalf("row-1399: version %d, %v", ver, err)
+	}
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stratalog/strata/pkg/store"
@@ -52,26 +53,28 @@ func wantNoKey(ctx context.Context, t *testing.T, k store.KeyIndexStore, topic s
 }
 
 // testKeyNeverMovesBack: a put stores only a higher offset than the entry's (an older or
-// equal one reports false and changes nothing); a tombstone is a put like any other;
+// equal one reports false and changes nothing); a put reports whether it superseded a
+// record (the first and a retry at the stored offset did not; an older one's own record
+// is); a tombstone is a put like any other;
 // DeleteKey removes the entry only at its offset.
 func testKeyNeverMovesBack(ctx context.Context, t *testing.T, k store.KeyIndexStore) {
 	e := store.KeyEntry{Topic: store.TopicID(UniqueName(t, "t"), "inc1"), Partition: 1, Key: []byte("o-42"), Offset: 5, AppendedAt: at(5)}
 	wantNoKey(ctx, t, k, e.Topic, e.Partition, e.Key)
 	for _, step := range []struct {
-		put    store.KeyEntry
-		stored bool
-		want   store.KeyEntry
+		put                store.KeyEntry
+		stored, superseded bool
+		want               store.KeyEntry
 	}{
-		{e, true, e},
-		{store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 3, AppendedAt: at(9)}, false, e},
-		{store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 5, Tombstone: true, AppendedAt: at(9)}, false, e},
-		{store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 9, Tombstone: true, AppendedAt: at(10)}, true,
+		{e, true, false, e},
+		{store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 3, AppendedAt: at(9)}, false, true, e},
+		{store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 5, Tombstone: true, AppendedAt: at(9)}, false, false, e},
+		{store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 9, Tombstone: true, AppendedAt: at(10)}, true, true,
 			store.KeyEntry{Topic: e.Topic, Partition: 1, Key: e.Key, Offset: 9, Tombstone: true, AppendedAt: at(10)}},
 	} {
-		stored, err := k.PutKey(ctx, step.put)
+		stored, superseded, err := k.PutKey(ctx, step.put)
 		must(t, "PutKey", err)
-		if stored != step.stored {
-			t.Fatalf("PutKey(offset %d) over offset %d stored = %v, want %v", step.put.Offset, step.want.Offset, stored, step.stored)
+		if stored != step.stored || superseded != step.superseded {
+			t.Fatalf("PutKey(offset %d) over offset %d = stored %v, superseded %v; want %v, %v", step.put.Offset, step.want.Offset, stored, superseded, step.stored, step.superseded)
 		}
 		wantKey(ctx, t, k, step.want)
 	}
@@ -103,8 +106,8 @@ func testKeysApart(ctx context.Context, t *testing.T, k store.KeyIndexStore) {
 		{Topic: b, Partition: 0, Key: []byte("k"), Offset: 6, Tombstone: true, AppendedAt: at(6)},
 	}
 	for _, e := range entries {
-		if stored, err := k.PutKey(ctx, e); err != nil || !stored {
-			t.Fatalf("PutKey(%s/%d %q) = %v, %v; want true, nil", e.Topic, e.Partition, e.Key, stored, err)
+		if stored, superseded, err := k.PutKey(ctx, e); err != nil || !stored || superseded {
+			t.Fatalf("PutKey(%s/%d %q) = %v, %v, %v; want stored, superseding nothing", e.Topic, e.Partition, e.Key, stored, superseded, err)
 		}
 	}
 	for _, e := range entries {
@@ -122,17 +125,23 @@ func testKeysApart(ctx context.Context, t *testing.T, k store.KeyIndexStore) {
 }
 
 // testKeyConcurrentPuts: callers putting offsets of one key at once, in any order, leave
-// the highest one, and exactly the puts that raised the entry report stored.
+// the highest one, and exactly the puts that raised the entry report stored; every
+// record but the newest is reported superseded exactly once, whatever order the puts
+// land in.
 func testKeyConcurrentPuts(ctx context.Context, t *testing.T, k store.KeyIndexStore) {
 	topic := store.TopicID(UniqueName(t, "t"), "inc1")
 	offsets := rand.Perm(8)
 	var wg sync.WaitGroup
+	var superseded atomic.Int64
 	errs := make(chan error, len(offsets))
 	for _, off := range offsets {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := k.PutKey(ctx, store.KeyEntry{Topic: topic, Key: []byte("hot"), Offset: int64(off), AppendedAt: at(int64(off))})
+			_, sup, err := k.PutKey(ctx, store.KeyEntry{Topic: topic, Key: []byte("hot"), Offset: int64(off), AppendedAt: at(int64(off))})
+			if sup {
+				superseded.Add(1)
+			}
 			errs <- err
 		}()
 	}
@@ -140,6 +149,9 @@ func testKeyConcurrentPuts(ctx context.Context, t *testing.T, k store.KeyIndexSt
 	close(errs)
 	for err := range errs {
 		must(t, "PutKey", err)
+	}
+	if n := superseded.Load(); n != int64(len(offsets)-1) {
+		t.Errorf("%d puts of %d offsets at once reported superseding a record, want %d", n, len(offsets), len(offsets)-1)
 	}
 	wantKey(ctx, t, k, store.KeyEntry{Topic: topic, Key: []byte("hot"), Offset: 7, AppendedAt: at(7)})
 }

@@ -23,7 +23,7 @@ func tpKeyBytes(topic string, partition int32) []byte {
 	return append([]byte(topic+"\x00"), byte(partition>>24), byte(partition>>16), byte(partition>>8), byte(partition))
 }
 
-func (s *memStore) PutKey(_ context.Context, e store.KeyEntry) (bool, error) {
+func (s *memStore) PutKey(_ context.Context, e store.KeyEntry) (bool, bool, error) {
 	s.lock()
 	defer s.mu.Unlock()
 	id := memKeyID(e.Topic, e.Partition, e.Key)
@@ -33,11 +33,11 @@ func (s *memStore) PutKey(_ context.Context, e store.KeyEntry) (bool, error) {
 		ok = false
 	}
 	if ok && old.Offset >= e.Offset {
-		return false, nil
+		return false, old.Offset > e.Offset && s.bug != "KeyReplacedNever", nil
 	}
 	e.Key = append([]byte{}, e.Key...)
 	s.keys()[id] = e
-	return true, nil
+	return true, ok && s.bug != "KeyReplacedNever", nil
 }
 
 func (s *memStore) GetKey(_ context.Context, topic string, partition int32, key []byte) (store.KeyEntry, error) {

@@ -40,6 +40,7 @@ type memStore struct {
 	fences      map[string]map[string]store.RequestFence // topic → fenceID(key, attempt) → fence
 	barriers    map[string]store.Barrier                 // group → barrier (memstore_barrier_test.go)
 	keyIndex    map[string]store.KeyEntry                // made on first use (memstore_keyindex_test.go)
+	dirty       map[tpKey]store.DirtyCounter             // made on first use (memstore_dirty_test.go)
 }
 
 type tpKey struct {

@@ -50,6 +50,7 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	runSections(t, "IndexExpiryClearer", newHarness, makeExpiryClearer, expiryClearerSections())
 	runSections(t, "CleanupStore", newHarness, makeCleanup, cleanupSections())
 	runSections(t, "KeyIndexStore", newHarness, makeKeyIndex, keyIndexSections())
+	runSections(t, "DirtyCounterStore", newHarness, makeDirty, dirtySections())
 }
 
 // RunFenceBoundTests runs the suite's cases of the bounds on a topic's fences alone: for
