@@ -233,7 +233,7 @@ func New(app constructs.Construct, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	out := &Stack{Stack: st, Strata: s}
-	out.BusinessTable, out.Consumer = exampleConsumer(st, cfg)
+	out.BusinessTable, out.Consumer = exampleConsumer(st, cfg, s.SystemLogLevel())
 	sub := &strata.SubscribeOptions{DeadLetterTopic: cfg.ExampleDeadLetter}
 	if err := s.Subscribe(out.Consumer, cfg.ExampleTopic, cfg.ExampleGroup, sub); err != nil {
 		return nil, err
@@ -279,7 +279,7 @@ func New(app constructs.Construct, cfg Config) (*Stack, error) {
 // exampleConsumer is the order consumer of functions/consumer, a user's function as any
 // other: its own role (its logs and conditional puts into its business table), and the
 // Strata rights Subscribe grants.
-func exampleConsumer(scope constructs.Construct, cfg Config) (awsdynamodb.Table, awslambda.Function) {
+func exampleConsumer(scope constructs.Construct, cfg Config, level strata.SystemLogLevel) (awsdynamodb.Table, awslambda.Function) {
 	business := awsdynamodb.NewTable(scope, jsii.String("OrdersTable"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(BusinessKey), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
@@ -319,7 +319,9 @@ func exampleConsumer(scope constructs.Construct, cfg Config) (awsdynamodb.Table,
 		Role:          role,
 		LogGroup:      logs,
 		LoggingFormat: awslambda.LoggingFormat_JSON,
-		Environment:   &map[string]*string{deploy.EnvBusinessTable: business.TableName()},
+		// Lambda's own records at the level of the stack's functions.
+		SystemLogLevelV2: awslambda.SystemLogLevel(level),
+		Environment:      &map[string]*string{deploy.EnvBusinessTable: business.TableName()},
 		// dispatch re-invokes a partition that still has lag; Lambda's own async
 		// retries would only find the lease held.
 		RetryAttempts: jsii.Number(0),

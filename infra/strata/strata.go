@@ -448,6 +448,10 @@ func (s *Strata) TableName(suffix string) string { return s.tablePrefix + suffix
 // TablePrefix is the deployment's STRATA_TABLE_PREFIX.
 func (s *Strata) TablePrefix() string { return s.tablePrefix }
 
+// SystemLogLevel is the system log level the stack's functions run at (Props.SystemLogLevel
+// with its default applied), for a function the app adds beside them.
+func (s *Strata) SystemLogLevel() SystemLogLevel { return s.props.SystemLogLevel }
+
 // SubscriptionsPath is the Parameter Store path of subscriptions attached by other apps
 // (STRATA_SUBSCRIPTIONS_PATH).
 func (s *Strata) SubscriptionsPath() string { return s.subsPath }
