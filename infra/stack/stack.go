@@ -67,6 +67,7 @@ var contextKeys = map[string]string{
 	"strata:removal":                       "retain (default) or destroy: what deleting the stack does to the bucket and tables",
 	"strata:managedInstances":              "true runs the api function on Lambda Managed Instances (default false: on-demand)",
 	"strata:expectedRequestsPerSecond":     "append requests/s the api function on managed instances is sized for: its execution environments reach twice the invocations in flight at that rate (default 1000)",
+	"strata:systemLogLevel":                "level of Lambda's own records in every function's log stream: WARN (default: failures only), INFO (adds each invocation's start and report records) or DEBUG",
 	"strata:frontDoor":                     "how callers reach the api: apigateway (default), function-url (its URL, IAM auth) or both",
 	"strata:groupCommitWindowMs":           "the api's group-commit window, ms (default: 5 on managed instances, off on demand; 0 is off)",
 	"strata:groupCommitBudgetBytes":        "the api's group-commit batch budget, bytes (default 1 MiB, at most 64 MiB)",
@@ -161,6 +162,7 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 		err = fmt.Errorf("stack: context strata:removal = %q: want retain or destroy", r)
 	}
 	p.FrontDoor = strata.FrontDoor(str("strata:frontDoor", string(strata.FrontDoorAPIGateway)))
+	p.SystemLogLevel = strata.SystemLogLevel(str("strata:systemLogLevel", string(strata.SystemLogLevelWarn)))
 	if _, ok := get("strata:groupCommitWindowMs"); ok {
 		p.GroupCommitWindow = time.Duration(num("strata:groupCommitWindowMs") * float64(time.Millisecond))
 		if p.GroupCommitWindow == 0 {
@@ -231,7 +233,7 @@ func New(app constructs.Construct, cfg Config) (*Stack, error) {
 		return nil, err
 	}
 	out := &Stack{Stack: st, Strata: s}
-	out.BusinessTable, out.Consumer = exampleConsumer(st, cfg)
+	out.BusinessTable, out.Consumer = exampleConsumer(st, cfg, s.SystemLogLevel())
 	sub := &strata.SubscribeOptions{DeadLetterTopic: cfg.ExampleDeadLetter}
 	if err := s.Subscribe(out.Consumer, cfg.ExampleTopic, cfg.ExampleGroup, sub); err != nil {
 		return nil, err
@@ -277,7 +279,7 @@ func New(app constructs.Construct, cfg Config) (*Stack, error) {
 // exampleConsumer is the order consumer of functions/consumer, a user's function as any
 // other: its own role (its logs and conditional puts into its business table), and the
 // Strata rights Subscribe grants.
-func exampleConsumer(scope constructs.Construct, cfg Config) (awsdynamodb.Table, awslambda.Function) {
+func exampleConsumer(scope constructs.Construct, cfg Config, level strata.SystemLogLevel) (awsdynamodb.Table, awslambda.Function) {
 	business := awsdynamodb.NewTable(scope, jsii.String("OrdersTable"), &awsdynamodb.TableProps{
 		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(BusinessKey), Type: awsdynamodb.AttributeType_STRING},
 		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
@@ -317,7 +319,9 @@ func exampleConsumer(scope constructs.Construct, cfg Config) (awsdynamodb.Table,
 		Role:          role,
 		LogGroup:      logs,
 		LoggingFormat: awslambda.LoggingFormat_JSON,
-		Environment:   &map[string]*string{deploy.EnvBusinessTable: business.TableName()},
+		// Lambda's own records at the level of the stack's functions.
+		SystemLogLevelV2: awslambda.SystemLogLevel(level),
+		Environment:      &map[string]*string{deploy.EnvBusinessTable: business.TableName()},
 		// dispatch re-invokes a partition that still has lag; Lambda's own async
 		// retries would only find the lease held.
 		RetryAttempts: jsii.Number(0),

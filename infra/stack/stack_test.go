@@ -957,3 +957,39 @@ func synthContext(t *testing.T, dir string, ctx map[string]any) (stack.Config, *
 	tp, err := tmpl.New(assertions.Template_FromStack(st.Stack, nil))
 	return cfg, tp, err
 }
+
+// TestSystemLogLevelOnEveryFunction: every function of the template carries the
+// stack's system log level (WARN unless strata:systemLogLevel says otherwise), in the
+// JSON log format the level needs; a level Lambda does not accept is refused at synth.
+func TestSystemLogLevelOnEveryFunction(t *testing.T) {
+	dir, err := assets.Placeholders()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	check := func(name string, tp *tmpl.Template, want string) {
+		t.Helper()
+		fns := tp.OfType("AWS::Lambda::Function")
+		if len(fns) == 0 {
+			t.Fatalf("%s: no functions in the template", name)
+		}
+		for _, id := range fns {
+			lc, _ := tp.Resources[id].Properties["LoggingConfig"].(map[string]any)
+			if lc["SystemLogLevel"] != want || lc["LogFormat"] != "JSON" {
+				t.Errorf("%s: function %s logging config %v, want SystemLogLevel %s in the JSON format", name, id, lc, want)
+			}
+		}
+	}
+	check("default", tpl, "WARN")
+	for _, level := range []string{"INFO", "DEBUG", "WARN"} {
+		ctx := map[string]any{"strata:systemLogLevel": level, "strata:managedInstances": true}
+		_, tp, err := synthContext(t, dir, ctx)
+		if err != nil {
+			t.Fatalf("%v: %v", ctx, err)
+		}
+		check(level, tp, level)
+	}
+	if _, _, err := synthContext(t, dir, map[string]any{"strata:systemLogLevel": "ERROR"}); err == nil || !strings.Contains(err.Error(), "SystemLogLevel") {
+		t.Errorf("strata:systemLogLevel ERROR: error %v, want one naming SystemLogLevel", err)
+	}
+}

@@ -135,7 +135,7 @@ func (s *Strata) newCapacityProvider(m ManagedInstances) {
 	// The gateway endpoints are reached through their services' AWS-managed prefix
 	// lists, whose ids CloudFormation has no attribute for: looked up at deploy time.
 	for _, svc := range []string{"s3", "dynamodb"} {
-		sg.AddEgressRule(awsec2.Peer_PrefixList(managedPrefixList(scope, svc)), https,
+		sg.AddEgressRule(awsec2.Peer_PrefixList(managedPrefixList(scope, svc, s.props.SystemLogLevel)), https,
 			jsii.String("HTTPS to "+svc+" (gateway endpoint)"), nil)
 	}
 	// The instances send the function's logs to CloudWatch Logs: an interface endpoint,
@@ -180,8 +180,9 @@ func (s *Strata) newCapacityProvider(m ManagedInstances) {
 
 // managedPrefixList is the id of the AWS-managed prefix list of service ("s3",
 // "dynamodb") in the stack's region, read by a custom resource at deploy time
-// (ec2:DescribeManagedPrefixLists, which names no resource).
-func managedPrefixList(scope constructs.Construct, service string) *string {
+// (ec2:DescribeManagedPrefixLists, which names no resource). The custom resource's
+// provider function logs at the stack's system log level like every other function.
+func managedPrefixList(scope constructs.Construct, service string, level SystemLogLevel) *string {
 	call := &customresources.AwsSdkCall{
 		Service: jsii.String("EC2"),
 		Action:  jsii.String("describeManagedPrefixLists"),
@@ -202,5 +203,17 @@ func managedPrefixList(scope constructs.Construct, service string) *string {
 			Resources: customresources.AwsCustomResourcePolicy_ANY_RESOURCE(),
 		}),
 	})
+	// The provider is a singleton function of the stack whose props CDK does not pass
+	// on: its logging config is set on the CloudFormation resource.
+	if p := awscdk.Stack_Of(scope).Node().TryFindChild(jsii.String(customResourceProvider)); p != nil {
+		if fn, ok := p.Node().DefaultChild().(awscdk.CfnResource); ok {
+			fn.AddPropertyOverride(jsii.String("LoggingConfig.LogFormat"), jsii.String("JSON"))
+			fn.AddPropertyOverride(jsii.String("LoggingConfig.SystemLogLevel"), jsii.String(string(level)))
+		}
+	}
 	return cr.GetResponseField(jsii.String("PrefixLists.0.PrefixListId"))
 }
+
+// customResourceProvider is the construct id, in the stack, of the singleton function
+// every AwsCustomResource of the stack runs on ("AWS" and its fixed uuid).
+const customResourceProvider = "AWS679f53fac002430cb0da5b7982bd2287"

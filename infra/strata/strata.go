@@ -134,7 +134,29 @@ type Props struct {
 	// FrontDoorFunctionURL or FrontDoorBoth. With a function URL, every principal
 	// pattern of APIGrants must name its account (the URL's resource policy grants it).
 	FrontDoor FrontDoor
+
+	// SystemLogLevel is the level of the records Lambda itself writes to every Strata
+	// function's log stream: SystemLogLevelWarn (default) sends only warnings (a failed
+	// or timed-out invocation's runtimeDone and report records, failed inits, dropped
+	// logs), SystemLogLevelInfo adds the start and report records of every invocation
+	// (their duration, billed duration and max memory; the Duration metric has the
+	// first without them), SystemLogLevelDebug everything. The functions' own log
+	// lines and EMF documents are unaffected.
+	SystemLogLevel SystemLogLevel
 }
+
+// SystemLogLevel is a Lambda system log level (Props.SystemLogLevel).
+type SystemLogLevel string
+
+// The system log levels Lambda accepts, least detail first.
+const (
+	SystemLogLevelWarn  SystemLogLevel = "WARN"
+	SystemLogLevelInfo  SystemLogLevel = "INFO"
+	SystemLogLevelDebug SystemLogLevel = "DEBUG"
+)
+
+// SystemLogLevels are the valid Props.SystemLogLevel values.
+var SystemLogLevels = []SystemLogLevel{SystemLogLevelWarn, SystemLogLevelInfo, SystemLogLevelDebug}
 
 // AlarmThresholds are the alarms' thresholds; zero means the default.
 type AlarmThresholds struct {
@@ -336,6 +358,12 @@ func (p Props) withDefaults() (Props, error) {
 	if p.FrontDoor == "" {
 		p.FrontDoor = FrontDoorAPIGateway
 	}
+	if p.SystemLogLevel == "" {
+		p.SystemLogLevel = SystemLogLevelWarn
+	}
+	if !slices.Contains(SystemLogLevels, p.SystemLogLevel) {
+		errs = append(errs, fmt.Errorf("strata: Props.SystemLogLevel %q: want one of %q", p.SystemLogLevel, SystemLogLevels))
+	}
 	if !slices.Contains(FrontDoors, p.FrontDoor) {
 		errs = append(errs, fmt.Errorf("strata: Props.FrontDoor %q: want one of %q", p.FrontDoor, FrontDoors))
 	} else if p.FrontDoor.functionURL() && p.EveryPrincipalAdmin {
@@ -419,6 +447,10 @@ func (s *Strata) TableName(suffix string) string { return s.tablePrefix + suffix
 
 // TablePrefix is the deployment's STRATA_TABLE_PREFIX.
 func (s *Strata) TablePrefix() string { return s.tablePrefix }
+
+// SystemLogLevel is the system log level the stack's functions run at (Props.SystemLogLevel
+// with its default applied), for a function the app adds beside them.
+func (s *Strata) SystemLogLevel() SystemLogLevel { return s.props.SystemLogLevel }
 
 // SubscriptionsPath is the Parameter Store path of subscriptions attached by other apps
 // (STRATA_SUBSCRIPTIONS_PATH).
@@ -593,6 +625,9 @@ func (s *Strata) newFunction(name string, memory int) awslambda.Function {
 		LogGroup:      logs,
 		Environment:   &env,
 		LoggingFormat: awslambda.LoggingFormat_JSON,
+		// Lambda's own records filtered by level (JSON format only); the functions'
+		// lines keep the default application level.
+		SystemLogLevelV2: awslambda.SystemLogLevel(s.props.SystemLogLevel),
 	})
 }
 

@@ -263,7 +263,7 @@ func TestCostRunMatchesTheModel(t *testing.T) {
 			n -= int(run.FailedInvocations)
 		}
 		run.Functions = append(run.Functions, cost.RunFunction{Function: role, Invocations: int64(n),
-			MemoryMB: f.MemoryMB, TimeoutSeconds: f.Timeout.Seconds(), BusySeconds: f.Busy().Seconds(), Environments: f.Environments(),
+			MemoryMB: f.MemoryMB, TimeoutSeconds: f.Timeout.Seconds(), SystemLogLevel: f.SystemLogLevel, BusySeconds: f.Busy().Seconds(), Environments: f.Environments(),
 			LogLines: ls.Lines, LogBytes: ls.Bytes, EMFLines: ls.EMFLines, EMFBytes: ls.EMFBytes, Metrics: ls.Metrics})
 		for _, r := range f.Proxy.Requests() {
 			run.Requests = append(run.Requests, cost.RunRequest{Function: role, API: r.API, Resource: resource(r.Resource),

@@ -27,6 +27,10 @@ type Function struct {
 	// Timeout and MemoryMB are the template's.
 	Timeout  time.Duration
 	MemoryMB int
+	// SystemLogLevel is its LoggingConfig's level of Lambda's own records (INFO, Lambda's
+	// default, when the template sets none). The emulator writes its own text lines
+	// whatever the level; the cost run prices the level's records.
+	SystemLogLevel string
 	// Statements are its role's.
 	Statements []Statement
 	// AsyncRetries is its EventInvokeConfig's MaximumRetryAttempts (Lambda's default 2).

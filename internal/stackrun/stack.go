@@ -425,7 +425,7 @@ type functionProps struct {
 	Handler       string
 	Role          any
 	Environment   struct{ Variables map[string]any }
-	LoggingConfig struct{ LogFormat string }
+	LoggingConfig struct{ LogFormat, SystemLogLevel string }
 	Runtime       string
 	// CapacityProviderConfig puts the function on Lambda Managed Instances.
 	CapacityProviderConfig struct {
@@ -462,6 +462,9 @@ func (s *Stack) startFunctions(ctx context.Context, out string, b lambdarun.Buil
 			Env: map[string]string{}, Timeout: time.Duration(p.Timeout) * time.Second, MemoryMB: int(p.MemorySize), AsyncRetries: 2,
 			Concurrency: max(1, int(p.CapacityProviderConfig.LambdaManagedInstancesCapacityProviderConfig.PerExecutionEnvironmentMaxConcurrency))}
 		f.ARN = FunctionARN(f.Name)
+		if f.SystemLogLevel = p.LoggingConfig.SystemLogLevel; f.SystemLogLevel == "" {
+			f.SystemLogLevel = "INFO" // Lambda's default
+		}
 		if f.Timeout == 0 {
 			f.Timeout = 3 * time.Second
 		}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -223,6 +224,74 @@ func TestWindowBatchesOfAPoissonStream(t *testing.T) {
 		// {0, 0.01, 0.02} {0.05} {0.5}; two at most: {0, 0.01} {0.02, 0.05} {0.5}.
 		if n := WindowBatches(times, 0.03, fit); n != want {
 			t.Errorf("window 30 ms, at most %d members: %d batches, want %d", fit, n, want)
+		}
+	}
+}
+
+// TestPlatformRecordsPricedAtTheSystemLogLevel: Lambda's platform records are priced
+// for every invocation of a function at the system log level INFO or DEBUG, and for
+// none at WARN (the run's only failed invocations are the emulator's); a run whose
+// functions name no level (one from before the stack set it) prices as INFO.
+func TestPlatformRecordsPricedAtTheSystemLogLevel(t *testing.T) {
+	var legacy Run
+	if err := json.Unmarshal([]byte(`{"functions":[{"function":"api","invocations":3}]}`), &legacy); err != nil {
+		t.Fatal(err)
+	}
+	if f := legacy.Functions[0]; f.SystemLogLevel != "" || !f.PlatformRecords() {
+		t.Errorf("a run function without system_log_level: level %q, platform records %v; want \"\" (INFO), true", f.SystemLogLevel, f.PlatformRecords())
+	}
+	o := Defaults(10)
+	for _, base := range []Run{committedRun(t), committedHeadline(t)} {
+		at := func(level string) Deployment {
+			r := base
+			r.Functions = slices.Clone(base.Functions)
+			for i := range r.Functions {
+				r.Functions[i].SystemLogLevel = level
+			}
+			return PriceDeployment(o, DeploymentModelOf(r.Design()), r)
+		}
+		info := at("INFO")
+		for _, c := range []struct {
+			level    string
+			platform bool
+		}{{"", true}, {"INFO", true}, {"DEBUG", true}, {"WARN", false}} {
+			d := at(c.level)
+			var platform float64
+			for _, l := range d.Lines {
+				if l.API != "CloudWatchLogs.platform" {
+					continue
+				}
+				platform += l.USD
+				var inv float64
+				for _, m := range d.Lines {
+					if m.Function == l.Function && m.API == InvokedAPI {
+						inv = m.PerDay
+					}
+				}
+				if want := inv * PlatformLogBytes / 1e9 * o.Prices.LogsIngestGB.USD; math.Abs(l.USD-want) > 1e-9 {
+					t.Errorf("run %q, level %q: %s platform records $%.4f, want %.0f invocations × %d B = $%.4f", base.Config, c.level, l.Function, l.USD, inv, PlatformLogBytes, want)
+				}
+			}
+			if c.platform && platform == 0 {
+				t.Errorf("run %q, level %q: no platform records priced", base.Config, c.level)
+			}
+			if !c.platform && platform != 0 {
+				t.Errorf("run %q, level %q: platform records priced at $%.4f, want none", base.Config, c.level, platform)
+			}
+			if want := info.PerDay(); c.platform && math.Abs(d.PerDay()-want) > 1e-9 {
+				t.Errorf("run %q, level %q: $%.4f/day, want INFO's $%.4f", base.Config, c.level, d.PerDay(), want)
+			}
+			if !c.platform {
+				var infoPlatform float64
+				for _, l := range info.Lines {
+					if l.API == "CloudWatchLogs.platform" {
+						infoPlatform += l.USD
+					}
+				}
+				if want := info.PerDay() - infoPlatform; math.Abs(d.PerDay()-want) > 1e-9 {
+					t.Errorf("run %q, level %q: $%.4f/day, want INFO's less its platform records, $%.4f", base.Config, c.level, d.PerDay(), want)
+				}
+			}
 		}
 	}
 }

@@ -7,10 +7,12 @@ import (
 )
 
 // PlatformLogBytes is what Lambda itself writes to a function's log stream per
-// invocation in the JSON log format the stack sets: a platform.start record (about
-// 130 bytes) and a platform.report record (about 300), CloudWatch's 26 bytes of event
-// overhead each included. The emulator writes its own text lines instead, so the run
-// counts invocations and this prices them.
+// invocation at the system log level INFO (Lambda's default), in the JSON log format
+// the stack sets: a platform.start record (about 130 bytes) and a platform.report
+// record (about 300), CloudWatch's 26 bytes of event overhead each included. At WARN
+// (the stack's default) Lambda writes them for failed invocations only. The emulator
+// writes its own text lines instead, so the run counts invocations and this prices
+// them.
 const PlatformLogBytes = 2*26 + 130 + 300
 
 // LogEventOverhead is the bytes CloudWatch Logs counts per log event beside its message.
@@ -53,8 +55,9 @@ func (d Deployment) PerDay() float64 {
 // not reach at the model's rate, scaled to o's drivers (TargetDrivers); then what no
 // request shows — invocations' GB-seconds (the api's at the modelled service time, the
 // consumer's held all day, dispatch's and retention's at their requests' service
-// time), Lambda's platform log records, API Gateway, storage, custom metrics, alarms
-// and the dashboard.
+// time), Lambda's platform log records (of every invocation of a function at the
+// system log level INFO or DEBUG; none at WARN, RunFunction.PlatformRecords), API
+// Gateway, storage, custom metrics, alarms and the dashboard.
 //
 // The design is the run's (Run.Design, Run.Configure): the default stack's one object
 // per request behind API Gateway, or the headline design's merged objects behind the
@@ -147,9 +150,11 @@ func PriceDeployment(o Options, model []ModelLine, r Run) Deployment {
 			add(Priced{Function: f.Function, API: "Lambda.GB-seconds", Driver: PerSecond, PerDay: seconds,
 				Units: seconds * gb, Unit: "GB-second", USD: seconds * gb * pr.LambdaGBSecondArm.USD})
 		}
-		bytes := inv * PlatformLogBytes
-		add(Priced{Function: f.Function, API: "CloudWatchLogs.platform", Driver: PerSecond, PerDay: bytes,
-			Units: bytes / 1e9, Unit: "GB ingested", USD: bytes / 1e9 * pr.LogsIngestGB.USD})
+		if f.PlatformRecords() {
+			bytes := inv * PlatformLogBytes
+			add(Priced{Function: f.Function, API: "CloudWatchLogs.platform", Driver: PerSecond, PerDay: bytes,
+				Units: bytes / 1e9, Unit: "GB ingested", USD: bytes / 1e9 * pr.LogsIngestGB.USD})
+		}
 	}
 
 	// API Gateway: each append request, metered per 512 KB.

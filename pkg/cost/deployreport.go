@@ -209,7 +209,8 @@ func perLine(out io.Writer, base Options, r Run) {
 		bytes[k] = [2]int64{b[0] + q.BytesSent, b[1] + q.BytesReceived}
 	}
 	fmt.Fprintf(out, "Per line, %s, 10 producers, 1 group, 24 h (%d requests/s, %.3g objects/s; GB-seconds are priced at the modelled "+
-		"service times, not the run's timings, which on a shared 2-core machine are upper bounds; instance-hours at the tier's instances):\n\n", d.Design, int(math.Round(d.Flow.ProducerRequestsPerSec)), d.Flow.AppendsPerSec)
+		"service times, not the run's timings, which on a shared 2-core machine are upper bounds; instance-hours at the tier's instances; "+
+		"Lambda's platform records at the functions' system log level, %s):\n\n", d.Design, int(math.Round(d.Flow.ProducerRequestsPerSec)), d.Flow.AppendsPerSec, r.SystemLogLevels())
 	fmt.Fprintln(out, "| function | API / item | resource | driver | run count | run bytes out / in | per driver (run) | per driver (model) | per day | billed | $/day |")
 	fmt.Fprintln(out, "|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|")
 	for _, l := range d.Lines {

@@ -2,6 +2,7 @@ package cost
 
 import (
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -63,6 +64,10 @@ type RunFunction struct {
 	// MemoryMB and TimeoutSeconds are the template's.
 	MemoryMB       int     `json:"memory_mb"`
 	TimeoutSeconds float64 `json:"timeout_seconds"`
+	// SystemLogLevel is the template's level of Lambda's own records in the function's
+	// log stream (its LoggingConfig's SystemLogLevel): "" (a run from before the stack
+	// set it) is Lambda's default, INFO.
+	SystemLogLevel string `json:"system_log_level,omitempty"`
 	// BusySeconds is the wall time of its invocations on the emulator (those still
 	// running counted to the run's end); Environments how many execution
 	// environments ran them.
@@ -74,6 +79,45 @@ type RunFunction struct {
 	EMFBytes     int64   `json:"emf_bytes"`
 	// Metrics are the distinct custom metrics its EMF documents defined.
 	Metrics []string `json:"metrics"`
+}
+
+// PlatformRecords reports whether Lambda writes its platform records (START, END,
+// REPORT: PlatformLogBytes) for every invocation of f: at the system log level INFO
+// (the default) or DEBUG; at WARN only a failed invocation's, and the run's only
+// failures are the emulator's (Run.FailedInvocations, left out of the invocations).
+func (f RunFunction) PlatformRecords() bool {
+	return f.SystemLogLevel == "" || f.SystemLogLevel == "INFO" || f.SystemLogLevel == "DEBUG"
+}
+
+// SystemLogLevels says the system log levels of the run's functions, for a report:
+// "WARN (none written)" when every function's is WARN, "INFO (START/REPORT of every
+// invocation)" when every one's writes them, else each function's.
+func (r Run) SystemLogLevels() string {
+	levels := map[string][]string{}
+	for _, f := range r.Functions {
+		l := f.SystemLogLevel
+		if l == "" {
+			l = "INFO"
+		}
+		levels[l] = append(levels[l], f.Function)
+	}
+	if len(levels) == 1 {
+		for l := range levels {
+			if l == "WARN" {
+				return "WARN (none written)"
+			}
+			return l + " (START/REPORT of every invocation)"
+		}
+	}
+	var parts []string
+	for _, f := range r.Functions {
+		l := f.SystemLogLevel
+		if l == "" {
+			l = "INFO"
+		}
+		parts = append(parts, f.Function+" "+l)
+	}
+	return strings.Join(parts, ", ")
 }
 
 // RunRequest is one function's requests of one AWS API on one resource (a table by
