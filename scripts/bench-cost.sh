@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cost tables and plots of docs/BENCHMARKS.md §1 in one command (issue 20): counts
+# The cost tables and plots of docs/BENCHMARKS.md §1 in one command: counts
 # Strata's AWS requests on the moto emulator, prices the design workload (50,000 events/s
 # of 1 KB, 24 h) with `strata bench cost`, redraws docs/img/cost-*.png and writes the
 # report to build/bench-cost.txt (and stdout).
