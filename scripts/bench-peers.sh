@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Local throughput of `strata dev` against NATS JetStream and Redis Streams on loopback
-# (docs/BENCHMARKS.md, "Local throughput against peers"). Builds strata and nats-server (Go module proxy) into bin/
-# (git-ignored), uses Debian's redis-server (apt-get install -y redis-server), then runs
+# (docs/BENCHMARKS.md, "Local throughput against peers"). Builds strata and nats-server
+# (Go module proxy) into bin/ (git-ignored), uses Debian's redis-server
+# (apt-get install -y redis-server), then runs
 # `strata bench peers`, which starts, drives, stops and removes each server itself.
 # Extra arguments go to `strata bench peers` (e.g. --records 50000 --runs 1).
 set -euo pipefail
