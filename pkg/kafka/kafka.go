@@ -97,9 +97,17 @@ type Server struct {
 	lns    map[net.Listener]bool
 	conns  map[net.Conn]bool
 	closed bool
-	// rows writes the producers' sequence rows (rows.go).
-	rows rowCells
+	// rows writes the producers' sequence rows (rows.go); rowCtx is their writes'
+	// context, cancelled by Close once the queued writes are done (or rowDrain passed),
+	// and rowWriters counts the goroutines writing them.
+	rows       rowCells
+	rowCtx     context.Context
+	rowCancel  context.CancelFunc
+	rowWriters sync.WaitGroup
 }
+
+// rowDrain bounds how long Close waits for queued sequence-row writes.
+const rowDrain = 10 * time.Second
 
 // New returns a gateway over cfg.Log.
 func New(cfg Config) (*Server, error) {
@@ -142,6 +150,7 @@ func New(cfg Config) (*Server, error) {
 		s.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.rowCtx, s.rowCancel = context.WithCancel(context.Background())
 	return s, nil
 }
 
@@ -211,7 +220,9 @@ func (s *Server) untrack(c net.Conn) {
 }
 
 // Close stops every listener and connection (requests in flight are cut short: a long
-// poll answers nothing) and waits for the connections' goroutines.
+// poll answers nothing), waits for the connections' goroutines, then for the sequence-row
+// changes already queued (an answered batch's "appended" record) to be written, at most
+// rowDrain.
 func (s *Server) Close() error {
 	s.mu.Lock()
 	s.closed = true
@@ -224,6 +235,17 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	s.wg.Wait()
+	drained := make(chan struct{})
+	go func() {
+		s.rowWriters.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(rowDrain):
+		s.logger.Warn("kafka: closing with sequence-row writes still queued", "waited", rowDrain)
+	}
+	s.rowCancel()
 	return nil
 }
 

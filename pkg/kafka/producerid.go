@@ -74,10 +74,6 @@ type seqRow struct {
 	More    []pendingBatch `json:"m,omitempty"`
 }
 
-// maxInFlightBatches bounds a producer's batches in flight on one partition (a Kafka
-// producer has at most five requests in flight per connection).
-const maxInFlightBatches = 2 * recentBatches
-
 // inFlight are the row's batches in flight, oldest first.
 func (r seqRow) inFlight() []pendingBatch {
 	if r.Pending == nil {
@@ -262,13 +258,42 @@ func planBatch(row seqRow, exists bool, b producerBatch, floor wire.BatchMark, n
 		return seqPlan{action: seqAppend, attempt: np.Attempt, elapsed: elapsed,
 			floor: wire.BatchMark{Batch: p.FloorBatch, Incarnation: p.FloorIncarnation}, next: row.withInFlight(ps)}
 	}
-	switch {
-	case b.Seq != row.Next:
+	if b.Seq != row.Next {
 		return outOfOrder("producer %d: expected sequence %d, got %d", b.ID, row.Next, b.Seq)
-	case len(ps) >= maxInFlightBatches:
-		return outOfOrder("producer %d: %d batches are in flight on the partition, at most %d", b.ID, len(ps), maxInFlightBatches)
 	}
-	return first(row)
+	return first(row.withInFlight(dropStale(ps, row.Recent, b)))
+}
+
+// staleAfter is how many of a partition's batches after a batch recorded in flight
+// show that its client has its answer: a Kafka client keeps at most five of a
+// partition's batches in flight and retries them in order, so a batch still unanswered
+// has at most four sent after it; one more is slack.
+const staleAfter = recentBatches + 1
+
+// dropStale is ps, the batches recorded in flight, without those whose clients have
+// their answers, as the producer sends its next batch b: staleAfter batches or more
+// after one (in flight, recently appended, and b). A gateway that stopped between
+// answering a batch and writing its "appended" record leaves such a batch in flight,
+// and the rule bounds a row's batches in flight to staleAfter. A retry of a dropped
+// batch is out of order, never appended twice. Sequences compare by their distance back
+// from b's, so a wrap past math.MaxInt32 orders them too.
+func dropStale(ps []pendingBatch, recent []doneBatch, b producerBatch) []pendingBatch {
+	back := func(seq int32) int64 { return (int64(b.Seq) - int64(seq) + math.MaxInt32 + 1) % (math.MaxInt32 + 1) }
+	all := slices.Clone(ps)
+	return slices.DeleteFunc(ps, func(p pendingBatch) bool {
+		after := 1
+		for _, q := range all {
+			if back(q.Seq) < back(p.Seq) {
+				after++
+			}
+		}
+		for _, d := range recent {
+			if back(d.Seq) < back(p.Seq) {
+				after++
+			}
+		}
+		return after >= staleAfter
+	})
 }
 
 // completeBatch is row after the batch in flight b was appended at offset: no longer in
@@ -358,9 +383,10 @@ func putRow(ctx context.Context, ps store.ProducerStore, key string, v any, prev
 
 // produceIdempotent appends one partition's batch of a producer, as planBatch decides:
 // the batch is recorded in flight in the sequence row (after the connection's batch
-// before it on the partition was), appended, and recorded appended before it is
-// answered. Both row changes go through the row's writer (rows.go), so a pipelining
-// producer's next batch and the one before share a write.
+// before it on the partition was) and appended, then answered while its "appended"
+// record is queued in the row's writer (rows.go), which writes it with the producer's
+// next batch's in-flight record or on its own. Both row changes go through that writer,
+// so a pipelining producer's next batch and the one before share a write.
 func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg.ProduceResponseTopicPartition, recs []log.Record, b producerBatch, o partOrder) {
 	fail := func(code int16, msg string) {
 		out.ErrorCode, out.ErrorMessage = code, kmsg.StringPtr(msg)
@@ -422,17 +448,15 @@ func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg
 		return
 	}
 	offset := res[0].Offset
-	// Recorded appended: done too when the row records it already (another attempt
+	// Recorded appended, without waiting for the write: the records are durable and
+	// answered by their offset now. Until the row is written the batch stays recorded
+	// in flight, which is what a retry needs (it fences this attempt and finds it in the
+	// log); the completion is a no-op when the row records it already (another attempt
 	// found this one) or has moved past it (a new epoch).
-	err = s.changeRow(ctx, ps, key, func(row seqRow, _ bool) (seqRow, bool, bool) {
+	s.queueRowChange(ps, key, func(row seqRow, _ bool) (seqRow, bool, bool) {
 		next, ok := completeBatch(row, b, offset)
 		return next, ok, false
 	})
-	if err != nil {
-		// The batch is appended but not recorded: the client's retry finds it.
-		fail(errCode(err), fmt.Sprintf("the batch was appended at %d but its sequence could not be recorded: %v", offset, err))
-		return
-	}
 	out.BaseOffset = offset
 	if res[0].AppendTime != 0 {
 		out.LogAppendTime = res[0].AppendTime

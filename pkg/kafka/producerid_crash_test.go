@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -57,6 +58,8 @@ func producedAt(t *testing.T, srv *Server, req *kmsg.ProduceRequest) int64 {
 	if p.ErrorCode != 0 {
 		t.Fatalf("produce: code %d: %v", p.ErrorCode, *p.ErrorMessage)
 	}
+	// The batch's "appended" record is written after the answer: the tests read rows.
+	srv.rowWriters.Wait()
 	return p.BaseOffset
 }
 
@@ -158,6 +161,132 @@ func testUnrecordedAttempt(t *testing.T, a, b *Server, lat bool) {
 			t.Fatalf("high watermark %d, want 7", hw)
 		}
 	}
+}
+
+// TestIdempotentAnsweredBeforeRecorded: a gateway answers a batch before its
+// "appended" record is written; one that stops in between leaves the batch recorded in
+// flight. The client, answered, goes on through another gateway: its next batches are
+// appended once each, the stale batch leaves the row once staleAfter batches follow it,
+// and a late resend of it is out of order, never appended again. On every backend.
+func TestIdempotentAnsweredBeforeRecorded(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		a, b := testServer(t, s), testServer(t, s)
+		topic, err := a.log.CreateTopic(ctx, "answered", 1, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := a.log.ProducerStore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := ps.NextProducerID(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		batch := func(seq int32) producerBatch { return producerBatch{ID: id, Seq: seq, Count: 1} }
+		if off := producedAt(t, a, idemReq(t, "answered", batch(0), "v0")); off != 0 {
+			t.Fatalf("first batch at %d", off)
+		}
+		// Gateway a records batch 1 in flight, appends it and answers; its "appended"
+		// record is lost with it.
+		key := seqRowKey(appendPrincipal(ctx), topic.ID(), 0, id)
+		var row seqRow
+		ver, err := loadRow(ctx, ps, key, &row)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := planBatch(row, true, batch(1), a.batchFloor(ctx, "answered"), time.Now())
+		if ok, err := putRow(ctx, ps, key, plan.next, ver, time.Now()); !ok || err != nil {
+			t.Fatalf("put row: %v %v", ok, err)
+		}
+		recs, berr := decodeBatches(idemReq(t, "answered", batch(1), "v1").Topics[0].Partitions[0].Records, a.cfg.MaxMessageBytes)
+		if berr != nil {
+			t.Fatal(berr)
+		}
+		recs[0].Partition = new(int32)
+		if _, err := a.log.Append(ctx, "answered", recs, log.AppendOptions{IdempotencyKey: producerKey(batch(1), 0), Producer: true,
+			FirstAttempt: true, BatchFloor: &plan.floor, Principal: appendPrincipal(ctx)}); err != nil {
+			t.Fatal(err)
+		}
+		for seq := int32(2); seq < 2+staleAfter; seq++ {
+			if off := producedAt(t, b, idemReq(t, "answered", batch(seq), fmt.Sprintf("v%d", seq))); off != int64(seq) {
+				t.Fatalf("batch %d at %d, want %d", seq, off, seq)
+			}
+			row = seqRow{} // a row is decoded into a zero value: absent fields stay unset
+			if _, err := loadRow(ctx, ps, key, &row); err != nil {
+				t.Fatal(err)
+			}
+			stale := slices.ContainsFunc(row.inFlight(), func(p pendingBatch) bool { return p.Seq == 1 })
+			if want := seq < 1+staleAfter; stale != want {
+				t.Fatalf("after batch %d: batch 1 recorded in flight %v, want %v (row %+v)", seq, stale, want, row)
+			}
+		}
+		if n := len(row.inFlight()); n != 0 {
+			t.Fatalf("%d batches left in flight: %+v", n, row.inFlight())
+		}
+		resp, err := b.produce(ctx, idemReq(t, "answered", batch(1), "v1"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]; p.ErrorCode != outOfOrderSequence {
+			t.Fatalf("a late resend of the stale batch: code %d, want OUT_OF_ORDER_SEQUENCE_NUMBER", p.ErrorCode)
+		}
+		if _, hw, _ := b.log.Bounds(ctx, "answered", 0); hw != 2+staleAfter {
+			t.Fatalf("high watermark %d, want %d: a batch was appended twice or not at all", hw, 2+staleAfter)
+		}
+	})
+}
+
+// TestCloseWritesQueuedRows: batches answered just before Close have their "appended"
+// records written by it: every producer's row records its batch appended, none in
+// flight. On every backend.
+func TestCloseWritesQueuedRows(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		srv := testServer(t, s)
+		topic, err := srv.log.CreateTopic(ctx, "closing", 1, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := srv.log.ProducerStore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		const producers = 8
+		ids := make([]int64, producers)
+		for i := range ids {
+			if ids[i], err = ps.NextProducerID(ctx); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		for _, id := range ids {
+			wg.Go(func() {
+				resp, err := srv.produce(ctx, idemReq(t, "closing", producerBatch{ID: id, Count: 1}, "v"))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]; p.ErrorCode != 0 {
+					t.Errorf("producer %d: code %d", id, p.ErrorCode)
+				}
+			})
+		}
+		wg.Wait()
+		if err := srv.Close(); err != nil {
+			t.Fatal(err)
+		}
+		for _, id := range ids {
+			var row seqRow
+			if _, err := loadRow(ctx, ps, seqRowKey(appendPrincipal(ctx), topic.ID(), 0, id), &row); err != nil {
+				t.Fatal(err)
+			}
+			if len(row.inFlight()) != 0 || len(row.Recent) != 1 {
+				t.Errorf("producer %d after Close: row %+v, want its batch recorded appended", id, row)
+			}
+		}
+	})
 }
 
 // TestIdempotentPrincipalsApart: the same producer id and sequence sent by two

@@ -29,6 +29,8 @@ type rowOp struct {
 	change rowChange
 	done   chan struct{}
 	err    error
+	// queued says no caller waits for the op (queueRowChange): a failed write is logged.
+	queued bool
 }
 
 // rowCell is one row's writer on this gateway.
@@ -109,12 +111,34 @@ func (s *Server) changeRowQueued(ctx context.Context, ps store.ProducerStore, ke
 	s.flushRow(ctx, ps, key, c, ops)
 	// The changes that arrived meanwhile are written by another goroutine, so this
 	// caller's answer does not wait for them.
+	s.rowWriters.Add(1)
 	go s.drainRow(ps, key, c)
 	return op.err
 }
 
-// drainRow writes c's queued changes until none is left, then stops flushing.
+// queueRowChange queues ch on the row under key and returns before it is written. The
+// row's writer applies it before every change queued after it, so the next batch
+// recorded in flight on this gateway writes it too; Close waits for it. A change lost
+// with its gateway (a crash before the write) leaves what it would have recorded
+// undone, which the row's readers must tolerate (planBatch's stale batches in flight).
+func (s *Server) queueRowChange(ps store.ProducerStore, key string, ch rowChange) {
+	c := s.rows.cell(key)
+	op := &rowOp{change: ch, done: make(chan struct{}), queued: true}
+	c.mu.Lock()
+	c.queue = append(c.queue, op)
+	start := !c.flushing
+	c.flushing = true
+	c.mu.Unlock()
+	if start {
+		s.rowWriters.Add(1)
+		go s.drainRow(ps, key, c)
+	}
+}
+
+// drainRow writes c's queued changes until none is left, then stops flushing. Its
+// caller counted it in s.rowWriters.
 func (s *Server) drainRow(ps store.ProducerStore, key string, c *rowCell) {
+	defer s.rowWriters.Done()
 	for {
 		c.mu.Lock()
 		ops := c.queue
@@ -125,7 +149,7 @@ func (s *Server) drainRow(ps store.ProducerStore, key string, c *rowCell) {
 			return
 		}
 		c.mu.Unlock()
-		s.flushRow(s.ctx, ps, key, c, ops)
+		s.flushRow(s.rowCtx, ps, key, c, ops)
 	}
 }
 
@@ -177,6 +201,9 @@ func (s *Server) flushRow(ctx context.Context, ps store.ProducerStore, key strin
 	}()
 	for _, op := range ops {
 		op.err = err
+		if op.queued && err != nil {
+			s.logger.Warn("kafka: a queued sequence-row change was not written", "row", key, "error", err)
+		}
 		close(op.done)
 	}
 }
