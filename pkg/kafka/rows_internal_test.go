@@ -121,6 +121,7 @@ func TestNextBatchQueuesItsRowChangeDuringTheWrite(t *testing.T) {
 			t.Fatalf("batch %d: offset %d code %d, want offset %d", i, a.off, a.code, want)
 		}
 	}
+	srv.rowWriters.Wait() // the "appended" records are written after the answers
 	var row seqRow
 	if _, err := loadRow(ctx, meta, seqRowKey(appendPrincipal(ctx), topic.ID(), 0, id), &row); err != nil {
 		t.Fatal(err)
