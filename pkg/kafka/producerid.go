@@ -12,6 +12,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -407,42 +408,116 @@ func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg
 		fail(errCode(err), err.Error())
 		return
 	}
+	var mu sync.Mutex
 	var plan seqPlan
-	err = s.changeRowQueued(ctx, ps, key, func(row seqRow, exists bool) (seqRow, bool, bool) {
-		plan = planBatch(row, exists, b, floor, time.Now())
-		if plan.action == seqAppend {
-			return plan.next, true, false
+	decided := func() seqPlan {
+		mu.Lock()
+		defer mu.Unlock()
+		return plan
+	}
+	op := s.startRowChange(ps, key, func(row seqRow, exists bool) (seqRow, bool, bool) {
+		p := planBatch(row, exists, b, floor, time.Now())
+		mu.Lock()
+		plan = p
+		mu.Unlock()
+		if p.action == seqAppend {
+			return p.next, true, false
 		}
 		return row, false, true // a refusal or a duplicate is decided on the stored row
 	}, o.mine.rowQueued)
-	if err != nil {
-		fail(errCode(err), err.Error())
+	written := func() error {
+		select {
+		case <-op.done:
+			return op.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	select {
+	case <-op.applied:
+	case <-op.done:
+		if op.err != nil {
+			fail(errCode(op.err), op.err.Error())
+			return
+		}
+	case <-ctx.Done():
+		fail(errCode(ctx.Err()), ctx.Err().Error())
 		return
 	}
-	switch plan.action {
+	p := decided()
+	// A first attempt's in-flight record is written while its object is: the append
+	// commits only once the record is durable (its gate), so a retry always finds what
+	// may have committed. A refusal, a duplicate or a retry (whose fence and search
+	// follow the record) waits for the write.
+	overlap := p.action == seqAppend && p.attempt == 0
+	if !overlap {
+		if err := written(); err != nil {
+			fail(errCode(err), err.Error())
+			return
+		}
+		p = decided()
+	}
+	switch p.action {
 	case seqRefuse:
-		fail(plan.code, plan.msg)
+		fail(p.code, p.msg)
 		return
 	case seqDuplicate:
-		out.BaseOffset = plan.offset
+		out.BaseOffset = p.offset
 		return
+	}
+	var gate func(context.Context) error
+	if overlap {
+		gate = func(gctx context.Context) error {
+			select {
+			case <-op.done:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+			if op.err != nil {
+				return op.err
+			}
+			if f := decided(); f.action != seqAppend || f.attempt != 0 || f.floor != p.floor {
+				return errRowMoved
+			}
+			return nil
+		}
 	}
 	after, err := o.before.wait(ctx)
 	if err != nil {
 		fail(errCode(err), err.Error())
 		return
 	}
-	q := s.log.Enqueue(ctx, t.Name, recs, log.AppendOptions{
-		IdempotencyKey: producerKey(b, out.Partition),
-		Producer:       true,
-		FirstAttempt:   plan.attempt == 0,
-		Attempt:        plan.attempt,
-		RetryElapsed:   min(plan.elapsed, wire.MaxRetryElapsed+time.Millisecond),
-		BatchFloor:     &plan.floor,
-		Principal:      principal,
-	}, after)
+	enqueue := func(p seqPlan, gate func(context.Context) error, after *log.Queued) *log.Queued {
+		return s.log.Enqueue(ctx, t.Name, recs, log.AppendOptions{
+			IdempotencyKey: producerKey(b, out.Partition),
+			Producer:       true,
+			FirstAttempt:   p.attempt == 0,
+			Attempt:        p.attempt,
+			RetryElapsed:   min(p.elapsed, wire.MaxRetryElapsed+time.Millisecond),
+			BatchFloor:     &p.floor,
+			Principal:      principal,
+			Gate:           gate,
+		}, after)
+	}
+	q := enqueue(p, gate, after)
 	o.mine.release(q)
 	res, err := q.Wait()
+	if errors.Is(err, errRowMoved) {
+		// Another gateway moved the row: the change was decided again on the row as
+		// stored and written so, and nothing of the first attempt committed. Answer, or
+		// append, as that decision says (the batches queued after this one failed with
+		// it, and their clients retry).
+		p = decided()
+		switch p.action {
+		case seqRefuse:
+			fail(p.code, p.msg)
+			return
+		case seqDuplicate:
+			out.BaseOffset = p.offset
+			return
+		}
+		res, err = enqueue(p, nil, nil).Wait()
+	}
 	if err != nil {
 		fail(appendCode(err), err.Error())
 		return
@@ -462,6 +537,10 @@ func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg
 		out.LogAppendTime = res[0].AppendTime
 	}
 }
+
+// errRowMoved fails a first attempt's gate when the batch's in-flight record, decided on
+// the row this gateway had cached, was decided otherwise on the row as stored.
+var errRowMoved = errors.New("kafka: the producer's sequence row moved while the batch was being written")
 
 // batchFloor is the topic's batch mark as this gateway knows it, read before a batch's
 // first attempt: every batch that can hold an attempt commits after it. Unknown, the

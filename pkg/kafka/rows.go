@@ -31,6 +31,11 @@ type rowOp struct {
 	err    error
 	// queued says no caller waits for the op (queueRowChange): a failed write is logged.
 	queued bool
+	// applied, when not nil, is closed once the change is applied to the row about to
+	// be written (or decided without a write): its decision stands unless that write
+	// loses a race and the change runs again.
+	applied    chan struct{}
+	hasApplied bool
 }
 
 // rowCell is one row's writer on this gateway.
@@ -116,6 +121,28 @@ func (s *Server) changeRowQueued(ctx context.Context, ps store.ProducerStore, ke
 	return op.err
 }
 
+// startRowChange queues ch on the row under key behind the changes queued before it and
+// returns its op at once: op.applied is closed once ch's decision is about to be
+// written, op.done once it is (op.err its outcome). queued, when not nil, is called once
+// the op has its place in the queue.
+func (s *Server) startRowChange(ps store.ProducerStore, key string, ch rowChange, queued func()) *rowOp {
+	c := s.rows.cell(key)
+	op := &rowOp{change: ch, done: make(chan struct{}), applied: make(chan struct{})}
+	c.mu.Lock()
+	c.queue = append(c.queue, op)
+	start := !c.flushing
+	c.flushing = true
+	c.mu.Unlock()
+	if queued != nil {
+		queued()
+	}
+	if start {
+		s.rowWriters.Add(1)
+		go s.drainRow(ps, key, c)
+	}
+	return op
+}
+
 // queueRowChange queues ch on the row under key and returns before it is written. The
 // row's writer applies it before every change queued after it, so the next batch
 // recorded in flight on this gateway writes it too; Close waits for it. A change lost
@@ -182,6 +209,12 @@ func (s *Server) flushRow(ctx context.Context, ps store.ProducerStore, key strin
 			if stale {
 				c.valid = false
 				continue
+			}
+			for _, op := range ops {
+				if op.applied != nil && !op.hasApplied {
+					op.hasApplied = true
+					close(op.applied)
+				}
 			}
 			if !write {
 				return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
 	"github.com/stratalog/strata/pkg/store/local"
 )
 
@@ -21,18 +22,129 @@ type heldRows struct {
 	armed   bool
 	entered chan struct{}
 	release chan struct{}
+	// holding is set while the held write waits; committedWhileHeld says a batch was
+	// sequenced meanwhile.
+	holding, committedWhileHeld bool
 }
 
 func (h *heldRows) PutProducerRow(ctx context.Context, key string, data []byte, prev int64, expires time.Time) error {
 	h.mu.Lock()
 	hold := h.armed
 	h.armed = false
+	h.holding = hold
 	h.mu.Unlock()
 	if hold {
 		close(h.entered)
 		<-h.release
+		h.mu.Lock()
+		h.holding = false
+		h.mu.Unlock()
 	}
 	return h.MetaStore.PutProducerRow(ctx, key, data, prev, expires)
+}
+
+func (h *heldRows) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([]store.SeqCommit, []error) {
+	h.mu.Lock()
+	if h.holding {
+		h.committedWhileHeld = true
+	}
+	h.mu.Unlock()
+	return h.MetaStore.SequenceBatch(ctx, cs)
+}
+
+// signalledObjects is the embedded object store that says on put when an object is
+// written.
+type signalledObjects struct {
+	*local.ObjectStore
+	put chan struct{}
+}
+
+func (o *signalledObjects) Put(ctx context.Context, key string, data []byte, expiry store.Expiry) error {
+	err := o.ObjectStore.Put(ctx, key, data, expiry)
+	select {
+	case o.put <- struct{}{}:
+	default:
+	}
+	return err
+}
+
+// TestFirstAttemptCommitsAfterItsInFlightRecord: a batch's first attempt writes its
+// object while its in-flight record is being written, and commits only once that
+// record is durable, so a retry through any gateway finds every attempt that may have
+// committed.
+func TestFirstAttemptCommitsAfterItsInFlightRecord(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	meta, err := local.OpenMetaStore(filepath.Join(dir, "meta.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = meta.Close() })
+	lobjects, err := local.NewObjectStore(filepath.Join(dir, "objects"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objects := &signalledObjects{ObjectStore: lobjects, put: make(chan struct{}, 1)}
+	held := &heldRows{MetaStore: meta, entered: make(chan struct{}), release: make(chan struct{})}
+	l, err := log.New(log.Config{Objects: objects, Meta: held, GroupCommitWindow: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(Config{Log: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	if _, err := l.CreateTopicWith(ctx, "gated", log.TopicSpec{Partitions: 1, Retention: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	id, err := meta.NextProducerID(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held.mu.Lock()
+	held.armed = true
+	held.mu.Unlock()
+	answered := make(chan int64, 1)
+	go func() {
+		resp, err := srv.produce(ctx, idemReq(t, "gated", producerBatch{ID: id, Seq: 0, Count: 1}, "a"))
+		if err != nil {
+			answered <- -2
+			return
+		}
+		if p := resp.(*kmsg.ProduceResponse).Topics[0].Partitions[0]; p.ErrorCode == 0 {
+			answered <- p.BaseOffset
+			return
+		}
+		answered <- -1
+	}()
+	<-held.entered
+	// Liveness bounds, not timings: the object is written while the record is held.
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	select {
+	case <-objects.put:
+	case <-wctx.Done():
+		close(held.release)
+		t.Fatal("the batch's object was not written while its in-flight record was being written")
+	}
+	if _, hw, _ := l.Bounds(ctx, "gated", 0); hw != 0 {
+		close(held.release)
+		t.Fatalf("high watermark %d before the in-flight record is durable", hw)
+	}
+	close(held.release)
+	if off := <-answered; off != 0 {
+		t.Fatalf("answer %d, want offset 0", off)
+	}
+	held.mu.Lock()
+	early := held.committedWhileHeld
+	held.mu.Unlock()
+	if early {
+		t.Fatal("the batch was sequenced before its in-flight record was written")
+	}
+	if _, hw, _ := l.Bounds(ctx, "gated", 0); hw != 1 {
+		t.Fatalf("high watermark %d after the answer, want 1", hw)
+	}
 }
 
 // TestNextBatchQueuesItsRowChangeDuringTheWrite: of two pipelined batches of one

@@ -64,6 +64,12 @@ type AppendOptions struct {
 	// dead-letter and parking appends), which no HTTP caller can be. A principal's
 	// producer retries never use up the fences another's need (store.FenceLimits.Room).
 	Principal string
+	// Gate, when set, must return nil before the append commits: the append's batch
+	// object is written meanwhile, so what the caller must make durable first (the Kafka
+	// gateway's record of a batch in flight) overlaps the write instead of preceding it.
+	// A Gate that fails fails the append's whole batch, nothing of it committed
+	// (ErrUnavailable: every member may retry). Only a first attempt may carry one.
+	Gate func(ctx context.Context) error
 
 	// fence is the point at which this retry fenced its earlier attempts, when a call
 	// made again placed by another partition count already did.
@@ -465,6 +471,10 @@ func (l *Log) admit(ctx context.Context, m *member, opt AppendOptions) error {
 	if err := checkProducer(opt); err != nil {
 		return err
 	}
+	if opt.Gate != nil && opt.Attempt != 0 {
+		return fmt.Errorf("%w: only a first attempt may wait for a gate", ErrInvalid)
+	}
+	m.gate = opt.Gate
 	if opt.IdempotencyKey == "" {
 		return nil
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // TestEnqueueOrdered: appends of one partition enqueued each after the one before, each
@@ -79,5 +80,74 @@ func TestEnqueueOrdered(t *testing.T) {
 				}
 			})
 		}
+	})
+}
+
+// TestEnqueueGate: an append's gate is waited for after its batch's object is written
+// and before anything commits: a gate that passes lets the batch commit (the object
+// already written while it waited), one that fails fails every member of the batch with
+// ErrUnavailable and commits nothing. Only a first attempt may carry a gate. On every
+// backend.
+func TestEnqueueGate(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		v := []byte("gated")
+		for _, pass := range []bool{true, false} {
+			name := map[bool]string{true: "gate-passes", false: "gate-fails"}[pass]
+			t.Run(name, func(t *testing.T) {
+				// The byte budget closes the batch at its second member.
+				l, objs, _ := groupLog(t, s, 10*time.Second, 2*recSize(v), nil)
+				mustTopic(t, l, name, 1)
+				warm(t, l, name)
+				waited := make(chan int64, 1)
+				release := make(chan struct{})
+				refused := errors.New("the caller's record could not be written")
+				gate := func(ctx context.Context) error {
+					waited <- objs.puts.Load()
+					<-release
+					if pass {
+						return nil
+					}
+					return refused
+				}
+				gated := l.Enqueue(ctx, name, []log.Record{{Value: v, Partition: i32(0)}}, log.AppendOptions{Gate: gate}, nil)
+				other := l.Enqueue(ctx, name, []log.Record{{Value: v, Partition: i32(0)}}, log.AppendOptions{}, nil)
+				// A liveness bound, not a timing: the batch asks the gate once written.
+				select {
+				case puts := <-waited:
+					if puts != 1 {
+						t.Fatalf("%d object PUTs before the gate was asked, want the batch's 1", puts)
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("the batch never asked its member's gate")
+				}
+				if _, hw, _ := l.Bounds(ctx, name, 0); hw != 0 {
+					t.Fatalf("high watermark %d while the gate holds", hw)
+				}
+				close(release)
+				_, gerr := gated.Wait()
+				_, oerr := other.Wait()
+				_, hw, err := l.Bounds(ctx, name, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case pass && (gerr != nil || oerr != nil || hw != 2):
+					t.Fatalf("gate passed: errors %v, %v, high watermark %d, want both committed", gerr, oerr, hw)
+				case !pass && (!errors.Is(gerr, log.ErrUnavailable) || !errors.Is(gerr, refused) || !errors.Is(oerr, log.ErrUnavailable) || hw != 0):
+					t.Fatalf("gate failed: errors %v, %v, high watermark %d, want both unavailable and nothing committed", gerr, oerr, hw)
+				}
+			})
+		}
+		t.Run("retry refused", func(t *testing.T) {
+			l := newLog(t, s)
+			mustTopic(t, l, "gate-retry", 1)
+			_, err := l.Append(ctx, "gate-retry", []log.Record{{Value: v, Partition: i32(0)}}, log.AppendOptions{
+				IdempotencyKey: "p.1", Producer: true, Attempt: 1, BatchFloor: &wire.BatchMark{},
+				Gate: func(context.Context) error { return nil }})
+			if !errors.Is(err, log.ErrInvalid) {
+				t.Fatalf("a retry with a gate: %v, want ErrInvalid", err)
+			}
+		})
 	})
 }

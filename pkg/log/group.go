@@ -63,6 +63,8 @@ type member struct {
 	// out carries the outcome; it is buffered so a batch never waits for a caller that
 	// left.
 	out chan error
+	// gate must pass before the member's batch commits (AppendOptions.Gate).
+	gate func(ctx context.Context) error
 	// after is the batch of the append this one was queued behind (Queued.After): its
 	// batch sequences after that one, and fails if that one failed. batch is the batch
 	// it joined.
@@ -218,6 +220,15 @@ func (l *Log) writeBatch(ctx context.Context, topic string, members []*member, b
 	if err := b.waitAfter(cctx); err != nil {
 		failAll(err)
 		return
+	}
+	for _, m := range members {
+		if m.gate == nil {
+			continue
+		}
+		if err := m.gate(cctx); err != nil {
+			failAll(fmt.Errorf("%w: a member of the batch could not go on (%w); nothing of the batch was committed", ErrUnavailable, err))
+			return
+		}
 	}
 	cs := make([]store.SeqCommit, len(plans))
 	for i, c := range plans {
