@@ -201,6 +201,24 @@ func TestHeadlineAtEqualAckFloors(t *testing.T) {
 	if k.PerDay() <= bare.PerDay() {
 		t.Errorf("Kinesis with consumers $%.2f/day, without $%.2f: the consumers cost nothing", k.PerDay(), bare.PerDay())
 	}
+	if warn := KinesisWithConsumersAt(o, false); warn.PerDay() >= k.PerDay() || warn.PerDay() <= bare.PerDay() {
+		t.Errorf("Kinesis consumers at WARN $%.2f/day, at INFO $%.2f, without consumers $%.2f: WARN must drop the platform records only",
+			warn.PerDay(), k.PerDay(), bare.PerDay())
+	}
+	// Both sides at one level: the committed runs' consumers log at WARN, and so is the
+	// Kinesis consumer priced beside them.
+	for _, r := range []Run{committedRun(t), committedHeadline(t)} {
+		if r.ConsumerPlatformRecords() {
+			continue
+		}
+		for _, h := range Headlines(Defaults(10), r) {
+			o := Defaults(10)
+			o.Workload.Groups, o.Workload.Retention, o.Producers.Count = h.Groups, h.Retention, h.Producers
+			if want := KinesisWithConsumersAt(o, false).PerDay(); h.Kinesis != want {
+				t.Errorf("run %q, %d groups, %d producers: Kinesis $%.2f/day, want $%.2f at the consumer's WARN", r.Config, h.Groups, h.Producers, h.Kinesis, want)
+			}
+		}
+	}
 }
 
 // TestWindowBatchesOfAPoissonStream: requests arriving as a Poisson stream at rate λ

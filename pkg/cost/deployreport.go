@@ -21,8 +21,14 @@ const (
 // and each group's consumer a Lambda function behind an event source mapping per
 // shard: the mapping polls each shard once a second (its GetRecords are free) and
 // invokes the function with what it read, so an invocation per shard-second per
-// group, with Lambda's platform records in its log stream.
-func KinesisWithConsumers(o Options) Estimate {
+// group, with Lambda's platform records in its log stream (the default system log
+// level, INFO).
+func KinesisWithConsumers(o Options) Estimate { return KinesisWithConsumersAt(o, true) }
+
+// KinesisWithConsumersAt is KinesisWithConsumers with the consumer function's platform
+// records priced only when platformRecords says its system log level writes them: a
+// comparison sets the Kinesis consumer's level as Strata's consumer function has it.
+func KinesisWithConsumersAt(o Options, platformRecords bool) Estimate {
 	e := KinesisProvisioned(o, true)
 	e.Name = "Kinesis provisioned, KPL + Lambda consumers"
 	pr, w := o.Prices, o.Workload
@@ -31,7 +37,9 @@ func KinesisWithConsumers(o Options) Estimate {
 	inv := shards * float64(w.Groups) * secondsPerDay
 	e.add("consumer Lambda requests", inv, pr.LambdaRequest)
 	e.add("consumer Lambda GB-seconds", inv*KinesisConsumerSeconds*KinesisConsumerMemoryMB/1024, pr.LambdaGBSecondArm)
-	e.add("consumer platform log records (GB)", inv*PlatformLogBytes/1e9, pr.LogsIngestGB)
+	if platformRecords {
+		e.add("consumer platform log records (GB)", inv*PlatformLogBytes/1e9, pr.LogsIngestGB)
+	}
 	return e
 }
 
@@ -104,7 +112,8 @@ type Headline struct {
 }
 
 // Headlines prices the deployment as r ran it at 10, 100 and 1,000 producers, 1 and 3
-// groups, 24 h and 7 days, beside Kinesis (KPL + Lambda consumers) at the same linger.
+// groups, 24 h and 7 days, beside Kinesis (KPL + Lambda consumers) at the same linger,
+// its consumer functions at the system log level of r's consumer.
 func Headlines(base Options, r Run) []Headline {
 	var out []Headline
 	for _, g := range []int{1, 3} {
@@ -113,7 +122,7 @@ func Headlines(base Options, r Run) []Headline {
 				o := base
 				o.Workload.Groups, o.Workload.Retention, o.Producers.Count = g, ret, n
 				d := PriceDeployment(o, DeploymentModelOf(r.Design()), r)
-				k := KinesisWithConsumers(o)
+				k := KinesisWithConsumersAt(o, r.ConsumerPlatformRecords())
 				h := Headline{Groups: g, Retention: ret, Producers: n, Strata: d.PerDay(), Kinesis: k.PerDay(),
 					StrataAck: d.Flow.AckFloor, KinesisAck: KPLFlowOf(o).AckFloor, Members: d.Flow.MembersPerAppend, Design: d.Design,
 					MSK: MSKProvisioned(o).PerDay(), MSKServerless: MSKServerless(o).PerDay(), Warp: WarpStream(o).PerDay()}

@@ -89,6 +89,17 @@ func (f RunFunction) PlatformRecords() bool {
 	return f.SystemLogLevel == "" || f.SystemLogLevel == "INFO" || f.SystemLogLevel == "DEBUG"
 }
 
+// ConsumerPlatformRecords reports whether the run's consumer function writes Lambda's
+// platform records (RunFunction.PlatformRecords); a run without one is priced as INFO.
+func (r Run) ConsumerPlatformRecords() bool {
+	for _, f := range r.Functions {
+		if f.Function == "consumer" {
+			return f.PlatformRecords()
+		}
+	}
+	return true
+}
+
 // SystemLogLevels says the system log levels of the run's functions, for a report:
 // "WARN (none written)" when every function's is WARN, "INFO (START/REPORT of every
 // invocation)" when every one's writes them, else each function's.
