@@ -457,12 +457,19 @@ func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg
 		}
 		p = decided()
 	}
-	switch p.action {
-	case seqRefuse:
-		fail(p.code, p.msg)
-		return
-	case seqDuplicate:
-		out.BaseOffset = p.offset
+	// answered answers a refusal or a duplicate as plan p says: true when it did.
+	answered := func(p seqPlan) bool {
+		switch p.action {
+		case seqRefuse:
+			fail(p.code, p.msg)
+			return true
+		case seqDuplicate:
+			out.BaseOffset = p.offset
+			return true
+		}
+		return false
+	}
+	if answered(p) {
 		return
 	}
 	var gate func(context.Context) error
@@ -507,13 +514,7 @@ func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg
 		// stored and written so, and nothing of the first attempt committed. Answer, or
 		// append, as that decision says (the batches queued after this one failed with
 		// it, and their clients retry).
-		p = decided()
-		switch p.action {
-		case seqRefuse:
-			fail(p.code, p.msg)
-			return
-		case seqDuplicate:
-			out.BaseOffset = p.offset
+		if p = decided(); answered(p) {
 			return
 		}
 		res, err = enqueue(p, nil, nil).Wait()

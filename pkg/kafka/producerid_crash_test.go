@@ -12,6 +12,7 @@ import (
 
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/log"
+	"github.com/stratalog/strata/pkg/store"
 )
 
 func testServer(t *testing.T, s backendtest.Stores) *Server {
@@ -26,6 +27,20 @@ func testServer(t *testing.T, s backendtest.Stores) *Server {
 	}
 	t.Cleanup(func() { _ = srv.Close() })
 	return srv
+}
+
+// newProducerID is srv's producer store and a producer id from it.
+func newProducerID(t *testing.T, srv *Server) (store.ProducerStore, int64) {
+	t.Helper()
+	ps, err := srv.log.ProducerStore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := ps.NextProducerID(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps, id
 }
 
 func idemReq(t *testing.T, topic string, b producerBatch, values ...string) *kmsg.ProduceRequest {
@@ -86,14 +101,7 @@ func testUnrecordedAttempt(t *testing.T, a, b *Server, lat bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ps, err := a.log.ProducerStore()
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := ps.NextProducerID(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ps, id := newProducerID(t, a)
 		first := producerBatch{ID: id, Seq: 0, Count: 2}
 		if off := producedAt(t, a, idemReq(t, name, first, "a", "b")); off != 0 {
 			t.Fatalf("first batch at %d", off)
@@ -176,14 +184,7 @@ func TestIdempotentAnsweredBeforeRecorded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ps, err := a.log.ProducerStore()
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := ps.NextProducerID(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ps, id := newProducerID(t, a)
 		batch := func(seq int32) producerBatch { return producerBatch{ID: id, Seq: seq, Count: 1} }
 		if off := producedAt(t, a, idemReq(t, "answered", batch(0), "v0")); off != 0 {
 			t.Fatalf("first batch at %d", off)
@@ -339,14 +340,7 @@ func TestIdempotentConcurrentRetries(t *testing.T) {
 		if _, err := gws[0].log.CreateTopic(ctx, "race", 1, time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		ps, err := gws[0].log.ProducerStore()
-		if err != nil {
-			t.Fatal(err)
-		}
-		id, err := ps.NextProducerID(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, id := newProducerID(t, gws[0])
 		const batches, sends = 4, 3
 		answered := map[int64]string{} // base offset → the batch's first value
 		for n := range batches {

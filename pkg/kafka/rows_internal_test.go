@@ -68,12 +68,11 @@ func (o *signalledObjects) Put(ctx context.Context, key string, data []byte, exp
 	return err
 }
 
-// TestFirstAttemptCommitsAfterItsInFlightRecord: a batch's first attempt writes its
-// object while its in-flight record is being written, and commits only once that
-// record is durable, so a retry through any gateway finds every attempt that may have
-// committed.
-func TestFirstAttemptCommitsAfterItsInFlightRecord(t *testing.T) {
-	ctx := context.Background()
+// heldServer is a gateway on the embedded backend whose producer-row writes can be
+// held (heldRows) and whose object writes are signalled, with the log's group-commit
+// window (0: the default).
+func heldServer(t *testing.T, window time.Duration) (*Server, *log.Log, *heldRows, *signalledObjects) {
+	t.Helper()
 	dir := t.TempDir()
 	meta, err := local.OpenMetaStore(filepath.Join(dir, "meta.db"))
 	if err != nil {
@@ -86,7 +85,7 @@ func TestFirstAttemptCommitsAfterItsInFlightRecord(t *testing.T) {
 	}
 	objects := &signalledObjects{ObjectStore: lobjects, put: make(chan struct{}, 1)}
 	held := &heldRows{MetaStore: meta, entered: make(chan struct{}), release: make(chan struct{})}
-	l, err := log.New(log.Config{Objects: objects, Meta: held, GroupCommitWindow: time.Millisecond})
+	l, err := log.New(log.Config{Objects: objects, Meta: held, GroupCommitWindow: window})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,6 +94,17 @@ func TestFirstAttemptCommitsAfterItsInFlightRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = srv.Close() })
+	return srv, l, held, objects
+}
+
+// TestFirstAttemptCommitsAfterItsInFlightRecord: a batch's first attempt writes its
+// object while its in-flight record is being written, and commits only once that
+// record is durable, so a retry through any gateway finds every attempt that may have
+// committed.
+func TestFirstAttemptCommitsAfterItsInFlightRecord(t *testing.T) {
+	ctx := context.Background()
+	srv, l, held, objects := heldServer(t, time.Millisecond)
+	meta := held.MetaStore
 	if _, err := l.CreateTopicWith(ctx, "gated", log.TopicSpec{Partitions: 1, Retention: time.Hour}); err != nil {
 		t.Fatal(err)
 	}
@@ -154,26 +164,8 @@ func TestFirstAttemptCommitsAfterItsInFlightRecord(t *testing.T) {
 // in order, each once, and recorded appended.
 func TestNextBatchQueuesItsRowChangeDuringTheWrite(t *testing.T) {
 	ctx := context.Background()
-	dir := t.TempDir()
-	meta, err := local.OpenMetaStore(filepath.Join(dir, "meta.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = meta.Close() })
-	objects, err := local.NewObjectStore(filepath.Join(dir, "objects"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	held := &heldRows{MetaStore: meta, entered: make(chan struct{}), release: make(chan struct{})}
-	l, err := log.New(log.Config{Objects: objects, Meta: held})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv, err := New(Config{Log: l})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = srv.Close() })
+	srv, l, held, _ := heldServer(t, 0)
+	meta := held.MetaStore
 	topic, err := l.CreateTopicWith(ctx, "rows", log.TopicSpec{Partitions: 1, Retention: time.Hour})
 	if err != nil {
 		t.Fatal(err)
