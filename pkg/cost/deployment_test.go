@@ -73,6 +73,9 @@ func TestObjectsMergeAsTheRunDid(t *testing.T) {
 			commits += float64(q.Requests)
 		}
 	}
+	// The compacted topic's appends are left out of Appends: one object and commit each.
+	puts -= float64(h.CompactedAppends)
+	commits -= float64(h.CompactedAppends)
 	if h.MembersPerObject() <= 1.1 || float64(h.Appends)/puts <= 1.1 {
 		t.Errorf("headline run: %.2f members per object by the model, %.2f counted: the requests did not merge", h.MembersPerObject(), float64(h.Appends)/puts)
 	}
