@@ -287,7 +287,7 @@ func defaultLines() []ModelLine {
 			with(PerCompactedRemoved, PutsPerRemoved/2),
 		line("compact", "S3.PutObject", "bucket", PerCompactedRemoved, PutsPerRemoved, "a rewrite's object and its garbage marker (BenchmarkCompactionPass; not reached in a run: no record of it is older than compact.HeadGuard, 10 minutes)"),
 		line("compact", "DynamoDB.TransactWriteItems", "index", PerCompactedRemoved, SwapsPerRemoved, "a rewrite's swap of at most 100 index entries (BenchmarkCompactionPass; not reached in a run)"),
-		line("compact", "DynamoDB.UpdateItem", "index", PerCompactedRemoved, SwapsPerRemoved/MaxRewritesPerPass, "the partition's dirty counter less what a pass removed, once per pass that removed records: at least one per 16 swaps (not reached in a run)"),
+		line("compact", "DynamoDB.UpdateItem", "index", PerCompactedRemoved, SwapsPerRemoved/MaxRewritesPerPass, "the partition's dirty counter told what a pass removed (AddRemoved), once per pass that removed records: at least one per 16 swaps (not reached in a run)"),
 		line("compact", LogsAPI, "", PerCompactionPass, 620, "one EMF document per invocation, as counted").with(PerCompactedPartitionPass, 620),
 	}
 }
