@@ -50,10 +50,29 @@ const (
 	PerEnvironmentSecond
 	// PerSecond: a second of the deployment, whatever the load.
 	PerSecond
+	// PerCompactionPass: runs of the compaction function's schedule (each lists the
+	// topics and fans out to the compacted ones' partitions).
+	PerCompactionPass
+	// PerCompactedTopicPass: a scheduled compaction pass over one compacted topic.
+	PerCompactedTopicPass
+	// PerCompactedPartitionPass: one compacted partition's pass, an invocation of the
+	// compaction function of its own (the schedule's fan-out or the dirty-ratio trigger).
+	PerCompactedPartitionPass
+	// PerCompactedAppend: append requests to a compacted topic.
+	PerCompactedAppend
+	// PerCompactedKey: key index entries those appends write (a distinct key of a
+	// request's partition each).
+	PerCompactedKey
+	// PerCompactedRemoved: superseded records a compaction pass removes.
+	PerCompactedRemoved
+	// PerRetentionCompactedTopic: a retention pass's fan-out to a compact-only topic
+	// (its worker reads the topic and leaves: no record of it leaves by age).
+	PerRetentionCompactedTopic
 )
 
 var driverNames = [...]string{"append", "block", "block read", "object", "object block", "object block read", "producer-second", "consumer-second", "consumer invocation", "consumer poll",
-	"stream batch", "sweep", "retention pass", "environment", "environment-second", "second"}
+	"stream batch", "sweep", "retention pass", "environment", "environment-second", "second",
+	"compaction pass", "compacted topic pass", "compacted partition pass", "compacted append", "compacted key", "compacted record removed", "retention compacted topic"}
 
 func (d Driver) String() string { return driverNames[d] }
 
@@ -63,6 +82,10 @@ const (
 	SweepsPerDay          = 1440.0
 	RetentionPassesPerDay = 1440.0 / 5
 )
+
+// CompactionPassesPerDay is the compaction function's scheduled passes a day at the
+// stack's default schedule (strata:compactIntervalMinutes, 5).
+const CompactionPassesPerDay = 1440.0 / 5
 
 // StreamPollsPerSecond is how often Lambda's event source mapping polls a DynamoDB
 // stream shard: at most one dispatch batch per poll.
@@ -171,18 +194,20 @@ func managedLines() []ModelLine {
 	const counted = "as the headline design's cost run counts it"
 	return []ModelLine{
 		line("api", "DynamoDB.GetItem", "sequencer", PerProducerSecond, 0.2,
-			"the producers' partition refreshes, and appends re-reading the topic's sequencer item: more often than on demand, one environment's many concurrent appends finding its copy stale, "+counted).with(PerAppend, 0.55),
-		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.066,
-			"the topic's configuration: one environment's cached copy serves most of the concurrent refreshes, "+counted).with(PerAppend, 0.02),
-		line("api", LogsAPI, "", PerEnvironmentSecond, 216, "one environment serving every request: the aggregated documents and its per-request warnings on the loaded emulator, "+counted+" (an upper bound)"),
-		line("consumer", LogsAPI, "", PerConsumerSecond, 16, "warnings of a consumer on the loaded emulator, "+counted+" (an upper bound: the default run's consumer wrote none)"),
+			"the producers' partition refreshes, and appends re-reading the topic's sequencer item: more often than on demand, one environment's many concurrent appends finding its copy stale, "+counted).with(PerAppend, 0.46),
+		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.0425,
+			"the topic's configuration: one environment's cached copy serves most of the concurrent refreshes, "+counted+" (each environment reads the compacted topic's once)").with(PerAppend, 0.02).with(PerCompactedAppend, 1),
+		line("api", LogsAPI, "", PerEnvironmentSecond, 280, "one environment serving every request: the aggregated documents and its per-request warnings on the emulator, "+counted+" (an upper bound)"),
 		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerInvocation, 2, "the group's settings, read as an invocation starts and refreshed on a timer, "+counted).with(PerConsumerSecond, 0.04),
-		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.59, "polls read the partition's bounds, "+counted),
-		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.12, counted),
-		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.29, "a poll that finds new entries reads them (fewer, larger entries than on demand), "+counted),
-		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 155, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (an upper bound)"),
-		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.37, "the stream mapping's reads (free from a Lambda trigger), "+counted),
-		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.37, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
+		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.15, "polls read the partition's bounds, "+counted+" (0.21 in the run before, 0.59 in one on a busier machine, where more requests merged)"),
+		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.085, counted),
+		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.086, "a poll that finds new entries reads them (fewer, larger entries than on demand), "+counted+" (0.14 in the run before)"),
+		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 94, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (114 in the run before)"),
+		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 1.09, counted),
+		line("dispatch", "DynamoDB.Query", "index", PerStreamBatch, 2.8, counted+": the woken partitions' new entries (fewer, larger entries than on demand)"),
+		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.65, "the stream mapping's reads (free from a Lambda trigger), "+counted),
+		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.65, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
+		line("retention", "DynamoDB.Query", "index", PerRetentionPass, 4.8, "the oldest entries of each partition (fewer, larger entries than on demand), "+counted),
 	}
 }
 
@@ -193,24 +218,27 @@ func defaultLines() []ModelLine {
 		flush   = "EMF aggregated per environment, flushed when due (30 s): the documents and a few start-up lines, as counted"
 	)
 	return []ModelLine{
-		line("api", "S3.PutObject", "bucket", PerObject, 1, "one segment object per batch of merged requests (pkg/log; one per request on demand)"),
-		line("api", "DynamoDB.UpdateItem", "sequencer", PerObject, 1, "the topic commit: a conditional UpdateItem of the topic's sequencer item, one per object"),
-		line("api", "DynamoDB.PutItem", "index", PerObjectBlock, 1, "one index entry per partition of an object"),
+		line("api", "S3.PutObject", "bucket", PerObject, 1, "one segment object per batch of merged requests (pkg/log; one per request on demand), and per compacted append").with(PerCompactedAppend, 1),
+		line("api", "DynamoDB.UpdateItem", "sequencer", PerObject, 1, "the topic commit: a conditional UpdateItem of the topic's sequencer item, one per object").with(PerCompactedAppend, 1),
+		line("api", "DynamoDB.PutItem", "index", PerObjectBlock, 1, "one index entry per partition of an object; on a compacted topic also one conditional key index entry per distinct key of a request's partition (the key index shares the table)").
+			with(PerCompactedAppend, 1).with(PerCompactedKey, 1),
+		line("api", "DynamoDB.UpdateItem", "index", PerCompactedAppend, 1, "the dirty-ratio trigger (compact.Trigger) on a compacted partition: its counter, once per request that superseded records (the run's rounds after the first), and the claim of the request finding it due (the second round supersedes half the partition; the 10-minute cooldown outlasts the run): 3 for the run's 3 rounds"),
+		line("api", "Lambda.Invoke", "compact", PerCompactedAppend, 1.0/3, "the claim's asynchronous Invoke of the compaction function for the partition: once in the run (3 rounds)"),
 		line("api", "DynamoDB.GetItem", "sequencer", PerProducerSecond, 0.2,
-			"a producer's partition refresh every 5 s (client.DefaultPartitionRefresh) reads the topic's sequencer item; appends re-read it when an environment's copy is stale (as counted: it varies with the load)").with(PerAppend, 0.13),
-		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.2, "and the topic's configuration (appends now and then too, as counted)").with(PerAppend, 0.02),
-		line("api", InvokedAPI, "", PerAppend, 1, "one invocation per append and per partition refresh").with(PerProducerSecond, 0.2),
-		line("api", LogsAPI, "", PerEnvironmentSecond, 40, flush),
+			"a producer's partition refresh every 5 s (client.DefaultPartitionRefresh) reads the topic's sequencer item; appends re-read it when an environment's copy is stale (as counted: it varies with the load)").with(PerAppend, 0.215),
+		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.2, "and the topic's configuration (appends now and then too, as counted; each environment reads the compacted topic's once)").with(PerAppend, 0.04).with(PerCompactedAppend, 1),
+		line("api", InvokedAPI, "", PerAppend, 1, "one invocation per append and per partition refresh").with(PerProducerSecond, 0.2).with(PerCompactedAppend, 1),
+		line("api", LogsAPI, "", PerEnvironmentSecond, 52, flush+" (a short run's start-up and last flush weigh in: from 38 to 63 a second in the last runs)"),
 
-		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.74, "the stream mapping's reads, empty ones included (free from a Lambda trigger), as counted"),
-		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.74, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
+		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.66, "the stream mapping's reads, empty ones included (free from a Lambda trigger), as counted (1.31 in the run before)"),
+		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.66, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
 		line("dispatch", InvokedAPI, "", PerStreamBatch, 1, "one invocation per stream batch and per sweep").with(PerSweep, 1),
-		line("dispatch", "DynamoDB.GetItem", "assignments", PerStreamBatch, 2.85, counted+" (the sweep's reads folded in: an upper bound)"),
-		line("dispatch", "DynamoDB.GetItem", "sequencer", PerStreamBatch, 1.82, counted),
-		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 0.75, counted),
-		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.92, counted),
+		line("dispatch", "DynamoDB.GetItem", "assignments", PerStreamBatch, 2.6, counted+" (the sweep's reads folded in: an upper bound)"),
+		line("dispatch", "DynamoDB.GetItem", "sequencer", PerStreamBatch, 1.6, counted),
+		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 0.92, counted),
+		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.87, counted),
 		line("dispatch", "DynamoDB.GetItem", "commits", PerSweep, 0.125, counted),
-		line("dispatch", "DynamoDB.Query", "index", PerStreamBatch, 3.43, counted+": the woken partitions' new entries"),
+		line("dispatch", "DynamoDB.Query", "index", PerStreamBatch, 3.25, counted+": the woken partitions' new entries"),
 		line("dispatch", "DynamoDB.PutItem", "index", PerStreamBatch, 0, "an entry the api did not write (crash recovery): rare"),
 		line("dispatch", "S3.GetObject", "bucket", PerStreamBatch, 0, "reading a crashed append's object back: rare"),
 		line("dispatch", "DynamoDB.Scan", "assignments", PerSweep, 1, "the sweep scans the leases"),
@@ -218,34 +246,49 @@ func defaultLines() []ModelLine {
 		line("dispatch", "DynamoDB.Scan", "parked", PerSweep, 1, "and the parked keys"),
 		line("dispatch", "Lambda.Invoke", "consumer", PerConsumerInvocation, 1, "each consumer invocation is dispatch's asynchronous Invoke"),
 		line("dispatch", "ssm:GetParametersByPath", "/strata/subscriptions", PerEnvironment, 2, "the subscriptions, read as an environment starts and refreshed, as counted"),
-		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 130, flush+" (a short run's start-up lines weigh in: an upper bound)"),
+		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 120, flush+" (a short run's start-up lines weigh in: an upper bound)"),
 
 		line("consumer", "DynamoDB.TransactWriteItems", "assignments+commits", PerConsumerSecond, 0.097, "the group commit (two items: the lease's fence and the offset), made on progress with the lease's renewal inside it, as counted: about one every 10 s per partition"),
 		line("consumer", "DynamoDB.UpdateItem", "assignments", PerConsumerInvocation, 1, "the lease taken when an invocation starts (renewals ride in the commit)"),
-		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.93, "polls read the partition's bounds, as counted (long polls: one per batch at the run's rate, the idle window 1 s when caught up)"),
-		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.25, counted),
+		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.7, "polls read the partition's bounds, as counted (long polls: one per batch at the run's rate, the idle window 1 s when caught up; 0.65 to 0.76 in the last runs, 0.93 in one on a busier machine)"),
+		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.295, counted),
 		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerInvocation, 2, "the group's settings, read as an invocation starts and refreshed on a timer, as counted").with(PerConsumerSecond, 0.02),
 		line("consumer", "DynamoDB.GetItem", "commits", PerConsumerInvocation, 1, "the committed offset read when an invocation starts"),
-		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.53, "a poll that finds new entries reads them, as counted"),
+		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.48, "a poll that finds new entries reads them, as counted"),
 		line("consumer", "S3.GetObject", "bucket", PerObjectBlockRead, 1, "one GET per index entry read"),
 		line("consumer", InvokedAPI, "", PerConsumerInvocation, 1, "held until 3 s before the 300 s timeout, then invoked again"),
 		line("consumer", LogsAPI, "", PerConsumerSecond, 0, "the example consumer writes nothing per record"),
 
-		line("retention", InvokedAPI, "", PerRetentionPass, 2, "one invocation per pass and one per topic it fans out to (the run's one topic)"),
-		line("retention", "Lambda.Invoke", "retention", PerRetentionPass, 1, "the pass invokes itself asynchronously once per topic"),
+		line("retention", InvokedAPI, "", PerRetentionPass, 2, "one invocation per pass and one per topic it fans out to (the run's delete topic; its compacted one too)").with(PerRetentionCompactedTopic, 1),
+		line("retention", "Lambda.Invoke", "retention", PerRetentionPass, 1, "the pass invokes itself asynchronously once per topic").with(PerRetentionCompactedTopic, 1),
 		line("retention", "DynamoDB.GetItem", "groups", PerRetentionPass, 1, counted),
 		line("retention", "DynamoDB.GetItem", "laghistory", PerRetentionPass, 0.92, counted),
 		line("retention", "DynamoDB.PutItem", "laghistory", PerRetentionPass, 0.92, "the pass records the groups' lag"),
 		line("retention", "DynamoDB.GetItem", "sequencer", PerRetentionPass, 3.9, counted),
-		line("retention", "DynamoDB.GetItem", "topics", PerRetentionPass, 3, counted),
-		line("retention", "DynamoDB.Query", "index", PerRetentionPass, 5.5, "the oldest entries of each partition, as counted"),
+		line("retention", "DynamoDB.GetItem", "topics", PerRetentionPass, 2, "the per-topic worker reads its topic, the lag sample the group's, as counted").with(PerRetentionCompactedTopic, 1),
+		line("retention", "DynamoDB.Query", "index", PerRetentionPass, 5.3, "the oldest entries of each partition, as counted"),
 		line("retention", "DynamoDB.Scan", "assignments", PerRetentionPass, 1, counted),
 		line("retention", "DynamoDB.Scan", "commits", PerRetentionPass, 1, counted),
 		line("retention", "DynamoDB.Scan", "groups", PerRetentionPass, 1, counted),
-		line("retention", "DynamoDB.Scan", "topics", PerRetentionPass, 3, counted),
+		line("retention", "DynamoDB.Scan", "topics", PerRetentionPass, 2, "the pass lists the topics and the deleted topics (the compaction pass, which listed them once more, is the compaction function's now)"),
 		line("retention", "S3.ListObjectsV2", "bucket", PerRetentionPass, 0.95, "a page of the expired objects per topic, as counted; a page per 1,000 expired at the target").with(PerObject, 0.001),
 		line("retention", "S3.DeleteObjects", "bucket", PerObject, 0.001, "objects deleted 1,000 a request (free); the expired index entries are left to DynamoDB TTL (free deletes, priced as the storage line of that name)"),
-		line("retention", LogsAPI, "", PerRetentionPass, 1160, "the pass's and its per-topic worker's EMF documents, as counted"),
+		line("retention", LogsAPI, "", PerRetentionPass, 1160, "the pass's and its per-topic worker's EMF documents, as counted").with(PerRetentionCompactedTopic, 580),
+
+		line("compact", InvokedAPI, "", PerCompactionPass, 1, "one invocation per scheduled pass and one per compacted partition's pass (the pass's fan-out, the dirty-ratio trigger's)").with(PerCompactedPartitionPass, 1),
+		line("compact", "DynamoDB.Scan", "topics", PerCompactionPass, 1, "the scheduled pass lists the topics, as counted"),
+		line("compact", "DynamoDB.GetItem", "topics", PerCompactionPass, 1, "the scheduled pass reads every topic (the run's delete topic; the target's one), each compacted one too, and a partition's pass its topic").
+			with(PerCompactedTopicPass, 1).with(PerCompactedPartitionPass, 1),
+		line("compact", "Lambda.Invoke", "compact", PerCompactedTopicPass, 1, "the scheduled pass invokes the function itself once per partition of a compacted topic (the run's has one)"),
+		line("compact", "S3.ListObjectsV2", "bucket", PerCompactedTopicPass, 1, "the scheduled pass lists a compacted topic's garbage markers (collection)"),
+		line("compact", "DynamoDB.GetItem", "sequencer", PerCompactedPartitionPass, 1, "a partition's pass reads its bounds"),
+		line("compact", "DynamoDB.Query", "index", PerCompactedPartitionPass, 1, "and its index entries, 100 a page: one page for the run's 3 (none while the partition is empty)"),
+		line("compact", "S3.GetObject", "bucket", PerCompactedPartitionPass, 2.75, "and its records, one ranged GET per object (the pass reads the partition whole: the run's 3 objects once its rounds are in, fewer for a pass that came before: 3 and 2.5 a pass in the runs); at collection each garbage marker is read (not reached: see PerCompactedRemoved)").
+			with(PerCompactedRemoved, PutsPerRemoved/2),
+		line("compact", "S3.PutObject", "bucket", PerCompactedRemoved, PutsPerRemoved, "a rewrite's object and its garbage marker (BenchmarkCompactionPass; not reached in a run: no record of it is older than compact.HeadGuard, 10 minutes)"),
+		line("compact", "DynamoDB.TransactWriteItems", "index", PerCompactedRemoved, SwapsPerRemoved, "a rewrite's swap of at most 100 index entries (BenchmarkCompactionPass; not reached in a run)"),
+		line("compact", "DynamoDB.UpdateItem", "index", PerCompactedRemoved, SwapsPerRemoved/MaxRewritesPerPass, "the partition's dirty counter told what a pass removed (AddRemoved), once per pass that removed records: at least one per 16 swaps (not reached in a run)"),
+		line("compact", LogsAPI, "", PerCompactionPass, 620, "one EMF document per invocation, as counted").with(PerCompactedPartitionPass, 620),
 	}
 }
 
@@ -281,16 +324,28 @@ func TargetDrivers(o Options, d Design) map[Driver]float64 {
 		PerEnvironment:       EnvironmentsPerDay,
 		PerEnvironmentSecond: secondsPerDay,
 		PerSecond:            secondsPerDay,
+		PerCompactionPass:    CompactionPassesPerDay,
+		// The design workload has no compacted topic: compaction's own lines at one are
+		// CompactionCost's (a model of the rewrites no short run reaches).
+		PerCompactedTopicPass:      0,
+		PerCompactedPartitionPass:  0,
+		PerCompactedAppend:         0,
+		PerCompactedKey:            0,
+		PerCompactedRemoved:        0,
+		PerRetentionCompactedTopic: 0,
 	}
 }
 
 // Drivers is how many of each driver the run had; the environment drivers are the
 // function's (fn).
 func (r Run) Drivers(fn string) map[Driver]float64 {
-	sweeps := 0.0
+	sweeps, compactions := 0.0, 0.0
 	for _, s := range r.Schedules {
-		if strings.Contains(s.Rule, "Sweep") {
+		switch {
+		case strings.Contains(s.Rule, "Sweep"):
 			sweeps += float64(s.Runs)
+		case strings.Contains(s.Rule, "Compact"):
+			compactions += float64(s.Runs)
 		}
 	}
 	by := map[string]RunFunction{}
@@ -304,6 +359,7 @@ func (r Run) Drivers(fn string) map[Driver]float64 {
 		}
 	}
 	objects, objectBlocks := r.Objects()
+	retentionPasses := math.Max(0, float64(by["retention"].Invocations)-fanouts)
 	return map[Driver]float64{
 		PerAppend:             float64(r.Appends),
 		PerBlock:              float64(r.Blocks),
@@ -317,10 +373,19 @@ func (r Run) Drivers(fn string) map[Driver]float64 {
 		PerConsumerPoll:       r.consumerPolls(by["consumer"].BusySeconds, objectBlocks),
 		PerStreamBatch:        math.Max(0, float64(by["dispatch"].Invocations)-sweeps),
 		PerSweep:              sweeps,
-		PerRetentionPass:      math.Max(0, float64(by["retention"].Invocations)-fanouts),
+		PerRetentionPass:      retentionPasses,
 		PerEnvironment:        float64(by[fn].Environments),
 		PerEnvironmentSecond:  float64(by[fn].Environments) * r.Seconds,
 		PerSecond:             r.Seconds,
+		PerCompactionPass:     compactions,
+		PerCompactedTopicPass: compactions * float64(r.CompactedTopics),
+		// The function's invocations other than the scheduled ones: the fan-out's and
+		// the trigger's partition passes.
+		PerCompactedPartitionPass:  math.Max(0, float64(by["compact"].Invocations)-compactions),
+		PerCompactedAppend:         float64(r.CompactedAppends),
+		PerCompactedKey:            float64(r.CompactedKeys),
+		PerCompactedRemoved:        0, // no record of a run is old enough (compact.HeadGuard)
+		PerRetentionCompactedTopic: retentionPasses * float64(r.CompactedTopics),
 	}
 }
 

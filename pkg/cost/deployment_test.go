@@ -73,6 +73,9 @@ func TestObjectsMergeAsTheRunDid(t *testing.T) {
 			commits += float64(q.Requests)
 		}
 	}
+	// The compacted topic's appends are left out of Appends: one object and commit each.
+	puts -= float64(h.CompactedAppends)
+	commits -= float64(h.CompactedAppends)
 	if h.MembersPerObject() <= 1.1 || float64(h.Appends)/puts <= 1.1 {
 		t.Errorf("headline run: %.2f members per object by the model, %.2f counted: the requests did not merge", h.MembersPerObject(), float64(h.Appends)/puts)
 	}
@@ -309,6 +312,34 @@ func TestPlatformRecordsPricedAtTheSystemLogLevel(t *testing.T) {
 				if want := info.PerDay() - infoPlatform; math.Abs(d.PerDay()-want) > 1e-9 {
 					t.Errorf("run %q, level %q: $%.4f/day, want INFO's less its platform records, $%.4f", base.Config, c.level, d.PerDay(), want)
 				}
+			}
+		}
+	}
+}
+
+// TestCompactionAtTheDesignWorkload: the design workload has no compacted topic, so the
+// compaction function's lines are its scheduled passes' alone (CompactionPassesPerDay
+// invocations, a topic listing each), every line driven by a compacted topic prices
+// nothing, and the committed runs, which had one, counted its partition passes.
+func TestCompactionAtTheDesignWorkload(t *testing.T) {
+	for _, r := range []Run{committedRun(t), committedHeadline(t)} {
+		if r.CompactedTopics == 0 || r.Drivers("compact")[PerCompactedPartitionPass] == 0 {
+			t.Errorf("run %q: no compacted topic or no partition pass of it (%d topics)", r.Config, r.CompactedTopics)
+		}
+		d := PriceDeployment(Defaults(10), DeploymentModelOf(r.Design()), r)
+		var invocations float64
+		for _, l := range d.Lines {
+			if l.Function == "compact" && l.API == InvokedAPI {
+				invocations = l.PerDay
+			}
+		}
+		if math.Abs(invocations-CompactionPassesPerDay) > 1e-6 {
+			t.Errorf("run %q: compaction invocations %.1f a day at the design workload, want its %.0f scheduled passes", r.Config, invocations, CompactionPassesPerDay)
+		}
+		target := TargetDrivers(Defaults(10), r.Design())
+		for _, m := range DeploymentModelOf(r.Design()) {
+			if m.Function == "compact" && m.Driver() != PerCompactionPass && m.Count(target) != 0 {
+				t.Errorf("run %q: %s prices %.1f a day without a compacted topic", r.Config, m.Key(), m.Count(target))
 			}
 		}
 	}

@@ -144,9 +144,9 @@ const CostRunCommand = "scripts/bench-cost.sh --run"
 func DeploymentTables(out io.Writer, base Options, r Run, headline *Run) {
 	fmt.Fprintf(out, "Cost run of %s: `%s` drove %d producers (linger %s) appending %d records of %d B in %d requests (%d partition batches) "+
 		"over %d partitions for %.0f s through the synthesized stack, one group consuming (the example consumer, its own table's writes left out), "+
-		"schedules on a clock where a minute lasts %.0f s. Scaled to 50,000 events/s of 1 KB, %d partitions, us-east-1 list prices (pkg/cost/prices.go).\n\n",
+		"schedules on a clock where a minute lasts %.0f s%s. Scaled to 50,000 events/s of 1 KB, %d partitions, us-east-1 list prices (pkg/cost/prices.go).\n\n",
 		r.Date, CostRunCommand, r.Producers, time.Duration(r.LingerSeconds*float64(time.Second)), r.Records, r.RecordBytes, r.Appends, r.Blocks,
-		r.Partitions, r.Seconds, r.MinuteSeconds, base.Workload.Partitions)
+		r.Partitions, r.Seconds, r.MinuteSeconds, compactedWorkload(r), base.Workload.Partitions)
 	perLine(out, base, r)
 	if headline != nil {
 		h := *headline
@@ -157,6 +157,7 @@ func DeploymentTables(out io.Writer, base Options, r Run, headline *Run) {
 				puts += q.Requests
 			}
 		}
+		puts -= h.CompactedAppends // the compacted topic's, one object each
 		for _, f := range h.Functions {
 			if f.Function == "api" {
 				envs = f.Environments
@@ -204,6 +205,19 @@ func DeploymentTables(out io.Writer, base Options, r Run, headline *Run) {
 	pr := base.Prices
 	fmt.Fprintf(out, "Anchors' prices: MSK %s (%s), MSK Serverless (%s), WarpStream %s (%s); every price's source and date is in pkg/cost/prices.go.\n",
 		pr.MSKBrokerHour.Unit, pr.MSKBrokerHour.Source, pr.MSKSClusterHour.Source, pr.WarpStreamWriteGiB.Unit, pr.WarpStreamWriteGiB.Date)
+}
+
+// compactedWorkload describes the run's compacted topic for its table's caption: ""
+// when it had none.
+func compactedWorkload(r Run) string {
+	if r.CompactedTopics == 0 {
+		return ""
+	}
+	return fmt.Sprintf("; beside it a compacted topic of %d partition(s) took %d keyed records in %d requests as the run started "+
+		"(the same keys overwritten: the dirty-ratio trigger's writes and a pass it asked for, and every scheduled compaction pass reading the partition; "+
+		"none rewrites, as no record is older than compact.HeadGuard, 10 minutes). The design workload has no compacted topic: "+
+		"the compaction lines' drivers are zero at the target, and compaction at a compacted workload is `CompactionCost`'s model (docs/BENCHMARKS.md, \"Compaction\")",
+		r.CompactedPartitions, r.CompactedKeys, r.CompactedAppends)
 }
 
 // perLine writes run r's per-line table at 10 producers, 1 group, 24 h.

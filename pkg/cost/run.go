@@ -47,6 +47,15 @@ type Run struct {
 	Blocks            int64 `json:"blocks"`
 	Records           int64 `json:"records"`
 	RecordBytes       int64 `json:"record_bytes"`
+	// CompactedTopics and CompactedPartitions are the run's compacted topics and their
+	// partitions; CompactedAppends the append requests to them (left out of Appends) and
+	// CompactedKeys the key index entries those wrote (one per distinct key of a
+	// request's partition). The design workload has none: compaction's own cost at a
+	// compacted workload is CompactionCost's.
+	CompactedTopics     int   `json:"compacted_topics,omitempty"`
+	CompactedPartitions int   `json:"compacted_partitions,omitempty"`
+	CompactedAppends    int64 `json:"compacted_appends,omitempty"`
+	CompactedKeys       int64 `json:"compacted_keys,omitempty"`
 
 	// Alarms and Dashboards are the template's CloudWatch alarms and dashboards.
 	Alarms     int `json:"alarms"`
