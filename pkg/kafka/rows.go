@@ -84,62 +84,15 @@ func (rc *rowCells) evictIdle() {
 	}
 }
 
-// change applies ch to the row under key and returns once it is written (or decided
-// on the stored row without a write). ch may run more than once (the row moved under
-// another writer): its last run is the one that counts.
-func (s *Server) changeRow(ctx context.Context, ps store.ProducerStore, key string, ch rowChange) error {
-	return s.changeRowQueued(ctx, ps, key, ch, nil)
-}
-
-// changeRowQueued is changeRow that calls queued (when not nil) once ch has its place
-// in the row's queue: a change queued after that is applied after ch.
-func (s *Server) changeRowQueued(ctx context.Context, ps store.ProducerStore, key string, ch rowChange, queued func()) error {
-	c := s.rows.cell(key)
-	op := &rowOp{change: ch, done: make(chan struct{})}
-	c.mu.Lock()
-	c.queue = append(c.queue, op)
-	if c.flushing {
-		c.mu.Unlock()
-		if queued != nil {
-			queued()
-		}
-		<-op.done
-		return op.err
-	}
-	c.flushing = true
-	ops := c.queue
-	c.queue = nil
-	c.mu.Unlock()
-	if queued != nil {
-		queued()
-	}
-	s.flushRow(ctx, ps, key, c, ops)
-	// The changes that arrived meanwhile are written by another goroutine, so this
-	// caller's answer does not wait for them.
-	s.rowWriters.Add(1)
-	go s.drainRow(ps, key, c)
-	return op.err
-}
-
 // startRowChange queues ch on the row under key behind the changes queued before it and
 // returns its op at once: op.applied is closed once ch's decision is about to be
-// written, op.done once it is (op.err its outcome). queued, when not nil, is called once
-// the op has its place in the queue.
+// written, op.done once it is (op.err its outcome). ch may run more than once (the row
+// moved under another writer): its last run is the one that counts. queued, when not
+// nil, is called once the op has its place in the queue: a change queued after that is
+// applied after ch.
 func (s *Server) startRowChange(ps store.ProducerStore, key string, ch rowChange, queued func()) *rowOp {
-	c := s.rows.cell(key)
 	op := &rowOp{change: ch, done: make(chan struct{}), applied: make(chan struct{})}
-	c.mu.Lock()
-	c.queue = append(c.queue, op)
-	start := !c.flushing
-	c.flushing = true
-	c.mu.Unlock()
-	if queued != nil {
-		queued()
-	}
-	if start {
-		s.rowWriters.Add(1)
-		go s.drainRow(ps, key, c)
-	}
+	s.enqueueRowOp(ps, key, op, queued)
 	return op
 }
 
@@ -149,13 +102,21 @@ func (s *Server) startRowChange(ps store.ProducerStore, key string, ch rowChange
 // with its gateway (a crash before the write) leaves what it would have recorded
 // undone, which the row's readers must tolerate (planBatch's stale batches in flight).
 func (s *Server) queueRowChange(ps store.ProducerStore, key string, ch rowChange) {
+	s.enqueueRowOp(ps, key, &rowOp{change: ch, done: make(chan struct{}), queued: true}, nil)
+}
+
+// enqueueRowOp puts op in the queue of key's row writer, calls queued (when not nil) and
+// starts the writer when none is running; the writers' goroutines count in s.rowWriters.
+func (s *Server) enqueueRowOp(ps store.ProducerStore, key string, op *rowOp, queued func()) {
 	c := s.rows.cell(key)
-	op := &rowOp{change: ch, done: make(chan struct{}), queued: true}
 	c.mu.Lock()
 	c.queue = append(c.queue, op)
 	start := !c.flushing
 	c.flushing = true
 	c.mu.Unlock()
+	if queued != nil {
+		queued()
+	}
 	if start {
 		s.rowWriters.Add(1)
 		go s.drainRow(ps, key, c)
