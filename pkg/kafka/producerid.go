@@ -425,12 +425,13 @@ func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg
 		}
 		return row, false, true // a refusal or a duplicate is decided on the stored row
 	}, o.mine.rowQueued)
-	written := func() error {
+	// written waits for the row's write (or c's end) and returns its outcome.
+	written := func(c context.Context) error {
 		select {
 		case <-op.done:
 			return op.err
-		case <-ctx.Done():
-			return ctx.Err()
+		case <-c.Done():
+			return c.Err()
 		}
 	}
 	select {
@@ -451,7 +452,7 @@ func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg
 	// follow the record) waits for the write.
 	overlap := p.action == seqAppend && p.attempt == 0
 	if !overlap {
-		if err := written(); err != nil {
+		if err := written(ctx); err != nil {
 			fail(errCode(err), err.Error())
 			return
 		}
@@ -475,13 +476,8 @@ func (s *Server) produceIdempotent(ctx context.Context, t store.Topic, out *kmsg
 	var gate func(context.Context) error
 	if overlap {
 		gate = func(gctx context.Context) error {
-			select {
-			case <-op.done:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
-			if op.err != nil {
-				return op.err
+			if err := written(gctx); err != nil {
+				return err
 			}
 			if f := decided(); f.action != seqAppend || f.attempt != 0 || f.floor != p.floor {
 				return errRowMoved

@@ -34,8 +34,19 @@ type rowOp struct {
 	// applied, when not nil, is closed once the change is applied to the row about to
 	// be written (or decided without a write): its decision stands unless that write
 	// loses a race and the change runs again.
-	applied    chan struct{}
-	hasApplied bool
+	applied chan struct{}
+}
+
+// markApplied closes op.applied, once (only the row's flusher calls it).
+func (op *rowOp) markApplied() {
+	if op.applied == nil {
+		return
+	}
+	select {
+	case <-op.applied:
+	default:
+		close(op.applied)
+	}
 }
 
 // rowCell is one row's writer on this gateway.
@@ -172,10 +183,7 @@ func (s *Server) flushRow(ctx context.Context, ps store.ProducerStore, key strin
 				continue
 			}
 			for _, op := range ops {
-				if op.applied != nil && !op.hasApplied {
-					op.hasApplied = true
-					close(op.applied)
-				}
+				op.markApplied()
 			}
 			if !write {
 				return nil
