@@ -213,7 +213,7 @@ func TestObjectsSurviveReopen(t *testing.T) {
 // FuzzObjectKey checks that a key is either rejected or maps to a path strictly inside
 // the root from which the key can be read back unchanged.
 func FuzzObjectKey(f *testing.F) {
-	for _, k := range append([]string{"v1/orders/01JDQ4ZK8M6V0J9Q2XW3Y4Z5A6", "a", "a/b", "a-c", "..a/b..", "a/.../b", "f_x/d_y", `a\..\b`}, invalidKeys...) {
+	for _, k := range append([]string{"v1/orders/01JDQ4ZK8M6V0J9Q2XW3Y4Z5A6", "a", "a/b", "a-c", "..a/b..", "a/.../b", "f_x/d_y", `a\..\b`, strings.Repeat(" ", 100) + "/0"}, invalidKeys...) {
 		f.Add(k)
 	}
 	root := filepath.Join(string(filepath.Separator), "srv", "strata")
@@ -231,11 +231,29 @@ func FuzzObjectKey(f *testing.F) {
 			t.Fatalf("key %q maps to %q, outside root %q", key, path, root)
 		}
 		parts := strings.Split(rel, string(filepath.Separator))
+		keySegs := strings.Split(key, "/")
+		if len(parts) != len(keySegs) {
+			t.Fatalf("key %q of %d segments maps to %q of %d elements", key, len(keySegs), path, len(parts))
+		}
 		segs := make([]string, len(parts))
 		for i, p := range parts {
+			if len(p) > 255 {
+				t.Fatalf("key %q: path element %q is longer than NAME_MAX", key, p)
+			}
+			if strings.ToLower(p) != p {
+				t.Fatalf("key %q: path element %q has upper case: a case-insensitive disk would fold it", key, p)
+			}
 			prefix := dirPrefix
 			if i == len(parts)-1 {
 				prefix = filePrefix
+			} else if strings.HasPrefix(p, longPrefix) {
+				// The long form is a hash; its segment lives in the directory's name
+				// file, so the test can only check the name is the one the segment gets.
+				if p != dirName(keySegs[i]) || len(dirPrefix)+len(encodeSegment(keySegs[i])) <= 255 {
+					t.Fatalf("key %q: segment %q has long-form name %q", key, keySegs[i], p)
+				}
+				segs[i] = keySegs[i]
+				continue
 			}
 			if !strings.HasPrefix(p, prefix) {
 				t.Fatalf("key %q: path element %q lacks prefix %q", key, p, prefix)
@@ -243,9 +261,6 @@ func FuzzObjectKey(f *testing.F) {
 			seg, ok := decodeSegment(p[len(prefix):])
 			if !ok {
 				t.Fatalf("key %q: path element %q does not decode", key, p)
-			}
-			if strings.ToLower(p) != p {
-				t.Fatalf("key %q: path element %q has upper case: a case-insensitive disk would fold it", key, p)
 			}
 			segs[i] = seg
 		}
