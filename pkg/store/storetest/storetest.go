@@ -51,6 +51,7 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	runSections(t, "CleanupStore", newHarness, makeCleanup, cleanupSections())
 	runSections(t, "KeyIndexStore", newHarness, makeKeyIndex, keyIndexSections())
 	runSections(t, "DirtyCounterStore", newHarness, makeDirty, dirtySections())
+	runSections(t, "IncarnationPurger", newHarness, makePurger, purgeSections())
 }
 
 // RunFenceBoundTests runs the suite's cases of the bounds on a topic's fences alone: for

@@ -1,0 +1,68 @@
+package local
+
+import (
+	"bytes"
+	"context"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/stratalog/strata/pkg/store"
+)
+
+var _ store.IncarnationPurger = (*MetaStore)(nil)
+
+// purgeChunk bounds the rows one purge transaction deletes, so a topic of a million keys
+// never holds the write lock for long.
+const purgeChunk = 1000
+
+// PurgeKeys deletes the incarnation's key entries in transactions of purgeChunk rows,
+// then its dirty counters.
+func (m *MetaStore) PurgeKeys(ctx context.Context, topic string, partitions int32) (int, error) {
+	n, err := m.deletePrefix(ctx, bucketKeys, appendString(nil, topic))
+	if err != nil {
+		return n, err
+	}
+	err = m.update(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket([]byte(bucketDirty))
+		for p := range partitions {
+			if err := b.Delete(dirtyKey(topic, p)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// PurgeParked deletes the group's parked rows of the incarnation.
+func (m *MetaStore) PurgeParked(ctx context.Context, group, topic string) (int, error) {
+	return m.deletePrefix(ctx, bucketParked, appendString(appendString(nil, group), topic))
+}
+
+// deletePrefix deletes every key of bucket that starts with prefix, purgeChunk a
+// transaction, and returns how many it deleted.
+func (m *MetaStore) deletePrefix(ctx context.Context, bucket string, prefix []byte) (int, error) {
+	total := 0
+	for {
+		if err := ctx.Err(); err != nil {
+			return total, err
+		}
+		var n int
+		// Not m.update: a batched transaction may run twice, and this one counts.
+		err := m.db.Update(func(tx *bolt.Tx) error {
+			n = 0
+			c := tx.Bucket([]byte(bucket)).Cursor()
+			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n < purgeChunk; k, _ = c.Seek(prefix) {
+				if err := c.Delete(); err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		total += n
+		if err != nil || n < purgeChunk {
+			return total, err
+		}
+	}
+}
