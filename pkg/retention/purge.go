@@ -13,8 +13,9 @@ import (
 // the margin (by then no append that read the topic before its deletion can still
 // commit, as the log commits only within its commit window, and every node's topic cache
 // has expired): each partition's log start moves to its high watermark, its index
-// entries and the incarnation's segment objects are deleted, the groups' positions on
-// it are dropped, and last the store purges
+// entries and the incarnation's segment objects are deleted, the groups' positions and
+// parked keys on it are dropped, its key index (a compacted topic's) goes, and last the
+// store purges
 // the incarnation's counters (and claims where it can) with its record. Nothing of
 // another incarnation of the name is touched. A step that fails (or a group still
 // holding a live lease there) leaves the record for the next pass, which starts over.
@@ -69,8 +70,15 @@ func (j *Job) purge(ctx context.Context, admin store.TopicAdminStore, t store.To
 	if err := j.objects(ctx, t, now.Add(time.Hour), st); err != nil {
 		return err
 	}
-	if err := j.dropPositions(ctx, id, now); err != nil {
+	if err := j.dropPositions(ctx, id, now, st); err != nil {
 		return err
+	}
+	if p, ok := j.Meta.(store.IncarnationPurger); ok {
+		n, err := p.PurgeKeys(ctx, id, t.Partitions)
+		st.KeysDeleted += n
+		if err != nil {
+			return fmt.Errorf("key index: %w", err)
+		}
 	}
 	if err := admin.PurgeTopic(ctx, t.Name, t.Incarnation); err != nil {
 		return err
@@ -80,9 +88,10 @@ func (j *Job) purge(ctx context.Context, admin store.TopicAdminStore, t store.To
 }
 
 // dropPositions deletes every group's positions on the incarnation id (fencing its
-// leases): groups keep them per incarnation (group.ByIncarnation), so those of a topic
-// created again under the name are not touched.
-func (j *Job) dropPositions(ctx context.Context, id string, now time.Time) error {
+// leases), then the group's parked keys there: groups keep both per incarnation
+// (group.ByIncarnation), so those of a topic created again under the name are not
+// touched.
+func (j *Job) dropPositions(ctx context.Context, id string, now time.Time, st *Stats) error {
 	groups, ok := j.Meta.(store.GroupAdminStore)
 	if !ok {
 		return nil
@@ -94,6 +103,13 @@ func (j *Job) dropPositions(ctx context.Context, id string, now time.Time) error
 	for _, g := range names {
 		if err := groups.DeleteCommits(ctx, g, id, now); err != nil {
 			return fmt.Errorf("positions of group %s: %w", g, err)
+		}
+		if p, ok := j.Meta.(store.IncarnationPurger); ok {
+			n, err := p.PurgeParked(ctx, g, id)
+			st.ParkedDeleted += n
+			if err != nil {
+				return fmt.Errorf("parked keys of group %s: %w", g, err)
+			}
 		}
 	}
 	return nil

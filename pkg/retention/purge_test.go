@@ -194,3 +194,82 @@ func TestGroupPositionsDoNotCarryOver(t *testing.T) {
 		}
 	})
 }
+
+// TestPurgeDeletedCompactedTopic: the purge of a deleted compacted topic also deletes
+// its key index entries, its partitions' dirty counters and the groups' parked keys on
+// it, and nothing of the topic created again under the name.
+func TestPurgeDeletedCompactedTopic(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		f := newFixture(t, s)
+		spec := log.TopicSpec{Partitions: 2, Retention: time.Hour, Cleanup: store.TopicCleanup{Cleanup: store.CleanupCompact}}
+		keys := []string{"o-1", "o-2", "o-3"}
+		// incarnation creates topic "c", appends one record of each key (the key index
+		// gets an entry each), counts an overwrite on partition 0 and parks a key of
+		// group "billing" there, and returns the incarnation's ID.
+		incarnation := func() string {
+			t.Helper()
+			tp, err := f.l.CreateTopicWith(ctx, "c", spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range keys {
+				if _, err := f.l.Append(ctx, "c", []log.Record{{Key: []byte(k), Value: []byte("v")}}, log.AppendOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := s.Meta.(store.DirtyCounterStore).AddOverwrites(ctx, tp.ID(), 0, 4); err != nil {
+				t.Fatal(err)
+			}
+			a, err := s.Meta.AcquireLease(ctx, "billing", tp.ID(), 0, "m", f.now, f.now.Add(time.Second))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := store.ParkedKey{Group: "billing", Topic: tp.ID(), Partition: 0, Key: []byte("o-1"), Records: 1, ParkedAt: f.now, ParkOffset: -1}
+			if err := s.Meta.(store.ParkStore).PutParked(ctx, p, "m", a.Generation); err != nil {
+				t.Fatal(err)
+			}
+			return tp.ID()
+		}
+		if _, err := s.Meta.EnsureGroup(ctx, store.GroupConfig{Name: "billing", ResetPolicy: "earliest", MaxAttempts: 5, CreatedAt: f.now}); err != nil {
+			t.Fatal(err)
+		}
+		old := incarnation()
+		if err := f.l.DeleteTopic(ctx, "c"); err != nil {
+			t.Fatal(err)
+		}
+		f.now = f.now.Add(2 * time.Second) // the old lease lapses
+		cur := incarnation()
+
+		f.now = f.now.Add(6 * time.Minute)
+		st := f.run(t, retention.Job{})
+		if st.TopicsPurged != 1 || st.KeysDeleted != len(keys) || st.ParkedDeleted != 1 {
+			t.Fatalf("purge: %+v; want 1 topic, %d key entries and 1 parked key deleted", st, len(keys))
+		}
+		ks := s.Meta.(store.KeyIndexStore)
+		for _, k := range keys {
+			var found int
+			for p := range spec.Partitions {
+				if _, err := ks.GetKey(ctx, old, p, []byte(k)); !errors.Is(err, store.ErrNotFound) {
+					t.Fatalf("key %s of the purged incarnation on partition %d: %v, want ErrNotFound", k, p, err)
+				}
+				if _, err := ks.GetKey(ctx, cur, p, []byte(k)); err == nil {
+					found++
+				}
+			}
+			if found != 1 {
+				t.Fatalf("key %s of the topic created again: found on %d partitions, want 1", k, found)
+			}
+		}
+		dc := s.Meta.(store.DirtyCounterStore)
+		for id, want := range map[string]int64{old: 0, cur: 4} {
+			if c, err := dc.AddOverwrites(ctx, id, 0, 0); err != nil || c.Overwrites != want {
+				t.Fatalf("dirty counter of %s/0 after the purge: %+v, %v; want %d overwrites", id, c, err, want)
+			}
+		}
+		rows, err := s.Meta.(store.ParkStore).ListParked(ctx, "billing")
+		if err != nil || len(rows) != 1 || rows[0].Topic != cur {
+			t.Fatalf("parked keys after the purge: %+v, %v; want only the one on %s", rows, err, cur)
+		}
+	})
+}

@@ -64,6 +64,9 @@ type Stats struct {
 	RecordsPinned int64
 	// TopicsPurged counts deleted topics whose last trace this pass removed.
 	TopicsPurged int
+	// KeysDeleted and ParkedDeleted count the key index entries and the groups' parked
+	// keys of deleted topics this pass removed.
+	KeysDeleted, ParkedDeleted int
 	// EntriesLeftToTTL counts the expired index entries this pass left below the log
 	// start for the store's own TTL to delete (store.IndexTTLStore), free of writes.
 	EntriesLeftToTTL int
