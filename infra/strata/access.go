@@ -73,7 +73,10 @@ var (
 //     deletes index entries (ranges, in BatchWriteItem calls), and reads the topics it
 //     works from; the legacy partitions table is read by the migration only. Its pass
 //     then samples every group's lag (a scan of groups, each group's leases, commits and
-//     index times) into the lag history table, which the api reads.
+//     index times) into the lag history table, which the api reads. Its purge of a
+//     deleted topic fences every group's assignment rows on it and deletes their commit
+//     rows and parked keys, a compacted topic's key rows (a scan of the index table),
+//     its counters, and last its record in the topics table.
 //   - compact compacts compacted topics (pkg/compact): it lists and reads topics, reads
 //     each partition's counter (seeding it like dispatch, which may read the legacy
 //     partitions table) and index entries, swaps rewritten ranges in one transaction (a
@@ -113,16 +116,21 @@ func TableAccess() map[string]map[string]Access {
 			dynamo.ParkedTable: scanOnly,
 		},
 		deploy.FunctionRetention: {
-			dynamo.TopicsTable:     rs,
-			dynamo.SequencerTable:  rw,
-			dynamo.IndexTable:      rw,
+			// The purge of a deleted topic deletes its record last.
+			dynamo.TopicsTable:    rws,
+			dynamo.SequencerTable: rw,
+			// The purge of a deleted compacted topic scans for its key rows.
+			dynamo.IndexTable:      rws,
 			dynamo.PartitionsTable: r,
 			// The lag sample lists a group's leases and commits (scans filtered on
-			// the group, as describe does).
-			dynamo.AssignmentsTable: rs,
-			dynamo.CommitsTable:     rs,
+			// the group, as describe does); the purge of a deleted topic fences the
+			// groups' assignment rows on it and deletes their commits (one transaction
+			// a group) and their parked keys (a query, then batch deletes).
+			dynamo.AssignmentsTable: rws,
+			dynamo.CommitsTable:     rws,
 			dynamo.GroupsTable:      rs,
 			dynamo.LagHistoryTable:  rw,
+			dynamo.ParkedTable:      rw,
 		},
 		deploy.FunctionCompact: {
 			dynamo.TopicsTable:     rs,

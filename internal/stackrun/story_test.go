@@ -42,6 +42,7 @@ const (
 // operatorGrants are the api's grants of the operator: every topic and group.
 const operatorGrants = `[{"principal": "arn:aws:iam::` + stackrun.Account + `:user/operator", "name": "operator",
   "allow": [{"resource": "topic:*", "ops": ["create", "describe", "append", "read", "alter"]},
+            {"resource": "topic:purged", "ops": ["delete"]},
             {"resource": "group:*", "ops": ["consume", "describe", "reset"]}]}]`
 
 // pendingOn names the story's checks whose feature is on a branch not merged yet (check
@@ -193,6 +194,8 @@ func TestUserStoryOnTheSynthesizedStack(t *testing.T) {
 	// claim: dispatch indexes the commit from the stream (reading the batch object's
 	// members table under its own role), and the record becomes readable.
 	crashed := crashedAppender(ctx, t, st, c)
+	// A deleted topic's purge, under the retention function's role.
+	purgedByRetentionRole(ctx, t, st, c)
 	st.WaitFor(ctx, func() bool {
 		res, err := c.Poll(ctx, crashed, 0, 0, client.PollOptions{MaxRecords: 10})
 		return err == nil && len(res.Records) == 1
