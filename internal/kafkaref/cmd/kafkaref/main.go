@@ -6,15 +6,21 @@
 //	kafkaref apis ADDR                print the API names ADDR's ApiVersions advertises
 //	kafkaref consume ADDR TOPIC N     read N records of TOPIC from the start by assignment
 //	                                  (franz-go, no group) and print the throughput
+//	kafkaref produce ADDR TOPIC N     write N records of 1 KB round-robin into TOPIC with an
+//	                                  idempotent franz-go producer (acks=all, its default
+//	                                  batching, no compression), wait for every ack and
+//	                                  print the throughput
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
 	"os"
 	"os/signal"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,15 +45,19 @@ func main() {
 			usage()
 		}
 		err = apis(ctx, os.Args[2])
-	case "consume":
+	case "consume", "produce":
 		if len(os.Args) != 5 {
 			usage()
 		}
 		n, perr := strconv.Atoi(os.Args[4])
-		if perr != nil {
+		if perr != nil || n < 1 {
 			usage()
 		}
-		err = consume(ctx, os.Args[2], os.Args[3], n)
+		if os.Args[1] == "consume" {
+			err = consume(ctx, os.Args[2], os.Args[3], n)
+		} else {
+			err = produce(ctx, os.Args[2], os.Args[3], n)
+		}
 	default:
 		usage()
 	}
@@ -58,7 +68,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: kafkaref broker -dir DIR [-heap-mb N] | apis ADDR | consume ADDR TOPIC N")
+	fmt.Fprintln(os.Stderr, "usage: kafkaref broker -dir DIR [-heap-mb N] | apis ADDR | consume ADDR TOPIC N | produce ADDR TOPIC N")
 	os.Exit(2)
 }
 
@@ -131,5 +141,45 @@ func consume(ctx context.Context, addr, topic string, n int) error {
 	}
 	secs := time.Since(start).Seconds()
 	fmt.Printf("%d records, %.1f MB in %.2f s: %.0f records/sec, %.2f MB/sec\n", got, float64(bytes)/1e6, secs, float64(got)/secs, float64(bytes)/1e6/secs)
+	return nil
+}
+
+func produce(ctx context.Context, addr, topic string, n int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.MaxBufferedRecords(n),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	value := make([]byte, 1024)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	var (
+		mu    sync.Mutex
+		first error
+	)
+	start := time.Now()
+	for range n {
+		cl.Produce(ctx, &kgo.Record{Value: value}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				first = cmp.Or(first, err)
+				mu.Unlock()
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return err
+	}
+	if first != nil {
+		return first
+	}
+	secs := time.Since(start).Seconds()
+	mb := float64(n*len(value)) / 1e6
+	fmt.Printf("%d records, %.1f MB in %.2f s: %.0f records/sec, %.2f MB/sec\n", n, mb, secs, float64(n)/secs, mb/secs)
 	return nil
 }
