@@ -21,14 +21,8 @@ func BenchmarkFetchThroughput(b *testing.B) {
 		records    = 30000
 		size       = 1024
 	)
-	g := localGateway(b)
+	g, pcl, value := benchTopic(b, partitions, size)
 	ctx := context.Background()
-	pcl := g.client(b, kgo.DefaultProduceTopic("bench"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	createTopic(b, kadm.NewClient(pcl), "bench", partitions)
-	value := make([]byte, size)
-	for i := range value {
-		value[i] = byte('a' + i%26)
-	}
 	for i := 0; i < records; i += 1000 {
 		var rs []*kgo.Record
 		for range 1000 {
@@ -63,4 +57,18 @@ func BenchmarkFetchThroughput(b *testing.B) {
 		cancel()
 		cl.Close()
 	}
+}
+
+// benchTopic starts a gateway on the embedded local backend with topic "bench" of the
+// given partitions, and returns it, a client producing round-robin into that topic (with
+// opts) and a record value of size bytes.
+func benchTopic(b *testing.B, partitions int32, size int, opts ...kgo.Opt) (*gateway, *kgo.Client, []byte) {
+	g := localGateway(b)
+	cl := g.client(b, append([]kgo.Opt{kgo.DefaultProduceTopic("bench"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner())}, opts...)...)
+	createTopic(b, kadm.NewClient(cl), "bench", partitions)
+	value := make([]byte, size)
+	for i := range value {
+		value[i] = byte('a' + i%26)
+	}
+	return g, cl, value
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -20,15 +19,8 @@ func BenchmarkProduceThroughput(b *testing.B) {
 		records    = 10000
 		size       = 1024
 	)
-	g := localGateway(b)
+	_, cl, value := benchTopic(b, partitions, size, kgo.ProducerBatchCompression(kgo.NoCompression()))
 	ctx := context.Background()
-	cl := g.client(b, kgo.DefaultProduceTopic("bench"), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
-	createTopic(b, kadm.NewClient(cl), "bench", partitions)
-	value := make([]byte, size)
-	for i := range value {
-		value[i] = byte('a' + i%26)
-	}
 	b.SetBytes(records * size)
 	b.ResetTimer()
 	for range b.N {
