@@ -137,6 +137,20 @@ func (c *Counter) Table(op, table string) Op {
 	return c.tables[tableOp{op, table}]
 }
 
+// TablesOf returns the tallies of op by table, for the requests whose input names a
+// single table.
+func (c *Counter) TablesOf(op string) map[string]Op {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]Op{}
+	for k, v := range c.tables {
+		if k.op == op {
+			out[k.table] = v
+		}
+	}
+	return out
+}
+
 // Reset forgets every count.
 func (c *Counter) Reset() {
 	c.mu.Lock()

@@ -73,7 +73,10 @@ func (j *Job) purge(ctx context.Context, admin store.TopicAdminStore, t store.To
 	if err := j.dropPositions(ctx, id, now, st); err != nil {
 		return err
 	}
-	if p, ok := j.Meta.(store.IncarnationPurger); ok {
+	// Only a compacted topic has key rows and dirty counters (and a compacted topic is
+	// never turned back to delete): finding them costs DynamoDB a scan of the index
+	// table, which no other topic's purge should pay.
+	if p, ok := j.Meta.(store.IncarnationPurger); ok && t.Compacted() {
 		n, err := p.PurgeKeys(ctx, id, t.Partitions)
 		st.KeysDeleted += n
 		if err != nil {

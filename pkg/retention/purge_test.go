@@ -3,14 +3,19 @@ package retention_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/stratalog/strata/internal/backendtest"
+	"github.com/stratalog/strata/pkg/awscount"
 	"github.com/stratalog/strata/pkg/group"
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/retention"
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/store/dynamo"
 )
 
 // TestPurgeDeletedTopic: a deleted topic refuses appends at once; past the margin the
@@ -272,4 +277,41 @@ func TestPurgeDeletedCompactedTopic(t *testing.T) {
 			t.Fatalf("parked keys after the purge: %+v, %v; want only the one on %s", rows, err, cur)
 		}
 	})
+}
+
+// TestPurgeScansTheIndexOnlyForCompactedTopics: on DynamoDB the key rows of a compacted
+// topic can be found only by a scan of the index table, so the purge of a topic that
+// deletes by time, which has none, makes no Scan at all.
+func TestPurgeScansTheIndexOnlyForCompactedTopics(t *testing.T) {
+	ctx := context.Background()
+	counter := awscount.New()
+	s := backendtest.AWSWith(ctx, t, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, counter.Middleware) })
+	f := newFixture(t, s)
+	for cleanup, scans := range map[store.CleanupPolicy]bool{store.CleanupDelete: false, store.CleanupCompact: true} {
+		name := "p-" + string(cleanup)
+		spec := log.TopicSpec{Partitions: 1, Retention: time.Hour, Cleanup: store.TopicCleanup{Cleanup: cleanup}}
+		if _, err := f.l.CreateTopicWith(ctx, name, spec); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.l.Append(ctx, name, []log.Record{{Key: []byte("k"), Value: []byte("v")}}, log.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.l.DeleteTopic(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		f.now = f.now.Add(6 * time.Minute)
+		counter.Reset()
+		if st := f.run(t, retention.Job{}); st.TopicsPurged != 1 {
+			t.Fatalf("%s: %+v, want the topic purged", cleanup, st)
+		}
+		var indexScans int64
+		for table, op := range counter.TablesOf("DynamoDB.Scan") {
+			if strings.HasSuffix(table, dynamo.IndexTable) {
+				indexScans += op.Requests
+			}
+		}
+		if (indexScans > 0) != scans {
+			t.Errorf("purge of a %s topic: %d Scan requests on the index table, want any: %v", cleanup, indexScans, scans)
+		}
+	}
 }
