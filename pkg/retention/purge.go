@@ -77,9 +77,15 @@ func (j *Job) purge(ctx context.Context, admin store.TopicAdminStore, t store.To
 	// never turned back to delete): finding them costs DynamoDB a scan of the index
 	// table, which no other topic's purge should pay.
 	if p, ok := j.Meta.(store.IncarnationPurger); ok && t.Compacted() {
-		n, err := p.PurgeKeys(ctx, id, t.Partitions)
+		kctx, cancel := context.WithTimeout(ctx, j.keyPurgeBudget())
+		n, err := p.PurgeKeys(kctx, id, t.Partitions)
+		cut := kctx.Err() != nil && ctx.Err() == nil
+		cancel()
 		st.KeysDeleted += n
-		if err != nil {
+		switch {
+		case err != nil && cut:
+			st.KeyPurgesCut++ // the rest are left: nothing reads them
+		case err != nil:
 			return fmt.Errorf("key index: %w", err)
 		}
 	}

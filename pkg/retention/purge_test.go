@@ -315,3 +315,38 @@ func TestPurgeScansTheIndexOnlyForCompactedTopics(t *testing.T) {
 		}
 	}
 }
+
+// TestPurgeGoesOnPastTheKeyBudget: a purge whose search for key rows runs out of its
+// budget still purges the topic (its record goes, so no later pass searches again) and
+// counts the cut; the rows it did not reach are left.
+func TestPurgeGoesOnPastTheKeyBudget(t *testing.T) {
+	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
+		ctx := context.Background()
+		f := newFixture(t, s)
+		spec := log.TopicSpec{Partitions: 1, Retention: time.Hour, Cleanup: store.TopicCleanup{Cleanup: store.CleanupCompact}}
+		tp, err := f.l.CreateTopicWith(ctx, "c", spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.l.Append(ctx, "c", []log.Record{{Key: []byte("k"), Value: []byte("v")}}, log.AppendOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.l.DeleteTopic(ctx, "c"); err != nil {
+			t.Fatal(err)
+		}
+		f.now = f.now.Add(6 * time.Minute)
+		st := f.run(t, retention.Job{KeyPurgeBudget: time.Nanosecond})
+		if st.TopicsPurged != 1 || st.KeyPurgesCut != 1 || st.KeysDeleted != 0 {
+			t.Fatalf("purge with no time for the key rows: %+v; want the topic purged and the key search cut", st)
+		}
+		if ds, err := s.Meta.(store.TopicAdminStore).DeletedTopics(ctx); err != nil || len(ds) != 0 {
+			t.Fatalf("deleted incarnations left: %+v, %v", ds, err)
+		}
+		if _, err := s.Meta.(store.KeyIndexStore).GetKey(ctx, tp.ID(), 0, []byte("k")); err != nil {
+			t.Fatalf("the row the cut search did not reach: %v, want it left", err)
+		}
+		if st := f.run(t, retention.Job{}); st.KeysDeleted != 0 || st.TopicsPurged != 0 {
+			t.Fatalf("the next pass: %+v, want nothing more to purge", st)
+		}
+	})
+}

@@ -51,6 +51,19 @@ type Job struct {
 	// (a commit not materialised) is passed only once the entry after it is older than
 	// the cutoff by this margin.
 	ObjectMargin time.Duration
+	// KeyPurgeBudget bounds how long the purge of a deleted compacted topic looks for its
+	// key index rows (default 2m; on DynamoDB a scan of the whole index table). Past it
+	// the purge goes on without the rows it did not reach, which nothing reads (every
+	// row's key holds the incarnation), rather than scanning again at every pass.
+	KeyPurgeBudget time.Duration
+}
+
+// keyPurgeBudget is KeyPurgeBudget or its default.
+func (j *Job) keyPurgeBudget() time.Duration {
+	if j.KeyPurgeBudget <= 0 {
+		return 2 * time.Minute
+	}
+	return j.KeyPurgeBudget
 }
 
 // Stats counts what one pass did.
@@ -67,6 +80,9 @@ type Stats struct {
 	// KeysDeleted and ParkedDeleted count the key index entries and the groups' parked
 	// keys of deleted topics this pass removed.
 	KeysDeleted, ParkedDeleted int
+	// KeyPurgesCut counts the purges whose search for key rows ran out of
+	// KeyPurgeBudget: those topics' remaining rows are left, read by nothing.
+	KeyPurgesCut int
 	// EntriesLeftToTTL counts the expired index entries this pass left below the log
 	// start for the store's own TTL to delete (store.IndexTTLStore), free of writes.
 	EntriesLeftToTTL int
