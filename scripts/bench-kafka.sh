@@ -32,7 +32,14 @@ trap cleanup EXIT
 cp="$(cat "$(bash scripts/kafka-dist.sh)")"
 go build -o "$tmp/strata" ./cmd/strata
 go build -o "$tmp/kafkaref" ./internal/kafkaref/cmd/kafkaref
-java_run() { java -Xmx1g -cp "$cp" -Dorg.apache.logging.log4j.level=WARN "$@"; }
+java_cmd=(java -Xmx1g -cp "$cp" -Dorg.apache.logging.log4j.level=WARN)
+java_run() { "${java_cmd[@]}" "$@"; }
+
+# create_topic ADDR TOPIC: a topic of $partitions partitions on ADDR.
+create_topic() {
+	java_run org.apache.kafka.tools.TopicCommand --bootstrap-server "$1" --create --topic "$2" \
+		--partitions "$partitions" --replication-factor 1 >/dev/null
+}
 
 # load is the machine's load average now: the two targets share the machine with whatever
 # else runs, so a run's figures mean most as a ratio, with the load beside them.
@@ -76,8 +83,7 @@ wait_line() {
 bench() {
 	local name="$1" addr="$2" groups="$3" pid="$4" topic="bench-$1" props t0
 	echo "== $name ($addr): $records records of 1024 bytes, $partitions partitions; $(load)"
-	java_run org.apache.kafka.tools.TopicCommand --bootstrap-server "$addr" --create --topic "$topic" \
-		--partitions "$partitions" --replication-factor 1 >/dev/null
+	create_topic "$addr" "$topic"
 	props="bootstrap.servers=$addr acks=all"
 	# An idempotent producer needs InitProducerId; where the gateway does not advertise it,
 	# both targets produce without, so they run the same producer.
@@ -86,13 +92,12 @@ bench() {
 	t0="$(cpu "$pid")"
 	# shellcheck disable=SC2086
 	/usr/bin/time -f "client CPU: %U s user, %S s system" -o "$tmp/time" \
-		java -Xmx1g -cp "$cp" -Dorg.apache.logging.log4j.level=WARN org.apache.kafka.tools.ProducerPerformance \
+		"${java_cmd[@]}" org.apache.kafka.tools.ProducerPerformance \
 		--topic "$topic" --num-records "$records" --record-size 1024 --throughput -1 --producer-props $props $extra | tail -1
 	echo "server CPU: $(cpu_since "$pid" "$t0") s; $(cat "$tmp/time")"
 	# The same records from a client that batches up to 1 MB a partition (franz-go's
 	# default; ProducerPerformance's batch.size is 16 KB), into a topic of its own.
-	java_run org.apache.kafka.tools.TopicCommand --bootstrap-server "$addr" --create --topic "$topic-kgo" \
-		--partitions "$partitions" --replication-factor 1 >/dev/null
+	create_topic "$addr" "$topic-kgo"
 	echo "franz-go producer (idempotent, acks=all, no compression):"
 	t0="$(cpu "$pid")"
 	"$tmp/kafkaref" produce "$addr" "$topic-kgo" "$records"

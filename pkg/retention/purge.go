@@ -105,6 +105,7 @@ func (j *Job) dropPositions(ctx context.Context, id string, now time.Time, st *S
 	if !ok {
 		return nil
 	}
+	parked, purges := j.Meta.(store.IncarnationPurger)
 	names, err := groups.ListGroups(ctx)
 	if err != nil {
 		return err
@@ -113,8 +114,8 @@ func (j *Job) dropPositions(ctx context.Context, id string, now time.Time, st *S
 		if err := groups.DeleteCommits(ctx, g, id, now); err != nil {
 			return fmt.Errorf("positions of group %s: %w", g, err)
 		}
-		if p, ok := j.Meta.(store.IncarnationPurger); ok {
-			n, err := p.PurgeParked(ctx, g, id)
+		if purges {
+			n, err := parked.PurgeParked(ctx, g, id)
 			st.ParkedDeleted += n
 			if err != nil {
 				return fmt.Errorf("parked keys of group %s: %w", g, err)

@@ -15,14 +15,11 @@ var _ store.IncarnationPurger = (*MetaStore)(nil)
 // never holds the write lock for long.
 const purgeChunk = 1000
 
-// PurgeKeys deletes the incarnation's key entries in transactions of purgeChunk rows,
-// then its dirty counters.
+// PurgeKeys deletes the incarnation's dirty counters, then its key entries in
+// transactions of purgeChunk rows (the DynamoDB store's order: a purge cut short leaves
+// only key rows).
 func (m *MetaStore) PurgeKeys(ctx context.Context, topic string, partitions int32) (int, error) {
-	n, err := m.deletePrefix(ctx, bucketKeys, appendString(nil, topic))
-	if err != nil {
-		return n, err
-	}
-	err = m.update(ctx, func(tx *bolt.Tx) error {
+	err := m.update(ctx, func(tx *bolt.Tx) error {
 		b := tx.Bucket([]byte(bucketDirty))
 		for p := range partitions {
 			if err := b.Delete(dirtyKey(topic, p)); err != nil {
@@ -31,7 +28,10 @@ func (m *MetaStore) PurgeKeys(ctx context.Context, topic string, partitions int3
 		}
 		return nil
 	})
-	return n, err
+	if err != nil {
+		return 0, err
+	}
+	return m.deletePrefix(ctx, bucketKeys, appendString(nil, topic))
 }
 
 // PurgeParked deletes the group's parked rows of the incarnation.
