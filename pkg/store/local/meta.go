@@ -53,6 +53,8 @@ const openTimeout = 2 * time.Second
 // operation is atomic, durable when it returns, and conditional writes need no locking.
 type MetaStore struct {
 	db *bolt.DB
+	// commits runs the log's commits (SequenceBatch), concurrent ones shared.
+	commits *txQueue
 	// sweepChunk bounds the rows one DeleteExpired transaction deletes.
 	sweepChunk int
 	// fenceLimits bound the request fences a topic holds.
@@ -111,7 +113,7 @@ func OpenMetaStore(path string, opts ...Option) (*MetaStore, error) {
 		return nil, fmt.Errorf("local: open %s: %w", path, err)
 	}
 	db.MaxBatchDelay = batchDelay
-	m := &MetaStore{db: db, sweepChunk: defaultSweepChunk}
+	m := &MetaStore{db: db, commits: &txQueue{db: db}, sweepChunk: defaultSweepChunk}
 	for _, o := range opts {
 		o(m)
 	}
@@ -121,6 +123,20 @@ func OpenMetaStore(path string, opts ...Option) (*MetaStore, error) {
 // batchDelay is how long a write waits for others to share its transaction: well under
 // one fsync, so a lone write is barely slower and concurrent ones share the fsync.
 const batchDelay = 500 * time.Microsecond
+
+// commit runs fn, a commit of the log, in a write transaction shared with the commits
+// waiting with it, with no wait for more (txQueue). A topic's commits come one after
+// another, each once the batch before it is sequenced, so a delay for others to join
+// would only add to every commit's latency; and the other writes (claims, producer
+// rows) keep update's delay, so they share transactions among themselves rather than
+// taking the writer between two commits one by one. fn must be safe to run more than
+// once, as update's.
+func (m *MetaStore) commit(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return m.commits.update(fn)
+}
 
 // Close releases the file; operations after Close fail.
 func (m *MetaStore) Close() error {

@@ -109,7 +109,7 @@ func (m *MetaStore) Sequence(ctx context.Context, c store.SeqCommit) (store.SeqC
 func (m *MetaStore) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([]store.SeqCommit, []error) {
 	out := slices.Clone(cs)
 	errs := make([]error, len(cs))
-	err := m.update(ctx, func(tx *bolt.Tx) error {
+	err := m.commit(ctx, func(tx *bolt.Tx) error {
 		type batch struct {
 			n      int64
 			fences []store.RequestFence
