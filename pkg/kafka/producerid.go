@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
@@ -308,7 +309,10 @@ func completeBatch(row seqRow, b producerBatch, offset int64) (seqRow, bool) {
 		return row, false
 	}
 	row = row.withInFlight(slices.Delete(ps, i, i+1))
+	// In log order, whatever order the completions come in (batches committed together
+	// are answered together), so the oldest is the one left out.
 	recent := append(slices.Clone(row.Recent), doneBatch{Seq: b.Seq, Count: b.Count, Offset: offset})
+	slices.SortStableFunc(recent, func(x, y doneBatch) int { return cmp.Compare(x.Offset, y.Offset) })
 	if n := len(recent); n > recentBatches {
 		recent = recent[n-recentBatches:]
 	}

@@ -125,8 +125,18 @@ func TestCompleteBatch(t *testing.T) {
 		t.Fatalf("completed the later of two: %+v (ok %v)", later, ok)
 	}
 	both, ok := completeBatch(later, producerBatch{Epoch: 1, Seq: 30, Count: 5}, 85)
-	if !ok || both.Pending != nil || both.Next != 40 || len(both.Recent) != 2 {
-		t.Fatalf("completed both: %+v (ok %v)", both, ok)
+	if !ok || both.Pending != nil || both.Next != 40 || len(both.Recent) != 2 || both.Recent[0].Seq != 30 || both.Recent[1].Seq != 35 {
+		t.Fatalf("completed both: %+v (ok %v), want the recent batches in log order", both, ok)
+	}
+	// Completed out of order with a full list, the oldest in the log is the one left out.
+	full := seqRow{Epoch: 1, Next: 35, Pending: &pendingBatch{Seq: 25, Count: 5}, More: []pendingBatch{{Seq: 30, Count: 5}}}
+	for i := range 4 {
+		full.Recent = append(full.Recent, doneBatch{Seq: int32(5 + i*5), Count: 5, Offset: int64(5 + i*5)})
+	}
+	full, _ = completeBatch(full, producerBatch{Epoch: 1, Seq: 30, Count: 5}, 30)
+	full, _ = completeBatch(full, producerBatch{Epoch: 1, Seq: 25, Count: 5}, 25)
+	if got := fmt.Sprint(full.Recent); got != "[{10 5 10} {15 5 15} {20 5 20} {25 5 25} {30 5 30}]" {
+		t.Fatalf("recent batches %s, want sequences 10–30 in log order", got)
 	}
 	if got := addSeq(math.MaxInt32-1, 3); got != 1 {
 		t.Errorf("addSeq wraps to %d, want 1", got)
