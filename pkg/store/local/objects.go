@@ -148,8 +148,6 @@ type ObjectStore struct {
 	// durableDirs holds the directories whose entry in their parent this process has
 	// fsync'd, so the parent is synced once per directory rather than on every Put.
 	durableDirs sync.Map
-	// spares are files made ahead for Put to fill.
-	spares *spares
 }
 
 var _ store.ObjectStore = (*ObjectStore)(nil)
@@ -169,7 +167,7 @@ func NewObjectStore(dir string) (*ObjectStore, error) {
 	if err := migrateLayout(root); err != nil {
 		return nil, fmt.Errorf("local: upgrade object store layout: %w", err)
 	}
-	return &ObjectStore{root: root, spares: newSpares(root)}, nil
+	return &ObjectStore{root: root}, nil
 }
 
 // migrateLayout renames the unencoded layout's names (f_<segment>, d_<segment>) to the
@@ -263,10 +261,9 @@ func mergeDir(from, to string) error {
 	return os.Remove(from)
 }
 
-// Put stores data under key if no object has that key: it writes and syncs a spare file
-// (one with no name yet, made ahead: spares) or else a named temporary file, hard-links it
-// to the final name (link fails with EEXIST if the name is taken, which makes
-// put-if-absent atomic), removes a temporary name and fsyncs the directory.
+// Put stores data under key if no object has that key: it writes and fsyncs a temporary
+// file, hard-links it to the final name (link fails with EEXIST if the name is taken,
+// which makes put-if-absent atomic), removes the temporary name and fsyncs the directory.
 // A directory has no lifecycle backstop, so expiry is not kept: every object is deleted
 // by retention or compaction alone.
 func (s *ObjectStore) Put(ctx context.Context, key string, data []byte, expiry store.Expiry) error {
@@ -284,19 +281,6 @@ func (s *ObjectStore) Put(ctx context.Context, key string, data []byte, expiry s
 	final := filepath.Join(dir, filePrefix+encodeSegment(segs[len(segs)-1]))
 	if _, err := os.Lstat(final); err == nil {
 		return mapErr("put", key, fs.ErrExist)
-	}
-	if f := s.spares.take(); f != nil {
-		err := writeSpare(f, final, data)
-		if err == nil {
-			err = syncDir(dir)
-		}
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, errLinkRefused) {
-			return mapErr("put", key, err)
-		}
-		s.spares.off.Store(true)
 	}
 	tmp, err := writeTemp(dir, data)
 	if err != nil {
