@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 
 	bolt "go.etcd.io/bbolt"
@@ -31,17 +30,17 @@ func (m *MetaStore) PurgeKeys(ctx context.Context, topic string, partitions int3
 	if err != nil {
 		return 0, err
 	}
-	return m.deletePrefix(ctx, bucketKeys, appendString(nil, topic))
+	return m.deletePrefixChunked(ctx, bucketKeys, appendString(nil, topic))
 }
 
 // PurgeParked deletes the group's parked rows of the incarnation.
 func (m *MetaStore) PurgeParked(ctx context.Context, group, topic string) (int, error) {
-	return m.deletePrefix(ctx, bucketParked, appendString(appendString(nil, group), topic))
+	return m.deletePrefixChunked(ctx, bucketParked, appendString(appendString(nil, group), topic))
 }
 
-// deletePrefix deletes every key of bucket that starts with prefix, purgeChunk a
+// deletePrefixChunked deletes every key of bucket that starts with prefix, purgeChunk a
 // transaction, and returns how many it deleted.
-func (m *MetaStore) deletePrefix(ctx context.Context, bucket string, prefix []byte) (int, error) {
+func (m *MetaStore) deletePrefixChunked(ctx context.Context, bucket string, prefix []byte) (int, error) {
 	total := 0
 	for {
 		if err := ctx.Err(); err != nil {
@@ -49,16 +48,9 @@ func (m *MetaStore) deletePrefix(ctx context.Context, bucket string, prefix []by
 		}
 		var n int
 		// Not m.update: a batched transaction may run twice, and this one counts.
-		err := m.db.Update(func(tx *bolt.Tx) error {
-			n = 0
-			c := tx.Bucket([]byte(bucket)).Cursor()
-			for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n < purgeChunk; k, _ = c.Seek(prefix) {
-				if err := c.Delete(); err != nil {
-					return err
-				}
-				n++
-			}
-			return nil
+		err := m.db.Update(func(tx *bolt.Tx) (err error) {
+			n, err = deletePrefix(tx.Bucket([]byte(bucket)), prefix, purgeChunk)
+			return err
 		})
 		total += n
 		if err != nil || n < purgeChunk {

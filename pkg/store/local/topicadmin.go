@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -188,27 +189,30 @@ func (m *MetaStore) PurgeTopic(ctx context.Context, name, incarnation string) er
 			}
 		}
 		if incarnation != "" {
-			if err := deletePrefix(tx.Bucket([]byte(bucketIdempotency)), []byte(id+"#")); err != nil {
+			if _, err := deletePrefix(tx.Bucket([]byte(bucketIdempotency)), []byte(id+"#"), math.MaxInt); err != nil {
 				return err
 			}
 		}
 		if err := tx.Bucket([]byte(bucketTopicBatches)).Delete(topicKey(id)); err != nil {
 			return err
 		}
-		if err := deletePrefix(tx.Bucket([]byte(bucketFences)), topicKey(id)); err != nil {
+		if _, err := deletePrefix(tx.Bucket([]byte(bucketFences)), topicKey(id), math.MaxInt); err != nil {
 			return err
 		}
 		return tx.Bucket([]byte(bucketGraveyard)).Delete(key)
 	})
 }
 
-// deletePrefix deletes every key of b that starts with prefix.
-func deletePrefix(b *bolt.Bucket, prefix []byte) error {
+// deletePrefix deletes the keys of b that start with prefix, at most max of them, and
+// returns how many it deleted.
+func deletePrefix(b *bolt.Bucket, prefix []byte, max int) (int, error) {
 	c := b.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Seek(prefix) {
+	n := 0
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix) && n < max; k, _ = c.Seek(prefix) {
 		if err := c.Delete(); err != nil {
-			return err
+			return n, err
 		}
+		n++
 	}
-	return nil
+	return n, nil
 }
