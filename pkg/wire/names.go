@@ -16,7 +16,9 @@ const NamePattern = `^[A-Za-z0-9._-]{1,249}$`
 // MaxNameLength is the longest topic name NamePattern admits (Kafka's 249).
 const MaxNameLength = 249
 
-// MaxGroupLength is the longest group id, in bytes (ValidGroup).
+// MaxGroupLength is the longest group id, in characters (Unicode code points, as
+// JSON Schema's maxLength counts them; ValidGroup). At four bytes each and '#' escaped
+// to three, an id is at most 996 bytes in any key.
 const MaxGroupLength = 249
 
 var nameRE = regexp.MustCompile(NamePattern)
@@ -26,9 +28,9 @@ var nameRE = regexp.MustCompile(NamePattern)
 func ValidName(s string) bool { return nameRE.MatchString(s) && s != "." && s != ".." }
 
 // ValidGroup reports whether s is a valid consumer group id: any UTF-8 string of 1 to
-// MaxGroupLength bytes without NUL, as Kafka's group ids are ('#', '/', spaces and
+// MaxGroupLength characters without NUL, as Kafka's group ids are ('#', '/', spaces and
 // non-ASCII letters included). Every store escapes a group in the keys it builds from
 // it, and routes carry it percent-encoded.
 func ValidGroup(s string) bool {
-	return len(s) >= 1 && len(s) <= MaxGroupLength && utf8.ValidString(s) && !strings.Contains(s, "\x00")
+	return s != "" && utf8.ValidString(s) && utf8.RuneCountInString(s) <= MaxGroupLength && !strings.Contains(s, "\x00")
 }

@@ -40,8 +40,8 @@ func TestValidName(t *testing.T) {
 	}
 }
 
-// TestValidGroup: a group id is any UTF-8 string of 1 to MaxGroupLength bytes without
-// NUL, as Kafka's group ids are (less the NUL Strata's keys keep for a separator).
+// TestValidGroup: a group id is any UTF-8 string of 1 to MaxGroupLength characters
+// (code points, as JSON Schema's maxLength counts them) without NUL, as Kafka's group ids are (less the NUL Strata's keys keep for a separator).
 func TestValidGroup(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -55,8 +55,12 @@ func TestValidGroup(t *testing.T) {
 		{".", true},
 		{"..", true},
 		{" ", true},
-		{strings.Repeat("ä", MaxGroupLength/2), true},
+		{strings.Repeat("ä", MaxGroupLength), true},
+		{strings.Repeat("\U0001F600", MaxGroupLength), true},
+		{strings.Repeat("a", MaxGroupLength), true},
 		{strings.Repeat("a", MaxGroupLength+1), false},
+		{strings.Repeat("ä", MaxGroupLength+1), false},
+		{"Ṱ̺̺̕o͞ ̷i̲̬͇̪͙n̝̗͕v̟̜̘̦͟o̶̙̰̠kè͚̮̺̪̹̱̤ ̖t̝͕̳̣̻̪͞h̼͓̲̦̳̘̲e͇̣̰̦̬͎ ̢̼̻̱̘h͚͎͙̜̣̲ͅi̦̲̣̰̤v̻͍e̺̭̳̪̰-m̢iͅn̖̺̞̲̯̰d̵̼̟͙̩̼̘̳ ̞̥̱̳̭r̛̗̘e͙p͠r̼̞̻̭̗e̺̠̣͟s̘͇̳͍̝͉e͉̥̯̞̲͚̬͜ǹ̬͎͎̟̖͇̤t͍̬̤͓̼̭͘ͅi̪̱n͠g̴͉ ͏͉ͅc̬̟h͡a̫̻̯͘o̫̟̖͍̙̝͉s̗̦̲.̨̹͈̣", true},
 		{"", false},
 		{"a\x00b", false},
 		{"\xff", false},
@@ -74,7 +78,7 @@ func FuzzValidGroup(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		want := len(s) >= 1 && len(s) <= MaxGroupLength && utf8.ValidString(s) && !strings.Contains(s, "\x00")
+		want := len(s) >= 1 && len([]rune(s)) <= MaxGroupLength && utf8.ValidString(s) && !strings.Contains(s, "\x00")
 		if got := ValidGroup(s); got != want {
 			t.Fatalf("ValidGroup(%q) = %v, want %v", s, got, want)
 		}

@@ -18,9 +18,11 @@ func TestGroupKeyHostile(t *testing.T) {
 	if got := gtKey("orders-1.x_y", "t"); got != "orders-1.x_y#t" {
 		t.Errorf("legacy group key changed: %q", got)
 	}
-	long := gtKey(strings.Repeat("#", wire.MaxGroupLength), store.TopicID(strings.Repeat("t", wire.MaxNameLength), strings.Repeat("i", 64)))
-	if len(long) > 2048 {
-		t.Errorf("longest group#topic key is %d bytes, over DynamoDB's 2048", len(long))
+	topic := store.TopicID(strings.Repeat("t", wire.MaxNameLength), strings.Repeat("i", 64))
+	for _, g := range []string{strings.Repeat("#", wire.MaxGroupLength), strings.Repeat("\U0001F600", wire.MaxGroupLength)} {
+		if long := gtKey(g, topic); len(long) > 2048 {
+			t.Errorf("group#topic key of a %d-byte group is %d bytes, over DynamoDB's 2048", len(g), len(long))
+		}
 	}
 }
 

@@ -36,8 +36,8 @@ var groupEscaper = strings.NewReplacer("%", "%25", "#", "%23")
 // escapeGroup is the group's part of a composite key: the id itself unless it holds '#'
 // or '%' (so every group of the earlier name rule, which had neither, keeps its rows),
 // else those two percent-encoded. It is injective and never holds '#'; its longest
-// value (a MaxGroupLength id of '#') keeps "group#topic#incarnation" under DynamoDB's
-// 2048-byte partition key.
+// value (MaxGroupLength four-byte characters, 996 bytes; an id of '#' escapes to 747)
+// keeps "group#topic#incarnation" under DynamoDB's 2048-byte partition key.
 func escapeGroup(group string) string {
 	if !strings.ContainsAny(group, "#%") {
 		return group

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/stratalog/strata/pkg/store"
+	"github.com/stratalog/strata/pkg/wire"
 )
 
 // nameCases are the cases of Kafka's name rules: topic names of Kafka's alphabet that
@@ -125,11 +126,21 @@ func testHostileGroupIDs(ctx context.Context, t *testing.T, m store.MetaStore) {
 	wantAssignment(ctx, t, m, keys[2], lease(keys[2], "m-2", 1, 30_000))
 }
 
-// testLongestNames: a group id of MaxGroupLength bytes, each of which the keys escape,
-// on a topic of 249 characters with the longest incarnation, fits every key.
+// testLongestNames: a group id of MaxGroupLength characters, each of which the keys
+// escape, and one of MaxGroupLength four-byte characters, the longest in bytes, each on
+// a topic of 249 characters with the longest incarnation, fit every key.
 func testLongestNames(ctx context.Context, t *testing.T, m store.MetaStore) {
 	r := UniqueName(t, "g")
-	group := pad(r, '#', 249)
+	wide := r + strings.Repeat("\U0001F600", wire.MaxGroupLength-len(r))
+	for _, group := range []string{pad(r, '#', wire.MaxGroupLength), wide} {
+		testLongestGroup(ctx, t, m, group)
+	}
+}
+
+func testLongestGroup(ctx context.Context, t *testing.T, m store.MetaStore, group string) {
+	if !wire.ValidGroup(group) {
+		t.Fatalf("the longest group id (%d bytes) is not valid", len(group))
+	}
 	topic := store.TopicID(pad(UniqueName(t, "t"), '_', 249), pad("tc", 'z', 64))
 	k := gtp{group, topic, 7}
 	must(t, "EnsureGroup", ensure(ctx, m, group))
