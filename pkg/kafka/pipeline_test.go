@@ -216,7 +216,7 @@ func TestPipelinedRetryOnAnotherGateway(t *testing.T) {
 		for i := range n {
 			p := answerOf(t, rb.roundTrip(batch(i)), 0)
 			if p.ErrorCode != 0 {
-				t.Fatalf("final retry of batch %d: code %d (%v)", i, p.ErrorCode, p.ErrorMessage)
+				t.Fatalf("final retry of batch %d: code %d (%s)", i, p.ErrorCode, deref(p.ErrorMessage))
 			}
 			for _, earlier := range answers[i] {
 				if earlier.ErrorCode == 0 && earlier.BaseOffset != p.BaseOffset {
@@ -235,4 +235,12 @@ func TestPipelinedRetryOnAnotherGateway(t *testing.T) {
 			}
 		}
 	})
+}
+
+// deref is an optional error message's text ("" when absent).
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
