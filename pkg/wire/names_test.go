@@ -41,7 +41,8 @@ func TestValidName(t *testing.T) {
 }
 
 // TestValidGroup: a group id is any UTF-8 string of 1 to MaxGroupLength characters
-// (code points, as JSON Schema's maxLength counts them) without NUL, as Kafka's group ids are (less the NUL Strata's keys keep for a separator).
+// (code points, as JSON Schema's maxLength counts them) without NUL, as Kafka's group
+// ids are (less the NUL Strata's keys keep for a separator).
 func TestValidGroup(t *testing.T) {
 	for _, tc := range []struct {
 		name string
