@@ -284,12 +284,13 @@ func (s *stallingObjects) Put(ctx context.Context, key string, data []byte, expi
 // index was the sequencer (testdata/legacy-v0: topic "orders", partition 0 holding 5
 // records, partition 1 holding 10 with its log start at 4) and appends: every old
 // record reads back, the bounds carry over, and new offsets continue after the old high
-// watermark. Opening it twice changes nothing more.
+// watermark. Its objects, in the first layout of files, are moved into packs as the
+// node opens them. Opening it twice changes nothing more.
 func TestMigrationFromIndexFormat(t *testing.T) {
 	dir := t.TempDir()
 	copyDir(t, "testdata/legacy-v0", dir)
 	for round := range 2 {
-		objs, err := local.NewObjectStore(filepath.Join(dir, "objects"))
+		objs, err := local.OpenPackStore(context.Background(), filepath.Join(dir, "objects"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -317,6 +318,9 @@ func TestMigrationFromIndexFormat(t *testing.T) {
 			t.Fatalf("round %d: append after migration = %+v, %v", round, got, err)
 		}
 		if err := meta.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := objs.Close(); err != nil {
 			t.Fatal(err)
 		}
 	}

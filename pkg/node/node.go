@@ -171,10 +171,12 @@ type Node struct {
 	objects   store.ObjectStore
 	meta      store.MetaStore
 	localMeta *local.MetaStore
-	log       *log.Log
-	coord     *group.Coordinator
-	commits   *dynamo.CommitStream
-	awsCfg    *aws.Config
+	// localObjects is the embedded backend's object store, closed with the node.
+	localObjects *local.PackStore
+	log          *log.Log
+	coord        *group.Coordinator
+	commits      *dynamo.CommitStream
+	awsCfg       *aws.Config
 }
 
 // Open opens the stores of cfg and builds the parts asked for. Close releases them.
@@ -239,15 +241,15 @@ func (n *Node) openStores(ctx context.Context) error {
 		if n.cfg.AWS.Faults != nil {
 			return fmt.Errorf("%w: %s applies to the aws backend only", ErrConfig, awsfault.EnvRate)
 		}
-		objs, err := local.NewObjectStore(filepath.Join(n.cfg.DataDir, "objects"))
+		objs, err := local.OpenPackStore(ctx, filepath.Join(n.cfg.DataDir, "objects"))
 		if err != nil {
 			return fmt.Errorf("node: %w", err)
 		}
 		meta, err := local.OpenMetaStore(filepath.Join(n.cfg.DataDir, "meta.db"), local.WithFenceLimits(n.cfg.FenceLimits))
 		if err != nil {
-			return fmt.Errorf("node: %w", err)
+			return errors.Join(fmt.Errorf("node: %w", err), objs.Close())
 		}
-		n.objects, n.meta, n.localMeta = objs, meta, meta
+		n.objects, n.meta, n.localMeta, n.localObjects = objs, meta, meta, objs
 		return nil
 	case BackendAWS:
 		return n.openAWS(ctx)
@@ -679,12 +681,20 @@ func (n *Node) RunMaterializer(ctx context.Context) {
 
 // Close releases the stores. It is safe to call more than once.
 func (n *Node) Close() error {
+	var errs []error
 	if n.localMeta != nil {
 		m := n.localMeta
 		n.localMeta = nil
 		if err := m.Close(); err != nil {
-			return fmt.Errorf("node: close meta store: %w", err)
+			errs = append(errs, fmt.Errorf("node: close meta store: %w", err))
 		}
 	}
-	return nil
+	if n.localObjects != nil {
+		o := n.localObjects
+		n.localObjects = nil
+		if err := o.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("node: close object store: %w", err))
+		}
+	}
+	return errors.Join(errs...)
 }

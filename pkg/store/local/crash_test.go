@@ -16,8 +16,28 @@ import (
 	"github.com/stratalog/strata/pkg/store"
 )
 
-// crashDirEnv names the data directory of the writer process TestKill9KeepsAcknowledgedWrites starts.
-const crashDirEnv = "STRATA_LOCAL_CRASH_DIR"
+// crashDirEnv names the data directory of the writer process TestKill9KeepsAcknowledgedWrites
+// starts, and crashStoreEnv its object store: "packs" (PackStore) or "files" (ObjectStore).
+const (
+	crashDirEnv   = "STRATA_LOCAL_CRASH_DIR"
+	crashStoreEnv = "STRATA_LOCAL_CRASH_STORE"
+)
+
+// openCrashObjects opens the object store kind names in dir.
+func openCrashObjects(t *testing.T, kind, dir string) store.ObjectStore {
+	t.Helper()
+	var objs store.ObjectStore
+	var err error
+	if kind == "packs" {
+		objs, err = openPacks(context.Background(), t, dir)
+	} else {
+		objs, err = NewObjectStore(dir)
+	}
+	if err != nil {
+		t.Fatalf("open %s: %v", kind, err)
+	}
+	return objs
+}
 
 func crashPayload(i int) []byte {
 	return bytes.Repeat([]byte(fmt.Sprintf("record-%06d;", i)), 64+i%97)
@@ -31,10 +51,7 @@ func TestCrashWriter(t *testing.T) {
 		t.Skip("runs only as the child of TestKill9KeepsAcknowledgedWrites")
 	}
 	ctx := context.Background()
-	objs, err := NewObjectStore(filepath.Join(dir, "objects"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs := openCrashObjects(t, os.Getenv(crashStoreEnv), filepath.Join(dir, "objects"))
 	meta, err := OpenMetaStore(filepath.Join(dir, "meta.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -62,17 +79,23 @@ func TestCrashWriter(t *testing.T) {
 }
 
 // TestKill9KeepsAcknowledgedWrites kills a writer process with SIGKILL mid-stream and
-// checks that every write it acknowledged is readable after reopening, that the bbolt
-// file opens cleanly, and that no object is visible half-written.
+// checks, for each object store, that every write it acknowledged is readable after
+// reopening, that the bbolt file opens cleanly, and that no object is visible half-written.
 func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process")
 	}
+	for _, kind := range []string{"packs", "files"} {
+		t.Run(kind, func(t *testing.T) { testKill9(t, kind) })
+	}
+}
+
+func testKill9(t *testing.T, kind string) {
 	ctx := context.Background()
 	for round := range 3 {
 		dir := t.TempDir()
 		cmd := exec.Command(os.Args[0], "-test.run=^TestCrashWriter$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir)
+		cmd.Env = append(os.Environ(), crashDirEnv+"="+dir, crashStoreEnv+"="+kind)
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -106,10 +129,7 @@ func TestKill9KeepsAcknowledgedWrites(t *testing.T) {
 			t.Fatalf("round %d: writer stopped at ack %d before the kill", round, acked)
 		}
 
-		objs, err := NewObjectStore(filepath.Join(dir, "objects"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		objs := openCrashObjects(t, kind, filepath.Join(dir, "objects"))
 		meta, err := OpenMetaStore(filepath.Join(dir, "meta.db"))
 		if err != nil {
 			t.Fatalf("round %d: reopen after kill -9: %v", round, err)

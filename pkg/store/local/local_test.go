@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 
@@ -46,6 +47,42 @@ func (h *harness) Close() {
 
 func TestConformance(t *testing.T) {
 	storetest.RunConformanceTests(t, newHarness)
+}
+
+// TestPackConformance runs the object store cases against the pack store, which the
+// node opens; TestConformance runs them against the store of files it replaced, which
+// the pack store reads when it adopts an earlier data directory.
+func TestPackConformance(t *testing.T) {
+	storetest.RunObjectStoreTests(t, func(_ context.Context, t *testing.T) (storetest.Harness, error) {
+		return packHarness{t}, nil
+	})
+}
+
+// packHarness makes pack stores, each in its own directory, closed with the test.
+type packHarness struct{ t *testing.T }
+
+func (h packHarness) MakeObjectStore(ctx context.Context) (store.ObjectStore, error) {
+	return openPacks(ctx, h.t, h.t.TempDir())
+}
+
+func (packHarness) MakeMetaStore(context.Context) (store.MetaStore, error) {
+	return nil, errors.ErrUnsupported
+}
+
+func (packHarness) Close() {}
+
+// openPacks opens a pack store in dir, closed when t ends.
+func openPacks(ctx context.Context, t testing.TB, dir string, opts ...PackOption) (*PackStore, error) {
+	s, err := OpenPackStore(ctx, dir, opts...)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close pack store: %v", err)
+		}
+	})
+	return s, nil
 }
 
 // TestFenceBoundsAtDefaultLimits: the bounds on a topic's fences hold at the limits a

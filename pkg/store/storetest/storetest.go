@@ -54,6 +54,13 @@ func RunConformanceTests(t *testing.T, newHarness HarnessMaker) {
 	runSections(t, "IncarnationPurger", newHarness, makePurger, purgeSections())
 }
 
+// RunObjectStoreTests runs the suite's ObjectStore cases alone: for a second object store
+// of a package whose meta store RunConformanceTests already covers.
+func RunObjectStoreTests(t *testing.T, newHarness HarnessMaker) {
+	t.Helper()
+	runSections(t, "ObjectStore", newHarness, Harness.MakeObjectStore, objectStoreSections())
+}
+
 // RunFenceBoundTests runs the suite's cases of the bounds on a topic's fences alone: for
 // a harness opening stores with the deployment's limits (store.FenceLimits' defaults)
 // beside one whose small limits RunConformanceTests takes.
