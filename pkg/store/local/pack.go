@@ -178,15 +178,22 @@ func (s *PackStore) load() error {
 			return err
 		}
 	}
-	if n := len(ids); n > 0 && s.packs[ids[n-1]].size < s.packSize {
-		s.active = s.packs[ids[n-1]]
+	if n := len(ids); n > 0 {
 		// A process killed before its sync leaves written pages the file system still
-		// holds: sync them before anything in them is served as durable.
-		if err := s.active.f.Sync(); err != nil {
-			return fmt.Errorf("local: sync pack %s: %w", s.active.path, err)
+		// holds, and the scan may have cut a torn record off: sync the newest pack before
+		// anything in it is served as durable, or a pack is started after it.
+		newest := s.packs[ids[n-1]]
+		if err := newest.f.Sync(); err != nil {
+			return fmt.Errorf("local: sync pack %s: %w", newest.path, err)
 		}
-	} else if err := s.startPack(); err != nil {
-		return err
+		if newest.size < s.packSize {
+			s.active = newest
+		}
+	}
+	if s.active == nil {
+		if err := s.startPack(); err != nil {
+			return err
+		}
 	}
 	for _, p := range s.packs {
 		if p.live == 0 && p != s.active {

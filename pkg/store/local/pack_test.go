@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -237,7 +238,8 @@ func TestPackDeletesGiveSpaceBack(t *testing.T) {
 	if got := packFiles(t, dir); !slices.Equal(got, packs[2:]) {
 		t.Fatalf("packs after deleting the first two's objects = %v, want %v", got, packs[2:])
 	}
-	// The open pack stays while it is open, empty or not; its data is punched out.
+	// The open pack stays while it is open, empty or not; its data is punched out (on
+	// Linux: elsewhere punchHole does nothing).
 	blocks := func(name string) int64 {
 		var st syscall.Stat_t
 		if err := syscall.Stat(filepath.Join(dir, name), &st); err != nil {
@@ -252,7 +254,7 @@ func TestPackDeletesGiveSpaceBack(t *testing.T) {
 	if got := packFiles(t, dir); !slices.Equal(got, packs[2:]) {
 		t.Fatalf("packs after deleting the open pack's object = %v, want %v", got, packs[2:])
 	}
-	if now := blocks(packs[3]); now >= had/2 {
+	if now := blocks(packs[3]); runtime.GOOS == "linux" && now >= had/2 {
 		t.Fatalf("the open pack holds %d blocks after its object was deleted, %d before: not punched", now, had)
 	}
 	mustGet(t, s, "b/1", append(big, 2))
