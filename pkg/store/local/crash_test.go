@@ -23,8 +23,8 @@ const (
 	crashStoreEnv = "STRATA_LOCAL_CRASH_STORE"
 )
 
-// openCrashObjects opens the object store kind names in dir.
-func openCrashObjects(t *testing.T, kind, dir string) store.ObjectStore {
+// openObjects opens the object store kind names ("packs" or "files") in dir.
+func openObjects(t testing.TB, kind, dir string) store.ObjectStore {
 	t.Helper()
 	var objs store.ObjectStore
 	var err error
@@ -51,7 +51,7 @@ func TestCrashWriter(t *testing.T) {
 		t.Skip("runs only as the child of TestKill9KeepsAcknowledgedWrites")
 	}
 	ctx := context.Background()
-	objs := openCrashObjects(t, os.Getenv(crashStoreEnv), filepath.Join(dir, "objects"))
+	objs := openObjects(t, os.Getenv(crashStoreEnv), filepath.Join(dir, "objects"))
 	meta, err := OpenMetaStore(filepath.Join(dir, "meta.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +129,7 @@ func testKill9(t *testing.T, kind string) {
 			t.Fatalf("round %d: writer stopped at ack %d before the kill", round, acked)
 		}
 
-		objs := openCrashObjects(t, kind, filepath.Join(dir, "objects"))
+		objs := openObjects(t, kind, filepath.Join(dir, "objects"))
 		meta, err := OpenMetaStore(filepath.Join(dir, "meta.db"))
 		if err != nil {
 			t.Fatalf("round %d: reopen after kill -9: %v", round, err)

@@ -63,20 +63,25 @@ func mustGet(t *testing.T, s store.ObjectStore, key string, want []byte) {
 
 func packData(i int) []byte { return bytes.Repeat([]byte(fmt.Sprintf("obj-%04d|", i)), 10+i%13) }
 
+// filledPacks opens a pack store in dir (closed when t ends, if the test has not closed
+// it) and puts n objects, the i-th keyed fmt.Sprintf(format, i) holding packData(i).
+func filledPacks(t *testing.T, dir, format string, n int, opts ...PackOption) *PackStore {
+	t.Helper()
+	s := mustPacks(t, dir, opts...)
+	for i := range n {
+		if err := s.Put(context.Background(), fmt.Sprintf(format, i), packData(i), store.Kept); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s
+}
+
 // TestPackReopenKeepsObjectsAndDeletes: what was put is read back after a reopen, what
 // was deleted stays deleted, and the key of a deleted object can be put again.
 func TestPackReopenKeepsObjectsAndDeletes(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := OpenPackStore(ctx, dir, WithPackSize(700))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 20 {
-		if err := s.Put(ctx, fmt.Sprintf("v1/t/%02d", i), packData(i), store.Kept); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := filledPacks(t, dir, "v1/t/%02d", 20, WithPackSize(700))
 	for i := 0; i < 20; i += 3 {
 		if err := s.Delete(ctx, fmt.Sprintf("v1/t/%02d", i)); err != nil {
 			t.Fatal(err)
@@ -122,15 +127,7 @@ func TestPackTornTailIsCutOff(t *testing.T) {
 		t.Run(fmt.Sprint(cut), func(t *testing.T) {
 			ctx := context.Background()
 			dir := t.TempDir()
-			s, err := OpenPackStore(ctx, dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 3 {
-				if err := s.Put(ctx, fmt.Sprintf("k/%d", i), packData(i), store.Kept); err != nil {
-					t.Fatal(err)
-				}
-			}
+			s := filledPacks(t, dir, "k/%d", 3)
 			if err := s.Close(); err != nil {
 				t.Fatal(err)
 			}
@@ -177,15 +174,7 @@ func TestPackTornTailIsCutOff(t *testing.T) {
 func TestPackCorruptOlderPackRefused(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := OpenPackStore(ctx, dir, WithPackSize(300))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 6 {
-		if err := s.Put(ctx, fmt.Sprintf("k/%d", i), packData(i), store.Kept); err != nil {
-			t.Fatal(err)
-		}
-	}
+	s := filledPacks(t, dir, "k/%d", 6, WithPackSize(300))
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -444,19 +433,4 @@ func FuzzPackOpen(f *testing.F) {
 			t.Fatalf("Put after opening fuzzed bytes: %v", err)
 		}
 	})
-}
-
-// BenchmarkPackPut4KiB is BenchmarkObjectPut4KiB's Put on the pack store.
-func BenchmarkPackPut4KiB(b *testing.B) {
-	ctx := context.Background()
-	s := mustPacks(b, b.TempDir())
-	data := bytes.Repeat([]byte{7}, 4096)
-	b.SetBytes(int64(len(data)))
-	i := 0
-	for b.Loop() {
-		if err := s.Put(ctx, fmt.Sprintf("v1/bench/%08d", i), data, store.Kept); err != nil {
-			b.Fatal(err)
-		}
-		i++
-	}
 }
