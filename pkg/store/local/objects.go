@@ -154,20 +154,29 @@ var _ store.ObjectStore = (*ObjectStore)(nil)
 
 // NewObjectStore opens (creating if needed) an object store rooted at dir.
 func NewObjectStore(dir string) (*ObjectStore, error) {
-	if dir == "" {
-		return nil, errors.New("local: object store directory is empty")
-	}
-	root, err := filepath.Abs(dir)
+	root, err := storeRoot("object store", dir)
 	if err != nil {
-		return nil, fmt.Errorf("local: object store directory %q: %w", dir, err)
-	}
-	if err := mkdirAllDurable(root); err != nil {
-		return nil, fmt.Errorf("local: create object store directory: %w", err)
+		return nil, err
 	}
 	if err := migrateLayout(root); err != nil {
 		return nil, fmt.Errorf("local: upgrade object store layout: %w", err)
 	}
 	return &ObjectStore{root: root}, nil
+}
+
+// storeRoot is dir made absolute and created durably, for the store what names.
+func storeRoot(what, dir string) (string, error) {
+	if dir == "" {
+		return "", fmt.Errorf("local: %s directory is empty", what)
+	}
+	root, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("local: %s directory %q: %w", what, dir, err)
+	}
+	if err := mkdirAllDurable(root); err != nil {
+		return "", fmt.Errorf("local: create %s directory: %w", what, err)
+	}
+	return root, nil
 }
 
 // migrateLayout renames the unencoded layout's names (f_<segment>, d_<segment>) to the

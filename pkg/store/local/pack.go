@@ -122,15 +122,9 @@ func WithPackSize(n int64) PackOption { return func(s *PackStore) { s.packSize =
 // the objects of an object store of files in dir (ObjectStore, the earlier layout) into
 // packs. Close releases it.
 func OpenPackStore(ctx context.Context, dir string, opts ...PackOption) (*PackStore, error) {
-	if dir == "" {
-		return nil, errors.New("local: pack store directory is empty")
-	}
-	root, err := filepath.Abs(dir)
+	root, err := storeRoot("pack store", dir)
 	if err != nil {
-		return nil, fmt.Errorf("local: pack store directory %q: %w", dir, err)
-	}
-	if err := mkdirAllDurable(root); err != nil {
-		return nil, fmt.Errorf("local: create pack store directory: %w", err)
+		return nil, err
 	}
 	s := &PackStore{
 		dir:      root,
