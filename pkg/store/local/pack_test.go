@@ -434,3 +434,40 @@ func FuzzPackOpen(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkPackOpen is the open's scan of a store of 100,000 objects of 1 KiB in packs of
+// DefaultPackSize: every record's header read, the newest pack's data checked.
+func BenchmarkPackOpen(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	s, err := OpenPackStore(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const n, workers = 100_000, 32
+	data := bytes.Repeat([]byte{5}, 1024)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				if err := s.Put(ctx, fmt.Sprintf("v1/t/tc0/%08d", i), data, store.Kept); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		s, err := OpenPackStore(ctx, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
