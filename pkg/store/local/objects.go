@@ -1,6 +1,8 @@
-// Package local is Strata's embedded backend: store.ObjectStore over a directory and
-// store.MetaStore over a bbolt file. Every write is fsync'd before it returns, so an
-// acknowledged write survives kill -9 and power loss.
+// Package local is Strata's embedded backend: store.ObjectStore over append-only pack
+// files in a directory (PackStore; ObjectStore, one file per object, is the earlier
+// layout, which PackStore moves into packs) and store.MetaStore over a bbolt file. Every
+// write is fsync'd before it returns, so an acknowledged write survives kill -9 and power
+// loss.
 package local
 
 import (
@@ -142,7 +144,8 @@ func unhex(c byte) (byte, bool) {
 }
 
 // ObjectStore stores each object as one file under a root directory; key segments
-// separated by '/' become sub-directories.
+// separated by '/' become sub-directories. strata dev opens a PackStore instead, which
+// reads this layout once to move it into packs.
 type ObjectStore struct {
 	root string
 	// durableDirs holds the directories whose entry in their parent this process has
