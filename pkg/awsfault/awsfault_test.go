@@ -299,3 +299,38 @@ func TestThrottleAfterIsNotAWS(t *testing.T) {
 	}
 	t.Logf("throttle after an applied add: commit %v, counter %d (added twice)", err, st.NextOffset)
 }
+
+// TestReleaseLeaseAnswerLost: a lease release whose first attempt reached DynamoDB and
+// whose answer was lost is sent again by the SDK, whose condition then fails (the owner
+// is gone). The release took effect, so the caller gets success, not store.ErrFenced; a
+// second release by the caller, with no fault, is still ErrFenced, as the contract says.
+func TestReleaseLeaseAnswerLost(t *testing.T) {
+	ctx := context.Background()
+	for _, f := range []awsfault.Fault{{Kind: awsfault.Status500, Phase: awsfault.After}, {Kind: awsfault.Timeout, Phase: awsfault.After},
+		{Kind: awsfault.Status500, Phase: awsfault.Before}} {
+		t.Run(f.String(), func(t *testing.T) {
+			in := injector(t, f, 1, "DynamoDB.UpdateItem")
+			s := faulty(t, in)
+			group, topic := "g-"+f.String(), "t"
+			t0 := time.Now()
+			a, err := s.Meta.AcquireLease(ctx, group, topic, 0, "m", t0, t0.Add(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.SetEnabled(true)
+			err = s.Meta.ReleaseLease(ctx, group, topic, 0, "m", a.Generation)
+			in.SetEnabled(false)
+			checkInjected(t, in, "DynamoDB.UpdateItem", f)
+			if err != nil {
+				t.Fatalf("release with %s: %v, want success", f, err)
+			}
+			got, err := s.Meta.GetAssignment(ctx, group, topic, 0)
+			if err != nil || got.Owner != "" || got.Generation != a.Generation {
+				t.Fatalf("after the release: %+v, %v; want no owner at generation %d", got, err, a.Generation)
+			}
+			if err := s.Meta.ReleaseLease(ctx, group, topic, 0, "m", a.Generation); !errors.Is(err, store.ErrFenced) {
+				t.Fatalf("second release: %v, want store.ErrFenced", err)
+			}
+		})
+	}
+}

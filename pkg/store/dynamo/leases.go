@@ -7,9 +7,11 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -142,21 +144,63 @@ func (s *MetaStore) RenewLease(ctx context.Context, group, topic string, partiti
 }
 
 // ReleaseLease removes the owner only if member owns the lease at generation; the
-// generation stays, so the next acquire moves past it.
+// generation stays, so the next acquire moves past it. A release is not idempotent: when
+// the SDK sent it again (an attempt's answer lost to a timeout or a 5xx) and the condition
+// then fails on a row with no owner at generation, the earlier attempt released it, and
+// that is success.
 func (s *MetaStore) ReleaseLease(ctx context.Context, group, topic string, partition int32, member string, generation int64) error {
 	op := fmt.Sprintf("release lease %s/%s/%d for %q generation %d", group, topic, partition, member, generation)
+	var resent atomic.Bool
 	_, err := s.client.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName:                 aws.String(s.assignments),
-		Key:                       gtpKey(group, topic, partition),
-		UpdateExpression:          aws.String("REMOVE #owner"),
-		ConditionExpression:       aws.String(ownerAt),
-		ExpressionAttributeNames:  map[string]string{"#owner": attrOwner, "#gen": attrGeneration},
-		ExpressionAttributeValues: item{":m": avS(member), ":g": avN(generation)},
-	})
-	if err != nil {
-		return fenceError(op, err)
+		TableName:                           aws.String(s.assignments),
+		Key:                                 gtpKey(group, topic, partition),
+		UpdateExpression:                    aws.String("REMOVE #owner"),
+		ConditionExpression:                 aws.String(ownerAt),
+		ExpressionAttributeNames:            map[string]string{"#owner": attrOwner, "#gen": attrGeneration},
+		ExpressionAttributeValues:           item{":m": avS(member), ":g": avN(generation)},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	}, noteResend(&resent))
+	if err == nil {
+		return nil
 	}
-	return nil
+	err = mapError(op, err)
+	var cf *conditionFailed
+	if !errors.As(err, &cf) {
+		return err
+	}
+	if resent.Load() && cf.item != nil {
+		if a, derr := decodeAssignment(cf.item); derr == nil && a.Owner == "" && a.Generation == generation {
+			return nil
+		}
+	}
+	return fmt.Errorf("dynamo: %s: %w", op, store.ErrFenced)
+}
+
+// noteResend makes the call's retryer set resent when it decides to send the request
+// again, so that a condition failure can be told from one caused by an earlier attempt
+// that was applied and whose answer was lost.
+func noteResend(resent *atomic.Bool) func(*dynamodb.Options) {
+	return func(o *dynamodb.Options) {
+		inner := o.Retryer
+		if inner == nil {
+			inner = retry.NewStandard()
+		}
+		o.Retryer = resendNoter{Retryer: inner, resent: resent}
+	}
+}
+
+// resendNoter is a retryer that records that it retried.
+type resendNoter struct {
+	aws.Retryer
+	resent *atomic.Bool
+}
+
+func (r resendNoter) IsErrorRetryable(err error) bool {
+	if r.Retryer.IsErrorRetryable(err) {
+		r.resent.Store(true)
+		return true
+	}
+	return false
 }
 
 // fenceError maps a failed owner-and-generation condition to store.ErrFenced.
