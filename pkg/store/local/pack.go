@@ -194,7 +194,7 @@ func (s *PackStore) load() error {
 			s.removePack(p)
 		}
 	}
-	return syncDir(s.dir)
+	return nil
 }
 
 func packName(id uint64) string { return fmt.Sprintf("%s%016x", packPrefix, id) }
@@ -663,21 +663,9 @@ var legacyPrefixes = []string{filePrefix, dirPrefix, longPrefix, tmpPrefix, lega
 // each put (and synced) before its file is deleted, then removes that layout's
 // directories. A crash part-way leaves objects in both, and the next open finishes.
 func (s *PackStore) adoptFiles(ctx context.Context) error {
-	entries, err := os.ReadDir(s.dir)
-	if err != nil {
+	legacy, err := legacyNames(s.dir)
+	if err != nil || len(legacy) == 0 {
 		return err
-	}
-	var legacy []string
-	for _, e := range entries {
-		for _, pre := range legacyPrefixes {
-			if strings.HasPrefix(e.Name(), pre) {
-				legacy = append(legacy, e.Name())
-				break
-			}
-		}
-	}
-	if len(legacy) == 0 {
-		return nil
 	}
 	files, err := NewObjectStore(s.dir)
 	if err != nil {
@@ -704,19 +692,29 @@ func (s *PackStore) adoptFiles(ctx context.Context) error {
 			return err
 		}
 	}
-	entries, err = os.ReadDir(s.dir)
-	if err != nil {
+	// Read again: opening the store of files renamed its oldest layout's names.
+	if legacy, err = legacyNames(s.dir); err != nil {
 		return err
 	}
-	for _, e := range entries {
-		for _, pre := range legacyPrefixes {
-			if strings.HasPrefix(e.Name(), pre) {
-				if err := os.RemoveAll(filepath.Join(s.dir, e.Name())); err != nil {
-					return err
-				}
-				break
-			}
+	for _, name := range legacy {
+		if err := os.RemoveAll(filepath.Join(s.dir, name)); err != nil {
+			return err
 		}
 	}
 	return syncDir(s.dir)
+}
+
+// legacyNames lists the entries of dir that an object store of files made.
+func legacyNames(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		if slices.ContainsFunc(legacyPrefixes, func(pre string) bool { return strings.HasPrefix(e.Name(), pre) }) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
 }
