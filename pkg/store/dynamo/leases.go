@@ -163,17 +163,12 @@ func (s *MetaStore) ReleaseLease(ctx context.Context, group, topic string, parti
 	if err == nil {
 		return nil
 	}
-	err = mapError(op, err)
-	var cf *conditionFailed
-	if !errors.As(err, &cf) {
-		return err
-	}
-	if resent.Load() && cf.item != nil {
+	if cf := (*conditionFailed)(nil); resent.Load() && errors.As(mapError(op, err), &cf) && cf.item != nil {
 		if a, derr := decodeAssignment(cf.item); derr == nil && a.Owner == "" && a.Generation == generation {
 			return nil
 		}
 	}
-	return fmt.Errorf("dynamo: %s: %w", op, store.ErrFenced)
+	return fenceError(op, err)
 }
 
 // noteResend makes the call's retryer set resent when it decides to send the request
