@@ -329,6 +329,7 @@ func TestEveryUsageErrorExitsTwo(t *testing.T) {
 		{"produce", "o", "--header", "bad", "--value", "x"},
 		{"produce", "o", "--partition", "-1", "--value", "x"},
 		{"produce", "o", "--linger", "-1s", "--value", "x"},
+		{"produce", "o", "--linger", "0s", "--align-linger", "--value", "x"},
 		{"groups", "reset", "g"},
 		{"groups", "reset", "g", "--topic", "o"},
 		{"groups", "reset", "g", "--topic", "o", "--to", "-5"},

@@ -31,6 +31,7 @@ func newProduceCmd(o *options) *cobra.Command {
 		allowUnkeyed bool
 		partition    int32
 		linger       time.Duration
+		alignLinger  bool
 		headers      []string
 		nullValue    bool
 	)
@@ -64,6 +65,9 @@ partition and offset once it is durable. A line over the 1 MiB record limit fail
 			if linger < 0 {
 				return usagef("--linger must not be negative, got %s", linger)
 			}
+			if alignLinger && linger < time.Millisecond {
+				return usagef("--align-linger needs a --linger of at least 1ms")
+			}
 			if allowUnkeyed && keySep == "" {
 				return usagef("--allow-unkeyed only applies with --key-separator")
 			}
@@ -96,7 +100,7 @@ partition and offset once it is durable. A line over the 1 MiB record limit fail
 				go readLines(cmd.InOrStdin(), lines, readErr, &blank)
 			}
 			p := producer{o: o, topic: args[0], key: keyBytes, keySep: []byte(keySep), allowUnkeyed: allowUnkeyed, partition: part, headers: hdrs,
-				cfg: client.ProducerConfig{Linger: linger}}
+				cfg: client.ProducerConfig{Linger: linger, AlignLinger: alignLinger}}
 			err = p.run(cmd.Context(), c, lines, readErr, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if blank > 0 {
 				fmt.Fprintf(cmd.ErrOrStderr(), "strata: skipped %d blank line(s); use --value \"\" for an empty record\n", blank)
@@ -113,6 +117,7 @@ partition and offset once it is durable. A line over the 1 MiB record limit fail
 	f.Int32Var(&partition, "partition", 0, "append to this `PARTITION` (default: by key, else spread)")
 	f.StringArrayVar(&headers, "header", nil, "add the header `NAME=VALUE` to every record (repeatable)")
 	f.DurationVar(&linger, "linger", 5*time.Millisecond, "how long a batch waits for more records")
+	f.BoolVar(&alignLinger, "align-linger", false, "send each round at the next tick of a wall-clock grid of period --linger, so producers on hosts with agreeing clocks send together and the api merges their requests")
 	return cmd
 }
 

@@ -103,6 +103,24 @@ type ProducerConfig struct {
 	// batch in flight still batch up). A batch may go before its linger ends, with a
 	// request that another partition's due batch starts.
 	Linger time.Duration
+	// AlignLinger makes a batch due at the next tick of a wall-clock grid of period
+	// Linger instead of Linger after its first record, so a record still waits at most
+	// Linger. Producers on hosts whose clocks agree (Amazon Time Sync keeps EC2 and
+	// Lambda within about a millisecond) then send their rounds together, and the api
+	// function's group-commit window on Lambda Managed Instances merges their requests
+	// into one segment object per execution environment: fewer objects, index entries
+	// and consumer reads for the same records and the same ack latency. The price is a
+	// burst of requests at each tick, which the api's execution environments must
+	// hold at once (AlignSlots spreads it). A batch that fills, a Flush and a Send
+	// waiting for buffer space still send at once, so BufferBytes must hold a linger's
+	// records for the rounds to stay on the grid. It needs a Linger of at least 1 ms.
+	AlignLinger bool
+	// AlignSlots splits an aligned grid's period into this many slots (default 1); the
+	// producer takes one slot at random and its ticks fall at that slot's offset, so a
+	// fleet's requests arrive in AlignSlots bursts a period, each 1/AlignSlots of the
+	// fleet. Size it so that a burst fits the api's execution environments (32
+	// invocations each on Managed Instances).
+	AlignSlots int
 	// BatchBytes and BatchRecords cap one partition's batch; reaching either sends it at
 	// once. BatchBytes defaults to half of BufferBytes (at most MaxBatchBytes), so that a
 	// partition with the buffer to itself keeps one batch in flight while the next fills.
@@ -230,6 +248,8 @@ type Producer struct {
 	firstErr error
 
 	requests, retries, frames, batches, sent, failed, maxBatch atomic.Int64
+
+	phase time.Duration // with AlignLinger: the offset of this producer's ticks on the grid
 }
 
 // partQueue is one partition's buffered records; Producer.mu guards it.
@@ -295,6 +315,12 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 		return nil, fmt.Errorf("%w: negative producer setting", ErrInvalid)
 	case cfg.MaxRetries > wire.MaxFencedAttempt:
 		return nil, fmt.Errorf("%w: MaxRetries %d above %d (wire.MaxFencedAttempt, the last attempt of a request a server fences)", ErrInvalid, cfg.MaxRetries, wire.MaxFencedAttempt)
+	case cfg.AlignSlots < 0 || (cfg.AlignSlots > 0 && !cfg.AlignLinger):
+		return nil, fmt.Errorf("%w: AlignSlots %d needs AlignLinger and must not be negative", ErrInvalid, cfg.AlignSlots)
+	case cfg.AlignLinger && cfg.Linger < time.Millisecond:
+		return nil, fmt.Errorf("%w: AlignLinger needs a Linger of at least 1ms, got %v", ErrInvalid, cfg.Linger)
+	case cfg.AlignLinger && cfg.Linger/time.Duration(max(cfg.AlignSlots, 1)) < time.Millisecond:
+		return nil, fmt.Errorf("%w: AlignSlots %d leaves slots under 1ms of Linger %v", ErrInvalid, cfg.AlignSlots, cfg.Linger)
 	case cfg.DeliveryTimeout >= wire.MaxRetryElapsed:
 		return nil, fmt.Errorf("%w: DeliveryTimeout %v must be below %v (wire.MaxRetryElapsed)", ErrInvalid, cfg.DeliveryTimeout, wire.MaxRetryElapsed)
 	}
@@ -312,6 +338,10 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 	p := &Producer{c: c, topic: topic, cfg: cfg, id: ulid.Make().String(), nparts: cfg.Partitions, ctx: pctx, cancel: cancel,
 		wake: make(chan struct{}, 1), spaceCh: make(chan struct{}), parts: make([]partQueue, cfg.Partitions),
 		refreshStop: make(chan struct{})}
+	if cfg.AlignLinger {
+		slots := max(cfg.AlignSlots, 1)
+		p.phase = cfg.Linger / time.Duration(slots) * time.Duration(rand.N(slots))
+	}
 	if cfg.PartitionRefresh > 0 {
 		p.refreshWG.Add(1)
 		go p.refreshPartitions()
@@ -610,6 +640,17 @@ func (p *Producer) run() {
 	}
 }
 
+// alignedDue is the first tick at or after at of the wall-clock grid of period linger
+// offset by phase. Ticks are multiples of linger since Go's zero time, a reference every
+// host shares, so producers with the same linger and phase tick together.
+func alignedDue(at time.Time, linger, phase time.Duration) time.Time {
+	due := at.Add(-phase).Truncate(linger).Add(phase)
+	if due.Before(at) {
+		due = due.Add(linger)
+	}
+	return due
+}
+
 // take forms the requests to send now, marking their partitions in flight; otherwise it
 // says how long until a batch is due (0: wait for a wake-up), or that the sender is done.
 //
@@ -639,6 +680,9 @@ func (p *Producer) take(now time.Time) (reqs []*request, wait time.Duration, exi
 			continue
 		}
 		due := q.buf[0].at.Add(cfg.Linger)
+		if cfg.AlignLinger {
+			due = alignedDue(q.buf[0].at, cfg.Linger, p.phase)
+		}
 		if p.waiters > 0 {
 			due = now
 		}

@@ -972,3 +972,85 @@ func checkAttempt(c appendCall, before []appendCall) error {
 	}
 	return nil
 }
+
+// TestProducerAlignedLingerSendsOnTheGrid: two producers with AlignLinger, started at
+// different moments of one period, send their records at the same tick of the
+// wall-clock grid — not each a linger after its own first record — and a Flush still
+// sends at once. Timers never fire early, so each request comes at or after the tick;
+// the upper bound is loose (half a period) for a loaded machine.
+func TestProducerAlignedLingerSendsOnTheGrid(t *testing.T) {
+	const linger = 400 * time.Millisecond
+	f := newFake(t, 1)
+	cfg := client.ProducerConfig{Partitions: 1, Linger: linger, AlignLinger: true}
+	// Start early in a period, so that both Sends fall in it.
+	if off := time.Duration(time.Now().UnixNano()) % linger; off > linger/8 {
+		time.Sleep(linger - off)
+	}
+	first := time.Now()
+	tick := first.Truncate(linger).Add(linger)
+	a := newProducer(t, f, cfg)
+	fa, err := a.Send(context.Background(), client.Record{Value: []byte("a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(linger * 5 / 8) // unaligned, b's request would come more than linger/2 after the tick
+	b := newProducer(t, f, cfg)
+	fb, err := b.Send(context.Background(), client.Record{Value: []byte("b")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, fut := range []*client.Future{fa, fb} {
+		if _, err := fut.Wait(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls, _, _, _ := f.snapshot()
+	if len(calls) != 2 {
+		t.Fatalf("want a request from each producer:\n%s", callsSummary(calls))
+	}
+	for _, c := range calls {
+		if c.At.Before(tick) || c.At.Sub(tick) > linger/2 {
+			t.Errorf("a request came at %v, the tick at %v (first record at %v, linger %v)",
+				c.At.Format("15:04:05.000"), tick.Format("15:04:05.000"), first.Format("15:04:05.000"), linger)
+		}
+	}
+
+	// A Flush does not wait for the grid.
+	fc, err := a.Send(context.Background(), client.Record{Value: []byte("c")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flushed := time.Now()
+	if err := a.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fc.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	calls, _, _, _ = f.snapshot()
+	if last := calls[len(calls)-1]; tick.Add(linger).Sub(flushed) > linger/4 && !last.At.Before(tick.Add(linger)) {
+		t.Errorf("a flushed record waited for the next tick (%v): sent at %v", tick.Add(linger).Format("15:04:05.000"), last.At.Format("15:04:05.000"))
+	}
+}
+
+// TestProducerAlignSettingsChecked: AlignSlots without AlignLinger, negative slots and
+// an aligned linger under a millisecond a slot are refused.
+func TestProducerAlignSettingsChecked(t *testing.T) {
+	f := newFake(t, 1)
+	c, err := client.New(f.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []client.ProducerConfig{
+		{Partitions: 1, Linger: time.Second, AlignSlots: 2},
+		{Partitions: 1, Linger: time.Second, AlignLinger: true, AlignSlots: -1},
+		{Partitions: 1, AlignLinger: true},
+		{Partitions: 1, Linger: 3 * time.Millisecond, AlignLinger: true, AlignSlots: 4},
+	} {
+		if _, err := client.NewProducer(context.Background(), c, "orders", cfg); !errors.Is(err, client.ErrInvalid) {
+			t.Errorf("%+v: %v, want ErrInvalid", cfg, err)
+		}
+	}
+}
