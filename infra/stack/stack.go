@@ -67,6 +67,7 @@ var contextKeys = map[string]string{
 	"strata:removal":                       "retain (default) or destroy: what deleting the stack does to the bucket and tables",
 	"strata:managedInstances":              "true runs the api function on Lambda Managed Instances (default false: on-demand)",
 	"strata:expectedRequestsPerSecond":     "append requests/s the api function on managed instances is sized for: its execution environments reach twice the invocations in flight at that rate (default 1000)",
+	"strata:expectedBurstRequests":         "append requests that arrive at once at the api on managed instances (producers aligned to the clock: the fleet's requests per linger over their AlignSlots); the environments reach twice it when more than the rate's in flight (default 0)",
 	"strata:systemLogLevel":                "level of Lambda's own records in every function's log stream: WARN (default: failures only), INFO (adds each invocation's start and report records) or DEBUG",
 	"strata:frontDoor":                     "how callers reach the api: apigateway (default), function-url (its URL, IAM auth) or both",
 	"strata:groupCommitWindowMs":           "the api's group-commit window, ms (default: 5 on managed instances, off on demand; 0 is off)",
@@ -174,7 +175,8 @@ func FromContext(node constructs.Node, assetDir string) (Config, error) {
 	switch m := str("strata:managedInstances", "false"); m {
 	case "false":
 	case "true":
-		p.ManagedInstances = &strata.ManagedInstances{ExpectedRequestsPerSecond: num("strata:expectedRequestsPerSecond")}
+		p.ManagedInstances = &strata.ManagedInstances{ExpectedRequestsPerSecond: num("strata:expectedRequestsPerSecond"),
+			ExpectedBurstRequests: num("strata:expectedBurstRequests")}
 	default:
 		err = fmt.Errorf("stack: context strata:managedInstances = %q: want true or false", m)
 	}

@@ -902,7 +902,8 @@ func TestConsumerBatchingWindowFromContext(t *testing.T) {
 // group commit window plus deploy.APIInvocationBound, over 32 per environment — and
 // the capacity provider's vCPUs fit them. The README's configuration (500 ms window)
 // at the default rate: 1,000 × 0.6 s = 600 in flight, 38 environments, where the
-// fixed 4 × 32 = 128 refused or queued most of them.
+// fixed 4 × 32 = 128 refused or queued most of them. A burst of aligned producers'
+// requests (strata:expectedBurstRequests) is all in flight at once.
 func TestManagedInstancesSizedFromRequestRate(t *testing.T) {
 	dir, err := assets.Placeholders()
 	if err != nil {
@@ -917,6 +918,10 @@ func TestManagedInstancesSizedFromRequestRate(t *testing.T) {
 		{map[string]any{"strata:groupCommitWindowMs": 500}, 38, 38, 600},
 		{map[string]any{"strata:groupCommitWindowMs": 250, "strata:expectedRequestsPerSecond": 100}, 4, 16, 35},
 		{map[string]any{"strata:groupCommitWindowMs": 250, "strata:expectedRequestsPerSecond": "5000"}, 110, 110, 1750},
+		// 100 producers aligned to the clock in one slot: their 100 requests a second
+		// arrive at once, all in flight together (2 × 100 / 32 → 7 environments), where
+		// the rate alone has 13 in flight.
+		{map[string]any{"strata:groupCommitWindowMs": 30, "strata:expectedRequestsPerSecond": 100, "strata:expectedBurstRequests": 100}, 7, 16, 13},
 	} {
 		tc.ctx["strata:managedInstances"] = true
 		cfg, tp, err := synthContext(t, dir, tc.ctx)

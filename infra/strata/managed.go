@@ -37,15 +37,21 @@ type ManagedInstances struct {
 	// MemoryGiBPerVCPU of an execution environment, 2 to 8. Default 2.
 	MemoryGiBPerVCPU float64
 	// MinEnvironments and MaxEnvironments bound the execution environments of the
-	// published version. Defaults: 1, and what ExpectedRequestsPerSecond needs
-	// (deploy.ManagedEnvironments: twice the invocations in flight at that rate, each
-	// held the group commit window plus deploy.APIInvocationBound, over
-	// PerEnvironmentMaxConcurrency; at least 4).
+	// published version. Defaults: 1, and what ExpectedRequestsPerSecond and
+	// ExpectedBurstRequests need (deploy.ManagedEnvironments: twice the invocations in
+	// flight at that rate, each held the group commit window plus
+	// deploy.APIInvocationBound, or in a burst, over PerEnvironmentMaxConcurrency; at
+	// least 4).
 	MinEnvironments, MaxEnvironments int
 	// ExpectedRequestsPerSecond is the append request rate the api function is sized
 	// for (MaxEnvironments, and MaxVCPUs to fit them). Default
 	// deploy.DefaultExpectedRequestsPerSecond (1,000: 1,000 SDK producers at linger 1 s).
 	ExpectedRequestsPerSecond float64
+	// ExpectedBurstRequests is the most append requests that arrive at once: with SDK
+	// producers aligned to the clock (client.ProducerConfig.AlignLinger), a slot's
+	// requests, the fleet's requests per linger over AlignSlots. 0: none beyond the
+	// rate's.
+	ExpectedBurstRequests float64
 	// MaxAZs is how many Availability Zones the VPC spans. Default 2.
 	MaxAZs int
 }
@@ -58,6 +64,9 @@ func (m *ManagedInstances) withDefaults(window time.Duration, memoryMiB int) err
 	if m.ExpectedRequestsPerSecond < 0 {
 		errs = append(errs, fmt.Errorf("strata: ManagedInstances.ExpectedRequestsPerSecond = %v, want at least 0", m.ExpectedRequestsPerSecond))
 	}
+	if m.ExpectedBurstRequests < 0 {
+		errs = append(errs, fmt.Errorf("strata: ManagedInstances.ExpectedBurstRequests = %v, want at least 0", m.ExpectedBurstRequests))
+	}
 	if m.ExpectedRequestsPerSecond == 0 {
 		m.ExpectedRequestsPerSecond = deploy.DefaultExpectedRequestsPerSecond
 	}
@@ -69,7 +78,7 @@ func (m *ManagedInstances) withDefaults(window time.Duration, memoryMiB int) err
 	}
 	sized := m.MaxEnvironments == 0
 	if sized {
-		m.MaxEnvironments = deploy.ManagedEnvironments(m.ExpectedRequestsPerSecond, window, m.PerEnvironmentMaxConcurrency)
+		m.MaxEnvironments = deploy.ManagedEnvironments(m.ExpectedRequestsPerSecond, window, m.PerEnvironmentMaxConcurrency, m.ExpectedBurstRequests)
 	}
 	if m.MaxVCPUs == 0 {
 		perEnv := math.Max(1, math.Ceil(float64(memoryMiB)/1024/m.MemoryGiBPerVCPU))

@@ -39,10 +39,12 @@ func APIInFlight(rps float64, window time.Duration) float64 {
 // ManagedEnvironments is the ceiling of execution environments the api function needs
 // on Managed Instances for rps requests a second at window, perEnv invocations each:
 // ManagedHeadroom times the invocations in flight, and at least DefaultMaxEnvironments.
-func ManagedEnvironments(rps float64, window time.Duration, perEnv int) int {
+// burst is the most requests that arrive at once (producers aligned to the clock send
+// a slot's requests together), which are all in flight together; 0 for none.
+func ManagedEnvironments(rps float64, window time.Duration, perEnv int, burst float64) int {
 	if perEnv < 1 {
 		perEnv = DefaultPerEnvironmentConcurrency
 	}
-	need := int(math.Ceil(ManagedHeadroom * APIInFlight(rps, window) / float64(perEnv)))
+	need := int(math.Ceil(ManagedHeadroom * max(APIInFlight(rps, window), burst) / float64(perEnv)))
 	return max(DefaultMaxEnvironments, need)
 }

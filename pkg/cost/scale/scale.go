@@ -274,7 +274,7 @@ func Evaluate(c Config) Result {
 	}
 	onDemand := consumers + 2 + topics // dispatch, the scheduled retention pass and one per topic
 	if c.Tier > 0 {
-		envs := deploy.ManagedEnvironments(c.expectedRPS(), c.Tier, deploy.DefaultPerEnvironmentConcurrency)
+		envs := deploy.ManagedEnvironments(c.expectedRPS(), c.Tier, deploy.DefaultPerEnvironmentConcurrency, 0)
 		inFlight := deploy.APIInFlight(reqs*topics, c.Tier)
 		ls = append(ls,
 			Limit{"api invocations in flight on Managed Instances (environments × 32)", inFlight, float64(envs * deploy.DefaultPerEnvironmentConcurrency), false, false,

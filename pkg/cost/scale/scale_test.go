@@ -156,7 +156,7 @@ func TestRetentionAndManagedCeilings(t *testing.T) {
 					mi = &r.Limits[i]
 				}
 			}
-			want := deploy.ManagedEnvironments(r.Config.expectedRPS(), r.Config.Tier, deploy.DefaultPerEnvironmentConcurrency) * deploy.DefaultPerEnvironmentConcurrency
+			want := deploy.ManagedEnvironments(r.Config.expectedRPS(), r.Config.Tier, deploy.DefaultPerEnvironmentConcurrency, 0) * deploy.DefaultPerEnvironmentConcurrency
 			if mi == nil || mi.Max != float64(want) {
 				t.Fatalf("%v events/s: Managed Instances ceiling %+v, want %d in flight", s, mi, want)
 			}
