@@ -46,6 +46,9 @@ type costRunConfig struct {
 	producers int
 	every     time.Duration // between one producer's records
 	linger    time.Duration
+	// alignSlots > 0: the producers align their rounds to the clock in that many slots
+	// (client.ProducerConfig.AlignLinger, AlignSlots).
+	alignSlots int
 }
 
 // costRunConfigs: the default stack (API Gateway, the api on demand: one object per
@@ -59,12 +62,22 @@ type costRunConfig struct {
 // independent producers' do (each round due a linger after its first record), not in
 // step with the acknowledgements of a slow store, which would keep the requests of
 // one batch together round after round and merge more than the design's producers.
+// "aligned" is the headline design with the same producers aligning their rounds to the
+// clock (AlignLinger) in 4 slots: each round goes at its slot's tick of the shared 2 s
+// grid, whatever the producer's phase or the store's speed, so a slot's requests reach
+// the api together as a fleet's aligned producers' do, a burst every 0.5 s (the
+// target's at 100 producers, 2 slots of a 1 s linger), which keeps the consumer from
+// going idle between bursts.
 var costRunConfigs = map[string]costRunConfig{
-	"": {producers: 2, every: time.Second / 40, linger: 250 * time.Millisecond},
-	"headline": {name: "headline", producers: 24, every: 666 * time.Millisecond, linger: 2 * time.Second, context: map[string]string{
-		"strata:frontDoor": "function-url", "strata:managedInstances": "true", "strata:expectedRequestsPerSecond": "100",
-		"strata:groupCommitWindowMs": "30", "strata:groupCommitBudgetBytes": "4194304",
-	}},
+	"":         {producers: 2, every: time.Second / 40, linger: 250 * time.Millisecond},
+	"headline": {name: "headline", producers: 24, every: 666 * time.Millisecond, linger: 2 * time.Second, context: headlineContext},
+	"aligned":  {name: "aligned", producers: 24, every: 666 * time.Millisecond, linger: 2 * time.Second, alignSlots: 4, context: headlineContext},
+}
+
+// headlineContext is the headline design's stack configuration.
+var headlineContext = map[string]string{
+	"strata:frontDoor": "function-url", "strata:managedInstances": "true", "strata:expectedRequestsPerSecond": "100",
+	"strata:groupCommitWindowMs": "30", "strata:groupCommitBudgetBytes": "4194304",
 }
 
 // costRunConfigOf is the configuration STRATA_COST_RUN_CONFIG names ("" or "default":
@@ -76,7 +89,7 @@ func costRunConfigOf(t *testing.T) costRunConfig {
 	}
 	c, ok := costRunConfigs[name]
 	if !ok {
-		t.Fatalf("STRATA_COST_RUN_CONFIG=%q: want default or headline", name)
+		t.Fatalf("STRATA_COST_RUN_CONFIG=%q: want default, headline or aligned", name)
 	}
 	return c
 }
@@ -177,7 +190,8 @@ func TestCostRunMatchesTheModel(t *testing.T) {
 				time.Sleep(rand.N(cfg.linger))
 			}
 			began := time.Now()
-			p, err := client.NewProducer(ctx, op, exampleTopic, client.ProducerConfig{Linger: cfg.linger})
+			p, err := client.NewProducer(ctx, op, exampleTopic, client.ProducerConfig{Linger: cfg.linger,
+				AlignLinger: cfg.alignSlots > 0, AlignSlots: cfg.alignSlots})
 			if err != nil {
 				t.Error(err)
 				return
@@ -246,6 +260,7 @@ func TestCostRunMatchesTheModel(t *testing.T) {
 	}
 	t.Logf("invocations by route (answered, failed): %v; producer stats %+v", routes, stats)
 	run.FrontDoor = cfg.context["strata:frontDoor"]
+	run.AlignSlots = cfg.alignSlots
 	if cfg.context["strata:managedInstances"] == "true" {
 		for _, a := range st.RouteArrivals("POST /v1/topics/{topic}/records") {
 			if a.Before(producersBegan) {
@@ -326,7 +341,7 @@ func TestCostRunMatchesTheModel(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, err := range cost.CheckRun(cost.DeploymentModelOf(run.Design()), run) {
+	for _, err := range cost.CheckRun(run.ModelOf(), run) {
 		t.Error(err)
 	}
 }

@@ -170,22 +170,63 @@ func DeploymentModelOf(d Design) []ModelLine {
 	if !d.aggregated() {
 		return lines
 	}
-	over := map[string]ModelLine{}
-	for _, l := range managedLines() {
-		over[l.Key()] = l
-	}
-	for i, l := range lines {
-		if m, ok := over[l.Key()]; ok {
-			lines[i] = m
-			delete(over, l.Key())
-		}
-	}
-	for _, l := range managedLines() {
-		if _, ok := over[l.Key()]; ok {
-			lines = append(lines, l)
-		}
+	return overlay(lines, managedLines())
+}
+
+// ModelOf is the deployment model of run r's stack and producers: DeploymentModelOf
+// its design, and with producers aligned to the clock the lines their bursts change
+// (alignedLines).
+func (r Run) ModelOf() []ModelLine {
+	lines := DeploymentModelOf(r.Design())
+	if r.AlignSlots > 0 && r.Design().aggregated() {
+		lines = overlay(lines, alignedLines())
 	}
 	return lines
+}
+
+// overlay replaces the lines of base that over has by over's, and adds over's others.
+func overlay(base, over []ModelLine) []ModelLine {
+	by := map[string]ModelLine{}
+	for _, l := range over {
+		by[l.Key()] = l
+	}
+	for i, l := range base {
+		if m, ok := by[l.Key()]; ok {
+			base[i] = m
+			delete(by, l.Key())
+		}
+	}
+	for _, l := range over {
+		if _, ok := by[l.Key()]; ok {
+			base = append(base, l)
+		}
+	}
+	return base
+}
+
+// alignedLines are the lines of the headline design's run with producers aligned to
+// the clock (4 slots of a 2 s linger: a burst every 0.5 s) that differ from its run
+// with independent producers. The counts per poll are per poll the model counts (one
+// per partition batch, at most one per ConsumerPollGap): a caught-up consumer's long
+// poll re-reads the partition's bounds every ConsumerPollGap until a burst lands, so
+// polls between bursts read more than once.
+func alignedLines() []ModelLine {
+	const counted = "as the aligned producers' cost run counts it"
+	return []ModelLine{
+		line("api", "DynamoDB.GetItem", "sequencer", PerProducerSecond, 0.2,
+			"the producers' partition refreshes, and appends re-reading the topic's sequencer item when an environment's copy is stale, "+counted+" (0.46 an append unaligned)").with(PerAppend, 0.37),
+		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.053,
+			"the topic's configuration, "+counted+" (0.0425 unaligned; each environment reads the compacted topic's once)").with(PerAppend, 0.02).with(PerCompactedAppend, 1),
+		line("api", LogsAPI, "", PerEnvironmentSecond, 210, "one environment serving every request: the aggregated documents and its per-request warnings on the emulator, "+counted+" (280 unaligned; an upper bound)"),
+		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 1.4, "polls read the partition's bounds, and a long poll between bursts re-reads them every 0.2 s, "+counted+" (0.15 unaligned)"),
+		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.22, counted+" (0.085 unaligned)"),
+		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.59, "a poll that finds new entries reads them, and a long poll between bursts looks again, "+counted+" (0.086 unaligned)"),
+		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 174, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (94 unaligned)"),
+		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 0.61, counted+" (1.09 unaligned)"),
+		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.7, counted+" (0.87 unaligned)"),
+		line("dispatch", "DynamoDB.GetItem", "sequencer", PerStreamBatch, 1.41, counted+" (1.6 unaligned)"),
+		line("retention", "DynamoDB.Query", "index", PerRetentionPass, 5.5, "the oldest entries of each partition, "+counted+" (4.8 unaligned)"),
+	}
 }
 
 // managedLines are the lines of the headline design's run that differ from the

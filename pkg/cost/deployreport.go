@@ -121,7 +121,7 @@ func Headlines(base Options, r Run) []Headline {
 			for _, n := range []int{10, 100, 1000} {
 				o := base
 				o.Workload.Groups, o.Workload.Retention, o.Producers.Count = g, ret, n
-				d := PriceDeployment(o, DeploymentModelOf(r.Design()), r)
+				d := PriceDeployment(o, r.ModelOf(), r)
 				k := KinesisWithConsumersAt(o, r.ConsumerPlatformRecords())
 				h := Headline{Groups: g, Retention: ret, Producers: n, Strata: d.PerDay(), Kinesis: k.PerDay(),
 					StrataAck: d.Flow.AckFloor, KinesisAck: KPLFlowOf(o).AckFloor, Members: d.Flow.MembersPerAppend, Design: d.Design,
@@ -138,18 +138,22 @@ func Headlines(base Options, r Run) []Headline {
 const CostRunCommand = "scripts/bench-cost.sh --run"
 
 // DeploymentTables writes docs/BENCHMARKS.md's cost-run section in Markdown from run
-// r of the default stack and, when headline is not nil, the run of the headline design:
+// r of the default stack and, when not nil, the runs of the headline design with
+// independent producers (headline) and with producers aligned to the clock (aligned):
 // each run's workload and its per-line table at 10 producers, 1 group, 24 h, then the
-// headline comparison of both. base is the design workload's options.
-func DeploymentTables(out io.Writer, base Options, r Run, headline *Run) {
+// headline comparison of them. base is the design workload's options.
+func DeploymentTables(out io.Writer, base Options, r Run, headline, aligned *Run) {
 	fmt.Fprintf(out, "Cost run of %s: `%s` drove %d producers (linger %s) appending %d records of %d B in %d requests (%d partition batches) "+
 		"over %d partitions for %.0f s through the synthesized stack, one group consuming (the example consumer, its own table's writes left out), "+
 		"schedules on a clock where a minute lasts %.0f s%s. Scaled to 50,000 events/s of 1 KB, %d partitions, us-east-1 list prices (pkg/cost/prices.go).\n\n",
 		r.Date, CostRunCommand, r.Producers, time.Duration(r.LingerSeconds*float64(time.Second)), r.Records, r.RecordBytes, r.Appends, r.Blocks,
 		r.Partitions, r.Seconds, r.MinuteSeconds, compactedWorkload(r), base.Workload.Partitions)
 	perLine(out, base, r)
-	if headline != nil {
-		h := *headline
+	for _, run := range []*Run{headline, aligned} {
+		if run == nil {
+			continue
+		}
+		h := *run
 		var puts int64
 		envs := 0
 		for _, q := range h.Requests {
@@ -163,48 +167,88 @@ func DeploymentTables(out io.Writer, base Options, r Run, headline *Run) {
 				envs = f.Environments
 			}
 		}
-		fmt.Fprintf(out, "Cost run of the headline design, %s: `%s headline` synthesized the stack with the function URL as its front door and the api "+
+		fmt.Fprintf(out, "Cost run of the headline design%s, %s: `%s %s` synthesized the stack with the function URL as its front door and the api "+
 			"on Lambda Managed Instances (group-commit window %.0f ms, budget %d B), ran the api in %d execution environment(s) of %d concurrent invocations "+
 			"each (the template's minimum and its per-environment concurrency) and drove %d producers (linger %s) appending %d records in %d requests "+
 			"for %.0f s. The requests of one environment merged into %d segment objects: %.2f members per object, the model's %.2f "+
 			"(`Run.MembersPerObject`: the batches the window cuts the run's arrival times into; a Poisson stream at the run's %.1f requests/s would merge "+
-			"1 + λW = %.2f, the loaded emulator's slow acknowledgements bunched the producers' requests). At the target the requests of many "+
-			"independent producers arrive as a Poisson stream: 1 + λW members, λ the requests per environment.\n\n",
-			h.Date, CostRunCommand, h.GroupCommitWindowSeconds*1000, h.GroupCommitBudgetBytes, envs, h.APIConcurrency, h.Producers,
+			"1 + λW = %.2f%s). %s\n\n",
+			alignedName(h), h.Date, CostRunCommand, h.Config, h.GroupCommitWindowSeconds*1000, h.GroupCommitBudgetBytes, envs, h.APIConcurrency, h.Producers,
 			time.Duration(h.LingerSeconds*float64(time.Second)), h.Records, h.Appends, h.Seconds, puts, float64(h.Appends)/math.Max(float64(puts), 1),
-			h.MembersPerObject(), h.AppendRatePerEnvironment(), 1+h.AppendRatePerEnvironment()*h.GroupCommitWindowSeconds)
+			h.MembersPerObject(), h.AppendRatePerEnvironment(), 1+h.AppendRatePerEnvironment()*h.GroupCommitWindowSeconds, arrivals(h), atTarget(base, h))
 		perLine(out, base, h)
 	}
 
 	fmt.Fprintln(out, "Headline, equal linger (1 s; the ack floors below), both sides paying for their consumers. The default stack is API Gateway and the "+
 		"api on demand (an object per request); the headline design the function URL and the api on Managed Instances, requests merging per environment "+
-		"(the tier's flow: at least 3 environments at the target, more as the requests' CPU needs):")
+		"(the tier's flow: at least 3 environments at the target, more as the requests' CPU needs), its producers independent (a round a linger after "+
+		"its first record) or aligned to the clock (`AlignLinger`, the slots `AlignSlotsFor` sizes); the goal is held to the cheaper of the two, "+
+		"a choice of the producers' configuration:")
 	fmt.Fprintln(out)
 	if headline == nil {
 		headline = &r
 	}
-	fmt.Fprintln(out, "| groups | retention | producers | default stack $/day | ack floor | ÷ Kinesis | headline design $/day | ack floor | members per object | ÷ Kinesis | goal (headline design) | Kinesis KPL + Lambda consumers $/day | ack floor | MSK provisioned | MSK Serverless | WarpStream (estimated) |")
-	fmt.Fprintln(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
-	def, best := Headlines(base, r), Headlines(base, *headline)
+	if aligned == nil {
+		aligned = headline
+	}
+	fmt.Fprintln(out, "| groups | retention | producers | default stack $/day | ack floor | ÷ Kinesis | headline design $/day | ack floor | members per object | ÷ Kinesis | "+
+		"aligned producers $/day | members per object | ÷ Kinesis | goal (headline design) | Kinesis KPL + Lambda consumers $/day | ack floor | MSK provisioned | MSK Serverless | WarpStream (estimated) |")
+	fmt.Fprintln(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	def, best, al := Headlines(base, r), Headlines(base, *headline), Headlines(base, *aligned)
 	for i, d := range def {
-		h := best[i]
+		h, a := best[i], al[i]
 		goal := "—"
 		if g, ok := HeadlineGoal(h.Groups, h.Retention, h.Producers); ok {
 			goal = fmt.Sprintf("≤ %.1f×: ", g)
-			if h.Ratio <= g {
+			if min(h.Ratio, a.Ratio) <= g {
 				goal += "met"
 			} else {
 				goal += "**not met**"
 			}
 		}
-		fmt.Fprintf(out, "| %d | %s | %d | %s | %s | %.2f× | %s | %s | %.2f | %.2f× | %s | %s | %s | %s | %s | %s |\n", h.Groups, retention(h.Retention), h.Producers,
-			usd(d.Strata), ms(d.StrataAck), d.Ratio, usd(h.Strata), ms(h.StrataAck), h.Members, h.Ratio, goal,
+		fmt.Fprintf(out, "| %d | %s | %d | %s | %s | %.2f× | %s | %s | %.2f | %.2f× | %s | %.2f | %.2f× | %s | %s | %s | %s | %s | %s |\n", h.Groups, retention(h.Retention), h.Producers,
+			usd(d.Strata), ms(d.StrataAck), d.Ratio, usd(h.Strata), ms(h.StrataAck), h.Members, h.Ratio, usd(a.Strata), a.Members, a.Ratio, goal,
 			usd(h.Kinesis), ms(h.KinesisAck), usd(h.MSK), usd(h.MSKServerless), usd(h.Warp))
 	}
 	fmt.Fprintln(out)
 	pr := base.Prices
 	fmt.Fprintf(out, "Anchors' prices: MSK %s (%s), MSK Serverless (%s), WarpStream %s (%s); every price's source and date is in pkg/cost/prices.go.\n",
 		pr.MSKBrokerHour.Unit, pr.MSKBrokerHour.Source, pr.MSKSClusterHour.Source, pr.WarpStreamWriteGiB.Unit, pr.WarpStreamWriteGiB.Date)
+}
+
+// alignedName names a run of aligned producers in its table's caption.
+func alignedName(r Run) string {
+	if r.AlignSlots > 0 {
+		return " with producers aligned to the clock"
+	}
+	return ""
+}
+
+// arrivals says how the run's producers sent: aligned to the clock, or a linger after
+// their first record.
+func arrivals(r Run) string {
+	if r.AlignSlots > 0 {
+		return fmt.Sprintf(": its producers aligned their rounds to the clock (the SDK's AlignLinger, %d slot(s)), so each period's requests "+
+			"arrived together and merged", r.AlignSlots)
+	}
+	return ", the loaded emulator's slow acknowledgements bunched the producers' requests"
+}
+
+// atTarget says how the requests of the headline design's producers reach its api at
+// the target, for the caption of r's table.
+func atTarget(base Options, r Run) string {
+	if r.AlignSlots == 0 {
+		return "At the target the requests of many independent producers arrive as a Poisson stream: 1 + λW members, λ the requests per environment."
+	}
+	var slots []string
+	for _, n := range []int{10, 100, 1000} {
+		o := base
+		o.Producers.Count = n
+		slots = append(slots, fmt.Sprint(r.Configure(o).Producers.AlignSlots))
+	}
+	return "At the target the fleet's aligned producers send a period's requests in bursts, the slots `AlignSlotsFor` sizes to fit the tier's " +
+		"least instances (" + strings.Join(slots, " / ") + " at 10 / 100 / 1,000 producers); a batch takes an instance's share of a burst, " +
+		"at most the budget."
 }
 
 // compactedWorkload describes the run's compacted topic for its table's caption: ""
@@ -224,7 +268,7 @@ func compactedWorkload(r Run) string {
 func perLine(out io.Writer, base Options, r Run) {
 	o := base
 	o.Workload.Groups, o.Producers.Count = 1, 10
-	d := PriceDeployment(o, DeploymentModelOf(r.Design()), r)
+	d := PriceDeployment(o, r.ModelOf(), r)
 	bytes := map[string][2]int64{}
 	for _, q := range r.Requests {
 		k := q.Function + " " + q.API + " " + q.Resource

@@ -69,6 +69,11 @@ type Producers struct {
 	// counts it against BatchBytes.
 	EncodedRecordBytes float64
 	Shape              Shape
+	// AlignSlots is 0 for producers whose rounds start a linger after their first
+	// record (their requests a Poisson stream at the tier), or the slots of SDK
+	// producers with AlignLinger: their rounds go at their slot's tick of a shared
+	// wall-clock grid, so a period's requests reach the tier in AlignSlots bursts.
+	AlignSlots int
 }
 
 // Record sizes in a request body of 1 KB records without key or headers.
@@ -251,6 +256,10 @@ type Aggregator struct {
 	MaxUtilisation float64
 	Window         time.Duration
 	BudgetBytes    float64 // a batch is cut when its members' records reach this many bytes
+	// Concurrency is the invocations an instance's execution environment holds at once
+	// (deploy.DefaultPerEnvironmentConcurrency): a burst of aligned requests needs
+	// that many instances per Concurrency requests.
+	Concurrency int
 }
 
 // MinManagedInstances is the fewest execution environments a Lambda Managed Instances
@@ -262,7 +271,18 @@ const MinManagedInstances = 3
 // DefaultAggregator: at least MinManagedInstances m7g.large instances (2 vCPUs, loaded
 // to 70 %), a 50 ms window, 4 MiB batches.
 func DefaultAggregator() Aggregator {
-	return Aggregator{Instances: MinManagedInstances, VCPUs: 2, MaxUtilisation: 0.7, Window: 50 * time.Millisecond, BudgetBytes: 4 << 20}
+	return Aggregator{Instances: MinManagedInstances, VCPUs: 2, MaxUtilisation: 0.7, Window: 50 * time.Millisecond, BudgetBytes: 4 << 20,
+		Concurrency: 32}
+}
+
+// AlignSlotsFor is the slots an operator sets for a fleet of aligned producers (SDK
+// AlignLinger): the fewest whose burst, a period's requests over the slots, fits the
+// tier's least instances at their concurrency, so that no burst needs more instances
+// than the floor.
+func AlignSlotsFor(o Options) int {
+	f := FlowOf(o, Baseline)
+	perPeriod := f.ProducerRequestsPerSec * o.Producers.Linger.Seconds()
+	return max(1, int(math.Ceil(perPeriod/float64(o.Aggregator.Instances*o.Aggregator.Concurrency))))
 }
 
 // Kafka sizes the three-AZ Kafka cluster.
@@ -365,6 +385,8 @@ func (o Options) Validate() error {
 		return fmt.Errorf("cost: producers, batch and request bytes and records must be positive, linger not negative")
 	case o.Aggregator.Instances < MinManagedInstances:
 		return fmt.Errorf("cost: the aggregation tier runs at least %d Managed Instances (AWS's minimum), got %d", MinManagedInstances, o.Aggregator.Instances)
+	case p.AlignSlots < 0 || (p.AlignSlots > 0 && p.Linger <= 0) || o.Aggregator.Concurrency < 1:
+		return fmt.Errorf("cost: aligned producers need a linger and slots not negative, the aggregator a concurrency")
 	case o.Aggregator.Window <= 0 || o.Aggregator.BudgetBytes <= 0 ||
 		o.Aggregator.VCPUs <= 0 || o.Aggregator.MaxUtilisation <= 0 || o.Aggregator.MaxUtilisation > 1:
 		return fmt.Errorf("cost: the aggregator needs instances, vCPUs, a utilisation in (0,1], a window and a byte budget")
@@ -416,6 +438,9 @@ type Flow struct {
 	// BudgetBound: the tier's byte budget, not its window, cut the batches (fewer
 	// members than the window gathers).
 	BudgetBound bool
+	// Burst is the requests of aligned producers that reach the tier at once (a
+	// slot's); 0 for requests arriving as a Poisson stream.
+	Burst float64
 }
 
 // FlowOf derives the flow of design d. A producer's records spread evenly over the
@@ -426,8 +451,11 @@ type Flow struct {
 // request each. In the tier, each instance takes an equal share of the requests; a
 // batch opens with a request and takes those arriving within the window after it (1 +
 // rate × window members on average), fewer when their records reach the byte budget.
-// A batch of m members touching k of P partitions each holds P·(1 − (1 − k/P)^m)
-// partitions.
+// Aligned producers whose rounds go at the linger (their batches do not fill first)
+// send a period's requests in AlignSlots bursts, each spread over as many instances as
+// hold it at Concurrency invocations each, and a batch takes an instance's share of a
+// burst (clocks agreeing within the window). A batch of m members touching k of P
+// partitions each holds P·(1 − (1 − k/P)^m) partitions.
 func FlowOf(o Options, d Design) Flow {
 	w, p := o.Workload, o.Producers
 	perProducer := w.EventsPerSec / float64(p.Count)
@@ -456,9 +484,15 @@ func FlowOf(o Options, d Design) Flow {
 		a := o.Aggregator
 		cpu := f.ProducerRequestsPerSec*o.Profile.Group.CPUPerAppend.Seconds() + w.EventsPerSec*o.Serving.CPUPerRecord.Seconds()
 		f.Instances = max(a.Instances, int(math.Ceil(cpu/(a.VCPUs*a.MaxUtilisation))))
-		perInstance := f.ProducerRequestsPerSec / float64(f.Instances)
 		fit := math.Max(1, math.Floor(a.BudgetBytes/(recs*p.EncodedRecordBytes)))
-		gathered := 1 + perInstance*a.Window.Seconds()
+		var gathered float64
+		if p.AlignSlots > 0 && p.Shape == ShapeSDK && wait >= p.Linger.Seconds() {
+			f.Burst = f.ProducerRequestsPerSec * p.Linger.Seconds() / float64(p.AlignSlots)
+			f.Instances = max(f.Instances, int(math.Ceil(f.Burst/float64(a.Concurrency))))
+			gathered = math.Max(1, f.Burst/float64(f.Instances))
+		} else {
+			gathered = 1 + f.ProducerRequestsPerSec/float64(f.Instances)*a.Window.Seconds()
+		}
 		m := math.Min(gathered, fit)
 		f.BudgetBound = fit < gathered
 		f.MembersPerAppend = m

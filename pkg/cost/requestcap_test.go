@@ -36,3 +36,18 @@ func TestTierWindowsAreStackSettings(t *testing.T) {
 		t.Errorf("the longest tier window priced is %v, the stack's longest %v", last, deploy.MaxGroupCommitWindow)
 	}
 }
+
+// TestTierConcurrencyIsTheStacks: the model holds a burst of aligned requests at the
+// invocations an environment runs at once as the stack configures it, and sizes the
+// slots by the same floor the burst is spread over.
+func TestTierConcurrencyIsTheStacks(t *testing.T) {
+	if got := cost.DefaultAggregator().Concurrency; got != deploy.DefaultPerEnvironmentConcurrency {
+		t.Errorf("the tier's concurrency is %d, the stack's per-environment default %d", got, deploy.DefaultPerEnvironmentConcurrency)
+	}
+	o := cost.Defaults(1000)
+	o.Producers.AlignSlots = cost.AlignSlotsFor(o)
+	if f := cost.FlowOf(o, cost.Aggregation); f.Burst > float64(o.Aggregator.Instances*o.Aggregator.Concurrency) || f.Instances != o.Aggregator.Instances {
+		t.Errorf("%d slots: a burst of %.0f on %d instances; want it within the floor's %d × %d", o.Producers.AlignSlots, f.Burst, f.Instances,
+			o.Aggregator.Instances, o.Aggregator.Concurrency)
+	}
+}

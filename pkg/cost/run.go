@@ -29,6 +29,10 @@ type Run struct {
 	APIConcurrency           int     `json:"api_concurrency,omitempty"`
 	GroupCommitWindowSeconds float64 `json:"group_commit_window_seconds,omitempty"`
 	GroupCommitBudgetBytes   int64   `json:"group_commit_budget_bytes,omitempty"`
+	// AlignSlots is the run's producers' AlignSlots when they aligned their rounds to
+	// the clock (AlignLinger), 0 when not. At the target the fleet's slots are sized
+	// for it (AlignSlotsFor).
+	AlignSlots int `json:"align_slots,omitempty"`
 	// AppendArrivals are the start times (seconds into the run) of the append
 	// invocations the api answered, on Managed Instances: what its requests' merging
 	// depends on (Run.MembersPerObject).
@@ -179,6 +183,9 @@ func (r Run) Configure(o Options) Options {
 		}
 		if r.GroupCommitBudgetBytes > 0 {
 			o.Aggregator.BudgetBytes = float64(r.GroupCommitBudgetBytes)
+		}
+		if r.AlignSlots > 0 {
+			o.Producers.AlignSlots = AlignSlotsFor(o)
 		}
 	}
 	return o
