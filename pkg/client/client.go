@@ -59,6 +59,16 @@ type Client struct {
 	// marks are the topics' batch marks (wire.HeaderTopicBatch) the Client has
 	// received, by topic name: a Producer's request carries its topic's as its floor.
 	marks sync.Map
+	// counts are the topics' partition counts (wire.HeaderPartitions) the append
+	// answers told, by topic name, with when (a seenCount): a Producer follows them
+	// instead of describing its topic.
+	counts sync.Map
+}
+
+// seenCount is a topic's partition count as an answer told it, and when.
+type seenCount struct {
+	n  int32
+	at time.Time
 }
 
 // States of Client.blocks.
@@ -731,6 +741,7 @@ func (c *Client) exchange(ctx context.Context, method, path string, q url.Values
 		c.maxBody.Store(int64(n))
 	}
 	c.noteMark(path, resp.Header.Get(wire.HeaderTopicBatch))
+	c.noteCount(path, resp.Header.Get(wire.HeaderPartitions))
 	var r io.Reader = resp.Body
 	if resp.StatusCode/100 != 2 {
 		r = io.LimitReader(resp.Body, maxErrorBody)
@@ -784,13 +795,8 @@ func IsRetryable(err error) bool {
 // or the mark of another incarnation than the one kept (the topic was created again).
 // A value that is not a mark is ignored.
 func (c *Client) noteMark(path, v string) {
-	rest, ok := strings.CutPrefix(path, "/v1/topics/")
-	if !ok || v == "" {
-		return
-	}
-	name, _, _ := strings.Cut(rest, "/")
-	topic, err := url.PathUnescape(name)
-	if err != nil || topic == "" {
+	topic := topicOfPath(path)
+	if topic == "" || v == "" {
 		return
 	}
 	m, err := wire.ParseBatchMark(v)
@@ -810,6 +816,45 @@ func (c *Client) noteMark(path, v string) {
 			return
 		}
 	}
+}
+
+// topicOfPath is the topic a request path is about (/v1/topics/{topic}...), or "".
+func topicOfPath(path string) string {
+	rest, ok := strings.CutPrefix(path, "/v1/topics/")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, "/")
+	topic, err := url.PathUnescape(name)
+	if err != nil {
+		return ""
+	}
+	return topic
+}
+
+// noteCount records the partition count v (wire.HeaderPartitions) of an answer to a
+// request on path about a topic, with the time it came. A value that is not a count is
+// ignored.
+func (c *Client) noteCount(path, v string) {
+	if v == "" {
+		return
+	}
+	topic, n := topicOfPath(path), wire.ParsePartitions(v)
+	if topic == "" || n == 0 {
+		return
+	}
+	c.counts.Store(topic, seenCount{n: n, at: time.Now()})
+}
+
+// countSince is topic's partition count as the last answer that told it said, if one
+// came after since.
+func (c *Client) countSince(topic string, since time.Time) (int32, bool) {
+	v, ok := c.counts.Load(topic)
+	if !ok {
+		return 0, false
+	}
+	s := v.(seenCount)
+	return s.n, s.at.After(since)
 }
 
 // batchFloor is the floor (wire.HeaderBatchFloor) of a request on topic first sent now:

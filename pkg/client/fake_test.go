@@ -93,6 +93,9 @@ type fakeServer struct {
 	retryAfter string        // Retry-After of fault429
 	hold       chan struct{} // when set, an append waits until it is closed
 	blocks     blocksMode
+	// noCount leaves wire.HeaderPartitions off the append answers (a server before it).
+	noCount   bool
+	describes atomic.Int64 // GET /v1/topics/orders answered
 
 	mu          sync.Mutex
 	marks       int64 // the batch marks answered
@@ -133,6 +136,7 @@ func newFake(t interface{ Cleanup(func()) }, partitions int32) *fakeServer {
 			writeErr(w, 404, "not_found", "no such topic", nil)
 			return
 		}
+		f.describes.Add(1)
 		writeJSON(w, 200, map[string]any{"name": "orders", "partitions": f.partitions.Load(), "retention_ms": 86400000,
 			"partition_info": []any{}})
 	})
@@ -176,6 +180,9 @@ func (f *fakeServer) handleAppend(w http.ResponseWriter, r *http.Request) {
 	mark := fmt.Sprintf("%d@tcfake", f.marks)
 	f.mu.Unlock()
 	w.Header().Set(wire.HeaderTopicBatch, mark)
+	if !f.noCount {
+		w.Header().Set(wire.HeaderPartitions, strconv.Itoa(int(f.partitions.Load())))
+	}
 	binary := r.Header.Get("Content-Type") == wire.ContentTypeBlocks
 	if binary && f.blocks != blocksOn {
 		f.mu.Lock()

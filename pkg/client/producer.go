@@ -354,18 +354,26 @@ func NewProducer(ctx context.Context, c *Client, topic string, cfg ProducerConfi
 // about twice that.
 const DefaultPartitionRefresh = 5 * time.Second
 
-// refreshPartitions describes the topic every PartitionRefresh until Close, and raises
-// the producer's partition count when the topic's grew. A failed describe is tried
-// again at the next tick.
+// refreshPartitions raises the producer's partition count when the topic's grew, every
+// PartitionRefresh until Close: from the count an append answer told since the last
+// tick (wire.HeaderPartitions), so a producer that appends describes nothing, else by
+// describing the topic. A failed describe is tried again at the next tick.
 func (p *Producer) refreshPartitions() {
 	defer p.refreshWG.Done()
 	tick := time.NewTicker(p.cfg.PartitionRefresh)
 	defer tick.Stop()
+	last := time.Now()
 	for {
 		select {
 		case <-p.refreshStop:
 			return
 		case <-tick.C:
+		}
+		since := last
+		last = time.Now()
+		if n, ok := p.c.countSince(p.topic, since); ok {
+			p.growPartitions(n)
+			continue
 		}
 		ctx, cancel := context.WithTimeout(p.ctx, max(p.cfg.PartitionRefresh, 5*time.Second))
 		t, err := p.c.DescribeTopic(ctx, p.topic)

@@ -109,3 +109,38 @@ func TestProducerFallsBackOnFirstRefusal(t *testing.T) {
 		t.Fatalf("%d records stored, want 1", len(logs[0]))
 	}
 }
+
+// TestProducerFollowsCountFromAppendAnswers: a producer that appends learns a raised
+// partition count from its answers (wire.HeaderPartitions) and describes the topic no
+// more; against a server without the header it describes every PartitionRefresh.
+func TestProducerFollowsCountFromAppendAnswers(t *testing.T) {
+	for _, legacy := range []bool{false, true} {
+		f := newFake(t, 2)
+		f.noCount = legacy
+		p := newProducer(t, f, client.ProducerConfig{Partitions: 2, PartitionRefresh: 20 * time.Millisecond})
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		send := func(n int) {
+			for i := range n {
+				if _, err := p.SendSync(ctx, client.Record{Value: []byte{byte(i)}}); err != nil {
+					t.Fatal(err)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+		send(20)
+		f.partitions.Store(4)
+		for p.Partitions() != 4 {
+			if ctx.Err() != nil {
+				t.Fatalf("legacy %v: the producer still places by %d partitions after the topic went to 4", legacy, p.Partitions())
+			}
+			send(1)
+		}
+		cancel()
+		switch d := f.describes.Load(); {
+		case !legacy && d != 0:
+			t.Errorf("the producer described the topic %d times while its append answers told the count", d)
+		case legacy && d == 0:
+			t.Error("against a server without the header the producer never described the topic")
+		}
+	}
+}

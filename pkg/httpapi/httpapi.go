@@ -30,6 +30,7 @@ type Log interface {
 	Poll(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.PollResult, error)
 	PollRanges(ctx context.Context, topic string, partition int32, offset int64, opt log.PollOptions) (log.RangesResult, error)
 	BatchMark(topic string) (wire.BatchMark, bool)
+	CachedPartitions(topic string) (int32, bool)
 }
 
 // Groups is what the handlers need of the consumer-group coordinator

@@ -250,6 +250,15 @@ func (s *server) setTopicBatch(w http.ResponseWriter, topic string) {
 	}
 }
 
+// setPartitions sets the topic's partition count as the log has it cached
+// (wire.HeaderPartitions) on an append's answer, so its producer follows a raised
+// count without describing the topic.
+func (s *server) setPartitions(w http.ResponseWriter, topic string) {
+	if n, ok := s.log.CachedPartitions(topic); ok && n > 0 {
+		w.Header().Set(wire.HeaderPartitions, strconv.Itoa(int(n)))
+	}
+}
+
 // answerAppend writes an append's answer: ok() on success; on a partial failure the
 // error with, under name, the outcome of each record or block (partial); else the error.
 // A superseded attempt is answered 409 without partial outcomes: the attempt that
@@ -257,6 +266,7 @@ func (s *server) setTopicBatch(w http.ResponseWriter, topic string) {
 func (s *server) answerAppend(w http.ResponseWriter, r *http.Request, topic string, err error, name string,
 	partial func(*log.AppendError) any, ok func() any) {
 	s.setTopicBatch(w, topic)
+	s.setPartitions(w, topic)
 	var pe *log.AppendError
 	switch {
 	case superseded(err):

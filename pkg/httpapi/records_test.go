@@ -625,3 +625,30 @@ func TestTopicBatchMarkOnAnswers(t *testing.T) {
 		t.Fatalf("%d records readable, want the 2 appended", n)
 	}
 }
+
+// TestPartitionCountOnAppendAnswers: the answers to appends (JSON and binary) carry the
+// topic's partition count (Strata-Partitions), raised once the topic is, so a producer
+// follows it without describing the topic; a describe's answer does not need it.
+func TestPartitionCountOnAppendAnswers(t *testing.T) {
+	e := newEnv(t)
+	e.createTopic("t", 2)
+	count := func(r *resp) int32 {
+		t.Helper()
+		n := wire.ParsePartitions(r.header.Get(wire.HeaderPartitions))
+		if n == 0 {
+			t.Fatalf("%s %q on an append answer", wire.HeaderPartitions, r.header.Get(wire.HeaderPartitions))
+		}
+		return n
+	}
+	if n := count(e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "a", partition: ptr(0)})).want(t, 200)); n != 2 {
+		t.Fatalf("JSON append: %d partitions, want 2", n)
+	}
+	if n := count(e.call("POST", "/v1/topics/t/records", binBody(t, wire.Frame{Partition: 1, Block: binBlock(t, "b")}),
+		"Content-Type", wire.ContentTypeBlocks).want(t, 200)); n != 2 {
+		t.Fatalf("binary append: %d partitions, want 2", n)
+	}
+	e.call("PATCH", "/v1/topics/t", map[string]any{"partitions": 4}).want(t, 200)
+	if n := count(e.call("POST", "/v1/topics/t/records", appendBody(rec{value: "c", partition: ptr(3)})).want(t, 200)); n != 4 {
+		t.Fatalf("after raising the count to 4: %d partitions", n)
+	}
+}

@@ -417,6 +417,19 @@ func (l *Log) BatchMark(name string) (wire.BatchMark, bool) {
 	return wire.BatchMark{Batch: n, Incarnation: c.t.Incarnation}, true
 }
 
+// CachedPartitions is the partition count of the topic the log has cached (no I/O):
+// what an append answer tells its producer (wire.HeaderPartitions). ok is false when
+// the topic is not cached.
+func (l *Log) CachedPartitions(name string) (n int32, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	c, ok := l.topics[name]
+	if !ok {
+		return 0, false
+	}
+	return c.t.Partitions, true
+}
+
 // Partitions returns the partition count of a topic.
 func (l *Log) Partitions(ctx context.Context, topic string) (int32, error) {
 	t, err := l.Topic(ctx, topic)

@@ -156,6 +156,31 @@ func ParseMaxBody(v string) int {
 	return n
 }
 
+// HeaderPartitions is, on the answers to appends, the topic's partition count as the
+// server knows it (its topic cache, up to 5 s old). The SDK's producer follows a raised
+// count from it instead of describing the topic, so a producer that appends describes
+// nothing; one that has sent nothing for a while describes as before.
+const HeaderPartitions = "Strata-Partitions"
+
+// ParsePartitions reads a HeaderPartitions value: a decimal count in [1,
+// MaxPartitions] without sign or leading zero, else 0 (absent or not understood).
+func ParsePartitions(v string) int32 {
+	if v == "" || len(v) > 4 || v[0] == '0' {
+		return 0
+	}
+	n := 0
+	for _, c := range []byte(v) {
+		if c < '0' || c > '9' {
+			return 0
+		}
+		n = n*10 + int(c-'0')
+	}
+	if n > MaxPartitions {
+		return 0
+	}
+	return int32(n)
+}
+
 // HeaderTopicBatch is, on the answers to appends and to GET /v1/topics/{topic} of a
 // topic of the topic commit layout, the topic's batch mark: a number of a batch the
 // topic had committed before the answer was sent, with the topic's incarnation

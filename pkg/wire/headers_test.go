@@ -282,3 +282,30 @@ func FuzzParseBatchMark(f *testing.F) {
 		}
 	})
 }
+
+// TestParsePartitions: a count in [1, MaxPartitions] as plain decimals is read; anything
+// else is 0, a count not learnt.
+func TestParsePartitions(t *testing.T) {
+	for in, want := range map[string]int32{
+		"1": 1, "8": 8, "1024": MaxPartitions, "1025": 0, "0": 0, "08": 0, "-1": 0, "+2": 0,
+		" 2": 0, "2 ": 0, "": 0, "99999": 0, "1e3": 0, "٣": 0,
+	} {
+		if got := ParsePartitions(in); got != want {
+			t.Errorf("ParsePartitions(%q) = %d, want %d", in, got, want)
+		}
+	}
+}
+
+// FuzzParsePartitions: any answer's header value parses without panicking, to 0 or a
+// count within bounds that prints back as the value.
+func FuzzParsePartitions(f *testing.F) {
+	for _, s := range []string{"8", "0", "1024", "1025", "-1", " 1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n := ParsePartitions(s)
+		if n != 0 && (n < 1 || n > MaxPartitions || strconv.Itoa(int(n)) != s) {
+			t.Fatalf("ParsePartitions(%q) = %d", s, n)
+		}
+	})
+}
