@@ -140,7 +140,11 @@ const minMaxBody = 64 << 10
 
 // ParseMaxBody reads a HeaderMaxBody value: a decimal number of bytes in
 // [64 KiB, 1 GiB], else 0 (absent or not understood: no limit learnt).
-func ParseMaxBody(v string) int {
+func ParseMaxBody(v string) int { return parseCount(v, minMaxBody, 1<<30) }
+
+// parseCount reads an answer's header value that is one decimal number in [lo, hi]
+// (lo at least 1) without sign, space or leading zero, else 0.
+func parseCount(v string, lo, hi int) int {
 	if v == "" || len(v) > 10 || v[0] == '0' {
 		return 0
 	}
@@ -150,7 +154,7 @@ func ParseMaxBody(v string) int {
 		}
 	}
 	n, err := strconv.Atoi(v)
-	if err != nil || n < minMaxBody || n > 1<<30 {
+	if err != nil || n < lo || n > hi {
 		return 0
 	}
 	return n
@@ -164,22 +168,7 @@ const HeaderPartitions = "Strata-Partitions"
 
 // ParsePartitions reads a HeaderPartitions value: a decimal count in [1,
 // MaxPartitions] without sign or leading zero, else 0 (absent or not understood).
-func ParsePartitions(v string) int32 {
-	if v == "" || len(v) > 4 || v[0] == '0' {
-		return 0
-	}
-	n := 0
-	for _, c := range []byte(v) {
-		if c < '0' || c > '9' {
-			return 0
-		}
-		n = n*10 + int(c-'0')
-	}
-	if n > MaxPartitions {
-		return 0
-	}
-	return int32(n)
-}
+func ParsePartitions(v string) int32 { return int32(parseCount(v, 1, MaxPartitions)) }
 
 // HeaderTopicBatch is, on the answers to appends and to GET /v1/topics/{topic} of a
 // topic of the topic commit layout, the topic's batch mark: a number of a batch the

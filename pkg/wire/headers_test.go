@@ -70,28 +70,58 @@ func FuzzParseAttempt(f *testing.F) {
 	})
 }
 
-// TestParseMaxBody: a decimal byte count in [64 KiB, 1 GiB] is read; anything else is 0.
-func TestParseMaxBody(t *testing.T) {
-	for in, want := range map[string]int{
-		"4194304": 4 << 20, "65536": 64 << 10, "1073741824": 1 << 30,
-		"": 0, "65535": 0, "1073741825": 0, "04194304": 0, "-4194304": 0, "4194304 ": 0, "4e6": 0, "99999999999": 0,
+// countHeaders are the answers' headers of one bounded decimal count, with their
+// parsers' bounds.
+var countHeaders = []struct {
+	name   string
+	parse  func(string) int
+	lo, hi int
+}{
+	{HeaderMaxBody, ParseMaxBody, minMaxBody, 1 << 30},
+	{HeaderPartitions, func(v string) int { return int(ParsePartitions(v)) }, 1, MaxPartitions},
+}
+
+// TestParseCounts: a decimal count within a header's bounds is read; anything else is
+// 0, nothing learnt.
+func TestParseCounts(t *testing.T) {
+	for _, c := range []struct {
+		header string
+		in     map[string]int
+	}{
+		{HeaderMaxBody, map[string]int{
+			"4194304": 4 << 20, "65536": 64 << 10, "1073741824": 1 << 30,
+			"": 0, "65535": 0, "1073741825": 0, "04194304": 0, "-4194304": 0, "4194304 ": 0, "4e6": 0, "99999999999": 0,
+		}},
+		{HeaderPartitions, map[string]int{
+			"1": 1, "8": 8, "1024": MaxPartitions, "1025": 0, "0": 0, "08": 0, "-1": 0, "+2": 0,
+			" 2": 0, "2 ": 0, "": 0, "99999": 0, "1e3": 0, "٣": 0,
+		}},
 	} {
-		if got := ParseMaxBody(in); got != want {
-			t.Errorf("ParseMaxBody(%q) = %d, want %d", in, got, want)
+		for _, h := range countHeaders {
+			if h.name != c.header {
+				continue
+			}
+			for in, want := range c.in {
+				if got := h.parse(in); got != want {
+					t.Errorf("%s %q: %d, want %d", h.name, in, got, want)
+				}
+			}
 		}
 	}
 }
 
-// FuzzParseMaxBody: any answer's header value parses without panicking, to 0 or a
-// limit within bounds that prints back as the value.
-func FuzzParseMaxBody(f *testing.F) {
-	for _, s := range []string{"4194304", "0", "65536", "1073741825", "-1", " 1"} {
+// FuzzParseCounts: any answer's header value parses without panicking, by each count
+// header's parser, to 0 or a count within its bounds that prints back as the value.
+func FuzzParseCounts(f *testing.F) {
+	for _, s := range []string{"4194304", "0", "65536", "1073741825", "-1", " 1", "8", "1024", "1025"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n := ParseMaxBody(s)
-		if n != 0 && (n < minMaxBody || n > 1<<30 || strconv.Itoa(n) != s) {
-			t.Fatalf("ParseMaxBody(%q) = %d", s, n)
+		for _, h := range countHeaders {
+			n := h.parse(s)
+			if n != 0 && (n < h.lo || n > h.hi || strconv.Itoa(n) != s) {
+				t.Fatalf("%s %q: %d", h.name, s, n)
+			}
 		}
 	})
 }
@@ -279,33 +309,6 @@ func FuzzParseBatchMark(f *testing.F) {
 		}
 		if m.Batch < 0 || m.Batch > MaxBatchNumber || m.String() != v || (m.Incarnation == "" && m.Batch != 0) {
 			t.Fatalf("%q read as %+v", v, m)
-		}
-	})
-}
-
-// TestParsePartitions: a count in [1, MaxPartitions] as plain decimals is read; anything
-// else is 0, a count not learnt.
-func TestParsePartitions(t *testing.T) {
-	for in, want := range map[string]int32{
-		"1": 1, "8": 8, "1024": MaxPartitions, "1025": 0, "0": 0, "08": 0, "-1": 0, "+2": 0,
-		" 2": 0, "2 ": 0, "": 0, "99999": 0, "1e3": 0, "٣": 0,
-	} {
-		if got := ParsePartitions(in); got != want {
-			t.Errorf("ParsePartitions(%q) = %d, want %d", in, got, want)
-		}
-	}
-}
-
-// FuzzParsePartitions: any answer's header value parses without panicking, to 0 or a
-// count within bounds that prints back as the value.
-func FuzzParsePartitions(f *testing.F) {
-	for _, s := range []string{"8", "0", "1024", "1025", "-1", " 1"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		n := ParsePartitions(s)
-		if n != 0 && (n < 1 || n > MaxPartitions || strconv.Itoa(int(n)) != s) {
-			t.Fatalf("ParsePartitions(%q) = %d", s, n)
 		}
 	})
 }
