@@ -27,7 +27,7 @@ const (
 	PerObjectBlock
 	// PerObjectBlockRead: the index entries read, each group reading every one.
 	PerObjectBlockRead
-	// PerProducerSecond: a second of one producer (its partition refreshes).
+	// PerProducerSecond: a second of one producer appending.
 	PerProducerSecond
 	// PerConsumerSecond: a second of one group's consumer invocation on one
 	// partition, held whether or not records arrive.
@@ -68,11 +68,21 @@ const (
 	// PerRetentionCompactedTopic: a retention pass's fan-out to a compact-only topic
 	// (its worker reads the topic and leaves: no record of it leaves by age).
 	PerRetentionCompactedTopic
+	// PerDescribe: describes of a topic (GET /v1/topics/{topic}): a producer's as it
+	// starts, and again only after a refresh period without an append (the append
+	// answers tell it the partition count).
+	PerDescribe
 )
+
+// ProducerSessionsPerDay is how often a day each producer of the design workload
+// starts (and describes its topic): its host replaced every hour (assumed; a producer
+// appending steadily describes nothing else).
+const ProducerSessionsPerDay = 24.0
 
 var driverNames = [...]string{"append", "block", "block read", "object", "object block", "object block read", "producer-second", "consumer-second", "consumer invocation", "consumer poll",
 	"stream batch", "sweep", "retention pass", "environment", "environment-second", "second",
-	"compaction pass", "compacted topic pass", "compacted partition pass", "compacted append", "compacted key", "compacted record removed", "retention compacted topic"}
+	"compaction pass", "compacted topic pass", "compacted partition pass", "compacted append", "compacted key", "compacted record removed", "retention compacted topic",
+	"describe"}
 
 func (d Driver) String() string { return driverNames[d] }
 
@@ -213,19 +223,14 @@ func overlay(base, over []ModelLine) []ModelLine {
 func alignedLines() []ModelLine {
 	const counted = "as the aligned producers' cost run counts it"
 	return []ModelLine{
-		line("api", "DynamoDB.GetItem", "sequencer", PerProducerSecond, 0.2,
-			"the producers' partition refreshes, and appends re-reading the topic's sequencer item when an environment's copy is stale, "+counted+" (0.46 an append unaligned)").with(PerAppend, 0.37),
-		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.053,
-			"the topic's configuration, "+counted+" (0.0425 unaligned; each environment reads the compacted topic's once)").with(PerAppend, 0.02).with(PerCompactedAppend, 1),
-		line("api", LogsAPI, "", PerEnvironmentSecond, 210, "one environment serving every request: the aggregated documents and its per-request warnings on the emulator, "+counted+" (280 unaligned; an upper bound)"),
-		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 1.4, "polls read the partition's bounds, and a long poll between bursts re-reads them every 0.2 s, "+counted+" (0.15 unaligned)"),
-		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.22, counted+" (0.085 unaligned)"),
-		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.59, "a poll that finds new entries reads them, and a long poll between bursts looks again, "+counted+" (0.086 unaligned)"),
-		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 174, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (94 unaligned)"),
-		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 0.61, counted+" (1.09 unaligned)"),
-		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.7, counted+" (0.87 unaligned)"),
-		line("dispatch", "DynamoDB.GetItem", "sequencer", PerStreamBatch, 1.41, counted+" (1.6 unaligned)"),
-		line("retention", "DynamoDB.Query", "index", PerRetentionPass, 5.5, "the oldest entries of each partition, "+counted+" (4.8 unaligned)"),
+		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.036,
+			"the topic's configuration, "+counted+" (0.021 with independent producers; each environment reads the compacted topic's once)").with(PerAppend, 0.02).with(PerCompactedAppend, 1),
+		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 1.4, "polls read the partition's bounds, and a long poll between bursts re-reads them every 0.2 s, "+counted+" (0.39 with independent producers)"),
+		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.22, counted+" (0.085 with independent producers)"),
+		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.59, "a poll that finds new entries reads them, and a long poll between bursts looks again, "+counted+" (0.22 with independent producers)"),
+		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 174, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (152 with independent producers)"),
+		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.7, counted+" (0.77 on the default stack)"),
+		line("retention", "DynamoDB.Query", "index", PerRetentionPass, 5.5, "the oldest entries of each partition, "+counted+" (4.8 with independent producers)"),
 	}
 }
 
@@ -234,17 +239,18 @@ func alignedLines() []ModelLine {
 func managedLines() []ModelLine {
 	const counted = "as the headline design's cost run counts it"
 	return []ModelLine{
-		line("api", "DynamoDB.GetItem", "sequencer", PerProducerSecond, 0.2,
-			"the producers' partition refreshes, and appends re-reading the topic's sequencer item: more often than on demand, one environment's many concurrent appends finding its copy stale, "+counted).with(PerAppend, 0.46),
-		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.0425,
-			"the topic's configuration: one environment's cached copy serves most of the concurrent refreshes, "+counted+" (each environment reads the compacted topic's once)").with(PerAppend, 0.02).with(PerCompactedAppend, 1),
-		line("api", LogsAPI, "", PerEnvironmentSecond, 280, "one environment serving every request: the aggregated documents and its per-request warnings on the emulator, "+counted+" (an upper bound)"),
+		line("api", "DynamoDB.GetItem", "sequencer", PerDescribe, 1,
+			"a describe of the topic reads its sequencer item (a producer's as it starts), and appends re-read it when an environment's copy is stale, "+counted+" (0.046 and 0.033 an append in the runs with independent and aligned producers)").with(PerAppend, 0.038),
+		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.021,
+			"the topic's configuration: one environment's cached copy serves most of the concurrent appends, "+counted+" (each environment reads the compacted topic's once)").with(PerAppend, 0.02).with(PerCompactedAppend, 1),
+		line("api", LogsAPI, "", PerEnvironmentSecond, 106, "one environment serving every request: the aggregated documents and its per-request warnings on the emulator, "+counted+" (111 and 101 with independent and aligned producers; an upper bound)"),
 		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerInvocation, 2, "the group's settings, read as an invocation starts and refreshed on a timer, "+counted).with(PerConsumerSecond, 0.04),
-		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.15, "polls read the partition's bounds, "+counted+" (0.21 in the run before, 0.59 in one on a busier machine, where more requests merged)"),
+		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.39, "polls read the partition's bounds, "+counted+" (0.15 and 0.21 in the runs before, 0.59 in one on a busier machine, where more requests merged)"),
 		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.085, counted),
-		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.086, "a poll that finds new entries reads them (fewer, larger entries than on demand), "+counted+" (0.14 in the run before)"),
-		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 94, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (114 in the run before)"),
-		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 1.09, counted),
+		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.22, "a poll that finds new entries reads them (fewer, larger entries than on demand), "+counted+" (0.086 and 0.14 in the runs before)"),
+		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 152, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (94 and 114 in the runs before)"),
+		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 0.635, counted+" (0.66 and 0.61 with independent and aligned producers)"),
+		line("dispatch", "DynamoDB.GetItem", "sequencer", PerStreamBatch, 1.42, counted+" (1.43 and 1.41 with independent and aligned producers)"),
 		line("dispatch", "DynamoDB.Query", "index", PerStreamBatch, 2.8, counted+": the woken partitions' new entries (fewer, larger entries than on demand)"),
 		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.65, "the stream mapping's reads (free from a Lambda trigger), "+counted),
 		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.65, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
@@ -265,19 +271,19 @@ func defaultLines() []ModelLine {
 			with(PerCompactedAppend, 1).with(PerCompactedKey, 1),
 		line("api", "DynamoDB.UpdateItem", "index", PerCompactedAppend, 1, "the dirty-ratio trigger (compact.Trigger) on a compacted partition: its counter, once per request that superseded records (the run's rounds after the first), and the claim of the request finding it due (the second round supersedes half the partition; the 10-minute cooldown outlasts the run): 3 for the run's 3 rounds"),
 		line("api", "Lambda.Invoke", "compact", PerCompactedAppend, 1.0/3, "the claim's asynchronous Invoke of the compaction function for the partition: once in the run (3 rounds)"),
-		line("api", "DynamoDB.GetItem", "sequencer", PerProducerSecond, 0.2,
-			"a producer's partition refresh every 5 s (client.DefaultPartitionRefresh) reads the topic's sequencer item; appends re-read it when an environment's copy is stale (as counted: it varies with the load)").with(PerAppend, 0.215),
+		line("api", "DynamoDB.GetItem", "sequencer", PerDescribe, 1,
+			"a describe of the topic reads its sequencer item (a producer's as it starts: its append answers tell it the partition count after that); appends re-read it when an environment's copy is stale, as counted (before the answers told the count, a producer's refresh every 5 s read it: 0.2 a producer-second)").with(PerAppend, 0.035),
 		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.2, "and the topic's configuration (appends now and then too, as counted; each environment reads the compacted topic's once)").with(PerAppend, 0.04).with(PerCompactedAppend, 1),
-		line("api", InvokedAPI, "", PerAppend, 1, "one invocation per append and per partition refresh").with(PerProducerSecond, 0.2).with(PerCompactedAppend, 1),
+		line("api", InvokedAPI, "", PerAppend, 1, "one invocation per append and per describe of the topic (a producer's as it starts)").with(PerDescribe, 1).with(PerCompactedAppend, 1),
 		line("api", LogsAPI, "", PerEnvironmentSecond, 52, flush+" (a short run's start-up and last flush weigh in: from 38 to 63 a second in the last runs)"),
 
-		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.66, "the stream mapping's reads, empty ones included (free from a Lambda trigger), as counted (1.31 in the run before)"),
-		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.66, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
+		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.1, "the stream mapping's reads, empty ones included (free from a Lambda trigger), as counted (1.31 and 1.66 in the runs before)"),
+		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.1, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
 		line("dispatch", InvokedAPI, "", PerStreamBatch, 1, "one invocation per stream batch and per sweep").with(PerSweep, 1),
 		line("dispatch", "DynamoDB.GetItem", "assignments", PerStreamBatch, 2.6, counted+" (the sweep's reads folded in: an upper bound)"),
 		line("dispatch", "DynamoDB.GetItem", "sequencer", PerStreamBatch, 1.6, counted),
-		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 0.92, counted),
-		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.87, counted),
+		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 0.73, counted+" (0.92 in the run before)"),
+		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.77, counted+" (0.87 in the run before)"),
 		line("dispatch", "DynamoDB.GetItem", "commits", PerSweep, 0.125, counted),
 		line("dispatch", "DynamoDB.Query", "index", PerStreamBatch, 3.25, counted+": the woken partitions' new entries"),
 		line("dispatch", "DynamoDB.PutItem", "index", PerStreamBatch, 0, "an entry the api did not write (crash recovery): rare"),
@@ -287,12 +293,12 @@ func defaultLines() []ModelLine {
 		line("dispatch", "DynamoDB.Scan", "parked", PerSweep, 1, "and the parked keys"),
 		line("dispatch", "Lambda.Invoke", "consumer", PerConsumerInvocation, 1, "each consumer invocation is dispatch's asynchronous Invoke"),
 		line("dispatch", "ssm:GetParametersByPath", "/strata/subscriptions", PerEnvironment, 2, "the subscriptions, read as an environment starts and refreshed, as counted"),
-		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 120, flush+" (a short run's start-up lines weigh in: an upper bound)"),
+		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 160, flush+" (a short run's start-up lines weigh in: an upper bound; 120 in the run before)"),
 
 		line("consumer", "DynamoDB.TransactWriteItems", "assignments+commits", PerConsumerSecond, 0.097, "the group commit (two items: the lease's fence and the offset), made on progress with the lease's renewal inside it, as counted: about one every 10 s per partition"),
 		line("consumer", "DynamoDB.UpdateItem", "assignments", PerConsumerInvocation, 1, "the lease taken when an invocation starts (renewals ride in the commit)"),
-		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.7, "polls read the partition's bounds, as counted (long polls: one per batch at the run's rate, the idle window 1 s when caught up; 0.65 to 0.76 in the last runs, 0.93 in one on a busier machine)"),
-		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.295, counted),
+		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.6, "polls read the partition's bounds, as counted (long polls: one per batch at the run's rate, the idle window 1 s when caught up; 0.65 to 0.76 in the runs before, 0.93 in one on a busier machine)"),
+		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.19, counted+" (0.295 in the run before)"),
 		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerInvocation, 2, "the group's settings, read as an invocation starts and refreshed on a timer, as counted").with(PerConsumerSecond, 0.02),
 		line("consumer", "DynamoDB.GetItem", "commits", PerConsumerInvocation, 1, "the committed offset read when an invocation starts"),
 		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.48, "a poll that finds new entries reads them, as counted"),
@@ -374,6 +380,7 @@ func TargetDrivers(o Options, d Design) map[Driver]float64 {
 		PerCompactedKey:            0,
 		PerCompactedRemoved:        0,
 		PerRetentionCompactedTopic: 0,
+		PerDescribe:                float64(o.Producers.Count) * ProducerSessionsPerDay,
 	}
 }
 
@@ -427,6 +434,7 @@ func (r Run) Drivers(fn string) map[Driver]float64 {
 		PerCompactedKey:            float64(r.CompactedKeys),
 		PerCompactedRemoved:        0, // no record of a run is old enough (compact.HeadGuard)
 		PerRetentionCompactedTopic: retentionPasses * float64(r.CompactedTopics),
+		PerDescribe:                float64(r.Describes),
 	}
 }
 
