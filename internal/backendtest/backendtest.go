@@ -51,3 +51,29 @@ type backend struct {
 	name string
 	make Maker
 }
+
+// Materializer indexes the commits of appenders that stopped between their commit and
+// their index write (*log.Log's Materialize).
+type Materializer interface {
+	Materialize(ctx context.Context, states []store.SeqState) (int, error)
+}
+
+// Materialise runs m on s's commit stream until the test ends, as the dispatch function
+// does on AWS, so a commit whose index write failed becomes readable as in a
+// deployment; a backend without a stream (local) needs none.
+func Materialise(t testing.TB, s Stores, m Materializer) {
+	t.Helper()
+	if s.Commits == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = s.Commits(ctx, func(ctx context.Context, batch []store.SeqState) error {
+			_, err := m.Materialize(ctx, batch)
+			return err
+		})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}

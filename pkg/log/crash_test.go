@@ -109,25 +109,6 @@ func (f *faultyMeta) PutIndexEntry(ctx context.Context, e store.IndexEntry) erro
 	return errCrash
 }
 
-// materialiser runs l.Materialize on the backend's commit stream until the test ends,
-// as the dispatch function does in AWS; the local backend needs none.
-func materialiser(t testing.TB, s backendtest.Stores, l *log.Log) {
-	t.Helper()
-	if s.Commits == nil {
-		return
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = s.Commits(ctx, func(ctx context.Context, batch []store.SeqState) error {
-			_, err := l.Materialize(ctx, batch)
-			return err
-		})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
-}
-
 // TestCrashPoints fails an append at each step — before and after the object PUT, after
 // k of n partition commits (the add refused, or applied with its answer lost), after k of
 // n index writes — then retries with the same Idempotency-Key on a fresh Log (a new
@@ -171,7 +152,7 @@ func crashPoints(t *testing.T, steps []crashStep, producer bool) {
 		ctx := context.Background()
 		setup := newLog(t, s)
 		mustTopic(t, setup, "crash", partitions)
-		materialiser(t, s, setup)
+		backendtest.Materialise(t, s, setup)
 		acked := map[string]log.Result{} // value → where it was acknowledged
 		var stored int
 		for i, st := range steps {

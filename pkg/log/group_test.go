@@ -569,7 +569,7 @@ func TestLinearizableWithGroupCommit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		materialiser(t, s, reader)
+		backendtest.Materialise(t, s, reader)
 		var clock atomic.Int64
 		tick := func() int64 { return clock.Add(1) }
 		var appends, crashes atomic.Int64

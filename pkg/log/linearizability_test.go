@@ -199,7 +199,7 @@ func linearizable(t *testing.T, producer bool) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		materialiser(t, s, reader)
+		backendtest.Materialise(t, s, reader)
 		var clock atomic.Int64
 		tick := func() int64 { return clock.Add(1) }
 		crashes, undecided := 0, 0

@@ -58,7 +58,7 @@ func TestLostCommitAnswerOvertaken(t *testing.T) {
 			hook := &overtake{applied: applied}
 			s := backendtest.AWSWith(ctx, t, func(c *aws.Config) { c.APIOptions = append(c.APIOptions, hook.middleware) })
 			l := newLog(t, s)
-			materialiser(t, s, l)
+			backendtest.Materialise(t, s, l)
 			mustTopic(t, l, "lost", 1)
 			if _, err := l.Append(ctx, "lost", []log.Record{{Value: []byte("first")}}, log.AppendOptions{}); err != nil {
 				t.Fatal(err)

@@ -94,7 +94,7 @@ func TestKeysScopedByPrincipal(t *testing.T) {
 		ctx := context.Background()
 		l := newLog(t, s)
 		mustTopic(t, l, "orders", 2)
-		materialiser(t, s, l)
+		backendtest.Materialise(t, s, l)
 		first := map[string][]log.Result{}
 		for _, p := range []string{"mallory", "alice", ""} {
 			res, err := l.Append(ctx, "orders", producerRecords("by-"+p, 3, 2), as(p, log.AppendOptions{IdempotencyKey: "dlq:k"}))

@@ -84,7 +84,7 @@ func TestPropertyProducerRetriesExactlyOnce(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
 		setup := newLog(t, s)
-		materialiser(t, s, setup)
+		backendtest.Materialise(t, s, setup)
 		if s.Commits != nil {
 			// The emulator serialises every request: fewer, small histories.
 			checks := flag.Lookup("rapid.checks")

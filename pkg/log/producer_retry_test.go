@@ -57,7 +57,7 @@ func TestProducerRetryDelayedInTransitNotDuplicated(t *testing.T) {
 		clk := clocktest.New(time.Now())
 		a := host(t, s, clk.Now, 0, nil)
 		mustTopic(t, a, "orders", 2)
-		materialiser(t, s, a)
+		backendtest.Materialise(t, s, a)
 		if _, err := a.Append(ctx, "orders", producerRecords("before", 2, 2), firstSend("p0.0")); err != nil {
 			t.Fatal(err)
 		}
@@ -112,7 +112,7 @@ func TestProducerRetryStalePartitionCountNotDuplicated(t *testing.T) {
 		clk := clocktest.New(time.Now())
 		a := host(t, s, clk.Now, 0, nil)
 		mustTopic(t, a, "orders", 2)
-		materialiser(t, s, a)
+		backendtest.Materialise(t, s, a)
 		stale := host(t, s, clk.Now, 0, nil)
 		if _, err := stale.Append(ctx, "orders", producerRecords("before", 2, 2), firstSend("p0.0")); err != nil {
 			t.Fatal(err)
@@ -148,7 +148,7 @@ func TestProducerRetryAfterRetentionRefused(t *testing.T) {
 		clk := clocktest.New(time.Now())
 		a := host(t, s, clk.Now, 0, nil)
 		mustTopic(t, a, "orders", 2)
-		materialiser(t, s, a)
+		backendtest.Materialise(t, s, a)
 		if _, err := a.Append(ctx, "orders", producerRecords("before", 2, 2), firstSend("p0.0")); err != nil {
 			t.Fatal(err)
 		}
@@ -196,7 +196,7 @@ func TestProducerRetryHostsWithDifferentCommitWindows(t *testing.T) {
 		clk := clocktest.New(time.Now())
 		a := host(t, s, clk.Now, time.Minute, nil)
 		mustTopic(t, a, "orders", 1)
-		materialiser(t, s, a)
+		backendtest.Materialise(t, s, a)
 		if _, err := a.Append(ctx, "orders", producerRecords("before", 1, 1), firstSend("p0.0")); err != nil {
 			t.Fatal(err)
 		}

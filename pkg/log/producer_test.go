@@ -159,7 +159,7 @@ func TestProducerRetryAfterLostAnswer(t *testing.T) {
 		ctx := context.Background()
 		a := newLog(t, s)
 		mustTopic(t, a, "orders", 4)
-		materialiser(t, s, a)
+		backendtest.Materialise(t, s, a)
 		// Other producers' requests around it, in other batches.
 		if _, err := a.Append(ctx, "orders", producerRecords("before", 4, 4), firstSend("p0.0")); err != nil {
 			t.Fatal(err)
@@ -196,7 +196,7 @@ func TestProducerRetryFencesInFlightAttempt(t *testing.T) {
 		ctx := context.Background()
 		setup := newLog(t, s)
 		mustTopic(t, setup, "orders", 4)
-		materialiser(t, s, setup)
+		backendtest.Materialise(t, s, setup)
 		gm := newGatedMeta(s.Meta)
 		slow, err := log.New(log.Config{Objects: s.Objects, Meta: gm})
 		if err != nil {
@@ -262,7 +262,7 @@ func TestProducerRetryOtherBodyRefused(t *testing.T) {
 		ctx := context.Background()
 		l := newLog(t, s)
 		mustTopic(t, l, "orders", 2)
-		materialiser(t, s, l)
+		backendtest.Materialise(t, s, l)
 		if _, err := l.Append(ctx, "orders", producerRecords("one", 4, 2), firstSend("p1.0")); err != nil {
 			t.Fatal(err)
 		}
@@ -284,7 +284,7 @@ func TestProducerRetryAfterPartitionIncrease(t *testing.T) {
 		ctx := context.Background()
 		l := newLog(t, s)
 		mustTopic(t, l, "orders", 2)
-		materialiser(t, s, l)
+		backendtest.Materialise(t, s, l)
 		recs := make([]log.Record, 8)
 		for i := range recs {
 			recs[i] = log.Record{Key: fmt.Appendf(nil, "order-%d", i), Value: fmt.Appendf(nil, "v%d", i)}
@@ -324,7 +324,7 @@ func TestProducerRetryWaitsForTheIndex(t *testing.T) {
 		if _, err := crashy.Append(ctx, "orders", recs, firstSend("p1.0")); (err == nil) == (s.Commits != nil) {
 			t.Fatalf("first attempt: %v (the append whose entries fail must fail)", err)
 		}
-		materialiser(t, s, setup) // starts after the commit: the retry must wait for it
+		backendtest.Materialise(t, s, setup) // starts after the commit: the retry must wait for it
 		res, err := newLog(t, s).Append(ctx, "orders", recs, retryOf("p1.0", 1))
 		if err != nil {
 			t.Fatal(err)
@@ -347,7 +347,7 @@ func TestPropertyProducerAttemptsExactlyOnce(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
 		setup := newLog(t, s)
-		materialiser(t, s, setup)
+		backendtest.Materialise(t, s, setup)
 		histories := 60
 		if s.Commits != nil {
 			histories = 12 // the emulator serialises every request

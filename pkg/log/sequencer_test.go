@@ -130,7 +130,7 @@ func TestCrashBetweenCommitAndIndexWrite(t *testing.T) {
 					len(res.Records), res.NextOffset, res.HighWatermark)
 			}
 			t.Logf("poll waited %s at the gap and answered nothing", time.Since(start).Round(time.Millisecond))
-			materialiser(t, s, l)
+			backendtest.Materialise(t, s, l)
 			start = time.Now()
 			res, err = l.Poll(ctx, "gap", 0, 1, log.PollOptions{})
 			if err != nil {
