@@ -17,6 +17,8 @@
 # scripts/bench-cost.sh --run headline runs the headline design instead (the function URL,
 # the api on Lambda Managed Instances, a 30 ms group-commit window; STRATA_COST_RUN_CONFIG)
 # and writes pkg/cost/testdata/costrun-headline.json (build/cost-run-headline.txt).
+# scripts/bench-cost.sh --run url runs the default stack behind the function URL (the api on
+# demand, no API Gateway) and writes pkg/cost/testdata/costrun-url.json.
 # scripts/bench-cost.sh --run aligned runs the headline design with the producers aligned
 # to the clock (the SDK's AlignLinger, 4 slots) and writes pkg/cost/testdata/costrun-aligned.json.
 set -euo pipefail

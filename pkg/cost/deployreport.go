@@ -137,19 +137,34 @@ func Headlines(base Options, r Run) []Headline {
 // CostRunCommand is the command that reruns the cost run and rewrites its tables.
 const CostRunCommand = "scripts/bench-cost.sh --run"
 
-// DeploymentTables writes docs/BENCHMARKS.md's cost-run section in Markdown from run
-// r of the default stack and, when not nil, the runs of the headline design with
-// independent producers (headline) and with producers aligned to the clock (aligned):
+// CostRuns are the committed cost runs docs/BENCHMARKS.md's tables come from: the
+// default stack's (API Gateway, the api on demand), and when not nil the default stack's
+// api behind the function URL (URL), the headline design with independent producers
+// (Headline) and with producers aligned to the clock (Aligned).
+type CostRuns struct {
+	Default                Run
+	URL, Headline, Aligned *Run
+}
+
+// DeploymentTables writes docs/BENCHMARKS.md's cost-run section in Markdown from runs:
 // each run's workload and its per-line table at 10 producers, 1 group, 24 h, then the
 // headline comparison of them. base is the design workload's options.
-func DeploymentTables(out io.Writer, base Options, r Run, headline, aligned *Run) {
+func DeploymentTables(out io.Writer, base Options, runs CostRuns) {
+	r := runs.Default
 	fmt.Fprintf(out, "Cost run of %s: `%s` drove %d producers (linger %s) appending %d records of %d B in %d requests (%d partition batches) "+
 		"over %d partitions for %.0f s through the synthesized stack, one group consuming (the example consumer, its own table's writes left out), "+
 		"schedules on a clock where a minute lasts %.0f s%s. Scaled to 50,000 events/s of 1 KB, %d partitions, us-east-1 list prices (pkg/cost/prices.go).\n\n",
 		r.Date, CostRunCommand, r.Producers, time.Duration(r.LingerSeconds*float64(time.Second)), r.Records, r.RecordBytes, r.Appends, r.Blocks,
 		r.Partitions, r.Seconds, r.MinuteSeconds, compactedWorkload(r), base.Workload.Partitions)
 	perLine(out, base, r)
-	for _, run := range []*Run{headline, aligned} {
+	if u := runs.URL; u != nil {
+		fmt.Fprintf(out, "Cost run of the default stack behind the function URL, %s: `%s %s` synthesized the stack with `strata:frontDoor=function-url` "+
+			"(no API Gateway; the api on demand, an object per request) and drove the default run's workload: %d producers (linger %s) appending %d records "+
+			"in %d requests (%d partition batches) for %.0f s.\n\n",
+			u.Date, CostRunCommand, u.Config, u.Producers, time.Duration(u.LingerSeconds*float64(time.Second)), u.Records, u.Appends, u.Blocks, u.Seconds)
+		perLine(out, base, *u)
+	}
+	for _, run := range []*Run{runs.Headline, runs.Aligned} {
 		if run == nil {
 			continue
 		}
@@ -180,34 +195,41 @@ func DeploymentTables(out io.Writer, base Options, r Run, headline, aligned *Run
 	}
 
 	fmt.Fprintln(out, "Headline, equal linger (1 s; the ack floors below), both sides paying for their consumers. The default stack is API Gateway and the "+
-		"api on demand (an object per request); the headline design the function URL and the api on Managed Instances, requests merging per environment "+
+		"api on demand (an object per request); the function URL column the same api on demand behind its function URL (the default stack's ack floor: "+
+		"the front door adds no wait); the headline design the function URL and the api on Managed Instances, requests merging per environment "+
 		"(the tier's flow: at least 3 environments at the target, more as the requests' CPU needs), its producers independent (a round a linger after "+
-		"its first record) or aligned to the clock (`AlignLinger`, the slots `AlignSlotsFor` sizes); the goal is held to the cheaper of the two, "+
-		"a choice of the producers' configuration:")
+		"its first record) or aligned to the clock (`AlignLinger`, the slots `AlignSlotsFor` sizes). The goal is held to the cheapest of the "+
+		"function URL, headline and aligned columns: a choice of the stack's settings and the producers' configuration, per cell:")
 	fmt.Fprintln(out)
+	headline, aligned, url := runs.Headline, runs.Aligned, runs.URL
 	if headline == nil {
 		headline = &r
 	}
 	if aligned == nil {
 		aligned = headline
 	}
-	fmt.Fprintln(out, "| groups | retention | producers | default stack $/day | ack floor | ÷ Kinesis | headline design $/day | ack floor | members per object | ÷ Kinesis | "+
-		"aligned producers $/day | members per object | ÷ Kinesis | goal (headline design) | Kinesis KPL + Lambda consumers $/day | ack floor | MSK provisioned | MSK Serverless | WarpStream (estimated) |")
-	fmt.Fprintln(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
-	def, best, al := Headlines(base, r), Headlines(base, *headline), Headlines(base, *aligned)
+	if url == nil {
+		url = headline
+	}
+	fmt.Fprintln(out, "| groups | retention | producers | default stack $/day | ack floor | ÷ Kinesis | function URL, on demand $/day | ÷ Kinesis | "+
+		"headline design $/day | ack floor | members per object | ÷ Kinesis | aligned producers $/day | members per object | ÷ Kinesis | goal (cheapest) | "+
+		"Kinesis KPL + Lambda consumers $/day | ack floor | MSK provisioned | MSK Serverless | WarpStream (estimated) |")
+	fmt.Fprintln(out, "|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
+	def, fu, best, al := Headlines(base, r), Headlines(base, *url), Headlines(base, *headline), Headlines(base, *aligned)
 	for i, d := range def {
-		h, a := best[i], al[i]
+		u, h, a := fu[i], best[i], al[i]
 		goal := "—"
 		if g, ok := HeadlineGoal(h.Groups, h.Retention, h.Producers); ok {
 			goal = fmt.Sprintf("≤ %.1f×: ", g)
-			if min(h.Ratio, a.Ratio) <= g {
+			if min(u.Ratio, h.Ratio, a.Ratio) <= g {
 				goal += "met"
 			} else {
 				goal += "**not met**"
 			}
 		}
-		fmt.Fprintf(out, "| %d | %s | %d | %s | %s | %.2f× | %s | %s | %.2f | %.2f× | %s | %.2f | %.2f× | %s | %s | %s | %s | %s | %s |\n", h.Groups, retention(h.Retention), h.Producers,
-			usd(d.Strata), ms(d.StrataAck), d.Ratio, usd(h.Strata), ms(h.StrataAck), h.Members, h.Ratio, usd(a.Strata), a.Members, a.Ratio, goal,
+		fmt.Fprintf(out, "| %d | %s | %d | %s | %s | %.2f× | %s | %.2f× | %s | %s | %.2f | %.2f× | %s | %.2f | %.2f× | %s | %s | %s | %s | %s | %s |\n",
+			h.Groups, retention(h.Retention), h.Producers, usd(d.Strata), ms(d.StrataAck), d.Ratio, usd(u.Strata), u.Ratio,
+			usd(h.Strata), ms(h.StrataAck), h.Members, h.Ratio, usd(a.Strata), a.Members, a.Ratio, goal,
 			usd(h.Kinesis), ms(h.KinesisAck), usd(h.MSK), usd(h.MSKServerless), usd(h.Warp))
 	}
 	fmt.Fprintln(out)
