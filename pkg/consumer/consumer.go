@@ -50,7 +50,8 @@ type Coordinator interface {
 // same write (*group.Coordinator has it; group.CommitOptions.RenewTTL and Release).
 // With it a run's commits renew its lease and its last commit releases it, so a run
 // that makes progress sends no renew or release request of its own, and renews alone
-// only when no commit did so for a third of the TTL. CommitAt must behave as Commit
+// only when no commit did so for a third of the TTL (half of it with records in flight,
+// whose commit would carry the renewal). CommitAt must behave as Commit
 // with opts.Completed, and renew or release only when the commit goes through.
 type LeaseCommitter interface {
 	CommitAt(ctx context.Context, grp, topic string, partition int32, member string, generation, nextOffset int64, opts group.CommitOptions) error

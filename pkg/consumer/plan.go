@@ -94,9 +94,16 @@ func decide(lim limits, o observed) plan {
 	if o.RenewRetryAt.After(renewAt) {
 		renewAt = o.RenewRetryAt
 	}
-	p.Renew = !o.Now.Before(renewAt)
 	commitAt := o.LastCommit.Add(lim.CommitInterval)
 	pending := o.Next > o.Committed || o.Unsaved
+	if lim.CommitRenews && !pending && o.InFlight > 0 && !o.LeaseLapsed && !o.Now.Before(renewAt) {
+		// Records in flight will complete, and the commit of them carries the renewal:
+		// wait for them up to TTL/2 (half the lease still left) before renewing alone.
+		if half := o.LastRenew.Add(lim.TTL / 2); half.After(renewAt) {
+			renewAt = half
+		}
+	}
+	p.Renew = !o.Now.Before(renewAt)
 	p.Commit = pending && !o.Now.Before(commitAt)
 	if lim.CommitRenews && pending && p.Renew {
 		// The renewal rides in a commit of what is done so far.

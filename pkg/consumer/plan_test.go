@@ -129,8 +129,9 @@ func runDecide(t *testing.T, lim limits, base observed, cases []decideCase) {
 }
 
 // TestDecideCommitRenews: with a coordinator whose commits renew the lease, a renewal
-// due with progress to save is a commit, none is sent beside a commit, and a renewal
-// due with nothing to commit goes alone.
+// due with progress to save is a commit, none is sent beside a commit, a renewal due
+// with records in flight waits for their commit up to TTL/2, and a renewal due with
+// nothing to commit goes alone.
 func TestDecideCommitRenews(t *testing.T) {
 	t0 := time.Unix(1_000_000, 0)
 	lim := limits{TTL: 30 * time.Second, CommitInterval: 10 * time.Second, PollWait: time.Second, CommitRenews: true,
@@ -157,6 +158,16 @@ func TestDecideCommitRenews(t *testing.T) {
 			o.Now = t0.Add(4 * time.Second)
 			o.Next, o.Fetch, o.HighWatermark, o.InFlight = 15, 2015, 2015, 2000
 		}, plan{Sleep: 6 * time.Second}},
+		{"nothing done yet, records in flight, renewal due: their commit will carry it", func(o *observed) {
+			o.Now = t0.Add(10 * time.Second)
+			o.LastCommit = t0.Add(5 * time.Second)
+			o.Fetch, o.HighWatermark, o.InFlight, o.LastPoll = 12, 12, 2, o.Now
+		}, plan{Sleep: 5 * time.Millisecond}},
+		{"records in flight past TTL/2: the renewal goes alone", func(o *observed) {
+			o.Now = t0.Add(15 * time.Second)
+			o.LastCommit = t0.Add(5 * time.Second)
+			o.Fetch, o.HighWatermark, o.InFlight, o.LastPoll = 12, 12, 2, o.Now
+		}, plan{Renew: true, Sleep: minSleep}},
 		{"lease lapsed with progress: the commit renews at once", func(o *observed) {
 			o.Now, o.LeaseLapsed = t0.Add(time.Second), true
 			o.Next, o.Fetch, o.HighWatermark = 15, 15, 15
