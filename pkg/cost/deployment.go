@@ -192,7 +192,7 @@ func (r Run) ModelOf() []ModelLine {
 	switch {
 	case r.AlignSlots > 0 && r.Design().aggregated():
 		lines = overlay(lines, alignedLines())
-	case r.FrontDoor == "function-url" && !r.Design().aggregated():
+	case r.OnFunctionURL() && !r.Design().aggregated():
 		lines = overlay(lines, urlLines())
 	}
 	return lines

@@ -90,7 +90,7 @@ func TestObjectsMergeAsTheRunDid(t *testing.T) {
 	for _, h := range committedManaged(t) {
 		objectsMerged(t, h)
 	}
-	if u := committedURL(t); u.ManagedInstances || u.FrontDoor != "function-url" {
+	if u := committedURL(t); u.ManagedInstances || !u.OnFunctionURL() {
 		t.Errorf("the function URL run: front door %q, Managed Instances %v: want the function URL and the api on demand", u.FrontDoor, u.ManagedInstances)
 	} else if n, _ := u.Objects(); n != float64(u.Appends) {
 		t.Errorf("the function URL run: %v objects from %d appends: want one per append", n, u.Appends)

@@ -173,10 +173,18 @@ func (r Run) Design() Design {
 	return Baseline
 }
 
+// FrontDoorFunctionURL is the strata:frontDoor value that puts callers on the api's
+// function URL instead of API Gateway.
+const FrontDoorFunctionURL = "function-url"
+
+// OnFunctionURL reports whether the run's callers reached the api on its function URL
+// rather than through API Gateway.
+func (r Run) OnFunctionURL() bool { return r.FrontDoor == FrontDoorFunctionURL }
+
 // Configure sets in o what the run's stack was configured with: the front door, and on
 // Managed Instances the group-commit window and budget the tier's flow uses.
 func (r Run) Configure(o Options) Options {
-	o.Serving.FunctionURL = r.FrontDoor == "function-url"
+	o.Serving.FunctionURL = r.OnFunctionURL()
 	if r.ManagedInstances {
 		if r.GroupCommitWindowSeconds > 0 {
 			o.Aggregator.Window = time.Duration(r.GroupCommitWindowSeconds * float64(time.Second))
