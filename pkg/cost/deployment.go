@@ -105,18 +105,24 @@ const StreamPollsPerSecond = 4.0
 // 300 s timeout less pkg/lambdaconsumer's 3 s deadline margin.
 const ConsumerHold = 297.0
 
-// Consumer polling (pkg/lambdaconsumer): a poll carries at most ConsumerPollRecords
-// records, and a caught-up consumer polls every ConsumerPollGap.
+// Consumer polling (pkg/lambdaconsumer): a poll takes commits whole until it holds
+// ConsumerPollRecords records (log.PollOptions.WholeCommits), and a caught-up consumer
+// polls every ConsumerPollGap.
 const (
 	ConsumerPollRecords = 500
 	ConsumerPollGap     = 0.2 // seconds
 )
 
 // ConsumerPollsPerSecond is one group's polls of one partition a second: enough to
-// carry the partition's records at ConsumerPollRecords a poll, and otherwise one per
-// partition batch as batches arrive, at most one per ConsumerPollGap.
+// carry the partition's records at ConsumerPollRecords a poll, or a commit a poll when
+// commits are larger (a poll never cuts one, so each block is read once), and otherwise
+// one per partition batch as batches arrive, at most one per ConsumerPollGap.
 func ConsumerPollsPerSecond(recordsPerSec, blocksPerSec float64) float64 {
-	return math.Max(recordsPerSec/ConsumerPollRecords, math.Min(blocksPerSec, 1/ConsumerPollGap))
+	perPoll := float64(ConsumerPollRecords)
+	if blocksPerSec > 0 {
+		perPoll = math.Max(perPoll, recordsPerSec/blocksPerSec)
+	}
+	return math.Max(recordsPerSec/perPoll, math.Min(blocksPerSec, 1/ConsumerPollGap))
 }
 
 // EnvironmentsPerDay is the cold starts a day of one function's steadily busy
@@ -210,7 +216,6 @@ func urlLines() []ModelLine {
 		line("api", LogsAPI, "", PerEnvironmentSecond, 44, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+
 			" (52 on the default stack: about the same bytes over a run 17 s longer)"),
 		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.74, "polls read the partition's bounds, "+counted+" (0.6 on the default stack, 0.65 to 0.76 in its runs before)"),
-		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.22, counted+" (0.19 on the default stack, 0.295 in its run before)"),
 		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 143, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (160 on the default stack)"),
 		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.47, "the stream mapping's reads, empty ones included (free from a Lambda trigger), "+
 			counted+" (1.1 on the default stack, 1.31 and 1.66 in its runs before)"),
@@ -250,7 +255,6 @@ func alignedLines() []ModelLine {
 		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.036,
 			"the topic's configuration, "+counted+" (0.021 with independent producers; each environment reads the compacted topic's once)").with(PerAppend, 0.02).with(PerCompactedAppend, 1),
 		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 1.4, "polls read the partition's bounds, and a long poll between bursts re-reads them every 0.2 s, "+counted+" (0.39 with independent producers)"),
-		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.22, counted+" (0.085 with independent producers)"),
 		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.59, "a poll that finds new entries reads them, and a long poll between bursts looks again, "+counted+" (0.22 with independent producers)"),
 		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 174, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (152 with independent producers)"),
 		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.7, counted+" (0.77 on the default stack)"),
@@ -270,7 +274,6 @@ func managedLines() []ModelLine {
 		line("api", LogsAPI, "", PerEnvironmentSecond, 106, "one environment serving every request: the aggregated documents and its per-request warnings on the emulator, "+counted+" (111 and 101 with independent and aligned producers; an upper bound)"),
 		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerInvocation, 2, "the group's settings, read as an invocation starts and refreshed on a timer, "+counted).with(PerConsumerSecond, 0.04),
 		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.39, "polls read the partition's bounds, "+counted+" (0.15 and 0.21 in the runs before, 0.59 in one on a busier machine, where more requests merged)"),
-		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.085, counted),
 		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.22, "a poll that finds new entries reads them (fewer, larger entries than on demand), "+counted+" (0.086 and 0.14 in the runs before)"),
 		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 152, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (94 and 114 in the runs before)"),
 		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 0.635, counted+" (0.66 and 0.61 with independent and aligned producers)"),
@@ -322,7 +325,7 @@ func defaultLines() []ModelLine {
 		line("consumer", "DynamoDB.TransactWriteItems", "assignments+commits", PerConsumerSecond, 0.097, "the group commit (two items: the lease's fence and the offset), made on progress with the lease's renewal inside it, as counted: about one every 10 s per partition"),
 		line("consumer", "DynamoDB.UpdateItem", "assignments", PerConsumerInvocation, 1, "the lease taken when an invocation starts (renewals ride in the commit)"),
 		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.6, "polls read the partition's bounds, as counted (long polls: one per batch at the run's rate, the idle window 1 s when caught up; 0.65 to 0.76 in the runs before, 0.93 in one on a busier machine)"),
-		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerPoll, 0.19, counted+" (0.295 in the run before)"),
+		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerSecond, 0.45, "the topic's configuration, cached for log.TopicCacheTTL (5 s) in each environment (and a second Log's copy): a rate per second held, not per poll, as counted (0.42 to 0.48 in the four configurations' runs, where per poll they spread from 0.085 to 0.22)"),
 		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerInvocation, 2, "the group's settings, read as an invocation starts and refreshed on a timer, as counted").with(PerConsumerSecond, 0.02),
 		line("consumer", "DynamoDB.GetItem", "commits", PerConsumerInvocation, 1, "the committed offset read when an invocation starts"),
 		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.48, "a poll that finds new entries reads them, as counted"),

@@ -28,6 +28,11 @@ type PollOptions struct {
 	MaxBytes   int
 	// Wait, when the offset is the high watermark, is how long to wait for a record.
 	Wait time.Duration
+	// WholeCommits ends the answer at a commit's end: MaxRecords and MaxBytes decide
+	// whether another commit is taken, never cut one, so a reader that polls again from
+	// NextOffset does not read the same block from its object twice (a commit larger
+	// than MaxRecords would otherwise be fetched once per poll it is cut into).
+	WholeCommits bool
 }
 
 // PollResult is a run of consecutive records and the partition's bounds.
@@ -39,7 +44,8 @@ type PollResult struct {
 }
 
 // Poll returns records from offset on, at most MaxRecords and about MaxBytes (the first
-// record is returned even when it alone is larger, so a reader always progresses). An
+// record is returned even when it alone is larger, so a reader always progresses; with
+// WholeCommits the last commit taken is returned whole, past both). An
 // offset outside [log start, high watermark] is an *OffsetOutOfRangeError. Its cost is
 // proportional to the records returned, not to the length of the log.
 func (l *Log) Poll(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (PollResult, error) {
@@ -246,7 +252,13 @@ func (l *Log) pollOnce(ctx context.Context, topic string, partition int32, offse
 	}
 	entries := sp.entries
 	bytes := 0
+	full := func() bool {
+		return len(res.Records) >= opt.MaxRecords || (len(res.Records) > 0 && bytes >= opt.MaxBytes)
+	}
 	for i, recs := range blocks {
+		if opt.WholeCommits && full() {
+			return res, nil
+		}
 		if entries[i].Duplicate {
 			// An idempotent append's second commit: its offsets exist, its records are
 			// another attempt's, which readers get at the canonical offsets.
@@ -266,14 +278,14 @@ func (l *Log) pollOnce(ctx context.Context, topic string, partition int32, offse
 			}
 			if skipped(skip, r.Offset-entries[i].BaseOffset) {
 				// Another attempt of an idempotent request owns these offsets' records.
-				if len(res.Records) == opt.MaxRecords {
+				if !opt.WholeCommits && len(res.Records) == opt.MaxRecords {
 					return res, nil
 				}
 				res.NextOffset = r.Offset + 1
 				continue
 			}
 			size := segment.RecordSize(r)
-			if len(res.Records) == opt.MaxRecords || (len(res.Records) > 0 && bytes+size > opt.MaxBytes) {
+			if !opt.WholeCommits && (len(res.Records) == opt.MaxRecords || (len(res.Records) > 0 && bytes+size > opt.MaxBytes)) {
 				return res, nil
 			}
 			res.Records = append(res.Records, r)
