@@ -317,7 +317,8 @@ func TestCostRunMatchesTheModel(t *testing.T) {
 			LogLines: ls.Lines, LogBytes: ls.Bytes, EMFLines: ls.EMFLines, EMFBytes: ls.EMFBytes, Metrics: ls.Metrics})
 		for _, r := range f.Proxy.Requests() {
 			run.Requests = append(run.Requests, cost.RunRequest{Function: role, API: r.API, Resource: resource(r.Resource),
-				Requests: r.Requests, Items: r.Items, BytesSent: r.BytesSent, BytesReceived: r.BytesReceived})
+				Requests: r.Requests, Items: r.Items, BytesSent: r.BytesSent, BytesReceived: r.BytesReceived,
+				WriteUnits: r.WriteUnits, EventualReads: r.EventualReads})
 		}
 	}
 	for id, r := range st.ScheduleRuns() {

@@ -521,7 +521,7 @@ func (r *run) refresh(ctx context.Context) {
 // workers; an answer may exceed PollRecords (whole commits), and is taken whole.
 func (r *run) poll(ctx context.Context, wait time.Duration) error {
 	cfg := r.c.cfg
-	res, err := r.c.log.Poll(ctx, r.lease.TopicRef(), r.p, r.fetch, log.PollOptions{MaxRecords: cfg.PollRecords, Wait: wait, WholeCommits: true})
+	res, err := r.c.log.Poll(ctx, r.lease.TopicRef(), r.p, r.fetch, log.PollOptions{MaxRecords: cfg.PollRecords, Wait: wait, WholeCommits: true, EventualBounds: true})
 	now := cfg.Clock()
 	var oor *log.OffsetOutOfRangeError
 	switch {

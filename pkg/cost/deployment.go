@@ -563,6 +563,9 @@ type Observed struct {
 	Items                   float64 // items written (DynamoDB), keys deleted (S3 DeleteObjects)
 	BytesSent, BytesRecv    float64
 	LogLines                float64
+	// WriteUnits are the DynamoDB write units the proxy sized from the requests' items
+	// (0 in a run recorded without them); EventualReads the eventually consistent reads.
+	WriteUnits, EventualReads float64
 }
 
 // Key names the line as ModelLine.Key does.
@@ -579,7 +582,8 @@ func (r Run) Lines() []Observed {
 			continue
 		}
 		out = append(out, Observed{Function: q.Function, API: q.API, Resource: q.Resource, Count: float64(q.Requests),
-			Items: float64(q.Items), BytesSent: float64(q.BytesSent), BytesRecv: float64(q.BytesReceived)})
+			Items: float64(q.Items), BytesSent: float64(q.BytesSent), BytesRecv: float64(q.BytesReceived),
+			WriteUnits: q.WriteUnits, EventualReads: float64(q.EventualReads)})
 	}
 	for _, f := range r.Functions {
 		out = append(out, Observed{Function: f.Function, API: InvokedAPI, Count: float64(f.Invocations)})

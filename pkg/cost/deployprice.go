@@ -212,11 +212,14 @@ func PriceDeployment(o Options, model []ModelLine, r Run) Deployment {
 }
 
 // priceLine prices p's requests a day by its API: S3 requests at their class's
-// price (deletes free), DynamoDB writes in write units of the run's request bytes per
-// item (an upper bound of the item: the request holds expressions and names too;
-// transactions twice), reads in 4 KB read units of the answer, streams reads free from
-// a Lambda trigger, Lambda's Invoke billed as the invoked function's invocation, log
-// bytes (with CloudWatch's per-event overhead) at the ingestion price.
+// price (deletes free), DynamoDB writes at the write units the run's proxy sized from
+// their items (ob.WriteUnits, transactions' already twice) or, for a run
+// recorded without them, in write units of the run's request bytes per item (an upper
+// bound of the item: the request holds expressions and names too; transactions
+// twice), reads in 4 KB read units of the answer (the eventually consistent share of
+// the requests, ob.EventualReads, at half), streams reads free from a Lambda trigger,
+// Lambda's Invoke billed as the invoked function's invocation, log bytes (with
+// CloudWatch's per-event overhead) at the ingestion price.
 func priceLine(p *Priced, ob Observed, flow Flow, w Workload, pr Prices) {
 	perReq := func(x float64) float64 { return x / math.Max(ob.Count, 1) }
 	items := math.Max(1, perReq(ob.Items))
@@ -239,17 +242,24 @@ func priceLine(p *Priced, ob Observed, flow Flow, w Workload, pr Prices) {
 		u := TopicCommitWRU(w.Partitions, flow.BlocksPerAppend)
 		p.Units, p.Unit, p.USD = p.PerDay*u, "write unit", p.PerDay*u*pr.DynamoWRU.USD
 	case api == "DynamoDB.PutItem" || api == "DynamoDB.UpdateItem" || api == "DynamoDB.DeleteItem" || api == "DynamoDB.BatchWriteItem":
-		u := items * itemWRU(perReq(ob.BytesSent)/items)
-		p.Units, p.Unit, p.USD = p.PerDay*u, "write unit", p.PerDay*u*pr.DynamoWRU.USD
+		wru := items * itemWRU(perReq(ob.BytesSent)/items)
+		if ob.WriteUnits > 0 {
+			wru = perReq(ob.WriteUnits)
+		}
+		p.Units, p.Unit, p.USD = p.PerDay*wru, "write unit", p.PerDay*wru*pr.DynamoWRU.USD
 	case api == "DynamoDB.TransactWriteItems":
-		u := 2 * items * itemWRU(perReq(ob.BytesSent)/items)
-		p.Units, p.Unit, p.USD = p.PerDay*u, "write unit", p.PerDay*u*pr.DynamoWRU.USD
+		wru := 2 * items * itemWRU(perReq(ob.BytesSent)/items)
+		if ob.WriteUnits > 0 {
+			wru = perReq(ob.WriteUnits)
+		}
+		p.Units, p.Unit, p.USD = p.PerDay*wru, "write unit", p.PerDay*wru*pr.DynamoWRU.USD
 	case api == "DynamoDB.GetItem" || api == "DynamoDB.Query" || api == "DynamoDB.Scan" || api == "DynamoDB.BatchGetItem":
-		u := math.Max(1, math.Ceil(perReq(ob.BytesRecv)/4096))
-		p.Units, p.Unit, p.USD = p.PerDay*u, "read unit", p.PerDay*u*pr.DynamoRRU.USD
+		rru := math.Max(1, math.Ceil(perReq(ob.BytesRecv)/4096))
+		rru *= 1 - math.Min(1, perReq(ob.EventualReads))/2
+		p.Units, p.Unit, p.USD = p.PerDay*rru, "read unit", p.PerDay*rru*pr.DynamoRRU.USD
 	case api == "DynamoDB.TransactGetItems":
-		u := 2 * items * math.Max(1, math.Ceil(perReq(ob.BytesRecv)/items/4096))
-		p.Units, p.Unit, p.USD = p.PerDay*u, "read unit", p.PerDay*u*pr.DynamoRRU.USD
+		rru := 2 * items * math.Max(1, math.Ceil(perReq(ob.BytesRecv)/items/4096))
+		p.Units, p.Unit, p.USD = p.PerDay*rru, "read unit", p.PerDay*rru*pr.DynamoRRU.USD
 	case strings.HasPrefix(api, "DynamoDBStreams."):
 		p.Units, p.Unit = p.PerDay, "request (free from a Lambda trigger)"
 	case api == "Lambda.Invoke":

@@ -155,6 +155,13 @@ type RunRequest struct {
 	Items         int64  `json:"items"`
 	BytesSent     int64  `json:"bytes_sent"`
 	BytesReceived int64  `json:"bytes_received"`
+	// WriteUnits are the write units DynamoDB bills for the requests, sized from their
+	// items (a transaction's twice); 0 for other APIs and in runs recorded before the
+	// proxy sized them, whose writes are priced by their request bytes.
+	WriteUnits float64 `json:"write_units,omitempty"`
+	// EventualReads are the DynamoDB read requests among Requests that were eventually
+	// consistent (billed half the read units of a strongly consistent one).
+	EventualReads int64 `json:"eventual_reads,omitempty"`
 }
 
 // RunSchedule is how often one schedule fired.

@@ -33,6 +33,12 @@ type PollOptions struct {
 	// NextOffset does not read the same block from its object twice (a commit larger
 	// than MaxRecords would otherwise be fetched once per poll it is cut into).
 	WholeCommits bool
+	// EventualBounds reads the partition's bounds eventually consistently (half the
+	// read's price on DynamoDB): the answer's high watermark may lag the newest commits
+	// for a moment, so a poll at the tail may find nothing new yet, and an offset past
+	// the bounds read is checked with a strongly consistent read before it is answered
+	// out of range. For readers that poll again anyway (the consumer's run loop).
+	EventualBounds bool
 }
 
 // PollResult is a run of consecutive records and the partition's bounds.
@@ -180,7 +186,7 @@ type span struct {
 // locate reads the bounds and the index entries a poll at offset answers from. With no
 // entry below the high watermark it returns errNotMaterialized, with the span's bounds.
 func (l *Log) locate(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (span, error) {
-	start, hw, err := l.bounds(ctx, topic, partition)
+	start, hw, err := l.pollBounds(ctx, topic, partition, offset, opt.EventualBounds)
 	if err != nil {
 		return span{}, err
 	}
@@ -204,6 +210,22 @@ func (l *Log) locate(ctx context.Context, topic string, partition int32, offset 
 		return sp, errNotMaterialized
 	}
 	return sp, nil
+}
+
+// pollBounds reads the bounds a poll at offset answers from: eventually consistently
+// when eventual is set, then again strongly consistently if offset lies past the high
+// watermark read (a lagging replica's), so a poll is never out of range on a stale read.
+func (l *Log) pollBounds(ctx context.Context, topic string, partition int32, offset int64, eventual bool) (int64, int64, error) {
+	if eventual {
+		st, err := l.meta.SequencerEventual(ctx, topic, partition)
+		if err != nil {
+			return 0, 0, storeErr(err)
+		}
+		if offset <= st.NextOffset {
+			return st.LogStart, st.NextOffset, nil
+		}
+	}
+	return l.bounds(ctx, topic, partition)
 }
 
 // outOfRangeNow is an *OffsetOutOfRangeError if offset is below the log start now.

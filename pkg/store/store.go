@@ -875,6 +875,12 @@ type SequencerStore interface {
 	// Sequencer must return the partition's state read strongly consistently, seeding a
 	// missing counter first as Sequence does (a partition never written reads as zeros).
 	Sequencer(ctx context.Context, topic string, partition int32) (SeqState, error)
+	// SequencerEventual must return the partition's state as Sequencer does, or an
+	// older one: a backend may read a replica that lags the latest writes (DynamoDB's
+	// eventually consistent read, half the price of a strongly consistent one), so its
+	// offsets may be behind, never ahead of, those of a Sequencer call made after it
+	// returns. A backend without replicas may answer it with Sequencer.
+	SequencerEventual(ctx context.Context, topic string, partition int32) (SeqState, error)
 	// ClaimIdempotency must store rec only if (rec.Key, rec.Partition) has no record,
 	// else return *IdempotencyError with the stored one and change nothing.
 	ClaimIdempotency(ctx context.Context, rec IdempotencyRecord) error

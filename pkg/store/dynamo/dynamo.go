@@ -64,10 +64,16 @@ func New(client *dynamodb.Client, cfg Config) *MetaStore {
 
 // getItem reads one item strongly consistently; a missing item is (nil, nil).
 func (s *MetaStore) getItem(ctx context.Context, op, table string, key item) (item, error) {
+	return s.readItem(ctx, op, table, key, true)
+}
+
+// readItem reads one item, strongly consistently or from any replica (eventually
+// consistent: half the read units); a missing item is (nil, nil).
+func (s *MetaStore) readItem(ctx context.Context, op, table string, key item, consistent bool) (item, error) {
 	out, err := s.client.GetItem(ctx, &dynamodb.GetItemInput{
 		TableName:      aws.String(table),
 		Key:            key,
-		ConsistentRead: aws.Bool(true),
+		ConsistentRead: aws.Bool(consistent),
 	})
 	if err != nil {
 		return nil, mapError(op, err)

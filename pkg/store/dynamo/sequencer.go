@@ -412,7 +412,7 @@ func (s *MetaStore) findCommit(ctx context.Context, e store.IndexEntry, lo, hw i
 // concurrent seeder or commit wins.
 func (s *MetaStore) Sequencer(ctx context.Context, topic string, partition int32) (store.SeqState, error) {
 	if store.TopicCommits(topic) {
-		return s.topicSequencer(ctx, topic, partition)
+		return s.topicSequencer(ctx, topic, partition, true)
 	}
 	op := fmt.Sprintf("sequencer of %s/%d", topic, partition)
 	for attempt := 0; attempt < 3; attempt++ {
@@ -432,6 +432,17 @@ func (s *MetaStore) Sequencer(ctx context.Context, topic string, partition int32
 		}
 	}
 	return store.SeqState{}, fmt.Errorf("dynamo: %s: seeded counter not readable: %w", op, store.ErrUnavailable)
+}
+
+// SequencerEventual reads a topic commit topic's item eventually consistently (a
+// replica may lag its latest commits; a topic item not yet on it reads as zeros, as a
+// topic before its first commit does). A per-partition counter, which a missing one is
+// seeded into, is read as Sequencer reads it.
+func (s *MetaStore) SequencerEventual(ctx context.Context, topic string, partition int32) (store.SeqState, error) {
+	if store.TopicCommits(topic) {
+		return s.topicSequencer(ctx, topic, partition, false)
+	}
+	return s.Sequencer(ctx, topic, partition)
 }
 
 // seedNewTopic creates the counters of a new topic's partitions at zero, so its first

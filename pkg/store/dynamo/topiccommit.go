@@ -528,9 +528,9 @@ func (s *MetaStore) putTopicItem(ctx context.Context, topic string) error {
 
 // topicSequencer reads partition p's state from its topic item (strongly consistent);
 // a missing item is a topic never written, read as zeros without writing.
-func (s *MetaStore) topicSequencer(ctx context.Context, topic string, p int32) (store.SeqState, error) {
+func (s *MetaStore) topicSequencer(ctx context.Context, topic string, p int32, consistent bool) (store.SeqState, error) {
 	op := fmt.Sprintf("sequencer of %s/%d", topic, p)
-	it, err := s.getItem(ctx, op, s.sequencer, topicItemKey(topic))
+	it, err := s.readItem(ctx, op, s.sequencer, topicItemKey(topic), consistent)
 	if err != nil {
 		return store.SeqState{}, err
 	}

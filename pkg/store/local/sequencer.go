@@ -221,6 +221,11 @@ func sequenceLocked(tx *bolt.Tx, c *store.SeqCommit) error {
 	return putRec(tx, bucketSequencer, partitionKey(c.Entry.Topic, c.Entry.Partition), st)
 }
 
+// SequencerEventual is Sequencer: the embedded store has no replica to lag.
+func (m *MetaStore) SequencerEventual(ctx context.Context, topic string, partition int32) (store.SeqState, error) {
+	return m.Sequencer(ctx, topic, partition)
+}
+
 // Sequencer returns the partition's sequencer row, seeding it first when absent. On a
 // topic commit topic its last commit carries its batch number and the topic's fences.
 func (m *MetaStore) Sequencer(ctx context.Context, topic string, partition int32) (store.SeqState, error) {

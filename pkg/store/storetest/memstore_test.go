@@ -464,6 +464,10 @@ func (s *memStore) SequenceBatch(ctx context.Context, cs []store.SeqCommit) ([]s
 	return out, errs
 }
 
+func (s *memStore) SequencerEventual(ctx context.Context, topic string, partition int32) (store.SeqState, error) {
+	return s.Sequencer(ctx, topic, partition)
+}
+
 func (s *memStore) Sequencer(_ context.Context, topic string, partition int32) (store.SeqState, error) {
 	s.lock()
 	defer s.mu.Unlock()

@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stratalog/strata/pkg/store"
 )
@@ -15,6 +16,7 @@ func sequencerCases() []testCase[store.MetaStore] {
 		{"SeedsFromLegacyIndex", testSeqSeed},
 		{"HighWatermarkOutlivesIndex", testSeqOutlivesIndex},
 		{"MaterialisedIdempotentCommit", testSeqIdempotent},
+		{"EventualNeverAhead", testSeqEventual},
 	}
 }
 
@@ -148,5 +150,44 @@ func testSeqIdempotent(ctx context.Context, t *testing.T, m store.MetaStore) {
 	must(t, "GetIdempotency", err)
 	if rec.BaseOffset != 0 || rec.Count != 2 || rec.BodyHash != "h" {
 		t.Fatalf("claim = %+v, want base 0 count 2 hash h", rec)
+	}
+}
+
+// testSeqEventual: an eventually consistent read of a partition's state is never ahead
+// of a strongly consistent read made after it, and catches up with it, on a topic of
+// either layout (per-partition counters and the topic commit's one item).
+func testSeqEventual(ctx context.Context, t *testing.T, m store.MetaStore) {
+	for _, topic := range []string{UniqueName(t, "t"), TopicCommitID(t)} {
+		st, err := m.SequencerEventual(ctx, topic, 0)
+		must(t, "SequencerEventual of an empty partition", err)
+		if st.NextOffset != 0 || st.LogStart != 0 {
+			t.Fatalf("SequencerEventual(%s/0) of an empty partition = %+v, want zeros", topic, st)
+		}
+		if _, err := AppendBatch(ctx, m, batchOf(topic, "v1/"+topic+"/obj-a", [2]int64{0, 3}, [2]int64{1, 2})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := AppendBatch(ctx, m, batchOf(topic, "v1/"+topic+"/obj-b", [2]int64{0, 4})); err != nil {
+			t.Fatal(err)
+		}
+		for p, want := range []int64{7, 2} {
+			var got store.SeqState
+			for try := 0; ; try++ {
+				got, err = m.SequencerEventual(ctx, topic, int32(p))
+				must(t, "SequencerEventual", err)
+				strong, err := m.Sequencer(ctx, topic, int32(p))
+				must(t, "Sequencer", err)
+				if got.NextOffset > strong.NextOffset || got.LogStart > strong.LogStart {
+					t.Fatalf("SequencerEventual(%s/%d) = next %d, start %d: ahead of the strong read after it (next %d, start %d)",
+						topic, p, got.NextOffset, got.LogStart, strong.NextOffset, strong.LogStart)
+				}
+				if got.NextOffset == want || try == 50 {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if got.NextOffset != want || got.Topic != topic || got.Partition != int32(p) {
+				t.Fatalf("SequencerEventual(%s/%d) = %+v, want next offset %d within a second", topic, p, got, want)
+			}
+		}
 	}
 }

@@ -187,7 +187,7 @@ func failures(out []byte) string {
 
 // callBudget bounds the store calls of one suite run: against the serialising emulator
 // every call is a request, and the whole suite must stay well under a minute there.
-const callBudget = 4200
+const callBudget = 4300
 
 // TestCallBudget counts the store calls each sub-test makes against the reference.
 func TestCallBudget(t *testing.T) {
