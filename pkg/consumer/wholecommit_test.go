@@ -13,17 +13,6 @@ import (
 	"github.com/stratalog/strata/pkg/store"
 )
 
-// countingReads counts the ranged reads of segment objects.
-type countingReads struct {
-	store.ObjectStore
-	gets atomic.Int64
-}
-
-func (c *countingReads) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
-	c.gets.Add(1)
-	return c.ObjectStore.GetRange(ctx, key, offset, length)
-}
-
 // eventualReads counts the eventually consistent sequencer reads the log makes.
 type eventualReads struct {
 	log.Meta
@@ -43,7 +32,7 @@ func (m *eventualReads) SequencerEventual(ctx context.Context, topic string, par
 func TestCommitLargerThanAPollIsReadOnce(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
-		objs := &countingReads{ObjectStore: s.Objects}
+		objs := &backendtest.CountingGets{ObjectStore: s.Objects}
 		meta := &eventualReads{Meta: s.Meta}
 		l, err := log.New(log.Config{Objects: objs, Meta: meta})
 		if err != nil {
@@ -72,11 +61,11 @@ func TestCommitLargerThanAPollIsReadOnce(t *testing.T) {
 			handled.Add(1)
 			return nil
 		}, func(c *consumer.Config) { c.PollRecords = 500 })
-		before := objs.gets.Load()
+		before := objs.Gets.Load()
 		if _, err := c.Run(ctx, 0, consumer.RunOptions{UntilCaughtUp: true}); err != nil {
 			t.Fatal(err)
 		}
-		if got := objs.gets.Load() - before; got != commits {
+		if got := objs.Gets.Load() - before; got != commits {
 			t.Errorf("the consumer read segment objects %d times for %d commits; want one read a commit", got, commits)
 		}
 		if meta.n.Load() == 0 {

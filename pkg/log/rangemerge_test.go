@@ -3,7 +3,6 @@ package log_test
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,17 +14,6 @@ import (
 	"github.com/stratalog/strata/pkg/store"
 )
 
-// countingGets counts ranged reads.
-type countingGets struct {
-	store.ObjectStore
-	gets atomic.Int64
-}
-
-func (c *countingGets) GetRange(ctx context.Context, key string, offset, length int64) ([]byte, error) {
-	c.gets.Add(1)
-	return c.ObjectStore.GetRange(ctx, key, offset, length)
-}
-
 // TestPollGetsOncePerObjectRange (issue 20 item 4): a poll over index entries that lie
 // back to back in one segment object (three commits of one partition from one object,
 // as an idempotent member's own commits were before folded claims) reads them with one
@@ -34,7 +22,7 @@ func (c *countingGets) GetRange(ctx context.Context, key string, offset, length 
 func TestPollGetsOncePerObjectRange(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
-		objs := &countingGets{ObjectStore: s.Objects}
+		objs := &backendtest.CountingGets{ObjectStore: s.Objects}
 		l, err := log.New(log.Config{Objects: objs, Meta: s.Meta})
 		if err != nil {
 			t.Fatal(err)
@@ -72,23 +60,23 @@ func TestPollGetsOncePerObjectRange(t *testing.T) {
 				}
 			}
 		}
-		before := objs.gets.Load()
+		before := objs.Gets.Load()
 		res, err := l.Poll(ctx, "merge", 0, 0, log.PollOptions{MaxRecords: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := objs.gets.Load() - before; got != 1 {
+		if got := objs.Gets.Load() - before; got != 1 {
 			t.Fatalf("a poll of 3 adjacent entries of one object made %d GETs, want 1", got)
 		}
 		if len(res.Records) != 6 || string(res.Records[5].Value) != "b2-1" || res.NextOffset != 6 {
 			t.Fatalf("poll = %d records, next %d; want the 6, in order", len(res.Records), res.NextOffset)
 		}
-		before = objs.gets.Load()
+		before = objs.Gets.Load()
 		rr, err := l.PollRanges(ctx, "merge", 0, 0, log.PollOptions{MaxRecords: 100})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := objs.gets.Load() - before; got != 1 || rr.NextOffset != 6 {
+		if got := objs.Gets.Load() - before; got != 1 || rr.NextOffset != 6 {
 			t.Fatalf("a ranges poll made %d GETs (want 1), next %d (want 6)", got, rr.NextOffset)
 		}
 	})
