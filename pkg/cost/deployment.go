@@ -207,9 +207,8 @@ func (r Run) ModelOf() []ModelLine {
 // urlLines are the lines of the cost run of the default stack behind the function URL
 // that are more than 10% from the default stack's run. Its functions and workload are
 // the default stack's, the front door aside: these are small "as counted" lines whose
-// rate moves from run to run with how long the consumer takes to catch up on the
-// loaded emulator (that run lasted 87 s for 62 s of producing, the default stack's 70
-// s), each within the spread earlier runs of the default stack showed.
+// rate moves from run to run with how long the run's start-up and its last flush weigh
+// and when the compaction passes fell among the rounds.
 func urlLines() []ModelLine {
 	const counted = "as the function URL's cost run counts it"
 	return []ModelLine{
