@@ -521,7 +521,11 @@ func (r *run) refresh(ctx context.Context) {
 // workers; an answer may exceed PollRecords (whole commits), and is taken whole.
 func (r *run) poll(ctx context.Context, wait time.Duration) error {
 	cfg := r.c.cfg
-	res, err := r.c.log.Poll(ctx, r.lease.TopicRef(), r.p, r.fetch, log.PollOptions{MaxRecords: cfg.PollRecords, Wait: wait, WholeCommits: true, EventualBounds: true})
+	// A run that follows the log reads the partition's bounds from any replica (it polls
+	// again anyway); one that ends when caught up reads them strongly, so it ends having
+	// handled every record acknowledged before it looked.
+	opt := log.PollOptions{MaxRecords: cfg.PollRecords, Wait: wait, WholeCommits: true, EventualBounds: !r.opt.UntilCaughtUp}
+	res, err := r.c.log.Poll(ctx, r.lease.TopicRef(), r.p, r.fetch, opt)
 	now := cfg.Clock()
 	var oor *log.OffsetOutOfRangeError
 	switch {
@@ -563,7 +567,8 @@ func (r *run) poll(ctx context.Context, wait time.Duration) error {
 	if err := r.tracker.Skip(res.NextOffset); err != nil {
 		return fmt.Errorf("consumer: %w", err)
 	}
-	r.fetch, r.hw = res.NextOffset, res.HighWatermark
+	// The high watermark never moves back; an answer from a lagging replica may.
+	r.fetch, r.hw = res.NextOffset, max(r.hw, res.HighWatermark)
 	r.feed()
 	return nil
 }
