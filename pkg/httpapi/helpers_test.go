@@ -212,6 +212,13 @@ func (f *faultyMeta) Sequencer(ctx context.Context, topic string, p int32) (stor
 	return f.MetaStore.Sequencer(ctx, topic, p)
 }
 
+func (f *faultyMeta) SequencerEventual(ctx context.Context, topic string, p int32) (store.SeqState, error) {
+	if err := f.fail(); err != nil {
+		return store.SeqState{}, err
+	}
+	return f.MetaStore.SequencerEventual(ctx, topic, p)
+}
+
 func (f *faultyMeta) GetGroup(ctx context.Context, name string) (store.GroupConfig, error) {
 	if err := f.fail(); err != nil {
 		return store.GroupConfig{}, err
