@@ -3,7 +3,6 @@ package consumer_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,37 +13,6 @@ import (
 	"github.com/stratalog/strata/pkg/log"
 	"github.com/stratalog/strata/pkg/store"
 )
-
-// replica is the log's metadata with eventually consistent sequencer reads counted and,
-// once frozen, answered from a snapshot (a replica that has not seen the writes since).
-type replica struct {
-	log.Meta
-	eventual atomic.Int64
-	mu       sync.Mutex
-	frozen   *store.SeqState
-}
-
-func (m *replica) freeze(t *testing.T, topic string) {
-	t.Helper()
-	st, err := m.Meta.Sequencer(context.Background(), topic, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.mu.Lock()
-	m.frozen = &st
-	m.mu.Unlock()
-}
-
-func (m *replica) SequencerEventual(ctx context.Context, topic string, partition int32) (store.SeqState, error) {
-	m.eventual.Add(1)
-	m.mu.Lock()
-	f := m.frozen
-	m.mu.Unlock()
-	if f != nil {
-		return *f, nil
-	}
-	return m.Meta.SequencerEventual(ctx, topic, partition)
-}
 
 // largeCommits makes a log over objs and meta with one partition holding commits
 // commits of perCommit records each.
@@ -99,7 +67,7 @@ func TestCommitLargerThanAPollIsReadOnce(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		const commits, perCommit = 4, 625
 		objs := &backendtest.CountingGets{ObjectStore: s.Objects}
-		meta := &replica{Meta: s.Meta}
+		meta := &backendtest.LaggingReplica{Meta: s.Meta}
 		f := largeCommits(t, s, objs, meta, commits, perCommit)
 		seen, h := countOnce(commits * perCommit)
 		c := f.consumer(t, "billing", "b-1", h, func(c *consumer.Config) { c.PollRecords = 500 })
@@ -121,7 +89,7 @@ func TestCommitLargerThanAPollIsReadOnce(t *testing.T) {
 		if got := objs.Gets.Load() - before; got != commits {
 			t.Errorf("the consumer read segment objects %d times for %d commits; want one read a commit", got, commits)
 		}
-		if meta.eventual.Load() == 0 {
+		if meta.Eventual.Load() == 0 {
 			t.Errorf("a run following the log read the partition's bounds only strongly consistently")
 		}
 		onceEach(t, seen)
@@ -134,13 +102,13 @@ func TestCommitLargerThanAPollIsReadOnce(t *testing.T) {
 func TestRunUntilCaughtUpSeesEveryAcknowledgedRecord(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		const commits, perCommit = 3, 40
-		meta := &replica{Meta: s.Meta}
+		meta := &backendtest.LaggingReplica{Meta: s.Meta}
 		f := largeCommits(t, s, s.Objects, meta, commits, perCommit)
 		topicID, err := f.log.TopicID(context.Background(), "orders")
 		if err != nil {
 			t.Fatal(err)
 		}
-		meta.freeze(t, topicID) // the replica has every commit; then one more lands on the leader only
+		meta.Freeze(t, topicID, 0) // the replica has every commit; then one more lands on the leader only
 		p := int32(0)
 		if _, err := f.log.Append(context.Background(), "orders", []log.Record{{Value: []byte("late"), Partition: &p}}, log.AppendOptions{}); err != nil {
 			t.Fatal(err)
@@ -154,7 +122,7 @@ func TestRunUntilCaughtUpSeesEveryAcknowledgedRecord(t *testing.T) {
 		if got := f.committed(t, "billing"); got != commits*perCommit+1 {
 			t.Fatalf("committed %d, want %d", got, commits*perCommit+1)
 		}
-		if n := meta.eventual.Load(); n != 0 {
+		if n := meta.Eventual.Load(); n != 0 {
 			t.Fatalf("a run until caught up read the bounds eventually consistently %d times", n)
 		}
 	})

@@ -4,46 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/stratalog/strata/internal/backendtest"
 	"github.com/stratalog/strata/pkg/log"
-	"github.com/stratalog/strata/pkg/store"
 )
-
-// laggingReplica answers eventually consistent sequencer reads from a snapshot taken
-// when told (a replica that has not seen the writes since), and counts them.
-type laggingReplica struct {
-	log.Meta
-	mu       sync.Mutex
-	snap     map[int32]store.SeqState
-	eventual int
-}
-
-func (m *laggingReplica) freeze(ctx context.Context, t *testing.T, topic string, partition int32) {
-	t.Helper()
-	st, err := m.Meta.Sequencer(ctx, topic, partition)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.snap == nil {
-		m.snap = map[int32]store.SeqState{}
-	}
-	m.snap[partition] = st
-}
-
-func (m *laggingReplica) SequencerEventual(ctx context.Context, topic string, partition int32) (store.SeqState, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.eventual++
-	if st, ok := m.snap[partition]; ok {
-		return st, nil
-	}
-	return m.Meta.SequencerEventual(ctx, topic, partition)
-}
 
 // TestPollEventualBoundsOnALaggingReplica: a poll with EventualBounds answers from a
 // replica's bounds when the offset lies within them — at its stale high watermark,
@@ -53,7 +18,7 @@ func (m *laggingReplica) SequencerEventual(ctx context.Context, topic string, pa
 func TestPollEventualBoundsOnALaggingReplica(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
-		meta := &laggingReplica{Meta: s.Meta}
+		meta := &backendtest.LaggingReplica{Meta: s.Meta}
 		l, err := log.New(log.Config{Objects: s.Objects, Meta: meta})
 		if err != nil {
 			t.Fatal(err)
@@ -74,8 +39,8 @@ func TestPollEventualBoundsOnALaggingReplica(t *testing.T) {
 			}
 		}
 		appendN(3)
-		meta.freeze(ctx, t, topic.ID(), 0) // the replica has offsets 0–2
-		appendN(2)                         // 3–4 reach the leader only
+		meta.Freeze(t, topic.ID(), 0) // the replica has offsets 0–2
+		appendN(2)                    // 3–4 reach the leader only
 		opt := log.PollOptions{MaxRecords: 100, EventualBounds: true}
 
 		res, err := l.Poll(ctx, "lag", 0, 0, opt)
@@ -95,14 +60,14 @@ func TestPollEventualBoundsOnALaggingReplica(t *testing.T) {
 		if !errors.As(err, &oor) || oor.HighWatermark != 5 {
 			t.Fatalf("poll at 6, past the real high watermark = %v; want out of range at high watermark 5", err)
 		}
-		if meta.eventual != 4 {
-			t.Fatalf("%d eventually consistent reads for 4 polls; want one a poll", meta.eventual)
+		if meta.Eventual.Load() != 4 {
+			t.Fatalf("%d eventually consistent reads for 4 polls; want one a poll", meta.Eventual.Load())
 		}
-		before := meta.eventual
+		before := meta.Eventual.Load()
 		if _, err := l.Poll(ctx, "lag", 0, 0, log.PollOptions{MaxRecords: 100}); err != nil {
 			t.Fatal(err)
 		}
-		if meta.eventual != before {
+		if meta.Eventual.Load() != before {
 			t.Fatalf("a poll without EventualBounds read the replica")
 		}
 	})
