@@ -526,8 +526,9 @@ func (s *MetaStore) putTopicItem(ctx context.Context, topic string) error {
 	return s.createSequencerItem(ctx, "create topic item of "+topic, it)
 }
 
-// topicSequencer reads partition p's state from its topic item (strongly consistent);
-// a missing item is a topic never written, read as zeros without writing.
+// topicSequencer reads partition p's state from its topic item, strongly consistently
+// or, when consistent is false, from any replica; a missing item is a topic never
+// written, read as zeros without writing.
 func (s *MetaStore) topicSequencer(ctx context.Context, topic string, p int32, consistent bool) (store.SeqState, error) {
 	op := fmt.Sprintf("sequencer of %s/%d", topic, p)
 	it, err := s.readItem(ctx, op, s.sequencer, topicItemKey(topic), consistent)
