@@ -29,29 +29,38 @@ type Meta interface {
 	store.IndexStore
 }
 
-// LaggingReplica is a log's metadata whose eventually consistent sequencer reads are
-// counted and, once Freeze has been called for a partition, answered with its state at
-// that call: a replica that has not seen the writes since.
+// LaggingReplica is a log's metadata whose eventually consistent reads are counted and,
+// once Freeze has been called for a partition, answered with its state and its index
+// entries at that call: a replica that has seen none of the writes since (neither the
+// commits nor the deletes).
 type LaggingReplica struct {
 	Meta
-	Eventual atomic.Int64
-	mu       sync.Mutex
-	frozen   map[int32]store.SeqState
+	// IndexOnly freezes the index entries alone: the bounds are read as they are.
+	IndexOnly               bool
+	Eventual, EventualIndex atomic.Int64
+	mu                      sync.Mutex
+	frozen                  map[int32]store.SeqState
+	entries                 map[int32][]store.IndexEntry
 }
 
-// Freeze makes the replica answer partition's reads with its state now.
+// Freeze makes the replica answer partition's reads with its state and entries now.
 func (m *LaggingReplica) Freeze(t testing.TB, topic string, partition int32) {
 	t.Helper()
-	st, err := m.Meta.Sequencer(context.Background(), topic, partition)
+	ctx := context.Background()
+	st, err := m.Meta.Sequencer(ctx, topic, partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := m.Meta.IndexEntries(ctx, topic, partition, 0, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.frozen == nil {
-		m.frozen = map[int32]store.SeqState{}
+		m.frozen, m.entries = map[int32]store.SeqState{}, map[int32][]store.IndexEntry{}
 	}
-	m.frozen[partition] = st
+	m.frozen[partition], m.entries[partition] = st, es
 }
 
 // SequencerEventual counts the read and answers from the frozen state, if any.
@@ -60,8 +69,28 @@ func (m *LaggingReplica) SequencerEventual(ctx context.Context, topic string, pa
 	m.mu.Lock()
 	st, ok := m.frozen[partition]
 	m.mu.Unlock()
-	if ok {
+	if ok && !m.IndexOnly {
 		return st, nil
 	}
 	return m.Meta.SequencerEventual(ctx, topic, partition)
+}
+
+// IndexEntriesEventual counts the read and answers from the frozen entries, if any, as
+// IndexEntries would have then: the one holding from, and those after it.
+func (m *LaggingReplica) IndexEntriesEventual(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error) {
+	m.EventualIndex.Add(1)
+	m.mu.Lock()
+	es, ok := m.entries[partition]
+	m.mu.Unlock()
+	if !ok {
+		return m.Meta.IndexEntriesEventual(ctx, topic, partition, from, limit)
+	}
+	first := 0
+	for i, e := range es {
+		if e.BaseOffset <= from {
+			first = i
+		}
+	}
+	out := es[first:]
+	return out[:min(len(out), limit)], nil
 }

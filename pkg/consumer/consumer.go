@@ -524,7 +524,7 @@ func (r *run) poll(ctx context.Context, wait time.Duration) error {
 	// A run that follows the log reads the partition's bounds from any replica (it polls
 	// again anyway); one that ends when caught up reads them strongly, so it ends having
 	// handled every record acknowledged before it looked.
-	opt := log.PollOptions{MaxRecords: cfg.PollRecords, Wait: wait, WholeCommits: true, EventualBounds: !r.opt.UntilCaughtUp}
+	opt := log.PollOptions{MaxRecords: cfg.PollRecords, Wait: wait, WholeCommits: true, EventualReads: !r.opt.UntilCaughtUp}
 	res, err := r.c.log.Poll(ctx, r.lease.TopicRef(), r.p, r.fetch, opt)
 	now := cfg.Clock()
 	var oor *log.OffsetOutOfRangeError

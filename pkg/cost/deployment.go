@@ -325,7 +325,7 @@ func defaultLines() []ModelLine {
 		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerSecond, 0.43, "the topic's configuration, cached for log.TopicCacheTTL (5 s) in each environment (and a second Log's copy): a rate per second held, not per poll, as counted (0.41 to 0.44 in the four configurations' runs, where per poll they spread from 0.085 to 0.22 in the runs before)"),
 		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerInvocation, 2, "the group's settings, read as an invocation starts and refreshed on a timer, as counted").with(PerConsumerSecond, 0.02),
 		line("consumer", "DynamoDB.GetItem", "commits", PerConsumerInvocation, 1, "the committed offset read when an invocation starts"),
-		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.48, "a poll that finds new entries reads them, as counted"),
+		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.48, "a poll that finds new entries reads them, eventually consistently (read again strongly when a replica's answer stops short), as counted"),
 		line("consumer", "S3.GetObject", "bucket", PerObjectBlockRead, 1, "one GET per index entry read"),
 		line("consumer", InvokedAPI, "", PerConsumerInvocation, 1, "held until 3 s before the 300 s timeout, then invoked again"),
 		line("consumer", LogsAPI, "", PerConsumerSecond, 0, "the example consumer writes nothing per record"),

@@ -33,12 +33,15 @@ type PollOptions struct {
 	// NextOffset does not read the same block from its object twice (a commit larger
 	// than MaxRecords would otherwise be fetched once per poll it is cut into).
 	WholeCommits bool
-	// EventualBounds reads the partition's bounds eventually consistently (half the
-	// read's price on DynamoDB): the answer's high watermark may lag the newest commits
-	// for a moment, so a poll at the tail may find nothing new yet, and an offset past
-	// the bounds read is checked with a strongly consistent read before it is answered
-	// out of range. For readers that poll again anyway (the consumer's run loop).
-	EventualBounds bool
+	// EventualReads reads the partition's bounds and its index entries eventually
+	// consistently (half the read's price on DynamoDB): the answer's high watermark may
+	// lag the newest commits for a moment, so a poll at the tail may find nothing new
+	// yet. Nothing a replica lacks is skipped or answered out of range: an offset past
+	// the bounds read is checked with a strongly consistent read first, entries that stop
+	// short of the high watermark read are read again strongly, and an object a stale
+	// entry names that is gone sends the poll to strongly consistent reads. For readers
+	// that poll again anyway (the consumer's run loop).
+	EventualReads bool
 }
 
 // PollResult is a run of consecutive records and the partition's bounds.
@@ -186,7 +189,7 @@ type span struct {
 // locate reads the bounds and the index entries a poll at offset answers from. With no
 // entry below the high watermark it returns errNotMaterialized, with the span's bounds.
 func (l *Log) locate(ctx context.Context, topic string, partition int32, offset int64, opt PollOptions) (span, error) {
-	start, hw, err := l.pollBounds(ctx, topic, partition, offset, opt.EventualBounds)
+	start, hw, err := l.pollBounds(ctx, topic, partition, offset, opt.EventualReads)
 	if err != nil {
 		return span{}, err
 	}
@@ -365,6 +368,7 @@ func (l *Log) relocated(ctx context.Context, topic string, partition int32, offs
 	if !errors.Is(err, store.ErrNotFound) {
 		return sp, false
 	}
+	opt.EventualReads = false // a replica may still hold the entries that named it
 	again, lerr := l.locate(ctx, topic, partition, offset, opt)
 	if lerr != nil || len(again.entries) == 0 {
 		return sp, false
@@ -448,24 +452,41 @@ func skipped(runs []store.SkipRange, rel int64) bool {
 
 // entriesFor reads the index entries covering offset onwards, enough for the budget. It
 // stops at the first gap: offsets whose commit is not yet materialised are never skipped.
+// With EventualReads it reads a replica first and reads again strongly when the answer
+// stops short of the high watermark and the budget: the replica may lack an entry the
+// table has.
 func (l *Log) entriesFor(ctx context.Context, topic string, partition int32, offset, hw int64, opt PollOptions) ([]store.IndexEntry, error) {
-	var out []store.IndexEntry
+	if opt.EventualReads {
+		out, complete, err := l.collectEntries(ctx, topic, partition, offset, hw, opt, l.meta.IndexEntriesEventual)
+		if err != nil || complete {
+			return out, err
+		}
+	}
+	out, _, err := l.collectEntries(ctx, topic, partition, offset, hw, opt, l.meta.IndexEntries)
+	return out, err
+}
+
+// collectEntries pages through read from offset until the high watermark, the budget or
+// a gap; complete is false when it stopped at a gap or the index's end below both.
+func (l *Log) collectEntries(ctx context.Context, topic string, partition int32, offset, hw int64, opt PollOptions,
+	read func(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error)) (out []store.IndexEntry, complete bool, err error) {
 	next := offset
 	var records, bytes int64
-	for next < hw && records < int64(opt.MaxRecords) && bytes < int64(opt.MaxBytes) {
-		page, err := l.meta.IndexEntries(ctx, topic, partition, next, entriesPerPage)
+	done := func() bool { return next >= hw || records >= int64(opt.MaxRecords) || bytes >= int64(opt.MaxBytes) }
+	for !done() {
+		page, err := read(ctx, topic, partition, next, entriesPerPage)
 		if err != nil {
-			return nil, storeErr(err)
+			return nil, false, storeErr(err)
 		}
 		for _, e := range page {
 			if e.BaseOffset >= hw || records >= int64(opt.MaxRecords) || bytes >= int64(opt.MaxBytes) {
-				return out, nil
+				return out, true, nil
 			}
 			if e.End() <= next {
 				continue // below offset: an entry the page starts with that ends before it
 			}
 			if e.BaseOffset > next || e.Count <= 0 {
-				return out, nil // a gap: the commit at next is not materialised yet
+				return out, false, nil // a gap: the commit at next is not materialised yet
 			}
 			out = append(out, e)
 			if !e.Duplicate {
@@ -478,12 +499,9 @@ func (l *Log) entriesFor(ctx context.Context, topic string, partition int32, off
 			break
 		}
 	}
-	return out, nil
+	return out, done(), nil
 }
 
-// readBlocks fetches and decodes the entries' blocks with ranged reads in parallel,
-// checking each entry's record count. An entry's range holds one block or several back
-// to back (a group commit of blocks from several requests).
 func (l *Log) readBlocks(ctx context.Context, entries []store.IndexEntry) ([][]segment.Record, error) {
 	got, err := l.fetchRanges(ctx, entries, func(e store.IndexEntry, b []byte) (any, error) {
 		recs, err := segment.AppendBlocksRecords(nil, b, e.BaseOffset)

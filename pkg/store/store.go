@@ -948,6 +948,13 @@ type IndexStore interface {
 	// greatest BaseOffset <= from, even when from is at or past its End) if any, followed
 	// by later entries, at most limit (limit >= 1).
 	IndexEntries(ctx context.Context, topic string, partition int32, from int64, limit int) ([]IndexEntry, error)
+	// IndexEntriesEventual must answer as IndexEntries does, or as it did a moment
+	// before: a backend may read a replica (DynamoDB's eventually consistent query, half
+	// the read units), whose answer may lack entries written lately — stopping short or
+	// skipping one — and hold entries deleted or replaced lately. A caller must check the
+	// answer (contiguity, the objects it names) and ask IndexEntries when it falls short.
+	// A backend without replicas may answer it with IndexEntries.
+	IndexEntriesEventual(ctx context.Context, topic string, partition int32, from int64, limit int) ([]IndexEntry, error)
 	// GetIdempotency must return the record for (key, partition) or ErrNotFound.
 	GetIdempotency(ctx context.Context, key string, partition int32) (IdempotencyRecord, error)
 	// DeleteIndexEntry must remove the entry at baseOffset; a missing entry is not an error.

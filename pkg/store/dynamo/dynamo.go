@@ -398,9 +398,12 @@ func (s *MetaStore) LiveMembers(ctx context.Context, group string, now time.Time
 	return ms, nil
 }
 
-// queryAll runs a strongly consistent query, following pages until max items (0: all).
+// queryAll runs a query, strongly consistent unless in says otherwise, following pages
+// until max items (0: all).
 func (s *MetaStore) queryAll(ctx context.Context, op string, in *dynamodb.QueryInput, max int) ([]item, error) {
-	in.ConsistentRead = aws.Bool(true)
+	if in.ConsistentRead == nil {
+		in.ConsistentRead = aws.Bool(true)
+	}
 	var items []item
 	for {
 		if max > 0 {

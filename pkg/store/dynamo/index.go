@@ -270,6 +270,17 @@ func (s *MetaStore) LastIndexEntry(ctx context.Context, topic string, partition 
 // second for the greatest base below it (descending, one item). A consumer reading on
 // from where its last poll ended asks at an entry's base, so a tail poll costs one query.
 func (s *MetaStore) IndexEntries(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error) {
+	return s.indexEntries(ctx, topic, partition, from, limit, true)
+}
+
+// IndexEntriesEventual is IndexEntries read from any replica (eventually consistent
+// queries, half the read units).
+func (s *MetaStore) IndexEntriesEventual(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error) {
+	return s.indexEntries(ctx, topic, partition, from, limit, false)
+}
+
+// indexEntries is IndexEntries' queries, strongly consistent or from any replica.
+func (s *MetaStore) indexEntries(ctx context.Context, topic string, partition int32, from int64, limit int, consistent bool) ([]store.IndexEntry, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -282,6 +293,7 @@ func (s *MetaStore) IndexEntries(ctx context.Context, topic string, partition in
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 		ScanIndexForward:          aws.Bool(true),
+		ConsistentRead:            aws.Bool(consistent),
 	}, limit)
 	if err != nil {
 		return nil, err
@@ -299,6 +311,7 @@ func (s *MetaStore) IndexEntries(ctx context.Context, topic string, partition in
 		ExpressionAttributeNames:  names,
 		ExpressionAttributeValues: values,
 		ScanIndexForward:          aws.Bool(false),
+		ConsistentRead:            aws.Bool(consistent),
 	}, 1)
 	if err != nil {
 		return nil, err

@@ -276,6 +276,11 @@ func seekLastBefore(c *bolt.Cursor, end []byte) ([]byte, []byte) {
 	return c.Prev()
 }
 
+// IndexEntriesEventual is IndexEntries: the embedded store has no replica to lag.
+func (m *MetaStore) IndexEntriesEventual(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error) {
+	return m.IndexEntries(ctx, topic, partition, from, limit)
+}
+
 // IndexEntries returns the entry with the greatest base offset <= from, if any, and the
 // entries after it, at most limit in all.
 func (m *MetaStore) IndexEntries(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error) {

@@ -587,6 +587,10 @@ func (s *memStore) LastIndexEntry(_ context.Context, topic string, partition int
 	return es[len(es)-1], true, nil
 }
 
+func (s *memStore) IndexEntriesEventual(ctx context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error) {
+	return s.IndexEntries(ctx, topic, partition, from, limit)
+}
+
 func (s *memStore) IndexEntries(_ context.Context, topic string, partition int32, from int64, limit int) ([]store.IndexEntry, error) {
 	s.lock()
 	defer s.mu.Unlock()

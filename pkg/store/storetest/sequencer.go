@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ func sequencerCases() []testCase[store.MetaStore] {
 		{"HighWatermarkOutlivesIndex", testSeqOutlivesIndex},
 		{"MaterialisedIdempotentCommit", testSeqIdempotent},
 		{"EventualNeverAhead", testSeqEventual},
+		{"EventualIndexCatchesUp", testIndexEventual},
 	}
 }
 
@@ -188,6 +190,34 @@ func testSeqEventual(ctx context.Context, t *testing.T, m store.MetaStore) {
 			if got.NextOffset != want || got.Topic != topic || got.Partition != int32(p) {
 				t.Fatalf("SequencerEventual(%s/%d) = %+v, want next offset %d within a second", topic, p, got, want)
 			}
+		}
+	}
+}
+
+// testIndexEventual: an eventually consistent read of the index answers, within a
+// second, what IndexEntries answers — the entry holding from and those after it — on a
+// topic of either layout.
+func testIndexEventual(ctx context.Context, t *testing.T, m store.MetaStore) {
+	for _, topic := range []string{UniqueName(t, "t"), TopicCommitID(t)} {
+		if _, err := AppendBatch(ctx, m, batchOf(topic, "v1/"+topic+"/obj-a", [2]int64{0, 3})); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := AppendBatch(ctx, m, batchOf(topic, "v1/"+topic+"/obj-b", [2]int64{0, 4})); err != nil {
+			t.Fatal(err)
+		}
+		for _, from := range []int64{0, 2, 3, 7} {
+			want, err := m.IndexEntries(ctx, topic, 0, from, 10)
+			must(t, "IndexEntries", err)
+			var got []store.IndexEntry
+			for try := 0; try <= 50; try++ {
+				got, err = m.IndexEntriesEventual(ctx, topic, 0, from, 10)
+				must(t, "IndexEntriesEventual", err)
+				if len(got) == len(want) {
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			wantEntries(t, fmt.Sprintf("IndexEntriesEventual(%s/0, from %d)", topic, from), got, want)
 		}
 	}
 }
