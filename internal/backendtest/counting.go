@@ -22,19 +22,12 @@ func (c *CountingGets) GetRange(ctx context.Context, key string, offset, length 
 	return c.ObjectStore.GetRange(ctx, key, offset, length)
 }
 
-// Meta is what a log needs of the metadata tables (log.Meta's methods).
-type Meta interface {
-	store.TopicStore
-	store.SequencerStore
-	store.IndexStore
-}
-
 // LaggingReplica is a log's metadata whose eventually consistent reads are counted and,
 // once Freeze has been called for a partition, answered with its state and its index
 // entries at that call: a replica that has seen none of the writes since (neither the
 // commits nor the deletes).
 type LaggingReplica struct {
-	Meta
+	store.MetaStore
 	// IndexOnly freezes the index entries alone: the bounds are read as they are.
 	IndexOnly               bool
 	Eventual, EventualIndex atomic.Int64
@@ -47,11 +40,11 @@ type LaggingReplica struct {
 func (m *LaggingReplica) Freeze(t testing.TB, topic string, partition int32) {
 	t.Helper()
 	ctx := context.Background()
-	st, err := m.Meta.Sequencer(ctx, topic, partition)
+	st, err := m.MetaStore.Sequencer(ctx, topic, partition)
 	if err != nil {
 		t.Fatal(err)
 	}
-	es, err := m.Meta.IndexEntries(ctx, topic, partition, 0, 1<<20)
+	es, err := m.MetaStore.IndexEntries(ctx, topic, partition, 0, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +65,7 @@ func (m *LaggingReplica) SequencerEventual(ctx context.Context, topic string, pa
 	if ok && !m.IndexOnly {
 		return st, nil
 	}
-	return m.Meta.SequencerEventual(ctx, topic, partition)
+	return m.MetaStore.SequencerEventual(ctx, topic, partition)
 }
 
 // IndexEntriesEventual counts the read and answers from the frozen entries, if any, as
@@ -83,7 +76,7 @@ func (m *LaggingReplica) IndexEntriesEventual(ctx context.Context, topic string,
 	es, ok := m.entries[partition]
 	m.mu.Unlock()
 	if !ok {
-		return m.Meta.IndexEntriesEventual(ctx, topic, partition, from, limit)
+		return m.MetaStore.IndexEntriesEventual(ctx, topic, partition, from, limit)
 	}
 	first := 0
 	for i, e := range es {

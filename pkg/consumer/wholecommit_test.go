@@ -67,7 +67,7 @@ func TestCommitLargerThanAPollIsReadOnce(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		const commits, perCommit = 4, 625
 		objs := &backendtest.CountingGets{ObjectStore: s.Objects}
-		meta := &backendtest.LaggingReplica{Meta: s.Meta}
+		meta := &backendtest.LaggingReplica{MetaStore: s.Meta}
 		f := largeCommits(t, s, objs, meta, commits, perCommit)
 		seen, h := countOnce(commits * perCommit)
 		c := f.consumer(t, "billing", "b-1", h, func(c *consumer.Config) { c.PollRecords = 500 })
@@ -103,7 +103,7 @@ func TestCommitLargerThanAPollIsReadOnce(t *testing.T) {
 func TestRunUntilCaughtUpSeesEveryAcknowledgedRecord(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		const commits, perCommit = 3, 40
-		meta := &backendtest.LaggingReplica{Meta: s.Meta}
+		meta := &backendtest.LaggingReplica{MetaStore: s.Meta}
 		f := largeCommits(t, s, s.Objects, meta, commits, perCommit)
 		topicID, err := f.log.TopicID(context.Background(), "orders")
 		if err != nil {

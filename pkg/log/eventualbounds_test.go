@@ -18,7 +18,7 @@ import (
 func TestPollEventualBoundsOnALaggingReplica(t *testing.T) {
 	backendtest.ForEach(t, func(t *testing.T, s backendtest.Stores) {
 		ctx := context.Background()
-		meta := &backendtest.LaggingReplica{Meta: s.Meta}
+		meta := &backendtest.LaggingReplica{MetaStore: s.Meta}
 		l, err := log.New(log.Config{Objects: s.Objects, Meta: meta})
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +109,7 @@ func TestPollEventualIndexOnALaggingReplica(t *testing.T) {
 		ctx := context.Background()
 		opt := log.PollOptions{MaxRecords: 100, EventualReads: true}
 		t.Run("entries not on the replica", func(t *testing.T) {
-			meta := &backendtest.LaggingReplica{Meta: s.Meta, IndexOnly: true}
+			meta := &backendtest.LaggingReplica{MetaStore: s.Meta, IndexOnly: true}
 			l, id := lagFixture(t, s, meta, "lag-index", 3)
 			meta.Freeze(t, id, 0) // the replica's index has 0–2
 			p := int32(0)
@@ -127,7 +127,7 @@ func TestPollEventualIndexOnALaggingReplica(t *testing.T) {
 			}
 		})
 		t.Run("an entry retention deleted", func(t *testing.T) {
-			meta := &backendtest.LaggingReplica{Meta: s.Meta}
+			meta := &backendtest.LaggingReplica{MetaStore: s.Meta}
 			l, id := lagFixture(t, s, meta, "lag-retention", 3, 2)
 			es, err := s.Meta.IndexEntries(ctx, id, 0, 0, 10)
 			if err != nil || len(es) != 2 {
