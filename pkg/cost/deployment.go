@@ -191,32 +191,14 @@ func DeploymentModelOf(d Design) []ModelLine {
 
 // ModelOf is the deployment model of run r's stack and producers: DeploymentModelOf
 // its design, with producers aligned to the clock the lines their bursts change
-// (alignedLines), and for the default stack's api behind its function URL the lines
-// that run counted apart from the default stack's (urlLines).
+// (alignedLines). The default stack's api behind its function URL has the default
+// stack's lines: its front door changes no request a function makes.
 func (r Run) ModelOf() []ModelLine {
 	lines := DeploymentModelOf(r.Design())
-	switch {
-	case r.AlignSlots > 0 && r.Design().aggregated():
+	if r.AlignSlots > 0 && r.Design().aggregated() {
 		lines = overlay(lines, alignedLines())
-	case r.OnFunctionURL() && !r.Design().aggregated():
-		lines = overlay(lines, urlLines())
 	}
 	return lines
-}
-
-// urlLines are the lines of the cost run of the default stack behind the function URL
-// that are more than 10% from the default stack's run. Its functions and workload are
-// the default stack's, the front door aside: these are small "as counted" lines whose
-// rate moves from run to run with how long the run's start-up and its last flush weigh
-// and when the compaction passes fell among the rounds.
-func urlLines() []ModelLine {
-	const counted = "as the function URL's cost run counts it"
-	return []ModelLine{
-		line("compact", "S3.GetObject", "bucket", PerCompactedPartitionPass, 2.4, "the partition's records, one ranged GET per object, "+counted+" (more of its passes came before the rounds were in; 2.75 on the default stack)"),
-		line("api", LogsAPI, "", PerEnvironmentSecond, 38, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+
-			" (52 on the default stack; 44 in its run before)"),
-		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 143, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (160 on the default stack)"),
-	}
 }
 
 // overlay replaces the lines of base that over has by over's, and adds over's others.
@@ -250,11 +232,14 @@ func alignedLines() []ModelLine {
 	return []ModelLine{
 		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.036,
 			"the topic's configuration, "+counted+" (0.021 with independent producers; each environment reads the compacted topic's once)").with(PerAppend, 0.02).with(PerCompactedAppend, 1),
-		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 1.79, "polls read the partition's bounds, and a long poll between bursts re-reads them every 0.2 s, "+counted+" (0.55 with independent producers; 1.4 in the run before)"),
-		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.66, "a poll that finds new entries reads them, and a long poll between bursts looks again, "+counted+" (0.29 with independent producers; 0.59 in the run before)"),
-		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 174, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (152 with independent producers)"),
-		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.7, counted+" (0.77 on the default stack)"),
+		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 2.83, "polls read the partition's bounds, and a long poll between bursts re-reads them every 0.2 s, "+counted+" (0.55 with independent producers; 1.4 in the run before)"),
+		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.78, "a poll that finds new entries reads them, and a long poll between bursts looks again, "+counted+" (0.29 with independent producers; 0.59 in the run before)"),
+		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 213, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (152 with independent producers)"),
+		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.62, counted+" (0.77 on the default stack)"),
 		line("retention", "DynamoDB.Query", "index", PerRetentionPass, 5.5, "the oldest entries of each partition, "+counted+" (4.8 with independent producers)"),
+		line("retention", "DynamoDB.GetItem", "topics", PerRetentionPass, 2, "the per-topic worker reads its topic, the lag sample the group's, "+counted).with(PerRetentionCompactedTopic, 1),
+		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.83, "the stream mapping's reads (free from a Lambda trigger), "+counted+" (1.59 with independent producers)"),
+		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.83, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
 	}
 }
 
@@ -265,20 +250,21 @@ func managedLines() []ModelLine {
 	return []ModelLine{
 		line("api", "DynamoDB.GetItem", "sequencer", PerDescribe, 1,
 			"a describe of the topic reads its sequencer item (a producer's as it starts), and appends re-read it when an environment's copy is stale, "+counted+" (0.046 and 0.033 an append in the runs with independent and aligned producers)").with(PerAppend, 0.038),
-		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.021,
+		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.0155,
 			"the topic's configuration: one environment's cached copy serves most of the concurrent appends, "+counted+" (each environment reads the compacted topic's once)").with(PerAppend, 0.02).with(PerCompactedAppend, 1),
 		line("api", LogsAPI, "", PerEnvironmentSecond, 106, "one environment serving every request: the aggregated documents and its per-request warnings on the emulator, "+counted+" (111 and 101 with independent and aligned producers; an upper bound)"),
 		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerInvocation, 2, "the group's settings, read as an invocation starts and refreshed on a timer, "+counted).with(PerConsumerSecond, 0.04),
-		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.55, "polls read the partition's bounds (eventually consistently), "+counted+" (0.39, 0.15 and 0.21 in the runs before, 0.59 in one on a busier machine, where more requests merged)"),
+		line("consumer", "DynamoDB.GetItem", "sequencer", PerConsumerPoll, 0.71, "polls read the partition's bounds (eventually consistently), "+counted+" (0.39, 0.15 and 0.21 in the runs before, 0.59 in one on a busier machine, where more requests merged)"),
 		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.29, "a poll that finds new entries reads them (fewer, larger entries than on demand), "+counted+" (0.22, 0.086 and 0.14 in the runs before)"),
 		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 178, "EMF aggregated per environment, flushed when due, and start-up lines, "+counted+" (152, 94 and 114 in the runs before)"),
 		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.65, counted+" (0.77 on the default stack)"),
-		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 0.55, counted+" (0.635 in the run before)"),
+		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 0.48, counted+" (0.635 in the run before)"),
 		line("dispatch", "DynamoDB.GetItem", "sequencer", PerStreamBatch, 1.3, counted+" (1.24 and 1.42 with independent producers, the run before 1.42 and 1.41)"),
 		line("dispatch", "DynamoDB.Query", "index", PerStreamBatch, 2.8, counted+": the woken partitions' new entries (fewer, larger entries than on demand)"),
 		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.55, "the stream mapping's reads (free from a Lambda trigger), "+counted+" (1.65 in the run before)"),
 		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.55, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
 		line("retention", "DynamoDB.Query", "index", PerRetentionPass, 4.8, "the oldest entries of each partition (fewer, larger entries than on demand), "+counted),
+		line("retention", "DynamoDB.GetItem", "topics", PerRetentionPass, 1.6, "the per-topic worker reads its topic, the lag sample the group's, "+counted+" (one pass of seven read the compacted topic's only once; 2 on the default stack)").with(PerRetentionCompactedTopic, 1),
 	}
 }
 
@@ -299,15 +285,15 @@ func defaultLines() []ModelLine {
 			"a describe of the topic reads its sequencer item (a producer's as it starts: its append answers tell it the partition count after that); appends re-read it when an environment's copy is stale, as counted (before the answers told the count, a producer's refresh every 5 s read it: 0.2 a producer-second)").with(PerAppend, 0.035),
 		line("api", "DynamoDB.GetItem", "topics", PerProducerSecond, 0.2, "and the topic's configuration (appends now and then too, as counted; each environment reads the compacted topic's once)").with(PerAppend, 0.04).with(PerCompactedAppend, 1),
 		line("api", InvokedAPI, "", PerAppend, 1, "one invocation per append and per describe of the topic (a producer's as it starts)").with(PerDescribe, 1).with(PerCompactedAppend, 1),
-		line("api", LogsAPI, "", PerEnvironmentSecond, 52, flush+" (a short run's start-up and last flush weigh in: from 38 to 63 a second in the last runs)"),
+		line("api", LogsAPI, "", PerEnvironmentSecond, 60, flush+" (a short run's start-up and last flush weigh in: from 38 to 63 a second in the last runs)"),
 
-		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.35, "the stream mapping's reads, empty ones included (free from a Lambda trigger), as counted (1.1, 1.31 and 1.66 in the runs before)"),
-		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.35, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
+		line("dispatch", "DynamoDBStreams.GetRecords", "sequencer", PerStreamBatch, 1.13, "the stream mapping's reads, empty ones included (free from a Lambda trigger), as counted (1.1, 1.31 and 1.66 in the runs before)"),
+		line("dispatch", "DynamoDBStreams.DescribeStream", "sequencer", PerStreamBatch, 1.13, "the harness's stream mapping describes the stream per read (Lambda's own reads, free)"),
 		line("dispatch", InvokedAPI, "", PerStreamBatch, 1, "one invocation per stream batch and per sweep").with(PerSweep, 1),
 		line("dispatch", "DynamoDB.GetItem", "assignments", PerStreamBatch, 2.6, counted+" (the sweep's reads folded in: an upper bound)"),
-		line("dispatch", "DynamoDB.GetItem", "sequencer", PerStreamBatch, 1.6, counted),
-		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 0.64, counted+" (0.73 and 0.92 in the runs before)"),
-		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.77, counted+" (0.87 in the run before)"),
+		line("dispatch", "DynamoDB.GetItem", "sequencer", PerStreamBatch, 1.39, counted),
+		line("dispatch", "DynamoDB.GetItem", "topics", PerStreamBatch, 0.57, counted+" (0.73 and 0.92 in the runs before)"),
+		line("dispatch", "DynamoDB.GetItem", "groups", PerStreamBatch, 0.68, counted+" (0.87 in the run before)"),
 		line("dispatch", "DynamoDB.GetItem", "commits", PerSweep, 0.125, counted),
 		line("dispatch", "DynamoDB.Query", "index", PerStreamBatch, 3.25, counted+": the woken partitions' new entries"),
 		line("dispatch", "DynamoDB.PutItem", "index", PerStreamBatch, 0, "an entry the api did not write (crash recovery): rare"),
@@ -317,7 +303,7 @@ func defaultLines() []ModelLine {
 		line("dispatch", "DynamoDB.Scan", "parked", PerSweep, 1, "and the parked keys"),
 		line("dispatch", "Lambda.Invoke", "consumer", PerConsumerInvocation, 1, "each consumer invocation is dispatch's asynchronous Invoke"),
 		line("dispatch", "ssm:GetParametersByPath", "/strata/subscriptions", PerEnvironment, 2, "the subscriptions, read as an environment starts and refreshed, as counted"),
-		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 160, flush+" (a short run's start-up lines weigh in: an upper bound; 120 in the run before)"),
+		line("dispatch", LogsAPI, "", PerEnvironmentSecond, 177, flush+" (a short run's start-up lines weigh in: an upper bound; 120 in the run before)"),
 
 		line("consumer", "DynamoDB.TransactWriteItems", "assignments+commits", PerConsumerSecond, 0.097, "the group commit (two items: the lease's fence and the offset), made on progress with the lease's renewal inside it, as counted: about one every 10 s per partition"),
 		line("consumer", "DynamoDB.UpdateItem", "assignments", PerConsumerInvocation, 1, "the lease taken when an invocation starts (renewals ride in the commit)"),
@@ -325,7 +311,7 @@ func defaultLines() []ModelLine {
 		line("consumer", "DynamoDB.GetItem", "topics", PerConsumerSecond, 0.43, "the topic's configuration, cached for log.TopicCacheTTL (5 s) in each environment (and a second Log's copy): a rate per second held, not per poll, as counted (0.41 to 0.44 in the four configurations' runs, where per poll they spread from 0.085 to 0.22 in the runs before)"),
 		line("consumer", "DynamoDB.GetItem", "groups", PerConsumerInvocation, 2, "the group's settings, read as an invocation starts and refreshed on a timer, as counted").with(PerConsumerSecond, 0.02),
 		line("consumer", "DynamoDB.GetItem", "commits", PerConsumerInvocation, 1, "the committed offset read when an invocation starts"),
-		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.48, "a poll that finds new entries reads them, eventually consistently (read again strongly when a replica's answer stops short), as counted"),
+		line("consumer", "DynamoDB.Query", "index", PerConsumerPoll, 0.525, "a poll that finds new entries reads them, eventually consistently (read again strongly when a replica's answer stops short), as counted"),
 		line("consumer", "S3.GetObject", "bucket", PerObjectBlockRead, 1, "one GET per index entry read"),
 		line("consumer", InvokedAPI, "", PerConsumerInvocation, 1, "held until 3 s before the 300 s timeout, then invoked again"),
 		line("consumer", LogsAPI, "", PerConsumerSecond, 0, "the example consumer writes nothing per record"),
@@ -335,16 +321,16 @@ func defaultLines() []ModelLine {
 		line("retention", "DynamoDB.GetItem", "groups", PerRetentionPass, 1, counted),
 		line("retention", "DynamoDB.GetItem", "laghistory", PerRetentionPass, 0.92, counted),
 		line("retention", "DynamoDB.PutItem", "laghistory", PerRetentionPass, 0.92, "the pass records the groups' lag"),
-		line("retention", "DynamoDB.GetItem", "sequencer", PerRetentionPass, 3.9, counted),
+		line("retention", "DynamoDB.GetItem", "sequencer", PerRetentionPass, 3.7, counted),
 		line("retention", "DynamoDB.GetItem", "topics", PerRetentionPass, 2, "the per-topic worker reads its topic, the lag sample the group's, as counted").with(PerRetentionCompactedTopic, 1),
-		line("retention", "DynamoDB.Query", "index", PerRetentionPass, 5.3, "the oldest entries of each partition, as counted"),
+		line("retention", "DynamoDB.Query", "index", PerRetentionPass, 4.85, "the oldest entries of each partition, as counted"),
 		line("retention", "DynamoDB.Scan", "assignments", PerRetentionPass, 1, counted),
 		line("retention", "DynamoDB.Scan", "commits", PerRetentionPass, 1, counted),
 		line("retention", "DynamoDB.Scan", "groups", PerRetentionPass, 1, counted),
 		line("retention", "DynamoDB.Scan", "topics", PerRetentionPass, 2, "the pass lists the topics and the deleted topics (the compaction pass, which listed them once more, is the compaction function's now)"),
 		line("retention", "S3.ListObjectsV2", "bucket", PerRetentionPass, 0.95, "a page of the expired objects per topic, as counted; a page per 1,000 expired at the target").with(PerObject, 0.001),
 		line("retention", "S3.DeleteObjects", "bucket", PerObject, 0.001, "objects deleted 1,000 a request (free); the expired index entries are left to DynamoDB TTL (free deletes, priced as the storage line of that name)"),
-		line("retention", LogsAPI, "", PerRetentionPass, 1160, "the pass's and its per-topic worker's EMF documents, as counted").with(PerRetentionCompactedTopic, 580),
+		line("retention", LogsAPI, "", PerRetentionPass, 1120, "the pass's and its per-topic worker's EMF documents, as counted (1,160 and 580 in the runs before)").with(PerRetentionCompactedTopic, 560),
 
 		line("compact", InvokedAPI, "", PerCompactionPass, 1, "one invocation per scheduled pass and one per compacted partition's pass (the pass's fan-out, the dirty-ratio trigger's)").with(PerCompactedPartitionPass, 1),
 		line("compact", "DynamoDB.Scan", "topics", PerCompactionPass, 1, "the scheduled pass lists the topics, as counted"),
