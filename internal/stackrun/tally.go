@@ -397,16 +397,7 @@ func attributeBytes(v any) int {
 		case "SS", "NS", "BS":
 			l, _ := x.([]any)
 			for _, e := range l {
-				switch typ {
-				case "SS":
-					s, _ := e.(string)
-					n += len(s)
-				case "NS":
-					s, _ := e.(string)
-					n += numberBytes(s)
-				default:
-					n += binaryBytes(e)
-				}
+				n += attributeBytes(map[string]any{typ[:1]: e}) // an element sized as its scalar
 			}
 		case "L":
 			l, _ := x.([]any)

@@ -241,14 +241,12 @@ func priceLine(p *Priced, ob Observed, flow Flow, w Workload, pr Prices) {
 		// (those of one object).
 		u := TopicCommitWRU(w.Partitions, flow.BlocksPerAppend)
 		p.Units, p.Unit, p.USD = p.PerDay*u, "write unit", p.PerDay*u*pr.DynamoWRU.USD
-	case api == "DynamoDB.PutItem" || api == "DynamoDB.UpdateItem" || api == "DynamoDB.DeleteItem" || api == "DynamoDB.BatchWriteItem":
+	case api == "DynamoDB.PutItem" || api == "DynamoDB.UpdateItem" || api == "DynamoDB.DeleteItem" || api == "DynamoDB.BatchWriteItem" ||
+		api == "DynamoDB.TransactWriteItems":
 		wru := items * itemWRU(perReq(ob.BytesSent)/items)
-		if ob.WriteUnits > 0 {
-			wru = perReq(ob.WriteUnits)
+		if api == "DynamoDB.TransactWriteItems" {
+			wru *= 2
 		}
-		p.Units, p.Unit, p.USD = p.PerDay*wru, "write unit", p.PerDay*wru*pr.DynamoWRU.USD
-	case api == "DynamoDB.TransactWriteItems":
-		wru := 2 * items * itemWRU(perReq(ob.BytesSent)/items)
 		if ob.WriteUnits > 0 {
 			wru = perReq(ob.WriteUnits)
 		}

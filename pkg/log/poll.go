@@ -479,7 +479,7 @@ func (l *Log) collectEntries(ctx context.Context, topic string, partition int32,
 			return nil, false, storeErr(err)
 		}
 		for _, e := range page {
-			if e.BaseOffset >= hw || records >= int64(opt.MaxRecords) || bytes >= int64(opt.MaxBytes) {
+			if e.BaseOffset >= hw || done() {
 				return out, true, nil
 			}
 			if e.End() <= next {
@@ -502,6 +502,9 @@ func (l *Log) collectEntries(ctx context.Context, topic string, partition int32,
 	return out, done(), nil
 }
 
+// readBlocks fetches and decodes the entries' blocks with ranged reads in parallel,
+// checking each entry's record count. An entry's range holds one block or several back
+// to back (a group commit of blocks from several requests).
 func (l *Log) readBlocks(ctx context.Context, entries []store.IndexEntry) ([][]segment.Record, error) {
 	got, err := l.fetchRanges(ctx, entries, func(e store.IndexEntry, b []byte) (any, error) {
 		recs, err := segment.AppendBlocksRecords(nil, b, e.BaseOffset)
